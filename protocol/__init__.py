@@ -1,0 +1,34 @@
+"""The ctxkeep wire protocol: message types, subjects, codec, errors and paths.
+
+This package does no I/O and imports no ZeroMQ: it is the contract that the
+daemon and every client share, and `docs/protocol.md` is generated from it.
+"""
+
+from .version import PROTOCOL_VERSION, DAEMON_VERSION
+from .errors import ErrorCode
+from .codec import (
+    DEFAULT_MAX_FRAME_BYTES,
+    DecodeFailure,
+    decode_event,
+    decode_reply,
+    decode_request,
+    encode,
+)
+from . import events, models, replies, requests, subjects
+
+__all__ = [
+    "PROTOCOL_VERSION",
+    "DAEMON_VERSION",
+    "ErrorCode",
+    "DEFAULT_MAX_FRAME_BYTES",
+    "DecodeFailure",
+    "decode_event",
+    "decode_reply",
+    "decode_request",
+    "encode",
+    "events",
+    "models",
+    "replies",
+    "requests",
+    "subjects",
+]

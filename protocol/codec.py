@@ -1,0 +1,112 @@
+"""JSON encoding and validated decoding of frames.
+
+Untrusted input is only ever decoded into typed Structs. Failures become a
+:class:`DecodeFailure` that names the problem and carries the request `id` when
+one could be read, so the daemon can answer it.
+"""
+
+import msgspec
+
+from . import events, replies, requests
+from .errors import ErrorCode
+from .version import PROTOCOL_VERSION
+
+#: The largest frame the daemon accepts or sends (configurable in the daemon).
+DEFAULT_MAX_FRAME_BYTES = 1 << 20
+
+_encoder = msgspec.json.Encoder()
+_request_decoder = msgspec.json.Decoder(requests.AnyRequest)
+_reply_decoder = msgspec.json.Decoder(replies.AnyReply)
+_event_decoder = msgspec.json.Decoder(events.AnyEvent)
+_EVENT_TYPES = {requests.tag_of(c) for c in events.ALL}
+_REPLY_TYPES = {requests.tag_of(c) for c in replies.ALL}
+
+
+class _Head(msgspec.Struct):
+    """The fields read before full validation, to route and answer a frame."""
+
+    type: str = ""
+    id: str = ""
+    v: int = 0
+
+
+_head_decoder = msgspec.json.Decoder(_Head)
+
+
+class DecodeFailure(Exception):
+    """A frame that cannot be accepted, with the error code and the request id if known."""
+
+    def __init__(self, code: ErrorCode, message: str, request_id: str = "") -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.request_id = request_id
+
+
+def encode(message: msgspec.Struct) -> bytes:
+    """A Struct as one JSON frame."""
+    return _encoder.encode(message)
+
+
+def _head(frame: bytes, max_bytes: int) -> _Head:
+    if not frame:
+        raise DecodeFailure(ErrorCode.BAD_FRAME, "empty frame: send one JSON object")
+    if len(frame) > max_bytes:
+        raise DecodeFailure(
+            ErrorCode.FRAME_TOO_LARGE,
+            f"frame of {len(frame):,} bytes is over the limit of {max_bytes:,} bytes",
+        )
+    try:
+        return _head_decoder.decode(frame)
+    except msgspec.ValidationError as exc:  # a JSON object whose `type`, `id` or `v` is mistyped
+        raise DecodeFailure(ErrorCode.INVALID_REQUEST, f"invalid request: {exc}") from None
+    except (msgspec.DecodeError, ValueError) as exc:  # ValueError: invalid UTF-8
+        raise DecodeFailure(ErrorCode.BAD_JSON, f"not a JSON object: {exc}") from None
+
+
+def decode_request(frame: bytes, max_bytes: int = DEFAULT_MAX_FRAME_BYTES) -> requests.Request:
+    """Validate one control frame as a request, or raise DecodeFailure."""
+    head = _head(frame, max_bytes)
+    if head.v > PROTOCOL_VERSION:
+        raise DecodeFailure(
+            ErrorCode.UNSUPPORTED_VERSION,
+            f"this daemon speaks protocol {PROTOCOL_VERSION}, the request uses {head.v}: "
+            "upgrade ctxkeepd or use an older client",
+            head.id,
+        )
+    if head.type not in requests.TYPES:
+        known = ", ".join(sorted(requests.TYPES))
+        raise DecodeFailure(
+            ErrorCode.UNKNOWN_TYPE,
+            f"unknown request type {head.type!r}; known types: {known}",
+            head.id,
+        )
+    try:
+        return _request_decoder.decode(frame)
+    except UnicodeDecodeError as exc:
+        raise DecodeFailure(ErrorCode.BAD_JSON, f"invalid UTF-8: {exc}", head.id) from None
+    except (msgspec.ValidationError, msgspec.DecodeError, ValueError) as exc:
+        raise DecodeFailure(
+            ErrorCode.INVALID_REQUEST, f"invalid {head.type!r} request: {exc}", head.id
+        ) from None
+
+
+def decode_reply(frame: bytes) -> replies.Reply:
+    """Decode a reply from the daemon (raises msgspec errors on garbage)."""
+    return _reply_decoder.decode(frame)
+
+
+def decode_event(frame: bytes) -> events.Event | None:
+    """Decode an event body; None for an event type this client does not know."""
+    head = _head_decoder.decode(frame)
+    if head.type not in _EVENT_TYPES:
+        return None
+    return _event_decoder.decode(frame)
+
+
+def reply_type_known(frame: bytes) -> bool:
+    """Whether a reply frame's type is one this client knows."""
+    try:
+        return _head_decoder.decode(frame).type in _REPLY_TYPES
+    except (msgspec.DecodeError, ValueError):
+        return False

@@ -1,0 +1,31 @@
+"""Error codes of `error` replies and `generation.error` events."""
+
+from enum import Enum
+
+
+class ErrorCode(str, Enum):
+    """Why a request failed. The `message` beside it says what to do next."""
+
+    # The frame itself
+    BAD_FRAME = "bad_frame"  # empty, or the wrong number of frames
+    FRAME_TOO_LARGE = "frame_too_large"
+    BAD_JSON = "bad_json"  # not JSON, not UTF-8, or not a JSON object
+    UNKNOWN_TYPE = "unknown_type"
+    INVALID_REQUEST = "invalid_request"  # a field is missing or of the wrong type
+    UNSUPPORTED_VERSION = "unsupported_version"
+    # The request's subject
+    UNKNOWN_SESSION = "unknown_session"
+    AMBIGUOUS_SESSION = "ambiguous_session"
+    INVALID_ARGUMENT = "invalid_argument"
+    BUSY = "busy"
+    # The model server
+    OLLAMA_UNREACHABLE = "ollama_unreachable"
+    MODEL_NOT_FOUND = "model_not_found"
+    OLLAMA_ERROR = "ollama_error"
+    STREAM_INTERRUPTED = "stream_interrupted"
+    CONTEXT_OVERFLOW = "context_overflow"
+    CANCELLED = "cancelled"
+    # The daemon
+    STORAGE_ERROR = "storage_error"
+    SHUTTING_DOWN = "shutting_down"
+    INTERNAL = "internal"

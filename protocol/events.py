@@ -1,0 +1,117 @@
+"""Events: what the daemon publishes on the event socket (XPUB -> SUB).
+
+Two frames: the topic (see `subjects`), then the JSON body. Every body has
+`type` (the subject), `seq` (numbered from 1 across the whole daemon: a gap
+means the subscriber missed something and should re-read state with a
+request), `time`, and `session_id` ("" for daemon-wide events). Clients skip
+event types they do not know.
+"""
+
+from typing import Annotated
+
+import msgspec
+from msgspec import Meta
+
+from . import subjects
+from .models import Count, DaemonStatus, MessageInfo, SessionInfo, Usage
+
+
+class Event(msgspec.Struct, tag_field="type", kw_only=True):
+    """Fields every event carries."""
+
+    seq: Count = 0
+    time: float = 0.0
+    session_id: str = ""
+
+
+class DaemonStatusEvent(Event, tag=subjects.DAEMON_STATUS):
+    """The daemon's status: sent to each new subscriber, and when the daemon stops."""
+
+    status: DaemonStatus
+    stopping: bool = False
+
+
+class SessionCreated(Event, tag=subjects.SESSION_CREATED):
+    """A session was created."""
+
+    session: SessionInfo
+
+
+class SessionUpdated(Event, tag=subjects.SESSION_UPDATED):
+    """A session's settings, name or counts changed."""
+
+    session: SessionInfo
+
+
+class SessionDeleted(Event, tag=subjects.SESSION_DELETED):
+    """A session was deleted."""
+
+
+class QueryReceived(Event, tag=subjects.QUERY_RECEIVED):
+    """A user turn was stored and its generation starts."""
+
+    generation_id: str
+    message: MessageInfo
+    model: str
+
+
+class GenerationToken(Event, tag=subjects.GENERATION_TOKEN):
+    """Answer text as it streams, batched (about every 30 ms). `index` counts batches from 0."""
+
+    generation_id: str
+    index: Count
+    text: str
+
+
+class GenerationThinking(Event, tag=subjects.GENERATION_THINKING):
+    """Thinking text of a thinking model, batched like tokens."""
+
+    generation_id: str
+    index: Count
+    text: str
+
+
+class ResponseGeneration(Event, tag=subjects.RESPONSE_GENERATION):
+    """The answer is complete and stored. Terminal event of a generation."""
+
+    generation_id: str
+    message: MessageInfo
+    #: prompt_eval_count of the final chunk: the exact size of the prompt sent.
+    token_count: Count
+    #: Tokens in the answer.
+    eval_count: Count
+    window: Count
+    #: True when token_count shows Ollama dropped part of the prompt anyway.
+    truncated: bool = False
+    #: Durations in nanoseconds, as Ollama reports them.
+    total_duration: Count = 0
+    load_duration: Count = 0
+    prompt_eval_duration: Count = 0
+    eval_duration: Count = 0
+
+
+class GenerationError(Event, tag=subjects.GENERATION_ERROR):
+    """The generation failed or was cancelled. Terminal event of a generation.
+
+    The session's active context is as it was before the turn; any partial
+    answer is kept in history with status `interrupted` (its seq in `stored_seq`).
+    """
+
+    generation_id: str
+    code: str
+    message: str
+    partial: str = ""
+    stored_seq: Annotated[int, Meta(ge=-1)] = -1
+
+
+class ContextUsage(Event, tag=subjects.CONTEXT_USAGE):
+    """How full the session's context window is, after every change."""
+
+    usage: Usage
+
+
+AnyEvent = (
+    DaemonStatusEvent | SessionCreated | SessionUpdated | SessionDeleted | QueryReceived
+    | GenerationToken | GenerationThinking | ResponseGeneration | GenerationError | ContextUsage
+)
+ALL: tuple[type[Event], ...] = AnyEvent.__args__  # type: ignore[attr-defined]

@@ -1,0 +1,94 @@
+"""Records that requests, replies and events carry: sessions, messages, usage, status."""
+
+from typing import Annotated, Literal
+
+import msgspec
+from msgspec import Meta
+
+#: A non-negative integer that every JSON implementation represents exactly.
+Count = Annotated[int, Meta(ge=0, le=2**53)]
+#: A sequence number of a message inside its session.
+Seq = Annotated[int, Meta(ge=0, le=2**53)]
+#: Options passed to Ollama as `options` (temperature, top_p, stop, ...).
+OptionValue = int | float | str | bool | list[str]
+Options = dict[str, OptionValue]
+
+Role = Literal["system", "user", "assistant", "tool"]
+#: complete: a whole message. interrupted: an answer cut short (cancel, stream
+#: cut, model error); it stays in history but never enters the active context.
+MessageStatus = Literal["complete", "interrupted"]
+
+
+class SessionInfo(msgspec.Struct, kw_only=True):
+    """A chat session as clients see it."""
+
+    id: str
+    name: str
+    model: str
+    system: str = ""
+    options: Options = {}
+    num_ctx: Count
+    #: num_ctx capped by the model's context_length (0 until the model is asked).
+    window: Count = 0
+    created: float
+    updated: float
+    message_count: Count = 0
+    #: prompt_eval_count of the last completed turn: the exact size of the context.
+    token_count: Count = 0
+    #: True while a generation runs or waits for this session.
+    busy: bool = False
+
+
+class MessageInfo(msgspec.Struct, kw_only=True):
+    """One message of a session's history."""
+
+    seq: Seq
+    role: Role
+    content: str
+    thinking: str = ""
+    created: float
+    status: MessageStatus = "complete"
+    #: Why an interrupted message stopped (an error code), else "".
+    error: str = ""
+    #: For an assistant message: the model that wrote it.
+    model: str = ""
+    #: Tokens: eval_count for an assistant message, else 0.
+    eval_count: Count = 0
+
+
+class OllamaStatus(msgspec.Struct, kw_only=True):
+    """What the daemon last learnt about its Ollama server."""
+
+    host: str
+    reachable: bool
+    version: str = ""
+    error: str = ""
+
+
+class DaemonStatus(msgspec.Struct, kw_only=True):
+    """The daemon as a whole."""
+
+    version: str
+    protocol: int
+    pid: int
+    started: float
+    uptime: float
+    sessions: Count
+    generations_running: Count
+    control_endpoint: str
+    events_endpoint: str
+    store_path: str
+    #: The last event sequence number published (events are numbered from 1).
+    last_seq: Count
+    ollama: OllamaStatus
+
+
+class Usage(msgspec.Struct, kw_only=True):
+    """How full a session's context window is."""
+
+    tokens: Count
+    window: Count
+    #: tokens / window, 0.0 .. 1.0 (may pass 1.0 only for an estimate).
+    fill: float
+    #: True when `tokens` is Ollama's prompt_eval_count, False for an estimate (shown with ~).
+    exact: bool

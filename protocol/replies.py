@@ -1,0 +1,99 @@
+"""Replies: what the daemon answers on the control socket, one per request.
+
+Each carries the request's `id` and the protocol version `v`. A request that
+fails gets an `error` reply instead of its usual one.
+"""
+
+from typing import Annotated
+
+import msgspec
+from msgspec import Meta
+
+from .models import Count, DaemonStatus, MessageInfo, Seq, SessionInfo
+from .version import PROTOCOL_VERSION
+
+
+class Reply(msgspec.Struct, tag_field="type", kw_only=True):
+    """Fields every reply carries."""
+
+    id: str = ""
+    v: int = PROTOCOL_VERSION
+
+
+class Error(Reply, tag="error"):
+    """The request failed. `code` is an ErrorCode value; `message` says what to do."""
+
+    code: str
+    message: str
+
+
+class HelloReply(Reply, tag="hello"):
+    """Answer to `hello`."""
+
+    daemon: str
+    protocol: int
+    pid: int
+    #: The topics a subscriber may use: the subjects, each followed by `/<session_id>`.
+    subjects: list[str]
+
+
+class Pong(Reply, tag="pong"):
+    """Answer to `ping`."""
+
+    time: float
+
+
+class StatusReply(Reply, tag="status"):
+    """Answer to `status`."""
+
+    status: DaemonStatus
+
+
+class SessionReply(Reply, tag="session"):
+    """One session: answer to session.create/get/rename/set_system/set_model."""
+
+    session: SessionInfo
+
+
+class SessionsReply(Reply, tag="sessions"):
+    """Answer to `session.list`."""
+
+    sessions: list[SessionInfo]
+
+
+class Deleted(Reply, tag="deleted"):
+    """Answer to `session.delete`: the session and its history are gone."""
+
+    session_id: str
+
+
+class HistoryReply(Reply, tag="history"):
+    """A page of history. `next` is the `start` of the next page, or null at the end."""
+
+    session_id: str
+    messages: list[MessageInfo]
+    total: Count
+    next: Seq | None = None
+
+
+class Accepted(Reply, tag="accepted"):
+    """A `send` was queued. `ahead` generations of this session run before it."""
+
+    session_id: str
+    generation_id: str
+    ahead: Annotated[int, Meta(ge=0)] = 0
+
+
+class Cancelled(Reply, tag="cancelled"):
+    """Answer to `cancel`. `cancelled` is false when nothing was running."""
+
+    session_id: str
+    cancelled: bool
+    generation_id: str = ""
+
+
+AnyReply = (
+    Error | HelloReply | Pong | StatusReply | SessionReply | SessionsReply | Deleted
+    | HistoryReply | Accepted | Cancelled
+)
+ALL: tuple[type[Reply], ...] = AnyReply.__args__  # type: ignore[attr-defined]

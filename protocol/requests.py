@@ -1,0 +1,131 @@
+"""Requests: what a client sends on the control socket (DEALER -> ROUTER).
+
+Every request is one JSON object with `type` (the tag below), `id` (chosen by
+the client, echoed in the reply) and `v` (the protocol version).
+"""
+
+from typing import Annotated
+
+import msgspec
+from msgspec import Meta
+
+from .models import Count, Options, Seq
+from .version import PROTOCOL_VERSION
+
+#: A session's id, or its name when no session has that id.
+SessionRef = Annotated[str, Meta(min_length=1, max_length=200)]
+RequestId = Annotated[str, Meta(max_length=200)]
+NumCtx = Annotated[int, Meta(ge=256, le=2**24)]
+
+
+class Request(msgspec.Struct, tag_field="type", kw_only=True, forbid_unknown_fields=True):
+    """Fields every request carries."""
+
+    id: RequestId = ""
+    v: Annotated[int, Meta(ge=1, le=2**31)] = PROTOCOL_VERSION
+
+
+class Hello(Request, tag="hello"):
+    """Introduce a client. The reply tells the daemon's version and protocol."""
+
+    client: Annotated[str, Meta(max_length=200)] = ""
+
+
+class Ping(Request, tag="ping"):
+    """Liveness check; answered with `pong`."""
+
+
+class Status(Request, tag="status"):
+    """The daemon's status: version, sessions, generations, Ollama reachability."""
+
+
+class SessionCreate(Request, tag="session.create"):
+    """Create a session. Empty fields take the daemon's configured defaults."""
+
+    name: Annotated[str, Meta(max_length=200)] = ""
+    model: Annotated[str, Meta(max_length=200)] = ""
+    system: str = ""
+    options: Options = {}
+    num_ctx: NumCtx | None = None
+
+
+class SessionList(Request, tag="session.list"):
+    """All sessions, most recently updated first."""
+
+
+class SessionGet(Request, tag="session.get"):
+    """One session."""
+
+    session: SessionRef
+
+
+class SessionRename(Request, tag="session.rename"):
+    """Give a session a new name (names are unique)."""
+
+    session: SessionRef
+    name: Annotated[str, Meta(min_length=1, max_length=200)]
+
+
+class SessionDelete(Request, tag="session.delete"):
+    """Delete a session and its whole history."""
+
+    session: SessionRef
+
+
+class History(Request, tag="history"):
+    """A page of a session's full history, oldest first, from sequence `start`."""
+
+    session: SessionRef
+    start: Seq = 0
+    limit: Annotated[int, Meta(ge=1, le=1000)] = 100
+
+
+class Send(Request, tag="send"):
+    """A user turn. Accepted at once; the answer arrives as events."""
+
+    session: SessionRef
+    text: Annotated[str, Meta(min_length=1)]
+    #: The client's working directory (for `@file` references).
+    cwd: str = ""
+    #: Ask a thinking model to think (None: the model's default).
+    think: bool | None = None
+
+
+class Cancel(Request, tag="cancel"):
+    """Stop the session's running generation (or the one named)."""
+
+    session: SessionRef
+    generation_id: str = ""
+
+
+class SetSystem(Request, tag="session.set_system"):
+    """Replace a session's system prompt."""
+
+    session: SessionRef
+    system: str
+
+
+class SetModel(Request, tag="session.set_model"):
+    """Change a session's model, Ollama options or num_ctx. Omitted fields stay as they are."""
+
+    session: SessionRef
+    model: Annotated[str, Meta(max_length=200)] = ""
+    options: Options | None = None
+    num_ctx: NumCtx | None = None
+
+
+AnyRequest = (
+    Hello | Ping | Status | SessionCreate | SessionList | SessionGet | SessionRename
+    | SessionDelete | History | Send | Cancel | SetSystem | SetModel
+)
+
+#: Every request class, in the order the protocol document lists them.
+ALL: tuple[type[Request], ...] = AnyRequest.__args__  # type: ignore[attr-defined]
+
+
+def tag_of(cls: type[msgspec.Struct]) -> str:
+    """The `type` value of a tagged Struct class."""
+    return cls.__struct_config__.tag  # type: ignore[return-value]
+
+
+TYPES: dict[str, type[Request]] = {tag_of(c): c for c in ALL}
