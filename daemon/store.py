@@ -1,0 +1,315 @@
+"""The LMDB store: sessions and their append-only histories.
+
+One environment under `$XDG_DATA_HOME/ctxkeep/store`. Named databases:
+
+- `meta`: `schema_version`.
+- `sessions`: session id -> SessionRecord.
+- `names`: session name -> session id (names are unique).
+- `messages`: session id + `/` + big-endian u64 sequence -> MessageRecord.
+- `active`: session id -> ActiveContext (what the model sees).
+
+Every write is one transaction, committed and synced before the call returns
+(LMDB's default `sync=True`). A full map is grown and the write retried.
+"""
+
+import logging
+import secrets
+import shutil
+import struct
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import TypeVar
+
+import lmdb
+import msgspec
+
+from .migrations import MIGRATIONS, SCHEMA_VERSION
+from .records import ActiveContext, MessageRecord, NewMessage, SessionRecord
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+_SEQ = struct.Struct(">Q")
+_DATABASES = ("meta", "sessions", "names", "messages", "active")
+
+
+class StoreError(Exception):
+    """The store cannot do what was asked; the message says why."""
+
+
+class UnknownSession(StoreError):
+    """No session has that id or name."""
+
+
+class AmbiguousSession(StoreError):
+    """A reference matches more than one session."""
+
+
+class NameTaken(StoreError):
+    """Another session already has that name."""
+
+
+class StoreTooNew(StoreError):
+    """The store was written by a newer ctxkeep."""
+
+
+def _message_key(session_id: str, seq: int) -> bytes:
+    return session_id.encode() + b"/" + _SEQ.pack(seq)
+
+
+def _prefix(session_id: str) -> bytes:
+    return session_id.encode() + b"/"
+
+
+class Store:
+    """Sessions and messages in one LMDB environment, opened once per process."""
+
+    def __init__(self, path: Path, map_size: int = 64 << 20) -> None:
+        self.path = path
+        path.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self.env = lmdb.open(str(path), map_size=map_size, max_dbs=len(_DATABASES) + 8,
+                             subdir=True, sync=True, metasync=True)
+        self.dbs = {name: self.env.open_db(name.encode()) for name in _DATABASES}
+        self._enc = msgspec.msgpack.Encoder()
+        self._session_dec = msgspec.msgpack.Decoder(SessionRecord)
+        self._message_dec = msgspec.msgpack.Decoder(MessageRecord)
+        self._active_dec = msgspec.msgpack.Decoder(ActiveContext)
+        self._upgrade()
+
+    # -- plumbing -------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the environment."""
+        self.env.close()
+
+    def write(self, fn: Callable[[lmdb.Transaction], T]) -> T:
+        """Run `fn` in one write transaction, growing the map and retrying when full."""
+        while True:
+            try:
+                with self.env.begin(write=True) as txn:
+                    return fn(txn)
+            except lmdb.MapFullError:
+                size = self.env.info()["map_size"] * 2
+                log.info("store map full, growing it to %d MiB", size >> 20)
+                self.env.set_mapsize(size)
+
+    def read(self, fn: Callable[[lmdb.Transaction], T]) -> T:
+        """Run `fn` in a read transaction."""
+        with self.env.begin() as txn:
+            return fn(txn)
+
+    def schema_version(self) -> int:
+        """The schema version recorded in `meta` (0 for an empty store)."""
+        raw = self.read(lambda txn: txn.get(b"schema_version", db=self.dbs["meta"]))
+        return int(raw) if raw else 0
+
+    def _upgrade(self) -> None:
+        """Bring the store to SCHEMA_VERSION, backing it up before any step."""
+        found = self.schema_version()
+        if found > SCHEMA_VERSION:
+            self.close()
+            raise StoreTooNew(
+                f"the store at {self.path} has schema version {found}, but this ctxkeepd "
+                f"knows up to {SCHEMA_VERSION}: upgrade ctxkeep, or move the store away"
+            )
+        if found == SCHEMA_VERSION:
+            return
+        is_new = self.read(lambda txn: txn.stat(self.dbs["sessions"])["entries"] == 0)
+        if found == 0 and is_new:
+            self.write(lambda txn: txn.put(b"schema_version", str(SCHEMA_VERSION).encode(),
+                                           db=self.dbs["meta"]))
+            return
+        backup = self.backup(f"schema-v{found}")
+        log.info("upgrading store schema %d -> %d (backup at %s)", found, SCHEMA_VERSION, backup)
+        for step in MIGRATIONS:
+            if step.from_version < found:
+                continue
+
+            def apply(txn: lmdb.Transaction, step=step) -> None:
+                step.apply(txn, self.dbs)
+                txn.put(b"schema_version", str(step.to_version).encode(), db=self.dbs["meta"])
+
+            self.write(apply)
+            log.info("store schema migrated to %d: %s", step.to_version, step.description)
+        if self.schema_version() != SCHEMA_VERSION:
+            raise StoreError(f"no migration path from schema {found} to {SCHEMA_VERSION}")
+
+    def backup(self, label: str) -> Path:
+        """A consistent, compacted copy of the store in `<store>-backups/<label>-<time>`."""
+        target = self.path.parent / "backups" / f"{label}-{time.strftime('%Y%m%d-%H%M%S')}"
+        if target.exists():
+            shutil.rmtree(target)
+        target.mkdir(parents=True, mode=0o700)
+        self.env.copy(str(target), compact=True)
+        return target
+
+    # -- sessions -------------------------------------------------------------
+
+    def _get(self, txn: lmdb.Transaction, session_id: str) -> SessionRecord | None:
+        raw = txn.get(session_id.encode(), db=self.dbs["sessions"])
+        return self._session_dec.decode(raw) if raw else None
+
+    def _put(self, txn: lmdb.Transaction, record: SessionRecord) -> None:
+        txn.put(record.id.encode(), self._enc.encode(record), db=self.dbs["sessions"])
+
+    def _resolve(self, txn: lmdb.Transaction, ref: str) -> SessionRecord:
+        record = self._get(txn, ref)
+        if record is None:
+            by_name = txn.get(ref.encode(), db=self.dbs["names"])
+            record = self._get(txn, by_name.decode()) if by_name else None
+        if record is None:
+            matches = [key for key, _ in txn.cursor(db=self.dbs["sessions"]).iternext()
+                       if key.startswith(ref.encode())] if len(ref) >= 4 else []
+            if len(matches) > 1:
+                raise AmbiguousSession(f"{ref!r} is the start of {len(matches)} session ids: "
+                                       "give more of the id")
+            record = self._get(txn, matches[0].decode()) if matches else None
+        if record is None:
+            raise UnknownSession(f"no session with id or name {ref!r}: "
+                                 "`ctxkeep sessions` lists them")
+        return record
+
+    def session(self, ref: str) -> SessionRecord:
+        """The session whose id, name or unique id prefix (4+ characters) is `ref`."""
+        return self.read(lambda txn: self._resolve(txn, ref))
+
+    def sessions(self) -> list[SessionRecord]:
+        """Every session, most recently updated first."""
+        def collect(txn: lmdb.Transaction) -> list[SessionRecord]:
+            cursor = txn.cursor(db=self.dbs["sessions"])
+            return [self._session_dec.decode(value) for _, value in cursor.iternext()]
+        return sorted(self.read(collect), key=lambda s: s.updated, reverse=True)
+
+    def create_session(self, *, name: str, model: str, system: str, options: dict,
+                       num_ctx: int) -> SessionRecord:
+        """A new, empty session. An empty name becomes the first free `chat-N`."""
+        def create(txn: lmdb.Transaction) -> SessionRecord:
+            names = self.dbs["names"]
+            chosen = name
+            if not chosen:
+                n = 1
+                while txn.get(f"chat-{n}".encode(), db=names):
+                    n += 1
+                chosen = f"chat-{n}"
+            elif txn.get(chosen.encode(), db=names):
+                raise NameTaken(f"a session named {chosen!r} exists already: choose another name")
+            now = time.time()
+            record = SessionRecord(id=secrets.token_hex(6), name=chosen, model=model,
+                                   system=system, options=options, num_ctx=num_ctx,
+                                   created=now, updated=now)
+            self._put(txn, record)
+            txn.put(chosen.encode(), record.id.encode(), db=names)
+            txn.put(record.id.encode(), self._enc.encode(ActiveContext()), db=self.dbs["active"])
+            return record
+        return self.write(create)
+
+    def update_session(self, session_id: str, change: Callable[[SessionRecord], None]) -> SessionRecord:
+        """Apply `change` to the session's record in one transaction; renames keep names unique."""
+        def update(txn: lmdb.Transaction) -> SessionRecord:
+            record = self._get(txn, session_id)
+            if record is None:
+                raise UnknownSession(f"session {session_id!r} no longer exists")
+            old_name = record.name
+            change(record)
+            if record.name != old_name:
+                if txn.get(record.name.encode(), db=self.dbs["names"]):
+                    raise NameTaken(f"a session named {record.name!r} exists already")
+                txn.delete(old_name.encode(), db=self.dbs["names"])
+                txn.put(record.name.encode(), record.id.encode(), db=self.dbs["names"])
+            record.updated = time.time()
+            self._put(txn, record)
+            return record
+        return self.write(update)
+
+    def delete_session(self, session_id: str) -> None:
+        """Remove a session, its history and its active context."""
+        def delete(txn: lmdb.Transaction) -> None:
+            record = self._get(txn, session_id)
+            if record is None:
+                raise UnknownSession(f"session {session_id!r} no longer exists")
+            cursor = txn.cursor(db=self.dbs["messages"])
+            prefix = _prefix(session_id)
+            if cursor.set_range(prefix):
+                while cursor.key().startswith(prefix):
+                    if not cursor.delete():
+                        break
+            txn.delete(record.name.encode(), db=self.dbs["names"])
+            txn.delete(session_id.encode(), db=self.dbs["active"])
+            txn.delete(session_id.encode(), db=self.dbs["sessions"])
+        self.write(delete)
+
+    # -- messages -------------------------------------------------------------
+
+    def append(self, session_id: str, messages: Iterable[NewMessage], *,
+               activate: Iterable[int] = (), token_count: int | None = None
+               ) -> tuple[SessionRecord, list[MessageRecord]]:
+        """Append messages to the history in one transaction.
+
+        `activate` lists positions in `messages` (and `token_count`, when given,
+        the session's new exact count) that join the active context with them.
+        """
+        batch = list(messages)
+        activate = set(activate)
+
+        def append(txn: lmdb.Transaction) -> tuple[SessionRecord, list[MessageRecord]]:
+            record = self._get(txn, session_id)
+            if record is None:
+                raise UnknownSession(f"session {session_id!r} no longer exists")
+            now = time.time()
+            stored: list[MessageRecord] = []
+            active = self._active(txn, session_id)
+            for position, new in enumerate(batch):
+                message = MessageRecord(seq=record.next_seq, created=now, role=new.role,
+                                        content=new.content, thinking=new.thinking,
+                                        status=new.status, error=new.error, model=new.model,
+                                        eval_count=new.eval_count)
+                txn.put(_message_key(session_id, message.seq), self._enc.encode(message),
+                        db=self.dbs["messages"], overwrite=False)
+                if position in activate:
+                    active.seqs.append(message.seq)
+                record.next_seq += 1
+                record.message_count += 1
+                stored.append(message)
+            if activate:
+                txn.put(session_id.encode(), self._enc.encode(active), db=self.dbs["active"])
+            if token_count is not None:
+                record.token_count = token_count
+            record.updated = now
+            self._put(txn, record)
+            return record, stored
+        return self.write(append)
+
+    def _active(self, txn: lmdb.Transaction, session_id: str) -> ActiveContext:
+        raw = txn.get(session_id.encode(), db=self.dbs["active"])
+        return self._active_dec.decode(raw) if raw else ActiveContext()
+
+    def history(self, session_id: str, start: int = 0, limit: int = 100
+                ) -> tuple[list[MessageRecord], int | None, int]:
+        """Up to `limit` messages from sequence `start`: (messages, next start or None, total)."""
+        def page(txn: lmdb.Transaction) -> tuple[list[MessageRecord], int | None, int]:
+            record = self._get(txn, session_id)
+            if record is None:
+                raise UnknownSession(f"session {session_id!r} no longer exists")
+            out: list[MessageRecord] = []
+            cursor = txn.cursor(db=self.dbs["messages"])
+            prefix = _prefix(session_id)
+            if cursor.set_range(_message_key(session_id, start)):
+                for key, value in cursor:
+                    if not key.startswith(prefix) or len(out) == limit:
+                        break
+                    out.append(self._message_dec.decode(value))
+            nxt = out[-1].seq + 1 if out and out[-1].seq + 1 < record.next_seq else None
+            return out, nxt, record.message_count
+        return self.read(page)
+
+    def active_messages(self, session_id: str) -> list[MessageRecord]:
+        """The messages of the session's active context, oldest first."""
+        def collect(txn: lmdb.Transaction) -> list[MessageRecord]:
+            seqs = self._active(txn, session_id).seqs
+            out = []
+            for seq in seqs:
+                raw = txn.get(_message_key(session_id, seq), db=self.dbs["messages"])
+                if raw is not None:
+                    out.append(self._message_dec.decode(raw))
+            return out
+        return self.read(collect)
