@@ -1,0 +1,426 @@
+"""A protocol-faithful Ollama stand-in for tests and benchmarks.
+
+Real HTTP on 127.0.0.1 (a random port), speaking the documented Ollama API:
+`/api/chat` (NDJSON streaming over chunked transfer, and non-streaming),
+`/api/show`, `/api/ps`, `/api/tags`, `/api/version`, `/api/embed`.
+
+- `prompt_eval_count` comes from a deterministic tokenizer that is *not*
+  chars/4 (letters cost one token per 4, every digit, symbol and newline one),
+  counted over the rendered ChatML-style template, special tokens included.
+- The context window is `options.num_ctx` (default 4096 when not sent, as
+  Ollama's default was), capped by the model's context_length. An overflowing
+  prompt is cut the way Ollama's `chatPrompt` does it: the oldest non-system
+  messages are dropped, the last message always kept; with `truncate: false`
+  the request gets HTTP 400 instead. Both are recorded in `truncations` /
+  `refusals`, so a test can assert they never happened.
+- Replies are scripted (`script()`), else derived from the last user message.
+- Faults (`fail_next()`): delay, HTTP 500, connection dropped mid-stream.
+  An unknown model gets 404 as from Ollama.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+import socket
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+SPECIAL = re.compile(r"<\|im_start\|>|<\|im_end\|>")
+PIECES = re.compile(r"[A-Za-z]+|\d|\n|[^\sA-Za-z\d]")
+DEFAULT_NUM_CTX = 4096
+
+
+def count_tokens(text: str) -> int:
+    """Tokens of `text`: special tokens 1, letters ceil(n/4) per word, digit/symbol/newline 1."""
+    total = len(SPECIAL.findall(text))
+    for piece in PIECES.findall(SPECIAL.sub(" ", text)):
+        total += math.ceil(len(piece) / 4) if piece[0].isalpha() else 1
+    return total
+
+
+def render(messages: list[dict[str, Any]]) -> str:
+    """The chat template: ChatML, ending with the assistant's open turn."""
+    out = [f"<|im_start|>{m.get('role', 'user')}\n{m.get('content', '')}<|im_end|>\n"
+           for m in messages]
+    return "".join(out) + "<|im_start|>assistant\n"
+
+
+def split_stream(text: str) -> list[str]:
+    """A reply split into streamed pieces: each word with its following whitespace."""
+    return re.findall(r"\S+\s*|\s+", text) or [""]
+
+
+@dataclass
+class Model:
+    """A model the stand-in serves."""
+
+    name: str
+    context_length: int = 32768
+    parameter_size: str = "7.6B"
+    family: str = "qwen2"
+    thinking: bool = False
+    embedding: bool = False
+
+
+@dataclass
+class Fault:
+    """What goes wrong with the next matching request."""
+
+    kind: str  # "delay" | "http500" | "drop"
+    seconds: float = 0.0  # delay before the first byte
+    after_chunks: int = 0  # drop: chunks sent before the connection is cut
+    path: str = "/api/chat"
+
+
+@dataclass
+class ChatRecord:
+    """A /api/chat request as received and what the stand-in made of it."""
+
+    body: dict[str, Any]
+    num_ctx: int
+    num_ctx_sent: bool
+    prompt_tokens: int
+    kept_messages: int
+    truncated: bool
+    refused: bool
+    status: int = 200
+
+
+DEFAULT_MODELS = (
+    Model("qwen2.5:7b"),
+    Model("small:1b", context_length=4096, parameter_size="1.2B", family="llama"),
+    Model("thinker:8b", thinking=True, parameter_size="8.2B"),
+    Model("nomic-embed-text", context_length=2048, parameter_size="137M",
+          family="nomic-bert", embedding=True),
+)
+
+
+@dataclass
+class OllamaStandin:
+    """The server. `start()` it, point OLLAMA_HOST at `url`, `stop()` it."""
+
+    models: tuple[Model, ...] = DEFAULT_MODELS
+    version: str = "0.12.6"
+    #: Seconds between streamed chunks.
+    chunk_delay: float = 0.0
+    replies: deque[str] = field(default_factory=deque)
+    reply_fn: Callable[[list[dict[str, Any]]], str] | None = None
+    faults: deque[Fault] = field(default_factory=deque)
+    chats: list[ChatRecord] = field(default_factory=list)
+    embeds: list[dict[str, Any]] = field(default_factory=list)
+    loaded: dict[str, int] = field(default_factory=dict)
+    _server: ThreadingHTTPServer | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    # -- control --------------------------------------------------------------
+
+    def start(self) -> "OllamaStandin":
+        standin = self
+
+        class Handler(_Handler):
+            owner = standin
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        threading.Thread(target=self._server.serve_forever, daemon=True,
+                         name="ollama-standin").start()
+        return self
+
+    def stop(self) -> None:
+        if self._server:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    @property
+    def port(self) -> int:
+        assert self._server is not None, "start() the stand-in first"
+        return self._server.server_address[1]
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def script(self, *replies: str) -> None:
+        """Queue replies for the next chat requests, in order."""
+        with self._lock:
+            self.replies.extend(replies)
+
+    def fail_next(self, kind: str, **kwargs: Any) -> None:
+        """Queue a fault for the next request to `path` (default /api/chat)."""
+        with self._lock:
+            self.faults.append(Fault(kind, **kwargs))
+
+    @property
+    def truncations(self) -> list[ChatRecord]:
+        """Chat requests whose prompt Ollama would have cut silently."""
+        return [c for c in self.chats if c.truncated]
+
+    @property
+    def refusals(self) -> list[ChatRecord]:
+        """Chat requests refused for overflowing with truncate: false."""
+        return [c for c in self.chats if c.refused]
+
+    # -- behaviour ------------------------------------------------------------
+
+    def model(self, name: str) -> Model | None:
+        """The model called `name` (a bare name means its `:latest` tag)."""
+        wanted = name if ":" in name else f"{name}:latest"
+        return next((m for m in self.models if m.name in (name, wanted)), None)
+
+    def take_fault(self, path: str) -> Fault | None:
+        with self._lock:
+            for fault in list(self.faults):
+                if fault.path == path:
+                    self.faults.remove(fault)
+                    return fault
+        return None
+
+    def next_reply(self, messages: list[dict[str, Any]]) -> str:
+        with self._lock:
+            if self.replies:
+                return self.replies.popleft()
+        if self.reply_fn:
+            return self.reply_fn(messages)
+        last = next((m.get("content", "") for m in reversed(messages)
+                     if m.get("role") == "user"), "")
+        words = last.split()[:12]
+        return f"You said {len(last.split())} words, starting: {' '.join(words)}."
+
+    def fit(self, messages: list[dict[str, Any]], num_ctx: int) -> tuple[int, int]:
+        """Ollama's chatPrompt: (first kept index, prompt tokens) for the window."""
+        n = len(messages) - 1
+        keep_from = n
+        for i in range(n, -1, -1):
+            if i == n:
+                continue
+            system = [m for m in messages[:i] if m.get("role") == "system"]
+            if count_tokens(render(system + messages[i:])) > num_ctx:
+                break
+            keep_from = i
+        system = [m for m in messages[:keep_from] if m.get("role") == "system"]
+        return keep_from, count_tokens(render(system + messages[max(keep_from, 0):]))
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+def embed_vector(text: str, dims: int = 64) -> list[float]:
+    """A deterministic unit vector: hashed bag of lower-cased words."""
+    vec = [0.0] * dims
+    for word in re.findall(r"\w+", text.lower()):
+        h = int.from_bytes(hashlib.blake2b(word.encode(), digest_size=8).digest(), "big")
+        vec[h % dims] += 1.0 if (h >> 32) & 1 else -1.0
+    norm = math.sqrt(sum(v * v for v in vec)) or 1.0
+    return [v / norm for v in vec]
+
+
+class _Handler(BaseHTTPRequestHandler):
+    owner: OllamaStandin
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - silence stderr
+        pass
+
+    # -- helpers --------------------------------------------------------------
+
+    def _json(self, status: int, payload: Any) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json; charset=utf-8")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _error(self, status: int, message: str) -> None:
+        self._json(status, {"error": message})
+
+    def _body(self) -> dict[str, Any]:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b"{}"
+        return json.loads(raw or b"{}")
+
+    def _chunk(self, payload: dict[str, Any]) -> None:
+        data = json.dumps(payload).encode() + b"\n"
+        self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+        self.wfile.flush()
+
+    def _fault(self, path: str) -> Fault | None:
+        fault = self.owner.take_fault(path)
+        if fault and fault.kind == "delay":
+            time.sleep(fault.seconds)
+            return None
+        if fault and fault.kind == "http500":
+            self._error(500, "llama runner process has terminated: exit status 2")
+        return fault
+
+    # -- routes ---------------------------------------------------------------
+
+    def do_HEAD(self) -> None:  # noqa: N802
+        self.send_response(200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def do_GET(self) -> None:  # noqa: N802
+        owner = self.owner
+        if self.path == "/":
+            data = b"Ollama is running"
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain; charset=utf-8")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+        elif self.path == "/api/version":
+            self._json(200, {"version": owner.version})
+        elif self.path == "/api/tags":
+            self._json(200, {"models": [self._model_entry(m) for m in owner.models]})
+        elif self.path == "/api/ps":
+            models = []
+            for name, num_ctx in owner.loaded.items():
+                m = owner.model(name)
+                if m:
+                    entry = self._model_entry(m)
+                    entry.update(expires_at=_now(), size_vram=entry["size"], context_length=num_ctx)
+                    models.append(entry)
+            self._json(200, {"models": models})
+        else:
+            self._error(404, "404 page not found")
+
+    def do_POST(self) -> None:  # noqa: N802
+        try:
+            body = self._body()
+        except (ValueError, UnicodeDecodeError) as exc:
+            self._error(400, f"invalid JSON: {exc}")
+            return
+        routes = {"/api/chat": self._chat, "/api/show": self._show, "/api/embed": self._embed}
+        handler = routes.get(self.path)
+        if handler is None:
+            self._error(404, "404 page not found")
+            return
+        fault = self._fault(self.path)
+        if fault and fault.kind == "http500":
+            return
+        handler(body, fault)
+
+    def _model_entry(self, m: Model) -> dict[str, Any]:
+        return {
+            "name": m.name, "model": m.name, "modified_at": _now(), "size": 4_700_000_000,
+            "digest": hashlib.sha256(m.name.encode()).hexdigest(),
+            "details": self._details(m),
+        }
+
+    def _details(self, m: Model) -> dict[str, Any]:
+        return {"parent_model": "", "format": "gguf", "family": m.family, "families": [m.family],
+                "parameter_size": m.parameter_size, "quantization_level": "Q4_K_M"}
+
+    def _show(self, body: dict[str, Any], fault: Fault | None) -> None:
+        name = body.get("model") or body.get("name") or ""
+        m = self.owner.model(name)
+        if m is None:
+            self._error(404, f"model '{name}' not found")
+            return
+        capabilities = ["embedding"] if m.embedding else ["completion"] + (
+            ["thinking"] if m.thinking else [])
+        self._json(200, {
+            "license": "", "modelfile": f"FROM {m.name}\n", "parameters": "",
+            "template": "{{ .Prompt }}", "details": self._details(m),
+            "model_info": {"general.architecture": m.family,
+                           "general.parameter_count": 7_615_616_512,
+                           f"{m.family}.context_length": m.context_length,
+                           f"{m.family}.embedding_length": 3584},
+            "capabilities": capabilities, "modified_at": _now(),
+        })
+
+    def _embed(self, body: dict[str, Any], fault: Fault | None) -> None:
+        owner = self.owner
+        name = body.get("model", "")
+        m = owner.model(name)
+        if m is None:
+            self._error(404, f"model \"{name}\" not found, try pulling it first")
+            return
+        inputs = body.get("input", "")
+        texts = [inputs] if isinstance(inputs, str) else list(inputs)
+        owner.embeds.append(body)
+        self._json(200, {"model": m.name, "embeddings": [embed_vector(t) for t in texts],
+                         "total_duration": 1000, "load_duration": 100,
+                         "prompt_eval_count": sum(count_tokens(t) for t in texts)})
+
+    def _chat(self, body: dict[str, Any], fault: Fault | None) -> None:
+        owner = self.owner
+        name = body.get("model", "")
+        m = owner.model(name)
+        if m is None:
+            self._error(404, f"model \"{name}\" not found, try pulling it first")
+            return
+        messages = body.get("messages") or []
+        options = body.get("options") or {}
+        num_ctx = min(int(options.get("num_ctx", DEFAULT_NUM_CTX)), m.context_length)
+        full_tokens = count_tokens(render(messages))
+        overflow = full_tokens > num_ctx
+        refuse = overflow and body.get("truncate") is False
+        keep_from, prompt_tokens = owner.fit(messages, num_ctx) if overflow else (0, full_tokens)
+        record = ChatRecord(body=body, num_ctx=num_ctx, num_ctx_sent="num_ctx" in options,
+                            prompt_tokens=min(prompt_tokens, num_ctx), kept_messages=len(messages) - keep_from,
+                            truncated=overflow and not refuse, refused=refuse)
+        with owner._lock:
+            owner.chats.append(record)
+            owner.loaded[m.name] = num_ctx
+        if refuse:
+            record.status = 400
+            self._error(400, f"the input length ({full_tokens} tokens) exceeds the "
+                             f"context length ({num_ctx} tokens)")
+            return
+        kept = messages[keep_from:]
+        reply = owner.next_reply(kept)
+        thinking = f"Thinking about: {kept[-1].get('content', '')[:40]}" if (
+            m.thinking and body.get("think")) else ""
+        eval_count = count_tokens(reply)
+        final = {
+            "model": m.name, "created_at": _now(), "done": True, "done_reason": "stop",
+            "total_duration": 5_000_000 + 1000 * eval_count, "load_duration": 1_000_000,
+            "prompt_eval_count": record.prompt_tokens, "prompt_eval_duration": 100 * record.prompt_tokens,
+            "eval_count": eval_count, "eval_duration": 1000 * eval_count,
+        }
+        if body.get("stream", True) is False:
+            message = {"role": "assistant", "content": reply}
+            if thinking:
+                message["thinking"] = thinking
+            self._json(200, {**final, "message": message})
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "application/x-ndjson")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        pieces = [("thinking", p) for p in split_stream(thinking)] if thinking else []
+        pieces += [("content", p) for p in split_stream(reply)]
+        for sent, (kind, piece) in enumerate(pieces):
+            if fault and fault.kind == "drop" and sent >= fault.after_chunks:
+                self.wfile.flush()
+                self.connection.shutdown(socket.SHUT_RDWR)
+                self.close_connection = True
+                return
+            if owner.chunk_delay:
+                time.sleep(owner.chunk_delay)
+            message = {"role": "assistant", "content": piece if kind == "content" else ""}
+            if kind == "thinking":
+                message["thinking"] = piece
+            try:
+                self._chunk({"model": m.name, "created_at": _now(), "message": message, "done": False})
+            except (BrokenPipeError, ConnectionResetError):
+                return  # the client went away (a cancel)
+        try:
+            self._chunk({**final, "message": {"role": "assistant", "content": ""}})
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            return
