@@ -83,7 +83,11 @@ class Store:
         self.env.close()
 
     def write(self, fn: Callable[[lmdb.Transaction], T]) -> T:
-        """Run `fn` in one write transaction, growing the map and retrying when full."""
+        """Run `fn` in one write transaction, growing the map and retrying when full.
+
+        Any other LMDB failure (a full disk, an I/O error) aborts the
+        transaction, so nothing is half-written, and becomes a StoreError.
+        """
         while True:
             try:
                 with self.env.begin(write=True) as txn:
@@ -92,6 +96,8 @@ class Store:
                 size = self.env.info()["map_size"] * 2
                 log.info("store map full, growing it to %d MiB", size >> 20)
                 self.env.set_mapsize(size)
+            except lmdb.Error as exc:
+                raise StoreError(f"the store at {self.path} could not write: {exc}") from exc
 
     def read(self, fn: Callable[[lmdb.Transaction], T]) -> T:
         """Run `fn` in a read transaction."""
@@ -241,15 +247,17 @@ class Store:
     # -- messages -------------------------------------------------------------
 
     def append(self, session_id: str, messages: Iterable[NewMessage], *,
-               activate: Iterable[int] = (), token_count: int | None = None
-               ) -> tuple[SessionRecord, list[MessageRecord]]:
+               activate: Iterable[int] = (), activate_seqs: Iterable[int] = (),
+               token_count: int | None = None) -> tuple[SessionRecord, list[MessageRecord]]:
         """Append messages to the history in one transaction.
 
-        `activate` lists positions in `messages` (and `token_count`, when given,
-        the session's new exact count) that join the active context with them.
+        `activate_seqs` (messages already stored) and then the messages at the
+        positions `activate` in `messages` join the end of the active context;
+        `token_count`, when given, becomes the session's exact count.
         """
         batch = list(messages)
         activate = set(activate)
+        earlier = list(activate_seqs)
 
         def append(txn: lmdb.Transaction) -> tuple[SessionRecord, list[MessageRecord]]:
             record = self._get(txn, session_id)
@@ -258,6 +266,7 @@ class Store:
             now = time.time()
             stored: list[MessageRecord] = []
             active = self._active(txn, session_id)
+            active.seqs.extend(earlier)
             for position, new in enumerate(batch):
                 message = MessageRecord(seq=record.next_seq, created=now, role=new.role,
                                         content=new.content, thinking=new.thinking,
@@ -270,7 +279,7 @@ class Store:
                 record.next_seq += 1
                 record.message_count += 1
                 stored.append(message)
-            if activate:
+            if activate or earlier:
                 txn.put(session_id.encode(), self._enc.encode(active), db=self.dbs["active"])
             if token_count is not None:
                 record.token_count = token_count

@@ -1,0 +1,37 @@
+"""The handler registry: one coroutine per request type."""
+
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from ...protocol import ErrorCode
+from ...protocol.replies import Reply
+from ...protocol.requests import Request
+
+if TYPE_CHECKING:
+    from ..server import Daemon
+
+R = TypeVar("R", bound=Request)
+Handler = Callable[["Daemon", Any], Awaitable[Reply]]
+
+#: Request class -> handler. Filled by the @handles decorators of this package's modules.
+HANDLERS: dict[type[Request], Handler] = {}
+
+
+class RequestError(Exception):
+    """A request that cannot be done: answered with an `error` reply."""
+
+    def __init__(self, code: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def handles(request_type: type[R]) -> Callable[[Callable[["Daemon", R], Awaitable[Reply]]],
+                                                  Callable[["Daemon", R], Awaitable[Reply]]]:
+    """Register the decorated coroutine as the handler of `request_type`."""
+    def register(fn: Callable[["Daemon", R], Awaitable[Reply]]):
+        if request_type in HANDLERS:
+            raise RuntimeError(f"two handlers for {request_type.__name__}")
+        HANDLERS[request_type] = fn
+        return fn
+    return register

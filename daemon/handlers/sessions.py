@@ -1,0 +1,80 @@
+"""session.create / list / get / rename / delete / set_system / set_model."""
+
+from ...protocol import ErrorCode, requests
+from ...protocol.events import SessionCreated, SessionDeleted, SessionUpdated
+from ...protocol.replies import Deleted, SessionReply, SessionsReply
+from ..records import SessionRecord
+from .registry import RequestError, handles
+
+
+def _updated(daemon, req, record: SessionRecord) -> SessionReply:
+    info = record.info(busy=daemon.generations.busy(record.id))
+    daemon.bus.publish(SessionUpdated(session=info), record.id)
+    return SessionReply(id=req.id, session=info)
+
+
+@handles(requests.SessionCreate)
+async def create(daemon, req: requests.SessionCreate) -> SessionReply:
+    cfg = daemon.config
+    record = daemon.store.create_session(
+        name=req.name, model=req.model or cfg.default_model, system=req.system,
+        options=req.options or dict(cfg.default_options), num_ctx=req.num_ctx or cfg.num_ctx)
+    info = record.info()
+    daemon.bus.publish(SessionCreated(session=info), record.id)
+    return SessionReply(id=req.id, session=info)
+
+
+@handles(requests.SessionList)
+async def list_sessions(daemon, req: requests.SessionList) -> SessionsReply:
+    busy = daemon.generations.busy
+    return SessionsReply(id=req.id, sessions=[s.info(busy=busy(s.id)) for s in daemon.store.sessions()])
+
+
+@handles(requests.SessionGet)
+async def get(daemon, req: requests.SessionGet) -> SessionReply:
+    record = daemon.store.session(req.session)
+    return SessionReply(id=req.id, session=record.info(busy=daemon.generations.busy(record.id)))
+
+
+@handles(requests.SessionRename)
+async def rename(daemon, req: requests.SessionRename) -> SessionReply:
+    record = daemon.store.session(req.session)
+
+    def change(r: SessionRecord) -> None:
+        r.name = req.name
+    return _updated(daemon, req, daemon.store.update_session(record.id, change))
+
+
+@handles(requests.SessionDelete)
+async def delete(daemon, req: requests.SessionDelete) -> Deleted:
+    record = daemon.store.session(req.session)
+    if daemon.generations.busy(record.id):
+        raise RequestError(ErrorCode.BUSY, f"session {record.name!r} is generating: "
+                                           "cancel it first (`ctxkeep cancel`), then delete")
+    daemon.store.delete_session(record.id)
+    daemon.bus.publish(SessionDeleted(), record.id)
+    return Deleted(id=req.id, session_id=record.id)
+
+
+@handles(requests.SetSystem)
+async def set_system(daemon, req: requests.SetSystem) -> SessionReply:
+    record = daemon.store.session(req.session)
+
+    def change(r: SessionRecord) -> None:
+        r.system = req.system
+    return _updated(daemon, req, daemon.store.update_session(record.id, change))
+
+
+@handles(requests.SetModel)
+async def set_model(daemon, req: requests.SetModel) -> SessionReply:
+    record = daemon.store.session(req.session)
+
+    def change(r: SessionRecord) -> None:
+        if req.model and req.model != r.model:
+            r.model = req.model
+            r.context_length = 0  # asked again from /api/show at the next turn
+        if req.options is not None:
+            r.options = dict(req.options)
+        if req.num_ctx is not None:
+            r.num_ctx = req.num_ctx
+    return _updated(daemon, req, daemon.store.update_session(record.id, change))

@@ -1,0 +1,25 @@
+"""send and cancel: user turns and stopping them."""
+
+from ...protocol import ErrorCode, requests
+from ...protocol.replies import Accepted, Cancelled
+from .registry import RequestError, handles
+
+
+@handles(requests.Send)
+async def send(daemon, req: requests.Send) -> Accepted:
+    if daemon.stopping:
+        raise RequestError(ErrorCode.SHUTTING_DOWN, "ctxkeepd is shutting down: send again "
+                                                    "once it is back")
+    if not req.text.strip():
+        raise RequestError(ErrorCode.INVALID_ARGUMENT, "the message is empty")
+    record = daemon.store.session(req.session)
+    turn, ahead = daemon.generations.submit(record, req.text, req.think)
+    return Accepted(id=req.id, session_id=record.id, generation_id=turn.id, ahead=ahead)
+
+
+@handles(requests.Cancel)
+async def cancel(daemon, req: requests.Cancel) -> Cancelled:
+    record = daemon.store.session(req.session)
+    turn = daemon.generations.cancel(record.id, req.generation_id)
+    return Cancelled(id=req.id, session_id=record.id, cancelled=turn is not None,
+                     generation_id=turn.id if turn else "")

@@ -1,0 +1,166 @@
+"""Model calls through the official `ollama` client, and their failures as error codes.
+
+One `AsyncClient` (one connection pool) for the daemon's lifetime, with an
+explicit connect timeout (the client's default is none).
+"""
+
+import logging
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import Any
+
+import httpx
+import msgspec
+import ollama
+from ollama import ChatResponse, ResponseError
+from ollama._types import ChatRequest
+
+from ..protocol import ErrorCode
+from ..protocol.models import OllamaStatus
+
+log = logging.getLogger(__name__)
+
+
+class ModelFacts(msgspec.Struct, frozen=True):
+    """What /api/show says about a model."""
+
+    context_length: int
+    parameter_size: str = ""
+    capabilities: tuple[str, ...] = ()
+
+
+class ModelCallError(Exception):
+    """A failed model call: an error code and a message that says what to do."""
+
+    def __init__(self, code: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+class _Client(ollama.AsyncClient):
+    """The official client, plus the `truncate` field of /api/chat.
+
+    Ollama (0.12+) accepts `truncate: false` on /api/chat: an overflowing
+    prompt is then refused instead of having its oldest messages dropped.
+    Older servers ignore the field. The released Python client has no
+    parameter for it, so the request is built the client's own way and the
+    field added.
+    """
+
+    async def chat_request(self, model: str, messages: Sequence[Mapping[str, Any]], *,
+                           stream: bool, options: Mapping[str, Any], think: bool | None,
+                           truncate: bool = False) -> Any:
+        body = ChatRequest(model=model, messages=list(messages), stream=stream,
+                           options=dict(options), think=think).model_dump(exclude_none=True)
+        body["truncate"] = truncate
+        return await self._request(ChatResponse, "POST", "/api/chat", json=body, stream=stream)
+
+
+class OllamaBackend:
+    """The daemon's one connection to Ollama."""
+
+    def __init__(self, host: str, connect_timeout: float, read_timeout: float) -> None:
+        self.host = host
+        timeout = httpx.Timeout(read_timeout, connect=connect_timeout)
+        self.client = _Client(host=host, timeout=timeout)
+        self._facts: dict[str, ModelFacts] = {}
+        self.status = OllamaStatus(host=host, reachable=False, error="not checked yet")
+
+    async def close(self) -> None:
+        await self.client.close()
+
+    async def check(self) -> OllamaStatus:
+        """Ask /api/version; remember and return whether Ollama answers."""
+        try:
+            response = await self.client._client.get("/api/version", timeout=3.0)
+            response.raise_for_status()
+            version = str(response.json().get("version", ""))
+            self.status = OllamaStatus(host=self.host, reachable=True, version=version)
+        except (httpx.HTTPError, ValueError) as exc:
+            self.status = OllamaStatus(host=self.host, reachable=False,
+                                       error=self.explain(exc).message)
+        return self.status
+
+    async def facts(self, model: str) -> ModelFacts:
+        """Context length, size and capabilities of `model` (cached per daemon run)."""
+        if model in self._facts:
+            return self._facts[model]
+        try:
+            shown = await self.client.show(model)
+        except Exception as exc:  # noqa: BLE001 - every failure becomes a ModelCallError
+            raise self.explain(exc, model) from None
+        info = shown.modelinfo or {}
+        arch = info.get("general.architecture", "")
+        length = info.get(f"{arch}.context_length") or next(
+            (v for k, v in info.items() if k.endswith(".context_length")), 0)
+        details = shown.details
+        facts = ModelFacts(context_length=int(length or 0),
+                           parameter_size=(details.parameter_size or "") if details else "",
+                           capabilities=tuple(shown.capabilities or ()))
+        self._facts[model] = facts
+        return facts
+
+    async def stream_chat(self, model: str, messages: Sequence[Mapping[str, Any]],
+                          options: Mapping[str, Any], think: bool | None
+                          ) -> AsyncIterator[ChatResponse]:
+        """Stream a chat; raises ModelCallError on any failure, including a cut stream."""
+        try:
+            stream = await self.client.chat_request(model, messages, stream=True,
+                                                    options=options, think=think)
+            done = False
+            async for chunk in stream:
+                done = bool(chunk.done)
+                yield chunk
+            if not done:
+                raise ModelCallError(ErrorCode.STREAM_INTERRUPTED,
+                                     "Ollama ended the answer before its final chunk: send again")
+        except ModelCallError:
+            raise
+        except Exception as exc:  # noqa: BLE001
+            raise self.explain(exc, model) from None
+
+    async def chat_once(self, model: str, messages: Sequence[Mapping[str, Any]],
+                        options: Mapping[str, Any]) -> ChatResponse:
+        """One non-streaming chat call (summaries)."""
+        try:
+            return await self.client.chat_request(model, messages, stream=False,
+                                                  options=options, think=None)
+        except Exception as exc:  # noqa: BLE001
+            raise self.explain(exc, model) from None
+
+    def explain(self, exc: BaseException, model: str = "") -> ModelCallError:
+        """A ModelCallError saying what went wrong and what to do next."""
+        if isinstance(exc, ModelCallError):
+            return exc
+        if isinstance(exc, (ConnectionError, httpx.ConnectError, httpx.ConnectTimeout)):
+            self.status = OllamaStatus(host=self.host, reachable=False, error="unreachable")
+            return ModelCallError(
+                ErrorCode.OLLAMA_UNREACHABLE,
+                f"cannot reach Ollama at {self.host}: start it (`ollama serve` or "
+                "`systemctl start ollama`), or point ctxkeepd at it with OLLAMA_HOST "
+                "or `ollama_host` in config.toml")
+        if isinstance(exc, ResponseError):
+            error = str(exc.error)
+            if exc.status_code == 404 or "not found" in error:
+                return ModelCallError(
+                    ErrorCode.MODEL_NOT_FOUND,
+                    f"model {model!r} is not available in Ollama at {self.host}: "
+                    f"run `ollama pull {model}`, or pick an installed model "
+                    "(`ctxkeep model SESSION NAME`)")
+            if "context length" in error or "exceeds" in error:
+                return ModelCallError(
+                    ErrorCode.CONTEXT_OVERFLOW,
+                    f"Ollama refused a prompt larger than the window ({error}): compact the "
+                    "session or raise num_ctx")
+            status = f"HTTP {exc.status_code}" if exc.status_code > 0 else "an error"
+            return ModelCallError(ErrorCode.OLLAMA_ERROR,
+                                  f"Ollama answered {status}: {error}")
+        if isinstance(exc, (httpx.RemoteProtocolError, httpx.ReadError, httpx.ReadTimeout,
+                            httpx.WriteError)):
+            return ModelCallError(
+                ErrorCode.STREAM_INTERRUPTED,
+                f"the connection to Ollama broke mid-answer ({exc or type(exc).__name__}): "
+                "check that Ollama is still running, then send again")
+        log.exception("unexpected failure of a model call", exc_info=exc)
+        return ModelCallError(ErrorCode.OLLAMA_ERROR, f"model call failed: {exc!r}")
+

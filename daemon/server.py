@@ -1,0 +1,196 @@
+"""The daemon: sockets, the request loop, start-up and shutdown.
+
+Control: a ROUTER; clients connect a DEALER (or a REQ) and send one JSON frame
+per request. Replies go back with NOBLOCK and ROUTER_MANDATORY, so a vanished
+client is noticed and never blocks the loop. Every malformed frame gets an
+`error` reply naming the problem.
+"""
+
+import asyncio
+import logging
+import os
+import signal
+import time
+
+import zmq
+import zmq.asyncio
+
+from ..protocol import DAEMON_VERSION, PROTOCOL_VERSION, DecodeFailure, ErrorCode, decode_request, encode
+from ..protocol.events import DaemonStatusEvent
+from ..protocol.models import DaemonStatus
+from ..protocol.paths import ipc_path
+from ..protocol.replies import Error, Reply
+from . import runtime
+from .bus import EventBus
+from .config import Config
+from .generation import Generations
+from .handlers import HANDLERS, RequestError
+from .ollama_backend import OllamaBackend
+from .store import AmbiguousSession, NameTaken, Store, StoreError, UnknownSession
+
+log = logging.getLogger(__name__)
+
+
+class Daemon:
+    """One running ctxkeepd."""
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self.control_endpoint = config.resolved_control()
+        self.events_endpoint = config.resolved_events()
+        self.started = time.time()
+        self.stopping = False
+        self._stop = asyncio.Event()
+        self._lock: runtime.InstanceLock | None = None
+        self.context: zmq.asyncio.Context | None = None
+        self.store: Store
+        self.bus: EventBus
+        self.backend: OllamaBackend
+        self.generations: Generations
+
+    # -- life cycle -------------------------------------------------------------
+
+    def open(self) -> None:
+        """Take the lock, open the store, bind the sockets. Raises on any obstacle."""
+        endpoints = [self.control_endpoint, self.events_endpoint]
+        for endpoint in endpoints:
+            runtime.check_endpoint(endpoint)
+        folders = {p.parent for p in map(ipc_path, endpoints) if p is not None}
+        lock_folder = next(iter(sorted(folders)), None)
+        for folder in folders:
+            runtime.prepare_folder(folder)
+        if lock_folder is not None:
+            lock = runtime.InstanceLock(lock_folder)
+            lock.acquire(endpoints)
+            self._lock = lock  # only now are the socket files ours to remove
+        self.store = Store(self.config.resolved_store())
+        self.context = zmq.asyncio.Context()
+        self.router = self.context.socket(zmq.ROUTER)
+        self.router.setsockopt(zmq.ROUTER_MANDATORY, 1)
+        self.router.setsockopt(zmq.LINGER, 500)
+        # The socket-level cap only guards memory; the daemon itself answers
+        # frames above max_frame_bytes with an error.
+        self.router.setsockopt(zmq.MAXMSGSIZE, self.config.max_frame_bytes * 8)
+        self.router.bind(self.control_endpoint)
+        self.bus = EventBus(self.context, self.events_endpoint, self.config.event_hwm, self.status)
+        for endpoint in endpoints:
+            path = ipc_path(endpoint)
+            if path is not None:
+                path.chmod(0o600)
+        self.backend = OllamaBackend(self.config.resolved_ollama_host(),
+                                     self.config.connect_timeout, self.config.read_timeout)
+        self.generations = Generations(self.store, self.bus, self.backend, self.config)
+
+    async def serve(self, ready: "asyncio.Future[None] | None" = None) -> None:
+        """Serve until SIGTERM/SIGINT or `stop()`, then drain and close."""
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, self.stop)
+        tasks = [asyncio.create_task(self._control_loop(), name="control"),
+                 asyncio.create_task(self.bus.serve_subscriptions(), name="subscriptions"),
+                 asyncio.create_task(self._watch_ollama(), name="ollama-check")]
+        log.info("ctxkeepd %s ready: control %s, events %s, store %s", DAEMON_VERSION,
+                 self.control_endpoint, self.events_endpoint, self.store.path)
+        if ready is not None:
+            ready.set_result(None)
+        await self._stop.wait()
+        self.stopping = True
+        log.info("stopping: finishing running generations")
+        await self.generations.drain(self.config.drain_timeout)
+        self.bus.publish(DaemonStatusEvent(status=self.status(), stopping=True))
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await self.backend.close()
+        self.close()
+        log.info("stopped")
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def close(self) -> None:
+        """Close sockets and store, remove socket files, release the lock."""
+        for sock in (getattr(self, "router", None), getattr(self, "bus", None)):
+            if sock is not None:
+                sock.close()
+        if self.context is not None:
+            self.context.term()
+        if hasattr(self, "store"):
+            self.store.close()
+        for endpoint in (self.control_endpoint, self.events_endpoint):
+            path = ipc_path(endpoint)
+            if path is not None and self._lock is not None and path.exists():
+                path.unlink()
+        if self._lock is not None:
+            self._lock.release()
+
+    async def _watch_ollama(self) -> None:
+        """Check Ollama at start and every minute; say clearly when it is unreachable."""
+        was_reachable: bool | None = None
+        while True:
+            status = await self.backend.check()
+            if status.reachable != was_reachable:
+                if status.reachable:
+                    log.info("Ollama %s reachable at %s", status.version, status.host)
+                else:
+                    log.warning("Ollama is not reachable at %s: %s", status.host, status.error)
+                was_reachable = status.reachable
+            await asyncio.sleep(60)
+
+    def status(self) -> DaemonStatus:
+        return DaemonStatus(
+            version=DAEMON_VERSION, protocol=PROTOCOL_VERSION, pid=os.getpid(),
+            started=self.started, uptime=time.time() - self.started,
+            sessions=len(self.store.sessions()), generations_running=self.generations.running(),
+            control_endpoint=self.control_endpoint, events_endpoint=self.events_endpoint,
+            store_path=str(self.store.path), last_seq=self.bus.last_seq,
+            ollama=self.backend.status)
+
+    # -- requests ---------------------------------------------------------------
+
+    async def _control_loop(self) -> None:
+        while True:
+            frames = await self.router.recv_multipart(copy=True)
+            peer, rest = frames[0], frames[1:]
+            envelope: list[bytes] = []
+            if len(rest) == 2 and rest[0] == b"":  # a REQ socket's empty delimiter
+                envelope, rest = [b""], rest[1:]
+            if len(rest) != 1:
+                reply: Reply = Error(code=ErrorCode.BAD_FRAME.value,
+                                     message=f"expected one JSON frame per request, got {len(rest)}")
+            else:
+                reply = await self.handle(rest[0])
+            self._send(peer, envelope, encode(reply))
+
+    async def handle(self, frame: bytes) -> Reply:
+        """Decode, dispatch and answer one request frame; never raises."""
+        try:
+            request = decode_request(frame, self.config.max_frame_bytes)
+        except DecodeFailure as exc:
+            return Error(id=exc.request_id, code=exc.code.value, message=exc.message)
+        try:
+            return await HANDLERS[type(request)](self, request)
+        except RequestError as exc:
+            return Error(id=request.id, code=exc.code.value, message=exc.message)
+        except UnknownSession as exc:
+            return Error(id=request.id, code=ErrorCode.UNKNOWN_SESSION.value, message=str(exc))
+        except AmbiguousSession as exc:
+            return Error(id=request.id, code=ErrorCode.AMBIGUOUS_SESSION.value, message=str(exc))
+        except NameTaken as exc:
+            return Error(id=request.id, code=ErrorCode.INVALID_ARGUMENT.value, message=str(exc))
+        except StoreError as exc:
+            log.error("storage failure: %s", exc)
+            return Error(id=request.id, code=ErrorCode.STORAGE_ERROR.value,
+                         message=f"{exc}; nothing was changed: free disk space, then retry")
+        except Exception as exc:  # noqa: BLE001 - the loop must keep serving
+            log.exception("handler for %s failed", type(request).__name__)
+            return Error(id=request.id, code=ErrorCode.INTERNAL.value,
+                         message=f"internal error ({exc!r}): see the daemon's log")
+
+    def _send(self, peer: bytes, envelope: list[bytes], body: bytes) -> None:
+        try:
+            self.router.send_multipart([peer, *envelope, body], flags=zmq.NOBLOCK)
+        except zmq.Again:
+            log.warning("reply dropped: client %s is not reading", peer.hex())
+        except zmq.ZMQError as exc:  # EHOSTUNREACH: the client is gone
+            log.info("reply dropped: client %s is gone (%s)", peer.hex(), exc)
