@@ -424,3 +424,27 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):
             return
+
+
+def main() -> None:
+    """Serve the stand-in on a fixed port, for trying ctxkeep by hand without Ollama."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description="A stand-in for Ollama, for tests and demos.")
+    parser.add_argument("--port", type=int, default=11434)
+    parser.add_argument("--chunk-delay", type=float, default=0.02,
+                        help="seconds between streamed chunks (default: 0.02)")
+    args = parser.parse_args()
+    standin = OllamaStandin(chunk_delay=args.chunk_delay)
+
+    class Handler(_Handler):
+        owner = standin
+
+    server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
+    print(f"Ollama stand-in on http://127.0.0.1:{args.port} "
+          f"(models: {', '.join(m.name for m in standin.models)})", flush=True)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,59 @@
+"""The request methods shared by the sync and asyncio clients.
+
+Each builds one request and hands it to `self.request`, which blocks (sync
+client) or returns an awaitable (asyncio client).
+"""
+
+from typing import Any
+
+from ..protocol import requests
+from ..protocol.replies import (
+    Accepted, Cancelled, Deleted, HelloReply, HistoryReply, Pong, SessionReply, SessionsReply,
+    StatusReply,
+)
+
+
+class Calls:
+    """One method per request type."""
+
+    def request(self, request: requests.Request, expect: type) -> Any:  # pragma: no cover
+        raise NotImplementedError
+
+    def hello(self, client: str = "ctxkeep-python") -> Any:
+        return self.request(requests.Hello(client=client), HelloReply)
+
+    def ping(self) -> Any:
+        return self.request(requests.Ping(), Pong)
+
+    def status(self) -> Any:
+        return self.request(requests.Status(), StatusReply)
+
+    def create_session(self, **fields: Any) -> Any:
+        return self.request(requests.SessionCreate(**fields), SessionReply)
+
+    def sessions(self) -> Any:
+        return self.request(requests.SessionList(), SessionsReply)
+
+    def session(self, ref: str) -> Any:
+        return self.request(requests.SessionGet(session=ref), SessionReply)
+
+    def rename(self, ref: str, name: str) -> Any:
+        return self.request(requests.SessionRename(session=ref, name=name), SessionReply)
+
+    def delete(self, ref: str) -> Any:
+        return self.request(requests.SessionDelete(session=ref), Deleted)
+
+    def history(self, ref: str, start: int = 0, limit: int = 100) -> Any:
+        return self.request(requests.History(session=ref, start=start, limit=limit), HistoryReply)
+
+    def send(self, ref: str, text: str, cwd: str = "", think: bool | None = None) -> Any:
+        return self.request(requests.Send(session=ref, text=text, cwd=cwd, think=think), Accepted)
+
+    def cancel(self, ref: str, generation_id: str = "") -> Any:
+        return self.request(requests.Cancel(session=ref, generation_id=generation_id), Cancelled)
+
+    def set_system(self, ref: str, system: str) -> Any:
+        return self.request(requests.SetSystem(session=ref, system=system), SessionReply)
+
+    def set_model(self, ref: str, **fields: Any) -> Any:
+        return self.request(requests.SetModel(session=ref, **fields), SessionReply)

@@ -1,0 +1,75 @@
+"""`ctxkeep chat`: an interactive conversation with streaming and a context gauge."""
+
+import argparse
+import os
+import sys
+
+from ...protocol.events import GenerationError, ResponseGeneration
+from .common import Styles, connect, gauge, session_line, stream_turn
+from .new import add_session_options, create
+
+HELP = """commands:
+  /help      this text
+  /usage     how full the context window is
+  /quit      leave (Ctrl-D works too)
+Ctrl-C while an answer streams cancels it; at the prompt it clears the line."""
+
+
+def add_parser(commands) -> argparse.ArgumentParser:
+    parser = commands.add_parser(
+        "chat", help="talk interactively",
+        description="Talk with a session interactively. Without SESSION a new session is "
+                    "created (with --name/--model/--system/--num-ctx). Answers stream as "
+                    "they are written; after each turn a gauge shows tokens / window.")
+    parser.add_argument("session", metavar="SESSION", nargs="?", help="session id or name")
+    add_session_options(parser)
+    parser.add_argument("--think", action="store_true", help="show a thinking model's thoughts")
+    return parser
+
+
+def _read(prompt: str) -> str | None:
+    """One line of input; None at end of input. Ctrl-C clears the line."""
+    while True:
+        try:
+            return input(prompt)
+        except KeyboardInterrupt:
+            print()
+        except EOFError:
+            print()
+            return None
+
+
+def run(args: argparse.Namespace) -> int:
+    out = sys.stdout
+    style = Styles(out)
+    with connect(args) as client:
+        client.subscribe("")
+        session = client.session(args.session).session if args.session else create(client, args)
+        print(f"{style.bold}{session_line(session)}{style.reset}")
+        print(f"{style.dim}/help for commands, Ctrl-D to leave{style.reset}")
+        while True:
+            line = _read(f"{style.bold}you>{style.reset} " if out.isatty() else "you> ")
+            if line is None or line.strip() in ("/quit", "/exit"):
+                return 0
+            text = line.strip()
+            if not text:
+                continue
+            if text == "/help":
+                print(HELP)
+                continue
+            if text == "/usage":
+                s = client.session(session.id).session
+                print(gauge(s.token_count, s.window))
+                continue
+            out.write(f"{style.bold}{session.model}>{style.reset} ")
+            out.flush()
+            end = stream_turn(client, session.id, line, out, show_thinking=args.think,
+                              think=True if args.think else None,
+                              cwd=os.getcwd(),
+                              on_interrupt=lambda: out.write(f"{style.dim} [cancelling]{style.reset}"))
+            out.write("\n")
+            if isinstance(end, ResponseGeneration):
+                warn = f" {style.red}(Ollama cut the prompt){style.reset}" if end.truncated else ""
+                print(f"{style.dim}{gauge(end.token_count, end.window)}{style.reset}{warn}")
+            elif isinstance(end, GenerationError):
+                print(f"{style.red}[{end.code}] {end.message}{style.reset}")

@@ -1,0 +1,121 @@
+"""Helpers every command uses: connecting, formatting, the gauge, streaming a turn."""
+
+import argparse
+import shutil
+import sys
+import time
+from collections.abc import Callable
+from typing import TextIO
+
+import msgspec
+
+from ...protocol.events import (
+    Event, GenerationError, GenerationThinking, GenerationToken, ResponseGeneration,
+)
+from ...protocol.models import SessionInfo
+from ..core import CtxkeepError
+from ..sync import Client
+
+
+def add_endpoint_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--control", help="control endpoint (default: $CTXKEEP_CONTROL or "
+                                          "ipc://$XDG_RUNTIME_DIR/ctxkeep/ctl)")
+    parser.add_argument("--events-endpoint", dest="events_endpoint",
+                        help="event endpoint (default: $CTXKEEP_EVENTS or "
+                             "ipc://$XDG_RUNTIME_DIR/ctxkeep/events)")
+    parser.add_argument("--timeout", type=float, default=10.0,
+                        help="seconds to wait for the daemon (default: 10)")
+
+
+def connect(args: argparse.Namespace) -> Client:
+    return Client(args.control, args.events_endpoint, timeout=args.timeout)
+
+
+def fail(message: str) -> int:
+    """Print an error to stderr; the exit status for errors."""
+    print(f"ctxkeep: {message}", file=sys.stderr)
+    return 1
+
+
+def tokens(n: int, exact: bool = True) -> str:
+    return f"{n:,}" if exact else f"~{n:,}"
+
+
+def gauge(count: int, window: int, exact: bool = True, width: int = 20) -> str:
+    """`[████░░░░] 1,234 / 8,192 tokens (15%)`; `~` marks an estimate."""
+    fill = count / window if window else 0.0
+    done = min(width, round(fill * width))
+    bar = "█" * done + "░" * (width - done)
+    return f"[{bar}] {tokens(count, exact)} / {window:,} tokens ({fill:.0%})"
+
+
+def when(timestamp: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(timestamp))
+
+
+def session_line(s: SessionInfo) -> str:
+    return (f"{s.name} ({s.id}) · {s.model} · {s.message_count} messages · "
+            f"{s.token_count:,} / {s.window:,} tokens")
+
+
+def to_json(event: msgspec.Struct) -> str:
+    return msgspec.json.encode(event).decode()
+
+
+class Styles:
+    """ANSI styles, only on a terminal."""
+
+    def __init__(self, stream: TextIO) -> None:
+        on = stream.isatty()
+        self.dim = "\033[2m" if on else ""
+        self.bold = "\033[1m" if on else ""
+        self.red = "\033[31m" if on else ""
+        self.reset = "\033[0m" if on else ""
+
+
+def stream_turn(client: Client, session: str, text: str, out: TextIO,
+                show_thinking: bool = False, cwd: str = "", think: bool | None = None,
+                on_interrupt: Callable[[], None] | None = None) -> Event:
+    """Send a turn and print its answer as it streams; returns the terminal event.
+
+    The caller must have subscribed. Ctrl-C cancels the generation (the
+    daemon then ends it with generation.error `cancelled`) instead of exiting.
+    """
+    style = Styles(out)
+    accepted = client.send(session, text, cwd=cwd, think=think)
+    gen = accepted.generation_id
+    thinking = False
+    while True:
+        try:
+            item = client.next_event(timeout=None)
+        except KeyboardInterrupt:
+            client.cancel(session, gen)
+            if on_interrupt:
+                on_interrupt()
+            continue
+        if item is None:
+            continue
+        _, event = item
+        if getattr(event, "generation_id", None) != gen:
+            continue
+        if isinstance(event, GenerationThinking) and show_thinking:
+            out.write(f"{style.dim}{event.text}")
+            thinking = True
+        elif isinstance(event, GenerationToken):
+            if thinking:
+                out.write(f"{style.reset}\n")
+                thinking = False
+            out.write(event.text)
+        elif isinstance(event, (ResponseGeneration, GenerationError)):
+            if thinking:
+                out.write(style.reset)
+            out.flush()
+            return event
+        out.flush()
+
+
+def terminal_width() -> int:
+    return shutil.get_terminal_size((80, 24)).columns
+
+
+__all__ = ["CtxkeepError", "add_endpoint_options", "connect", "fail", "gauge", "stream_turn"]

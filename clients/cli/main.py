@@ -1,0 +1,42 @@
+"""`ctxkeep`: the command-line client of ctxkeepd."""
+
+import argparse
+import sys
+
+from ...protocol import DAEMON_VERSION
+from ..core import CtxkeepError
+from . import ask, chat, daemon, events, new, sessions, show, status
+from .common import add_endpoint_options, fail
+
+COMMANDS = (status, sessions, new, show, chat, ask, events, daemon)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ctxkeep",
+        description="Talk to local Ollama models through ctxkeepd, which keeps each "
+                    "conversation inside the model's context window.",
+        epilog="Run `ctxkeep COMMAND --help` for a command's options.")
+    parser.add_argument("--version", action="version", version=f"ctxkeep {DAEMON_VERSION}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for module in COMMANDS:
+        sub = module.add_parser(commands)
+        add_endpoint_options(sub)
+        sub.set_defaults(run=module.run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.run(args)
+    except CtxkeepError as exc:
+        return fail(str(exc))
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,34 @@
+"""`ctxkeep sessions`: list sessions."""
+
+import argparse
+
+import msgspec
+
+from .common import connect, when
+
+
+def add_parser(commands) -> argparse.ArgumentParser:
+    parser = commands.add_parser("sessions", help="list sessions",
+                                 description="List sessions, most recently used first.")
+    parser.add_argument("--json", action="store_true", help="one JSON object per session and line")
+    return parser
+
+
+def run(args: argparse.Namespace) -> int:
+    with connect(args) as client:
+        sessions = client.sessions().sessions
+    if args.json:
+        for s in sessions:
+            print(msgspec.json.encode(s).decode())
+        return 0
+    if not sessions:
+        print("no sessions yet: start one with `ctxkeep chat` or `ctxkeep new`")
+        return 0
+    rows = [("ID", "NAME", "MODEL", "MSGS", "TOKENS", "UPDATED")]
+    for s in sessions:
+        fill = f"{s.token_count:,}/{s.window:,}"
+        rows.append((s.id, s.name, s.model, str(s.message_count), fill, when(s.updated)))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for r in rows:
+        print("  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip())
+    return 0

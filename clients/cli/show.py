@@ -1,0 +1,44 @@
+"""`ctxkeep show`: a session's settings and full history."""
+
+import argparse
+import textwrap
+
+import msgspec
+
+from .common import Styles, connect, session_line, terminal_width, when
+
+
+def add_parser(commands) -> argparse.ArgumentParser:
+    parser = commands.add_parser("show", help="a session's full history",
+                                 description="Print a session's settings and its full history "
+                                             "(every message ever stored, interrupted ones marked).")
+    parser.add_argument("session", metavar="SESSION", help="session id or name")
+    parser.add_argument("--json", action="store_true", help="one JSON object per message and line")
+    return parser
+
+
+def run(args: argparse.Namespace) -> int:
+    import sys
+    style = Styles(sys.stdout)
+    with connect(args) as client:
+        session = client.session(args.session).session
+        if not args.json:
+            print(f"{style.bold}{session_line(session)}{style.reset}")
+            if session.system:
+                print(f"system: {session.system}")
+        start: int | None = 0
+        width = min(terminal_width(), 100) - 2
+        while start is not None:
+            page = client.history(session.id, start=start, limit=500)
+            for m in page.messages:
+                if args.json:
+                    print(msgspec.json.encode(m).decode())
+                    continue
+                mark = f" [interrupted: {m.error}]" if m.status == "interrupted" else ""
+                print(f"\n{style.bold}{m.role}{style.reset} {style.dim}#{m.seq} {when(m.created)}"
+                      f"{mark}{style.reset}")
+                for line in m.content.splitlines() or [""]:
+                    print(textwrap.fill(line, width, initial_indent="  ", subsequent_indent="  ")
+                          if line else "")
+            start = page.next
+    return 0

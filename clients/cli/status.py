@@ -1,0 +1,34 @@
+"""`ctxkeep status`: is the daemon up, and can it reach Ollama?"""
+
+import argparse
+
+import msgspec
+
+from .common import connect, when
+
+
+def add_parser(commands) -> argparse.ArgumentParser:
+    parser = commands.add_parser("status", help="the daemon's status and Ollama's reachability",
+                                 description="Show the daemon's status: version, sessions, "
+                                             "running generations, and whether Ollama answers.")
+    parser.add_argument("--json", action="store_true", help="print the status as JSON")
+    return parser
+
+
+def run(args: argparse.Namespace) -> int:
+    with connect(args) as client:
+        s = client.status().status
+    if args.json:
+        print(msgspec.json.encode(s).decode())
+        return 0
+    o = s.ollama
+    print(f"ctxkeepd {s.version} (protocol {s.protocol}), pid {s.pid}, up since {when(s.started)}")
+    print(f"  control   {s.control_endpoint}")
+    print(f"  events    {s.events_endpoint}")
+    print(f"  store     {s.store_path}")
+    print(f"  sessions  {s.sessions}, generations running: {s.generations_running}")
+    if o.reachable:
+        print(f"  ollama    {o.version} at {o.host}")
+    else:
+        print(f"  ollama    NOT REACHABLE at {o.host}: {o.error}")
+    return 0

@@ -1,0 +1,115 @@
+"""A blocking client: requests on a DEALER, events on a SUB."""
+
+import time
+from collections.abc import Iterator
+from typing import Any, TypeVar
+
+import zmq
+
+from ..protocol import encode, requests, subjects
+from ..protocol.events import DaemonStatusEvent, Event
+from ..protocol.replies import Reply
+from .calls import Calls
+from .core import (
+    DaemonUnavailable, GapTracker, RequestIds, check_reachable, endpoints, read_event,
+    read_reply, unwrap,
+)
+
+R = TypeVar("R", bound=Reply)
+
+
+class Client(Calls):
+    """A connection to ctxkeepd. Use as a context manager, or call close()."""
+
+    def __init__(self, control: str | None = None, events: str | None = None,
+                 timeout: float = 10.0, context: zmq.Context | None = None) -> None:
+        self.control, self.events_endpoint = endpoints(control, events)
+        self.timeout = timeout
+        self._context = context or zmq.Context.instance()
+        self._ids = RequestIds()
+        self._dealer: zmq.Socket | None = None
+        self._sub: zmq.Socket | None = None
+        self._stash: dict[str, Reply] = {}
+        self.gaps = GapTracker()
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def close(self) -> None:
+        for sock in (self._dealer, self._sub):
+            if sock is not None:
+                sock.close(linger=0)
+        self._dealer = self._sub = None
+
+    # -- requests ---------------------------------------------------------------
+
+    def _socket(self) -> zmq.Socket:
+        if self._dealer is None:
+            check_reachable(self.control)
+            self._dealer = self._context.socket(zmq.DEALER)
+            self._dealer.setsockopt(zmq.LINGER, 0)
+            self._dealer.connect(self.control)
+        return self._dealer
+
+    def request(self, request: requests.Request, expect: type[R] = Reply) -> R:  # type: ignore[assignment]
+        """Send a request and wait for its reply; an error reply raises CtxkeepError."""
+        sock = self._socket()
+        self._ids.stamp(request)
+        sock.send(encode(request))
+        deadline = time.monotonic() + self.timeout
+        while request.id not in self._stash:  # replies to pipelined requests wait here
+            left = deadline - time.monotonic()
+            if left <= 0 or not sock.poll(left * 1000):
+                self.close()
+                raise DaemonUnavailable(self.control, f"no answer in {self.timeout:g} s")
+            reply = read_reply(sock.recv())
+            self._stash[reply.id] = reply
+        return unwrap(self._stash.pop(request.id), expect)
+
+    # -- events -----------------------------------------------------------------
+
+    def subscribe(self, *prefixes: str) -> DaemonStatusEvent:
+        """Subscribe (default: to everything) and wait until the subscription is live.
+
+        The daemon greets every subscription with `daemon.status`; that
+        greeting is returned.
+        """
+        check_reachable(self.events_endpoint)
+        if self._sub is None:
+            self._sub = self._context.socket(zmq.SUB)
+            self._sub.setsockopt(zmq.LINGER, 0)
+            self._sub.setsockopt(zmq.RCVHWM, 100_000)
+            self._sub.connect(self.events_endpoint)
+        for prefix in prefixes or ("",):
+            self._sub.subscribe(prefix.encode())
+        self._sub.subscribe(subjects.DAEMON_STATUS.encode())
+        deadline = time.monotonic() + self.timeout
+        while (left := deadline - time.monotonic()) > 0:
+            item = self.next_event(left)
+            if item and isinstance(item[1], DaemonStatusEvent):
+                return item[1]
+        raise DaemonUnavailable(self.events_endpoint, f"no greeting in {self.timeout:g} s")
+
+    def next_event(self, timeout: float | None = None) -> tuple[str, Event] | None:
+        """The next event (topic, event), or None after `timeout` seconds."""
+        assert self._sub is not None, "subscribe() first"
+        if timeout is not None and not self._sub.poll(timeout * 1000):
+            return None
+        item = read_event(self._sub.recv_multipart())
+        if item is not None:
+            self.gaps.see(item[1])
+        return item
+
+    def events(self, timeout: float | None = None) -> Iterator[tuple[str, Event]]:
+        """Events as they come; stops after `timeout` seconds without one (None: never)."""
+        while True:
+            item = self.next_event(timeout)
+            if item is None:
+                if timeout is not None:
+                    return
+                continue
+            yield item
+
