@@ -83,9 +83,11 @@ class Client(Calls):
             self._sub.setsockopt(zmq.LINGER, 0)
             self._sub.setsockopt(zmq.RCVHWM, 100_000)
             self._sub.connect(self.events_endpoint)
-        for prefix in prefixes or ("",):
+        prefixes = prefixes or ("",)
+        for prefix in prefixes:
             self._sub.subscribe(prefix.encode())
-        self._sub.subscribe(subjects.DAEMON_STATUS.encode())
+        if not any(subjects.DAEMON_STATUS.startswith(p) for p in prefixes):
+            self._sub.subscribe(subjects.DAEMON_STATUS.encode())  # for the greeting
         deadline = time.monotonic() + self.timeout
         while (left := deadline - time.monotonic()) > 0:
             item = self.next_event(left)

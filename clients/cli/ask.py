@@ -19,7 +19,7 @@ def add_parser(commands) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    text = sys.stdin.read() if args.text == "-" else args.text
+    text = sys.stdin.read().rstrip("\n") if args.text == "-" else args.text
     if not text.strip():
         return fail("the message is empty")
     with connect(args) as client:
