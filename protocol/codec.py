@@ -58,8 +58,10 @@ def _head(frame: bytes, max_bytes: int) -> _Head:
         )
     try:
         return _head_decoder.decode(frame)
-    except msgspec.ValidationError as exc:  # a JSON object whose `type`, `id` or `v` is mistyped
-        raise DecodeFailure(ErrorCode.INVALID_REQUEST, f"invalid request: {exc}") from None
+    except msgspec.ValidationError as exc:
+        if "at `$." in str(exc):  # an object whose `type`, `id` or `v` is mistyped
+            raise DecodeFailure(ErrorCode.INVALID_REQUEST, f"invalid request: {exc}") from None
+        raise DecodeFailure(ErrorCode.BAD_JSON, f"not a JSON object: {exc}") from None
     except (msgspec.DecodeError, ValueError) as exc:  # ValueError: invalid UTF-8
         raise DecodeFailure(ErrorCode.BAD_JSON, f"not a JSON object: {exc}") from None
 

@@ -1,0 +1,106 @@
+"""The LMDB store on a real environment: append-only history, paging, growth, schema versions."""
+
+import lmdb
+import pytest
+
+from ctxkeep.daemon import migrations, store as store_module
+from ctxkeep.daemon.records import NewMessage
+from ctxkeep.daemon.store import Store, StoreTooNew, UnknownSession
+
+
+def make(tmp_path, **kw) -> Store:
+    return Store(tmp_path / "store", **kw)
+
+
+def test_append_history_and_active_context(tmp_path):
+    st = make(tmp_path)
+    s = st.create_session(name="", model="m", system="", options={}, num_ctx=8192)
+    _, (u,) = st.append(s.id, [NewMessage(role="user", content="q")])
+    assert st.active_messages(s.id) == []  # stored, not yet active
+    rec, (a,) = st.append(s.id, [NewMessage(role="assistant", content="a")],
+                          activate_seqs=[u.seq], activate=[0], token_count=42)
+    assert [m.content for m in st.active_messages(s.id)] == ["q", "a"]
+    assert rec.token_count == 42 and rec.message_count == 2
+    msgs, nxt, total = st.history(s.id)
+    assert [m.seq for m in msgs] == [0, 1] and nxt is None and total == 2
+
+
+def test_history_keys_do_not_mix_sessions(tmp_path):
+    st = make(tmp_path)
+    a = st.create_session(name="a", model="m", system="", options={}, num_ctx=8192)
+    b = st.create_session(name="b", model="m", system="", options={}, num_ctx=8192)
+    for i in range(300):  # past one byte of sequence number
+        st.append(a.id, [NewMessage(role="user", content=f"a{i}")])
+    st.append(b.id, [NewMessage(role="user", content="b0")])
+    msgs, nxt, total = st.history(a.id, start=250, limit=100)
+    assert [m.content for m in msgs] == [f"a{i}" for i in range(250, 300)] and nxt is None
+    assert [m.content for m in st.history(b.id)[0]] == ["b0"]
+    st.delete_session(a.id)
+    assert [m.content for m in st.history(b.id)[0]] == ["b0"]
+    with pytest.raises(UnknownSession):
+        st.history(a.id)
+
+
+def test_map_grows_when_full(tmp_path):
+    st = make(tmp_path, map_size=64 * 1024)
+    s = st.create_session(name="", model="m", system="", options={}, num_ctx=8192)
+    for _ in range(200):
+        st.append(s.id, [NewMessage(role="user", content="x" * 2000)])
+    assert st.env.info()["map_size"] > 64 * 1024
+    assert st.session(s.id).message_count == 200
+
+
+def test_reopen_keeps_everything(tmp_path):
+    st = make(tmp_path)
+    s = st.create_session(name="kept", model="m", system="sys", options={"temperature": 0.5},
+                          num_ctx=4096)
+    st.append(s.id, [NewMessage(role="user", content="hello")], activate=[0])
+    st.close()
+    st = make(tmp_path)
+    again = st.session("kept")
+    assert (again.system, again.options, again.num_ctx) == ("sys", {"temperature": 0.5}, 4096)
+    assert [m.content for m in st.active_messages(s.id)] == ["hello"]
+
+
+def test_newer_schema_is_refused(tmp_path):
+    st = make(tmp_path)
+    st.write(lambda txn: txn.put(b"schema_version", b"99", db=st.dbs["meta"]))
+    st.close()
+    with pytest.raises(StoreTooNew, match="schema version 99"):
+        make(tmp_path)
+
+
+def test_upgrade_backs_up_then_migrates(tmp_path, monkeypatch):
+    st = make(tmp_path)
+    s = st.create_session(name="old", model="m", system="", options={}, num_ctx=8192)
+    st.close()
+
+    def add_marker(txn, dbs):
+        txn.put(b"migrated", b"yes", db=dbs["meta"])
+    step = migrations.Migration(1, 2, "add a marker", add_marker)
+    monkeypatch.setattr(store_module, "SCHEMA_VERSION", 2)
+    monkeypatch.setattr(store_module, "MIGRATIONS", [step])
+    st = make(tmp_path)
+    assert st.schema_version() == 2
+    assert st.read(lambda txn: txn.get(b"migrated", db=st.dbs["meta"])) == b"yes"
+    backups = list((tmp_path / "backups").iterdir())
+    assert len(backups) == 1 and backups[0].name.startswith("schema-v1-")
+    old = lmdb.open(str(backups[0]), max_dbs=8, readonly=True)
+    meta = old.open_db(b"meta", create=False)
+    with old.begin() as txn:
+        assert txn.get(b"schema_version", db=meta) == b"1"
+    old.close()
+    assert st.session("old").id == s.id
+
+
+def test_failed_write_changes_nothing(tmp_path):
+    st = make(tmp_path)
+    s = st.create_session(name="", model="m", system="", options={}, num_ctx=8192)
+
+    def boom(txn):
+        txn.put(b"half", b"written", db=st.dbs["meta"])
+        raise RuntimeError("crash mid-transaction")
+    with pytest.raises(RuntimeError):
+        st.write(boom)
+    assert st.read(lambda txn: txn.get(b"half", db=st.dbs["meta"])) is None
+    assert st.session(s.id).message_count == 0
