@@ -1,0 +1,96 @@
+"""The protocol package: codec, handler coverage, and the generated documents."""
+
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from ctxkeep.daemon.handlers import HANDLERS
+from ctxkeep.protocol import (
+    DecodeFailure, ErrorCode, decode_event, decode_reply, decode_request, docgen, encode, events,
+    replies, requests, subjects,
+)
+
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+
+
+def test_every_request_type_has_a_handler():
+    assert set(HANDLERS) == set(requests.ALL)
+
+
+def test_every_request_type_has_a_worked_example():
+    assert set(docgen.EXAMPLES) == set(requests.ALL)
+
+
+@pytest.mark.parametrize("cls", requests.ALL, ids=lambda c: requests.tag_of(c))
+def test_examples_round_trip(cls):
+    request, reply, follow = docgen.EXAMPLES[cls]
+    assert decode_request(encode(request)) == request
+    assert decode_reply(encode(reply)) == reply
+    for event in follow:
+        assert decode_event(encode(event)) == event
+
+
+def test_protocol_md_matches_the_code():
+    assert (DOCS / "protocol.md").read_text(encoding="utf-8") == docgen.render_markdown(), \
+        "docs/protocol.md is stale: run `python -m ctxkeep.protocol.docgen docs/`"
+
+
+def test_schema_matches_the_code():
+    assert (DOCS / "protocol.schema.json").read_text(encoding="utf-8") == docgen.render_schema(), \
+        "docs/protocol.schema.json is stale: run `python -m ctxkeep.protocol.docgen docs/`"
+
+
+def test_event_subjects_are_the_seed_names():
+    tags = {requests.tag_of(c) for c in events.ALL}
+    for name in ("query.received", "generation.token", "generation.thinking",
+                 "response.generation", "generation.error", "context.usage", "daemon.status",
+                 "session.created", "session.updated", "session.deleted"):
+        assert name in tags
+    assert subjects.topic("generation.token", "abc") == "generation.token/abc"
+    assert subjects.topic("daemon.status") == "daemon.status"
+    assert subjects.split_topic("generation.token/abc") == ("generation.token", "abc")
+
+
+def test_unknown_event_types_are_skipped():
+    assert decode_event(b'{"type": "future.thing", "seq": 3, "whatever": [1, 2]}') is None
+
+
+def test_event_with_new_fields_still_decodes():
+    frame = b'{"type": "generation.token", "seq": 1, "generation_id": "g", "index": 0, "text": "x", "new_field": 1}'
+    assert isinstance(decode_event(frame), events.GenerationToken)
+
+
+def test_integers_are_bounded():
+    with pytest.raises(DecodeFailure) as err:
+        decode_request(b'{"type": "history", "session": "s", "start": 9007199254740993}')
+    assert err.value.code == ErrorCode.INVALID_REQUEST
+
+
+def test_size_cap_is_checked_before_parsing():
+    with pytest.raises(DecodeFailure) as err:
+        decode_request(b'{"type": "ping"}' + b" " * 2000, max_bytes=1024)
+    assert err.value.code == ErrorCode.FRAME_TOO_LARGE
+
+
+def test_protocol_imports_no_daemon_client_or_zmq():
+    root = Path(requests.__file__).parent
+    for source in root.glob("*.py"):
+        text = source.read_text()
+        for forbidden in ("import zmq", "from zmq", ".daemon", ".clients", "import lmdb"):
+            assert forbidden not in text, f"{source.name} imports {forbidden}"
+
+
+def test_clients_import_only_protocol():
+    root = Path(requests.__file__).parent.parent / "clients"
+    for source in root.rglob("*.py"):
+        imports = [line for line in source.read_text().splitlines()
+                   if line.startswith(("import", "from"))]
+        assert not [line for line in imports if "ctxkeep.daemon" in line or "..daemon" in line
+                    or "...daemon" in line], source
+
+
+def test_reply_error_shape():
+    frame = encode(replies.Error(id="x", code="bad_json", message="m"))
+    assert msgspec.json.decode(frame) == {"type": "error", "code": "bad_json", "message": "m",
+                                          "id": "x", "v": 1}
