@@ -146,7 +146,7 @@ class OllamaBackend:
                     ErrorCode.MODEL_NOT_FOUND,
                     f"model {model!r} is not available in Ollama at {self.host}: "
                     f"run `ollama pull {model}`, or pick an installed model "
-                    "(`ctxkeep model SESSION NAME`)")
+                    "(`ctxkeep set SESSION --model NAME`)")
             if "context length" in error or "exceeds" in error:
                 return ModelCallError(
                     ErrorCode.CONTEXT_OVERFLOW,

@@ -2,6 +2,7 @@
 
 import argparse
 import sys
+from itertools import chain
 
 from ...protocol.events import (
     ContextUsage, DaemonStatusEvent, GenerationError, GenerationThinking, GenerationToken,
@@ -49,9 +50,9 @@ def describe(event) -> str:
 def run(args: argparse.Namespace) -> int:
     with connect(args) as client:
         session_id = client.session(args.session).session.id if args.session else ""
-        client.subscribe("")
+        greeting = client.subscribe("")
         missed = 0
-        for _, event in client.events():
+        for event in chain([greeting], (event for _, event in client.events())):
             if client.gaps.missed != missed:
                 print(f"ctxkeep: missed {client.gaps.missed - missed} events", file=sys.stderr)
                 missed = client.gaps.missed

@@ -5,10 +5,13 @@ import sys
 
 from ...protocol import DAEMON_VERSION
 from ..core import CtxkeepError
-from . import ask, chat, daemon, events, new, sessions, show, status
+from . import ask, chat, daemon, events, manage, new, sessions, show, status
 from .common import add_endpoint_options, fail
 
+#: Modules with add_parser() and run().
 COMMANDS = (status, sessions, new, show, chat, ask, events, daemon)
+#: Parser builders that set their own `run`.
+MORE = (manage.add_set, manage.add_rename, manage.add_delete, manage.add_cancel)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -23,6 +26,8 @@ def build_parser() -> argparse.ArgumentParser:
         sub = module.add_parser(commands)
         add_endpoint_options(sub)
         sub.set_defaults(run=module.run)
+    for add in MORE:
+        add_endpoint_options(add(commands))
     return parser
 
 

@@ -1,0 +1,96 @@
+"""`ctxkeep set`, `rename`, `delete`, `cancel`: change or remove a session."""
+
+import argparse
+
+from ...protocol.models import OptionValue
+from .common import connect, session_line
+
+
+def _option(text: str) -> tuple[str, OptionValue]:
+    """`key=value`, the value read as a number or boolean when it is one."""
+    key, sep, raw = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    value: OptionValue = raw
+    if raw.lower() in ("true", "false"):
+        value = raw.lower() == "true"
+    else:
+        for number in (int, float):
+            try:
+                value = number(raw)
+                break
+            except ValueError:
+                pass
+    return key, value
+
+
+def add_set(commands) -> argparse.ArgumentParser:
+    parser = commands.add_parser(
+        "set", help="change a session's model, window, options or system prompt",
+        description="Change a session's settings; what is not given stays as it is.")
+    parser.add_argument("session", metavar="SESSION", help="session id or name")
+    parser.add_argument("--model", default="", help="the Ollama model")
+    parser.add_argument("--num-ctx", type=int, default=None, help="the context window in tokens")
+    parser.add_argument("--option", type=_option, action="append", metavar="KEY=VALUE",
+                        help="an Ollama option, e.g. temperature=0.2 (repeat for more; replaces "
+                             "all options)")
+    parser.add_argument("--system", default=None, help="the system prompt ('' clears it)")
+    parser.set_defaults(run=run_set)
+    return parser
+
+
+def run_set(args: argparse.Namespace) -> int:
+    with connect(args) as client:
+        session = client.session(args.session).session
+        if args.system is not None:
+            session = client.set_system(session.id, args.system).session
+        if args.model or args.num_ctx is not None or args.option:
+            session = client.set_model(session.id, model=args.model, num_ctx=args.num_ctx,
+                                       options=dict(args.option) if args.option else None).session
+    print(session_line(session))
+    return 0
+
+
+def add_rename(commands) -> argparse.ArgumentParser:
+    parser = commands.add_parser("rename", help="rename a session",
+                                 description="Give a session a new, unique name.")
+    parser.add_argument("session", metavar="SESSION", help="session id or name")
+    parser.add_argument("name", metavar="NAME", help="the new name")
+    parser.set_defaults(run=lambda args: _rename(args))
+    return parser
+
+
+def _rename(args: argparse.Namespace) -> int:
+    with connect(args) as client:
+        print(session_line(client.rename(args.session, args.name).session))
+    return 0
+
+
+def add_delete(commands) -> argparse.ArgumentParser:
+    parser = commands.add_parser("delete", help="delete a session and its history",
+                                 description="Delete a session and its whole history. "
+                                             "This cannot be undone.")
+    parser.add_argument("session", metavar="SESSION", help="session id or name")
+    parser.set_defaults(run=lambda args: _delete(args))
+    return parser
+
+
+def _delete(args: argparse.Namespace) -> int:
+    with connect(args) as client:
+        print(f"deleted {client.delete(args.session).session_id}")
+    return 0
+
+
+def add_cancel(commands) -> argparse.ArgumentParser:
+    parser = commands.add_parser("cancel", help="stop a session's running generation",
+                                 description="Cancel the generation running in a session.")
+    parser.add_argument("session", metavar="SESSION", help="session id or name")
+    parser.set_defaults(run=lambda args: _cancel(args))
+    return parser
+
+
+def _cancel(args: argparse.Namespace) -> int:
+    with connect(args) as client:
+        reply = client.cancel(args.session)
+    print(f"cancelled {reply.generation_id}" if reply.cancelled else "nothing was running")
+    return 0

@@ -1,0 +1,148 @@
+"""The `ctxkeep` CLI against the real daemon, as a user runs it."""
+
+import json
+import subprocess
+import sys
+import time
+
+import pytest
+
+from ctxkeep.clients.cli.main import COMMANDS
+
+
+def test_help_on_every_command(daemon):
+    top = daemon.cli("--help")
+    assert top.returncode == 0
+    for module in COMMANDS:
+        name = module.__name__.rsplit(".", 1)[1]
+        assert name in top.stdout
+        result = daemon.cli(name, "--help")
+        assert result.returncode == 0 and "usage: ctxkeep" in result.stdout, name
+    assert daemon.cli("daemon", "run", "--help").returncode == 0
+
+
+def test_status(daemon, standin):
+    result = daemon.cli("status")
+    assert result.returncode == 0
+    assert "ctxkeepd 0.1.0" in result.stdout
+    assert f"ollama    0.12.6 at {standin.url}" in result.stdout
+    data = json.loads(daemon.cli("status", "--json").stdout)
+    assert data["ollama"]["reachable"] is True
+
+
+def test_new_ask_show_sessions(daemon, standin):
+    created = daemon.cli("new", "--name", "cli", "--model", "qwen2.5:7b", "-q")
+    assert created.returncode == 0
+    sid = created.stdout.strip()
+    standin.script("Blue light scatters more.")
+    asked = daemon.cli("ask", "cli", "Why is the sky blue?")
+    assert asked.returncode == 0, asked.stderr
+    assert asked.stdout == "Blue light scatters more.\n"
+    piped = daemon.cli("ask", sid, "-", input="Tell me more\n")
+    assert piped.returncode == 0 and piped.stdout.startswith("You said 3 words")
+    shown = daemon.cli("show", "cli")
+    assert "Why is the sky blue?" in shown.stdout and "Blue light scatters more." in shown.stdout
+    lines = [json.loads(line) for line in daemon.cli("show", "cli", "--json").stdout.splitlines()]
+    assert [m["role"] for m in lines] == ["user", "assistant", "user", "assistant"]
+    assert lines[2]["content"] == "Tell me more"
+    listing = daemon.cli("sessions")
+    assert sid in listing.stdout and "cli" in listing.stdout
+
+
+def test_errors_exit_nonzero_with_message_on_stderr(daemon, standin):
+    result = daemon.cli("ask", "missing", "hi")
+    assert result.returncode == 1
+    assert "no session with id or name 'missing'" in result.stderr
+    daemon.cli("new", "--name", "m", "--model", "absent:1b")
+    result = daemon.cli("ask", "m", "hi")
+    assert result.returncode == 1 and "model_not_found" in result.stderr
+    assert "ollama pull absent:1b" in result.stderr
+
+
+def test_no_daemon_says_how_to_start_it(daemon):
+    daemon.stop()
+    result = daemon.cli("status")
+    assert result.returncode == 1
+    assert "ctxkeepd is not running" in result.stderr and "ctxkeep daemon run" in result.stderr
+
+
+def test_events_json_sees_every_token(daemon, standin):
+    standin.chunk_delay = 0.005
+    standin.script("one two three four five six seven eight nine ten")
+    watcher = subprocess.Popen([sys.executable, "-m", "ctxkeep.clients.cli.main", "events", "--json"],
+                               env=daemon.env, stdout=subprocess.PIPE, text=True)
+    try:
+        first = json.loads(watcher.stdout.readline())  # the greeting: the subscription is live
+        assert first["type"] == "daemon.status"
+        assert daemon.cli("ask", daemon.cli("new", "--model", "qwen2.5:7b", "-q").stdout.strip(),
+                          "count").returncode == 0
+        tokens, seen = [], []
+        for line in watcher.stdout:
+            event = json.loads(line)
+            seen.append(event["type"])
+            if event["type"] == "generation.token":
+                tokens.append(event["text"])
+            if event["type"] == "response.generation":
+                break
+        assert "".join(tokens) == "one two three four five six seven eight nine ten"
+        assert seen.index("query.received") < seen.index("generation.token")
+    finally:
+        watcher.terminate()
+        watcher.wait(10)
+
+
+def test_chat_streams_and_shows_the_gauge(daemon, standin):
+    standin.script("Hello! How can I help?")
+    result = daemon.cli("chat", "--model", "qwen2.5:7b", input="hi there\n/usage\n/quit\n")
+    assert result.returncode == 0, result.stderr
+    assert "Hello! How can I help?" in result.stdout
+    tokens = standin.chats[-1].prompt_tokens
+    assert f"{tokens} / 8,192 tokens (0%)" in result.stdout
+
+
+def test_chat_ctrl_c_cancels_the_generation_not_the_program(daemon, standin):
+    standin.chunk_delay = 0.05
+    standin.script(" ".join(f"w{i}" for i in range(400)), "second answer")
+    sid = daemon.cli("new", "--model", "qwen2.5:7b", "-q").stdout.strip()
+    chat = subprocess.Popen([sys.executable, "-m", "ctxkeep.clients.cli.main", "chat", sid],
+                            env=daemon.env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        chat.stdin.write("long please\n")
+        chat.stdin.flush()
+        deadline = time.monotonic() + 20
+        while not standin.chats and time.monotonic() < deadline:
+            time.sleep(0.02)
+        time.sleep(0.3)
+        chat.send_signal(2)  # SIGINT, as Ctrl-C
+        time.sleep(0.5)
+        chat.stdin.write("again\n/quit\n")
+        chat.stdin.flush()
+        out, err = chat.communicate(timeout=30)
+    finally:
+        if chat.poll() is None:
+            chat.kill()
+    assert chat.returncode == 0, err
+    assert "[cancelled] cancelled by a client" in out
+    assert "second answer" in out
+
+
+@pytest.mark.parametrize("args", [["show"], ["ask", "only-session"], ["bogus"]])
+def test_usage_errors(daemon, args):
+    assert daemon.cli(*args).returncode == 2
+
+
+def test_set_rename_delete_cancel(daemon, standin):
+    sid = daemon.cli("new", "--name", "tune", "-q").stdout.strip()
+    result = daemon.cli("set", "tune", "--model", "small:1b", "--num-ctx", "2048",
+                        "--option", "temperature=0.2", "--option", "stop=END", "--system", "Be terse.")
+    assert result.returncode == 0, result.stderr
+    with daemon.client() as c:
+        s = c.session(sid).session
+        assert (s.model, s.num_ctx, s.options, s.system) == (
+            "small:1b", 2048, {"temperature": 0.2, "stop": "END"}, "Be terse.")
+    assert daemon.cli("set", "tune", "--option", "nonsense").returncode == 2
+    assert daemon.cli("rename", "tune", "tuned").returncode == 0
+    assert "nothing was running" in daemon.cli("cancel", "tuned").stdout
+    assert daemon.cli("delete", "tuned").returncode == 0
+    assert daemon.cli("show", sid).returncode == 1
