@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Install ctxkeep into ./.venv and start ctxkeepd in the background.
+# Usage: ./install.sh            (again at any time: it upgrades and restarts)
+set -euo pipefail
+cd "$(dirname "$0")"
+here=$(pwd)
+
+echo "==> installing ctxkeep into $here/.venv"
+python3 -m venv .venv
+.venv/bin/python -m pip install --quiet --upgrade pip
+.venv/bin/python -m pip install --quiet .
+
+state="${XDG_STATE_HOME:-$HOME/.local/state}/ctxkeep"
+mkdir -p "$state"
+if .venv/bin/ctxkeep status --timeout 2 >/dev/null 2>&1; then
+    echo "==> restarting the running ctxkeepd"
+    pid=$(.venv/bin/ctxkeep status --json | .venv/bin/python -c 'import json,sys; print(json.load(sys.stdin)["pid"])')
+    kill "$pid"
+    while kill -0 "$pid" 2>/dev/null; do sleep 0.2; done
+fi
+echo "==> starting ctxkeepd (log: $state/ctxkeepd.log)"
+nohup .venv/bin/ctxkeepd >>"$state/ctxkeepd.log" 2>&1 &
+for _ in $(seq 50); do
+    .venv/bin/ctxkeep status --timeout 1 >/dev/null 2>&1 && break
+    sleep 0.2
+done
+.venv/bin/ctxkeep status || { echo "ctxkeepd did not start: see $state/ctxkeepd.log" >&2; exit 1; }
+if ! .venv/bin/ctxkeep status --json | grep -q '"reachable":true'; then
+    echo
+    echo "Ollama is not reachable, so chats will fail until it is: install and start it"
+    echo "(https://ollama.com), or set OLLAMA_HOST before running ./install.sh."
+fi
+echo
+echo "Ready. Put $here/.venv/bin on your PATH, then: ctxkeep chat"
