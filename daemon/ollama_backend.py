@@ -81,6 +81,11 @@ class OllamaBackend:
                                        error=self.explain(exc).message)
         return self.status
 
+    def known_context_length(self, model: str) -> int:
+        """The model's context_length if /api/show was already asked, else 0 (no call)."""
+        facts = self._facts.get(model)
+        return facts.context_length if facts else 0
+
     async def facts(self, model: str) -> ModelFacts:
         """Context length, size and capabilities of `model` (cached per daemon run)."""
         if model in self._facts:

@@ -187,7 +187,7 @@ class Store:
         return sorted(self.read(collect), key=lambda s: s.updated, reverse=True)
 
     def create_session(self, *, name: str, model: str, system: str, options: dict,
-                       num_ctx: int) -> SessionRecord:
+                       num_ctx: int, context_length: int = 0) -> SessionRecord:
         """A new, empty session. An empty name becomes the first free `chat-N`."""
         def create(txn: lmdb.Transaction) -> SessionRecord:
             names = self.dbs["names"]
@@ -202,7 +202,7 @@ class Store:
             now = time.time()
             record = SessionRecord(id=secrets.token_hex(6), name=chosen, model=model,
                                    system=system, options=options, num_ctx=num_ctx,
-                                   created=now, updated=now)
+                                   context_length=context_length, created=now, updated=now)
             self._put(txn, record)
             txn.put(chosen.encode(), record.id.encode(), db=names)
             txn.put(record.id.encode(), self._enc.encode(ActiveContext()), db=self.dbs["active"])

@@ -228,6 +228,7 @@ def embed_vector(text: str, dims: int = 64) -> list[float]:
 class _Handler(BaseHTTPRequestHandler):
     owner: OllamaStandin
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # as Go's net/http (Ollama) does: no 40 ms delayed-ACK stalls
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - silence stderr
         pass

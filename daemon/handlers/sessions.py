@@ -16,9 +16,11 @@ def _updated(daemon, req, record: SessionRecord) -> SessionReply:
 @handles(requests.SessionCreate)
 async def create(daemon, req: requests.SessionCreate) -> SessionReply:
     cfg = daemon.config
+    model = req.model or cfg.default_model
     record = daemon.store.create_session(
-        name=req.name, model=req.model or cfg.default_model, system=req.system,
-        options=req.options or dict(cfg.default_options), num_ctx=req.num_ctx or cfg.num_ctx)
+        name=req.name, model=model, system=req.system,
+        options=req.options or dict(cfg.default_options), num_ctx=req.num_ctx or cfg.num_ctx,
+        context_length=daemon.backend.known_context_length(model))
     info = record.info()
     daemon.bus.publish(SessionCreated(session=info), record.id)
     return SessionReply(id=req.id, session=info)
@@ -72,7 +74,8 @@ async def set_model(daemon, req: requests.SetModel) -> SessionReply:
     def change(r: SessionRecord) -> None:
         if req.model and req.model != r.model:
             r.model = req.model
-            r.context_length = 0  # asked again from /api/show at the next turn
+            # known already, or asked from /api/show at the next turn
+            r.context_length = daemon.backend.known_context_length(req.model)
         if req.options is not None:
             r.options = dict(req.options)
         if req.num_ctx is not None:

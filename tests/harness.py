@@ -1,0 +1,86 @@
+"""The real daemon as a subprocess on its own XDG folders: for tests and benchmarks."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from ctxkeep.clients import Client, CtxkeepError
+
+
+class DaemonProcess:
+    """ctxkeepd in its own process, with its own runtime, data and config folders."""
+
+    def __init__(self, root: Path, ollama_url: str) -> None:
+        self.root = root
+        self.env = dict(os.environ,
+                        XDG_RUNTIME_DIR=str(root / "run"), XDG_DATA_HOME=str(root / "data"),
+                        XDG_CONFIG_HOME=str(root / "config"), OLLAMA_HOST=ollama_url)
+        for key in ("CTXKEEP_CONTROL", "CTXKEEP_EVENTS"):
+            self.env.pop(key, None)
+        (root / "run").mkdir(exist_ok=True)
+        self.proc: subprocess.Popen[str] | None = None
+        self.log = root / "ctxkeepd.log"
+
+    @property
+    def control(self) -> str:
+        return f"ipc://{self.root}/run/ctxkeep/ctl"
+
+    @property
+    def events(self) -> str:
+        return f"ipc://{self.root}/run/ctxkeep/events"
+
+    @property
+    def config_file(self) -> Path:
+        return self.root / "config" / "ctxkeep" / "config.toml"
+
+    def write_config(self, text: str) -> None:
+        self.config_file.parent.mkdir(parents=True, exist_ok=True)
+        self.config_file.write_text(text)
+
+    def start(self, wait: bool = True) -> "DaemonProcess":
+        log = self.log.open("a")
+        self.proc = subprocess.Popen([sys.executable, "-m", "ctxkeep.daemon.main", "--log-level", "debug"],
+                                     env=self.env, stdout=log, stderr=subprocess.STDOUT, text=True)
+        if wait:
+            self.wait_ready()
+        return self
+
+    def wait_ready(self, timeout: float = 20.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            assert self.proc is not None
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"ctxkeepd exited with {self.proc.returncode}:\n{self.log.read_text()}")
+            try:
+                with self.client(timeout=0.5) as c:
+                    c.ping()
+                return
+            except CtxkeepError:
+                time.sleep(0.05)
+        raise RuntimeError(f"ctxkeepd did not come up:\n{self.log.read_text()}")
+
+    def client(self, timeout: float = 10.0) -> Client:
+        return Client(self.control, self.events, timeout=timeout)
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 30.0) -> int:
+        if self.proc is None or self.proc.poll() is not None:
+            return self.proc.returncode if self.proc else 0
+        self.proc.send_signal(sig)
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise
+
+    def cli(self, *args: str, input: str | None = None, timeout: float = 60.0,
+            cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+        """Run the `ctxkeep` CLI against this daemon."""
+        return subprocess.run([sys.executable, "-m", "ctxkeep.clients.cli.main", *args],
+                              env=self.env, input=input, capture_output=True, text=True,
+                              timeout=timeout, cwd=cwd)
