@@ -7,13 +7,13 @@ from typing import Any, TypeVar
 import zmq
 import zmq.asyncio
 
-from ..protocol import encode, requests, subjects
+from ..protocol import encode, requests
 from ..protocol.events import DaemonStatusEvent, Event
 from ..protocol.replies import Reply
 from .calls import Calls
 from .core import (
-    DaemonUnavailable, GapTracker, RequestIds, check_reachable, endpoints, read_event,
-    read_reply, unwrap,
+    DaemonUnavailable, GapTracker, RequestIds, check_reachable, endpoints, open_subscriber,
+    read_event, read_reply, unwrap,
 )
 
 R = TypeVar("R", bound=Reply)
@@ -78,17 +78,7 @@ class AsyncClient(Calls):
 
     async def subscribe(self, *prefixes: str) -> DaemonStatusEvent:
         """Subscribe (default: to everything); returns the daemon's greeting once live."""
-        check_reachable(self.events_endpoint)
-        if self._sub is None:
-            self._sub = self._context.socket(zmq.SUB)
-            self._sub.setsockopt(zmq.LINGER, 0)
-            self._sub.setsockopt(zmq.RCVHWM, 100_000)
-            self._sub.connect(self.events_endpoint)
-        prefixes = prefixes or ("",)
-        for prefix in prefixes:
-            self._sub.subscribe(prefix.encode())
-        if not any(subjects.DAEMON_STATUS.startswith(p) for p in prefixes):
-            self._sub.subscribe(subjects.DAEMON_STATUS.encode())  # for the greeting
+        self._sub = open_subscriber(self._sub, self._context, self.events_endpoint, prefixes)
 
         async def greeting() -> DaemonStatusEvent:
             while True:

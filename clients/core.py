@@ -2,12 +2,14 @@
 
 import itertools
 import os
+
+import zmq
 from pathlib import Path
 from typing import TypeVar
 
 import msgspec
 
-from ..protocol import ErrorCode, decode_event, decode_reply, paths
+from ..protocol import ErrorCode, decode_event, decode_reply, paths, subjects
 from ..protocol.events import Event
 from ..protocol.replies import Error, Reply
 from ..protocol.requests import Request
@@ -106,3 +108,21 @@ def read_event(frames: list[bytes]) -> tuple[str, Event] | None:
     except (msgspec.DecodeError, ValueError):
         return None
     return (frames[0].decode(errors="replace"), event) if event is not None else None
+
+
+def open_subscriber(sock: zmq.Socket | None, context: zmq.Context, endpoint: str,
+                    prefixes: tuple[str, ...]) -> zmq.Socket:
+    """A SUB socket (new, or `sock`) subscribed to `prefixes` (default: everything) and to
+    `daemon.status` when they do not cover it, so the daemon's greeting comes through."""
+    check_reachable(endpoint)
+    if sock is None:
+        sock = context.socket(zmq.SUB)
+        sock.setsockopt(zmq.LINGER, 0)
+        sock.setsockopt(zmq.RCVHWM, 100_000)
+        sock.connect(endpoint)
+    prefixes = prefixes or ("",)
+    for prefix in prefixes:
+        sock.subscribe(prefix.encode())
+    if not any(subjects.DAEMON_STATUS.startswith(p) for p in prefixes):
+        sock.subscribe(subjects.DAEMON_STATUS.encode())
+    return sock

@@ -133,6 +133,11 @@ def _doc(cls: type) -> str:
     return inspect.cleandoc(cls.__doc__ or "")
 
 
+def _describe(out: list[str], cls: type, name: str) -> None:
+    out.extend(["", f"### `{name}`", "", _doc(cls), ""])
+    out.extend(_fields(cls))
+
+
 def _frame(direction: str, frames: list[str]) -> list[str]:
     return [f"{direction} " + frames[0]] + [f"{' ' * len(direction)} {f}" for f in frames[1:]]
 
@@ -232,12 +237,7 @@ def render_markdown() -> str:
         "it receives, and `*` an event frame pair on the event socket.")
     for cls in requests.ALL:
         request, reply, follow = EXAMPLES[cls]
-        add("")
-        add(f"### `{requests.tag_of(cls)}`")
-        add("")
-        add(_doc(cls))
-        add("")
-        out.extend(_fields(cls))
+        _describe(out, cls, requests.tag_of(cls))
         add("")
         add(f"Reply: `{requests.tag_of(type(reply))}`.")
         add("")
@@ -252,30 +252,15 @@ def render_markdown() -> str:
     add("")
     add("## Reply types")
     for cls in replies.ALL:
-        add("")
-        add(f"### `{requests.tag_of(cls)}`")
-        add("")
-        add(_doc(cls))
-        add("")
-        out.extend(_fields(cls))
+        _describe(out, cls, requests.tag_of(cls))
     add("")
     add("## Event types")
     for cls in events.ALL:
-        add("")
-        add(f"### `{requests.tag_of(cls)}`")
-        add("")
-        add(_doc(cls))
-        add("")
-        out.extend(_fields(cls))
+        _describe(out, cls, requests.tag_of(cls))
     add("")
     add("## Records")
     for cls in (SessionInfo, MessageInfo, Usage, DaemonStatus, OllamaStatus):
-        add("")
-        add(f"### `{cls.__name__}`")
-        add("")
-        add(_doc(cls))
-        add("")
-        out.extend(_fields(cls))
+        _describe(out, cls, cls.__name__)
     add("")
     add("## Error codes")
     add("")
