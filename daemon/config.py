@@ -10,7 +10,7 @@ import os
 import re
 import tomllib
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import msgspec
 from msgspec import Meta
@@ -50,6 +50,15 @@ class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     event_hwm: Annotated[int, Meta(ge=1000)] = 100_000
     #: Seconds SIGTERM waits for running generations before cancelling them.
     drain_timeout: Annotated[float, Meta(ge=0)] = 20.0
+    #: Turns (user message and what follows) a manual compaction keeps verbatim.
+    compaction_tail_turns: Annotated[int, Meta(ge=0, le=10_000)] = 4
+    #: The model that writes summaries ("" = each session's own model).
+    compaction_model: str = ""
+    #: The role of summary messages: assistant (safe with templates that need
+    #: alternating turns) or system.
+    summary_role: Literal["assistant", "system"] = "assistant"
+    #: The most tokens a summary may take (also capped at a quarter of the window).
+    summary_max_tokens: Annotated[int, Meta(ge=64, le=1 << 20)] = 1024
 
     def resolved_control(self) -> str:
         return os.environ.get("CTXKEEP_CONTROL") or self.control_endpoint or paths.control_endpoint()

@@ -21,8 +21,11 @@ class SessionRecord(msgspec.Struct, kw_only=True):
     updated: float
     next_seq: int = 0
     message_count: int = 0
-    #: prompt_eval_count of the last completed turn.
+    #: prompt_eval_count of the last completed turn (an estimate after a compaction).
     token_count: int = 0
+    tokens_exact: bool = True
+    compactions: int = 0
+    compaction_model: str = ""
 
     @property
     def window(self) -> int:
@@ -37,7 +40,8 @@ class SessionRecord(msgspec.Struct, kw_only=True):
             id=self.id, name=self.name, model=self.model, system=self.system,
             options=self.options, num_ctx=self.num_ctx, window=self.window,
             created=self.created, updated=self.updated, message_count=self.message_count,
-            token_count=self.token_count, busy=busy,
+            token_count=self.token_count, token_count_exact=self.tokens_exact, busy=busy,
+            compactions=self.compactions, compaction_model=self.compaction_model,
         )
 
 
@@ -53,6 +57,7 @@ class MessageRecord(msgspec.Struct, kw_only=True):
     error: str = ""
     model: str = ""
     eval_count: int = 0
+    kind: str = "message"
 
     def info(self) -> MessageInfo:
         """The message as the protocol shows it."""
@@ -60,6 +65,7 @@ class MessageRecord(msgspec.Struct, kw_only=True):
             seq=self.seq, role=self.role, content=self.content,  # type: ignore[arg-type]
             thinking=self.thinking, created=self.created, status=self.status,  # type: ignore[arg-type]
             error=self.error, model=self.model, eval_count=self.eval_count,
+            kind=self.kind,  # type: ignore[arg-type]
         )
 
 
@@ -73,9 +79,35 @@ class NewMessage(msgspec.Struct, kw_only=True):
     error: str = ""
     model: str = ""
     eval_count: int = 0
+    kind: str = "message"
 
 
 class ActiveContext(msgspec.Struct):
     """The messages sent to the model, by sequence number, oldest first."""
 
     seqs: list[int] = []
+
+
+class CompactionRecord(msgspec.Struct, kw_only=True):
+    """One compaction of a session's active context (the audit trail)."""
+
+    time: float
+    level: int
+    strategy: str
+    tokens_before: int
+    tokens_after: int
+    tokens_freed: int
+    #: Active messages replaced by the summary, and those kept as they were.
+    summarized: list[int]
+    kept: list[int]
+    summary_seq: int
+    model: str
+    requested_by: str = ""
+
+
+class Calibration(msgspec.Struct):
+    """Least-squares sums that fit token counts to text features, for one model."""
+
+    xtx: list[list[float]]
+    xty: list[float]
+    observations: int = 0

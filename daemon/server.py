@@ -23,7 +23,10 @@ from ..protocol.replies import Error, Reply
 from . import runtime
 from .bus import EventBus
 from .config import Config
+from .compaction import Compactor
+from .estimator import Estimator
 from .generation import Generations
+from .jobs import SessionJobs
 from .handlers import HANDLERS, RequestError
 from .ollama_backend import OllamaBackend
 from .store import AmbiguousSession, NameTaken, Store, StoreError, UnknownSession
@@ -46,7 +49,10 @@ class Daemon:
         self.store: Store
         self.bus: EventBus
         self.backend: OllamaBackend
+        self.jobs = SessionJobs()
+        self.estimator: Estimator
         self.generations: Generations
+        self.compactor: Compactor
 
     # -- life cycle -------------------------------------------------------------
 
@@ -79,7 +85,10 @@ class Daemon:
                 path.chmod(0o600)
         self.backend = OllamaBackend(self.config.resolved_ollama_host(),
                                      self.config.connect_timeout, self.config.read_timeout)
-        self.generations = Generations(self.store, self.bus, self.backend, self.config)
+        self.estimator = Estimator(self.store)
+        parts = (self.store, self.bus, self.backend, self.config, self.jobs, self.estimator)
+        self.generations = Generations(*parts)
+        self.compactor = Compactor(*parts)
 
     async def serve(self, ready: "asyncio.Future[None] | None" = None) -> None:
         """Serve until SIGTERM/SIGINT or `stop()`, then drain and close."""
@@ -96,7 +105,7 @@ class Daemon:
         await self._stop.wait()
         self.stopping = True
         log.info("stopping: finishing running generations")
-        await self.generations.drain(self.config.drain_timeout)
+        await self.jobs.drain(self.config.drain_timeout)
         self.bus.publish(DaemonStatusEvent(status=self.status(), stopping=True))
         for task in tasks:
             task.cancel()
@@ -141,7 +150,7 @@ class Daemon:
         return DaemonStatus(
             version=DAEMON_VERSION, protocol=PROTOCOL_VERSION, pid=os.getpid(),
             started=self.started, uptime=time.time() - self.started,
-            sessions=len(self.store.sessions()), generations_running=self.generations.running(),
+            sessions=len(self.store.sessions()), generations_running=self.jobs.running("generation"),
             control_endpoint=self.control_endpoint, events_endpoint=self.events_endpoint,
             store_path=str(self.store.path), last_seq=self.bus.last_seq,
             ollama=self.backend.status)

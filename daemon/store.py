@@ -7,6 +7,8 @@ One environment under `$XDG_DATA_HOME/ctxkeep/store`. Named databases:
 - `names`: session name -> session id (names are unique).
 - `messages`: session id + `/` + big-endian u64 sequence -> MessageRecord.
 - `active`: session id -> ActiveContext (what the model sees).
+- `compactions`: session id + `/` + big-endian u64 -> CompactionRecord (the audit trail).
+- `calibration`: model name -> Calibration (token estimates fitted to exact counts).
 
 Every write is one transaction, committed and synced before the call returns
 (LMDB's default `sync=True`). A full map is grown and the write retried.
@@ -25,12 +27,14 @@ import lmdb
 import msgspec
 
 from .migrations import MIGRATIONS, SCHEMA_VERSION
-from .records import ActiveContext, MessageRecord, NewMessage, SessionRecord
+from .records import (
+    ActiveContext, Calibration, CompactionRecord, MessageRecord, NewMessage, SessionRecord,
+)
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 _SEQ = struct.Struct(">Q")
-_DATABASES = ("meta", "sessions", "names", "messages", "active")
+_DATABASES = ("meta", "sessions", "names", "messages", "active", "compactions", "calibration")
 
 
 class StoreError(Exception):
@@ -51,6 +55,10 @@ class NameTaken(StoreError):
 
 class StoreTooNew(StoreError):
     """The store was written by a newer ctxkeep."""
+
+
+class ContextChanged(StoreError):
+    """The active context changed while a compaction was being prepared."""
 
 
 def _message_key(session_id: str, seq: int) -> bytes:
@@ -74,6 +82,8 @@ class Store:
         self._session_dec = msgspec.msgpack.Decoder(SessionRecord)
         self._message_dec = msgspec.msgpack.Decoder(MessageRecord)
         self._active_dec = msgspec.msgpack.Decoder(ActiveContext)
+        self._compaction_dec = msgspec.msgpack.Decoder(CompactionRecord)
+        self._calibration_dec = msgspec.msgpack.Decoder(Calibration)
         self._upgrade()
 
     # -- plumbing -------------------------------------------------------------
@@ -233,12 +243,13 @@ class Store:
             record = self._get(txn, session_id)
             if record is None:
                 raise UnknownSession(f"session {session_id!r} no longer exists")
-            cursor = txn.cursor(db=self.dbs["messages"])
             prefix = _prefix(session_id)
-            if cursor.set_range(prefix):
-                while cursor.key().startswith(prefix):
-                    if not cursor.delete():
-                        break
+            for db in ("messages", "compactions"):
+                cursor = txn.cursor(db=self.dbs[db])
+                if cursor.set_range(prefix):
+                    while cursor.key().startswith(prefix):
+                        if not cursor.delete():
+                            break
             txn.delete(record.name.encode(), db=self.dbs["names"])
             txn.delete(session_id.encode(), db=self.dbs["active"])
             txn.delete(session_id.encode(), db=self.dbs["sessions"])
@@ -283,6 +294,7 @@ class Store:
                 txn.put(session_id.encode(), self._enc.encode(active), db=self.dbs["active"])
             if token_count is not None:
                 record.token_count = token_count
+                record.tokens_exact = True
             record.updated = now
             self._put(txn, record)
             return record, stored
@@ -322,3 +334,63 @@ class Store:
                     out.append(self._message_dec.decode(raw))
             return out
         return self.read(collect)
+
+    def active_seqs(self, session_id: str) -> list[int]:
+        """Sequence numbers of the active context."""
+        return self.read(lambda txn: self._active(txn, session_id).seqs)
+
+    def compact(self, session_id: str, *, expected: list[int], summary: NewMessage,
+                keep: list[int], record: CompactionRecord, token_estimate: int
+                ) -> tuple[SessionRecord, MessageRecord]:
+        """Replace the active context by [summary, *keep] in one transaction.
+
+        The summary joins the history; nothing leaves it. Refused with
+        ContextChanged when the active context is no longer `expected`.
+        """
+        def apply(txn: lmdb.Transaction) -> tuple[SessionRecord, MessageRecord]:
+            session = self._get(txn, session_id)
+            if session is None:
+                raise UnknownSession(f"session {session_id!r} no longer exists")
+            if self._active(txn, session_id).seqs != expected:
+                raise ContextChanged("the session changed while its summary was written")
+            now = time.time()
+            message = MessageRecord(seq=session.next_seq, created=now, role=summary.role,
+                                    content=summary.content, model=summary.model,
+                                    eval_count=summary.eval_count, kind="summary")
+            txn.put(_message_key(session_id, message.seq), self._enc.encode(message),
+                    db=self.dbs["messages"], overwrite=False)
+            txn.put(session_id.encode(), self._enc.encode(ActiveContext([message.seq, *keep])),
+                    db=self.dbs["active"])
+            record.summary_seq = message.seq
+            txn.put(_message_key(session_id, session.compactions), self._enc.encode(record),
+                    db=self.dbs["compactions"])
+            session.next_seq += 1
+            session.message_count += 1
+            session.compactions += 1
+            session.token_count = token_estimate
+            session.tokens_exact = False
+            session.updated = now
+            self._put(txn, session)
+            return session, message
+        return self.write(apply)
+
+    def compactions(self, session_id: str) -> list[CompactionRecord]:
+        """The session's compaction history, oldest first."""
+        def collect(txn: lmdb.Transaction) -> list[CompactionRecord]:
+            cursor = txn.cursor(db=self.dbs["compactions"])
+            prefix, out = _prefix(session_id), []
+            if cursor.set_range(prefix):
+                for key, value in cursor:
+                    if not key.startswith(prefix):
+                        break
+                    out.append(self._compaction_dec.decode(value))
+            return out
+        return self.read(collect)
+
+    def calibration(self, model: str) -> Calibration | None:
+        raw = self.read(lambda txn: txn.get(model.encode(), db=self.dbs["calibration"]))
+        return self._calibration_dec.decode(raw) if raw else None
+
+    def save_calibration(self, model: str, calibration: Calibration) -> None:
+        self.write(lambda txn: txn.put(model.encode(), self._enc.encode(calibration),
+                                       db=self.dbs["calibration"]))

@@ -14,7 +14,7 @@ import msgspec
 
 from . import events, replies, requests, subjects
 from .errors import ErrorCode
-from .models import DaemonStatus, MessageInfo, OllamaStatus, SessionInfo, Usage
+from .models import DaemonStatus, MessageInfo, OllamaStatus, Segments, SessionInfo, Usage
 from .version import PROTOCOL_VERSION
 
 _T = 1795000000.0
@@ -31,6 +31,9 @@ _STATUS = DaemonStatus(
     ollama=OllamaStatus(host="http://127.0.0.1:11434", reachable=True, version="0.12.6"))
 _SID = _SESSION.id
 _GEN = "b81c07d2e4f9"
+_CMP = "5e0d4f1a9c22"
+_USAGE = Usage(tokens=6120, window=8192, fill=6120 / 8192, exact=True, messages=40,
+               segments=Segments(system=12, summaries=0, recent=6108))
 
 #: One worked exchange per request type: (request, reply, events that follow).
 EXAMPLES: dict[type, tuple[requests.Request, replies.Reply, list[events.Event]]] = {
@@ -91,6 +94,24 @@ EXAMPLES: dict[type, tuple[requests.Request, replies.Reply, list[events.Event]]]
         replies.SessionReply(id="13", session=msgspec.structs.replace(
             _SESSION, model="qwen2.5:7b", num_ctx=16384, window=16384,
             options={"temperature": 0.3})), []),
+    requests.Usage: (requests.Usage(id="14", session=_SID),
+                     replies.UsageReply(id="14", session_id=_SID, usage=_USAGE), []),
+    requests.Compact: (
+        requests.Compact(id="15", session=_SID, requested_by="cli"),
+        replies.CompactionAccepted(id="15", session_id=_SID, compaction_id=_CMP),
+        [events.CompactionRequest(seq=50, time=_T, session_id=_SID, compaction_id=_CMP,
+                                  requested_by="cli", tokens_before=6120, messages=32),
+         events.CompactionProgress(seq=51, time=_T, session_id=_SID, compaction_id=_CMP, step=1,
+                                   steps=1, detail="summarized part 1 of 1"),
+         events.CompactionResult(seq=52, time=_T, session_id=_SID, compaction_id=_CMP, status="ok",
+                                 tokens_before=6120, tokens_after=1480, tokens_freed=4640,
+                                 marker="── compacted: 6,120 → ~1,480 tokens (4,640 freed) ──",
+                                 summarized=32, kept=8, summary_seq=41),
+         events.SessionUpdated(seq=53, time=_T, session_id=_SID, session=msgspec.structs.replace(
+             _SESSION, token_count=1480, token_count_exact=False, compactions=1)),
+         events.ContextUsage(seq=54, time=_T, session_id=_SID, usage=Usage(
+             tokens=1480, window=8192, fill=1480 / 8192, exact=False, messages=9,
+             segments=Segments(system=12, summaries=310, recent=1158)))]),
 }
 
 

@@ -7,7 +7,7 @@ request), `time`, and `session_id` ("" for daemon-wide events). Clients skip
 event types they do not know.
 """
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 import msgspec
 from msgspec import Meta
@@ -83,6 +83,8 @@ class ResponseGeneration(Event, tag=subjects.RESPONSE_GENERATION):
     window: Count
     #: True when token_count shows Ollama dropped part of the prompt anyway.
     truncated: bool = False
+    #: The daemon's estimate of the prompt before it was sent (calibrated per model).
+    prompt_estimate: Count = 0
     #: Durations in nanoseconds, as Ollama reports them.
     total_duration: Count = 0
     load_duration: Count = 0
@@ -110,8 +112,52 @@ class ContextUsage(Event, tag=subjects.CONTEXT_USAGE):
     usage: Usage
 
 
+class CompactionRequest(Event, tag=subjects.COMPACTION_REQUEST):
+    """A compaction starts (seed 000's `compaction.request`)."""
+
+    compaction_id: str
+    #: The context before: the last exact count (or an estimate when there is none).
+    tokens_before: Count
+    #: Messages to summarize, and summarization calls planned.
+    messages: Count
+    requested_by: str = ""
+    calls: Count = 1
+    #: 0 for a manual compaction.
+    level: Count = 0
+    strategy: str = "summary"
+
+
+class CompactionProgress(Event, tag=subjects.COMPACTION_PROGRESS):
+    """One summarization call of a compaction is done (`step` of `steps`)."""
+
+    compaction_id: str
+    step: Count
+    steps: Count
+    detail: str = ""
+
+
+class CompactionResult(Event, tag=subjects.COMPACTION_RESULT):
+    """How a compaction ended. Only `ok` changed the active context."""
+
+    compaction_id: str
+    status: Literal["ok", "skipped", "failed"]
+    reason: str = ""
+    tokens_before: Count = 0
+    #: An estimate (the next turn's exact count replaces it).
+    tokens_after: Count = 0
+    tokens_freed: Count = 0
+    level: Count = 0
+    strategy: str = "summary"
+    #: The log line, e.g. `── compacted: 82,400 → ~14,200 tokens (68,200 freed) ──`.
+    marker: str = ""
+    summarized: Count = 0
+    kept: Count = 0
+    summary_seq: Annotated[int, Meta(ge=-1)] = -1
+
+
 AnyEvent = (
     DaemonStatusEvent | SessionCreated | SessionUpdated | SessionDeleted | QueryReceived
     | GenerationToken | GenerationThinking | ResponseGeneration | GenerationError | ContextUsage
+    | CompactionRequest | CompactionProgress | CompactionResult
 )
 ALL: tuple[type[Event], ...] = AnyEvent.__args__  # type: ignore[attr-defined]

@@ -14,6 +14,9 @@ OptionValue = int | float | str | bool | list[str]
 Options = dict[str, OptionValue]
 
 Role = Literal["system", "user", "assistant", "tool"]
+#: message: said by the user or the model. summary: written by a compaction to stand
+#: for the messages before it.
+MessageKind = Literal["message", "summary"]
 #: complete: a whole message. interrupted: an answer cut short (cancel, stream
 #: cut, model error); it stays in history but never enters the active context.
 MessageStatus = Literal["complete", "interrupted"]
@@ -33,10 +36,16 @@ class SessionInfo(msgspec.Struct, kw_only=True):
     created: float
     updated: float
     message_count: Count = 0
-    #: prompt_eval_count of the last completed turn: the exact size of the context.
+    #: prompt_eval_count of the last completed turn: the exact size of the context;
+    #: after a compaction an estimate until the next turn (then token_count_exact is false).
     token_count: Count = 0
-    #: True while a generation runs or waits for this session.
+    token_count_exact: bool = True
+    #: True while a generation or compaction runs or waits for this session.
     busy: bool = False
+    #: Compactions so far.
+    compactions: Count = 0
+    #: The model that writes summaries ("" = the daemon's compaction_model, else `model`).
+    compaction_model: str = ""
 
 
 class MessageInfo(msgspec.Struct, kw_only=True):
@@ -54,6 +63,7 @@ class MessageInfo(msgspec.Struct, kw_only=True):
     model: str = ""
     #: Tokens: eval_count for an assistant message, else 0.
     eval_count: Count = 0
+    kind: MessageKind = "message"
 
 
 class OllamaStatus(msgspec.Struct, kw_only=True):
@@ -83,6 +93,20 @@ class DaemonStatus(msgspec.Struct, kw_only=True):
     ollama: OllamaStatus
 
 
+class Segments(msgspec.Struct, kw_only=True):
+    """Tokens of the active context by kind (estimates, scaled to an exact total when known)."""
+
+    system: Count = 0
+    #: Goals, locked decisions and pinned messages.
+    pinned: Count = 0
+    #: Expanded @file references.
+    files: Count = 0
+    #: Summaries and checkpoints written by compactions.
+    summaries: Count = 0
+    #: The conversation's own messages.
+    recent: Count = 0
+
+
 class Usage(msgspec.Struct, kw_only=True):
     """How full a session's context window is."""
 
@@ -92,3 +116,6 @@ class Usage(msgspec.Struct, kw_only=True):
     fill: float
     #: True when `tokens` is Ollama's prompt_eval_count, False for an estimate (shown with ~).
     exact: bool
+    segments: Segments = msgspec.field(default_factory=Segments)
+    #: Messages in the active context.
+    messages: Count = 0

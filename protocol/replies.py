@@ -9,7 +9,7 @@ from typing import Annotated
 import msgspec
 from msgspec import Meta
 
-from .models import Count, DaemonStatus, MessageInfo, Seq, SessionInfo
+from .models import Count, DaemonStatus, MessageInfo, Seq, SessionInfo, Usage
 from .version import PROTOCOL_VERSION
 
 
@@ -92,8 +92,44 @@ class Cancelled(Reply, tag="cancelled"):
     generation_id: str = ""
 
 
+class UsageReply(Reply, tag="usage"):
+    """Answer to `usage`."""
+
+    session_id: str
+    usage: Usage
+
+
+class CompactionAccepted(Reply, tag="compaction.accepted"):
+    """A `compact` was queued; `compaction.request` and `compaction.result` follow."""
+
+    session_id: str
+    compaction_id: str
+    ahead: Annotated[int, Meta(ge=0)] = 0
+
+
+class CompactionPlan(Reply, tag="compaction.plan"):
+    """Answer to a `compact` dry run: what a compaction would do now. Nothing changed."""
+
+    session_id: str
+    #: Sequence numbers of the active messages that would be summarized, and of those kept.
+    summarize: list[Seq]
+    keep: list[Seq]
+    #: The context now (exact when token_count_exact), the part summarized, and after.
+    tokens_before: Count
+    tokens_before_exact: bool
+    tokens_summarized: Count
+    #: Projected: the kept messages plus a summary of at most `summary_max_tokens`.
+    tokens_after: Count
+    tokens_freed: Count
+    #: Summarization calls needed (more than 1 when the history is summarized in chunks).
+    calls: Count
+    model: str
+    #: Why nothing would be compacted, or "".
+    skip_reason: str = ""
+
+
 AnyReply = (
     Error | HelloReply | Pong | StatusReply | SessionReply | SessionsReply | Deleted
-    | HistoryReply | Accepted | Cancelled
+    | HistoryReply | Accepted | Cancelled | UsageReply | CompactionAccepted | CompactionPlan
 )
 ALL: tuple[type[Reply], ...] = AnyReply.__args__  # type: ignore[attr-defined]

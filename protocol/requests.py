@@ -73,11 +73,16 @@ class SessionDelete(Request, tag="session.delete"):
 
 
 class History(Request, tag="history"):
-    """A page of a session's full history, oldest first, from sequence `start`."""
+    """A page of a session's full history, oldest first, from sequence `start`.
+
+    With `active`, the messages of the active context instead: what the model
+    sees (summaries in place of what they replaced), in order.
+    """
 
     session: SessionRef
     start: Seq = 0
     limit: Annotated[int, Meta(ge=1, le=1000)] = 100
+    active: bool = False
 
 
 class Send(Request, tag="send"):
@@ -92,7 +97,7 @@ class Send(Request, tag="send"):
 
 
 class Cancel(Request, tag="cancel"):
-    """Stop the session's running generation (or the one named)."""
+    """Stop the session's running generation or compaction (or the one whose id is given)."""
 
     session: SessionRef
     generation_id: str = ""
@@ -112,11 +117,37 @@ class SetModel(Request, tag="session.set_model"):
     model: Annotated[str, Meta(max_length=200)] = ""
     options: Options | None = None
     num_ctx: NumCtx | None = None
+    #: The model that writes this session's summaries ("" = the default).
+    compaction_model: Annotated[str, Meta(max_length=200)] | None = None
+
+
+class Usage(Request, tag="usage"):
+    """How full the session's context window is, split by segment."""
+
+    session: SessionRef
+
+
+class Compact(Request, tag="compact"):
+    """Summarize all but the last `tail_turns` turns into one summary message.
+
+    Accepted at once; progress and the outcome arrive as `compaction.*`
+    events. With `dry_run`, the reply is the plan (what would be summarized
+    and the tokens it would free) and nothing changes.
+    """
+
+    session: SessionRef
+    #: Turns (a user message and what follows it) kept verbatim (null: the configured default).
+    tail_turns: Annotated[int, Meta(ge=0, le=10_000)] | None = None
+    #: Added to the summarizer's instructions, e.g. "keep every file name".
+    instructions: Annotated[str, Meta(max_length=4000)] = ""
+    dry_run: bool = False
+    #: Who asked, for the compaction.request event (e.g. "gui", "cli").
+    requested_by: Annotated[str, Meta(max_length=200)] = ""
 
 
 AnyRequest = (
     Hello | Ping | Status | SessionCreate | SessionList | SessionGet | SessionRename
-    | SessionDelete | History | Send | Cancel | SetSystem | SetModel
+    | SessionDelete | History | Send | Cancel | SetSystem | SetModel | Usage | Compact
 )
 
 #: Every request class, in the order the protocol document lists them.

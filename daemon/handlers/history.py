@@ -8,7 +8,13 @@ from .registry import handles
 @handles(requests.History)
 async def history(daemon, req: requests.History) -> HistoryReply:
     record = daemon.store.session(req.session)
-    messages, nxt, total = daemon.store.history(record.id, req.start, req.limit)
+    if req.active:
+        active = daemon.store.active_messages(record.id)
+        page = [m for m in active if m.seq >= req.start][:req.limit]
+        later = [m for m in active if m.seq > page[-1].seq] if page else []
+        messages, nxt, total = page, (later[0].seq if later else None), len(active)
+    else:
+        messages, nxt, total = daemon.store.history(record.id, req.start, req.limit)
     infos = [m.info() for m in messages]
     # Keep the reply under the frame cap: a shorter page, with `next` pointing on.
     budget, size, kept = daemon.config.max_frame_bytes // 2, 0, 0

@@ -8,7 +8,7 @@ from .registry import RequestError, handles
 
 
 def _updated(daemon, req, record: SessionRecord) -> SessionReply:
-    info = record.info(busy=daemon.generations.busy(record.id))
+    info = record.info(busy=daemon.jobs.busy(record.id))
     daemon.bus.publish(SessionUpdated(session=info), record.id)
     return SessionReply(id=req.id, session=info)
 
@@ -28,14 +28,14 @@ async def create(daemon, req: requests.SessionCreate) -> SessionReply:
 
 @handles(requests.SessionList)
 async def list_sessions(daemon, req: requests.SessionList) -> SessionsReply:
-    busy = daemon.generations.busy
+    busy = daemon.jobs.busy
     return SessionsReply(id=req.id, sessions=[s.info(busy=busy(s.id)) for s in daemon.store.sessions()])
 
 
 @handles(requests.SessionGet)
 async def get(daemon, req: requests.SessionGet) -> SessionReply:
     record = daemon.store.session(req.session)
-    return SessionReply(id=req.id, session=record.info(busy=daemon.generations.busy(record.id)))
+    return SessionReply(id=req.id, session=record.info(busy=daemon.jobs.busy(record.id)))
 
 
 @handles(requests.SessionRename)
@@ -50,7 +50,7 @@ async def rename(daemon, req: requests.SessionRename) -> SessionReply:
 @handles(requests.SessionDelete)
 async def delete(daemon, req: requests.SessionDelete) -> Deleted:
     record = daemon.store.session(req.session)
-    if daemon.generations.busy(record.id):
+    if daemon.jobs.busy(record.id):
         raise RequestError(ErrorCode.BUSY, f"session {record.name!r} is generating: "
                                            "cancel it first (`ctxkeep cancel`), then delete")
     daemon.store.delete_session(record.id)
@@ -80,4 +80,6 @@ async def set_model(daemon, req: requests.SetModel) -> SessionReply:
             r.options = dict(req.options)
         if req.num_ctx is not None:
             r.num_ctx = req.num_ctx
+        if req.compaction_model is not None:
+            r.compaction_model = req.compaction_model
     return _updated(daemon, req, daemon.store.update_session(record.id, change))

@@ -13,13 +13,13 @@ async def send(daemon, req: requests.Send) -> Accepted:
     if not req.text.strip():
         raise RequestError(ErrorCode.INVALID_ARGUMENT, "the message is empty")
     record = daemon.store.session(req.session)
-    turn, ahead = daemon.generations.submit(record, req.text, req.think)
-    return Accepted(id=req.id, session_id=record.id, generation_id=turn.id, ahead=ahead)
+    job, ahead = daemon.generations.submit(record, req.text, req.think)
+    return Accepted(id=req.id, session_id=record.id, generation_id=job.id, ahead=ahead)
 
 
 @handles(requests.Cancel)
 async def cancel(daemon, req: requests.Cancel) -> Cancelled:
     record = daemon.store.session(req.session)
-    turn = daemon.generations.cancel(record.id, req.generation_id)
-    return Cancelled(id=req.id, session_id=record.id, cancelled=turn is not None,
-                     generation_id=turn.id if turn else "")
+    job = daemon.jobs.cancel(record.id, req.generation_id)
+    return Cancelled(id=req.id, session_id=record.id, cancelled=job is not None,
+                     generation_id=job.id if job else "")
