@@ -8,8 +8,8 @@ from typing import Any
 
 from ..protocol import requests
 from ..protocol.replies import (
-    Accepted, Cancelled, Deleted, HelloReply, HistoryReply, Pong, SessionReply, SessionsReply,
-    StatusReply,
+    Accepted, Cancelled, CompactionAccepted, CompactionPlan, Deleted, HelloReply, HistoryReply,
+    Pong, SessionReply, SessionsReply, StatusReply, UsageReply,
 )
 
 
@@ -43,8 +43,9 @@ class Calls:
     def delete(self, ref: str) -> Any:
         return self.request(requests.SessionDelete(session=ref), Deleted)
 
-    def history(self, ref: str, start: int = 0, limit: int = 100) -> Any:
-        return self.request(requests.History(session=ref, start=start, limit=limit), HistoryReply)
+    def history(self, ref: str, start: int = 0, limit: int = 100, active: bool = False) -> Any:
+        return self.request(requests.History(session=ref, start=start, limit=limit, active=active),
+                            HistoryReply)
 
     def send(self, ref: str, text: str, cwd: str = "", think: bool | None = None) -> Any:
         return self.request(requests.Send(session=ref, text=text, cwd=cwd, think=think), Accepted)
@@ -57,3 +58,18 @@ class Calls:
 
     def set_model(self, ref: str, **fields: Any) -> Any:
         return self.request(requests.SetModel(session=ref, **fields), SessionReply)
+
+    def usage(self, ref: str) -> Any:
+        return self.request(requests.Usage(session=ref), UsageReply)
+
+    def compact(self, ref: str, tail_turns: int | None = None, instructions: str = "",
+                requested_by: str = "") -> Any:
+        """Start a compaction (reply: compaction.accepted; the outcome comes as events)."""
+        return self.request(requests.Compact(session=ref, tail_turns=tail_turns,
+                                             instructions=instructions, requested_by=requested_by),
+                            CompactionAccepted)
+
+    def compaction_plan(self, ref: str, tail_turns: int | None = None) -> Any:
+        """What a compaction would do now (a dry run: nothing changes)."""
+        return self.request(requests.Compact(session=ref, tail_turns=tail_turns, dry_run=True),
+                            CompactionPlan)

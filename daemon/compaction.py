@@ -152,7 +152,9 @@ class Compactor:
         before, exact = self.tokens_now(session, active)
         lines = [(line, self.estimator.text(model, line)) for line in map(transcript_line, head)]
         summarized = sum(self.estimator.message(session.model, m.content) for m in head)
-        after = self.estimator.prompt(session.model, context_messages(session, keep)) + room
+        # A summary typically takes about a quarter of what it replaces, within its room.
+        projected_summary = min(room, max(16, summarized // 4))
+        after = self.estimator.prompt(session.model, context_messages(session, keep)) + projected_summary
         plan = Plan(session=session, active=active, head=head, keep=keep, model=model,
                     window=window, room=room, budget=budget, tokens_before=before,
                     before_exact=exact, tokens_summarized=summarized,

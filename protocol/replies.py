@@ -118,7 +118,8 @@ class CompactionPlan(Reply, tag="compaction.plan"):
     tokens_before: Count
     tokens_before_exact: bool
     tokens_summarized: Count
-    #: Projected: the kept messages plus a summary of at most `summary_max_tokens`.
+    #: Projected: the kept messages plus a summary of about a quarter of what it
+    #: replaces (at most `summary_max_tokens`).
     tokens_after: Count
     tokens_freed: Count
     #: Summarization calls needed (more than 1 when the history is summarized in chunks).

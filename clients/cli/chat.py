@@ -5,12 +5,14 @@ import os
 import sys
 
 from ...protocol.events import GenerationError, ResponseGeneration
-from .common import Styles, connect, gauge, session_line, stream_turn
+from .common import Styles, connect, gauge, session_line, stream_turn, usage_lines
+from .compact import run_compaction
 from .new import add_session_options, create
 
 HELP = """commands:
   /help      this text
-  /usage     how full the context window is
+  /usage     how full the context window is, by segment
+  /compact   summarize older turns to free the window (the history keeps them)
   /quit      leave (Ctrl-D works too)
 Ctrl-C while an answer streams cancels it; at the prompt it clears the line."""
 
@@ -58,8 +60,12 @@ def run(args: argparse.Namespace) -> int:
                 print(HELP)
                 continue
             if text == "/usage":
-                s = client.session(session.id).session
-                print(gauge(s.token_count, s.window))
+                print("\n".join(usage_lines(client.usage(session.id).usage)))
+                continue
+            if text == "/compact":
+                result = run_compaction(client, session.id, out, requested_by="chat")
+                print(result.marker if result.status == "ok" else
+                      f"{style.red}compaction {result.status}: {result.reason}{style.reset}")
                 continue
             out.write(f"{style.bold}{session.model}>{style.reset} ")
             out.flush()

@@ -12,7 +12,7 @@ import msgspec
 from ...protocol.events import (
     Event, GenerationError, GenerationThinking, GenerationToken, ResponseGeneration,
 )
-from ...protocol.models import SessionInfo
+from ...protocol.models import SessionInfo, Usage
 from ..core import CtxkeepError
 from ..sync import Client
 
@@ -55,7 +55,19 @@ def when(timestamp: float) -> str:
 
 def session_line(s: SessionInfo) -> str:
     return (f"{s.name} ({s.id}) · {s.model} · {s.message_count} messages · "
-            f"{s.token_count:,} / {s.window:,} tokens")
+            f"{tokens(s.token_count, s.token_count_exact)} / {s.window:,} tokens")
+
+
+def usage_lines(u: Usage) -> list[str]:
+    """The gauge and the split by segment."""
+    seg = u.segments
+    parts = [("system", seg.system), ("goals & pins", seg.pinned), ("files", seg.files),
+             ("summaries", seg.summaries), ("messages", seg.recent)]
+    width = max(len(name) for name, _ in parts)
+    lines = [gauge(u.tokens, u.window, u.exact)]
+    lines += [f"  {name.ljust(width)}  {tokens(n, u.exact).rjust(9)}" for name, n in parts]
+    lines.append(f"  {'active msgs'.ljust(width)}  {u.messages:>9}")
+    return lines
 
 
 def to_json(event: msgspec.Struct) -> str:

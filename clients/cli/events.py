@@ -5,7 +5,7 @@ import sys
 from itertools import chain
 
 from ...protocol.events import (
-    ContextUsage, DaemonStatusEvent, GenerationError, GenerationThinking, GenerationToken,
+    CompactionProgress, CompactionRequest, CompactionResult, ContextUsage, DaemonStatusEvent, GenerationError, GenerationThinking, GenerationToken,
     QueryReceived, ResponseGeneration, SessionCreated, SessionUpdated,
 )
 from .common import connect, to_json
@@ -38,6 +38,13 @@ def describe(event) -> str:
     if isinstance(event, ContextUsage):
         u = event.usage
         return f"{'' if u.exact else '~'}{u.tokens:,}/{u.window:,} ({u.fill:.0%})"
+    if isinstance(event, CompactionRequest):
+        return (f"by {event.requested_by}: {event.messages} messages, "
+                f"{event.tokens_before:,} tokens, {event.calls} call(s)")
+    if isinstance(event, CompactionProgress):
+        return f"{event.step}/{event.steps} {event.detail}"
+    if isinstance(event, CompactionResult):
+        return event.marker if event.status == "ok" else f"{event.status}: {event.reason}"
     if isinstance(event, (SessionCreated, SessionUpdated)):
         return f"{event.session.name} ({event.session.model})"
     if isinstance(event, DaemonStatusEvent):

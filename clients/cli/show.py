@@ -11,8 +11,11 @@ from .common import Styles, connect, session_line, terminal_width, when
 def add_parser(commands) -> argparse.ArgumentParser:
     parser = commands.add_parser("show", help="a session's full history",
                                  description="Print a session's settings and its full history "
-                                             "(every message ever stored, interrupted ones marked).")
+                                             "(every message ever stored, interrupted ones marked, "
+                                             "summaries shown where compactions wrote them).")
     parser.add_argument("session", metavar="SESSION", help="session id or name")
+    parser.add_argument("--active", action="store_true",
+                        help="only the active context: what the model sees now")
     parser.add_argument("--json", action="store_true", help="one JSON object per message and line")
     return parser
 
@@ -24,17 +27,20 @@ def run(args: argparse.Namespace) -> int:
         session = client.session(args.session).session
         if not args.json:
             print(f"{style.bold}{session_line(session)}{style.reset}")
+            if args.active:
+                print(f"{style.dim}active context (what the model sees){style.reset}")
             if session.system:
                 print(f"system: {session.system}")
         start: int | None = 0
         width = min(terminal_width(), 100) - 2
         while start is not None:
-            page = client.history(session.id, start=start, limit=500)
+            page = client.history(session.id, start=start, limit=500, active=args.active)
             for m in page.messages:
                 if args.json:
                     print(msgspec.json.encode(m).decode())
                     continue
-                mark = f" [interrupted: {m.error}]" if m.status == "interrupted" else ""
+                mark = f" [interrupted: {m.error}]" if m.status == "interrupted" else (
+                    " [summary]" if m.kind == "summary" else "")
                 print(f"\n{style.bold}{m.role}{style.reset} {style.dim}#{m.seq} {when(m.created)}"
                       f"{mark}{style.reset}")
                 for line in m.content.splitlines() or [""]:

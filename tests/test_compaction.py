@@ -1,0 +1,355 @@
+"""Context accounting and manual compaction through the real daemon and the stand-in."""
+
+import re
+import signal
+from pathlib import Path
+
+import lmdb
+import msgspec
+import pytest
+
+from conftest import wait_terminal
+from ctxkeep.clients import CtxkeepError
+from ctxkeep.daemon.prompt import COMPACTION_SYSTEM
+from ctxkeep.daemon.records import CompactionRecord
+from ctxkeep.protocol.events import (
+    CompactionProgress, CompactionRequest, CompactionResult, GenerationError, ResponseGeneration,
+)
+
+MODEL = "qwen2.5:7b"
+MARKER = re.compile(r"^── compacted: [\d,]+ → ~[\d,]+ tokens \([\d,]+ freed\) ──$")
+REPO = Path(__file__).resolve().parent.parent
+PROSE = [p for p in (REPO / "README.md").read_text().split("\n\n") if len(p) > 120]
+CODE = [c for f in sorted((REPO / "daemon").glob("*.py"))
+        for c in f.read_text().split("\n\n\n") if len(c) > 120]
+
+
+def converse(client, sid, turns, text=lambda i: f"Question {i}: tell me about topic {i}."):
+    """Run `turns` turns; returns their response.generation events."""
+    ends = []
+    for i in range(turns):
+        acc = client.send(sid, text(i))
+        end, _ = wait_terminal(client, acc.generation_id)
+        assert isinstance(end, ResponseGeneration), end
+        ends.append(end)
+    return ends
+
+
+def compaction_events(client, compaction_id, timeout=30.0):
+    """Events of one compaction up to and including its result."""
+    seen = []
+    while True:
+        item = client.next_event(timeout=timeout)
+        assert item is not None, f"no compaction.result; saw {seen}"
+        event = item[1]
+        if getattr(event, "compaction_id", None) == compaction_id:
+            seen.append(event)
+            if isinstance(event, CompactionResult):
+                return seen
+
+
+def compact(client, sid, **kw):
+    acc = client.compact(sid, **kw)
+    return compaction_events(client, acc.compaction_id)
+
+
+def active(client, sid):
+    return client.history(sid, active=True, limit=1000).messages
+
+
+def full_history(client, sid):
+    return client.history(sid, limit=1000).messages
+
+
+def assert_valid_prompt(messages):
+    """System first, never two of the same role in a row."""
+    roles = [m["role"] for m in messages]
+    assert "system" not in roles[1:]
+    assert all(a != b for a, b in zip(roles, roles[1:])), roles
+
+
+@pytest.fixture
+def session(client):
+    return client.create_session(model=MODEL, system="You are helpful.").session
+
+
+def test_counts_after_turns_equal_the_models(client, standin, session):
+    ends = converse(client, session.id, 5)
+    chats = [c for c in standin.chats if c.body.get("stream", True)]
+    assert [e.token_count for e in ends] == [c.prompt_tokens for c in chats]
+    assert client.session(session.id).session.token_count == ends[-1].token_count
+    usage = client.usage(session.id).usage
+    assert usage.exact and usage.tokens == ends[-1].token_count
+    seg = usage.segments
+    assert seg.system + seg.pinned + seg.files + seg.summaries + seg.recent == usage.tokens
+    assert seg.system > 0 and seg.recent > 0
+
+
+def test_estimate_within_5_percent_on_prose_and_code(client, standin):
+    s = client.create_session(model=MODEL, num_ctx=32768).session
+    standin.reply_fn = lambda msgs: CODE[len(msgs) % len(CODE)][:900]
+    ends = converse(client, s.id, 24,
+                    text=lambda i: (PROSE if i % 2 else CODE)[i % (len(PROSE) if i % 2 else len(CODE))][:700])
+    first = ends[0]
+    chars = round(sum(len(m["content"]) for m in standin.chats[0].body["messages"]) / 4)
+    assert first.prompt_estimate == chars  # chars/4 until the first exact count
+    errors = [abs(e.prompt_estimate - e.token_count) / e.token_count for e in ends[4:]]
+    assert max(errors) < 0.05, errors
+
+
+def test_compaction_flow_seen_by_two_clients(daemon, standin):
+    with daemon.client() as a, daemon.client() as b:
+        a.subscribe("")
+        b.subscribe("compaction.")
+        s = a.create_session(model=MODEL, system="Be brief.").session
+        ends = converse(a, s.id, 8)
+        before = full_history(a, s.id)
+        standin.script("The user asked eight numbered questions about topics 0 to 7.")
+        acc = a.compact(s.id, tail_turns=2, requested_by="test")
+        seen_a = compaction_events(a, acc.compaction_id)
+        seen_b = compaction_events(b, acc.compaction_id)
+        assert [type(e) for e in seen_a] == [CompactionRequest, CompactionProgress, CompactionResult]
+        assert [e.seq for e in seen_a] == [e.seq for e in seen_b]
+        request, _, result = seen_a
+        assert request.requested_by == "test" and request.tokens_before == ends[-1].token_count
+        assert request.messages == 12
+        assert result.status == "ok" and MARKER.match(result.marker), result.marker
+        assert result.tokens_before == ends[-1].token_count
+        assert result.tokens_freed == result.tokens_before - result.tokens_after > 0
+        assert (result.summarized, result.kept) == (12, 4)
+
+        call = standin.chats[-1].body
+        assert call["stream"] is False and "tools" not in call
+        assert call["messages"][0] == {"role": "system", "content": COMPACTION_SYSTEM}
+        assert "Question 0" in call["messages"][1]["content"]
+
+        now = active(a, s.id)
+        assert now[0].kind == "summary" and now[0].role == "assistant"
+        assert now[0].content == "[SUMMARY] The user asked eight numbered questions about topics 0 to 7."
+        assert [m.content for m in now[1:]] == [m.content for m in before[-4:]]
+        info = a.session(s.id).session
+        assert not info.token_count_exact and info.token_count == result.tokens_after
+        assert info.compactions == 1
+        assert not a.usage(s.id).usage.exact and a.usage(s.id).usage.segments.summaries > 0
+
+        # the history keeps every message, and gains the summary
+        after = full_history(a, s.id)
+        assert [m.content for m in after[:len(before)]] == [m.content for m in before]
+        assert after[-1].kind == "summary"
+
+        # the next turn sends [system, summary, tail, new] and the count is exact again
+        (end,) = converse(a, s.id, 1, text=lambda i: "And now?")
+        sent = standin.chats[-1].body["messages"]
+        assert [m["role"] for m in sent] == ["system", "assistant", "user", "assistant", "user",
+                                             "assistant", "user"]
+        assert sent[1]["content"].startswith("[SUMMARY] ")
+        info = a.session(s.id).session
+        assert info.token_count_exact and info.token_count == end.token_count
+    assert not standin.truncations and not standin.refusals
+
+
+def test_compaction_history_is_recorded(daemon, standin):
+    with daemon.client() as c:
+        c.subscribe("")
+        s = c.create_session(model=MODEL).session
+        converse(c, s.id, 6)
+        (*_, result) = compact(c, s.id, tail_turns=2)
+        assert result.status == "ok"
+    env = lmdb.open(str(daemon.root / "data" / "ctxkeep" / "store"), max_dbs=16, readonly=True,
+                    lock=False)
+    db = env.open_db(b"compactions", create=False)
+    with env.begin() as txn:
+        records = [msgspec.msgpack.decode(v, type=CompactionRecord) for _, v in txn.cursor(db=db)]
+    env.close()
+    assert len(records) == 1
+    r = records[0]
+    assert (r.level, r.strategy, r.tokens_before, r.tokens_after, r.tokens_freed) == (
+        0, "summary", result.tokens_before, result.tokens_after, result.tokens_freed)
+    assert r.summary_seq == result.summary_seq and len(r.summarized) == 8 and len(r.kept) == 4
+
+
+def test_dry_run_changes_nothing(client, standin, session):
+    converse(client, session.id, 6)
+    before_active = active(client, session.id)
+    calls = len(standin.chats)
+    plan = client.compaction_plan(session.id, tail_turns=2)
+    assert plan.summarize == [m.seq for m in before_active[:8]]
+    assert plan.keep == [m.seq for m in before_active[8:]]
+    assert plan.tokens_before_exact and plan.tokens_summarized > 0 and plan.calls == 1
+    assert plan.tokens_after < plan.tokens_before
+    assert active(client, session.id) == before_active
+    assert len(standin.chats) == calls
+    assert client.session(session.id).session.compactions == 0
+
+
+def test_nothing_to_compact_is_skipped(client, session):
+    converse(client, session.id, 2)
+    (result,) = compact(client, session.id)  # 2 turns, 4 kept
+    assert result.status == "skipped" and "nothing to compact" in result.reason
+    assert "nothing to compact" in client.compaction_plan(session.id).skip_reason
+
+
+@pytest.mark.parametrize("fault, script, reason", [
+    ({"kind": "http500"}, None, "ollama_error"),
+    (None, "", "empty summary"),
+    (None, "word " * 3000, "not smaller"),
+])
+def test_failed_compaction_changes_nothing(client, standin, session, fault, script, reason):
+    converse(client, session.id, 6)
+    before = active(client, session.id)
+    info = client.session(session.id).session
+    if fault:
+        standin.fail_next(**fault)
+    if script is not None:
+        standin.script(script)
+    events = compact(client, session.id, tail_turns=1)
+    result = events[-1]
+    assert result.status == "failed" and reason in result.reason, result.reason
+    assert active(client, session.id) == before
+    after = client.session(session.id).session
+    assert (after.token_count, after.token_count_exact, after.compactions) == (
+        info.token_count, True, 0)
+    assert not [m for m in full_history(client, session.id) if m.kind == "summary"]
+
+
+def test_cancel_mid_compaction(client, standin, session):
+    converse(client, session.id, 6)
+    before = active(client, session.id)
+    standin.fail_next("delay", seconds=3.0)
+    acc = client.compact(session.id, tail_turns=1)
+    while True:
+        item = client.next_event(timeout=10)
+        if isinstance(item[1], CompactionRequest):
+            break
+    assert client.cancel(session.id).generation_id == acc.compaction_id
+    result = compaction_events(client, acc.compaction_id)[-1]
+    assert result.status == "failed" and "cancelled" in result.reason
+    assert active(client, session.id) == before
+
+
+def test_daemon_killed_mid_compaction_loses_nothing(daemon, standin):
+    with daemon.client() as c:
+        c.subscribe("")
+        s = c.create_session(model=MODEL).session
+        converse(c, s.id, 6)
+        before = active(c, s.id)
+        history = full_history(c, s.id)
+        standin.fail_next("delay", seconds=5.0)
+        acc = c.compact(s.id, tail_turns=1)
+        while not isinstance((c.next_event(timeout=10) or (None, None))[1], CompactionRequest):
+            pass
+    daemon.stop(signal.SIGKILL)
+    daemon.start()
+    with daemon.client() as c:
+        assert active(c, s.id) == before
+        assert full_history(c, s.id) == history
+        assert c.session(s.id).session.compactions == 0
+    assert acc.compaction_id
+
+
+def test_compaction_waits_for_a_running_generation(client, standin, session):
+    converse(client, session.id, 5)
+    standin.chunk_delay = 0.02
+    standin.script(" ".join(f"w{i}" for i in range(40)))
+    gen = client.send(session.id, "a slow answer")
+    acc = client.compact(session.id, tail_turns=1)
+    assert acc.ahead == 1
+    order = []
+    while True:
+        item = client.next_event(timeout=20)
+        event = item[1]
+        if isinstance(event, (ResponseGeneration, GenerationError, CompactionRequest, CompactionResult)):
+            order.append(type(event).__name__)
+        if isinstance(event, CompactionResult):
+            break
+    assert order == ["ResponseGeneration", "CompactionRequest", "CompactionResult"]
+    assert gen.generation_id
+
+
+def test_second_compact_while_one_runs(client, standin, session):
+    converse(client, session.id, 6)
+    standin.fail_next("delay", seconds=1.0)
+    first = client.compact(session.id, tail_turns=1)
+    with pytest.raises(CtxkeepError) as err:
+        client.compact(session.id, tail_turns=1)
+    assert err.value.code == "busy" and "already compacting" in err.value.message
+    assert compaction_events(client, first.compaction_id)[-1].status == "ok"
+
+
+def test_long_history_is_summarized_in_chunks_then_merged(client, standin):
+    s = client.create_session(model=MODEL, num_ctx=1024).session
+    standin.reply_fn = lambda msgs: "Noted. " + "detail " * 30
+    converse(client, s.id, 7, text=lambda i: f"Point {i}: " + "context " * 30)
+    standin.reply_fn = None
+    events = compact(client, s.id, tail_turns=1)
+    request, *progress, result = events
+    assert request.calls > 2 and len(progress) == request.calls
+    assert result.status == "ok", result.reason
+    summary_calls = [c for c in standin.chats if c.body.get("stream") is False]
+    assert len(summary_calls) == request.calls
+    assert "Summaries of consecutive parts" in summary_calls[-1].body["messages"][1]["content"]
+    for call in summary_calls:  # no call overflowed: prompt plus the summary's room fits
+        assert call.prompt_tokens + call.body["options"]["num_predict"] <= 1024
+    assert not standin.truncations and not standin.refusals
+
+
+def test_three_compactions_keep_history_and_a_valid_context(client, standin, session):
+    originals = []
+    for _ in range(3):
+        ends = converse(client, session.id, 5,
+                        text=lambda i: f"Message {len(originals) + i} with some words in it.")
+        originals += [f"Message {len(originals) + i} with some words in it." for i in range(5)]
+        originals += [e.message.content for e in ends]
+        result = compact(client, session.id, tail_turns=2)[-1]
+        assert result.status == "ok", result.reason
+    history = [m.content for m in full_history(client, session.id) if m.kind == "message"]
+    assert sorted(history) == sorted(originals)
+    assert len([m for m in full_history(client, session.id) if m.kind == "summary"]) == 3
+    now = active(client, session.id)
+    assert [m.kind for m in now].count("summary") == 1 and now[0].kind == "summary"
+    converse(client, session.id, 1)
+    assert_valid_prompt(standin.chats[-1].body["messages"])
+    assert not standin.truncations and not standin.refusals
+
+
+def test_prompt_over_the_window_is_never_sent(client, standin):
+    s = client.create_session(model=MODEL, num_ctx=512).session
+    calls = len(standin.chats)
+    acc = client.send(s.id, "word " * 2000)
+    end, _ = wait_terminal(client, acc.generation_id)
+    assert isinstance(end, GenerationError) and end.code == "context_overflow"
+    assert "ctxkeep compact" in end.message
+    assert len(standin.chats) == calls  # refused before any call
+
+
+def test_compaction_model_can_differ(client, standin, session):
+    converse(client, session.id, 5)
+    client.set_model(session.id, compaction_model="small:1b")
+    result = compact(client, session.id, tail_turns=1)[-1]
+    assert result.status == "ok"
+    assert standin.chats[-1].body["model"] == "small:1b"
+    assert client.compaction_plan(session.id).model == "small:1b"
+
+
+def test_cli_compact_show_active_and_chat(daemon, standin):
+    sid = daemon.cli("new", "--model", MODEL, "-q").stdout.strip()
+    for i in range(6):
+        assert daemon.cli("ask", sid, f"question number {i}").returncode == 0
+    dry = daemon.cli("compact", sid, "--tail", "2", "--dry-run")
+    assert dry.returncode == 0 and "would summarize 8 messages" in dry.stdout
+    standin.script("Six numbered questions were asked.")
+    done = daemon.cli("compact", sid, "--tail", "2")
+    assert done.returncode == 0, done.stderr
+    assert "compacting: summarizing 8 messages" in done.stdout
+    assert MARKER.match(done.stdout.strip().splitlines()[-1])
+    shown = daemon.cli("show", sid, "--active")
+    assert "[summary]" in shown.stdout and "question number 0" not in shown.stdout
+    assert "question number 0" in daemon.cli("show", sid).stdout
+    chat = daemon.cli("chat", sid, input="/usage\n/compact\n/quit\n")
+    assert chat.returncode == 0
+    assert "summaries" in chat.stdout and "compaction skipped" in chat.stdout
+    for i in range(3):
+        assert daemon.cli("ask", sid, f"later question {i}").returncode == 0
+    standin.fail_next("http500")
+    failed = daemon.cli("compact", sid, "--tail", "1")
+    assert failed.returncode == 1 and "compaction failed: ollama_error" in failed.stderr
