@@ -134,13 +134,14 @@ def test_usage_errors(daemon, args):
 
 def test_set_rename_delete_cancel(daemon, standin):
     sid = daemon.cli("new", "--name", "tune", "-q").stdout.strip()
-    result = daemon.cli("set", "tune", "--model", "small:1b", "--num-ctx", "2048",
+    result = daemon.cli("set", "tune", "--model", "small:1b", "--num-ctx", "2048", "--compaction-model", "qwen2.5:7b",
                         "--option", "temperature=0.2", "--option", "stop=END", "--system", "Be terse.")
     assert result.returncode == 0, result.stderr
     with daemon.client() as c:
         s = c.session(sid).session
         assert (s.model, s.num_ctx, s.options, s.system) == (
             "small:1b", 2048, {"temperature": 0.2, "stop": "END"}, "Be terse.")
+        assert s.compaction_model == "qwen2.5:7b"
     assert daemon.cli("set", "tune", "--option", "nonsense").returncode == 2
     assert daemon.cli("rename", "tune", "tuned").returncode == 0
     assert "nothing was running" in daemon.cli("cancel", "tuned").stdout

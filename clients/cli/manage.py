@@ -35,6 +35,8 @@ def add_set(commands) -> argparse.ArgumentParser:
                         help="an Ollama option, e.g. temperature=0.2 (repeat for more; replaces "
                              "all options)")
     parser.add_argument("--system", default=None, help="the system prompt ('' clears it)")
+    parser.add_argument("--compaction-model", default=None,
+                        help="the model that writes this session's summaries ('' = the default)")
     parser.set_defaults(run=run_set)
     return parser
 
@@ -44,9 +46,10 @@ def run_set(args: argparse.Namespace) -> int:
         session = client.session(args.session).session
         if args.system is not None:
             session = client.set_system(session.id, args.system).session
-        if args.model or args.num_ctx is not None or args.option:
+        if args.model or args.num_ctx is not None or args.option or args.compaction_model is not None:
             session = client.set_model(session.id, model=args.model, num_ctx=args.num_ctx,
-                                       options=dict(args.option) if args.option else None).session
+                                       options=dict(args.option) if args.option else None,
+                                       compaction_model=args.compaction_model).session
     print(session_line(session))
     return 0
 
