@@ -9,7 +9,7 @@ from typing import Any
 from ..protocol import requests
 from ..protocol.replies import (
     Accepted, Cancelled, CompactionAccepted, CompactionPlan, Deleted, HelloReply, HistoryReply,
-    Pong, SessionReply, SessionsReply, StatusReply, UsageReply,
+    FilesReply, Pong, SessionReply, SessionsReply, StatusReply, UsageReply,
 )
 
 
@@ -73,3 +73,6 @@ class Calls:
         """What a compaction would do now (a dry run: nothing changes)."""
         return self.request(requests.Compact(session=ref, tail_turns=tail_turns, dry_run=True),
                             CompactionPlan)
+
+    def files(self, ref: str, unused_in_last: int = 0) -> Any:
+        return self.request(requests.Files(session=ref, unused_in_last=unused_in_last), FilesReply)

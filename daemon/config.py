@@ -16,6 +16,7 @@ import msgspec
 from msgspec import Meta
 
 from ..protocol import DEFAULT_MAX_FRAME_BYTES, paths
+from .files.expand import FileSettings
 
 
 class ConfigError(Exception):
@@ -59,6 +60,16 @@ class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     summary_role: Literal["assistant", "system"] = "assistant"
     #: The most tokens a summary may take (also capped at a quarter of the window).
     summary_max_tokens: Annotated[int, Meta(ge=64, le=1 << 20)] = 1024
+    #: Folders @file references may read ([] = the client's working directory and below).
+    file_roots: list[str] = []
+    #: Largest file an @file reference reads, in bytes.
+    file_max_bytes: Annotated[int, Meta(ge=1, le=1 << 30)] = 1 << 20
+    #: Files above this size are summarized unless `@path:full` is asked.
+    file_summary_threshold: Annotated[int, Meta(ge=0)] = 5 * 1024
+
+    def file_settings(self) -> "FileSettings":
+        return FileSettings(roots=list(self.file_roots), max_bytes=self.file_max_bytes,
+                            summary_threshold=self.file_summary_threshold)
 
     def resolved_control(self) -> str:
         return os.environ.get("CTXKEEP_CONTROL") or self.control_endpoint or paths.control_endpoint()

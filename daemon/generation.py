@@ -23,7 +23,7 @@ from .estimator import Estimator, prompt_features, text_features
 from .jobs import Job, SessionJobs
 from .ollama_backend import ModelCallError, OllamaBackend
 from .prompt import Message, build_messages
-from .records import MessageRecord, NewMessage, SessionRecord
+from .records import Attachment, MessageRecord, NewMessage, SessionRecord
 from .store import Store, StoreError
 from .usage import usage_of
 
@@ -32,10 +32,11 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class Turn:
-    """What a `send` asked for."""
+    """What a `send` asked for, its @file references already expanded."""
 
     text: str
     think: bool | None
+    files: list[Attachment]
 
 
 @dataclass
@@ -49,10 +50,11 @@ class Generations:
     jobs: SessionJobs
     estimator: Estimator
 
-    def submit(self, session: SessionRecord, text: str, think: bool | None) -> tuple[Job, int]:
+    def submit(self, session: SessionRecord, text: str, think: bool | None,
+               files: list[Attachment]) -> tuple[Job, int]:
         """Queue a turn; returns its job and how many jobs of the session are ahead."""
         job = Job(session_id=session.id, kind="generation")
-        turn = Turn(text=text, think=think)
+        turn = Turn(text=text, think=think, files=files)
         ahead = self.jobs.submit(job, lambda j: self._execute(j, turn),
                                  lambda j: self._publish_error(j, ErrorCode.CANCELLED,
                                                                "cancelled before it started", "", -1))
@@ -62,7 +64,8 @@ class Generations:
         sid = job.session_id
         try:
             session = self.store.session(sid)
-            _, (user,) = self.store.append(sid, [NewMessage(role="user", content=turn.text)])
+            _, (user,) = self.store.append(sid, [NewMessage(role="user", content=turn.text,
+                                                             files=turn.files)])
         except StoreError as exc:
             job.ended = True
             self._publish_error(job, ErrorCode.STORAGE_ERROR, str(exc), "", -1)

@@ -23,7 +23,7 @@ def normalize(messages: list[Message]) -> list[Message]:
 def context_messages(session: SessionRecord, active: list[MessageRecord]) -> list[Message]:
     """The system prompt and the active context, as the model will see them."""
     messages = [{"role": "system", "content": session.system}] if session.system else []
-    messages += [{"role": m.role, "content": m.content} for m in active]
+    messages += [{"role": m.role, "content": m.prompt_content()} for m in active]
     return normalize(messages)
 
 
@@ -31,8 +31,8 @@ def build_messages(session: SessionRecord, active: list[MessageRecord],
                    user: MessageRecord) -> list[Message]:
     """A turn's prompt: system prompt, active context, then the new user message."""
     messages = [{"role": "system", "content": session.system}] if session.system else []
-    messages += [{"role": m.role, "content": m.content} for m in active]
-    messages.append({"role": "user", "content": user.content})
+    messages += [{"role": m.role, "content": m.prompt_content()} for m in active]
+    messages.append({"role": "user", "content": user.prompt_content()})
     return normalize(messages)
 
 
@@ -57,7 +57,8 @@ def transcript_line(message: MessageRecord) -> str:
     """One message as a line of the transcript given to the summarizer."""
     who = "Earlier summary" if message.kind == "summary" else message.role.capitalize()
     text = message.content.removeprefix(SUMMARY_PREFIX) if message.kind == "summary" else message.content
-    return f"{who}: {text}\n\n"
+    attached = ", ".join(f"{f.path} ({f.mode})" for f in message.files if not f.error)
+    return f"{who}: {text}" + (f" [attached: {attached}]" if attached else "") + "\n\n"
 
 
 def summary_call(system: str, instructions: str, body: str, header: str) -> list[Message]:

@@ -3,7 +3,30 @@ the storage schema and the protocol can change apart."""
 
 import msgspec
 
-from ..protocol.models import MessageInfo, Options, SessionInfo
+from ..protocol.models import AttachedFile, MessageInfo, Options, SessionInfo
+
+
+class Attachment(msgspec.Struct, kw_only=True):
+    """An @file reference of a user message, expanded: what the prompt carries for it."""
+
+    path: str
+    mode: str
+    #: The block put in the prompt after the message's text.
+    block: str
+    tokens: int = 0
+    #: The same file as a summary block, kept for full expansions so a later
+    #: compaction can swap it in ("" when `block` is already a summary or a note).
+    summary: str = ""
+    summary_tokens: int = 0
+    real_path: str = ""
+    error: str = ""
+    sha256: str = ""
+    size: int = 0
+    mtime: float = 0.0
+
+    def info(self) -> AttachedFile:
+        return AttachedFile(path=self.path, mode=self.mode, tokens=self.tokens, error=self.error,
+                            sha256=self.sha256, size=self.size, mtime=self.mtime)
 
 
 class SessionRecord(msgspec.Struct, kw_only=True):
@@ -58,6 +81,13 @@ class MessageRecord(msgspec.Struct, kw_only=True):
     model: str = ""
     eval_count: int = 0
     kind: str = "message"
+    files: list[Attachment] = []
+
+    def prompt_content(self) -> str:
+        """The text the model sees: the message, then its expanded @file references."""
+        if not self.files:
+            return self.content
+        return "\n\n".join([self.content, *(f.block for f in self.files)])
 
     def info(self) -> MessageInfo:
         """The message as the protocol shows it."""
@@ -66,6 +96,7 @@ class MessageRecord(msgspec.Struct, kw_only=True):
             thinking=self.thinking, created=self.created, status=self.status,  # type: ignore[arg-type]
             error=self.error, model=self.model, eval_count=self.eval_count,
             kind=self.kind,  # type: ignore[arg-type]
+            files=[f.info() for f in self.files],
         )
 
 
@@ -80,6 +111,20 @@ class NewMessage(msgspec.Struct, kw_only=True):
     model: str = ""
     eval_count: int = 0
     kind: str = "message"
+    files: list[Attachment] = []
+
+
+class FileRefRecord(msgspec.Struct, kw_only=True):
+    """One expansion of a file reference (seed 001's file_references table)."""
+
+    message_seq: int
+    path: str
+    real_path: str
+    mode: str
+    tokens: int
+    sha256: str
+    mtime: float
+    size: int
 
 
 class ActiveContext(msgspec.Struct):

@@ -9,6 +9,7 @@ One environment under `$XDG_DATA_HOME/ctxkeep/store`. Named databases:
 - `active`: session id -> ActiveContext (what the model sees).
 - `compactions`: session id + `/` + big-endian u64 -> CompactionRecord (the audit trail).
 - `calibration`: model name -> Calibration (token estimates fitted to exact counts).
+- `file_refs`: session id + `/` + big-endian u64 message seq + u16 index -> FileRefRecord.
 
 Every write is one transaction, committed and synced before the call returns
 (LMDB's default `sync=True`). A full map is grown and the write retried.
@@ -28,13 +29,15 @@ import msgspec
 
 from .migrations import MIGRATIONS, SCHEMA_VERSION
 from .records import (
-    ActiveContext, Calibration, CompactionRecord, MessageRecord, NewMessage, SessionRecord,
+    ActiveContext, Calibration, CompactionRecord, FileRefRecord, MessageRecord, NewMessage,
+    SessionRecord,
 )
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 _SEQ = struct.Struct(">Q")
-_DATABASES = ("meta", "sessions", "names", "messages", "active", "compactions", "calibration")
+_DATABASES = ("meta", "sessions", "names", "messages", "active", "compactions", "calibration",
+              "file_refs")
 
 
 class StoreError(Exception):
@@ -84,6 +87,7 @@ class Store:
         self._active_dec = msgspec.msgpack.Decoder(ActiveContext)
         self._compaction_dec = msgspec.msgpack.Decoder(CompactionRecord)
         self._calibration_dec = msgspec.msgpack.Decoder(Calibration)
+        self._file_ref_dec = msgspec.msgpack.Decoder(FileRefRecord)
         self._upgrade()
 
     # -- plumbing -------------------------------------------------------------
@@ -244,7 +248,7 @@ class Store:
             if record is None:
                 raise UnknownSession(f"session {session_id!r} no longer exists")
             prefix = _prefix(session_id)
-            for db in ("messages", "compactions"):
+            for db in ("messages", "compactions", "file_refs"):
                 cursor = txn.cursor(db=self.dbs[db])
                 if cursor.set_range(prefix):
                     while cursor.key().startswith(prefix):
@@ -282,9 +286,15 @@ class Store:
                 message = MessageRecord(seq=record.next_seq, created=now, role=new.role,
                                         content=new.content, thinking=new.thinking,
                                         status=new.status, error=new.error, model=new.model,
-                                        eval_count=new.eval_count)
+                                        eval_count=new.eval_count, files=new.files)
                 txn.put(_message_key(session_id, message.seq), self._enc.encode(message),
                         db=self.dbs["messages"], overwrite=False)
+                for index, f in enumerate(x for x in new.files if not x.error):
+                    ref = FileRefRecord(message_seq=message.seq, path=f.path, real_path=f.real_path,
+                                        mode=f.mode, tokens=f.tokens, sha256=f.sha256,
+                                        mtime=f.mtime, size=f.size)
+                    txn.put(_message_key(session_id, message.seq) + struct.pack(">H", index),
+                            self._enc.encode(ref), db=self.dbs["file_refs"])
                 if position in activate:
                     active.seqs.append(message.seq)
                 record.next_seq += 1
@@ -394,3 +404,16 @@ class Store:
     def save_calibration(self, model: str, calibration: Calibration) -> None:
         self.write(lambda txn: txn.put(model.encode(), self._enc.encode(calibration),
                                        db=self.dbs["calibration"]))
+
+    def file_refs(self, session_id: str) -> list[FileRefRecord]:
+        """Every recorded expansion of a file reference in the session, oldest first."""
+        def collect(txn: lmdb.Transaction) -> list[FileRefRecord]:
+            cursor = txn.cursor(db=self.dbs["file_refs"])
+            prefix, out = _prefix(session_id), []
+            if cursor.set_range(prefix):
+                for key, value in cursor:
+                    if not key.startswith(prefix):
+                        break
+                    out.append(self._file_ref_dec.decode(value))
+            return out
+        return self.read(collect)

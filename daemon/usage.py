@@ -8,15 +8,16 @@ from .records import MessageRecord, SessionRecord
 def segments(session: SessionRecord, active: list[MessageRecord], estimator: Estimator) -> Segments:
     """Estimated tokens of each part of the active context."""
     model = session.model
-    summaries = recent = 0
+    summaries = recent = files = 0
     for m in active:
         tokens = estimator.message(model, m.content)
         if m.kind == "summary":
             summaries += tokens
         else:
             recent += tokens
+        files += sum(estimator.text(model, f.block) for f in m.files)
     system = estimator.message(model, session.system) if session.system else 0
-    return Segments(system=system, summaries=summaries, recent=recent)
+    return Segments(system=system, files=files, summaries=summaries, recent=recent)
 
 
 def usage_of(session: SessionRecord, active: list[MessageRecord], estimator: Estimator) -> Usage:

@@ -14,7 +14,9 @@ import msgspec
 
 from . import events, replies, requests, subjects
 from .errors import ErrorCode
-from .models import DaemonStatus, MessageInfo, OllamaStatus, Segments, SessionInfo, Usage
+from .models import (
+    AttachedFile, DaemonStatus, FileUse, MessageInfo, OllamaStatus, Segments, SessionInfo, Usage,
+)
 from .version import PROTOCOL_VERSION
 
 _T = 1795000000.0
@@ -64,7 +66,7 @@ EXAMPLES: dict[type, tuple[requests.Request, replies.Reply, list[events.Event]]]
         replies.HistoryReply(id="9", session_id=_SID, messages=[_USER, _ANSWER], total=4, next=None),
         []),
     requests.Send: (
-        requests.Send(id="10", session=_SID, text="And in one sentence?", cwd="/home/me"),
+        requests.Send(id="10", session=_SID, text="And in one sentence?", cwd="/home/me/project"),
         replies.Accepted(id="10", session_id=_SID, generation_id=_GEN, ahead=0),
         [events.QueryReceived(seq=20, time=_T, session_id=_SID, generation_id=_GEN,
                               message=_USER, model="llama3.2"),
@@ -94,6 +96,11 @@ EXAMPLES: dict[type, tuple[requests.Request, replies.Reply, list[events.Event]]]
         replies.SessionReply(id="13", session=msgspec.structs.replace(
             _SESSION, model="qwen2.5:7b", num_ctx=16384, window=16384,
             options={"temperature": 0.3})), []),
+    requests.Files: (
+        requests.Files(id="16", session=_SID),
+        replies.FilesReply(id="16", session_id=_SID, files=[FileUse(
+            path="src/app.py", mode="summary", tokens=412, sha256="9f2c" + "0" * 60,
+            mtime=_T - 3600, uses=2, first_seq=4, last_seq=12)]), []),
     requests.Usage: (requests.Usage(id="14", session=_SID),
                      replies.UsageReply(id="14", session_id=_SID, usage=_USAGE), []),
     requests.Compact: (
@@ -280,7 +287,8 @@ def render_markdown() -> str:
         _describe(out, cls, requests.tag_of(cls))
     add("")
     add("## Records")
-    for cls in (SessionInfo, MessageInfo, Usage, DaemonStatus, OllamaStatus):
+    for cls in (SessionInfo, MessageInfo, AttachedFile, FileUse, Usage, Segments, DaemonStatus,
+                OllamaStatus):
         _describe(out, cls, cls.__name__)
     add("")
     add("## Error codes")

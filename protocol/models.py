@@ -48,6 +48,35 @@ class SessionInfo(msgspec.Struct, kw_only=True):
     compaction_model: str = ""
 
 
+class AttachedFile(msgspec.Struct, kw_only=True):
+    """An @file reference of a user message, as expanded into the prompt."""
+
+    #: As written in the message.
+    path: str
+    #: full, summary, listing, lines A-B, or the element's name.
+    mode: str
+    tokens: Count = 0
+    #: Why the file was not read ("" when it was): the note the prompt carries instead.
+    error: str = ""
+    sha256: str = ""
+    size: Count = 0
+    mtime: float = 0.0
+
+
+class FileUse(msgspec.Struct, kw_only=True):
+    """A file referenced in a session: its latest expansion and how often it was used."""
+
+    path: str
+    mode: str
+    tokens: Count
+    sha256: str
+    mtime: float
+    uses: Count
+    #: Sequence numbers of the first and the latest message that referenced it.
+    first_seq: Seq
+    last_seq: Seq
+
+
 class MessageInfo(msgspec.Struct, kw_only=True):
     """One message of a session's history."""
 
@@ -64,6 +93,8 @@ class MessageInfo(msgspec.Struct, kw_only=True):
     #: Tokens: eval_count for an assistant message, else 0.
     eval_count: Count = 0
     kind: MessageKind = "message"
+    #: The @file references of a user message, expanded after its text in the prompt.
+    files: list[AttachedFile] = []
 
 
 class OllamaStatus(msgspec.Struct, kw_only=True):

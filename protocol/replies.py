@@ -9,7 +9,7 @@ from typing import Annotated
 import msgspec
 from msgspec import Meta
 
-from .models import Count, DaemonStatus, MessageInfo, Seq, SessionInfo, Usage
+from .models import AttachedFile, Count, DaemonStatus, FileUse, MessageInfo, Seq, SessionInfo, Usage
 from .version import PROTOCOL_VERSION
 
 
@@ -82,6 +82,10 @@ class Accepted(Reply, tag="accepted"):
     session_id: str
     generation_id: str
     ahead: Annotated[int, Meta(ge=0)] = 0
+    #: The message's @file references as expanded (read now, from the client's cwd).
+    files: list[AttachedFile] = []
+    #: One line per reference that could not be read (the prompt carries a note instead).
+    warnings: list[str] = []
 
 
 class Cancelled(Reply, tag="cancelled"):
@@ -90,6 +94,13 @@ class Cancelled(Reply, tag="cancelled"):
     session_id: str
     cancelled: bool
     generation_id: str = ""
+
+
+class FilesReply(Reply, tag="files"):
+    """Answer to `files`."""
+
+    session_id: str
+    files: list[FileUse]
 
 
 class UsageReply(Reply, tag="usage"):
@@ -132,5 +143,6 @@ class CompactionPlan(Reply, tag="compaction.plan"):
 AnyReply = (
     Error | HelloReply | Pong | StatusReply | SessionReply | SessionsReply | Deleted
     | HistoryReply | Accepted | Cancelled | UsageReply | CompactionAccepted | CompactionPlan
+    | FilesReply
 )
 ALL: tuple[type[Reply], ...] = AnyReply.__args__  # type: ignore[attr-defined]

@@ -90,7 +90,8 @@ class Send(Request, tag="send"):
 
     session: SessionRef
     text: Annotated[str, Meta(min_length=1)]
-    #: The client's working directory (for `@file` references).
+    #: The client's working directory: `@file` references resolve against it, and
+    #: by default only files below it may be read.
     cwd: str = ""
     #: Ask a thinking model to think (None: the model's default).
     think: bool | None = None
@@ -121,6 +122,16 @@ class SetModel(Request, tag="session.set_model"):
     compaction_model: Annotated[str, Meta(max_length=200)] | None = None
 
 
+class Files(Request, tag="files"):
+    """The files a session's messages referenced (`@path`), latest use first.
+
+    With `unused_in_last` = N, only those no message among the last N referenced.
+    """
+
+    session: SessionRef
+    unused_in_last: Annotated[int, Meta(ge=0, le=2**31)] = 0
+
+
 class Usage(Request, tag="usage"):
     """How full the session's context window is, split by segment."""
 
@@ -147,7 +158,7 @@ class Compact(Request, tag="compact"):
 
 AnyRequest = (
     Hello | Ping | Status | SessionCreate | SessionList | SessionGet | SessionRename
-    | SessionDelete | History | Send | Cancel | SetSystem | SetModel | Usage | Compact
+    | SessionDelete | History | Send | Cancel | SetSystem | SetModel | Usage | Compact | Files
 )
 
 #: Every request class, in the order the protocol document lists them.

@@ -72,7 +72,8 @@ def run(args: argparse.Namespace) -> int:
             end = stream_turn(client, session.id, line, out, show_thinking=args.think,
                               think=True if args.think else None,
                               cwd=os.getcwd(),
-                              on_interrupt=lambda: out.write(f"{style.dim} [cancelling]{style.reset}"))
+                              on_interrupt=lambda: out.write(f"{style.dim} [cancelling]{style.reset}"),
+                              notes=out)
             out.write("\n")
             if isinstance(end, ResponseGeneration):
                 warn = f" {style.red}(Ollama cut the prompt){style.reset}" if end.truncated else ""

@@ -87,14 +87,24 @@ class Styles:
 
 def stream_turn(client: Client, session: str, text: str, out: TextIO,
                 show_thinking: bool = False, cwd: str = "", think: bool | None = None,
-                on_interrupt: Callable[[], None] | None = None) -> Event:
+                on_interrupt: Callable[[], None] | None = None,
+                notes: TextIO | None = None) -> Event:
     """Send a turn and print its answer as it streams; returns the terminal event.
 
     The caller must have subscribed. Ctrl-C cancels the generation (the
     daemon then ends it with generation.error `cancelled`) instead of exiting.
+    What the @file references attached, and which could not be read, goes to
+    `notes` (default: stderr).
     """
     style = Styles(out)
+    notes = notes or sys.stderr
     accepted = client.send(session, text, cwd=cwd, think=think)
+    for f in accepted.files:
+        if not f.error:
+            print(f"{style.dim}attached {f.path} ({f.mode}, ~{f.tokens:,} tokens){style.reset}",
+                  file=notes, flush=True)
+    for warning in accepted.warnings:
+        print(f"ctxkeep: warning: {warning}", file=notes, flush=True)
     gen = accepted.generation_id
     thinking = False
     while True:

@@ -1,6 +1,9 @@
 """send and cancel: user turns and stopping them."""
 
+import asyncio
+
 from ...protocol import ErrorCode, requests
+from ..files.expand import expand
 from ...protocol.replies import Accepted, Cancelled
 from .registry import RequestError, handles
 
@@ -13,8 +16,13 @@ async def send(daemon, req: requests.Send) -> Accepted:
     if not req.text.strip():
         raise RequestError(ErrorCode.INVALID_ARGUMENT, "the message is empty")
     record = daemon.store.session(req.session)
-    job, ahead = daemon.generations.submit(record, req.text, req.think)
-    return Accepted(id=req.id, session_id=record.id, generation_id=job.id, ahead=ahead)
+    # Files are read now, as they are when the user sends, off the event loop.
+    files = await asyncio.to_thread(expand, req.text, req.cwd, daemon.config.file_settings(),
+                                    lambda text: daemon.estimator.text(record.model, text))
+    job, ahead = daemon.generations.submit(record, req.text, req.think, files)
+    return Accepted(id=req.id, session_id=record.id, generation_id=job.id, ahead=ahead,
+                    files=[f.info() for f in files],
+                    warnings=[f"@{f.path}: {f.error}" for f in files if f.error])
 
 
 @handles(requests.Cancel)

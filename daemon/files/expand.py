@@ -1,0 +1,86 @@
+"""Expanding the @file references of a user turn into delimited blocks for the prompt.
+
+A reference that cannot be read becomes a short inline note (and a warning
+for the client), never an error of the turn.
+"""
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ..records import Attachment
+from . import chunker
+from .refs import FileRef, find_refs
+from .safe_read import Refused, list_dir, read_text
+
+
+@dataclass(frozen=True)
+class FileSettings:
+    """What the daemon's configuration says about reading files."""
+
+    #: Allowed folders; empty: the client's working directory and below.
+    roots: list[str] = field(default_factory=list)
+    max_bytes: int = 1 << 20
+    #: Files above this many bytes are summarized unless `:full` is asked.
+    summary_threshold: int = 5 * 1024
+    #: False refuses every reference (e.g. for remote clients).
+    allowed: bool = True
+
+
+def _attr(value: str) -> str:
+    return value.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;")
+
+
+def block(path: str, mode: str, body: str, **attrs: str) -> str:
+    """The delimited text of one expansion."""
+    extra = "".join(f' {k}="{_attr(v)}"' for k, v in attrs.items())
+    return f'<file path="{_attr(path)}" mode="{_attr(mode)}"{extra}>\n{body}\n</file>'
+
+
+def note(path: str, error: str) -> str:
+    """The inline note that stands for a file that was not read."""
+    return f'<file path="{_attr(path)}" error="{_attr(error)}"/>'
+
+
+def expand(text: str, cwd: str, settings: FileSettings, count: Callable[[str], int]) -> list[Attachment]:
+    """One Attachment per reference in `text`, in order."""
+    return [_expand_one(ref, cwd, settings, count) for ref in find_refs(text)]
+
+
+def _expand_one(ref: FileRef, cwd: str, settings: FileSettings,
+                count: Callable[[str], int]) -> Attachment:
+    try:
+        if not settings.allowed:
+            raise Refused("this client may not read files on the daemon's machine")
+        if ref.mode == "listing":
+            listing = list_dir(ref.path, cwd, settings.roots)
+            lines = [f"{name}/" if is_dir else f"{name} ({size:,} bytes)"
+                     for name, is_dir, size in listing.entries]
+            if listing.total > len(listing.entries):
+                lines.append(f"... and {listing.total - len(listing.entries)} more")
+            text = block(ref.path, "listing", "\n".join(lines) or "(empty)")
+            return Attachment(path=ref.path, mode="listing", block=text, tokens=count(text),
+                              real_path=str(listing.path))
+        f = read_text(ref.path, cwd, settings.roots, settings.max_bytes)
+        mode = ref.label
+        if ref.mode == "auto":
+            mode = "summary" if f.size > settings.summary_threshold else "full"
+        lines = str(f.text.count("\n") + (0 if f.text.endswith("\n") or not f.text else 1))
+        attrs = {"lines": lines, "bytes": f"{f.size}"}
+        summary = ""
+        if mode == "full":
+            text = block(ref.path, mode, f.text.rstrip("\n"), **attrs)
+            summary = block(ref.path, "summary", chunker.summarize(ref.path, f.text), **attrs)
+        elif mode == "summary":
+            text = block(ref.path, mode, chunker.summarize(ref.path, f.text), **attrs)
+        elif ref.mode == "lines":
+            text = block(ref.path, mode, chunker.line_range(f.text, ref.first_line, ref.last_line))
+        else:
+            text = block(ref.path, mode, chunker.element(ref.path, f.text, ref.element))
+        return Attachment(path=ref.path, mode=mode, block=text, tokens=count(text), summary=summary,
+                          summary_tokens=count(summary) if summary else 0, real_path=str(f.path),
+                          sha256=hashlib.sha256(f.text.encode()).hexdigest(), size=f.size,
+                          mtime=f.mtime)
+    except (Refused, chunker.ElementNotFound) as exc:
+        text = note(ref.path, str(exc))
+        return Attachment(path=ref.path, mode=ref.label, block=text, tokens=count(text), error=str(exc))
