@@ -8,6 +8,7 @@ devices, FIFOs or sockets (opened non-blocking, so a FIFO cannot hang the
 daemon); a size cap; binary files refused.
 """
 
+import errno
 import os
 import stat
 from dataclasses import dataclass
@@ -66,6 +67,8 @@ def _open(path: Path, directory: bool) -> int:
     except PermissionError:
         raise Refused("not readable (permission denied)") from None
     except OSError as exc:
+        if exc.errno == errno.ENXIO:  # what open() says of a Unix socket
+            raise Refused("a socket, not a regular file") from None
         raise Refused(f"cannot be opened ({exc.strerror or exc})") from None
 
 
