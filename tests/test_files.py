@@ -116,9 +116,9 @@ def test_python_outline():
     assert outline.splitlines()[0] == '"""Geometry helpers."""'
     assert "imports: math, dataclasses" in outline
     assert "L8 SCALE" in outline
-    assert "L11-13 def area(r: float) -> float  # Area of a circle." in outline
+    assert "L11 def area(r: float) -> float  # Area of a circle." in outline
     assert "L16-26 class Point  # A point in the plane." in outline
-    assert "  L24 norm(self)" in outline
+    assert "  L24 norm()" in outline
 
 
 def test_python_element_keeps_decorators_and_docstring(tree):

@@ -34,14 +34,33 @@ class ElementNotFound(Exception):
     """No function or class of that name in the file."""
 
 
-def _first_line(doc: str | None) -> str:
-    return doc.strip().splitlines()[0].strip() if doc and doc.strip() else ""
+def _first_line(doc: str | None, limit: int = 64) -> str:
+    line = doc.strip().splitlines()[0].strip() if doc and doc.strip() else ""
+    return line if len(line) <= limit else line[:limit - 1] + "…"
 
 
 def _signature(node: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
+    """`def name(a: int, *args, b=..., **kw) -> T`: annotations kept, default values elided."""
     prefix = "async def" if isinstance(node, ast.AsyncFunctionDef) else "def"
+    a = node.args
+
+    def arg(x: ast.arg, default: bool = False) -> str:
+        text = f"{x.arg}: {ast.unparse(x.annotation)}" if x.annotation else x.arg
+        return f"{text}=…" if default else text
+    positional = a.posonlyargs + a.args
+    first_default = len(positional) - len(a.defaults)
+    parts = [arg(x, i >= first_default) for i, x in enumerate(positional)]
+    if a.posonlyargs:
+        parts.insert(len(a.posonlyargs), "/")
+    if a.vararg:
+        parts.append(f"*{arg(a.vararg)}")
+    elif a.kwonlyargs:
+        parts.append("*")
+    parts += [arg(x, d is not None) for x, d in zip(a.kwonlyargs, a.kw_defaults)]
+    if a.kwarg:
+        parts.append(f"**{arg(a.kwarg)}")
     returns = f" -> {ast.unparse(node.returns)}" if node.returns else ""
-    return f"{prefix} {node.name}({ast.unparse(node.args)}){returns}"
+    return f"{prefix} {node.name}({', '.join(parts)}){returns}"
 
 
 def _lines(node: ast.AST) -> str:
@@ -71,8 +90,9 @@ def python_outline(source: str) -> str:
             if names:
                 out.append(f"L{node.lineno} {', '.join(names)}")
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            doc = _first_line(ast.get_docstring(node))
-            out.append(f"{_lines(node)} {_signature(node)}" + (f"  # {doc}" if doc else ""))
+            # private helpers: their signature says enough
+            doc = "" if node.name.startswith("_") else _first_line(ast.get_docstring(node))
+            out.append(f"L{node.lineno} {_signature(node)}" + (f"  # {doc}" if doc else ""))
         elif isinstance(node, ast.ClassDef):
             bases = ", ".join(ast.unparse(b) for b in node.bases)
             doc = _first_line(ast.get_docstring(node))
@@ -80,7 +100,8 @@ def python_outline(source: str) -> str:
                        + (f"  # {doc}" if doc else ""))
             methods = [n for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
             for m in methods:
-                out.append(f"  L{m.lineno} {m.name}({', '.join(a.arg for a in m.args.args)})")
+                args = [a.arg for a in m.args.args if a.arg not in ("self", "cls")]
+                out.append(f"  L{m.lineno} {m.name}({', '.join(args)})")
     return "\n".join(out)
 
 
