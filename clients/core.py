@@ -116,9 +116,11 @@ def open_subscriber(sock: zmq.Socket | None, context: zmq.Context, endpoint: str
     `daemon.status` when they do not cover it, so the daemon's greeting comes through."""
     check_reachable(endpoint)
     if sock is None:
+        from .curve_keys import secure
         sock = context.socket(zmq.SUB)
         sock.setsockopt(zmq.LINGER, 0)
         sock.setsockopt(zmq.RCVHWM, 100_000)
+        secure(sock, endpoint)
         sock.connect(endpoint)
     prefixes = prefixes or ("",)
     for prefix in prefixes:

@@ -10,6 +10,7 @@ from ..protocol import encode, requests
 from ..protocol.events import DaemonStatusEvent, Event
 from ..protocol.replies import Reply
 from .calls import Calls
+from .curve_keys import secure
 from .core import (
     DaemonUnavailable, GapTracker, RequestIds, check_reachable, endpoints, open_subscriber,
     read_event, read_reply, unwrap,
@@ -51,6 +52,7 @@ class Client(Calls):
             check_reachable(self.control)
             self._dealer = self._context.socket(zmq.DEALER)
             self._dealer.setsockopt(zmq.LINGER, 0)
+            secure(self._dealer, self.control)
             self._dealer.connect(self.control)
         return self._dealer
 

@@ -24,16 +24,27 @@ log = logging.getLogger(__name__)
 class EventBus:
     """Publishes events on the XPUB socket."""
 
-    def __init__(self, context: zmq.asyncio.Context, endpoint: str, hwm: int,
+    def __init__(self, context: zmq.asyncio.Context, hwm: int,
                  status: Callable[[], DaemonStatus]) -> None:
-        self.socket = context.socket(zmq.XPUB)
-        self.socket.setsockopt(zmq.SNDHWM, hwm)
-        self.socket.setsockopt(zmq.XPUB_VERBOSE, 1)  # every subscription, even repeated ones
-        self.socket.setsockopt(zmq.LINGER, 500)
-        self.socket.bind(endpoint)
-        self.endpoint = endpoint
+        self.context = context
+        self.hwm = hwm
+        self.sockets: list[zmq.asyncio.Socket] = []
         self.last_seq = 0
         self._status = status
+
+    def bind(self, endpoint: str, fd: int | None = None,
+             secure: Callable[[zmq.Socket], None] | None = None) -> None:
+        """Publish on one more endpoint (an adopted listening socket when `fd` is given)."""
+        sock = self.context.socket(zmq.XPUB)
+        sock.setsockopt(zmq.SNDHWM, self.hwm)
+        sock.setsockopt(zmq.XPUB_VERBOSE, 1)  # every subscription, even repeated ones
+        sock.setsockopt(zmq.LINGER, 500)
+        if fd is not None:
+            sock.setsockopt(zmq.USE_FD, fd)
+        if secure is not None:
+            secure(sock)
+        sock.bind(endpoint)
+        self.sockets.append(sock)
 
     def publish(self, event: Event, session_id: str = "") -> Event:
         """Number, stamp and send an event on topic `<subject>/<session_id>`."""
@@ -44,19 +55,22 @@ class EventBus:
             event.session_id = session_id
         tag = type(event).__struct_config__.tag
         topic = subjects.topic(tag, event.session_id)  # type: ignore[arg-type]
-        try:
-            self.socket.send_multipart([topic.encode(), encode(event)], flags=zmq.NOBLOCK)
-        except zmq.Again:  # pragma: no cover - XPUB drops rather than blocks
-            log.warning("event %s #%d dropped: subscriber queue full", tag, event.seq)
+        frames = [topic.encode(), encode(event)]
+        for sock in self.sockets:
+            try:
+                sock.send_multipart(frames, flags=zmq.NOBLOCK)
+            except zmq.Again:  # pragma: no cover - XPUB drops rather than blocks
+                log.warning("event %s #%d dropped: subscriber queue full", tag, event.seq)
         return event
 
-    async def serve_subscriptions(self) -> None:
-        """Greet every new subscription with the daemon's status."""
+    async def serve_subscriptions(self, sock: zmq.asyncio.Socket) -> None:
+        """Greet every new subscription on `sock` with the daemon's status."""
         while True:
-            frame = await self.socket.recv()
+            frame = await sock.recv()
             if frame[:1] == b"\x01":
                 log.debug("new subscription to %r", frame[1:].decode(errors="replace"))
                 self.publish(DaemonStatusEvent(status=self._status()))
 
     def close(self) -> None:
-        self.socket.close()
+        for sock in self.sockets:
+            sock.close()

@@ -1,8 +1,10 @@
 """The daemon's configuration: TOML at `$XDG_CONFIG_HOME/ctxkeep/config.toml`.
 
-Every key has a default; an unknown key or a wrong type stops start-up with a
-message naming the key (and the nearest valid one). `OLLAMA_HOST`,
-`CTXKEEP_CONTROL` and `CTXKEEP_EVENTS` override the file.
+Every key has a default and a description (docs/config.md is generated from
+them); an unknown key or a wrong type stops start-up with a message naming
+the key (and the nearest valid one). `OLLAMA_HOST`, `CTXKEEP_CONTROL` and
+`CTXKEEP_EVENTS` override the file. SIGHUP re-reads it: keys marked live
+apply at once, the others at the next start.
 """
 
 import difflib
@@ -10,13 +12,25 @@ import os
 import re
 import tomllib
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 from msgspec import Meta
 
 from ..protocol import DEFAULT_MAX_FRAME_BYTES, paths
 from .files.expand import FileSettings
+
+#: Keys whose new value applies on SIGHUP without a restart.
+LIVE = frozenset({
+    "default_model", "num_ctx", "default_options", "max_frame_bytes", "token_batch_ms",
+    "drain_timeout", "compaction_tail_turns", "compaction_model", "summary_role",
+    "summary_max_tokens", "file_roots", "file_max_bytes", "file_summary_threshold",
+    "remote_file_refs",
+})
+
+
+def _doc(text: str) -> Meta:
+    return Meta(description=text)
 
 
 class ConfigError(Exception):
@@ -26,50 +40,63 @@ class ConfigError(Exception):
 class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """Every setting, with its default."""
 
-    #: Where Ollama listens (OLLAMA_HOST overrides).
-    ollama_host: str = "http://127.0.0.1:11434"
-    #: Seconds to wait for a connection to Ollama.
-    connect_timeout: Annotated[float, Meta(gt=0)] = 5.0
-    #: Seconds without a byte from Ollama before a call is given up (a model load can be slow).
-    read_timeout: Annotated[float, Meta(gt=0)] = 600.0
-    #: The model of new sessions.
-    default_model: str = "llama3.2"
-    #: The context window of new sessions (capped by the model's context_length).
-    num_ctx: Annotated[int, Meta(ge=256, le=2**24)] = 8192
-    #: Ollama options of new sessions (temperature, top_p, ...).
-    default_options: dict[str, int | float | str | bool | list[str]] = {}
-    #: The ROUTER and XPUB endpoints ("" = ipc:// in $XDG_RUNTIME_DIR/ctxkeep).
-    control_endpoint: str = ""
-    events_endpoint: str = ""
-    #: The store's folder ("" = $XDG_DATA_HOME/ctxkeep/store).
-    store_path: str = ""
-    #: Largest accepted request frame, in bytes.
-    max_frame_bytes: Annotated[int, Meta(ge=1024, le=1 << 30)] = DEFAULT_MAX_FRAME_BYTES
-    #: Streamed text is published in batches about this often (milliseconds).
-    token_batch_ms: Annotated[float, Meta(ge=0, le=1000)] = 30.0
-    #: Send high-water mark of the event socket (messages queued per subscriber).
-    event_hwm: Annotated[int, Meta(ge=1000)] = 100_000
-    #: Seconds SIGTERM waits for running generations before cancelling them.
-    drain_timeout: Annotated[float, Meta(ge=0)] = 20.0
-    #: Turns (user message and what follows) a manual compaction keeps verbatim.
-    compaction_tail_turns: Annotated[int, Meta(ge=0, le=10_000)] = 4
-    #: The model that writes summaries ("" = each session's own model).
-    compaction_model: str = ""
-    #: The role of summary messages: assistant (safe with templates that need
-    #: alternating turns) or system.
-    summary_role: Literal["assistant", "system"] = "assistant"
-    #: The most tokens a summary may take (also capped at a quarter of the window).
-    summary_max_tokens: Annotated[int, Meta(ge=64, le=1 << 20)] = 1024
-    #: Folders @file references may read ([] = the client's working directory and below).
-    file_roots: list[str] = []
-    #: Largest file an @file reference reads, in bytes.
-    file_max_bytes: Annotated[int, Meta(ge=1, le=1 << 30)] = 1 << 20
-    #: Files above this size are summarized unless `@path:full` is asked.
-    file_summary_threshold: Annotated[int, Meta(ge=0)] = 5 * 1024
+    ollama_host: Annotated[str, _doc("Where Ollama listens; OLLAMA_HOST overrides it.")] = \
+        "http://127.0.0.1:11434"
+    connect_timeout: Annotated[float, Meta(gt=0), _doc("Seconds to wait for a connection to Ollama.")] = 5.0
+    read_timeout: Annotated[float, Meta(gt=0), _doc(
+        "Seconds without a byte from Ollama before a call is given up (loading a model can be slow).")] = 600.0
+    default_model: Annotated[str, _doc("The model of new sessions.")] = "llama3.2"
+    num_ctx: Annotated[int, Meta(ge=256, le=2**24), _doc(
+        "The context window of new sessions, in tokens; always sent to Ollama, capped by the "
+        "model's context_length.")] = 8192
+    default_options: Annotated[dict[str, int | float | str | bool | list[str]], _doc(
+        "Ollama options of new sessions, e.g. { temperature = 0.7 }.")] = {}
+    control_endpoint: Annotated[str, _doc(
+        "The control (ROUTER) endpoint; \"\" = ipc://$XDG_RUNTIME_DIR/ctxkeep/ctl. "
+        "CTXKEEP_CONTROL overrides it.")] = ""
+    events_endpoint: Annotated[str, _doc(
+        "The event (XPUB) endpoint; \"\" = ipc://$XDG_RUNTIME_DIR/ctxkeep/events. "
+        "CTXKEEP_EVENTS overrides it.")] = ""
+    store_path: Annotated[str, _doc("The LMDB store's folder; \"\" = $XDG_DATA_HOME/ctxkeep/store.")] = ""
+    max_frame_bytes: Annotated[int, Meta(ge=1024, le=1 << 30), _doc(
+        "The largest request frame accepted, in bytes; larger ones get a frame_too_large error.")] = \
+        DEFAULT_MAX_FRAME_BYTES
+    token_batch_ms: Annotated[float, Meta(ge=0, le=1000), _doc(
+        "Streamed text is published in batches about this often (the first piece at once).")] = 30.0
+    event_hwm: Annotated[int, Meta(ge=1000), _doc(
+        "Send high-water mark of the event socket: messages queued per subscriber before drops.")] = 100_000
+    drain_timeout: Annotated[float, Meta(ge=0), _doc(
+        "Seconds SIGTERM waits for running generations and compactions before cancelling them.")] = 20.0
+    compaction_tail_turns: Annotated[int, Meta(ge=0, le=10_000), _doc(
+        "Turns (a user message and what follows it) a manual compaction keeps verbatim.")] = 4
+    compaction_model: Annotated[str, _doc(
+        "The model that writes summaries; \"\" = each session's own model.")] = ""
+    summary_role: Annotated[Literal["assistant", "system"], _doc(
+        "The role of summary messages: assistant (safe with templates that need alternating "
+        "turns) or system.")] = "assistant"
+    summary_max_tokens: Annotated[int, Meta(ge=64, le=1 << 20), _doc(
+        "The most tokens a summary may take (also at most a quarter of the window).")] = 1024
+    file_roots: Annotated[list[str], _doc(
+        "Folders @file references may read; [] = the client's working directory and below.")] = []
+    file_max_bytes: Annotated[int, Meta(ge=1, le=1 << 30), _doc(
+        "The largest file an @file reference reads, in bytes.")] = 1 << 20
+    file_summary_threshold: Annotated[int, Meta(ge=0), _doc(
+        "Files above this many bytes are summarized unless @path:full is asked.")] = 5 * 1024
+    tcp_control: Annotated[str, _doc(
+        "A TCP control endpoint for remote clients, e.g. tcp://0.0.0.0:5555; \"\" = none. "
+        "Only with CURVE: clients must be listed in the authorized keys (`ctxkeep keys add`).")] = ""
+    tcp_events: Annotated[str, _doc(
+        "A TCP event endpoint for remote clients, e.g. tcp://0.0.0.0:5556; \"\" = none.")] = ""
+    curve_dir: Annotated[str, _doc(
+        "Where the server's CURVE key pair and the authorized client keys live; "
+        "\"\" = $XDG_CONFIG_HOME/ctxkeep/curve.")] = ""
+    remote_file_refs: Annotated[bool, _doc(
+        "Whether clients connected over TCP may have @file references read on the daemon's machine.")] = False
 
-    def file_settings(self) -> "FileSettings":
+    def file_settings(self, remote: bool = False) -> FileSettings:
         return FileSettings(roots=list(self.file_roots), max_bytes=self.file_max_bytes,
-                            summary_threshold=self.file_summary_threshold)
+                            summary_threshold=self.file_summary_threshold,
+                            allowed=self.remote_file_refs or not remote)
 
     def resolved_control(self) -> str:
         return os.environ.get("CTXKEEP_CONTROL") or self.control_endpoint or paths.control_endpoint()
@@ -80,9 +107,16 @@ class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     def resolved_store(self) -> Path:
         return Path(self.store_path) if self.store_path else paths.data_dir() / "store"
 
+    def resolved_curve_dir(self) -> Path:
+        return Path(self.curve_dir) if self.curve_dir else paths.curve_dir()
+
     def resolved_ollama_host(self) -> str:
         host = os.environ.get("OLLAMA_HOST") or self.ollama_host
         return host if "://" in host else f"http://{host}"
+
+
+ENV_OVERRIDES = {"ollama_host": "OLLAMA_HOST", "control_endpoint": "CTXKEEP_CONTROL",
+                 "events_endpoint": "CTXKEEP_EVENTS"}
 
 
 def _explain(exc: msgspec.ValidationError, source: Path) -> str:
@@ -93,21 +127,114 @@ def _explain(exc: msgspec.ValidationError, source: Path) -> str:
         near = difflib.get_close_matches(key, Config.__struct_fields__, n=1)
         hint = f"; did you mean `{near[0]}`?" if near else ""
         return f"{source}: unknown key `{key}`{hint}"
-    where = re.search(r"at `\$\.([^`]+)`", text)
+    where = re.search(r"at `\$\.([^`\[]+)", text)
     key = where.group(1) if where else "?"
     return f"{source}: bad value for `{key}`: {text.split(' - at ')[0]}"
+
+
+def read_file(path: Path) -> dict[str, Any]:
+    """The TOML table of the file ({} when it does not exist)."""
+    if not path.exists():
+        return {}
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
 
 
 def load(path: Path | None = None) -> Config:
     """The configuration from `path` (default: the XDG location), or defaults when absent."""
     path = path or paths.config_path()
-    if not path.exists():
-        return Config()
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
-    try:
-        return msgspec.convert(raw, Config)
+        return msgspec.convert(read_file(path), Config)
     except msgspec.ValidationError as exc:
         raise ConfigError(_explain(exc, path)) from None
+
+
+def sources(path: Path | None = None) -> dict[str, str]:
+    """Where each key's value comes from: default, the file, or an environment variable."""
+    path = path or paths.config_path()
+    in_file = read_file(path)
+    out = {}
+    for key in Config.__struct_fields__:
+        env = ENV_OVERRIDES.get(key)
+        if env and os.environ.get(env):
+            out[key] = f"environment ({env})"
+        elif key in in_file:
+            out[key] = str(path)
+        else:
+            out[key] = "default"
+    return out
+
+
+def apply_live(current: Config, new: Config) -> tuple[list[str], list[str]]:
+    """Copy the live keys of `new` into `current`: (keys applied, changed keys needing a restart)."""
+    applied, restart = [], []
+    for key in Config.__struct_fields__:
+        if getattr(current, key) == getattr(new, key):
+            continue
+        if key in LIVE:
+            setattr(current, key, getattr(new, key))
+            applied.append(key)
+        else:
+            restart.append(key)
+    return applied, restart
+
+
+def show(path: Path | None = None) -> str:
+    """The effective configuration as TOML lines, each with where it came from."""
+    config = load(path)
+    origin = sources(path)
+    lines = []
+    for key in Config.__struct_fields__:
+        value = getattr(config, key)
+        if key in ENV_OVERRIDES and origin[key].startswith("environment"):
+            value = os.environ[ENV_OVERRIDES[key]]
+        rendered = msgspec.json.encode(value).decode()
+        lines.append(f"{key} = {rendered}  # {origin[key]}")
+    return "\n".join(lines)
+
+
+def render_markdown() -> str:
+    """docs/config.md."""
+    out = ["# Configuration", "",
+           "_Generated from `daemon/config.py` by `python -m ctxkeep.daemon.config --doc`; "
+           "do not edit by hand._", "",
+           "ctxkeepd reads `$XDG_CONFIG_HOME/ctxkeep/config.toml` (default "
+           "`~/.config/ctxkeep/config.toml`; `ctxkeepd --config PATH` for another). Every key "
+           "is optional. An unknown key or a value of the wrong type stops start-up with a "
+           "message naming the key. `ctxkeep config show` prints the effective values and "
+           "where each comes from. `systemctl --user reload ctxkeep` (SIGHUP) re-reads the "
+           "file: keys marked *live* apply at once, the others at the next start.", "",
+           "Environment: `OLLAMA_HOST` overrides `ollama_host`; `CTXKEEP_CONTROL` and "
+           "`CTXKEEP_EVENTS` override the endpoints (clients read them too).", "",
+           "| key | type | default | live | meaning |", "|---|---|---|---|---|"]
+    info = msgspec.inspect.type_info(Config)
+    for f in info.fields:  # type: ignore[attr-defined]
+        t = f.type
+        description = ""
+        if isinstance(t, msgspec.inspect.Metadata):
+            description = (t.extra_json_schema or {}).get("description", "")
+            t = t.type
+        default = f.default if f.default is not msgspec.NODEFAULT else f.default_factory()
+        type_name = {"Str": "string", "Int": "integer", "Float": "number", "Bool": "boolean",
+                     "Dict": "table", "List": "array", "Literal": "string"}.get(
+            type(t).__name__.removesuffix("Type"), type(t).__name__)
+        out.append(f"| `{f.name}` | {type_name} | `{msgspec.json.encode(default).decode()}` | "
+                   f"{'yes' if f.name in LIVE else ''} | {description} |")
+    out += ["", "Example:", "", "```toml", 'default_model = "qwen2.5:7b"', "num_ctx = 16384",
+            "compaction_tail_turns = 6", 'file_roots = ["~/src", "~/notes"]', "", "[default_options]",
+            "temperature = 0.4", "```", ""]
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    import sys
+    if "--doc" in sys.argv:
+        print(render_markdown(), end="")
+    else:
+        try:
+            print(show(Path(sys.argv[1]) if len(sys.argv) > 1 else None))
+        except ConfigError as exc:
+            print(f"ctxkeep: {exc}", file=sys.stderr)
+            sys.exit(2)

@@ -3,11 +3,15 @@
 import argparse
 import asyncio
 import logging
+import os
 import sys
 from pathlib import Path
 
+import zmq
+
 from ..protocol import DAEMON_VERSION
 from .config import ConfigError, load
+from .curve import CurveError
 from .runtime import AlreadyRunning, RuntimeDirError
 from .server import Daemon
 from .store import StoreError
@@ -27,12 +31,28 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+class _JournalPriority(logging.Filter):
+    """Prefix `<N>` (syslog priority) so journald files each line at its level."""
+
+    LEVELS = {"DEBUG": 7, "INFO": 6, "WARNING": 4, "ERROR": 3, "CRITICAL": 2}
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.priority = self.LEVELS.get(record.levelname, 6)
+        return True
+
+
 def setup_logging(level: str) -> None:
-    """One line per record on stderr; journald adds the time."""
+    """One line per record on stderr, no colours; under systemd with journald priorities,
+    on a terminal with the time (journald adds its own)."""
     fmt = "%(levelname)s %(name)s: %(message)s"
-    if sys.stderr.isatty():
+    handler = logging.StreamHandler(sys.stderr)
+    if os.environ.get("JOURNAL_STREAM"):
+        fmt = "<%(priority)d>" + fmt
+        handler.addFilter(_JournalPriority())
+    elif sys.stderr.isatty():
         fmt = "%(asctime)s " + fmt
-    logging.basicConfig(level=level.upper(), format=fmt, stream=sys.stderr)
+    handler.setFormatter(logging.Formatter(fmt))
+    logging.basicConfig(level=level.upper(), handlers=[handler])
     for noisy in ("httpx", "httpcore"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
@@ -42,13 +62,13 @@ def main(argv: list[str] | None = None) -> int:
     setup_logging(args.log_level)
     log = logging.getLogger("ctxkeepd")
     try:
-        daemon = Daemon(load(args.config))
+        daemon = Daemon(load(args.config), args.config)
     except ConfigError as exc:
         log.error("configuration error: %s", exc)
         return 2
     try:
         daemon.open()
-    except (AlreadyRunning, RuntimeDirError, StoreError, OSError) as exc:
+    except (AlreadyRunning, RuntimeDirError, StoreError, CurveError, OSError, zmq.ZMQError) as exc:
         log.error("%s", exc)
         daemon.close()
         return 1

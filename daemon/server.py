@@ -11,6 +11,7 @@ import logging
 import os
 import signal
 import time
+from pathlib import Path
 
 import zmq
 import zmq.asyncio
@@ -20,14 +21,15 @@ from ..protocol.events import DaemonStatusEvent
 from ..protocol.models import DaemonStatus
 from ..protocol.paths import ipc_path
 from ..protocol.replies import Error, Reply
-from . import runtime
+from . import curve, runtime, systemd
 from .bus import EventBus
-from .config import Config
+from .config import Config, ConfigError, apply_live, load
 from .compaction import Compactor
 from .estimator import Estimator
 from .generation import Generations
 from .jobs import SessionJobs
 from .handlers import HANDLERS, RequestError
+from .handlers.registry import REMOTE
 from .ollama_backend import OllamaBackend
 from .store import AmbiguousSession, NameTaken, Store, StoreError, UnknownSession
 
@@ -37,8 +39,9 @@ log = logging.getLogger(__name__)
 class Daemon:
     """One running ctxkeepd."""
 
-    def __init__(self, config: Config) -> None:
+    def __init__(self, config: Config, config_path: Path | None = None) -> None:
         self.config = config
+        self.config_path = config_path
         self.control_endpoint = config.resolved_control()
         self.events_endpoint = config.resolved_events()
         self.started = time.time()
@@ -46,6 +49,9 @@ class Daemon:
         self._stop = asyncio.Event()
         self._lock: runtime.InstanceLock | None = None
         self.context: zmq.asyncio.Context | None = None
+        self.routers: list[tuple[zmq.asyncio.Socket, bool]] = []  # (socket, remote)
+        self._auth = None
+        self._adopted: set[str] = set()
         self.store: Store
         self.bus: EventBus
         self.backend: OllamaBackend
@@ -61,28 +67,30 @@ class Daemon:
         endpoints = [self.control_endpoint, self.events_endpoint]
         for endpoint in endpoints:
             runtime.check_endpoint(endpoint)
+        adopted = systemd.listen_fds()  # sockets systemd opened for us (ctxkeep-*.socket)
+        self._adopted = {e for e, name in zip(endpoints, ("ctl", "events")) if name in adopted}
         folders = {p.parent for p in map(ipc_path, endpoints) if p is not None}
         lock_folder = next(iter(sorted(folders)), None)
         for folder in folders:
             runtime.prepare_folder(folder)
         if lock_folder is not None:
             lock = runtime.InstanceLock(lock_folder)
-            lock.acquire(endpoints)
+            lock.acquire([e for e, name in zip(endpoints, ("ctl", "events")) if name not in adopted])
             self._lock = lock  # only now are the socket files ours to remove
         self.store = Store(self.config.resolved_store())
         self.context = zmq.asyncio.Context()
-        self.router = self.context.socket(zmq.ROUTER)
-        self.router.setsockopt(zmq.ROUTER_MANDATORY, 1)
-        self.router.setsockopt(zmq.LINGER, 500)
-        # The socket-level cap only guards memory; the daemon itself answers
-        # frames above max_frame_bytes with an error.
-        self.router.setsockopt(zmq.MAXMSGSIZE, self.config.max_frame_bytes * 8)
-        self.router.bind(self.control_endpoint)
-        self.bus = EventBus(self.context, self.events_endpoint, self.config.event_hwm, self.status)
+        self.router = self._router(self.control_endpoint, adopted.get("ctl"))
+        self.routers = [(self.router, False)]
+        self.bus = EventBus(self.context, self.config.event_hwm, self.status)
+        self.bus.bind(self.events_endpoint, adopted.get("events"))
+        if adopted:
+            log.info("adopted sockets from systemd: %s", ", ".join(sorted(adopted)))
         for endpoint in endpoints:
             path = ipc_path(endpoint)
-            if path is not None:
+            if path is not None and path.exists():
                 path.chmod(0o600)
+        if self.config.tcp_control or self.config.tcp_events:
+            curve.check_authorized(self.config.resolved_curve_dir())  # fail before serving
         self.backend = OllamaBackend(self.config.resolved_ollama_host(),
                                      self.config.connect_timeout, self.config.read_timeout)
         self.estimator = Estimator(self.store)
@@ -90,20 +98,85 @@ class Daemon:
         self.generations = Generations(*parts)
         self.compactor = Compactor(*parts)
 
+    def _router(self, endpoint: str, fd: int | None = None, secure: bool = False) -> zmq.asyncio.Socket:
+        assert self.context is not None
+        router = self.context.socket(zmq.ROUTER)
+        router.setsockopt(zmq.ROUTER_MANDATORY, 1)
+        router.setsockopt(zmq.LINGER, 500)
+        # The socket-level cap only guards memory; the daemon itself answers
+        # frames above max_frame_bytes with an error.
+        router.setsockopt(zmq.MAXMSGSIZE, self.config.max_frame_bytes * 8)
+        if fd is not None:
+            router.setsockopt(zmq.USE_FD, fd)
+        if secure:
+            curve.make_server(router, self.config.resolved_curve_dir())
+        router.bind(endpoint)
+        return router
+
+    def _open_tcp(self) -> None:
+        """The optional TCP endpoints, CURVE only. Runs in the event loop, because the
+        authenticator answers handshakes there; nothing is bound before it runs."""
+        cfg = self.config
+        if not (cfg.tcp_control or cfg.tcp_events):
+            return
+        folder = cfg.resolved_curve_dir()
+        assert self.context is not None
+        self._auth = curve.start_authenticator(self.context, folder)
+        if cfg.tcp_control:
+            self.routers.append((self._router(cfg.tcp_control, secure=True), True))
+        if cfg.tcp_events:
+            self.bus.bind(cfg.tcp_events, secure=lambda sock: curve.make_server(sock, folder))
+        log.info("remote clients on %s (CURVE; keys in %s)",
+                 ", ".join(e for e in (cfg.tcp_control, cfg.tcp_events) if e), folder)
+
+    def _status_line(self) -> str:
+        ollama = self.backend.status
+        reach = f"Ollama {ollama.version} reachable" if ollama.reachable else "Ollama NOT reachable"
+        return f"STATUS={len(self.store.sessions())} sessions, {reach} at {ollama.host}"
+
+    async def _watchdog(self, interval: float) -> None:
+        """WATCHDOG=1 from the event loop itself: if the loop hangs, the pings stop."""
+        while True:
+            systemd.notify("WATCHDOG=1")
+            await asyncio.sleep(interval)
+
+    def reload(self) -> None:
+        """SIGHUP: re-read the configuration; apply what can change live."""
+        try:
+            new = load(self.config_path)
+        except ConfigError as exc:
+            log.error("reload failed, keeping the running configuration: %s", exc)
+            systemd.notify(f"STATUS=reload failed: {exc}")
+            return
+        applied, restart = apply_live(self.config, new)
+        log.info("configuration reloaded: %s%s", ("applied " + ", ".join(applied)) if applied else "nothing changed",
+                 f"; needs a restart to apply: {', '.join(restart)}" if restart else "")
+        systemd.notify("RELOADING=0", self._status_line())
+        self.bus.publish(DaemonStatusEvent(status=self.status()))
+
     async def serve(self, ready: "asyncio.Future[None] | None" = None) -> None:
         """Serve until SIGTERM/SIGINT or `stop()`, then drain and close."""
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self.stop)
-        tasks = [asyncio.create_task(self._control_loop(), name="control"),
-                 asyncio.create_task(self.bus.serve_subscriptions(), name="subscriptions"),
-                 asyncio.create_task(self._watch_ollama(), name="ollama-check")]
+        loop.add_signal_handler(signal.SIGHUP, self.reload)
+        self._open_tcp()
+        tasks = [asyncio.create_task(self._control_loop(router, remote), name="control")
+                 for router, remote in self.routers]
+        tasks += [asyncio.create_task(self.bus.serve_subscriptions(sock), name="subscriptions")
+                  for sock in self.bus.sockets]
+        tasks.append(asyncio.create_task(self._watch_ollama(), name="ollama-check"))
+        interval = systemd.watchdog_interval()
+        if interval:
+            tasks.append(asyncio.create_task(self._watchdog(interval), name="watchdog"))
         log.info("ctxkeepd %s ready: control %s, events %s, store %s", DAEMON_VERSION,
                  self.control_endpoint, self.events_endpoint, self.store.path)
+        systemd.notify("READY=1", f"STATUS=serving on {self.control_endpoint}")
         if ready is not None:
             ready.set_result(None)
         await self._stop.wait()
         self.stopping = True
+        systemd.notify("STOPPING=1", "STATUS=stopping: finishing running work")
         log.info("stopping: finishing running generations")
         await self.jobs.drain(self.config.drain_timeout)
         self.bus.publish(DaemonStatusEvent(status=self.status(), stopping=True))
@@ -111,6 +184,8 @@ class Daemon:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         await self.backend.close()
+        if self._auth is not None:
+            self._auth.stop()
         self.close()
         log.info("stopped")
 
@@ -119,16 +194,18 @@ class Daemon:
 
     def close(self) -> None:
         """Close sockets and store, remove socket files, release the lock."""
-        for sock in (getattr(self, "router", None), getattr(self, "bus", None)):
-            if sock is not None:
-                sock.close()
+        for router, _ in self.routers:
+            router.close()
+        if hasattr(self, "bus"):
+            self.bus.close()
         if self.context is not None:
             self.context.term()
         if hasattr(self, "store"):
             self.store.close()
         for endpoint in (self.control_endpoint, self.events_endpoint):
             path = ipc_path(endpoint)
-            if path is not None and self._lock is not None and path.exists():
+            if path is not None and self._lock is not None and path.exists() \
+                    and endpoint not in self._adopted:  # systemd owns adopted sockets
                 path.unlink()
         if self._lock is not None:
             self._lock.release()
@@ -144,6 +221,7 @@ class Daemon:
                 else:
                     log.warning("Ollama is not reachable at %s: %s", status.host, status.error)
                 was_reachable = status.reachable
+                systemd.notify(self._status_line())
             await asyncio.sleep(60)
 
     def status(self) -> DaemonStatus:
@@ -157,9 +235,10 @@ class Daemon:
 
     # -- requests ---------------------------------------------------------------
 
-    async def _control_loop(self) -> None:
+    async def _control_loop(self, router: zmq.asyncio.Socket, remote: bool) -> None:
+        REMOTE.set(remote)  # this task's requests came over TCP (or not)
         while True:
-            frames = await self.router.recv_multipart(copy=True)
+            frames = await router.recv_multipart(copy=True)
             peer, rest = frames[0], frames[1:]
             envelope: list[bytes] = []
             if len(rest) == 2 and rest[0] == b"":  # a REQ socket's empty delimiter
@@ -169,7 +248,7 @@ class Daemon:
                                      message=f"expected one JSON frame per request, got {len(rest)}")
             else:
                 reply = await self.handle(rest[0])
-            self._send(peer, envelope, encode(reply))
+            self._send(router, peer, envelope, encode(reply))
 
     async def handle(self, frame: bytes) -> Reply:
         """Decode, dispatch and answer one request frame; never raises."""
@@ -196,9 +275,9 @@ class Daemon:
             return Error(id=request.id, code=ErrorCode.INTERNAL.value,
                          message=f"internal error ({exc!r}): see the daemon's log")
 
-    def _send(self, peer: bytes, envelope: list[bytes], body: bytes) -> None:
+    def _send(self, router: zmq.asyncio.Socket, peer: bytes, envelope: list[bytes], body: bytes) -> None:
         try:
-            self.router.send_multipart([peer, *envelope, body], flags=zmq.NOBLOCK)
+            router.send_multipart([peer, *envelope, body], flags=zmq.NOBLOCK)
         except zmq.Again:
             log.warning("reply dropped: client %s is not reading", peer.hex())
         except zmq.ZMQError as exc:  # EHOSTUNREACH: the client is gone

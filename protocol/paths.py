@@ -33,6 +33,11 @@ def config_path(env: dict[str, str] | None = None) -> Path:
     return Path(base) / "ctxkeep" / "config.toml"
 
 
+def curve_dir(env: dict[str, str] | None = None) -> Path:
+    """`$XDG_CONFIG_HOME/ctxkeep/curve`: CURVE keys for TCP clients (server pair, authorized keys)."""
+    return config_path(env).parent / "curve"
+
+
 def control_endpoint(env: dict[str, str] | None = None) -> str:
     """The daemon's ROUTER endpoint; `CTXKEEP_CONTROL` overrides it."""
     env = os.environ if env is None else env

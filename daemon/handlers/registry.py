@@ -1,6 +1,7 @@
 """The handler registry: one coroutine per request type."""
 
 from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ...protocol import ErrorCode
@@ -12,6 +13,9 @@ if TYPE_CHECKING:
 
 R = TypeVar("R", bound=Request)
 Handler = Callable[["Daemon", Any], Awaitable[Reply]]
+
+#: True while handling a request that came over TCP (a remote client).
+REMOTE: ContextVar[bool] = ContextVar("remote", default=False)
 
 #: Request class -> handler. Filled by the @handles decorators of this package's modules.
 HANDLERS: dict[type[Request], Handler] = {}

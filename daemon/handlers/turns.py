@@ -5,7 +5,7 @@ import asyncio
 from ...protocol import ErrorCode, requests
 from ..files.expand import expand
 from ...protocol.replies import Accepted, Cancelled
-from .registry import RequestError, handles
+from .registry import REMOTE, RequestError, handles
 
 
 @handles(requests.Send)
@@ -17,7 +17,8 @@ async def send(daemon, req: requests.Send) -> Accepted:
         raise RequestError(ErrorCode.INVALID_ARGUMENT, "the message is empty")
     record = daemon.store.session(req.session)
     # Files are read now, as they are when the user sends, off the event loop.
-    files = await asyncio.to_thread(expand, req.text, req.cwd, daemon.config.file_settings(),
+    files = await asyncio.to_thread(expand, req.text, req.cwd,
+                                    daemon.config.file_settings(remote=REMOTE.get()),
                                     lambda text: daemon.estimator.text(record.model, text))
     job, ahead = daemon.generations.submit(record, req.text, req.think, files)
     return Accepted(id=req.id, session_id=record.id, generation_id=job.id, ahead=ahead,

@@ -1,0 +1,51 @@
+"""`ctxkeep config show` and `ctxkeep keys`: the daemon's configuration and CURVE keys.
+
+Both are the daemon's files, so the daemon's own module does the work, run
+as a separate program (the client never imports the daemon's code).
+"""
+
+import argparse
+import subprocess
+import sys
+
+from ..curve_keys import client_pair
+
+
+def _daemon_module(module: str, *args: str) -> int:
+    return subprocess.run([sys.executable, "-m", f"ctxkeep.daemon.{module}", *args]).returncode
+
+
+def add_config(commands) -> argparse.ArgumentParser:
+    parser = commands.add_parser(
+        "config", help="the daemon's configuration",
+        description="`ctxkeep config show` prints the effective configuration (the file, the "
+                    "environment and the defaults) with where each value comes from.")
+    parser.add_argument("action", choices=["show"], help="show")
+    parser.add_argument("--file", default=None, help="another configuration file")
+    parser.set_defaults(run=lambda args: _daemon_module("config", *([args.file] if args.file else [])))
+    return parser
+
+
+def add_keys(commands) -> argparse.ArgumentParser:
+    parser = commands.add_parser(
+        "keys", help="CURVE keys for remote (TCP) clients",
+        description="Without arguments: the daemon's public key, the authorized client keys, and "
+                    "this user's own client key (created on first use). `add KEY [NAME]` admits a "
+                    "client; `remove KEY` stops admitting it. A remote client sets "
+                    "CTXKEEP_SERVER_KEY and CTXKEEP_CONTROL/CTXKEEP_EVENTS to tcp:// endpoints.")
+    parser.add_argument("action", nargs="?", default="show", choices=["show", "add", "remove"])
+    parser.add_argument("key", nargs="?", help="a client's public key (add, remove)")
+    parser.add_argument("name", nargs="?", default="", help="a name for it (add)")
+    parser.set_defaults(run=run_keys)
+    return parser
+
+
+def run_keys(args: argparse.Namespace) -> int:
+    if args.action in ("add", "remove"):
+        if not args.key:
+            print(f"ctxkeep: `ctxkeep keys {args.action}` needs a KEY", file=sys.stderr)
+            return 2
+        return _daemon_module("curve", args.action, args.key, *([args.name] if args.name else []))
+    code = _daemon_module("curve", "show")
+    print(f"this user's client public key: {client_pair()[0].decode()}")
+    return code

@@ -1,0 +1,313 @@
+"""Operations: systemd units and notify, socket activation, install, reload, config, CURVE, logs."""
+
+import os
+import shutil
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import zmq
+import zmq.auth
+
+from conftest import wait_terminal
+from ctxkeep.clients import Client, CtxkeepError
+from ctxkeep.daemon import systemd
+from ctxkeep.protocol.events import ResponseGeneration
+from harness import DaemonProcess
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def needs(tool: str) -> None:
+    """CI installs these tools (.ci/run); elsewhere a missing one skips the test."""
+    if shutil.which(tool) is None:
+        if os.environ.get("CI"):
+            pytest.fail(f"{tool} is missing: .ci/run should install it")
+        pytest.skip(f"{tool} is not installed")
+
+
+# -- units -------------------------------------------------------------------------------
+
+
+def test_installed_units_pass_systemd_analyze_verify(daemon_factory, short_tmp):
+    needs("systemd-analyze")
+    d = daemon_factory()
+    result = d.cli("daemon", "install")
+    assert result.returncode == 0, result.stderr
+    folder = Path(d.env["XDG_CONFIG_HOME"]) / "systemd" / "user"
+    units = sorted(str(p) for p in folder.iterdir())
+    assert [Path(u).name for u in units] == ["ctxkeep-ctl.socket", "ctxkeep-events.socket",
+                                              "ctxkeep.service"]
+    service = (folder / "ctxkeep.service").read_text()
+    assert f"ExecStart={Path(sys.executable).parent / 'ctxkeepd'}" in service
+    assert f"ReadWritePaths={short_tmp}/data/ctxkeep" in service
+    assert "Type=notify" in service and "WatchdogSec=" in service
+    # System-mode verification: user mode needs a running user manager, which CI lacks.
+    check = subprocess.run(["systemd-analyze", "verify", *units], capture_output=True, text=True)
+    assert check.returncode == 0 and not check.stderr.strip(), check.stderr
+
+
+def test_install_without_systemd_prints_what_to_run(daemon_factory):
+    d = daemon_factory()
+    d.env["PATH"] = f"{Path(sys.executable).parent}:/nonexistent"
+    result = d.cli("daemon", "install")
+    assert result.returncode == 0
+    assert "  systemctl --user daemon-reload\n" in result.stdout
+    assert ("  systemctl --user enable --now ctxkeep-ctl.socket ctxkeep-events.socket "
+            "ctxkeep.service\n") in result.stdout
+
+
+def test_install_and_uninstall_drive_systemctl(daemon_factory, short_tmp):
+    d = daemon_factory()
+    fake = short_tmp / "bin"
+    fake.mkdir()
+    log = short_tmp / "systemctl.log"
+    (fake / "systemctl").write_text(f'#!/bin/sh\necho "$*" >> {log}\nexit 0\n')
+    (fake / "systemctl").chmod(0o755)
+    d.env["PATH"] = f"{fake}:{d.env['PATH']}"
+    assert d.cli("daemon", "install").returncode == 0
+    calls = log.read_text().splitlines()
+    assert calls == ["--user show-environment", "--user daemon-reload",
+                     "--user enable --now ctxkeep-ctl.socket ctxkeep-events.socket ctxkeep.service"]
+    log.unlink()
+    assert d.cli("daemon", "uninstall").returncode == 0
+    assert log.read_text().splitlines() == [
+        "--user show-environment",
+        "--user disable --now ctxkeep-ctl.socket ctxkeep-events.socket ctxkeep.service",
+        "--user daemon-reload"]
+    assert not list((Path(d.env["XDG_CONFIG_HOME"]) / "systemd" / "user").iterdir())
+
+
+def test_daemon_status_shows_both_views(daemon):
+    result = daemon.cli("daemon", "status")
+    assert result.returncode == 0
+    assert "ctxkeepd 0.1.0" in result.stdout and "systemd:" in result.stdout
+
+
+# -- the notify protocol -----------------------------------------------------------------------
+
+
+def test_notify_ready_watchdog_stopping_in_order(daemon_factory, short_tmp):
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    listener.bind(str(short_tmp / "notify"))
+    listener.settimeout(20)
+    d = daemon_factory()
+    d.env.update(NOTIFY_SOCKET=str(short_tmp / "notify"), WATCHDOG_USEC="200000")
+    d.start()
+    messages = []
+    while sum("WATCHDOG=1" in m for m in messages) < 3:
+        messages.append(listener.recv(4096).decode())
+    d.proc.send_signal(signal.SIGTERM)
+    while not any("STOPPING=1" in m for m in messages):
+        messages.append(listener.recv(4096).decode())
+    assert d.proc.wait(30) == 0
+    listener.close()
+    lines = [line for m in messages for line in m.splitlines()]
+    ready = lines.index("READY=1")
+    watchdog = lines.index("WATCHDOG=1")
+    stopping = lines.index("STOPPING=1")
+    assert ready < watchdog < stopping
+    assert any(line.startswith("STATUS=") for line in lines)
+
+
+def test_watchdog_interval_is_half_the_period():
+    assert systemd.watchdog_interval({"WATCHDOG_USEC": "30000000"}) == 15.0
+    assert systemd.watchdog_interval({"WATCHDOG_USEC": "30000000", "WATCHDOG_PID": "1"}) is None
+    assert systemd.watchdog_interval({}) is None
+    assert systemd.notify("READY=1", env={}) is False
+
+
+def test_socket_activation_adopts_systemds_sockets(daemon_factory, short_tmp, standin):
+    needs("systemd-socket-activate")
+    d = daemon_factory()
+    run = Path(d.env["XDG_RUNTIME_DIR"]) / "ctxkeep"
+    run.mkdir(mode=0o700)
+    keep = ("XDG_RUNTIME_DIR", "XDG_DATA_HOME", "XDG_CONFIG_HOME", "OLLAMA_HOST", "PATH", "HOME")
+    command = ["systemd-socket-activate", "-l", str(run / "ctl"), "-l", str(run / "events"),
+               "--fdname=ctl:events", *(f"-E{k}={d.env[k]}" for k in keep if k in d.env),
+               sys.executable, "-m", "ctxkeep.daemon.main", "--log-level", "debug"]
+    proc = subprocess.Popen(command, env=d.env, stdout=d.log.open("a"), stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 20
+        while not (run / "events").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        with Client(d.control, d.events, timeout=15) as c:  # the first connection starts it
+            c.subscribe("")
+            s = c.create_session(model="qwen2.5:7b").session
+            acc = c.send(s.id, "hello through adopted sockets")
+            end, _ = wait_terminal(c, acc.generation_id)
+            assert isinstance(end, ResponseGeneration)
+        assert "adopted sockets from systemd: ctl, events" in d.log.read_text()
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(30)
+
+
+# -- reload, config, logs ------------------------------------------------------------------------
+
+
+def test_sighup_reloads_live_keys_and_reports_the_rest(daemon_factory, standin):
+    d = daemon_factory()
+    d.write_config("num_ctx = 4096\n")
+    d.start()
+    with d.client() as c:
+        assert c.create_session().session.num_ctx == 4096
+        d.write_config('num_ctx = 2048\ncompaction_tail_turns = 2\nollama_host = "http://127.0.0.1:1"\n')
+        d.proc.send_signal(signal.SIGHUP)
+        deadline = time.monotonic() + 10
+        while "configuration reloaded" not in d.log.read_text() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert c.create_session().session.num_ctx == 2048
+        assert c.status().status.ollama.host == standin.url  # needs a restart: unchanged
+    log = d.log.read_text()
+    assert "applied num_ctx, compaction_tail_turns" in log
+    assert "needs a restart to apply: ollama_host" in log
+
+
+def test_sighup_with_a_broken_file_keeps_running(daemon_factory):
+    d = daemon_factory()
+    d.start()
+    d.write_config("num_ctx = [\n")
+    d.proc.send_signal(signal.SIGHUP)
+    with d.client() as c:
+        deadline = time.monotonic() + 10
+        while "reload failed" not in d.log.read_text() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert c.ping() and c.create_session().session.num_ctx == 8192
+    assert "not valid TOML" in d.log.read_text()
+
+
+def test_config_show_says_where_each_value_comes_from(daemon_factory):
+    d = daemon_factory()
+    d.write_config('default_model = "qwen2.5:7b"\n')
+    result = d.cli("config", "show")
+    assert result.returncode == 0
+    lines = result.stdout.splitlines()
+    assert f'default_model = "qwen2.5:7b"  # {d.config_file}' in lines
+    assert "num_ctx = 8192  # default" in lines
+    assert f'ollama_host = "{d.env["OLLAMA_HOST"]}"  # environment (OLLAMA_HOST)' in lines
+    d.write_config("num_ctxx = 1\n")
+    bad = d.cli("config", "show")
+    assert bad.returncode == 2 and "unknown key `num_ctxx`; did you mean `num_ctx`?" in bad.stderr
+
+
+def test_config_md_matches_the_code():
+    from ctxkeep.daemon.config import render_markdown
+    assert (REPO / "docs" / "config.md").read_text() == render_markdown(), \
+        "docs/config.md is stale: python -m ctxkeep.daemon.config --doc > docs/config.md"
+
+
+def test_logs_carry_journald_priorities_under_systemd(daemon_factory):
+    d = daemon_factory()
+    d.env["JOURNAL_STREAM"] = "8:12345"
+    d.start()
+    d.stop()
+    lines = d.log.read_text().splitlines()
+    assert any(line.startswith("<6>INFO ctxkeep.daemon.server: ctxkeepd 0.1.0 ready") for line in lines)
+    assert "\x1b[" not in d.log.read_text()
+
+
+# -- remote clients over TCP with CURVE -------------------------------------------------------------
+
+
+@pytest.fixture
+def tcp_daemon(daemon_factory, short_tmp):
+    d = daemon_factory()
+    ctl, events = free_port(), free_port()
+    d.write_config(f'tcp_control = "tcp://127.0.0.1:{ctl}"\ntcp_events = "tcp://127.0.0.1:{events}"\n')
+    d.tcp = (f"tcp://127.0.0.1:{ctl}", f"tcp://127.0.0.1:{events}")
+    return d
+
+
+def remote_client(d, keys_dir: Path, timeout: float = 5.0) -> Client:
+    """A client with its own key pair in `keys_dir`, as on another machine."""
+    os.environ["XDG_CONFIG_HOME"] = str(keys_dir)
+    server_public = (Path(d.env["XDG_CONFIG_HOME"]) / "ctxkeep" / "curve" / "server.key")
+    os.environ["CTXKEEP_SERVER_KEY"] = zmq.auth.load_certificate(str(server_public))[0].decode()
+    return Client(*d.tcp, timeout=timeout)
+
+
+@pytest.fixture
+def remote_env():
+    saved = {k: os.environ.get(k) for k in ("XDG_CONFIG_HOME", "CTXKEEP_SERVER_KEY")}
+    yield
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+
+
+def client_public(keys_dir: Path) -> str:
+    from ctxkeep.clients.curve_keys import client_pair
+    return client_pair(keys_dir / "ctxkeep" / "curve")[0].decode()
+
+
+def test_tcp_without_keys_refuses_to_start(tcp_daemon):
+    tcp_daemon.start(wait=False)
+    assert tcp_daemon.proc.wait(30) == 1
+    assert "no client key is authorized" in tcp_daemon.log.read_text()
+    assert "ctxkeep keys add" in tcp_daemon.log.read_text()
+
+
+def test_curve_admits_listed_keys_only(tcp_daemon, short_tmp, remote_env, standin, tmp_path):
+    alice, mallory = short_tmp / "alice", short_tmp / "mallory"
+    added = tcp_daemon.cli("keys", "add", client_public(alice), "alice")
+    assert added.returncode == 0, added.stderr
+    listing = tcp_daemon.cli("keys")
+    assert "server public key:" in listing.stdout and "alice" in listing.stdout
+    secret = Path(tcp_daemon.env["XDG_CONFIG_HOME"]) / "ctxkeep" / "curve" / "server.key_secret"
+    assert stat.S_IMODE(secret.stat().st_mode) == 0o600
+    tcp_daemon.start()
+
+    with remote_client(tcp_daemon, alice) as c:
+        assert c.ping()
+        c.subscribe("")
+        s = c.create_session(model="qwen2.5:7b").session
+        (tmp_path / "secret.txt").write_text("daemon-side file")
+        acc = c.send(s.id, "read @secret.txt", cwd=str(tmp_path))
+        assert acc.warnings == ["@secret.txt: this client may not read files on the daemon's machine"]
+        end, _ = wait_terminal(c, acc.generation_id)
+        assert isinstance(end, ResponseGeneration)
+        assert "daemon-side file" not in standin.chats[-1].body["messages"][-1]["content"]
+
+    client_public(mallory)
+    with remote_client(tcp_daemon, mallory, timeout=2.0) as c:
+        with pytest.raises(CtxkeepError) as err:
+            c.ping()
+        assert err.value.code == "daemon_unavailable"  # an unknown key gets nothing at all
+
+    with tcp_daemon.client() as local:  # local ipc clients are unaffected
+        assert local.ping()
+
+
+def test_backup_while_running_and_restore(daemon_factory, short_tmp, standin):
+    d = daemon_factory().start()
+    with d.client() as c:
+        c.subscribe("")
+        s = c.create_session(name="precious", model="qwen2.5:7b").session
+        acc = c.send(s.id, "keep me")
+        wait_terminal(c, acc.generation_id)
+        result = d.cli("daemon", "backup", str(short_tmp / "copy"))
+        assert result.returncode == 0, result.stderr
+        assert "backed up to" in result.stdout
+        c.delete("precious")
+    assert d.cli("daemon", "backup", str(short_tmp / "copy")).returncode == 1  # not empty
+    d.stop()
+    store = short_tmp / "data" / "ctxkeep" / "store"
+    (store / "data.mdb").unlink()
+    shutil.copy(short_tmp / "copy" / "data.mdb", store / "data.mdb")
+    d.start()
+    with d.client() as c:
+        assert [m.content for m in c.history("precious").messages][0] == "keep me"
