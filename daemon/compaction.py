@@ -5,21 +5,27 @@ too long for one call, one per chunk and then merge calls — each sized so
 that its prompt plus the summary's own room fits the compaction model's
 window. Only when a summary is accepted (not empty, smaller than what it
 replaces) is the active context replaced, in one LMDB transaction, by
-[summary, tail]; history keeps every message. Anything else — a model error,
-a rejected summary, a cancel, a crash — leaves the session as it was.
+[summary, pinned messages, tail]; history keeps every message, the goal
+record stays, and a snapshot taken just before lets `undo` put it all back.
+Anything else — a model error, a rejected summary, a cancel, a crash —
+leaves the session as it was.
 """
 
 import asyncio
 import logging
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..protocol import ErrorCode
 from ..protocol.events import (
-    CompactionProgress, CompactionRequest, CompactionResult, ContextUsage, SessionUpdated,
+    CompactionProgress, CompactionRequest, CompactionResult, ContextUsage, ContextWarning,
+    SessionUpdated, SnapshotCreated,
 )
 from ..protocol.replies import CompactionPlan
+from . import goals as goal_markers
+from . import reliability
 from .bus import EventBus
 from .config import Config
 from .estimator import Estimator
@@ -29,7 +35,7 @@ from .prompt import (
     COMPACTION_SYSTEM, MERGE_SYSTEM, SUMMARY_PREFIX, context_messages, summary_call,
     transcript_line,
 )
-from .records import CompactionRecord, MessageRecord, NewMessage, SessionRecord
+from .records import ActiveContext, CompactionRecord, MessageRecord, NewMessage, SessionRecord
 from .store import Store, StoreError
 from .usage import usage_of
 
@@ -62,39 +68,6 @@ def split_tail(active: list[MessageRecord], tail_turns: int) -> tuple[list[Messa
     return active[:cut], active[cut:]
 
 
-@dataclass
-class Plan:
-    """What a compaction of a session would do now."""
-
-    session: SessionRecord
-    active: list[MessageRecord]
-    head: list[MessageRecord]
-    keep: list[MessageRecord]
-    model: str
-    window: int
-    room: int
-    budget: int
-    tokens_before: int
-    before_exact: bool
-    tokens_summarized: int
-    tokens_after: int
-    chunks: list[str] = field(default_factory=list)
-    skip_reason: str = ""
-
-    @property
-    def calls(self) -> int:
-        return len(self.chunks) + (1 if len(self.chunks) > 1 else 0)
-
-    def reply(self, request_id: str) -> CompactionPlan:
-        return CompactionPlan(
-            id=request_id, session_id=self.session.id, summarize=[m.seq for m in self.head],
-            keep=[m.seq for m in self.keep], tokens_before=self.tokens_before,
-            tokens_before_exact=self.before_exact, tokens_summarized=self.tokens_summarized,
-            tokens_after=self.tokens_after, tokens_freed=max(0, self.tokens_before - self.tokens_after),
-            calls=self.calls if not self.skip_reason else 0, model=self.model,
-            skip_reason=self.skip_reason)
-
-
 def chunk_lines(lines: list[tuple[str, int]], budget: int) -> list[str]:
     """Greedy chunks of transcript lines, each at most `budget` estimated tokens; a line
     longer than the budget is cut into pieces that fit."""
@@ -119,8 +92,132 @@ def chunk_lines(lines: list[tuple[str, int]], budget: int) -> list[str]:
 
 
 @dataclass
+class Summarizer:
+    """Summarization calls that never overflow the summarizing model's window."""
+
+    backend: OllamaBackend
+    estimator: Estimator
+    model: str
+    window: int
+    #: The most tokens one summary may take (num_predict).
+    room: int
+    #: Estimated tokens of text one call may be given.
+    budget: int
+
+    @classmethod
+    async def for_model(cls, backend: OllamaBackend, estimator: Estimator, model: str,
+                        num_ctx: int, max_room: int) -> "Summarizer":
+        facts = await backend.facts(model)
+        window = min(num_ctx, facts.context_length) if facts.context_length else num_ctx
+        room = min(max_room, window // 4)
+        system_cost = estimator.prompt(model, summary_call(COMPACTION_SYSTEM, "", "", _HEADER)) + 400
+        return cls(backend, estimator, model, window, room, int((window - room - system_cost) * _MARGIN))
+
+    def chunks(self, messages: list[MessageRecord]) -> list[str]:
+        lines = [(line, self.estimator.text(self.model, line)) for line in map(transcript_line, messages)]
+        return chunk_lines(lines, self.budget)
+
+    async def call(self, system: str, instructions: str, body: str, header: str,
+                   room: int | None = None) -> tuple[str, int]:
+        """One summary: (text, its tokens). Raises SummaryRejected on an empty one."""
+        messages = summary_call(system, instructions, body, header)
+        options = {"num_ctx": self.window, "num_predict": room or self.room}
+        response = await self.backend.chat_once(self.model, messages, options)
+        text = (response.message.content or "").strip()
+        if not text:
+            raise SummaryRejected("the model returned an empty summary")
+        return text, int(response.eval_count or 0) or self.estimator.text(self.model, text)
+
+    async def summarize(self, chunks: list[str], system: str, instructions: str,
+                        progress: Callable[[int, int, str], None] = lambda *_: None,
+                        room: int | None = None) -> tuple[str, int]:
+        """The summary of the chunks: one call each, then merge calls until one remains."""
+        steps = len(chunks) + (1 if len(chunks) > 1 else 0)
+        step = 0
+        texts: list[tuple[str, int]] = []
+        for chunk in chunks:
+            texts.append(await self.call(system, instructions, chunk, _HEADER, room))
+            step += 1
+            progress(step, max(steps, step), f"summarized part {step} of {len(chunks)}")
+        while len(texts) > 1:
+            lines = [(f"Part {i + 1}: {t}\n\n", self.estimator.text(self.model, t) + 4)
+                     for i, (t, _) in enumerate(texts)]
+            groups = chunk_lines(lines, self.budget)
+            if len(groups) >= len(texts):  # each summary alone fills a call: merge pairwise
+                groups = ["".join(line for line, _ in lines[i:i + 2]) for i in range(0, len(lines), 2)]
+            texts = []
+            for group in groups:
+                texts.append(await self.call(MERGE_SYSTEM, instructions, group, _MERGE_HEADER, room))
+                step += 1
+                progress(step, max(steps, step), "merged summaries")
+        return texts[0]
+
+
+def instructions_for(context: ActiveContext, extra: str = "") -> str:
+    """What every summarizer is told: the goal record (seed 002) and any extra instructions."""
+    return "\n\n".join(p for p in (goal_markers.summarizer_context(context.goals), extra) if p)
+
+
+@dataclass
+class Plan:
+    """What a compaction of a session would do now."""
+
+    session: SessionRecord
+    context: ActiveContext
+    active: list[MessageRecord]
+    head: list[MessageRecord]
+    keep: list[MessageRecord]
+    summarizer: Summarizer
+    tokens_before: int
+    before_exact: bool
+    tokens_summarized: int
+    tokens_after: int
+    chunks: list[str] = field(default_factory=list)
+    skip_reason: str = ""
+
+    @property
+    def calls(self) -> int:
+        return len(self.chunks) + (1 if len(self.chunks) > 1 else 0)
+
+    def reply(self, request_id: str) -> CompactionPlan:
+        return CompactionPlan(
+            id=request_id, session_id=self.session.id, summarize=[m.seq for m in self.head],
+            keep=[m.seq for m in self.keep], tokens_before=self.tokens_before,
+            tokens_before_exact=self.before_exact, tokens_summarized=self.tokens_summarized,
+            tokens_after=self.tokens_after, tokens_freed=max(0, self.tokens_before - self.tokens_after),
+            calls=self.calls if not self.skip_reason else 0, model=self.summarizer.model,
+            skip_reason=self.skip_reason)
+
+
+@dataclass
+class ContextEvents:
+    """What every compaction publishes around its change: snapshot, session, usage, warnings."""
+
+    store: Store
+    bus: EventBus
+    estimator: Estimator
+    config: Config
+
+    def snapshot(self, session_id: str, reason: str) -> None:
+        snapshot = self.store.save_snapshot(session_id, reason)
+        self.bus.publish(SnapshotCreated(snapshot=snapshot.info()), session_id)
+
+    def changed(self, session: SessionRecord, context: ActiveContext) -> None:
+        """After a compaction: session.updated, context.usage, and the reliability warning."""
+        active = self.store.messages(session.id, context.seqs)
+        self.bus.publish(SessionUpdated(session=session.info(busy=True)), session.id)
+        self.bus.publish(ContextUsage(usage=usage_of(session, context, active, self.estimator,
+                                                     self.config)), session.id)
+        now = reliability.score(session.parameter_size, session.compactions)
+        before = reliability.score(session.parameter_size, session.compactions - 1)
+        if now < reliability.WARNING_BELOW <= before:
+            self.bus.publish(ContextWarning(kind="reliability", message=reliability.warning(
+                session.model, session.compactions)), session.id)
+
+
+@dataclass
 class Compactor:
-    """Plans and runs compactions through the session job queue."""
+    """Plans and runs manual compactions through the session job queue."""
 
     store: Store
     bus: EventBus
@@ -129,46 +226,52 @@ class Compactor:
     jobs: SessionJobs
     estimator: Estimator
 
+    @property
+    def events(self) -> ContextEvents:
+        return ContextEvents(self.store, self.bus, self.estimator, self.config)
+
     def model_for(self, session: SessionRecord) -> str:
         return session.compaction_model or self.config.compaction_model or session.model
 
-    def tokens_now(self, session: SessionRecord, active: list[MessageRecord]) -> tuple[int, bool]:
+    async def summarizer(self, session: SessionRecord) -> Summarizer:
+        return await Summarizer.for_model(self.backend, self.estimator, self.model_for(session),
+                                          session.num_ctx, self.config.summary_max_tokens)
+
+    def tokens_now(self, session: SessionRecord, context: ActiveContext,
+                   active: list[MessageRecord]) -> tuple[int, bool]:
         """The context's size: the last exact count, or an estimate when there is none."""
         if session.tokens_exact and session.token_count:
             return session.token_count, True
-        return self.estimator.prompt(session.model, context_messages(session, active)), False
+        return self.estimator.prompt(session.model, context_messages(session, context, active)), False
 
     async def plan(self, session: SessionRecord, tail_turns: int | None) -> Plan:
         """What compacting now would do (asks /api/show for the compaction model's window)."""
         tail = self.config.compaction_tail_turns if tail_turns is None else tail_turns
-        active = self.store.active_messages(session.id)
-        head, keep = split_tail(active, tail)
-        model = self.model_for(session)
-        facts = await self.backend.facts(model)
-        window = min(session.num_ctx, facts.context_length) if facts.context_length else session.num_ctx
-        room = min(self.config.summary_max_tokens, window // 4)
-        system_cost = self.estimator.prompt(model, summary_call(COMPACTION_SYSTEM, "", "", _HEADER))
-        budget = int((window - room - system_cost) * _MARGIN)
-        before, exact = self.tokens_now(session, active)
-        lines = [(line, self.estimator.text(model, line)) for line in map(transcript_line, head)]
+        context = self.store.context(session.id)
+        active = self.store.messages(session.id, context.seqs)
+        older, tail_messages = split_tail(active, tail)
+        pinned = set(context.pinned)
+        head = [m for m in older if m.seq not in pinned]
+        keep = [m for m in older if m.seq in pinned] + tail_messages
+        summarizer = await self.summarizer(session)
+        before, exact = self.tokens_now(session, context, active)
         summarized = sum(self.estimator.message(session.model, m.content) for m in head)
         # A summary typically takes about a quarter of what it replaces, within its room.
-        projected_summary = min(room, max(16, summarized // 4))
-        after = self.estimator.prompt(session.model, context_messages(session, keep)) + projected_summary
-        plan = Plan(session=session, active=active, head=head, keep=keep, model=model,
-                    window=window, room=room, budget=budget, tokens_before=before,
-                    before_exact=exact, tokens_summarized=summarized,
-                    tokens_after=min(after, before) if head else before)
+        projected = min(summarizer.room, max(16, summarized // 4))
+        after = self.estimator.prompt(session.model, context_messages(session, context, keep)) + projected
+        plan = Plan(session=session, context=context, active=active, head=head, keep=keep,
+                    summarizer=summarizer, tokens_before=before, before_exact=exact,
+                    tokens_summarized=summarized, tokens_after=min(after, before) if head else before)
         if not head:
             plan.skip_reason = (f"nothing to compact: the session has {len(active)} active "
-                                f"messages, all inside the last {tail} turns kept verbatim")
+                                f"messages, all inside the last {tail} turns kept verbatim or pinned")
         elif all(m.kind == "summary" for m in head):
             plan.skip_reason = "nothing to compact: everything before the kept turns is already a summary"
-        elif budget < 64:
-            plan.skip_reason = (f"the compaction model's window ({window:,} tokens) leaves no room "
-                                "for a summarization call: raise num_ctx or set compaction_model")
+        elif summarizer.budget < 64:
+            plan.skip_reason = (f"the compaction model's window ({summarizer.window:,} tokens) leaves "
+                                "no room for a summarization call: raise num_ctx or set compaction_model")
         else:
-            plan.chunks = chunk_lines(lines, budget)
+            plan.chunks = summarizer.chunks(head)
         return plan
 
     def submit(self, session: SessionRecord, tail_turns: int | None, instructions: str,
@@ -210,7 +313,11 @@ class Compactor:
             session.id)
         failure = dict(tokens_before=plan.tokens_before, tokens_after=plan.tokens_before)
         try:
-            text, tokens = await self._summarize(job, plan, instructions)
+            def progress(step: int, steps: int, detail: str) -> None:
+                self.bus.publish(CompactionProgress(compaction_id=job.id, step=step, steps=steps,
+                                                    detail=detail), job.session_id)
+            text, tokens = await plan.summarizer.summarize(
+                plan.chunks, COMPACTION_SYSTEM, instructions_for(plan.context, instructions), progress)
             self._accept(job, plan, text, tokens, requested_by)
         except ModelCallError as exc:
             self._result(job, "failed", reason=f"{exc.code.value}: {exc.message}", **failure)
@@ -221,41 +328,6 @@ class Compactor:
         except StoreError as exc:
             self._result(job, "failed", reason=f"{ErrorCode.STORAGE_ERROR.value}: {exc}", **failure)
 
-    async def _summarize(self, job: Job, plan: Plan, instructions: str) -> tuple[str, int]:
-        """The summary of the plan's head, in chunks and merges when it needs more than one call."""
-        step, steps = 0, plan.calls
-        texts: list[tuple[str, int]] = []
-        for chunk in plan.chunks:
-            texts.append(await self._call(plan, COMPACTION_SYSTEM, instructions, chunk, _HEADER))
-            step += 1
-            self.bus.publish(CompactionProgress(compaction_id=job.id, step=step, steps=max(steps, step),
-                                                detail=f"summarized part {step} of {len(plan.chunks)}"),
-                             job.session_id)
-        while len(texts) > 1:
-            lines = [(f"Part {i + 1}: {t}\n\n", self.estimator.text(plan.model, t) + 4)
-                     for i, (t, _) in enumerate(texts)]
-            groups = chunk_lines(lines, plan.budget)
-            if len(groups) >= len(texts):  # each summary alone fills a call: merge pairwise
-                groups = ["".join(line for line, _ in lines[i:i + 2]) for i in range(0, len(lines), 2)]
-            texts = []
-            for group in groups:
-                texts.append(await self._call(plan, MERGE_SYSTEM, instructions, group, _MERGE_HEADER))
-                step += 1
-                self.bus.publish(CompactionProgress(compaction_id=job.id, step=step,
-                                                    steps=max(steps, step), detail="merged summaries"),
-                                 job.session_id)
-        return texts[0]
-
-    async def _call(self, plan: Plan, system: str, instructions: str, body: str,
-                    header: str) -> tuple[str, int]:
-        messages = summary_call(system, instructions, body, header)
-        options = {"num_ctx": plan.window, "num_predict": plan.room}
-        response = await self.backend.chat_once(plan.model, messages, options)
-        text = (response.message.content or "").strip()
-        if not text:
-            raise SummaryRejected("the model returned an empty summary")
-        return text, int(response.eval_count or 0) or self.estimator.text(plan.model, text)
-
     def _accept(self, job: Job, plan: Plan, text: str, tokens: int, requested_by: str) -> None:
         summary_tokens = self.estimator.message(plan.session.model, SUMMARY_PREFIX + text)
         if max(tokens, summary_tokens) >= plan.tokens_summarized:
@@ -265,20 +337,20 @@ class Compactor:
         content = SUMMARY_PREFIX + text
         role = self.config.summary_role
         standin = MessageRecord(seq=-1, role=role, content=content, created=0.0, kind="summary")
-        after = self.estimator.prompt(session.model, context_messages(session, [standin, *plan.keep]))
+        after = self.estimator.prompt(session.model, context_messages(session, plan.context,
+                                                                      [standin, *plan.keep]))
         freed = max(0, plan.tokens_before - after)
         record = CompactionRecord(
             time=time.time(), level=0, strategy="summary", tokens_before=plan.tokens_before,
             tokens_after=after, tokens_freed=freed, summarized=[m.seq for m in plan.head],
-            kept=[m.seq for m in plan.keep], summary_seq=-1, model=plan.model,
+            kept=[m.seq for m in plan.keep], summary_seq=-1, model=plan.summarizer.model,
             requested_by=requested_by)
+        self.events.snapshot(session.id, "before compaction (manual)")
         session, summary = self.store.compact(
             session.id, expected=[m.seq for m in plan.active],
-            summary=NewMessage(role=role, content=content, model=plan.model, eval_count=tokens),
+            summary=NewMessage(role=role, content=content, model=plan.summarizer.model, eval_count=tokens),
             keep=[m.seq for m in plan.keep], record=record, token_estimate=after)
         self._result(job, "ok", tokens_before=plan.tokens_before, tokens_after=after,
                      tokens_freed=freed, marker=marker(plan.tokens_before, after, freed),
                      summarized=len(plan.head), kept=len(plan.keep), summary_seq=summary.seq)
-        self.bus.publish(SessionUpdated(session=session.info(busy=True)), session.id)
-        self.bus.publish(ContextUsage(usage=usage_of(
-            session, self.store.active_messages(session.id), self.estimator)), session.id)
+        self.events.changed(session, self.store.context(session.id))

@@ -25,7 +25,8 @@ LIVE = frozenset({
     "default_model", "num_ctx", "default_options", "max_frame_bytes", "token_batch_ms",
     "drain_timeout", "compaction_tail_turns", "compaction_model", "summary_role",
     "summary_max_tokens", "file_roots", "file_max_bytes", "file_summary_threshold",
-    "remote_file_refs",
+    "remote_file_refs", "auto_compaction", "compaction_thresholds", "compaction_cooldown",
+    "keep_recent_messages", "preserve_user_messages", "embed_model", "reply_reserve_tokens",
 })
 
 
@@ -82,6 +83,22 @@ class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         "The largest file an @file reference reads, in bytes.")] = 1 << 20
     file_summary_threshold: Annotated[int, Meta(ge=0), _doc(
         "Files above this many bytes are summarized unless @path:full is asked.")] = 5 * 1024
+    auto_compaction: Annotated[bool, _doc(
+        "Compact automatically as the conversation fills its budget (per session: `ctxkeep set`).")] = True
+    compaction_thresholds: Annotated[list[Annotated[float, Meta(gt=0, le=1)]], Meta(min_length=3, max_length=3), _doc(
+        "Budget fill at which levels 1 (file references to summaries), 2 (prune low-relevance "
+        "messages) and 3 (checkpoint) run.")] = msgspec.field(default_factory=lambda: [0.5, 0.65, 0.8])
+    compaction_cooldown: Annotated[int, Meta(ge=0), _doc(
+        "Messages between two automatic compactions (a prompt that would not fit overrides it).")] = 2
+    keep_recent_messages: Annotated[int, Meta(ge=1), _doc(
+        "The last messages automatic compaction never prunes or summarizes.")] = 5
+    preserve_user_messages: Annotated[bool, _doc(
+        "Never compress user messages (until they would fill half the budget: then the oldest "
+        "are folded, verbatim, into a checkpoint).")] = True
+    embed_model: Annotated[str, _doc(
+        "The Ollama model for relevance embeddings (level 2); \"\" = keywords only.")] = "nomic-embed-text"
+    reply_reserve_tokens: Annotated[int, Meta(ge=0), _doc(
+        "Room kept for the answer in every prompt (at most an eighth of the window).")] = 1024
     tcp_control: Annotated[str, _doc(
         "A TCP control endpoint for remote clients, e.g. tcp://0.0.0.0:5555; \"\" = none. "
         "Only with CURVE: clients must be listed in the authorized keys (`ctxkeep keys add`).")] = ""

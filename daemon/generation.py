@@ -13,9 +13,11 @@ from dataclasses import dataclass
 
 from ..protocol import ErrorCode
 from ..protocol.events import (
-    ContextUsage, GenerationError, GenerationThinking, GenerationToken, QueryReceived,
+    ContextUsage, GenerationError, GenerationThinking, GenerationToken, GoalUpdated, QueryReceived,
     ResponseGeneration, SessionUpdated,
 )
+from . import goals as goal_markers
+from .autocompact import AutoCompactor, CannotFit
 from .batcher import TextBatcher
 from .bus import EventBus
 from .config import Config
@@ -49,6 +51,7 @@ class Generations:
     config: Config
     jobs: SessionJobs
     estimator: Estimator
+    auto: AutoCompactor
 
     def submit(self, session: SessionRecord, text: str, think: bool | None,
                files: list[Attachment]) -> tuple[Job, int]:
@@ -81,7 +84,13 @@ class Generations:
             GenerationThinking(generation_id=job.id, index=i, text=text), sid))
         try:
             session = await self._window(session)
-            messages = build_messages(session, self.store.active_messages(sid), user)
+            try:
+                await self.auto.before_send(sid, user)
+            except CannotFit:
+                pass  # the estimate check below refuses it with a clear message
+            session = self.store.session(sid)
+            context = self.store.context(sid)
+            messages = build_messages(session, context, self.store.messages(sid, context.seqs), user)
             estimate = self.estimator.prompt(session.model, messages)
             if estimate > session.window:
                 raise ModelCallError(
@@ -107,19 +116,30 @@ class Generations:
                            "".join(thinking), final)
         except ModelCallError as exc:
             self._fail(job, exc.code, exc.message, answer, thinking, tokens, thoughts)
+            return
         except asyncio.CancelledError:
             self._fail(job, ErrorCode.CANCELLED, "cancelled by a client", answer, thinking,
                        tokens, thoughts)
+            return
         except StoreError as exc:
             self._fail(job, ErrorCode.STORAGE_ERROR, f"could not store the answer: {exc}",
                        answer, thinking, tokens, thoughts)
+            return
+        try:  # the answer is stored and announced; now keep the context within its budget
+            await self.auto.after_turn(sid)
+        except (ModelCallError, StoreError) as exc:
+            log.warning("session=%s automatic compaction failed: %s", sid, exc)
+        except asyncio.CancelledError:
+            pass
 
     async def _window(self, session: SessionRecord) -> SessionRecord:
-        """The session with its model's context_length (from /api/show) recorded."""
+        """The session with its model's context_length and size (from /api/show) recorded."""
         facts = await self.backend.facts(session.model)
-        if facts.context_length and facts.context_length != session.context_length:
+        if (facts.context_length and facts.context_length != session.context_length) or \
+                facts.parameter_size != session.parameter_size:
             def record(r: SessionRecord) -> None:
-                r.context_length = facts.context_length
+                r.context_length = facts.context_length or r.context_length
+                r.parameter_size = facts.parameter_size
             session = self.store.update_session(session.id, record)
         return session
 
@@ -151,9 +171,17 @@ class Generations:
             load_duration=int(final.load_duration or 0),
             prompt_eval_duration=int(final.prompt_eval_duration or 0),
             eval_duration=int(final.eval_duration or 0)), session.id)
+        goals = goal_markers.apply_markers(self.store.context(session.id).goals, answer)
+        if goals is not None:
+            def record_goals(context, _record) -> None:
+                context.goals = goals
+            session, _, _ = self.store.update_context(session.id, record_goals)
+            self.bus.publish(GoalUpdated(goals=goals), session.id)
+        context = self.store.context(session.id)
         self.bus.publish(SessionUpdated(session=session.info(busy=True)), session.id)
         self.bus.publish(ContextUsage(usage=usage_of(
-            session, self.store.active_messages(session.id), self.estimator)), session.id)
+            session, context, self.store.messages(session.id, context.seqs), self.estimator,
+            self.config)), session.id)
         log.info("session=%s generation=%s done: %d prompt tokens (estimated %d), %d answer tokens",
                  session.id, job.id, token_count, estimate, eval_count)
 

@@ -133,6 +133,17 @@ class OllamaBackend:
         except Exception as exc:  # noqa: BLE001
             raise self.explain(exc, model) from None
 
+    async def embed(self, model: str, texts: list[str]) -> list[list[float]]:
+        """Embeddings from /api/embed (one call for all texts)."""
+        try:
+            response = await self.client.embed(model=model, input=texts)
+        except Exception as exc:  # noqa: BLE001
+            raise self.explain(exc, model) from None
+        vectors = [list(v) for v in response.embeddings]
+        if len(vectors) != len(texts):
+            raise ModelCallError(ErrorCode.OLLAMA_ERROR, "Ollama returned the wrong number of embeddings")
+        return vectors
+
     def explain(self, exc: BaseException, model: str = "") -> ModelCallError:
         """A ModelCallError saying what went wrong and what to do next."""
         if isinstance(exc, ModelCallError):

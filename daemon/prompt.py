@@ -1,8 +1,32 @@
 """The message lists sent to the model: chat turns and summarization calls."""
 
-from .records import MessageRecord, SessionRecord
+from . import goals as goal_markers
+from .records import ActiveContext, Checkpoint, MessageRecord, SessionRecord
 
 Message = dict[str, str]
+
+
+def checkpoint_block(checkpoints: list[Checkpoint]) -> str:
+    """The checkpoints, oldest first, as they open the prompt."""
+    if not checkpoints:
+        return ""
+    parts = ["Summary of the earlier conversation, oldest part first:"]
+    parts += [f"[{c.age} checkpoint, messages {c.first_seq}-{c.last_seq}]\n{c.summary}" for c in checkpoints]
+    return "\n\n".join(parts)
+
+
+def system_text(session: SessionRecord, context: ActiveContext) -> str:
+    """The system message: the system prompt, the goal block, the checkpoints."""
+    parts = [session.system, goal_markers.render(context.goals), checkpoint_block(context.checkpoints)]
+    return "\n\n".join(p for p in parts if p)
+
+
+def _messages(session: SessionRecord, context: ActiveContext, active: list[MessageRecord]) -> list[Message]:
+    system = system_text(session, context)
+    out = [{"role": "system", "content": system}] if system else []
+    summarized = set(context.file_summaries)
+    out += [{"role": m.role, "content": m.prompt_content(m.seq in summarized)} for m in active]
+    return out
 
 
 def normalize(messages: list[Message]) -> list[Message]:
@@ -20,20 +44,18 @@ def normalize(messages: list[Message]) -> list[Message]:
     return out
 
 
-def context_messages(session: SessionRecord, active: list[MessageRecord]) -> list[Message]:
-    """The system prompt and the active context, as the model will see them."""
-    messages = [{"role": "system", "content": session.system}] if session.system else []
-    messages += [{"role": m.role, "content": m.prompt_content()} for m in active]
-    return normalize(messages)
+def context_messages(session: SessionRecord, context: ActiveContext,
+                     active: list[MessageRecord]) -> list[Message]:
+    """The system message and the active context, as the model will see them."""
+    return normalize(_messages(session, context, active))
 
 
-def build_messages(session: SessionRecord, active: list[MessageRecord],
+def build_messages(session: SessionRecord, context: ActiveContext, active: list[MessageRecord],
                    user: MessageRecord) -> list[Message]:
-    """A turn's prompt: system prompt, active context, then the new user message."""
-    messages = [{"role": "system", "content": session.system}] if session.system else []
-    messages += [{"role": m.role, "content": m.prompt_content()} for m in active]
-    messages.append({"role": "user", "content": user.prompt_content()})
-    return normalize(messages)
+    """A turn's prompt: system message (prompt, goals, checkpoints), active context, the new
+    user message."""
+    return normalize(_messages(session, context, active)
+                     + [{"role": "user", "content": user.prompt_content()}])
 
 
 #: Seed 000's summarizer instructions.
@@ -67,3 +89,15 @@ def summary_call(system: str, instructions: str, body: str, header: str) -> list
         system = f"{system}\n\nAlso: {instructions}"
     return [{"role": "system", "content": system},
             {"role": "user", "content": f"{header}\n\n{body}".rstrip()}]
+
+
+CHECKPOINT_SYSTEM = (
+    "You compress the older part of a conversation into a checkpoint that replaces it. "
+    "Keep decisions, facts established, code changes, file names, open questions and next "
+    "steps; drop pleasantries and repetition. Output only the checkpoint text."
+)
+AGE_SYSTEM = (
+    "You shorten a summary of an older part of a conversation. Keep only what matters for "
+    "continuing the work: decisions, facts, file names, open questions. Output only the "
+    "shortened summary."
+)

@@ -3,7 +3,9 @@ the storage schema and the protocol can change apart."""
 
 import msgspec
 
-from ..protocol.models import AttachedFile, MessageInfo, Options, SessionInfo
+from ..protocol.models import (
+    AttachedFile, CheckpointInfo, Goals, MessageInfo, Options, SessionInfo, SnapshotInfo,
+)
 
 
 class Attachment(msgspec.Struct, kw_only=True):
@@ -40,6 +42,11 @@ class SessionRecord(msgspec.Struct, kw_only=True):
     num_ctx: int
     #: The model's context_length from /api/show (0: not asked yet).
     context_length: int = 0
+    #: /api/show details.parameter_size, e.g. "7.6B" (for the reliability score).
+    parameter_size: str = ""
+    #: Automatic compaction: None = the daemon's setting; thresholds [] = the daemon's.
+    auto_compaction: bool | None = None
+    thresholds: list[float] = []
     created: float
     updated: float
     next_seq: int = 0
@@ -83,11 +90,13 @@ class MessageRecord(msgspec.Struct, kw_only=True):
     kind: str = "message"
     files: list[Attachment] = []
 
-    def prompt_content(self) -> str:
-        """The text the model sees: the message, then its expanded @file references."""
+    def prompt_content(self, file_summaries: bool = False) -> str:
+        """The text the model sees: the message, then its expanded @file references
+        (as summaries, where level-1 compaction made them so)."""
         if not self.files:
             return self.content
-        return "\n\n".join([self.content, *(f.block for f in self.files)])
+        blocks = [f.summary if file_summaries and f.summary else f.block for f in self.files]
+        return "\n\n".join([self.content, *blocks])
 
     def info(self) -> MessageInfo:
         """The message as the protocol shows it."""
@@ -127,10 +136,63 @@ class FileRefRecord(msgspec.Struct, kw_only=True):
     size: int
 
 
+class Checkpoint(msgspec.Struct, kw_only=True):
+    """A summary of older history in the active context (automatic compaction, level 3)."""
+
+    id: str
+    age: str = "recent"
+    first_seq: int
+    last_seq: int
+    summary: str
+    original_tokens: int
+    current_tokens: int
+    compressions: int = 1
+    key_decisions: list[str] = []
+    files: list[str] = []
+    next_steps: list[str] = []
+    created: float = 0.0
+    #: User messages folded in verbatim (the fold rule), not summarized.
+    verbatim: bool = False
+
+    def info(self) -> CheckpointInfo:
+        return CheckpointInfo(
+            id=self.id, age=self.age, first_seq=self.first_seq, last_seq=self.last_seq,  # type: ignore[arg-type]
+            summary=self.summary, original_tokens=self.original_tokens,
+            current_tokens=self.current_tokens, compressions=self.compressions,
+            key_decisions=self.key_decisions, files=self.files, next_steps=self.next_steps,
+            created=self.created)
+
+
 class ActiveContext(msgspec.Struct):
-    """The messages sent to the model, by sequence number, oldest first."""
+    """What the model sees of a session, beside its system prompt: the messages (by
+    sequence number, oldest first), the checkpoints before them, the goal record, the
+    pinned messages, and which messages show their @file references as summaries."""
 
     seqs: list[int] = []
+    file_summaries: list[int] = []
+    checkpoints: list[Checkpoint] = []
+    goals: Goals = msgspec.field(default_factory=Goals)
+    pinned: list[int] = []
+    #: message_count when automatic compaction last ran (its cooldown counts from there).
+    last_auto_at: int = -1
+
+
+class SnapshotRecord(msgspec.Struct, kw_only=True):
+    """A session's context state at one moment."""
+
+    id: str
+    created: float
+    reason: str
+    context: ActiveContext
+    token_count: int
+    tokens_exact: bool
+    compactions: int
+
+    def info(self) -> SnapshotInfo:
+        return SnapshotInfo(id=self.id, created=self.created, reason=self.reason,
+                            messages=len(self.context.seqs),
+                            checkpoints=len(self.context.checkpoints),
+                            token_count=self.token_count, compactions=self.compactions)
 
 
 class CompactionRecord(msgspec.Struct, kw_only=True):

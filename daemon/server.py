@@ -24,6 +24,7 @@ from ..protocol.replies import Error, Reply
 from . import curve, runtime, systemd
 from .bus import EventBus
 from .config import Config, ConfigError, apply_live, load
+from .autocompact import AutoCompactor
 from .compaction import Compactor
 from .estimator import Estimator
 from .generation import Generations
@@ -95,7 +96,8 @@ class Daemon:
                                      self.config.connect_timeout, self.config.read_timeout)
         self.estimator = Estimator(self.store)
         parts = (self.store, self.bus, self.backend, self.config, self.jobs, self.estimator)
-        self.generations = Generations(*parts)
+        self.auto = AutoCompactor(self.store, self.bus, self.backend, self.config, self.estimator)
+        self.generations = Generations(*parts, auto=self.auto)
         self.compactor = Compactor(*parts)
 
     def _router(self, endpoint: str, fd: int | None = None, secure: bool = False) -> zmq.asyncio.Socket:

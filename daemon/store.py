@@ -10,6 +10,8 @@ One environment under `$XDG_DATA_HOME/ctxkeep/store`. Named databases:
 - `compactions`: session id + `/` + big-endian u64 -> CompactionRecord (the audit trail).
 - `calibration`: model name -> Calibration (token estimates fitted to exact counts).
 - `file_refs`: session id + `/` + big-endian u64 message seq + u16 index -> FileRefRecord.
+- `snapshots`: session id + `/` + big-endian u64 time (ns) -> SnapshotRecord.
+- `embeddings`: model + `/` + sha256 of the text -> list of floats (a cache).
 
 Every write is one transaction, committed and synced before the call returns
 (LMDB's default `sync=True`). A full map is grown and the write retried.
@@ -30,14 +32,14 @@ import msgspec
 from .migrations import MIGRATIONS, SCHEMA_VERSION
 from .records import (
     ActiveContext, Calibration, CompactionRecord, FileRefRecord, MessageRecord, NewMessage,
-    SessionRecord,
+    SessionRecord, SnapshotRecord,
 )
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 _SEQ = struct.Struct(">Q")
 _DATABASES = ("meta", "sessions", "names", "messages", "active", "compactions", "calibration",
-              "file_refs")
+              "file_refs", "snapshots", "embeddings")
 
 
 class StoreError(Exception):
@@ -88,6 +90,8 @@ class Store:
         self._compaction_dec = msgspec.msgpack.Decoder(CompactionRecord)
         self._calibration_dec = msgspec.msgpack.Decoder(Calibration)
         self._file_ref_dec = msgspec.msgpack.Decoder(FileRefRecord)
+        self._snapshot_dec = msgspec.msgpack.Decoder(SnapshotRecord)
+        self._vector_dec = msgspec.msgpack.Decoder(list[float])
         self._upgrade()
 
     # -- plumbing -------------------------------------------------------------
@@ -248,7 +252,7 @@ class Store:
             if record is None:
                 raise UnknownSession(f"session {session_id!r} no longer exists")
             prefix = _prefix(session_id)
-            for db in ("messages", "compactions", "file_refs"):
+            for db in ("messages", "compactions", "file_refs", "snapshots"):
                 cursor = txn.cursor(db=self.dbs[db])
                 if cursor.set_range(prefix):
                     while cursor.key().startswith(prefix):
@@ -361,7 +365,8 @@ class Store:
             session = self._get(txn, session_id)
             if session is None:
                 raise UnknownSession(f"session {session_id!r} no longer exists")
-            if self._active(txn, session_id).seqs != expected:
+            context = self._active(txn, session_id)
+            if context.seqs != expected:
                 raise ContextChanged("the session changed while its summary was written")
             now = time.time()
             message = MessageRecord(seq=session.next_seq, created=now, role=summary.role,
@@ -369,8 +374,9 @@ class Store:
                                     eval_count=summary.eval_count, kind="summary")
             txn.put(_message_key(session_id, message.seq), self._enc.encode(message),
                     db=self.dbs["messages"], overwrite=False)
-            txn.put(session_id.encode(), self._enc.encode(ActiveContext([message.seq, *keep])),
-                    db=self.dbs["active"])
+            context.seqs = [message.seq, *keep]
+            context.file_summaries = [s for s in context.file_summaries if s in keep]
+            txn.put(session_id.encode(), self._enc.encode(context), db=self.dbs["active"])
             record.summary_seq = message.seq
             txn.put(_message_key(session_id, session.compactions), self._enc.encode(record),
                     db=self.dbs["compactions"])
@@ -417,3 +423,125 @@ class Store:
                     out.append(self._file_ref_dec.decode(value))
             return out
         return self.read(collect)
+
+    # -- context state, snapshots, embeddings ---------------------------------------
+
+    def context(self, session_id: str) -> ActiveContext:
+        """The session's whole context state."""
+        return self.read(lambda txn: self._active(txn, session_id))
+
+    def update_context(self, session_id: str, change: Callable[[ActiveContext, SessionRecord], None],
+                       *, expected: list[int] | None = None,
+                       messages: Iterable[NewMessage] = ()) -> tuple[SessionRecord, ActiveContext, list[MessageRecord]]:
+        """Change the context state (and the session record) in one transaction.
+
+        `messages` are appended to the history first; `change` then sees them in
+        the session's next_seq. Refused with ContextChanged when the active
+        messages are no longer `expected`.
+        """
+        batch = list(messages)
+
+        def apply(txn: lmdb.Transaction) -> tuple[SessionRecord, ActiveContext, list[MessageRecord]]:
+            session = self._get(txn, session_id)
+            if session is None:
+                raise UnknownSession(f"session {session_id!r} no longer exists")
+            context = self._active(txn, session_id)
+            if expected is not None and context.seqs != expected:
+                raise ContextChanged("the session changed while it was being compacted")
+            now = time.time()
+            stored = []
+            for new in batch:
+                message = MessageRecord(seq=session.next_seq, created=now, role=new.role,
+                                        content=new.content, model=new.model,
+                                        eval_count=new.eval_count, kind=new.kind, files=new.files)
+                txn.put(_message_key(session_id, message.seq), self._enc.encode(message),
+                        db=self.dbs["messages"], overwrite=False)
+                session.next_seq += 1
+                session.message_count += 1
+                stored.append(message)
+            change(context, session)
+            session.updated = now
+            txn.put(session_id.encode(), self._enc.encode(context), db=self.dbs["active"])
+            self._put(txn, session)
+            return session, context, stored
+        return self.write(apply)
+
+    def messages(self, session_id: str, seqs: Iterable[int]) -> list[MessageRecord]:
+        """Messages by sequence number (missing ones left out)."""
+        def collect(txn: lmdb.Transaction) -> list[MessageRecord]:
+            out = []
+            for seq in seqs:
+                raw = txn.get(_message_key(session_id, seq), db=self.dbs["messages"])
+                if raw is not None:
+                    out.append(self._message_dec.decode(raw))
+            return out
+        return self.read(collect)
+
+    def save_snapshot(self, session_id: str, reason: str) -> SnapshotRecord:
+        """Save the session's context state; returns the snapshot."""
+        def save(txn: lmdb.Transaction) -> SnapshotRecord:
+            session = self._get(txn, session_id)
+            if session is None:
+                raise UnknownSession(f"session {session_id!r} no longer exists")
+            stamp = time.time_ns()
+            snapshot = SnapshotRecord(
+                id=f"{stamp:x}", created=stamp / 1e9, reason=reason,
+                context=self._active(txn, session_id), token_count=session.token_count,
+                tokens_exact=session.tokens_exact, compactions=session.compactions)
+            txn.put(_message_key(session_id, stamp), self._enc.encode(snapshot), db=self.dbs["snapshots"])
+            return snapshot
+        return self.write(save)
+
+    def snapshots(self, session_id: str) -> list[SnapshotRecord]:
+        """The session's snapshots, newest first."""
+        def collect(txn: lmdb.Transaction) -> list[SnapshotRecord]:
+            cursor = txn.cursor(db=self.dbs["snapshots"])
+            prefix, out = _prefix(session_id), []
+            if cursor.set_range(prefix):
+                for key, value in cursor:
+                    if not key.startswith(prefix):
+                        break
+                    out.append(self._snapshot_dec.decode(value))
+            return out[::-1]
+        return self.read(collect)
+
+    def restore_snapshot(self, session_id: str, snapshot_id: str) -> tuple[SessionRecord, SnapshotRecord]:
+        """Put a snapshot's context state back; the history is not touched."""
+        def restore(txn: lmdb.Transaction) -> tuple[SessionRecord, SnapshotRecord]:
+            session = self._get(txn, session_id)
+            if session is None:
+                raise UnknownSession(f"session {session_id!r} no longer exists")
+            key = _message_key(session_id, int(snapshot_id, 16))
+            raw = txn.get(key, db=self.dbs["snapshots"])
+            if raw is None:
+                raise StoreError(f"no snapshot {snapshot_id!r} in this session: "
+                                 "`ctxkeep snapshot SESSION list` lists them")
+            snapshot = self._snapshot_dec.decode(raw)
+            txn.put(session_id.encode(), self._enc.encode(snapshot.context), db=self.dbs["active"])
+            session.token_count = snapshot.token_count
+            session.tokens_exact = snapshot.tokens_exact
+            session.compactions = snapshot.compactions
+            session.updated = time.time()
+            self._put(txn, session)
+            return session, snapshot
+        return self.write(restore)
+
+    def delete_snapshot(self, session_id: str, snapshot_id: str) -> SnapshotRecord:
+        def delete(txn: lmdb.Transaction) -> SnapshotRecord:
+            key = _message_key(session_id, int(snapshot_id, 16))
+            raw = txn.get(key, db=self.dbs["snapshots"])
+            if raw is None:
+                raise StoreError(f"no snapshot {snapshot_id!r} in this session")
+            txn.delete(key, db=self.dbs["snapshots"])
+            return self._snapshot_dec.decode(raw)
+        return self.write(delete)
+
+    def embedding(self, model: str, digest: str) -> list[float] | None:
+        raw = self.read(lambda txn: txn.get(f"{model}/{digest}".encode(), db=self.dbs["embeddings"]))
+        return self._vector_dec.decode(raw) if raw else None
+
+    def save_embeddings(self, model: str, vectors: dict[str, list[float]]) -> None:
+        def save(txn: lmdb.Transaction) -> None:
+            for digest, vector in vectors.items():
+                txn.put(f"{model}/{digest}".encode(), self._enc.encode(vector), db=self.dbs["embeddings"])
+        self.write(save)

@@ -1,31 +1,86 @@
-"""How full a session's context is, split by segment."""
+"""How full a session's context is: segments, the conversation's budget, reliability."""
+
+from dataclasses import dataclass
 
 from ..protocol.models import Segments, Usage
+from . import goals as goal_markers
+from . import reliability
+from .config import Config
 from .estimator import Estimator
-from .records import MessageRecord, SessionRecord
+from .prompt import checkpoint_block
+from .records import ActiveContext, MessageRecord, SessionRecord
 
 
-def segments(session: SessionRecord, active: list[MessageRecord], estimator: Estimator) -> Segments:
-    """Estimated tokens of each part of the active context."""
+@dataclass(frozen=True)
+class Budget:
+    """Seed 002's dynamic budget, in estimated tokens."""
+
+    window: int
+    reply: int
+    system: int
+    goals: int
+    pinned: int
+    checkpoints: int
+    files: int
+    summaries: int
+    conversation: int
+
+    @property
+    def available(self) -> int:
+        """window − reply room − system − goals/pins − checkpoints."""
+        return max(1, self.window - self.reply - self.system - self.goals - self.pinned - self.checkpoints)
+
+    @property
+    def fill(self) -> float:
+        """The conversation's share of its budget."""
+        return self.conversation / self.available
+
+    @property
+    def total(self) -> int:
+        return self.system + self.goals + self.pinned + self.checkpoints + self.conversation
+
+
+def reply_room(config: Config, window: int) -> int:
+    return min(config.reply_reserve_tokens, window // 8)
+
+
+def measure(session: SessionRecord, context: ActiveContext, active: list[MessageRecord],
+            estimator: Estimator, config: Config) -> Budget:
+    """The budget of a session's context as it stands."""
     model = session.model
-    summaries = recent = files = 0
+    pinned_seqs = set(context.pinned)
+    summarized = set(context.file_summaries)
+    pinned = files = summaries = conversation = 0
     for m in active:
-        tokens = estimator.message(model, m.content)
-        if m.kind == "summary":
-            summaries += tokens
+        text = estimator.message(model, m.content)
+        attached = sum(estimator.text(model, f.summary if m.seq in summarized and f.summary else f.block)
+                       for f in m.files)
+        if m.seq in pinned_seqs:
+            pinned += text + attached
+        elif m.kind == "summary":
+            summaries += text
+            conversation += text + attached
         else:
-            recent += tokens
-        files += sum(estimator.text(model, f.block) for f in m.files)
-    system = estimator.message(model, session.system) if session.system else 0
-    return Segments(system=system, files=files, summaries=summaries, recent=recent)
+            files += attached
+            conversation += text + attached
+    goals_text = goal_markers.render(context.goals)
+    return Budget(
+        window=session.window, reply=reply_room(config, session.window),
+        system=estimator.message(model, session.system) + 1 if session.system else 1,
+        goals=estimator.text(model, goals_text) if goals_text else 0, pinned=pinned,
+        checkpoints=estimator.text(model, checkpoint_block(context.checkpoints)) if context.checkpoints else 0,
+        files=files, summaries=summaries, conversation=conversation)
 
 
-def usage_of(session: SessionRecord, active: list[MessageRecord], estimator: Estimator) -> Usage:
+def usage_of(session: SessionRecord, context: ActiveContext, active: list[MessageRecord],
+             estimator: Estimator, config: Config) -> Usage:
     """The session's usage: the exact count when there is one, else the estimate.
 
     Segments are estimates; with an exact total they are scaled to add up to it.
     """
-    seg = segments(session, active, estimator)
+    b = measure(session, context, active, estimator, config)
+    seg = Segments(system=b.system, pinned=b.goals + b.pinned, files=b.files,
+                   summaries=b.checkpoints + b.summaries, recent=max(0, b.conversation - b.files - b.summaries))
     parts = ("system", "pinned", "files", "summaries", "recent")
     estimated = sum(getattr(seg, p) for p in parts)
     exact = session.tokens_exact and session.token_count > 0
@@ -37,4 +92,6 @@ def usage_of(session: SessionRecord, active: list[MessageRecord], estimator: Est
         seg = Segments(**scaled)
     window = session.window
     return Usage(tokens=tokens, window=window, fill=tokens / window if window else 0.0,
-                 exact=exact, segments=seg, messages=len(active))
+                 exact=exact, segments=seg, messages=len(active), budget=b.available,
+                 budget_fill=round(b.fill, 4),
+                 reliability=round(reliability.score(session.parameter_size, session.compactions), 4))

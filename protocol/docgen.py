@@ -15,7 +15,8 @@ import msgspec
 from . import events, replies, requests, subjects
 from .errors import ErrorCode
 from .models import (
-    AttachedFile, DaemonStatus, FileUse, MessageInfo, OllamaStatus, Segments, SessionInfo, Usage,
+    AttachedFile, CheckpointInfo, DaemonStatus, Decision, FileUse, GoalCheckpoint, Goals,
+    MessageInfo, OllamaStatus, Segments, SessionInfo, SnapshotInfo, Usage,
 )
 from .version import PROTOCOL_VERSION
 
@@ -34,6 +35,12 @@ _STATUS = DaemonStatus(
 _SID = _SESSION.id
 _GEN = "b81c07d2e4f9"
 _CMP = "5e0d4f1a9c22"
+_GOALS = Goals(goal="Implement user authentication",
+               checkpoints=[GoalCheckpoint(description="Design the login flow", status="completed")],
+               decisions=[Decision(description="Use JWT for authentication", locked=True)],
+               artifacts=["Created src/auth/login.ts"], next_steps=["Add token refresh"], updated=_T)
+_SNAPSHOT = SnapshotInfo(id="18a3f0c2d4e5b600", created=_T, reason="before compaction level 3",
+                         messages=14, checkpoints=1, token_count=5210, compactions=2)
 _USAGE = Usage(tokens=6120, window=8192, fill=6120 / 8192, exact=True, messages=40,
                segments=Segments(system=12, summaries=0, recent=6108))
 
@@ -101,6 +108,26 @@ EXAMPLES: dict[type, tuple[requests.Request, replies.Reply, list[events.Event]]]
         replies.FilesReply(id="16", session_id=_SID, files=[FileUse(
             path="src/app.py", mode="summary", tokens=412, sha256="9f2c" + "0" * 60,
             mtime=_T - 3600, uses=2, first_seq=4, last_seq=12)]), []),
+    requests.Pin: (requests.Pin(id="17", session=_SID, seq=3),
+                   replies.SessionReply(id="17", session=_SESSION),
+                   [events.SessionUpdated(seq=60, time=_T, session_id=_SID, session=_SESSION)]),
+    requests.GoalsGet: (requests.GoalsGet(id="18", session=_SID),
+                        replies.GoalsReply(id="18", session_id=_SID, goals=_GOALS), []),
+    requests.GoalsSet: (requests.GoalsSet(id="19", session=_SID, goals=_GOALS),
+                        replies.GoalsReply(id="19", session_id=_SID, goals=_GOALS),
+                        [events.GoalUpdated(seq=61, time=_T, session_id=_SID, goals=_GOALS)]),
+    requests.SnapshotCreate: (requests.SnapshotCreate(id="20", session=_SID),
+                              replies.SnapshotReply(id="20", session_id=_SID, snapshot=_SNAPSHOT),
+                              [events.SnapshotCreated(seq=62, time=_T, session_id=_SID,
+                                                      snapshot=_SNAPSHOT)]),
+    requests.SnapshotList: (requests.SnapshotList(id="21", session=_SID),
+                            replies.SnapshotsReply(id="21", session_id=_SID, snapshots=[_SNAPSHOT]), []),
+    requests.SnapshotRestore: (requests.SnapshotRestore(id="22", session=_SID),
+                               replies.SnapshotReply(id="22", session_id=_SID, snapshot=_SNAPSHOT),
+                               [events.SnapshotRestored(seq=63, time=_T, session_id=_SID,
+                                                        snapshot=_SNAPSHOT)]),
+    requests.SnapshotDelete: (requests.SnapshotDelete(id="23", session=_SID, snapshot_id=_SNAPSHOT.id),
+                              replies.SnapshotReply(id="23", session_id=_SID, snapshot=_SNAPSHOT), []),
     requests.Usage: (requests.Usage(id="14", session=_SID),
                      replies.UsageReply(id="14", session_id=_SID, usage=_USAGE), []),
     requests.Compact: (
@@ -287,8 +314,8 @@ def render_markdown() -> str:
         _describe(out, cls, requests.tag_of(cls))
     add("")
     add("## Records")
-    for cls in (SessionInfo, MessageInfo, AttachedFile, FileUse, Usage, Segments, DaemonStatus,
-                OllamaStatus):
+    for cls in (SessionInfo, MessageInfo, AttachedFile, FileUse, Usage, Segments, Goals,
+                GoalCheckpoint, Decision, CheckpointInfo, SnapshotInfo, DaemonStatus, OllamaStatus):
         _describe(out, cls, cls.__name__)
     add("")
     add("## Error codes")

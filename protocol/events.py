@@ -13,7 +13,7 @@ import msgspec
 from msgspec import Meta
 
 from . import subjects
-from .models import Count, DaemonStatus, MessageInfo, SessionInfo, Usage
+from .models import Count, DaemonStatus, Goals, MessageInfo, SessionInfo, SnapshotInfo, Usage
 
 
 class Event(msgspec.Struct, tag_field="type", kw_only=True):
@@ -155,9 +155,36 @@ class CompactionResult(Event, tag=subjects.COMPACTION_RESULT):
     summary_seq: Annotated[int, Meta(ge=-1)] = -1
 
 
+class GoalUpdated(Event, tag=subjects.GOAL_UPDATED):
+    """The session's goal record changed (markers in an answer, or an edit)."""
+
+    goals: Goals
+
+
+class SnapshotCreated(Event, tag=subjects.SNAPSHOT_CREATED):
+    """A snapshot of the session's context state was saved."""
+
+    snapshot: SnapshotInfo
+
+
+class SnapshotRestored(Event, tag=subjects.SNAPSHOT_RESTORED):
+    """The session's context state was put back to a snapshot."""
+
+    snapshot: SnapshotInfo
+
+
+class ContextWarning(Event, tag=subjects.CONTEXT_WARNING):
+    """Something the user should know about the context: `reliability` (the score fell
+    below 40 %) or `fold` (user messages were folded into a checkpoint)."""
+
+    kind: str
+    message: str
+
+
 AnyEvent = (
     DaemonStatusEvent | SessionCreated | SessionUpdated | SessionDeleted | QueryReceived
     | GenerationToken | GenerationThinking | ResponseGeneration | GenerationError | ContextUsage
-    | CompactionRequest | CompactionProgress | CompactionResult
+    | CompactionRequest | CompactionProgress | CompactionResult | GoalUpdated | SnapshotCreated
+    | SnapshotRestored | ContextWarning
 )
 ALL: tuple[type[Event], ...] = AnyEvent.__args__  # type: ignore[attr-defined]

@@ -138,6 +138,64 @@ class Segments(msgspec.Struct, kw_only=True):
     recent: Count = 0
 
 
+class GoalCheckpoint(msgspec.Struct, kw_only=True):
+    """A step toward the goal (`[CHECKPOINT] text - COMPLETED`)."""
+
+    description: str
+    status: Literal["pending", "in-progress", "completed"] = "pending"
+
+
+class Decision(msgspec.Struct, kw_only=True):
+    """A decision (`[DECISION] text - LOCKED`); locked ones are never compressed."""
+
+    description: str
+    locked: bool = False
+
+
+class Goals(msgspec.Struct, kw_only=True):
+    """A session's goal record (seed 002), updated from markers in the model's answers,
+    kept verbatim at the top of every prompt and handed to every summarizer."""
+
+    goal: str = ""
+    checkpoints: list[GoalCheckpoint] = []
+    decisions: list[Decision] = []
+    artifacts: list[str] = []
+    next_steps: list[str] = []
+    updated: float = 0.0
+
+
+class CheckpointInfo(msgspec.Struct, kw_only=True):
+    """A summary of older history made by automatic compaction; it ages as more follow."""
+
+    id: str
+    #: recent, old, ancient or merged: each step re-compressed smaller.
+    age: Literal["recent", "old", "ancient", "merged"]
+    #: The history sequence numbers it covers.
+    first_seq: Seq
+    last_seq: Seq
+    summary: str
+    original_tokens: Count
+    current_tokens: Count
+    compressions: Count = 1
+    key_decisions: list[str] = []
+    files: list[str] = []
+    next_steps: list[str] = []
+    created: float = 0.0
+
+
+class SnapshotInfo(msgspec.Struct, kw_only=True):
+    """A saved state of a session's context, restorable (history is never touched)."""
+
+    id: str
+    created: float
+    #: "manual", or why it was taken automatically (e.g. "before compaction level 3").
+    reason: str
+    messages: Count
+    checkpoints: Count
+    token_count: Count
+    compactions: Count
+
+
 class Usage(msgspec.Struct, kw_only=True):
     """How full a session's context window is."""
 
@@ -150,3 +208,9 @@ class Usage(msgspec.Struct, kw_only=True):
     segments: Segments = msgspec.field(default_factory=Segments)
     #: Messages in the active context.
     messages: Count = 0
+    #: The conversation's budget: window − reply room − system − goals/pins − checkpoints,
+    #: and the conversation's tokens as a share of it (what automatic compaction watches).
+    budget: Count = 0
+    budget_fill: float = 0.0
+    #: Seed 002's reliability score, 0..1 (model size × 15 % less per compaction, floor 30 %).
+    reliability: float = 1.0

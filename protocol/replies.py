@@ -9,7 +9,10 @@ from typing import Annotated
 import msgspec
 from msgspec import Meta
 
-from .models import AttachedFile, Count, DaemonStatus, FileUse, MessageInfo, Seq, SessionInfo, Usage
+from .models import (
+    AttachedFile, CheckpointInfo, Count, DaemonStatus, FileUse, Goals, MessageInfo, Seq,
+    SessionInfo, SnapshotInfo, Usage,
+)
 from .version import PROTOCOL_VERSION
 
 
@@ -104,10 +107,33 @@ class FilesReply(Reply, tag="files"):
 
 
 class UsageReply(Reply, tag="usage"):
-    """Answer to `usage`."""
+    """Answer to `usage`: the usage, and the checkpoints in the context."""
 
     session_id: str
     usage: Usage
+    checkpoints: list[CheckpointInfo] = []
+    pinned: list[Seq] = []
+
+
+class GoalsReply(Reply, tag="goals"):
+    """Answer to goals.get and goals.set."""
+
+    session_id: str
+    goals: Goals
+
+
+class SnapshotReply(Reply, tag="snapshot"):
+    """Answer to snapshot.create, snapshot.restore and snapshot.delete."""
+
+    session_id: str
+    snapshot: SnapshotInfo
+
+
+class SnapshotsReply(Reply, tag="snapshots"):
+    """Answer to snapshot.list."""
+
+    session_id: str
+    snapshots: list[SnapshotInfo]
 
 
 class CompactionAccepted(Reply, tag="compaction.accepted"):
@@ -143,6 +169,6 @@ class CompactionPlan(Reply, tag="compaction.plan"):
 AnyReply = (
     Error | HelloReply | Pong | StatusReply | SessionReply | SessionsReply | Deleted
     | HistoryReply | Accepted | Cancelled | UsageReply | CompactionAccepted | CompactionPlan
-    | FilesReply
+    | FilesReply | GoalsReply | SnapshotReply | SnapshotsReply
 )
 ALL: tuple[type[Reply], ...] = AnyReply.__args__  # type: ignore[attr-defined]

@@ -9,7 +9,7 @@ from typing import Annotated
 import msgspec
 from msgspec import Meta
 
-from .models import Count, Options, Seq
+from .models import Count, Goals, Options, Seq
 from .version import PROTOCOL_VERSION
 
 #: A session's id, or its name when no session has that id.
@@ -120,6 +120,10 @@ class SetModel(Request, tag="session.set_model"):
     num_ctx: NumCtx | None = None
     #: The model that writes this session's summaries ("" = the default).
     compaction_model: Annotated[str, Meta(max_length=200)] | None = None
+    #: Automatic compaction for this session: on/off (null: the daemon's setting) and its
+    #: three thresholds as fractions of the budget ([] = the daemon's).
+    auto_compaction: bool | None = None
+    thresholds: list[Annotated[float, Meta(gt=0, le=1)]] | None = None
 
 
 class Files(Request, tag="files"):
@@ -130,6 +134,55 @@ class Files(Request, tag="files"):
 
     session: SessionRef
     unused_in_last: Annotated[int, Meta(ge=0, le=2**31)] = 0
+
+
+class Pin(Request, tag="pin"):
+    """Pin a message (`pinned: true`) so no compaction touches it, or unpin it."""
+
+    session: SessionRef
+    seq: Seq
+    pinned: bool = True
+
+
+class GoalsGet(Request, tag="goals.get"):
+    """The session's goal record."""
+
+    session: SessionRef
+
+
+class GoalsSet(Request, tag="goals.set"):
+    """Replace the session's goal record (edit it)."""
+
+    session: SessionRef
+    goals: Goals
+
+
+class SnapshotCreate(Request, tag="snapshot.create"):
+    """Save the session's context state now."""
+
+    session: SessionRef
+    reason: Annotated[str, Meta(max_length=200)] = "manual"
+
+
+class SnapshotList(Request, tag="snapshot.list"):
+    """The session's snapshots, newest first."""
+
+    session: SessionRef
+
+
+class SnapshotRestore(Request, tag="snapshot.restore"):
+    """Put a snapshot's context state back ("" = the latest one taken before a compaction:
+    undo). The history keeps every message either way."""
+
+    session: SessionRef
+    snapshot_id: str = ""
+
+
+class SnapshotDelete(Request, tag="snapshot.delete"):
+    """Delete a snapshot."""
+
+    session: SessionRef
+    snapshot_id: str
 
 
 class Usage(Request, tag="usage"):
@@ -158,7 +211,8 @@ class Compact(Request, tag="compact"):
 
 AnyRequest = (
     Hello | Ping | Status | SessionCreate | SessionList | SessionGet | SessionRename
-    | SessionDelete | History | Send | Cancel | SetSystem | SetModel | Usage | Compact | Files
+    | SessionDelete | History | Send | Cancel | SetSystem | SetModel | Usage | Compact | Files | Pin | GoalsGet | GoalsSet
+    | SnapshotCreate | SnapshotList | SnapshotRestore | SnapshotDelete
 )
 
 #: Every request class, in the order the protocol document lists them.

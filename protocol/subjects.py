@@ -23,6 +23,7 @@ COMPACTION_RESULT = "compaction.result"
 SNAPSHOT_CREATED = "snapshot.created"
 SNAPSHOT_RESTORED = "snapshot.restored"
 GOAL_UPDATED = "goal.updated"
+CONTEXT_WARNING = "context.warning"
 
 
 def topic(subject: str, session_id: str = "") -> str:

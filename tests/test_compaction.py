@@ -69,6 +69,14 @@ def assert_valid_prompt(messages):
 
 
 @pytest.fixture
+def daemon(daemon_factory):
+    """Manual compaction on its own: automatic compaction is tested in test_autocompact.py."""
+    d = daemon_factory()
+    d.write_config("auto_compaction = false\n")
+    return d.start()
+
+
+@pytest.fixture
 def session(client):
     return client.create_session(model=MODEL, system="You are helpful.").session
 

@@ -10,9 +10,11 @@ from .registry import RequestError, handles
 @handles(requests.Usage)
 async def usage(daemon, req: requests.Usage) -> UsageReply:
     record = daemon.store.session(req.session)
-    active = daemon.store.active_messages(record.id)
+    context = daemon.store.context(record.id)
+    active = daemon.store.messages(record.id, context.seqs)
     return UsageReply(id=req.id, session_id=record.id,
-                      usage=usage_of(record, active, daemon.estimator))
+                      usage=usage_of(record, context, active, daemon.estimator, daemon.config),
+                      checkpoints=[c.info() for c in context.checkpoints], pinned=context.pinned)
 
 
 @handles(requests.Compact)

@@ -70,6 +70,10 @@ async def set_system(daemon, req: requests.SetSystem) -> SessionReply:
 @handles(requests.SetModel)
 async def set_model(daemon, req: requests.SetModel) -> SessionReply:
     record = daemon.store.session(req.session)
+    if req.thresholds is not None and req.thresholds and (
+            len(req.thresholds) != 3 or sorted(req.thresholds) != list(req.thresholds)):
+        raise RequestError(ErrorCode.INVALID_ARGUMENT, "thresholds are three rising fractions of "
+                                                       "the budget, e.g. [0.5, 0.65, 0.8] ([] = default)")
 
     def change(r: SessionRecord) -> None:
         if req.model and req.model != r.model:
@@ -82,4 +86,8 @@ async def set_model(daemon, req: requests.SetModel) -> SessionReply:
             r.num_ctx = req.num_ctx
         if req.compaction_model is not None:
             r.compaction_model = req.compaction_model
+        if req.auto_compaction is not None:
+            r.auto_compaction = req.auto_compaction
+        if req.thresholds is not None:
+            r.thresholds = list(req.thresholds)
     return _updated(daemon, req, daemon.store.update_session(record.id, change))

@@ -1,0 +1,91 @@
+"""Goal markers (seed 002): `[GOAL] [CHECKPOINT] [DECISION] [ARTIFACT] [NEXT]` in the model's answers.
+
+    [GOAL] Implement user authentication
+    [CHECKPOINT] Design the login flow - COMPLETED
+    [DECISION] Use JWT for authentication - LOCKED
+    [ARTIFACT] Created src/auth/login.ts
+    [NEXT] Add token refresh
+
+They update the session's goal record, which is put verbatim at the top of
+every prompt and given to every summarizer, so it survives compaction.
+"""
+
+import re
+import time
+
+import msgspec
+
+from ..protocol.models import Decision, GoalCheckpoint, Goals
+
+_MARKER = re.compile(r"^\s*[-*]?\s*\[(GOAL|CHECKPOINT|DECISION|ARTIFACT|NEXT)\]\s*(.+?)\s*$", re.M)
+_STATUS = re.compile(r"\s+[-–—:]\s*(COMPLETED|DONE|IN[ -]PROGRESS|PENDING|LOCKED)\s*$", re.I)
+
+
+def apply_markers(goals: Goals, text: str) -> Goals | None:
+    """The goal record updated by the markers in `text`, or None when it has none."""
+    found = _MARKER.findall(text)
+    if not found:
+        return None
+    new = msgspec.structs.replace(goals, checkpoints=list(goals.checkpoints),
+                                  decisions=list(goals.decisions), artifacts=list(goals.artifacts),
+                                  next_steps=list(goals.next_steps))
+    next_steps: list[str] = []
+    for kind, body in found:
+        status_match = _STATUS.search(body)
+        flag = status_match.group(1).upper().replace(" ", "-") if status_match else ""
+        description = body[:status_match.start()].strip() if status_match else body.strip()
+        if kind == "GOAL":
+            new.goal = description
+        elif kind == "CHECKPOINT":
+            status = {"COMPLETED": "completed", "DONE": "completed", "IN-PROGRESS": "in-progress"}.get(
+                flag, "pending")
+            existing = next((c for c in new.checkpoints if c.description == description), None)
+            if existing:
+                existing.status = status  # type: ignore[assignment]
+            else:
+                new.checkpoints.append(GoalCheckpoint(description=description, status=status))  # type: ignore[arg-type]
+        elif kind == "DECISION":
+            existing_d = next((d for d in new.decisions if d.description == description), None)
+            if existing_d:
+                existing_d.locked = existing_d.locked or flag == "LOCKED"
+            else:
+                new.decisions.append(Decision(description=description, locked=flag == "LOCKED"))
+        elif kind == "ARTIFACT":
+            if description not in new.artifacts:
+                new.artifacts.append(description)
+        else:
+            next_steps.append(description)
+    if next_steps:
+        new.next_steps = next_steps
+    new.updated = time.time()
+    return new
+
+
+def render(goals: Goals) -> str:
+    """The goal block for the system prompt ("" when there is no goal record)."""
+    if not (goals.goal or goals.checkpoints or goals.decisions or goals.artifacts or goals.next_steps):
+        return ""
+    mark = {"completed": "[x]", "in-progress": "[~]", "pending": "[ ]"}
+    lines = ["ACTIVE GOAL: " + (goals.goal or "(none stated)")]
+    if goals.checkpoints:
+        lines.append("Checkpoints:")
+        lines += [f"  {mark[c.status]} {c.description}" for c in goals.checkpoints]
+    if goals.decisions:
+        lines.append("Decisions:")
+        lines += [f"  {'(locked) ' if d.locked else ''}{d.description}" for d in goals.decisions]
+    if goals.artifacts:
+        lines.append("Artifacts: " + "; ".join(goals.artifacts))
+    if goals.next_steps:
+        lines.append("Next: " + "; ".join(goals.next_steps))
+    return "\n".join(lines)
+
+
+def summarizer_context(goals: Goals) -> str:
+    """What every summarization prompt is told about the goal (seed 002's goal-aware prompt)."""
+    block = render(goals)
+    if not block:
+        return ""
+    return (f"{block}\n\nFocus the summary on progress toward the goal. PRESERVE: decisions, "
+            "completed checkpoints, files created or modified, blockers, technical details "
+            "relevant to the goal, next steps. SUMMARIZE AGGRESSIVELY: off-topic discussion, "
+            "exploration, debugging that succeeded, repetition.")

@@ -1,0 +1,103 @@
+"""Relevance of older messages to the recent turns: BM25 over words, and embeddings.
+
+Embeddings come from Ollama's /api/embed (model configurable, default
+nomic-embed-text), computed lazily and cached in LMDB by content hash and
+model. Any embedding failure falls back to keywords alone. Messages with file
+references or code blocks rank higher.
+"""
+
+import hashlib
+import logging
+import math
+import re
+from collections import Counter
+
+from .ollama_backend import ModelCallError, OllamaBackend
+from .records import MessageRecord
+from .store import Store
+
+log = logging.getLogger(__name__)
+_WORD = re.compile(r"[a-z0-9_]{2,}")
+_STOP = frozenset("the and for are but not you your with this that have from they was were will "
+                  "would there their what when which who how can could should its into than then "
+                  "them these those also just about".split())
+
+
+def words(text: str) -> list[str]:
+    return [w for w in _WORD.findall(text.lower()) if w not in _STOP]
+
+
+def bm25(documents: list[list[str]], query: list[str], k1: float = 1.5, b: float = 0.75) -> list[float]:
+    """BM25 score of each document for the query."""
+    n = len(documents)
+    if not n or not query:
+        return [0.0] * n
+    avg = sum(len(d) for d in documents) / n or 1.0
+    df: Counter[str] = Counter()
+    for d in documents:
+        df.update(set(d))
+    terms = Counter(query)
+    scores = []
+    for d in documents:
+        tf = Counter(d)
+        score = 0.0
+        for term, weight in terms.items():
+            if term not in tf:
+                continue
+            idf = math.log(1 + (n - df[term] + 0.5) / (df[term] + 0.5))
+            score += weight * idf * tf[term] * (k1 + 1) / (tf[term] + k1 * (1 - b + b * len(d) / avg))
+        scores.append(score)
+    return scores
+
+
+def cosine(a: list[float], b: list[float]) -> float:
+    """Cosine similarity; 0 when either vector has no length."""
+    na = math.sqrt(sum(x * x for x in a))
+    nb = math.sqrt(sum(x * x for x in b))
+    if na == 0 or nb == 0:
+        return 0.0
+    return sum(x * y for x, y in zip(a, b)) / (na * nb)
+
+
+def _boost(message: MessageRecord) -> float:
+    return 1.5 if message.files or "```" in message.content else 1.0
+
+
+async def embeddings(backend: OllamaBackend, store: Store, model: str,
+                     texts: list[str]) -> list[list[float]] | None:
+    """Vectors for `texts`, from the cache or one /api/embed call; None on any failure."""
+    digests = [hashlib.sha256(t.encode()).hexdigest() for t in texts]
+    vectors: dict[str, list[float]] = {}
+    for digest in set(digests):
+        cached = store.embedding(model, digest)
+        if cached is not None:
+            vectors[digest] = cached
+    missing = [(d, t) for d, t in zip(digests, texts) if d not in vectors]
+    if missing:
+        try:
+            unique = dict(missing)
+            got = await backend.embed(model, list(unique.values()))
+        except ModelCallError as exc:
+            log.info("embeddings unavailable (%s): keywords alone", exc.message)
+            return None
+        fresh = dict(zip(unique.keys(), got))
+        store.save_embeddings(model, fresh)
+        vectors.update(fresh)
+    return [vectors[d] for d in digests]
+
+
+async def score(candidates: list[MessageRecord], recent: list[MessageRecord], *,
+                backend: OllamaBackend | None, store: Store, embed_model: str) -> list[float]:
+    """A relevance score per candidate (higher: keep): BM25 normalized, plus cosine when
+    embeddings work, times the boost for file references and code."""
+    query = [w for m in recent for w in words(m.content)]
+    keyword = bm25([words(m.content) for m in candidates], query)
+    top = max(keyword, default=0.0) or 1.0
+    scores = [k / top for k in keyword]
+    if backend is not None and embed_model and candidates:
+        texts = [m.content[:4000] or " " for m in candidates] + [" ".join(m.content[:2000] for m in recent) or " "]
+        vectors = await embeddings(backend, store, embed_model, texts)
+        if vectors is not None:
+            target = vectors[-1]
+            scores = [s + max(0.0, cosine(v, target)) for s, v in zip(scores, vectors[:-1])]
+    return [s * _boost(m) for s, m in zip(scores, candidates)]

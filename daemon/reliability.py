@@ -1,0 +1,40 @@
+"""Seed 002's reliability score: model size, and 15 % less per compaction (floor 30 %)."""
+
+import re
+
+WARNING_BELOW = 0.40
+ADVICE = ("Small models may lose context accuracy after several compressions. "
+          "Recommendations: continue if you are making good progress; start a new "
+          "conversation if you see hallucinations; use a larger model for complex long-term tasks.")
+
+
+def billions(parameter_size: str) -> float:
+    """"7.6B" -> 7.6, "137M" -> 0.137, unknown -> 0."""
+    m = re.match(r"\s*([\d.]+)\s*([BMK]?)", parameter_size or "", re.I)
+    if not m:
+        return 0.0
+    value = float(m.group(1))
+    return value * {"B": 1.0, "M": 1e-3, "K": 1e-6, "": 1.0}[m.group(2).upper()]
+
+
+def model_factor(parameter_size: str) -> float:
+    size = billions(parameter_size)
+    if size >= 70:
+        return 0.95
+    if size >= 30:
+        return 0.85
+    if size >= 13:
+        return 0.70
+    if size >= 7:
+        return 0.50
+    return 0.30
+
+
+def score(parameter_size: str, compactions: int, context_confidence: float = 1.0) -> float:
+    """modelFactor × max(1 − 0.15 × compactions, 0.30) × contextConfidence."""
+    return model_factor(parameter_size) * max(1.0 - 0.15 * compactions, 0.30) * context_confidence
+
+
+def warning(model: str, compactions: int) -> str:
+    return (f"Context compression warning: {model} has compacted this conversation "
+            f"{compactions} time(s). {ADVICE}")
