@@ -9,7 +9,8 @@ from typing import Any
 from ..protocol import requests
 from ..protocol.replies import (
     Accepted, Cancelled, CompactionAccepted, CompactionPlan, Deleted, HelloReply, HistoryReply,
-    FilesReply, Pong, SessionReply, SessionsReply, StatusReply, UsageReply,
+    FilesReply, GoalsReply, Pong, SessionReply, SessionsReply, SnapshotReply, SnapshotsReply,
+    StatusReply, UsageReply,
 )
 
 
@@ -76,3 +77,25 @@ class Calls:
 
     def files(self, ref: str, unused_in_last: int = 0) -> Any:
         return self.request(requests.Files(session=ref, unused_in_last=unused_in_last), FilesReply)
+
+    def pin(self, ref: str, seq: int, pinned: bool = True) -> Any:
+        return self.request(requests.Pin(session=ref, seq=seq, pinned=pinned), SessionReply)
+
+    def goals(self, ref: str) -> Any:
+        return self.request(requests.GoalsGet(session=ref), GoalsReply)
+
+    def set_goals(self, ref: str, goals: Any) -> Any:
+        return self.request(requests.GoalsSet(session=ref, goals=goals), GoalsReply)
+
+    def snapshot(self, ref: str, reason: str = "manual") -> Any:
+        return self.request(requests.SnapshotCreate(session=ref, reason=reason), SnapshotReply)
+
+    def snapshots(self, ref: str) -> Any:
+        return self.request(requests.SnapshotList(session=ref), SnapshotsReply)
+
+    def restore(self, ref: str, snapshot_id: str = "") -> Any:
+        """Restore a snapshot; without an id, undo the last compaction."""
+        return self.request(requests.SnapshotRestore(session=ref, snapshot_id=snapshot_id), SnapshotReply)
+
+    def delete_snapshot(self, ref: str, snapshot_id: str) -> Any:
+        return self.request(requests.SnapshotDelete(session=ref, snapshot_id=snapshot_id), SnapshotReply)

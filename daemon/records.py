@@ -3,6 +3,7 @@ the storage schema and the protocol can change apart."""
 
 import msgspec
 
+from .reliability import score as reliability_score
 from ..protocol.models import (
     AttachedFile, CheckpointInfo, Goals, MessageInfo, Options, SessionInfo, SnapshotInfo,
 )
@@ -72,6 +73,8 @@ class SessionRecord(msgspec.Struct, kw_only=True):
             created=self.created, updated=self.updated, message_count=self.message_count,
             token_count=self.token_count, token_count_exact=self.tokens_exact, busy=busy,
             compactions=self.compactions, compaction_model=self.compaction_model,
+            reliability=round(reliability_score(self.parameter_size, self.compactions), 4),
+            auto_compaction=self.auto_compaction, thresholds=self.thresholds,
         )
 
 

@@ -18,6 +18,10 @@ def billions(parameter_size: str) -> float:
 
 
 def model_factor(parameter_size: str) -> float:
+    """Seed 002's factor by model size; 1.0 while the size is not known yet (before the
+    model's first use), so an unknown model is not reported unreliable."""
+    if not parameter_size:
+        return 1.0
     size = billions(parameter_size)
     if size >= 70:
         return 0.95

@@ -46,6 +46,12 @@ class SessionInfo(msgspec.Struct, kw_only=True):
     compactions: Count = 0
     #: The model that writes summaries ("" = the daemon's compaction_model, else `model`).
     compaction_model: str = ""
+    #: Seed 002's reliability score, 0..1 (model size, 15 % less per compaction, floor 30 %).
+    reliability: float = 1.0
+    #: Automatic compaction for this session (null: the daemon's setting), and its
+    #: thresholds ([] = the daemon's).
+    auto_compaction: bool | None = None
+    thresholds: list[float] = []
 
 
 class AttachedFile(msgspec.Struct, kw_only=True):

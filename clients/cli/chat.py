@@ -13,6 +13,9 @@ HELP = """commands:
   /help      this text
   /usage     how full the context window is, by segment
   /compact   summarize older turns to free the window (the history keeps them)
+  /pin [N]   pin message N (default: the last answer) so no compaction touches it
+  /goals     the goal record
+  /undo      undo the last compaction
   /quit      leave (Ctrl-D works too)
 Ctrl-C while an answer streams cancels it; at the prompt it clears the line."""
 
@@ -61,6 +64,20 @@ def run(args: argparse.Namespace) -> int:
                 continue
             if text == "/usage":
                 print("\n".join(usage_lines(client.usage(session.id).usage)))
+                continue
+            if text == "/goals":
+                from .context import describe_goals
+                print(describe_goals(client.goals(session.id).goals))
+                continue
+            if text == "/undo":
+                s = client.restore(session.id).snapshot
+                print(f"restored the state {s.reason}")
+                continue
+            if text.startswith("/pin"):
+                arg = text[4:].strip()
+                seq = int(arg) if arg.isdigit() else client.session(session.id).session.message_count - 1
+                client.pin(session.id, seq)
+                print(f"pinned #{seq}")
                 continue
             if text == "/compact":
                 result = run_compaction(client, session.id, out, requested_by="chat")

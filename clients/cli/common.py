@@ -10,7 +10,8 @@ from typing import TextIO
 import msgspec
 
 from ...protocol.events import (
-    Event, GenerationError, GenerationThinking, GenerationToken, ResponseGeneration,
+    CompactionResult, ContextWarning, Event, GenerationError, GenerationThinking,
+    GenerationToken, ResponseGeneration,
 )
 from ...protocol.models import SessionInfo, Usage
 from ..core import CtxkeepError
@@ -54,8 +55,9 @@ def when(timestamp: float) -> str:
 
 
 def session_line(s: SessionInfo) -> str:
+    extra = f" · {s.compactions} compactions · reliability {s.reliability:.0%}" if s.compactions else ""
     return (f"{s.name} ({s.id}) · {s.model} · {s.message_count} messages · "
-            f"{tokens(s.token_count, s.token_count_exact)} / {s.window:,} tokens")
+            f"{tokens(s.token_count, s.token_count_exact)} / {s.window:,} tokens{extra}")
 
 
 def usage_lines(u: Usage) -> list[str]:
@@ -67,6 +69,11 @@ def usage_lines(u: Usage) -> list[str]:
     lines = [gauge(u.tokens, u.window, u.exact)]
     lines += [f"  {name.ljust(width)}  {tokens(n, u.exact).rjust(9)}" for name, n in parts]
     lines.append(f"  {'active msgs'.ljust(width)}  {u.messages:>9}")
+    lines.append(f"conversation budget {u.budget:,} tokens, {u.budget_fill:.0%} used "
+                 "(automatic compaction at 50/65/80 %)")
+    lines.append(f"reliability {u.reliability:.0%}" + (
+        " — low: after several compactions a small model may lose track; consider a new "
+        "conversation or a larger model" if u.reliability < 0.40 else ""))
     return lines
 
 
@@ -118,6 +125,13 @@ def stream_turn(client: Client, session: str, text: str, out: TextIO,
         if item is None:
             continue
         _, event = item
+        if isinstance(event, ContextWarning) and event.session_id == accepted.session_id:
+            print(f"\nctxkeep: warning: {event.message}", file=notes, flush=True)
+            continue
+        if isinstance(event, CompactionResult) and event.session_id == accepted.session_id \
+                and event.status == "ok" and event.level:
+            print(f"{style.dim}{event.marker}{style.reset}", file=notes, flush=True)
+            continue
         if getattr(event, "generation_id", None) != gen:
             continue
         if isinstance(event, GenerationThinking) and show_thinking:

@@ -5,14 +5,14 @@ import sys
 
 from ...protocol import DAEMON_VERSION
 from ..core import CtxkeepError
-from . import admin, ask, chat, compact, daemon, events, files, manage, new, sessions, show, status
+from . import admin, ask, chat, compact, context, daemon, events, files, manage, new, sessions, show, status
 from .common import add_endpoint_options, fail
 
 #: Modules with add_parser() and run().
 COMMANDS = (status, sessions, new, show, files, chat, ask, compact, events, daemon)
 #: Parser builders that set their own `run`.
-MORE = (manage.add_set, manage.add_rename, manage.add_delete, manage.add_cancel, admin.add_config,
-        admin.add_keys)
+MORE = (manage.add_set, manage.add_rename, manage.add_delete, manage.add_cancel, context.add_goals,
+        context.add_pin, context.add_snapshot, context.add_undo, admin.add_config, admin.add_keys)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,6 +1,7 @@
 """`ctxkeep set`, `rename`, `delete`, `cancel`: change or remove a session."""
 
 import argparse
+import sys
 
 from ...protocol.models import OptionValue
 from .common import connect, session_line
@@ -37,6 +38,10 @@ def add_set(commands) -> argparse.ArgumentParser:
     parser.add_argument("--system", default=None, help="the system prompt ('' clears it)")
     parser.add_argument("--compaction-model", default=None,
                         help="the model that writes this session's summaries ('' = the default)")
+    parser.add_argument("--auto", choices=["on", "off"], default=None,
+                        help="automatic compaction for this session")
+    parser.add_argument("--thresholds", default=None, metavar="L1,L2,L3",
+                        help="budget fill for levels 1-3, e.g. 0.5,0.65,0.8 ('' = the default)")
     parser.set_defaults(run=run_set)
     return parser
 
@@ -46,10 +51,20 @@ def run_set(args: argparse.Namespace) -> int:
         session = client.session(args.session).session
         if args.system is not None:
             session = client.set_system(session.id, args.system).session
-        if args.model or args.num_ctx is not None or args.option or args.compaction_model is not None:
+        thresholds = None
+        if args.thresholds is not None:
+            try:
+                thresholds = [float(x) for x in args.thresholds.split(",") if x.strip()]
+            except ValueError:
+                print(f"ctxkeep: --thresholds takes three numbers, e.g. 0.5,0.65,0.8", file=sys.stderr)
+                return 2
+        if (args.model or args.num_ctx is not None or args.option or args.compaction_model is not None
+                or args.auto or thresholds is not None):
             session = client.set_model(session.id, model=args.model, num_ctx=args.num_ctx,
                                        options=dict(args.option) if args.option else None,
-                                       compaction_model=args.compaction_model).session
+                                       compaction_model=args.compaction_model,
+                                       auto_compaction=None if args.auto is None else args.auto == "on",
+                                       thresholds=thresholds).session
     print(session_line(session))
     return 0
 

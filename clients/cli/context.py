@@ -1,0 +1,125 @@
+"""`ctxkeep goals`, `pin`, `snapshot`, `undo`: a session's goal record, pins and snapshots."""
+
+import argparse
+
+import msgspec
+
+from ...protocol.models import Decision, Goals
+from .common import connect, when
+
+MARK = {"completed": "[x]", "in-progress": "[~]", "pending": "[ ]"}
+
+
+def describe_goals(goals: Goals) -> str:
+    if not (goals.goal or goals.checkpoints or goals.decisions or goals.artifacts or goals.next_steps):
+        return ("no goal record yet: the model sets one with [GOAL] lines, or "
+                "`ctxkeep goals SESSION --goal TEXT`")
+    lines = [f"goal: {goals.goal or '(none)'}"]
+    lines += [f"  {MARK[c.status]} {c.description}" for c in goals.checkpoints]
+    lines += [f"decision: {d.description}{' (locked)' if d.locked else ''}" for d in goals.decisions]
+    lines += [f"artifact: {a}" for a in goals.artifacts]
+    lines += [f"next: {n}" for n in goals.next_steps]
+    return "\n".join(lines)
+
+
+def add_goals(commands) -> argparse.ArgumentParser:
+    parser = commands.add_parser(
+        "goals", help="a session's goal record",
+        description="Show a session's goal record (goal, checkpoints, decisions, artifacts, next "
+                    "steps), kept verbatim through every compaction. The options edit it.")
+    parser.add_argument("session", metavar="SESSION", help="session id or name")
+    parser.add_argument("--goal", help="set the goal")
+    parser.add_argument("--decide", metavar="TEXT", help="record a decision")
+    parser.add_argument("--lock", action="store_true", help="with --decide: lock it (never compressed)")
+    parser.add_argument("--clear", action="store_true", help="empty the goal record")
+    parser.add_argument("--json", action="store_true", help="print it as JSON")
+    parser.set_defaults(run=run_goals)
+    return parser
+
+
+def run_goals(args: argparse.Namespace) -> int:
+    with connect(args) as client:
+        goals = client.goals(args.session).goals
+        if args.clear or args.goal is not None or args.decide:
+            goals = Goals() if args.clear else goals
+            if args.goal is not None:
+                goals = msgspec.structs.replace(goals, goal=args.goal)
+            if args.decide:
+                goals = msgspec.structs.replace(goals, decisions=[
+                    *goals.decisions, Decision(description=args.decide, locked=args.lock)])
+            goals = client.set_goals(args.session, goals).goals
+    print(msgspec.json.encode(goals).decode() if args.json else describe_goals(goals))
+    return 0
+
+
+def add_pin(commands) -> argparse.ArgumentParser:
+    parser = commands.add_parser(
+        "pin", help="pin a message so no compaction touches it",
+        description="Pin message SEQ (its number in `ctxkeep show`): it stays verbatim in the "
+                    "active context through every compaction. --off unpins it.")
+    parser.add_argument("session", metavar="SESSION", help="session id or name")
+    parser.add_argument("seq", metavar="SEQ", type=int, help="the message's number")
+    parser.add_argument("--off", action="store_true", help="unpin")
+    parser.set_defaults(run=run_pin)
+    return parser
+
+
+def run_pin(args: argparse.Namespace) -> int:
+    with connect(args) as client:
+        client.pin(args.session, args.seq, pinned=not args.off)
+    print(f"{'unpinned' if args.off else 'pinned'} #{args.seq}")
+    return 0
+
+
+def add_snapshot(commands) -> argparse.ArgumentParser:
+    parser = commands.add_parser(
+        "snapshot", help="save, list, restore or delete context snapshots",
+        description="Snapshots hold a session's context state (active messages, checkpoints, "
+                    "goals, pins). One is taken before every compaction. Restoring never "
+                    "removes history.")
+    parser.add_argument("session", metavar="SESSION", help="session id or name")
+    parser.add_argument("action", nargs="?", default="list", choices=["create", "list", "restore", "delete"])
+    parser.add_argument("snapshot_id", nargs="?", default="", metavar="ID", help="for restore, delete")
+    parser.set_defaults(run=run_snapshot)
+    return parser
+
+
+def run_snapshot(args: argparse.Namespace) -> int:
+    with connect(args) as client:
+        if args.action == "create":
+            s = client.snapshot(args.session).snapshot
+            print(f"created snapshot {s.id}")
+        elif args.action == "restore":
+            s = client.restore(args.session, args.snapshot_id).snapshot
+            print(f"restored snapshot {s.id} ({s.reason}, {s.messages} messages, {s.checkpoints} checkpoints)")
+        elif args.action == "delete":
+            if not args.snapshot_id:
+                print("ctxkeep: `snapshot SESSION delete` needs an ID")
+                return 2
+            print(f"deleted snapshot {client.delete_snapshot(args.session, args.snapshot_id).snapshot.id}")
+        else:
+            snapshots = client.snapshots(args.session).snapshots
+            if not snapshots:
+                print("no snapshots yet")
+            for s in snapshots:
+                print(f"{s.id}  {when(s.created)}  {s.reason:<32} {s.messages:>4} msgs  "
+                      f"{s.checkpoints} checkpoints  {s.token_count:,} tokens")
+    return 0
+
+
+def add_undo(commands) -> argparse.ArgumentParser:
+    parser = commands.add_parser(
+        "undo", help="undo the last compaction",
+        description="Restore the snapshot taken before the session's last compaction. The "
+                    "history keeps every message either way.")
+    parser.add_argument("session", metavar="SESSION", help="session id or name")
+    parser.set_defaults(run=run_undo)
+    return parser
+
+
+def run_undo(args: argparse.Namespace) -> int:
+    with connect(args) as client:
+        s = client.restore(args.session).snapshot
+    print(f"restored the state {s.reason} ({when(s.created)}): {s.messages} messages, "
+          f"{s.checkpoints} checkpoints")
+    return 0

@@ -1,0 +1,277 @@
+"""Automatic graduated compaction, goals, pins, snapshots and reliability through the real daemon."""
+
+from pathlib import Path
+
+import pytest
+
+from ctxkeep.daemon import goals as goal_markers
+from ctxkeep.daemon import reliability
+from ctxkeep.daemon.relevance import bm25, cosine, words
+from ctxkeep.protocol.events import (
+    CompactionResult, ContextWarning, GenerationError, GoalUpdated, ResponseGeneration, SnapshotCreated,
+    SnapshotRestored,
+)
+from ctxkeep.protocol.models import Goals
+
+MODEL = "qwen2.5:7b"
+
+
+# -- the pure parts ----------------------------------------------------------------------------
+
+
+def test_goal_markers_update_the_record():
+    text = ("Plan:\n[GOAL] Implement user authentication\n"
+            "[CHECKPOINT] Design the login flow - COMPLETED\n"
+            "[CHECKPOINT] Add JWT generation - IN PROGRESS\n"
+            "[DECISION] Use JWT for authentication - LOCKED\n"
+            "[DECISION] Try bcrypt\n[ARTIFACT] Created src/auth/login.ts\n[NEXT] Add token refresh\n")
+    goals = goal_markers.apply_markers(Goals(), text)
+    assert goals.goal == "Implement user authentication"
+    assert [(c.description, c.status) for c in goals.checkpoints] == [
+        ("Design the login flow", "completed"), ("Add JWT generation", "in-progress")]
+    assert [(d.description, d.locked) for d in goals.decisions] == [
+        ("Use JWT for authentication", True), ("Try bcrypt", False)]
+    assert goals.artifacts == ["Created src/auth/login.ts"] and goals.next_steps == ["Add token refresh"]
+    again = goal_markers.apply_markers(goals, "[CHECKPOINT] Add JWT generation - DONE")
+    assert again.checkpoints[1].status == "completed" and len(again.checkpoints) == 2
+    assert goal_markers.apply_markers(goals, "no markers here") is None
+    block = goal_markers.render(goals)
+    assert block.startswith("ACTIVE GOAL: Implement user authentication")
+    assert "  (locked) Use JWT for authentication" in block and "  [x] Design the login flow" in block
+
+
+def test_reliability_score_as_seed_002_defines_it():
+    assert reliability.model_factor("7.6B") == 0.50
+    assert reliability.model_factor("70B") == 0.95 and reliability.model_factor("1.2B") == 0.30
+    assert reliability.model_factor("137M") == 0.30
+    assert reliability.score("7.6B", 0) == 0.5
+    assert reliability.score("7.6B", 1) == pytest.approx(0.425)
+    assert reliability.score("70B", 10) == pytest.approx(0.95 * 0.30)  # floor 30 %
+
+
+def test_bm25_and_cosine():
+    docs = [words("the cat sat on the mat"), words("stock prices fell sharply today"),
+            words("a cat and another cat chased the mouse")]
+    scores = bm25(docs, words("cat mouse"))
+    assert scores[2] > scores[0] > scores[1] == 0
+    assert cosine([0, 0], [1, 2]) == 0.0 and cosine([1, 0], [1, 0]) == pytest.approx(1.0)
+
+
+# -- through the daemon ------------------------------------------------------------------------
+
+
+@pytest.fixture
+def daemon(daemon_factory):
+    d = daemon_factory()
+    d.write_config("compaction_cooldown = 0\nkeep_recent_messages = 2\n")
+    return d.start()
+
+
+SEEN: dict[int, list] = {}
+
+
+def turn(client, sid, text, cwd=""):
+    """One turn; every event seen meanwhile is kept for collect()."""
+    acc = client.send(sid, text, cwd=cwd)
+    seen = SEEN.setdefault(id(client), [])
+    while True:
+        item = client.next_event(timeout=30)
+        assert item is not None, "no terminal event"
+        event = item[1]
+        seen.append(event)
+        if getattr(event, "generation_id", None) == acc.generation_id and isinstance(
+                event, (ResponseGeneration, GenerationError)):
+            assert isinstance(event, ResponseGeneration), event
+            return event
+
+
+def collect(client, kinds, timeout=3.0):
+    """Events of the given kinds seen so far, then until `timeout` seconds pass without any."""
+    out = [e for e in SEEN.pop(id(client), []) if isinstance(e, kinds)]
+    while (item := client.next_event(timeout=timeout)) is not None:
+        if isinstance(item[1], kinds):
+            out.append(item[1])
+    return out
+
+
+def active(client, sid):
+    return client.history(sid, active=True, limit=1000).messages
+
+
+def sent(standin):
+    return [c.body for c in standin.chats if c.body.get("stream", True)][-1]["messages"]
+
+
+def test_level1_shows_unused_file_references_as_summaries(client, standin, tmp_path):
+    (tmp_path / "big.py").write_text("\n".join(f"def f{i}(x):\n    return x + {i}\n" for i in range(60)))
+    s = client.create_session(model=MODEL).session
+    client.set_model(s.id, thresholds=[0.01, 0.98, 0.99])
+    turn(client, s.id, "Look at @big.py:full", cwd=str(tmp_path))
+    assert 'mode="full"' in sent(standin)[-1]["content"]
+    for i in range(2):
+        turn(client, s.id, f"unrelated question {i}")
+    results = [r for r in collect(client, CompactionResult) if r.status == "ok"]
+    assert results and results[0].level == 1 and results[0].strategy == "file_compress"
+    turn(client, s.id, "and now?")
+    first_user = sent(standin)[0]["content"]
+    assert 'mode="summary"' in first_user and "return x + 7" not in first_user
+    assert full_history_first(client, s.id) == "full"  # the history keeps the full text
+
+
+def full_history_first(client, sid):
+    m = client.history(sid, limit=1).messages[0]
+    return m.files[0].mode
+
+
+def test_level2_prunes_low_relevance_messages_with_embeddings(client, standin):
+    s = client.create_session(model=MODEL).session
+    client.set_model(s.id, thresholds=[0.01, 0.02, 0.99])
+    topics = ["kubernetes deployment rollout", "banana bread recipe", "kubernetes pod scheduling",
+              "medieval poetry", "kubernetes service mesh"]
+    standin.reply_fn = lambda msgs: "Answer about " + msgs[-1]["content"]
+    for topic in topics:
+        turn(client, s.id, f"Tell me about {topic}")
+    results = [r for r in collect(client, CompactionResult) if r.status == "ok" and r.level == 2]
+    assert results and results[0].strategy == "message_prune"
+    assert standin.embeds and standin.embeds[0]["model"] == "nomic-embed-text"
+    now = active(client, s.id)
+    assert [m.content for m in now if m.role == "user"] == [f"Tell me about {t}" for t in topics]
+    history = client.history(s.id, limit=1000).messages
+    assert len([m for m in history if m.role == "assistant"]) == len(topics)  # nothing left history
+    assert len([m for m in now if m.role == "assistant"]) < len(topics)
+
+
+def test_level2_falls_back_to_keywords_when_embeddings_fail(client, standin):
+    s = client.create_session(model=MODEL).session
+    client.set_model(s.id, thresholds=[0.01, 0.02, 0.99])
+    for i in range(3):
+        standin.fail_next("http500", path="/api/embed")
+    for i in range(5):
+        turn(client, s.id, f"question number {i} about gardening")
+    results = [r for r in collect(client, CompactionResult) if r.level == 2]
+    assert any(r.status == "ok" for r in results)
+
+
+def test_level3_checkpoint_goals_pins_and_aging(client, standin):
+    s = client.create_session(model=MODEL, system="Be helpful.").session
+    client.set_model(s.id, thresholds=[0.001, 0.002, 0.003])
+    standin.script("[GOAL] Ship the parser\n[DECISION] Use a recursive descent parser - LOCKED\n[NEXT] Write tests")
+    turn(client, s.id, "Let us plan the parser")
+    goal_events = collect(client, GoalUpdated, timeout=1.0)
+    assert goal_events and goal_events[-1].goals.goal == "Ship the parser"
+    pinned_seq = client.history(s.id, limit=1000).messages[-1].seq
+    client.pin(s.id, pinned_seq)
+    for i in range(8):
+        turn(client, s.id, f"step {i}: more detail about the tokenizer and the grammar")
+    results = [r for r in collect(client, CompactionResult) if r.status == "ok"]
+    assert any(r.level == 3 and r.strategy == "checkpoint" for r in results)
+    usage = client.usage(s.id)
+    assert usage.checkpoints and usage.pinned == [pinned_seq]
+    ages = {c.age for c in usage.checkpoints}
+    assert ages & {"old", "ancient", "merged"}, ages  # earlier checkpoints aged
+    now = active(client, s.id)
+    assert pinned_seq in [m.seq for m in now]
+    system = sent(standin)[0]["content"]
+    assert system.startswith("Be helpful.")
+    assert "ACTIVE GOAL: Ship the parser" in system
+    assert "(locked) Use a recursive descent parser" in system
+    assert "Summary of the earlier conversation" in system
+    summary_calls = [c.body for c in standin.chats if c.body.get("stream") is False]
+    assert any("ACTIVE GOAL: Ship the parser" in c["messages"][0]["content"] for c in summary_calls)
+    assert client.goals(s.id).goals.decisions[0].locked
+
+
+def test_cooldown_between_automatic_compactions(daemon_factory, standin):
+    d = daemon_factory()
+    d.write_config("compaction_cooldown = 6\nkeep_recent_messages = 2\n")
+    d.start()
+    with d.client() as c:
+        c.subscribe("")
+        s = c.create_session(model=MODEL).session
+        c.set_model(s.id, thresholds=[0.01, 0.02, 0.99])
+        for i in range(6):
+            turn(c, s.id, f"topic {i} with some words")
+        ok = [r for r in collect(c, CompactionResult) if r.status == "ok"]
+        # 6 turns = 12 messages: with a cooldown of 6 messages, at most 2 runs changed anything
+        assert 1 <= len(ok) <= 2
+
+
+def test_snapshots_and_undo(client, standin):
+    s = client.create_session(model=MODEL).session
+    client.set_model(s.id, thresholds=[0.001, 0.002, 0.003])
+    turn(client, s.id, "first question")
+    before = active(client, s.id)
+    for i in range(4):
+        turn(client, s.id, f"question {i}")
+    created = collect(client, (SnapshotCreated,))
+    assert created and created[0].snapshot.reason.startswith("before compaction level")
+    listing = client.snapshots(s.id).snapshots
+    assert len(listing) >= len(created)
+    history = client.history(s.id, limit=1000).messages
+    restored = client.restore(s.id).snapshot  # undo the last compaction
+    assert restored.id == [x for x in listing if x.reason.startswith("before compaction")][0].id
+    assert isinstance(collect(client, (SnapshotRestored,), timeout=1.0)[0], SnapshotRestored)
+    assert client.history(s.id, limit=1000).messages == history  # history untouched
+    manual = client.snapshot(s.id).snapshot
+    assert manual.reason == "manual"
+    client.restore(s.id, listing[-1].id)  # the oldest: taken before the first compaction
+    assert [m.seq for m in active(client, s.id)][:len(before)] == [m.seq for m in before]
+    client.delete_snapshot(s.id, manual.id)
+    assert manual.id not in [x.id for x in client.snapshots(s.id).snapshots]
+
+
+def test_reliability_warning_and_score_in_usage(client, standin):
+    s = client.create_session(model=MODEL).session  # a 7.6B model: factor 0.5
+    client.set_model(s.id, thresholds=[0.001, 0.002, 0.003])
+    for i in range(6):
+        turn(client, s.id, f"question {i} about something")
+    warnings = [w for w in collect(client, ContextWarning) if w.kind == "reliability"]
+    assert len(warnings) == 1 and "Use larger model" not in warnings[0].message
+    assert "start a new conversation" in warnings[0].message.lower()
+    info = client.session(s.id).session
+    assert info.compactions >= 2 and info.reliability == pytest.approx(
+        reliability.score("7.6B", info.compactions), abs=1e-3)
+    assert client.usage(s.id).usage.reliability == info.reliability
+
+
+def test_fold_rule_moves_oldest_user_messages_verbatim(client, standin):
+    s = client.create_session(model="small:1b", num_ctx=2048).session
+    client.set_model(s.id, thresholds=[0.5, 0.65, 0.8])
+    standin.reply_fn = lambda msgs: "ok"
+    for i in range(24):
+        turn(client, s.id, f"Requirement {i}: " + "the system must handle this case carefully " * 6)
+    warnings = [w for w in collect(client, ContextWarning) if w.kind == "fold"]
+    assert warnings and "folded" in warnings[0].message
+    checkpoints = client.usage(s.id).checkpoints
+    assert any("Requirement 0" in c.summary for c in checkpoints) or any(
+        c.first_seq == 0 for c in checkpoints)
+    assert not standin.truncations and not standin.refusals
+
+
+def test_auto_compaction_can_be_switched_off(client, standin):
+    s = client.create_session(model=MODEL).session
+    client.set_model(s.id, thresholds=[0.001, 0.002, 0.003], auto_compaction=False)
+    for i in range(4):
+        turn(client, s.id, f"question {i}")
+    assert not [r for r in collect(client, CompactionResult, timeout=1.0)]
+    assert client.session(s.id).session.auto_compaction is False
+
+
+def test_cli_goals_pin_snapshot_undo(daemon, standin):
+    sid = daemon.cli("new", "--model", MODEL, "-q").stdout.strip()
+    assert daemon.cli("set", sid, "--thresholds", "0.001,0.002,0.003").returncode == 0
+    assert daemon.cli("goals", sid, "--goal", "Write the report", "--decide", "Use LaTeX",
+                      "--lock").returncode == 0
+    shown = daemon.cli("goals", sid).stdout
+    assert "goal: Write the report" in shown and "decision: Use LaTeX (locked)" in shown
+    for i in range(4):
+        assert daemon.cli("ask", sid, f"section {i}").returncode == 0
+    assert daemon.cli("pin", sid, "1").stdout.strip() == "pinned #1"
+    listing = daemon.cli("snapshot", sid, "list").stdout
+    assert "before compaction level" in listing
+    undo = daemon.cli("undo", sid)
+    assert undo.returncode == 0 and "restored the state before compaction" in undo.stdout
+    assert daemon.cli("set", sid, "--thresholds", "0.9,0.1,0.2").returncode == 1
+    chat = daemon.cli("chat", sid, input="/goals\n/usage\n/pin\n/quit\n")
+    assert "goal: Write the report" in chat.stdout and "reliability" in chat.stdout
+    assert "pinned #" in chat.stdout
