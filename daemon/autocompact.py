@@ -97,26 +97,32 @@ class AutoCompactor:
             await self.compact_to_fit(session_id, level)
 
     async def before_send(self, session_id: str, user: MessageRecord) -> None:
-        """Compact (cooldown or not) until the prompt plus the reply room fits the window."""
+        """Compact (cooldown or not) until the prompt plus the reply room fits the window;
+        once anything was compacted, on until the context is at most 80 % of the window."""
+        compacted = fits = False
         for level in (1, 2, 3, 3, 3):
             session, context, active = self.load(session_id)
             prompt = self.estimator.prompt(session.model, build_messages(session, context, active, user))
-            room = measure(session, context, active, self.estimator, self.config).reply
-            if prompt + room <= session.window:
+            b = measure(session, context, active, self.estimator, self.config)
+            fits = prompt + b.reply <= session.window
+            if fits and (not compacted or b.total <= 0.8 * session.window):
                 return
             if not self.enabled(session):
                 return  # the caller refuses the overflowing prompt
-            await self.run(session_id, level, reason="the next prompt would not fit")
-        raise CannotFit("even after compaction the prompt does not fit the window")
+            compacted = await self.run(session_id, level, reason="the next prompt would not fit") or compacted
+        if not fits:
+            raise CannotFit("even after compaction the prompt does not fit the window")
 
     async def compact_to_fit(self, session_id: str, level: int) -> None:
-        """Run `level`; a level 3 repeats (up to 3 times) while usage stays at its threshold."""
+        """Run `level`; then level 3 (checkpoint, aging) while the conversation is still at
+        the level-3 threshold or the whole context above 80 % of the window, up to 3 times."""
         await self.run(session_id, level, reason="threshold crossed")
-        for _ in range(2):
+        for _ in range(3):
             session, context, active = self.load(session_id)
-            if self.level_for(session, measure(session, context, active, self.estimator, self.config)) < 3:
+            b = measure(session, context, active, self.estimator, self.config)
+            if self.level_for(session, b) < 3 and b.total <= 0.8 * session.window:
                 return
-            if not await self.run(session_id, 3, reason="still over the level-3 threshold"):
+            if not await self.run(session_id, 3, reason="still over the level-3 threshold or 80 % of the window"):
                 return
 
     # -- one level -----------------------------------------------------------------
@@ -143,6 +149,7 @@ class AutoCompactor:
         if not changed:
             self._result(cid, session_id, "skipped", level, note, before.total, before.total)
             return False
+        session = self.store.update_session(session_id, lambda r: setattr(r, "token_count", after.total))
         freed = max(0, before.total - after.total)
         marker = (f"── compacted (level {level}, {STRATEGY[level]}): {before.total:,} → "
                   f"~{after.total:,} tokens ({freed:,} freed) ──")
@@ -229,17 +236,18 @@ class AutoCompactor:
             text, tokens = await summarizer.summarize(summarizer.chunks(older), CHECKPOINT_SYSTEM,
                                                       instructions, room=room)
             original = sum(self.estimator.message(session.model, m.content) for m in older)
-            if tokens >= original:
-                raise SummaryRejected(f"the checkpoint is not smaller than what it replaces "
-                                      f"({tokens:,} ≥ {original:,} tokens)")
-            checkpoints = await self._age(checkpoints, budget, summarizer, instructions)
-            checkpoints.append(Checkpoint(
-                id=secrets.token_hex(4), first_seq=older[0].seq, last_seq=older[-1].seq,
-                summary=text, original_tokens=original, current_tokens=tokens,
-                key_decisions=[d.description for d in context.goals.decisions if d.locked],
-                files=sorted({f.path for m in older for f in m.files if not f.error}),
-                next_steps=list(context.goals.next_steps), created=time.time()))
-            notes.append(f"{len(older)} message(s) became a checkpoint")
+            if tokens >= original:  # too little to gain: leave them, age what is there
+                notes.append(f"{len(older)} older message(s) too short to summarize")
+                older = []
+            else:
+                checkpoints = await self._age(checkpoints, budget, summarizer, instructions)
+                checkpoints.append(Checkpoint(
+                    id=secrets.token_hex(4), first_seq=older[0].seq, last_seq=older[-1].seq,
+                    summary=text, original_tokens=original, current_tokens=tokens,
+                    key_decisions=[d.description for d in context.goals.decisions if d.locked],
+                    files=sorted({f.path for m in older for f in m.files if not f.error}),
+                    next_steps=list(context.goals.next_steps), created=time.time()))
+                notes.append(f"{len(older)} message(s) became a checkpoint")
         folded = self._fold(session.model, context, active, budget, preserved)
         if folded:
             quoted = "\n".join(f"User (verbatim): {m.content}" for m in folded)
@@ -254,11 +262,14 @@ class AutoCompactor:
             self.bus.publish(ContextWarning(kind="fold", message=message), session.id)
             notes.append(message)
         if not older and not folded:
-            if checkpoints and len(checkpoints) > 1:
-                checkpoints = await self._age(checkpoints, budget, summarizer, instructions)
-                notes.append("checkpoints aged")
-            else:
-                return False, "nothing outside the preserved messages to summarize"
+            if not checkpoints:
+                return False, "; ".join(notes) or "nothing outside the preserved messages to summarize"
+            aged = await self._age(checkpoints, budget, summarizer, instructions)
+            if [c.current_tokens for c in aged] == [c.current_tokens for c in checkpoints] and \
+                    len(aged) == len(checkpoints) and [c.age for c in aged] == [c.age for c in checkpoints]:
+                return False, "; ".join(notes) or "checkpoints are as small as they get"
+            checkpoints = aged
+            notes.append("checkpoints aged")
         gone = {m.seq for m in older} | {m.seq for m in folded}
 
         def change(c: ActiveContext) -> None:
