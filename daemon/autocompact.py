@@ -177,19 +177,13 @@ class AutoCompactor:
         self.store.update_context(session.id, update, expected=expected)
 
     def _preserved(self, context: ActiveContext, active: list[MessageRecord]) -> set[int]:
-        keep = {m.seq for m in active[-self.config.keep_recent_messages:]}
-        keep |= set(context.pinned)
-        if self.config.preserve_user_messages:
-            keep |= {m.seq for m in active if m.role == "user"}
-        return keep
+        return preserved_seqs(context, active, self.config.keep_recent_messages,
+                              self.config.preserve_user_messages)
 
     # -- level 1: file references to summaries ---------------------------------------
 
     async def _files(self, session, context, active, budget) -> tuple[bool, str]:
-        recent = {f.path for m in active[-RECENT_FILE_MESSAGES:] for f in m.files}
-        pinned = set(context.pinned)
-        seqs = [m.seq for m in active if m.seq not in pinned and m.seq not in context.file_summaries
-                and any(f.summary and f.path not in recent for f in m.files)]
+        seqs = plan_file_summaries(context, active)
         if not seqs:
             return False, "no full file references unused in the last 3 messages"
         self._apply(session, context.seqs, 1, lambda c: c.file_summaries.extend(seqs))
@@ -198,16 +192,12 @@ class AutoCompactor:
     # -- level 2: prune low-relevance messages --------------------------------------
 
     async def _prune(self, session, context, active, budget) -> tuple[bool, str]:
-        preserved = self._preserved(context, active)
-        candidates = [m for m in active if m.seq not in preserved and m.kind == "message"]
+        candidates = prune_candidates(context, active, self._preserved(context, active))
         if len(candidates) < 2:
             return False, "no older messages outside the preserved ones"
-        recent = active[-RECENT_FILE_MESSAGES:]
-        scores = await relevance.score(candidates, recent, backend=self.backend, store=self.store,
-                                       embed_model=self.config.embed_model)
-        ranked = sorted(zip(scores, range(len(candidates))), reverse=True)
-        keep = {candidates[i].seq for _, i in ranked[:math.ceil(len(candidates) / 2)]}
-        pruned = {m.seq for m in candidates if m.seq not in keep}
+        scores = await relevance.score(candidates, active[-RECENT_FILE_MESSAGES:], backend=self.backend,
+                                       store=self.store, embed_model=self.config.embed_model)
+        pruned = plan_prune(candidates, scores)
 
         def change(c: ActiveContext) -> None:
             c.seqs = [s for s in c.seqs if s not in pruned]
@@ -333,6 +323,36 @@ class AutoCompactor:
             return Checkpoint(**{**_fields(c), "age": age})
         return Checkpoint(**{**_fields(c), "age": age, "summary": text, "current_tokens": tokens,
                              "compressions": c.compressions + 1, "verbatim": False})
+
+
+def preserved_seqs(context: ActiveContext, active: list[MessageRecord], keep_recent: int,
+                   preserve_user: bool) -> set[int]:
+    """Messages no automatic compaction touches: the last ones, pinned ones, user ones."""
+    keep = {m.seq for m in active[-keep_recent:]} | set(context.pinned)
+    if preserve_user:
+        keep |= {m.seq for m in active if m.role == "user"}
+    return keep
+
+
+def plan_file_summaries(context: ActiveContext, active: list[MessageRecord]) -> list[int]:
+    """Level 1: messages whose full @file references were not used in the last 3 messages."""
+    recent = {f.path for m in active[-RECENT_FILE_MESSAGES:] for f in m.files}
+    pinned, done = set(context.pinned), set(context.file_summaries)
+    return [m.seq for m in active if m.seq not in pinned and m.seq not in done
+            and any(f.summary and f.path not in recent for f in m.files)]
+
+
+def prune_candidates(context: ActiveContext, active: list[MessageRecord],
+                     preserved: set[int]) -> list[MessageRecord]:
+    """Level 2: the messages that may leave the active context."""
+    return [m for m in active if m.seq not in preserved and m.kind == "message"]
+
+
+def plan_prune(candidates: list[MessageRecord], scores: list[float]) -> set[int]:
+    """Level 2: keep the more relevant half; the rest leaves the active context."""
+    ranked = sorted(zip(scores, range(len(candidates))), reverse=True)
+    keep = {candidates[i].seq for _, i in ranked[:math.ceil(len(candidates) / 2)]}
+    return {m.seq for m in candidates if m.seq not in keep}
 
 
 def _fields(c: Checkpoint) -> dict:

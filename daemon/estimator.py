@@ -13,6 +13,7 @@ code cost different tokens per character; the features let one fit serve both.
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from functools import lru_cache
 
 from .records import Calibration
 from .store import Store
@@ -30,8 +31,10 @@ _SPACE = re.compile(r"\s")
 Vector = tuple[float, ...]
 
 
+@lru_cache(maxsize=1 << 16)
 def text_features(text: str) -> Vector:
-    """Features of a text, without any per-message cost."""
+    """Features of a text, without any per-message cost (cached: messages never change,
+    and the budget is measured after every turn)."""
     letters = len(_LETTERS.findall(text))
     words = len(_WORDS.findall(text))
     space = len(_SPACE.findall(text))
@@ -102,7 +105,9 @@ class Estimator:
 
     def estimate(self, model: str, features: Vector) -> int:
         """Tokens for the given features, never negative."""
-        return max(0, round(sum(w * x for w, x in zip(self.weights(model), features))))
+        w = self.weights(model)
+        return max(0, round(w[0] * features[0] + w[1] * features[1] + w[2] * features[2]
+                            + w[3] * features[3] + w[4] * features[4]))
 
     def text(self, model: str, text: str) -> int:
         return self.estimate(model, text_features(text))
@@ -112,7 +117,8 @@ class Estimator:
 
     def message(self, model: str, content: str) -> int:
         """One message inside a prompt: its text and its template cost."""
-        return self.estimate(model, add(text_features(content), (0, 0, 0, 0, 1.0)))
+        f = text_features(content)
+        return self.estimate(model, (f[0], f[1], f[2], f[3], 1.0))
 
     def observe(self, model: str, samples: Iterable[tuple[Vector, int]]) -> None:
         """Fit to exact counts: (features, tokens) pairs. Persisted in one write."""

@@ -11,6 +11,8 @@ import logging
 import math
 import re
 from collections import Counter
+from collections.abc import Sequence
+from functools import lru_cache
 
 from .ollama_backend import ModelCallError, OllamaBackend
 from .records import MessageRecord
@@ -23,30 +25,55 @@ _STOP = frozenset("the and for are but not you your with this that have from the
                   "them these those also just about".split())
 
 
-def words(text: str) -> list[str]:
-    return [w for w in _WORD.findall(text.lower()) if w not in _STOP]
+@lru_cache(maxsize=1 << 16)
+def words(text: str) -> tuple[str, ...]:
+    """Lower-cased words of a text, stop words left out (cached: messages never change)."""
+    return tuple(w for w in _WORD.findall(text.lower()) if w not in _STOP)
 
 
-def bm25(documents: list[list[str]], query: list[str], k1: float = 1.5, b: float = 0.75) -> list[float]:
-    """BM25 score of each document for the query."""
+@lru_cache(maxsize=1 << 16)
+def term_counts(text: str) -> tuple[dict[str, int], int]:
+    """(word -> count, number of words) of a text (cached: messages never change)."""
+    counts: dict[str, int] = {}
+    found = words(text)
+    for w in found:
+        counts[w] = counts.get(w, 0) + 1
+    return counts, len(found)
+
+
+def bm25(documents: Sequence[Sequence[str]], query: Sequence[str], k1: float = 1.5,
+         b: float = 0.75) -> list[float]:
+    """BM25 score of each document (a list of words) for the query."""
+    counted = []
+    for d in documents:
+        counts: dict[str, int] = {}
+        for w in d:
+            counts[w] = counts.get(w, 0) + 1
+        counted.append((counts, len(d)))
+    return bm25_counts(counted, query, k1, b)
+
+
+def bm25_counts(documents: Sequence[tuple[dict[str, int], int]], query: Sequence[str],
+                k1: float = 1.5, b: float = 0.75) -> list[float]:
+    """BM25 from each document's word counts and length; only query terms are looked at."""
     n = len(documents)
     if not n or not query:
         return [0.0] * n
-    avg = sum(len(d) for d in documents) / n or 1.0
-    df: Counter[str] = Counter()
-    for d in documents:
-        df.update(set(d))
     terms = Counter(query)
+    avg = sum(length for _, length in documents) / n or 1.0
+    keys = terms.keys()
+    shared = [counts.keys() & keys for counts, _ in documents]  # set operations run in C
+    df: Counter[str] = Counter()
+    for found in shared:
+        df.update(found)
+    weight = {t: terms[t] * math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5)) * (k1 + 1) for t in terms}
     scores = []
-    for d in documents:
-        tf = Counter(d)
-        score = 0.0
-        for term, weight in terms.items():
-            if term not in tf:
-                continue
-            idf = math.log(1 + (n - df[term] + 0.5) / (df[term] + 0.5))
-            score += weight * idf * tf[term] * (k1 + 1) / (tf[term] + k1 * (1 - b + b * len(d) / avg))
-        scores.append(score)
+    for (counts, length), found in zip(documents, shared):
+        if not found:
+            scores.append(0.0)
+            continue
+        norm = k1 * (1 - b + b * length / avg)
+        scores.append(sum(weight[t] * counts[t] / (counts[t] + norm) for t in found))
     return scores
 
 
@@ -91,7 +118,7 @@ async def score(candidates: list[MessageRecord], recent: list[MessageRecord], *,
     """A relevance score per candidate (higher: keep): BM25 normalized, plus cosine when
     embeddings work, times the boost for file references and code."""
     query = [w for m in recent for w in words(m.content)]
-    keyword = bm25([words(m.content) for m in candidates], query)
+    keyword = bm25_counts([term_counts(m.content) for m in candidates], query)
     top = max(keyword, default=0.0) or 1.0
     scores = [k / top for k in keyword]
     if backend is not None and embed_model and candidates:
