@@ -390,18 +390,22 @@ class Store:
             return session, message
         return self.write(apply)
 
-    def compactions(self, session_id: str) -> list[CompactionRecord]:
-        """The session's compaction history, oldest first."""
-        def collect(txn: lmdb.Transaction) -> list[CompactionRecord]:
-            cursor = txn.cursor(db=self.dbs["compactions"])
+    def _scan(self, db: str, session_id: str, decoder: msgspec.msgpack.Decoder) -> list:
+        """Every record of one session in a database keyed by session id + `/`, in key order."""
+        def collect(txn: lmdb.Transaction) -> list:
+            cursor = txn.cursor(db=self.dbs[db])
             prefix, out = _prefix(session_id), []
             if cursor.set_range(prefix):
                 for key, value in cursor:
                     if not key.startswith(prefix):
                         break
-                    out.append(self._compaction_dec.decode(value))
+                    out.append(decoder.decode(value))
             return out
         return self.read(collect)
+
+    def compactions(self, session_id: str) -> list[CompactionRecord]:
+        """The session's compaction history, oldest first."""
+        return self._scan("compactions", session_id, self._compaction_dec)
 
     def calibration(self, model: str) -> Calibration | None:
         raw = self.read(lambda txn: txn.get(model.encode(), db=self.dbs["calibration"]))
@@ -413,16 +417,7 @@ class Store:
 
     def file_refs(self, session_id: str) -> list[FileRefRecord]:
         """Every recorded expansion of a file reference in the session, oldest first."""
-        def collect(txn: lmdb.Transaction) -> list[FileRefRecord]:
-            cursor = txn.cursor(db=self.dbs["file_refs"])
-            prefix, out = _prefix(session_id), []
-            if cursor.set_range(prefix):
-                for key, value in cursor:
-                    if not key.startswith(prefix):
-                        break
-                    out.append(self._file_ref_dec.decode(value))
-            return out
-        return self.read(collect)
+        return self._scan("file_refs", session_id, self._file_ref_dec)
 
     # -- context state, snapshots, embeddings ---------------------------------------
 
@@ -494,16 +489,7 @@ class Store:
 
     def snapshots(self, session_id: str) -> list[SnapshotRecord]:
         """The session's snapshots, newest first."""
-        def collect(txn: lmdb.Transaction) -> list[SnapshotRecord]:
-            cursor = txn.cursor(db=self.dbs["snapshots"])
-            prefix, out = _prefix(session_id), []
-            if cursor.set_range(prefix):
-                for key, value in cursor:
-                    if not key.startswith(prefix):
-                        break
-                    out.append(self._snapshot_dec.decode(value))
-            return out[::-1]
-        return self.read(collect)
+        return self._scan("snapshots", session_id, self._snapshot_dec)[::-1]
 
     def restore_snapshot(self, session_id: str, snapshot_id: str) -> tuple[SessionRecord, SnapshotRecord]:
         """Put a snapshot's context state back; the history is not touched."""
