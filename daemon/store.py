@@ -339,15 +339,15 @@ class Store:
 
     def active_messages(self, session_id: str) -> list[MessageRecord]:
         """The messages of the session's active context, oldest first."""
-        def collect(txn: lmdb.Transaction) -> list[MessageRecord]:
-            seqs = self._active(txn, session_id).seqs
-            out = []
-            for seq in seqs:
-                raw = txn.get(_message_key(session_id, seq), db=self.dbs["messages"])
-                if raw is not None:
-                    out.append(self._message_dec.decode(raw))
-            return out
-        return self.read(collect)
+        return self.read(lambda txn: self._messages(txn, session_id, self._active(txn, session_id).seqs))
+
+    def _messages(self, txn: lmdb.Transaction, session_id: str, seqs: Iterable[int]) -> list[MessageRecord]:
+        out = []
+        for seq in seqs:
+            raw = txn.get(_message_key(session_id, seq), db=self.dbs["messages"])
+            if raw is not None:
+                out.append(self._message_dec.decode(raw))
+        return out
 
     def active_seqs(self, session_id: str) -> list[int]:
         """Sequence numbers of the active context."""
@@ -463,14 +463,7 @@ class Store:
 
     def messages(self, session_id: str, seqs: Iterable[int]) -> list[MessageRecord]:
         """Messages by sequence number (missing ones left out)."""
-        def collect(txn: lmdb.Transaction) -> list[MessageRecord]:
-            out = []
-            for seq in seqs:
-                raw = txn.get(_message_key(session_id, seq), db=self.dbs["messages"])
-                if raw is not None:
-                    out.append(self._message_dec.decode(raw))
-            return out
-        return self.read(collect)
+        return self.read(lambda txn: self._messages(txn, session_id, seqs))
 
     def save_snapshot(self, session_id: str, reason: str) -> SnapshotRecord:
         """Save the session's context state; returns the snapshot."""
