@@ -349,10 +349,6 @@ class Store:
                 out.append(self._message_dec.decode(raw))
         return out
 
-    def active_seqs(self, session_id: str) -> list[int]:
-        """Sequence numbers of the active context."""
-        return self.read(lambda txn: self._active(txn, session_id).seqs)
-
     def compact(self, session_id: str, *, expected: list[int], summary: NewMessage,
                 keep: list[int], record: CompactionRecord, token_estimate: int
                 ) -> tuple[SessionRecord, MessageRecord]:
@@ -485,7 +481,9 @@ class Store:
         return self._scan("snapshots", session_id, self._snapshot_dec)[::-1]
 
     def restore_snapshot(self, session_id: str, snapshot_id: str) -> tuple[SessionRecord, SnapshotRecord]:
-        """Put a snapshot's context state back; the history is not touched."""
+        """Put a snapshot's messages, checkpoints and file summaries back; the history is not
+        touched, and the goal record and pins stay as they are now (no compaction changes
+        them, so undoing one must not lose later edits)."""
         def restore(txn: lmdb.Transaction) -> tuple[SessionRecord, SnapshotRecord]:
             session = self._get(txn, session_id)
             if session is None:
@@ -496,7 +494,10 @@ class Store:
                 raise StoreError(f"no snapshot {snapshot_id!r} in this session: "
                                  "`ctxkeep snapshot SESSION list` lists them")
             snapshot = self._snapshot_dec.decode(raw)
-            txn.put(session_id.encode(), self._enc.encode(snapshot.context), db=self.dbs["active"])
+            current = self._active(txn, session_id)
+            restored = msgspec.structs.replace(snapshot.context, goals=current.goals,
+                                               pinned=current.pinned)
+            txn.put(session_id.encode(), self._enc.encode(restored), db=self.dbs["active"])
             session.token_count = snapshot.token_count
             session.tokens_exact = snapshot.tokens_exact
             session.compactions = snapshot.compactions

@@ -19,7 +19,6 @@ _request_decoder = msgspec.json.Decoder(requests.AnyRequest)
 _reply_decoder = msgspec.json.Decoder(replies.AnyReply)
 _event_decoder = msgspec.json.Decoder(events.AnyEvent)
 _EVENT_TYPES = {requests.tag_of(c) for c in events.ALL}
-_REPLY_TYPES = {requests.tag_of(c) for c in replies.ALL}
 
 
 class _Head(msgspec.Struct):
@@ -105,10 +104,3 @@ def decode_event(frame: bytes) -> events.Event | None:
         return None
     return _event_decoder.decode(frame)
 
-
-def reply_type_known(frame: bytes) -> bool:
-    """Whether a reply frame's type is one this client knows."""
-    try:
-        return _head_decoder.decode(frame).type in _REPLY_TYPES
-    except (msgspec.DecodeError, ValueError):
-        return False

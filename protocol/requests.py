@@ -171,8 +171,9 @@ class SnapshotList(Request, tag="snapshot.list"):
 
 
 class SnapshotRestore(Request, tag="snapshot.restore"):
-    """Put a snapshot's context state back ("" = the latest one taken before a compaction:
-    undo). The history keeps every message either way."""
+    """Put a snapshot's active messages, checkpoints and file summaries back ("" = the latest
+    one taken before a compaction: undo). The history keeps every message, and the goal
+    record and pins stay as they are now."""
 
     session: SessionRef
     snapshot_id: str = ""

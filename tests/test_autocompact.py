@@ -214,8 +214,12 @@ def test_snapshots_and_undo(client, standin):
     assert client.history(s.id, limit=1000).messages == history  # history untouched
     manual = client.snapshot(s.id).snapshot
     assert manual.reason == "manual"
+    client.set_goals(s.id, Goals(goal="set after the compactions"))
+    client.pin(s.id, before[0].seq)
     client.restore(s.id, listing[-1].id)  # the oldest: taken before the first compaction
     assert [m.seq for m in active(client, s.id)][:len(before)] == [m.seq for m in before]
+    assert client.goals(s.id).goals.goal == "set after the compactions"  # later edits stay
+    assert client.usage(s.id).pinned == [before[0].seq]
     client.delete_snapshot(s.id, manual.id)
     assert manual.id not in [x.id for x in client.snapshots(s.id).snapshots]
 

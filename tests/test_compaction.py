@@ -4,14 +4,12 @@ import re
 import signal
 from pathlib import Path
 
-import lmdb
-import msgspec
 import pytest
 
 from conftest import wait_terminal
 from ctxkeep.clients import CtxkeepError
 from ctxkeep.daemon.prompt import COMPACTION_SYSTEM
-from ctxkeep.daemon.records import CompactionRecord
+from ctxkeep.daemon.store import Store
 from ctxkeep.protocol.events import (
     CompactionProgress, CompactionRequest, CompactionResult, GenerationError, ResponseGeneration,
 )
@@ -163,12 +161,10 @@ def test_compaction_history_is_recorded(daemon, standin):
         converse(c, s.id, 6)
         (*_, result) = compact(c, s.id, tail_turns=2)
         assert result.status == "ok"
-    env = lmdb.open(str(daemon.root / "data" / "ctxkeep" / "store"), max_dbs=16, readonly=True,
-                    lock=False)
-    db = env.open_db(b"compactions", create=False)
-    with env.begin() as txn:
-        records = [msgspec.msgpack.decode(v, type=CompactionRecord) for _, v in txn.cursor(db=db)]
-    env.close()
+    daemon.stop()
+    store = Store(daemon.root / "data" / "ctxkeep" / "store")
+    records = store.compactions(s.id)
+    store.close()
     assert len(records) == 1
     r = records[0]
     assert (r.level, r.strategy, r.tokens_before, r.tokens_after, r.tokens_freed) == (

@@ -55,7 +55,8 @@ def when(timestamp: float) -> str:
 
 
 def session_line(s: SessionInfo) -> str:
-    extra = f" · {s.compactions} compactions · reliability {s.reliability:.0%}" if s.compactions else ""
+    plural = "" if s.compactions == 1 else "s"
+    extra = f" · {s.compactions} compaction{plural} · reliability {s.reliability:.0%}" if s.compactions else ""
     return (f"{s.name} ({s.id}) · {s.model} · {s.message_count} messages · "
             f"{tokens(s.token_count, s.token_count_exact)} / {s.window:,} tokens{extra}")
 
@@ -69,8 +70,7 @@ def usage_lines(u: Usage) -> list[str]:
     lines = [gauge(u.tokens, u.window, u.exact)]
     lines += [f"  {name.ljust(width)}  {tokens(n, u.exact).rjust(9)}" for name, n in parts]
     lines.append(f"  {'active msgs'.ljust(width)}  {u.messages:>9}")
-    lines.append(f"conversation budget {u.budget:,} tokens, {u.budget_fill:.0%} used "
-                 "(automatic compaction at 50/65/80 %)")
+    lines.append(f"conversation budget {u.budget:,} tokens, {u.budget_fill:.0%} used")
     lines.append(f"reliability {u.reliability:.0%}" + (
         " — low: after several compactions a small model may lose track; consider a new "
         "conversation or a larger model" if u.reliability < 0.40 else ""))
