@@ -1,24 +1,32 @@
 """Automatic graduated compaction (seeds 001 and 002).
 
 The conversation's budget is window − reply room − system − goals/pins −
-checkpoints; usage is the conversation's tokens over it. Checked after every
-turn (with a cooldown of 2 messages) and before every prompt is sent (then
-regardless of the cooldown, until the prompt fits):
+checkpoints; its fill is the conversation's tokens over it. Checked after
+every turn (with a cooldown of 2 messages) and before every prompt is sent
+(then regardless of the cooldown, until the prompt plus its reply room fits).
+
+A pass runs the levels cheapest first and stops as soon as the fill is
+under the next level's threshold (for a prompt that must fit: as soon as it
+fits); the fill that triggers a lossy level is the estimate lowered by the
+estimator's measured error, so an over-estimate never costs the user text.
 
 - level 1 (50 %), `file_compress`: full @file references not used in the last
-  3 messages are shown as their summaries;
+  3 messages are shown as their summaries (outlines);
 - level 2 (65 %), `message_prune`: older messages outside the preserved set
   are scored for relevance to the recent turns (BM25, plus embeddings when
   Ollama has the model); the more relevant half stays, the rest leaves the
   active context (never the history);
 - level 3 (80 %), `checkpoint`: older messages become a new checkpoint (a
-  goal-aware summary); existing checkpoints age — recent, old, ancient,
-  merged — each step re-compressed smaller.
+  goal-aware summary, their files as outlines); existing checkpoints age —
+  recent, old, ancient, merged — each step re-compressed smaller.
 
-Never compressed: the system prompt, the goal record, pinned messages, user
-messages (by default) and the last messages. When the preserved messages
-alone pass half the budget, the oldest user messages are folded, verbatim,
-into a checkpoint, with a warning. A snapshot is taken before every change.
+Never compressed: the system prompt, the goal record, pinned messages, the
+last messages and, by default, the user's own messages, which stay verbatim
+in place until they alone pass half the budget: then the oldest of them are
+summarized into a checkpoint marked as the user's, with a `user_summary`
+warning that says so. Every level must shrink the context, or it fails and
+changes nothing. One snapshot is taken before a pass's first change, so
+`undo` takes back a whole pass.
 """
 
 import asyncio
@@ -26,19 +34,29 @@ import logging
 import math
 import secrets
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+import msgspec
 
 from ..protocol.events import CompactionRequest, CompactionResult, ContextWarning
 from . import relevance
+from .announce import Announcer
 from .bus import EventBus
-from .compaction import ContextEvents, Summarizer, SummaryRejected, instructions_for
+from .compaction import (
+    LEVEL_WORDS, Summarizer, SummaryRejected, chunk_lines, compaction_marker, instructions_for,
+    take_snapshot,
+)
 from .config import Config
+from .errors import RequestError
 from .estimator import Estimator
-from .ollama_backend import ModelCallError, OllamaBackend
-from .prompt import AGE_SYSTEM, CHECKPOINT_SYSTEM, build_messages
-from .records import ActiveContext, Checkpoint, MessageRecord, SessionRecord
-from .store import ContextChanged, Store, StoreError
-from .usage import Budget, measure
+from .ollama_backend import OllamaBackend
+from .prompt import (
+    AGE_SYSTEM, CHECKPOINT_SYSTEM, USER_SUMMARY_SYSTEM, build_messages, context_messages,
+    transcript_line,
+)
+from .records import ActiveContext, Checkpoint, CompactionRecord, MessageRecord, SessionRecord
+from .store import Store, StoreError
+from .usage import Budget, measure, reply_room
 
 log = logging.getLogger(__name__)
 
@@ -48,10 +66,30 @@ AGES = ("recent", "old", "ancient", "merged")
 #: ~2000 / 1200 / 800 / 400 tokens of a 6,800-token budget, scaled to the window).
 AGE_SHARE = {"recent": 0.15, "old": 0.09, "ancient": 0.06, "merged": 0.03}
 RECENT_FILE_MESSAGES = 3
+#: After a pass the whole context should be at most this share of the window.
+PASS_TARGET = 0.8
+#: Extra level-3 steps a pass may take to reach PASS_TARGET.
+EXTRA_CHECKPOINTS = 3
 
 
-class CannotFit(Exception):
-    """Even after every level the prompt does not fit the window."""
+@dataclass
+class Pass:
+    """One automatic compaction pass: one snapshot, taken before its first change."""
+
+    reason: str
+    snapshot_taken: bool = False
+    levels: list[int] = field(default_factory=list)
+
+
+@dataclass
+class Change:
+    """What one level would do to the context state, and what to tell the user."""
+
+    seqs: list[int]
+    file_summaries: list[int]
+    checkpoints: list[Checkpoint]
+    note: str
+    warnings: list[tuple[str, str]] = field(default_factory=list)
 
 
 @dataclass
@@ -63,10 +101,7 @@ class AutoCompactor:
     backend: OllamaBackend
     config: Config
     estimator: Estimator
-
-    @property
-    def events(self) -> ContextEvents:
-        return ContextEvents(self.store, self.bus, self.estimator, self.config)
+    announcer: Announcer
 
     def thresholds(self, session: SessionRecord) -> list[float]:
         return session.thresholds or self.config.compaction_thresholds
@@ -79,14 +114,22 @@ class AutoCompactor:
         context = self.store.context(session_id)
         return session, context, self.store.messages(session_id, context.seqs)
 
+    def fill(self, session: SessionRecord, budget: Budget) -> float:
+        """The fill that may trigger a lossy level: the estimate lowered by its error."""
+        return budget.fill * (1 - self.estimator.margin(session.model))
+
     def level_for(self, session: SessionRecord, budget: Budget) -> int:
-        crossed = [i + 1 for i, t in enumerate(self.thresholds(session)) if budget.fill >= t]
-        return max(crossed, default=0)
+        fill = self.fill(session, budget)
+        return max((i + 1 for i, t in enumerate(self.thresholds(session)) if fill >= t), default=0)
+
+    def total(self, session: SessionRecord, context: ActiveContext, active: list[MessageRecord]) -> int:
+        """The context as it would be sent now, estimated."""
+        return self.estimator.prompt(session.model, context_messages(session, context, active))
 
     # -- entry points ------------------------------------------------------------
 
     async def after_turn(self, session_id: str) -> None:
-        """Compact when the budget crossed a threshold, respecting the cooldown."""
+        """A pass when the budget crossed a threshold, respecting the cooldown."""
         session, context, active = self.load(session_id)
         if not self.enabled(session):
             return
@@ -94,87 +137,122 @@ class AutoCompactor:
         cooling = context.last_auto_at >= 0 and \
             session.message_count - context.last_auto_at < self.config.compaction_cooldown
         if level and not cooling:
-            await self.compact_to_fit(session_id, level)
+            await self.compact(session_id, Pass("threshold crossed"))
 
     async def before_send(self, session_id: str, user: MessageRecord) -> None:
-        """Compact (cooldown or not) until the prompt plus the reply room fits the window;
-        once anything was compacted, on until the context is at most 80 % of the window."""
-        compacted = fits = False
-        for level in (1, 2, 3, 3, 3):
-            session, context, active = self.load(session_id)
-            prompt = self.estimator.prompt(session.model, build_messages(session, context, active, user))
-            b = measure(session, context, active, self.estimator, self.config)
-            fits = prompt + b.reply <= session.window
-            if fits and (not compacted or b.total <= 0.8 * session.window):
-                return
-            if not self.enabled(session):
-                return  # the caller refuses the overflowing prompt
-            compacted = await self.run(session_id, level, reason="the next prompt would not fit") or compacted
-        if not fits:
-            raise CannotFit("even after compaction the prompt does not fit the window")
+        """A pass (cooldown or not) when the prompt plus the reply room would not fit."""
+        session, context, active = self.load(session_id)
+        if self.enabled(session) and not self.fits(session, context, active, user):
+            await self.compact(session_id, Pass("the next prompt would not fit"), user)
 
-    async def compact_to_fit(self, session_id: str, level: int) -> None:
-        """Run `level`; then level 3 (checkpoint, aging) while the conversation is still at
-        the level-3 threshold or the whole context above 80 % of the window, up to 3 times."""
-        await self.run(session_id, level, reason="threshold crossed")
-        for _ in range(3):
-            session, context, active = self.load(session_id)
-            b = measure(session, context, active, self.estimator, self.config)
-            if self.level_for(session, b) < 3 and b.total <= 0.8 * session.window:
+    def fits(self, session: SessionRecord, context: ActiveContext, active: list[MessageRecord],
+             user: MessageRecord) -> bool:
+        prompt = self.estimator.prompt(session.model, build_messages(session, context, active, user))
+        raised = math.ceil(prompt * (1 + self.estimator.margin(session.model)))
+        return raised + reply_room(self.config, session.window) <= session.window
+
+    def needed(self, level: int, user: MessageRecord | None, session: SessionRecord,
+               context: ActiveContext, active: list[MessageRecord]) -> bool:
+        """Whether a pass should run `level` now."""
+        if user is not None:
+            return not self.fits(session, context, active, user)
+        budget = measure(session, context, active, self.estimator, self.config)
+        if level < 3:
+            return self.fill(session, budget) >= self.thresholds(session)[level - 1]
+        return self.level_for(session, budget) >= 3 or \
+            self.total(session, context, active) > PASS_TARGET * session.window
+
+    async def compact(self, session_id: str, pass_: Pass, user: MessageRecord | None = None) -> None:
+        """Levels 1, 2, 3 in turn, each only while still needed; then more level-3 steps
+        (checkpoints, aging) while the context stays above the level-3 threshold or
+        80 % of the window (for a prompt that must fit: until it fits)."""
+        for level in (1, 2, 3):
+            if self.needed(level, user, *self.load(session_id)):
+                await self.run(session_id, level, pass_)
+        for _ in range(EXTRA_CHECKPOINTS):
+            if not self.needed(3, user, *self.load(session_id)):
                 return
-            if not await self.run(session_id, 3, reason="still over the level-3 threshold or 80 % of the window"):
+            if not await self.run(session_id, 3, pass_):
                 return
 
     # -- one level -----------------------------------------------------------------
 
-    async def run(self, session_id: str, level: int, reason: str) -> bool:
-        """Run one level; publishes compaction.request/result. True when it changed something."""
+    async def run(self, session_id: str, level: int, pass_: Pass) -> bool:
+        """Run one level: exactly one compaction.request and one compaction.result.
+        True when it changed the context."""
         session, context, active = self.load(session_id)
-        before = measure(session, context, active, self.estimator, self.config)
+        before = self.total(session, context, active)
         cid = secrets.token_hex(6)
-        self.bus.publish(CompactionRequest(compaction_id=cid, requested_by=f"auto ({reason})",
-                                           tokens_before=before.total, messages=len(active),
+        self.bus.publish(CompactionRequest(compaction_id=cid, requested_by=f"auto ({pass_.reason})",
+                                           tokens_before=before, messages=len(active),
                                            level=level, strategy=STRATEGY[level]), session_id)
+        status, note, after = "failed", "", before
         try:
-            changed, note = await {1: self._files, 2: self._prune, 3: self._checkpoint}[level](
-                session, context, active, before)
-        except (ModelCallError, SummaryRejected, ContextChanged, StoreError) as exc:
-            self._result(cid, session_id, "failed", level, str(exc), before.total, before.total)
-            return False
+            budget = measure(session, context, active, self.estimator, self.config)
+            change = await {1: self._files, 2: self._prune, 3: self._checkpoint}[level](
+                session, context, active, budget)
+            if isinstance(change, str):
+                status, note = "skipped", change
+                return False
+            new = msgspec.structs.replace(context, seqs=change.seqs, checkpoints=change.checkpoints,
+                                          file_summaries=change.file_summaries)
+            after = self.total(session, new, [m for m in active if m.seq in set(change.seqs)])
+            if after >= before:
+                note = (f"it would not shrink the context ({before:,} → ~{after:,} tokens): "
+                        "nothing was changed")
+                after = before
+                return False
+            self._commit(session, context, change, level, pass_, before, after)
+            status, note = "ok", change.note
+            pass_.levels.append(level)
+            for kind, message in change.warnings:
+                self.bus.publish(ContextWarning(kind=kind, message=message), session_id)
+            return True
         except asyncio.CancelledError:
-            self._result(cid, session_id, "failed", level, "cancelled", before.total, before.total)
+            note = "cancelled"
             raise
-        session, context, active = self.load(session_id)
-        after = measure(session, context, active, self.estimator, self.config)
-        if not changed:
-            self._result(cid, session_id, "skipped", level, note, before.total, before.total)
+        except (RequestError, SummaryRejected, StoreError) as exc:
+            note = str(exc)
             return False
-        session = self.store.update_session(session_id, lambda r: setattr(r, "token_count", after.total))
-        freed = max(0, before.total - after.total)
-        marker = (f"── compacted (level {level}, {STRATEGY[level]}): {before.total:,} → "
-                  f"~{after.total:,} tokens ({freed:,} freed) ──")
-        self._result(cid, session_id, "ok", level, note, before.total, after.total, marker=marker)
-        self.events.changed(session, context)
-        return True
+        except Exception as exc:  # noqa: BLE001 - a bug must still end the compaction
+            log.exception("session=%s automatic compaction level %d failed", session_id, level)
+            note = f"internal error ({exc!r}): see the daemon's log"
+            return False
+        finally:
+            self._result(cid, session_id, status, level, note, before, after)
+            if status == "ok":
+                self.announcer.compacted(session_id)
+
+    def _commit(self, session: SessionRecord, context: ActiveContext, change: Change, level: int,
+                pass_: Pass, before: int, after: int) -> None:
+        """Snapshot (once per pass), then the new state, its audit record and the new
+        estimate in one transaction; the cooldown restarts."""
+        if not pass_.snapshot_taken:
+            take_snapshot(self.store, self.bus, session.id, f"before compaction (automatic: {pass_.reason})")
+            pass_.snapshot_taken = True
+        gone = [s for s in context.seqs if s not in set(change.seqs)]
+
+        def update(c: ActiveContext, record: SessionRecord) -> None:
+            c.seqs, c.file_summaries, c.checkpoints = change.seqs, change.file_summaries, change.checkpoints
+            c.last_auto_at = record.message_count
+            record.compactions += 1
+            record.token_count, record.tokens_exact = after, False
+        audit = CompactionRecord(time=time.time(), level=level, strategy=STRATEGY[level],
+                                 tokens_before=before, tokens_after=after,
+                                 tokens_freed=before - after, summarized=gone, kept=change.seqs,
+                                 summary_seq=-1, model=session.model, requested_by="auto",
+                                 reason=change.note)
+        self.store.update_context(session.id, update, expected=context.seqs, audit=audit)
 
     def _result(self, cid: str, session_id: str, status: str, level: int, reason: str,
-                before: int, after: int, marker: str = "") -> None:
+                before: int, after: int) -> None:
+        freed = before - after
+        marker = compaction_marker(before, after, level) if status == "ok" else ""
         self.bus.publish(CompactionResult(
             compaction_id=cid, status=status, reason=reason, tokens_before=before,  # type: ignore[arg-type]
-            tokens_after=after, tokens_freed=max(0, before - after), level=level,
+            tokens_after=after, tokens_freed=max(0, freed), level=level,
             strategy=STRATEGY[level], marker=marker), session_id)
         log.info("session=%s auto compaction level %d %s %s", session_id, level, status, reason or marker)
-
-    def _apply(self, session: SessionRecord, expected: list[int], level: int, change) -> None:
-        """Snapshot, then change the context state in one transaction (the cooldown restarts)."""
-        self.events.snapshot(session.id, f"before compaction level {level}")
-
-        def update(context: ActiveContext, record: SessionRecord) -> None:
-            change(context)
-            context.last_auto_at = record.message_count
-            record.compactions += 1
-            record.tokens_exact = False
-        self.store.update_context(session.id, update, expected=expected)
 
     def _preserved(self, context: ActiveContext, active: list[MessageRecord]) -> set[int]:
         return preserved_seqs(context, active, self.config.keep_recent_messages,
@@ -182,131 +260,147 @@ class AutoCompactor:
 
     # -- level 1: file references to summaries ---------------------------------------
 
-    async def _files(self, session, context, active, budget) -> tuple[bool, str]:
+    async def _files(self, session, context, active, budget) -> Change | str:
         seqs = plan_file_summaries(context, active)
         if not seqs:
-            return False, "no full file references unused in the last 3 messages"
-        self._apply(session, context.seqs, 1, lambda c: c.file_summaries.extend(seqs))
-        return True, f"{len(seqs)} message(s) now show their files as summaries"
+            return "no full file references unused in the last 3 messages"
+        return Change(list(context.seqs), [*context.file_summaries, *seqs], list(context.checkpoints),
+                      f"{len(seqs)} message(s) now show their files as summaries")
 
     # -- level 2: prune low-relevance messages --------------------------------------
 
-    async def _prune(self, session, context, active, budget) -> tuple[bool, str]:
+    async def _prune(self, session, context, active, budget) -> Change | str:
         candidates = prune_candidates(context, active, self._preserved(context, active))
         if len(candidates) < 2:
-            return False, "no older messages outside the preserved ones"
+            return "no older messages outside the preserved ones"
         scores = await relevance.score(candidates, active[-RECENT_FILE_MESSAGES:], backend=self.backend,
                                        store=self.store, embed_model=self.config.embed_model)
         pruned = plan_prune(candidates, scores)
+        return Change([s for s in context.seqs if s not in pruned],
+                      [s for s in context.file_summaries if s not in pruned], list(context.checkpoints),
+                      f"{len(pruned)} low-relevance message(s) left the active context")
 
-        def change(c: ActiveContext) -> None:
-            c.seqs = [s for s in c.seqs if s not in pruned]
-            c.file_summaries = [s for s in c.file_summaries if s not in pruned]
-        self._apply(session, context.seqs, 2, change)
-        return True, f"{len(pruned)} low-relevance message(s) left the active context"
-
-    # -- level 3: checkpoint, aging, fold --------------------------------------------
+    # -- level 3: checkpoint, aging, the user's share ----------------------------------
 
     def _target(self, budget: Budget, age: str) -> int:
         base = budget.window - budget.reply - budget.system - budget.goals
         return max(48, int(base * AGE_SHARE[age]))
 
-    async def _checkpoint(self, session, context, active, budget) -> tuple[bool, str]:
-        preserved = self._preserved(context, active)
-        older = [m for m in active if m.seq not in preserved]
-        summarizer = await Summarizer.for_model(
+    async def _summarizer(self, session: SessionRecord) -> Summarizer:
+        return await Summarizer.for_model(
             self.backend, self.estimator,
             session.compaction_model or self.config.compaction_model or session.model,
             session.num_ctx, self.config.summary_max_tokens)
+
+    async def _checkpoint(self, session, context, active, budget) -> Change | str:
+        preserved = self._preserved(context, active)
+        older = [m for m in active if m.seq not in preserved]
+        users = self._user_share(session.model, context, active, budget, preserved)
+        summarizer = await self._summarizer(session)
         instructions = instructions_for(context)
-        checkpoints = [c for c in context.checkpoints]
-        notes = []
-        if older:
-            room = min(summarizer.room, self._target(budget, "recent"))
-            text, tokens = await summarizer.summarize(summarizer.chunks(older), CHECKPOINT_SYSTEM,
-                                                      instructions, room=room)
-            original = sum(self.estimator.message(session.model, m.content) for m in older)
-            if tokens >= original:  # too little to gain: leave them, age what is there
-                notes.append(f"{len(older)} older message(s) too short to summarize")
-                older = []
-            else:
+        checkpoints = list(context.checkpoints)
+        notes: list[str] = []
+        warnings: list[tuple[str, str]] = []
+        summaries = set(context.file_summaries)
+        gone: set[int] = set()
+        for group, of_user in ((older, False), (users, True)):
+            if not group:
+                continue
+            made = await self._summarize(session, group, summaries, summarizer, instructions,
+                                         budget, of_user, context)
+            if made is None:
+                notes.append(f"{len(group)} older message(s) too short to summarize")
+                continue
+            if not gone:  # age what was there before this step's first new checkpoint
                 checkpoints = await self._age(checkpoints, budget, summarizer, instructions)
-                checkpoints.append(Checkpoint(
-                    id=secrets.token_hex(4), first_seq=older[0].seq, last_seq=older[-1].seq,
-                    summary=text, original_tokens=original, current_tokens=tokens,
-                    key_decisions=[d.description for d in context.goals.decisions if d.locked],
-                    files=sorted({f.path for m in older for f in m.files if not f.error}),
-                    next_steps=list(context.goals.next_steps), created=time.time()))
-                notes.append(f"{len(older)} message(s) became a checkpoint")
-        folded = self._fold(session.model, context, active, budget, preserved)
-        if folded:
-            quoted = "\n".join(f"User (verbatim): {m.content}" for m in folded)
-            checkpoints.append(Checkpoint(
-                id=secrets.token_hex(4), first_seq=folded[0].seq, last_seq=folded[-1].seq,
-                summary=quoted, original_tokens=self.estimator.text(session.model, quoted),
-                current_tokens=self.estimator.text(session.model, quoted), created=time.time(),
-                verbatim=True))
-            checkpoints.sort(key=lambda c: c.first_seq)
-            message = (f"{len(folded)} of the oldest user messages were folded, quoted verbatim, "
-                       "into a checkpoint: the preserved messages alone passed half the budget")
-            self.bus.publish(ContextWarning(kind="fold", message=message), session.id)
-            notes.append(message)
-        if not older and not folded:
+            checkpoints.append(made)
+            gone |= {m.seq for m in group}
+            if of_user:
+                message = (f"{len(group)} of your earliest messages (#{group[0].seq}–#{group[-1].seq}) "
+                           "are now kept as a summary, not word for word: your own messages passed "
+                           "half of the conversation's budget. `ctxkeep undo` puts them back; "
+                           "a larger num_ctx keeps more of them verbatim.")
+                warnings.append(("user_summary", message))
+                notes.append(message)
+            else:
+                notes.append(f"{len(group)} message(s) became a checkpoint")
+        if not gone:
             if not checkpoints:
-                return False, "; ".join(notes) or "nothing outside the preserved messages to summarize"
+                return "; ".join(notes) or "nothing outside the preserved messages to summarize"
             aged = await self._age(checkpoints, budget, summarizer, instructions)
-            if [c.current_tokens for c in aged] == [c.current_tokens for c in checkpoints] and \
-                    len(aged) == len(checkpoints) and [c.age for c in aged] == [c.age for c in checkpoints]:
-                return False, "; ".join(notes) or "checkpoints are as small as they get"
+            if [(c.current_tokens, c.age) for c in aged] == [(c.current_tokens, c.age) for c in checkpoints]:
+                return "; ".join(notes) or "checkpoints are as small as they get"
             checkpoints = aged
             notes.append("checkpoints aged")
-        gone = {m.seq for m in older} | {m.seq for m in folded}
+        checkpoints.sort(key=lambda c: c.first_seq)
+        return Change([s for s in context.seqs if s not in gone],
+                      [s for s in context.file_summaries if s not in gone], checkpoints,
+                      "; ".join(notes), warnings)
 
-        def change(c: ActiveContext) -> None:
-            c.seqs = [s for s in c.seqs if s not in gone]
-            c.file_summaries = [s for s in c.file_summaries if s not in gone]
-            c.checkpoints = checkpoints
-        self._apply(session, context.seqs, 3, change)
-        return True, "; ".join(notes)
+    async def _summarize(self, session: SessionRecord, group: list[MessageRecord],
+                         summaries: set[int], summarizer: Summarizer, instructions: str,
+                         budget: Budget, of_user: bool, context: ActiveContext) -> Checkpoint | None:
+        """A checkpoint of `group` (their files as outlines), or None when it would not be
+        smaller than the messages themselves."""
+        room = min(summarizer.room, self._target(budget, "recent"))
+        lines = [(transcript, self.estimator.text(summarizer.model, transcript))
+                 for transcript in (outline_line(m, m.seq in summaries) for m in group)]
+        chunks = chunk_lines(lines, summarizer.budget)
+        text, tokens = await summarizer.summarize(
+            chunks, USER_SUMMARY_SYSTEM if of_user else CHECKPOINT_SYSTEM, instructions, room=room)
+        original = sum(self.estimator.message(session.model, m.prompt_content(m.seq in summaries))
+                       for m in group)
+        if tokens >= original:
+            return None
+        return Checkpoint(
+            id=secrets.token_hex(4), first_seq=group[0].seq, last_seq=group[-1].seq,
+            summary=text, original_tokens=original, current_tokens=tokens,
+            key_decisions=[d.description for d in context.goals.decisions if d.locked],
+            files=sorted({f.path for m in group for f in m.files if not f.error}),
+            next_steps=list(context.goals.next_steps), created=time.time(), of_user=of_user)
 
-    def _fold(self, model: str, context: ActiveContext, active: list[MessageRecord], budget: Budget,
-              preserved: set[int]) -> list[MessageRecord]:
-        """The oldest user messages to fold when the preserved ones pass half the budget."""
-        model_tokens = {m.seq: self.estimator.message(model, m.prompt_content()) for m in active}
+    def _user_share(self, model: str, context: ActiveContext, active: list[MessageRecord],
+                    budget: Budget, preserved: set[int]) -> list[MessageRecord]:
+        """The oldest user messages to summarize when the preserved ones pass half the
+        budget (down to 40 % of it); the last and the pinned messages always stay."""
+        cost = {m.seq: self.estimator.message(model, m.prompt_content()) for m in active}
         keep_recent = {m.seq for m in active[-self.config.keep_recent_messages:]}
-        total = sum(model_tokens[s] for s in preserved if s in model_tokens)
+        total = sum(cost[s] for s in preserved if s in cost)
         base = budget.window - budget.reply - budget.system - budget.goals - budget.checkpoints
         if total <= base / 2:
             return []
-        folded = []
+        out = []
         for m in active:
             if total <= base * 0.4:
                 break
             if m.role == "user" and m.seq not in keep_recent and m.seq not in context.pinned:
-                folded.append(m)
-                total -= model_tokens[m.seq]
-        return folded
+                out.append(m)
+                total -= cost[m.seq]
+        return out
 
     async def _age(self, checkpoints: list[Checkpoint], budget: Budget, summarizer: Summarizer,
                    instructions: str) -> list[Checkpoint]:
         """Each existing checkpoint one age older, re-compressed to that age's size; the
-        ancient ones merged into one."""
+        ancient ones merged into one. Verbatim checkpoints (older stores) stay as they are."""
         aged = []
         for c in checkpoints:
+            if c.verbatim:
+                aged.append(c)
+                continue
             age = AGES[min(AGES.index(c.age) + 1, len(AGES) - 1)]
             aged.append(await self._shrink(c, age, self._target(budget, age), summarizer, instructions))
-        ancient = [c for c in aged if c.age in ("ancient", "merged")]
+        ancient = [c for c in aged if c.age in ("ancient", "merged") and not c.verbatim]
         if len(ancient) > 1:
-            merged_text = "\n\n".join(c.summary for c in ancient)
             merged = Checkpoint(
                 id=secrets.token_hex(4), age="merged", first_seq=ancient[0].first_seq,
-                last_seq=ancient[-1].last_seq, summary=merged_text,
+                last_seq=ancient[-1].last_seq, summary="\n\n".join(c.summary for c in ancient),
                 original_tokens=sum(c.original_tokens for c in ancient),
                 current_tokens=sum(c.current_tokens for c in ancient),
                 compressions=max(c.compressions for c in ancient),
                 key_decisions=sorted({d for c in ancient for d in c.key_decisions}),
                 files=sorted({f for c in ancient for f in c.files}),
-                next_steps=ancient[-1].next_steps, created=ancient[0].created)
+                next_steps=ancient[-1].next_steps, created=ancient[0].created,
+                of_user=any(c.of_user for c in ancient))
             merged = await self._shrink(merged, "merged", self._target(budget, "merged"),
                                         summarizer, instructions, force=True)
             aged = [merged] + [c for c in aged if c not in ancient]
@@ -315,14 +409,24 @@ class AutoCompactor:
     async def _shrink(self, c: Checkpoint, age: str, target: int, summarizer: Summarizer,
                       instructions: str, force: bool = False) -> Checkpoint:
         if c.current_tokens <= target and not force:
-            return Checkpoint(**{**_fields(c), "age": age})
+            return msgspec.structs.replace(c, age=age)
         text, tokens = await summarizer.call(
             AGE_SYSTEM, instructions + f"\n\nAt most about {target} tokens.", c.summary,
             "Summary to shorten:", room=target)
         if tokens >= c.current_tokens:  # no gain: keep the longer one rather than lose detail
-            return Checkpoint(**{**_fields(c), "age": age})
-        return Checkpoint(**{**_fields(c), "age": age, "summary": text, "current_tokens": tokens,
-                             "compressions": c.compressions + 1, "verbatim": False})
+            return msgspec.structs.replace(c, age=age)
+        return msgspec.structs.replace(c, age=age, summary=text, current_tokens=tokens,
+                                       compressions=c.compressions + 1)
+
+
+def outline_line(message: MessageRecord, file_summaries: bool) -> str:
+    """A message as the summarizer reads it: its text and its files (as outlines where
+    there are outlines), so a summarized message's files become part of the summary."""
+    line = transcript_line(message)
+    blocks = [f.summary or f.block for f in message.files if not f.error] if message.files else []
+    if not blocks:
+        return line
+    return line + "\n\n".join(blocks) + "\n\n"
 
 
 def preserved_seqs(context: ActiveContext, active: list[MessageRecord], keep_recent: int,
@@ -353,7 +457,3 @@ def plan_prune(candidates: list[MessageRecord], scores: list[float]) -> set[int]
     ranked = sorted(zip(scores, range(len(candidates))), reverse=True)
     keep = {candidates[i].seq for _, i in ranked[:math.ceil(len(candidates) / 2)]}
     return {m.seq for m in candidates if m.seq not in keep}
-
-
-def _fields(c: Checkpoint) -> dict:
-    return {f: getattr(c, f) for f in c.__struct_fields__}

@@ -20,24 +20,23 @@ from dataclasses import dataclass, field
 
 from ..protocol import ErrorCode
 from ..protocol.events import (
-    CompactionProgress, CompactionRequest, CompactionResult, ContextUsage, ContextWarning,
-    SessionUpdated, SnapshotCreated,
+    CompactionProgress, CompactionRequest, CompactionResult, SnapshotCreated,
 )
 from ..protocol.replies import CompactionPlan
 from . import goals as goal_markers
-from . import reliability
+from .announce import Announcer
 from .bus import EventBus
 from .config import Config
 from .estimator import Estimator
 from .jobs import Job, SessionJobs
-from .ollama_backend import ModelCallError, OllamaBackend
+from .errors import RequestError
+from .ollama_backend import OllamaBackend
 from .prompt import (
     COMPACTION_SYSTEM, MERGE_SYSTEM, SUMMARY_PREFIX, context_messages, summary_call,
     transcript_line,
 )
 from .records import ActiveContext, CompactionRecord, MessageRecord, NewMessage, SessionRecord
 from .store import Store, StoreError
-from .usage import usage_of
 
 log = logging.getLogger(__name__)
 
@@ -51,9 +50,21 @@ class SummaryRejected(Exception):
     """The model's summary cannot stand for what it would replace."""
 
 
-def marker(before: int, after: int, freed: int) -> str:
-    """Seed 000's log line: `── compacted: 82,400 → ~14,200 tokens (68,200 freed) ──`."""
-    return f"── compacted: {before:,} → ~{after:,} tokens ({freed:,} freed) ──"
+#: Automatic levels in the user's words.
+LEVEL_WORDS = {1: "files as summaries", 2: "older messages set aside", 3: "checkpoint"}
+
+
+def compaction_marker(before: int, after: int, level: int = 0) -> str:
+    """Seed 000's log line: `── compacted: 82,400 → ~14,200 tokens (68,200 freed) ──`
+    (with the level in words for an automatic one)."""
+    how = f" ({LEVEL_WORDS[level]})" if level else ""
+    return f"── compacted{how}: {before:,} → ~{after:,} tokens ({before - after:,} freed) ──"
+
+
+def take_snapshot(store: Store, bus: EventBus, session_id: str, reason: str) -> None:
+    """Save the session's context state before a compaction changes it, and say so."""
+    snapshot = store.save_snapshot(session_id, reason)
+    bus.publish(SnapshotCreated(snapshot=snapshot.info()), session_id)
 
 
 def split_tail(active: list[MessageRecord], tail_turns: int) -> tuple[list[MessageRecord], list[MessageRecord]]:
@@ -190,32 +201,6 @@ class Plan:
 
 
 @dataclass
-class ContextEvents:
-    """What every compaction publishes around its change: snapshot, session, usage, warnings."""
-
-    store: Store
-    bus: EventBus
-    estimator: Estimator
-    config: Config
-
-    def snapshot(self, session_id: str, reason: str) -> None:
-        snapshot = self.store.save_snapshot(session_id, reason)
-        self.bus.publish(SnapshotCreated(snapshot=snapshot.info()), session_id)
-
-    def changed(self, session: SessionRecord, context: ActiveContext) -> None:
-        """After a compaction: session.updated, context.usage, and the reliability warning."""
-        active = self.store.messages(session.id, context.seqs)
-        self.bus.publish(SessionUpdated(session=session.info(busy=True)), session.id)
-        self.bus.publish(ContextUsage(usage=usage_of(session, context, active, self.estimator,
-                                                     self.config)), session.id)
-        now = reliability.score(session.parameter_size, session.compactions)
-        before = reliability.score(session.parameter_size, session.compactions - 1)
-        if now < reliability.WARNING_BELOW <= before:
-            self.bus.publish(ContextWarning(kind="reliability", message=reliability.warning(
-                session.model, session.compactions)), session.id)
-
-
-@dataclass
 class Compactor:
     """Plans and runs manual compactions through the session job queue."""
 
@@ -225,10 +210,7 @@ class Compactor:
     config: Config
     jobs: SessionJobs
     estimator: Estimator
-
-    @property
-    def events(self) -> ContextEvents:
-        return ContextEvents(self.store, self.bus, self.estimator, self.config)
+    announcer: Announcer
 
     def model_for(self, session: SessionRecord) -> str:
         return session.compaction_model or self.config.compaction_model or session.model
@@ -276,41 +258,39 @@ class Compactor:
 
     def submit(self, session: SessionRecord, tail_turns: int | None, instructions: str,
                requested_by: str) -> tuple[Job, int]:
-        """Queue a compaction; raises ValueError when one is already queued or running."""
+        """Queue a compaction; raises RequestError(busy) when one is already queued or running."""
         if self.jobs.has(session.id, "compaction"):
-            raise ValueError(f"session {session.name!r} is already compacting: wait for its "
-                             "compaction.result")
-        job = Job(session_id=session.id, kind="compaction")
-        ahead = self.jobs.submit(
-            job, lambda j: self._execute(j, tail_turns, instructions, requested_by),
-            lambda j: self._result(j, "failed", reason="cancelled before it started"))
-        return job, ahead
+            raise RequestError(ErrorCode.BUSY, f"session {session.name!r} is already compacting: "
+                                               "wait for its compaction.result")
+        job = Job(session_id=session.id, kind="compaction",
+                  body=lambda j: self._execute(j, tail_turns, instructions, requested_by),
+                  fail=lambda j, code, message: CompactionResult(
+                      compaction_id=j.id, status="failed", reason=_reason(code, message)))
+        return job, self.jobs.submit(job)
 
     # -- running ---------------------------------------------------------------
 
     def _result(self, job: Job, status: str, **fields) -> None:
-        job.ended = True
-        self.bus.publish(CompactionResult(compaction_id=job.id, status=status, **fields),  # type: ignore[arg-type]
-                         job.session_id)
+        job.end(CompactionResult(compaction_id=job.id, status=status, **fields))  # type: ignore[arg-type]
         log.info("session=%s compaction=%s %s %s", job.session_id, job.id, status,
                  fields.get("reason") or fields.get("marker", ""))
 
     async def _execute(self, job: Job, tail_turns: int | None, instructions: str,
                        requested_by: str) -> None:
+        session = self.store.session(job.session_id)
         try:
-            session = self.store.session(job.session_id)
             plan = await self.plan(session, tail_turns)
-        except (ModelCallError, StoreError) as exc:
-            self._result(job, "failed", reason=str(exc))
+        except RequestError as exc:
+            self._result(job, "failed", reason=_reason(exc.code, exc.message))
             return
+        self.bus.publish(CompactionRequest(
+            compaction_id=job.id, requested_by=requested_by or "client",
+            tokens_before=plan.tokens_before, messages=len(plan.head),
+            calls=0 if plan.skip_reason else plan.calls), session.id)
         if plan.skip_reason:
             self._result(job, "skipped", reason=plan.skip_reason, tokens_before=plan.tokens_before,
                          tokens_after=plan.tokens_before)
             return
-        self.bus.publish(CompactionRequest(
-            compaction_id=job.id, requested_by=requested_by or "client",
-            tokens_before=plan.tokens_before, messages=len(plan.head), calls=plan.calls),
-            session.id)
         failure = dict(tokens_before=plan.tokens_before, tokens_after=plan.tokens_before)
         try:
             def progress(step: int, steps: int, detail: str) -> None:
@@ -319,14 +299,14 @@ class Compactor:
             text, tokens = await plan.summarizer.summarize(
                 plan.chunks, COMPACTION_SYSTEM, instructions_for(plan.context, instructions), progress)
             self._accept(job, plan, text, tokens, requested_by)
-        except ModelCallError as exc:
-            self._result(job, "failed", reason=f"{exc.code.value}: {exc.message}", **failure)
+        except RequestError as exc:
+            self._result(job, "failed", reason=_reason(exc.code, exc.message), **failure)
         except SummaryRejected as exc:
             self._result(job, "failed", reason=f"summary rejected: {exc}", **failure)
         except asyncio.CancelledError:
-            self._result(job, "failed", reason="cancelled by a client", **failure)
+            self._result(job, "failed", reason=_reason(*job.cancel_reason), **failure)
         except StoreError as exc:
-            self._result(job, "failed", reason=f"{ErrorCode.STORAGE_ERROR.value}: {exc}", **failure)
+            self._result(job, "failed", reason=_reason(ErrorCode.STORAGE_ERROR, str(exc)), **failure)
 
     def _accept(self, job: Job, plan: Plan, text: str, tokens: int, requested_by: str) -> None:
         summary_tokens = self.estimator.message(plan.session.model, SUMMARY_PREFIX + text)
@@ -339,18 +319,26 @@ class Compactor:
         standin = MessageRecord(seq=-1, role=role, content=content, created=0.0, kind="summary")
         after = self.estimator.prompt(session.model, context_messages(session, plan.context,
                                                                       [standin, *plan.keep]))
-        freed = max(0, plan.tokens_before - after)
+        if after >= plan.tokens_before:
+            raise SummaryRejected(f"the context would not shrink ({plan.tokens_before:,} → "
+                                  f"~{after:,} tokens)")
+        freed = plan.tokens_before - after
         record = CompactionRecord(
             time=time.time(), level=0, strategy="summary", tokens_before=plan.tokens_before,
             tokens_after=after, tokens_freed=freed, summarized=[m.seq for m in plan.head],
             kept=[m.seq for m in plan.keep], summary_seq=-1, model=plan.summarizer.model,
             requested_by=requested_by)
-        self.events.snapshot(session.id, "before compaction (manual)")
+        take_snapshot(self.store, self.bus, session.id, "before compaction (manual)")
         session, summary = self.store.compact(
             session.id, expected=[m.seq for m in plan.active],
-            summary=NewMessage(role=role, content=content, model=plan.summarizer.model, eval_count=tokens),
+            summary=NewMessage(role=role, content=content, model=plan.summarizer.model,
+                               eval_count=tokens, kind="summary"),
             keep=[m.seq for m in plan.keep], record=record, token_estimate=after)
         self._result(job, "ok", tokens_before=plan.tokens_before, tokens_after=after,
-                     tokens_freed=freed, marker=marker(plan.tokens_before, after, freed),
+                     tokens_freed=freed, marker=compaction_marker(plan.tokens_before, after),
                      summarized=len(plan.head), kept=len(plan.keep), summary_seq=summary.seq)
-        self.events.changed(session, self.store.context(session.id))
+        self.announcer.compacted(session.id)
+
+
+def _reason(code: ErrorCode, message: str) -> str:
+    return f"{code.value}: {message}"

@@ -2,13 +2,20 @@
 
 Ollama counts tokens only for what it is sent. To plan before sending (will
 this prompt fit? how much would a compaction free?), the daemon estimates
-from text features — letters, words, digits and symbols, whitespace, and a
-per-message template cost — with weights fitted by least squares to every
-exact count it has seen: each turn's `prompt_eval_count` against the prompt's
-features, and each answer's `eval_count` against the answer's. Until a model
-has an exact count the weights are chars/4 (the fit is ridge-regularised
-towards that prior, so a few observations cannot throw it far off). Prose and
-code cost different tokens per character; the features let one fit serve both.
+from text features with weights fitted by least squares to every exact count
+it has seen: each turn's `prompt_eval_count` against the prompt's features,
+and each answer's `eval_count` against the answer's. The features separate
+what costs tokens differently in every tokenizer — Latin letters and words
+(prose), other scripts, digits, symbols (code, structured data), newlines,
+spaces, and a per-message template cost — so one fit serves every kind of
+content. Until a model has an exact count the weights are a prior (the fit
+is ridge-regularised towards it, so a few observations cannot throw it far).
+
+Every prompt's estimate is compared with its exact count before the count is
+learnt; `margin` is the 95th percentile of the recent relative errors (25 %
+until a model has a few counts). Whatever must fit is checked with the
+estimate raised by that margin; whatever would trigger a lossy compaction,
+with the estimate lowered by it.
 """
 
 import re
@@ -18,15 +25,23 @@ from functools import lru_cache
 from .records import Calibration
 from .store import Store
 
-#: letters, words, digits and symbols, whitespace, messages
-FEATURES = 5
-PRIOR = (0.25, 0.0, 0.25, 0.25, 0.0)  # exactly chars/4
+#: Latin letters, Latin words, other letters, digits, symbols, newlines, other
+#: whitespace, messages.
+FEATURES = 8
+PRIOR = (0.2, 0.3, 0.7, 0.6, 0.6, 0.5, 0.05, 4.0)
 _RIDGE = 1.0
 #: Older observations weigh less, so the fit follows what a session talks about.
 _DECAY = 0.995
+#: Relative errors kept for the margin, and the margin before there are enough.
+_ERRORS_KEPT = 64
+_MIN_ERRORS = 3
+_UNCALIBRATED_MARGIN = 0.25
+_MIN_MARGIN = 0.02
+_LATIN = re.compile(r"[A-Za-z]")
+_LATIN_WORDS = re.compile(r"[A-Za-z]+")
 _LETTERS = re.compile(r"[^\W\d_]")
-_WORDS = re.compile(r"[^\W\d_]+")
-_SPACE = re.compile(r"\s")
+_DIGITS = re.compile(r"\d")
+_SPACE = re.compile(r"[^\S\n]")
 
 Vector = tuple[float, ...]
 
@@ -35,11 +50,15 @@ Vector = tuple[float, ...]
 def text_features(text: str) -> Vector:
     """Features of a text, without any per-message cost (cached: messages never change,
     and the budget is measured after every turn)."""
-    letters = len(_LETTERS.findall(text))
-    words = len(_WORDS.findall(text))
+    latin = len(_LATIN.findall(text))
+    words = len(_LATIN_WORDS.findall(text))
+    other = len(_LETTERS.findall(text)) - latin
+    digits = len(_DIGITS.findall(text))
+    newlines = text.count("\n")
     space = len(_SPACE.findall(text))
-    symbols = len(text) - letters - space
-    return (float(letters), float(words), float(symbols), float(space), 0.0)
+    symbols = len(text) - latin - other - digits - newlines - space
+    return (float(latin), float(words), float(other), float(digits), float(symbols),
+            float(newlines), float(space), 0.0)
 
 
 def add(a: Vector, b: Vector) -> Vector:
@@ -49,9 +68,10 @@ def add(a: Vector, b: Vector) -> Vector:
 def prompt_features(messages: Iterable[Mapping[str, str]]) -> Vector:
     """Features of a chat prompt: every message's text plus one template cost each,
     and one more for the assistant turn the prompt opens."""
-    total: Vector = (0.0, 0.0, 0.0, 0.0, 1.0)
+    one = (0.0,) * (FEATURES - 1) + (1.0,)
+    total: Vector = one
     for message in messages:
-        total = add(total, add(text_features(message.get("content", "")), (0, 0, 0, 0, 1.0)))
+        total = add(total, add(text_features(message.get("content", "")), one))
     return total
 
 
@@ -81,9 +101,20 @@ class Estimator:
 
     def _calibration(self, model: str) -> Calibration:
         if model not in self._sums:
-            self._sums[model] = self.store.calibration(model) or Calibration(
-                xtx=[[0.0] * FEATURES for _ in range(FEATURES)], xty=[0.0] * FEATURES)
+            stored = self.store.calibration(model)
+            if stored is None or len(stored.xty) != FEATURES:  # none yet, or older features
+                stored = Calibration(xtx=[[0.0] * FEATURES for _ in range(FEATURES)],
+                                     xty=[0.0] * FEATURES)
+            self._sums[model] = stored
         return self._sums[model]
+
+    def margin(self, model: str) -> float:
+        """The relative error to allow for: p95 of the recent prompt estimates' errors."""
+        errors = self._calibration(model).errors
+        if len(errors) < _MIN_ERRORS:
+            return _UNCALIBRATED_MARGIN
+        ranked = sorted(errors)
+        return min(0.5, max(_MIN_MARGIN, ranked[min(len(ranked) - 1, int(0.95 * len(ranked)))]))
 
     def calibrated(self, model: str) -> bool:
         """Whether any exact count of this model has been seen."""
@@ -106,8 +137,7 @@ class Estimator:
     def estimate(self, model: str, features: Vector) -> int:
         """Tokens for the given features, never negative."""
         w = self.weights(model)
-        return max(0, round(w[0] * features[0] + w[1] * features[1] + w[2] * features[2]
-                            + w[3] * features[3] + w[4] * features[4]))
+        return max(0, round(sum(wi * fi for wi, fi in zip(w, features))))
 
     def text(self, model: str, text: str) -> int:
         return self.estimate(model, text_features(text))
@@ -117,12 +147,17 @@ class Estimator:
 
     def message(self, model: str, content: str) -> int:
         """One message inside a prompt: its text and its template cost."""
-        f = text_features(content)
-        return self.estimate(model, (f[0], f[1], f[2], f[3], 1.0))
+        return self.estimate(model, text_features(content)[:-1] + (1.0,))
 
-    def observe(self, model: str, samples: Iterable[tuple[Vector, int]]) -> None:
-        """Fit to exact counts: (features, tokens) pairs. Persisted in one write."""
+    def observe(self, model: str, prompt: Sequence[Mapping[str, str]], prompt_tokens: int,
+                estimate: int, texts: Iterable[tuple[str, int]] = ()) -> None:
+        """Learn from a turn: its prompt's exact count (and how far `estimate`, made
+        before, was off) and (text, tokens) pairs such as the answer. One write."""
         cal = self._calibration(model)
+        if prompt_tokens > 0:
+            cal.errors = [*cal.errors, abs(estimate - prompt_tokens) / prompt_tokens][-_ERRORS_KEPT:]
+        samples = [(prompt_features(prompt), prompt_tokens)]
+        samples += [(text_features(text), tokens) for text, tokens in texts]
         for features, tokens in samples:
             if tokens <= 0:
                 continue

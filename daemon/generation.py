@@ -1,49 +1,50 @@
 """Generations: one user turn through the model, streamed out as events.
 
-The user message is stored before the call; the assistant message after it,
-and only then do both join the active context. A prompt estimated above the
-window is never sent. A failure or cancel leaves the active context as it
-was, keeps any partial answer in history marked `interrupted`, and ends with
-one `generation.error`. Each completed turn calibrates the token estimator.
+The question is stored (and synced) before `accepted` goes out, queued or
+not; the answer after the call, and only then do both join the active
+context. A prompt that, with its estimate raised by the estimator's measured
+error, leaves less than the reserved reply room is never sent: the turn ends
+with `context_overflow` (decided before any compaction when no compaction
+could make it fit). `num_predict` is what the window leaves, so prompt plus
+answer always fit and Ollama never cuts or shifts the context. A failure or
+cancel leaves the active context as it was, keeps any partial answer in
+history marked `interrupted`, and ends with one `generation.error`. Each
+completed turn calibrates the token estimator.
 """
 
 import asyncio
 import logging
+import math
 from dataclasses import dataclass
+
+import msgspec
 
 from ..protocol import ErrorCode
 from ..protocol.events import (
-    ContextUsage, GenerationError, GenerationThinking, GenerationToken, GoalUpdated, QueryReceived,
-    ResponseGeneration, SessionUpdated,
+    GenerationError, GenerationThinking, GenerationToken, GoalUpdated, QueryReceived,
+    ResponseGeneration,
 )
 from . import goals as goal_markers
-from .autocompact import AutoCompactor, CannotFit
+from .announce import Announcer
+from .autocompact import AutoCompactor
 from .batcher import TextBatcher
 from .bus import EventBus
 from .config import Config
-from .estimator import Estimator, prompt_features, text_features
+from .errors import RequestError
+from .estimator import Estimator
 from .jobs import Job, SessionJobs
 from .ollama_backend import ModelCallError, OllamaBackend
 from .prompt import Message, build_messages
 from .records import Attachment, MessageRecord, NewMessage, SessionRecord
 from .store import Store, StoreError
-from .usage import usage_of
+from .usage import reply_room
 
 log = logging.getLogger(__name__)
 
 
 @dataclass
-class Turn:
-    """What a `send` asked for, its @file references already expanded."""
-
-    text: str
-    think: bool | None
-    files: list[Attachment]
-
-
-@dataclass
 class Generations:
-    """Runs user turns through the session job queue."""
+    """Accepts user turns and runs them through the session job queue."""
 
     store: Store
     bus: EventBus
@@ -52,27 +53,22 @@ class Generations:
     jobs: SessionJobs
     estimator: Estimator
     auto: AutoCompactor
+    announcer: Announcer
 
-    def submit(self, session: SessionRecord, text: str, think: bool | None,
-               files: list[Attachment]) -> tuple[Job, int]:
-        """Queue a turn; returns its job and how many jobs of the session are ahead."""
-        job = Job(session_id=session.id, kind="generation")
-        turn = Turn(text=text, think=think, files=files)
-        ahead = self.jobs.submit(job, lambda j: self._execute(j, turn),
-                                 lambda j: self._publish_error(j, ErrorCode.CANCELLED,
-                                                               "cancelled before it started", "", -1))
-        return job, ahead
+    def accept(self, session: SessionRecord, text: str, think: bool | None,
+               files: list[Attachment]) -> tuple[Job, int, MessageRecord]:
+        """Store the question (committed and synced: `accepted` means stored), then queue
+        its turn. Returns the job, how many jobs are ahead of it, and the stored question."""
+        _, (user,) = self.store.append(session.id, [NewMessage(role="user", content=text,
+                                                                files=files)], pending=True)
+        job = Job(session_id=session.id, kind="generation",
+                  body=lambda j: self._execute(j, user, think),
+                  fail=lambda j, code, message: self._interrupted(j, user, code, message, "", ""))
+        return job, self.jobs.submit(job), user
 
-    async def _execute(self, job: Job, turn: Turn) -> None:
+    async def _execute(self, job: Job, user: MessageRecord, think: bool | None) -> None:
         sid = job.session_id
-        try:
-            session = self.store.session(sid)
-            _, (user,) = self.store.append(sid, [NewMessage(role="user", content=turn.text,
-                                                             files=turn.files)])
-        except StoreError as exc:
-            job.ended = True
-            self._publish_error(job, ErrorCode.STORAGE_ERROR, str(exc), "", -1)
-            return
+        session = self.store.session(sid)
         self.bus.publish(QueryReceived(generation_id=job.id, message=user.info(),
                                        model=session.model), sid)
         answer: list[str] = []
@@ -84,23 +80,16 @@ class Generations:
             GenerationThinking(generation_id=job.id, index=i, text=text), sid))
         try:
             session = await self._window(session)
-            try:
-                await self.auto.before_send(sid, user)
-            except CannotFit:
-                pass  # the estimate check below refuses it with a clear message
+            self._refuse_impossible(session, user)  # before any compaction changes anything
+            await self.auto.before_send(sid, user)
             session = self.store.session(sid)
             context = self.store.context(sid)
             messages = build_messages(session, context, self.store.messages(sid, context.seqs), user)
             estimate = self.estimator.prompt(session.model, messages)
-            if estimate > session.window:
-                raise ModelCallError(
-                    ErrorCode.CONTEXT_OVERFLOW,
-                    f"the prompt would be about {estimate:,} tokens, over the window of "
-                    f"{session.window:,}: compact the session (`ctxkeep compact {session.name}`), "
-                    "raise num_ctx, or send less")
-            options = {**session.options, "num_ctx": session.window}
+            options = {**session.options, "num_ctx": session.window,
+                       "num_predict": self._reply_room(session, estimate)}
             final = None
-            async for chunk in self.backend.stream_chat(session.model, messages, options, turn.think):
+            async for chunk in self.backend.stream_chat(session.model, messages, options, think):
                 if chunk.message.thinking:
                     thinking.append(chunk.message.thinking)
                     thoughts.add(chunk.message.thinking)
@@ -114,23 +103,68 @@ class Generations:
             assert final is not None  # stream_chat raises when the final chunk is missing
             self._complete(job, session, user, messages, estimate, "".join(answer),
                            "".join(thinking), final)
-        except ModelCallError as exc:
-            self._fail(job, exc.code, exc.message, answer, thinking, tokens, thoughts)
-            return
         except asyncio.CancelledError:
-            self._fail(job, ErrorCode.CANCELLED, "cancelled by a client", answer, thinking,
-                       tokens, thoughts)
+            self._fail(job, user, *job.cancel_reason, answer, thinking, tokens, thoughts)
+            return
+        except RequestError as exc:  # a ModelCallError too
+            self._fail(job, user, exc.code, exc.message, answer, thinking, tokens, thoughts)
             return
         except StoreError as exc:
-            self._fail(job, ErrorCode.STORAGE_ERROR, f"could not store the answer: {exc}",
+            self._fail(job, user, ErrorCode.STORAGE_ERROR, f"could not store the answer: {exc}",
+                       answer, thinking, tokens, thoughts)
+            return
+        except Exception as exc:  # noqa: BLE001 - a bug still ends the turn, with its answer marked
+            log.exception("session=%s generation=%s failed", sid, job.id)
+            self._fail(job, user, ErrorCode.INTERNAL,
+                       f"internal error ({exc!r}): see the daemon's log, and report it",
                        answer, thinking, tokens, thoughts)
             return
         try:  # the answer is stored and announced; now keep the context within its budget
             await self.auto.after_turn(sid)
-        except (ModelCallError, StoreError) as exc:
-            log.warning("session=%s automatic compaction failed: %s", sid, exc)
         except asyncio.CancelledError:
             pass
+        except Exception:  # noqa: BLE001 - each level already published its own result
+            log.exception("session=%s automatic compaction after the turn failed", sid)
+
+    def _refuse_impossible(self, session: SessionRecord, user: MessageRecord) -> None:
+        """Refuse a question that cannot fit however much is compacted: the system prompt,
+        goals, pins and the question itself, plus the reply room, over the window."""
+        context = self.store.context(session.id)
+        floor_context = msgspec.structs.replace(context, seqs=[], checkpoints=[])
+        pinned = self.store.messages(session.id, context.pinned)
+        floor = self._with_margin(session.model, self.estimator.prompt(
+            session.model, build_messages(session, floor_context, pinned, user)))
+        room = reply_room(self.config, session.window)
+        if floor + room > session.window:
+            mine = self.estimator.message(session.model, user.prompt_content())
+            raise RequestError(
+                ErrorCode.CONTEXT_OVERFLOW,
+                f"this message is about {mine:,} tokens; with the system prompt, goals and pins "
+                f"the prompt cannot be smaller than about {floor:,} tokens, and the window of "
+                f"{session.window:,} must keep {room:,} for the answer. Nothing was compacted or "
+                f"sent: send less (@file:summary instead of the whole file), or raise num_ctx "
+                f"(`ctxkeep set {session.name} --num-ctx N`)")
+
+    def _with_margin(self, model: str, estimate: int) -> int:
+        """An estimate raised by the estimator's measured error, so that what fits, fits."""
+        return math.ceil(estimate * (1 + self.estimator.margin(model)))
+
+    def _reply_room(self, session: SessionRecord, estimate: int) -> int:
+        """num_predict for this prompt: all the room the window leaves (at most what the
+        session's own num_predict allows), never less than the reserved reply room, so
+        that prompt plus answer always fit and Ollama never shifts or cuts the context."""
+        room = session.window - self._with_margin(session.model, estimate)
+        reserve = reply_room(self.config, session.window)
+        if room < reserve:
+            raise RequestError(
+                ErrorCode.CONTEXT_OVERFLOW,
+                f"the prompt would be about {estimate:,} tokens, leaving {max(room, 0):,} of the "
+                f"window of {session.window:,} for the answer (at least {reserve:,} are kept): "
+                f"compact the session (`ctxkeep compact {session.name}`), raise num_ctx, or send less")
+        wanted = session.options.get("num_predict")
+        if isinstance(wanted, int) and wanted > 0:
+            room = min(room, wanted)
+        return room
 
     async def _window(self, session: SessionRecord) -> SessionRecord:
         """The session with its model's context_length and size (from /api/show) recorded."""
@@ -151,59 +185,54 @@ class Generations:
         session, (assistant,) = self.store.append(
             session.id,
             [NewMessage(role="assistant", content=answer, thinking=thinking,
-                        model=session.model, eval_count=eval_count)],
-            activate_seqs=[user.seq], activate=[0], token_count=token_count)
-        job.ended = True
-        self.estimator.observe(session.model, [(prompt_features(messages), token_count),
-                                               (text_features(answer), eval_count)])
+                        model=session.model, eval_count=eval_count, reply_to=user.seq)],
+            activate_seqs=[user.seq], activate=[0], token_count=token_count, answered=[user.seq])
         window = session.window
         # Ollama cut the prompt anyway (an old server ignoring `truncate`): it reports at
         # most the window, or far fewer tokens than the calibrated estimate.
         truncated = token_count >= window or (
             self.estimator.calibrated(session.model) and token_count < 0.7 * estimate)
+        self.estimator.observe(session.model, messages, token_count, estimate,
+                               [(answer, eval_count)])
         if truncated:
             log.warning("session=%s prompt_eval_count %d (estimated %d, window %d): "
                         "Ollama may have cut the prompt", session.id, token_count, estimate, window)
-        self.bus.publish(ResponseGeneration(
+        job.end(ResponseGeneration(
             generation_id=job.id, message=assistant.info(), token_count=token_count,
             eval_count=eval_count, window=window, truncated=truncated, prompt_estimate=estimate,
             total_duration=int(final.total_duration or 0),
             load_duration=int(final.load_duration or 0),
             prompt_eval_duration=int(final.prompt_eval_duration or 0),
-            eval_duration=int(final.eval_duration or 0)), session.id)
+            eval_duration=int(final.eval_duration or 0)))
         goals = goal_markers.apply_markers(self.store.context(session.id).goals, answer)
         if goals is not None:
             def record_goals(context, _record) -> None:
                 context.goals = goals
-            session, _, _ = self.store.update_context(session.id, record_goals)
+            self.store.update_context(session.id, record_goals)
             self.bus.publish(GoalUpdated(goals=goals), session.id)
-        context = self.store.context(session.id)
-        self.bus.publish(SessionUpdated(session=session.info(busy=True)), session.id)
-        self.bus.publish(ContextUsage(usage=usage_of(
-            session, context, self.store.messages(session.id, context.seqs), self.estimator,
-            self.config)), session.id)
+            self.announcer.prompt_changed(session.id)
+        self.announcer.changed(session.id)
         log.info("session=%s generation=%s done: %d prompt tokens (estimated %d), %d answer tokens",
                  session.id, job.id, token_count, estimate, eval_count)
 
-    def _fail(self, job: Job, code: ErrorCode, message: str, answer: list[str],
-              thinking: list[str], *batchers: TextBatcher) -> None:
+    def _fail(self, job: Job, user: MessageRecord, code: ErrorCode, message: str,
+              answer: list[str], thinking: list[str], *batchers: TextBatcher) -> None:
         for batcher in batchers:
             batcher.flush()
-        job.ended = True
-        partial = "".join(answer)
+        job.end(self._interrupted(job, user, code, message, "".join(answer), "".join(thinking)))
+
+    def _interrupted(self, job: Job, user: MessageRecord, code: ErrorCode, message: str,
+                     partial: str, thinking: str) -> GenerationError:
+        """Keep what there is of the answer, marked interrupted; the terminal error event."""
         stored_seq = -1
         try:
             _, (record,) = self.store.append(job.session_id, [NewMessage(
-                role="assistant", content=partial, thinking="".join(thinking),
-                status="interrupted", error=code.value)])
+                role="assistant", content=partial, thinking=thinking, status="interrupted",
+                error=code.value, reply_to=user.seq)], answered=[user.seq])
             stored_seq = record.seq
         except StoreError as exc:
             log.error("session=%s could not keep the interrupted answer: %s", job.session_id, exc)
-        self._publish_error(job, code, message, partial, stored_seq)
-
-    def _publish_error(self, job: Job, code: ErrorCode, message: str, partial: str,
-                       stored_seq: int) -> None:
         log.log(logging.INFO if code == ErrorCode.CANCELLED else logging.WARNING,
                 "session=%s generation=%s %s: %s", job.session_id, job.id, code.value, message)
-        self.bus.publish(GenerationError(generation_id=job.id, code=code.value, message=message,
-                                         partial=partial, stored_seq=stored_seq), job.session_id)
+        return GenerationError(generation_id=job.id, code=code.value, message=message,
+                               partial=partial, stored_seq=stored_seq)

@@ -1,100 +1,214 @@
-"""Per-session work queue: generations and compactions, one at a time per session.
+"""Per-session work queue: the one owner of every job's life.
 
-Work for one session runs in the order it was submitted and never
-interleaves; different sessions run at once. Any job can be cancelled,
-running or still queued; drain() lets running jobs finish at shutdown.
+Work for one session (generations, manual compactions) runs in the order it
+was accepted and never interleaves; different sessions run at once. The
+queue guarantees that every accepted job ends with exactly one terminal
+event, however it ends:
+
+- its body publishes it (`job.end(event)`), or
+- it is cancelled while queued: the queue removes it and publishes its
+  failure event at once (its body never runs);
+- it is cancelled while running, raises, or returns without ending: the
+  queue publishes its failure event;
+- the daemon shuts down: running jobs get `drain`'s grace period, then are
+  cancelled; queued ones end as `shutting_down`.
+
+A session is busy while its queue holds a job; `on_busy(session_id)` is
+called whenever that changes, after the terminal event of the last job.
 """
 
 import asyncio
 import logging
 import secrets
-from collections import defaultdict
+from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
+from ..protocol import ErrorCode
+from ..protocol.events import CompactionResult, Event, GenerationError
+
 log = logging.getLogger(__name__)
 
 Kind = Literal["generation", "compaction"]
+State = Literal["queued", "running", "ended"]
 
 
-@dataclass
+@dataclass(eq=False)
 class Job:
-    """One queued or running piece of session work."""
+    """One accepted piece of session work.
+
+    `body` does the work and ends the job with `end(event)`; `fail(job, code,
+    message)` returns the terminal event for a job that ended any other way
+    (it may first record the failure, e.g. mark an answer interrupted).
+    """
 
     session_id: str
     kind: Kind
+    body: Callable[["Job"], Awaitable[None]]
+    fail: Callable[["Job", ErrorCode, str], Event]
     id: str = field(default_factory=lambda: secrets.token_hex(6))
-    task: asyncio.Task | None = None
-    started: bool = False
-    #: Set by the job once it has published its terminal event.
-    ended: bool = False
+    state: State = "queued"
+    task: "asyncio.Task[None] | None" = None
+    #: Why the running task was cancelled: read by bodies that record their own failure.
+    cancel_reason: tuple[ErrorCode, str] = (ErrorCode.CANCELLED, "cancelled by a client")
+    terminal: Event | None = None
+    _publish: Callable[[Event, str], object] | None = None
+
+    @property
+    def ended(self) -> bool:
+        return self.terminal is not None
+
+    def end(self, event: Event) -> bool:
+        """Publish the job's terminal event. Only the first call publishes; a second
+        is a bug, logged and ignored, so no client ever sees two endings."""
+        if self.terminal is not None:
+            log.error("%s %s: a second terminal event (%s) was not published",
+                      self.kind, self.id, type(event).__name__)
+            return False
+        self.terminal = event
+        if self._publish is not None:
+            self._publish(event, self.session_id)
+        return True
 
 
-@dataclass
 class SessionJobs:
-    """Runs jobs; `run(job)` does the work, `cancelled_early(job)` reports a job
-    cancelled before it started."""
+    """The queues of all sessions."""
 
-    _locks: dict[str, asyncio.Lock] = field(default_factory=lambda: defaultdict(asyncio.Lock))
-    _queues: dict[str, list[Job]] = field(default_factory=dict)
+    def __init__(self, publish: Callable[[Event, str], object],
+                 on_busy: Callable[[str], None] = lambda _sid: None) -> None:
+        self._publish = publish
+        self._on_busy = on_busy
+        self._queues: dict[str, deque[Job]] = {}
+        self._workers: dict[str, asyncio.Task[None]] = {}
+        self.closing = False
 
     def busy(self, session_id: str) -> bool:
-        return bool(self._queues.get(session_id))
+        return session_id in self._queues
 
     def has(self, session_id: str, kind: Kind) -> bool:
-        return any(j.kind == kind for j in self._queues.get(session_id, []))
+        return any(j.kind == kind for j in self._queues.get(session_id, ()))
 
     def running(self, kind: Kind | None = None) -> int:
         return sum(1 for queue in self._queues.values() for j in queue
-                   if j.started and (kind is None or j.kind == kind))
+                   if j.state == "running" and (kind is None or j.kind == kind))
 
-    def submit(self, job: Job, run: Callable[[Job], Awaitable[None]],
-               cancelled_early: Callable[[Job], None]) -> int:
-        """Queue a job; returns how many jobs of its session are ahead of it."""
-        queue = self._queues.setdefault(job.session_id, [])
+    def jobs(self, session_id: str) -> list[Job]:
+        """The session's jobs, the running one first."""
+        return list(self._queues.get(session_id, ()))
+
+    def submit(self, job: Job) -> int:
+        """Accept a job; returns how many jobs of its session are ahead of it."""
+        job._publish = self._publish
+        queue = self._queues.get(job.session_id)
+        became_busy = queue is None
+        if queue is None:
+            queue = self._queues[job.session_id] = deque()
         ahead = len(queue)
         queue.append(job)
-        job.task = asyncio.create_task(self._run(job, run, cancelled_early),
-                                       name=f"{job.kind}-{job.id}")
+        if became_busy:
+            self._workers[job.session_id] = asyncio.create_task(
+                self._work(job.session_id, queue), name=f"jobs-{job.session_id}")
+            self._on_busy(job.session_id)
         return ahead
 
-    def cancel(self, session_id: str, job_id: str = "") -> Job | None:
-        """Cancel the session's running job, or the job with that id (running or queued)."""
-        for job in self._queues.get(session_id, []):
-            if (job.id == job_id) if job_id else job.started:
-                if job.task and not job.task.done():
-                    job.task.cancel()
-                    return job
+    def cancel(self, session_id: str, job_id: str = "",
+               reason: tuple[ErrorCode, str] = (ErrorCode.CANCELLED, "cancelled by a client")
+               ) -> Job | None:
+        """Cancel the job with that id, or without an id the session's first job
+        (running or about to run). Returns the job when a terminal event will follow
+        (a queued job's is already published), None when there was nothing to cancel."""
+        for job in self._queues.get(session_id, ()):
+            if job_id and job.id != job_id:
+                continue
+            if job.state == "queued":
+                self._queues[session_id].remove(job)
+                self._end(job, *reason)
+                return job
+            if job.state == "running" and job.task is not None and not job.task.done() \
+                    and not job.ended:
+                job.cancel_reason = reason
+                job.task.cancel()
+                return job
+            return None
         return None
 
     async def drain(self, timeout: float) -> None:
-        """Let running jobs finish for up to `timeout` seconds, then cancel the rest."""
-        tasks = [j.task for queue in self._queues.values() for j in queue if j.task]
-        if not tasks:
+        """Shutdown: let running jobs finish for up to `timeout` seconds; queued jobs
+        that have not started by then end as `shutting_down`, running ones are cancelled."""
+        self.closing = True
+        workers = list(self._workers.values())
+        if not workers:
             return
-        log.info("waiting up to %.0f s for %d job(s)", timeout, len(tasks))
-        _, pending = await asyncio.wait(tasks, timeout=timeout)
-        for task in pending:
-            task.cancel()
+        log.info("waiting up to %.0f s for %d session(s) to finish their work", timeout, len(workers))
+        _, pending = await asyncio.wait(workers, timeout=timeout)
+        reason = (ErrorCode.SHUTTING_DOWN, "ctxkeepd stopped before this finished: send it again "
+                                           "once the daemon is back")
+        for session_id in list(self._queues):
+            for job in self.jobs(session_id):
+                self.cancel(session_id, job.id, reason)
         if pending:
             await asyncio.wait(pending)
 
-    async def _run(self, job: Job, run: Callable[[Job], Awaitable[None]],
-                   cancelled_early: Callable[[Job], None]) -> None:
+    def _end(self, job: Job, code: ErrorCode, message: str) -> None:
+        """End a job that did not end itself, with its failure event."""
+        if job.ended:
+            return
         try:
-            async with self._locks[job.session_id]:
-                job.started = True
-                await run(job)
-        except asyncio.CancelledError:
-            if not job.ended:
-                cancelled_early(job)
-        except Exception:  # noqa: BLE001 - a bug in one job must not stop the daemon
-            log.exception("%s %s failed", job.kind, job.id)
+            event = job.fail(job, code, message)
+        except Exception:  # noqa: BLE001 - the terminal event must still go out
+            log.exception("%s %s: recording its failure failed", job.kind, job.id)
+            event = _fallback_failure(job, code, message)
+        job.end(event)
+        job.state = "ended"
+
+    async def _work(self, session_id: str, queue: deque[Job]) -> None:
+        """Run the session's jobs one after the other until its queue is empty."""
+        try:
+            while queue:
+                job = queue[0]
+                job.state = "running"
+                job.task = asyncio.create_task(job.body(job), name=f"{job.kind}-{job.id}")
+                try:
+                    await asyncio.wait([job.task])
+                except asyncio.CancelledError:  # the worker itself: stop the job, then go
+                    job.task.cancel()
+                    await asyncio.wait([job.task])
+                    raise
+                finally:
+                    self._settle(job)
+                    if queue and queue[0] is job:
+                        queue.popleft()
         finally:
-            queue = self._queues.get(job.session_id, [])
-            if job in queue:
-                queue.remove(job)
-            if not queue:
-                self._queues.pop(job.session_id, None)
-                self._locks.pop(job.session_id, None)
+            for job in list(queue):
+                self._end(job, ErrorCode.SHUTTING_DOWN, "ctxkeepd stopped before this started")
+            queue.clear()
+            self._queues.pop(session_id, None)
+            self._workers.pop(session_id, None)
+            try:
+                self._on_busy(session_id)
+            except Exception:  # noqa: BLE001
+                log.exception("session=%s announcing the end of its work failed", session_id)
+
+    def _settle(self, job: Job) -> None:
+        """After a job's task is done: make sure it ended, exactly once."""
+        task = job.task
+        assert task is not None
+        if task.done() and not task.cancelled() and task.exception() is not None:
+            exc = task.exception()
+            log.error("%s %s failed", job.kind, job.id, exc_info=exc)
+            self._end(job, ErrorCode.INTERNAL,
+                      f"internal error ({exc!r}): see the daemon's log, and report it")
+        elif task.cancelled() or not task.done():
+            self._end(job, *job.cancel_reason)
+        elif not job.ended:
+            log.error("%s %s returned without a terminal event", job.kind, job.id)
+            self._end(job, ErrorCode.INTERNAL, "the job ended without a result: see the daemon's log")
+        job.state = "ended"
+
+
+def _fallback_failure(job: Job, code: ErrorCode, message: str) -> Event:
+    """The terminal event of a job whose own failure handler raised."""
+    if job.kind == "generation":
+        return GenerationError(generation_id=job.id, code=code.value, message=message)
+    return CompactionResult(compaction_id=job.id, status="failed", reason=f"{code.value}: {message}")

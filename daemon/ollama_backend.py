@@ -16,6 +16,7 @@ from ollama._types import ChatRequest
 
 from ..protocol import ErrorCode
 from ..protocol.models import OllamaStatus
+from .errors import RequestError
 
 log = logging.getLogger(__name__)
 
@@ -28,13 +29,8 @@ class ModelFacts(msgspec.Struct, frozen=True):
     capabilities: tuple[str, ...] = ()
 
 
-class ModelCallError(Exception):
+class ModelCallError(RequestError):
     """A failed model call: an error code and a message that says what to do."""
-
-    def __init__(self, code: ErrorCode, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 class _Client(ollama.AsyncClient):
@@ -64,7 +60,7 @@ class OllamaBackend:
         timeout = httpx.Timeout(read_timeout, connect=connect_timeout)
         self.client = _Client(host=host, timeout=timeout)
         self._facts: dict[str, ModelFacts] = {}
-        self.status = OllamaStatus(host=host, reachable=False, error="not checked yet")
+        self.status = OllamaStatus(host=host, reachable=False, checked=False)
 
     async def close(self) -> None:
         await self.client.close()
@@ -81,6 +77,11 @@ class OllamaBackend:
                                        error=self.explain(exc).message)
         return self.status
 
+    def _reached(self) -> None:
+        """A call got an answer from Ollama: it is reachable (whatever the answer said)."""
+        if not self.status.reachable:
+            self.status = OllamaStatus(host=self.host, reachable=True, version=self.status.version)
+
     def known_context_length(self, model: str) -> int:
         """The model's context_length if /api/show was already asked, else 0 (no call)."""
         facts = self._facts.get(model)
@@ -94,6 +95,7 @@ class OllamaBackend:
             shown = await self.client.show(model)
         except Exception as exc:  # noqa: BLE001 - every failure becomes a ModelCallError
             raise self.explain(exc, model) from None
+        self._reached()
         info = shown.modelinfo or {}
         arch = info.get("general.architecture", "")
         length = info.get(f"{arch}.context_length") or next(
@@ -112,6 +114,7 @@ class OllamaBackend:
         try:
             stream = await self.client.chat_request(model, messages, stream=True,
                                                     options=options, think=think)
+            self._reached()
             done = False
             async for chunk in stream:
                 done = bool(chunk.done)
@@ -128,10 +131,12 @@ class OllamaBackend:
                         options: Mapping[str, Any]) -> ChatResponse:
         """One non-streaming chat call (summaries)."""
         try:
-            return await self.client.chat_request(model, messages, stream=False,
-                                                  options=options, think=None)
+            response = await self.client.chat_request(model, messages, stream=False,
+                                                      options=options, think=None)
         except Exception as exc:  # noqa: BLE001
             raise self.explain(exc, model) from None
+        self._reached()
+        return response
 
     async def embed(self, model: str, texts: list[str]) -> list[list[float]]:
         """Embeddings from /api/embed (one call for all texts)."""
@@ -139,6 +144,7 @@ class OllamaBackend:
             response = await self.client.embed(model=model, input=texts)
         except Exception as exc:  # noqa: BLE001
             raise self.explain(exc, model) from None
+        self._reached()
         vectors = [list(v) for v in response.embeddings]
         if len(vectors) != len(texts):
             raise ModelCallError(ErrorCode.OLLAMA_ERROR, "Ollama returned the wrong number of embeddings")
@@ -156,6 +162,7 @@ class OllamaBackend:
                 "`systemctl start ollama`), or point ctxkeepd at it with OLLAMA_HOST "
                 "or `ollama_host` in config.toml")
         if isinstance(exc, ResponseError):
+            self._reached()  # it answered, with an error
             error = str(exc.error)
             if exc.status_code == 404 or "not found" in error:
                 return ModelCallError(
@@ -175,7 +182,7 @@ class OllamaBackend:
                             httpx.WriteError)):
             return ModelCallError(
                 ErrorCode.STREAM_INTERRUPTED,
-                f"the connection to Ollama broke mid-answer ({exc or type(exc).__name__}): "
+                f"the connection to Ollama broke mid-answer ({str(exc) or type(exc).__name__}): "
                 "check that Ollama is still running, then send again")
         log.exception("unexpected failure of a model call", exc_info=exc)
         return ModelCallError(ErrorCode.OLLAMA_ERROR, f"model call failed: {exc!r}")

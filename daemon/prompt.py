@@ -6,12 +6,16 @@ from .records import ActiveContext, Checkpoint, MessageRecord, SessionRecord
 Message = dict[str, str]
 
 
+_OF_USER = ", a summary of the user's own messages"
+
+
 def checkpoint_block(checkpoints: list[Checkpoint]) -> str:
     """The checkpoints, oldest first, as they open the prompt."""
     if not checkpoints:
         return ""
     parts = ["Summary of the earlier conversation, oldest part first:"]
-    parts += [f"[{c.age} checkpoint, messages {c.first_seq}-{c.last_seq}]\n{c.summary}" for c in checkpoints]
+    parts += [f"[{c.age} checkpoint, messages {c.first_seq}-{c.last_seq}{_OF_USER if c.of_user else ''}]"
+              f"\n{c.summary}" for c in checkpoints]
     return "\n\n".join(parts)
 
 
@@ -95,6 +99,11 @@ CHECKPOINT_SYSTEM = (
     "You compress the older part of a conversation into a checkpoint that replaces it. "
     "Keep decisions, facts established, code changes, file names, open questions and next "
     "steps; drop pleasantries and repetition. Output only the checkpoint text."
+)
+USER_SUMMARY_SYSTEM = (
+    "You summarize the user's own earlier messages in a conversation, because they no longer "
+    "fit word for word. Keep every request, fact, constraint, preference, decision, file name "
+    "and question the user stated, in the user's terms. Output only the summary."
 )
 AGE_SYSTEM = (
     "You shorten a summary of an older part of a conversation. Keep only what matters for "

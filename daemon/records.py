@@ -57,6 +57,9 @@ class SessionRecord(msgspec.Struct, kw_only=True):
     tokens_exact: bool = True
     compactions: int = 0
     compaction_model: str = ""
+    #: User messages stored and acknowledged whose answer has not been stored yet
+    #: (queued or generating). Start-up recovery marks what a crash left here.
+    pending: list[int] = []
 
     @property
     def window(self) -> int:
@@ -92,6 +95,8 @@ class MessageRecord(msgspec.Struct, kw_only=True):
     eval_count: int = 0
     kind: str = "message"
     files: list[Attachment] = []
+    #: For an answer: the seq of the user message it answers (-1: none).
+    reply_to: int = -1
 
     def prompt_content(self, file_summaries: bool = False) -> str:
         """The text the model sees: the message, then its expanded @file references
@@ -108,7 +113,7 @@ class MessageRecord(msgspec.Struct, kw_only=True):
             thinking=self.thinking, created=self.created, status=self.status,  # type: ignore[arg-type]
             error=self.error, model=self.model, eval_count=self.eval_count,
             kind=self.kind,  # type: ignore[arg-type]
-            files=[f.info() for f in self.files],
+            files=[f.info() for f in self.files], reply_to=self.reply_to,
         )
 
 
@@ -124,6 +129,14 @@ class NewMessage(msgspec.Struct, kw_only=True):
     eval_count: int = 0
     kind: str = "message"
     files: list[Attachment] = []
+    reply_to: int = -1
+
+    def record(self, seq: int, created: float) -> "MessageRecord":
+        """The stored message, with its sequence number and time."""
+        return MessageRecord(seq=seq, created=created, role=self.role, content=self.content,
+                             thinking=self.thinking, status=self.status, error=self.error,
+                             model=self.model, eval_count=self.eval_count, kind=self.kind,
+                             files=self.files, reply_to=self.reply_to)
 
 
 class FileRefRecord(msgspec.Struct, kw_only=True):
@@ -154,8 +167,10 @@ class Checkpoint(msgspec.Struct, kw_only=True):
     files: list[str] = []
     next_steps: list[str] = []
     created: float = 0.0
-    #: User messages folded in verbatim (the fold rule), not summarized.
+    #: User messages folded in verbatim (stores before the user-summary rule).
     verbatim: bool = False
+    #: A summary of the user's own messages (shown as such: `user_summary` warning).
+    of_user: bool = False
 
     def info(self) -> CheckpointInfo:
         return CheckpointInfo(
@@ -163,7 +178,7 @@ class Checkpoint(msgspec.Struct, kw_only=True):
             summary=self.summary, original_tokens=self.original_tokens,
             current_tokens=self.current_tokens, compressions=self.compressions,
             key_decisions=self.key_decisions, files=self.files, next_steps=self.next_steps,
-            created=self.created)
+            created=self.created, of_user=self.of_user)
 
 
 class ActiveContext(msgspec.Struct):
@@ -190,12 +205,17 @@ class SnapshotRecord(msgspec.Struct, kw_only=True):
     token_count: int
     tokens_exact: bool
     compactions: int
+    #: The session's next_seq when it was taken: messages from there on joined later.
+    next_seq: int = -1
+    #: Set when `undo` restored it, so the next undo walks further back.
+    undone: bool = False
 
     def info(self) -> SnapshotInfo:
         return SnapshotInfo(id=self.id, created=self.created, reason=self.reason,
                             messages=len(self.context.seqs),
                             checkpoints=len(self.context.checkpoints),
-                            token_count=self.token_count, compactions=self.compactions)
+                            token_count=self.token_count, compactions=self.compactions,
+                            undone=self.undone)
 
 
 class CompactionRecord(msgspec.Struct, kw_only=True):
@@ -213,6 +233,7 @@ class CompactionRecord(msgspec.Struct, kw_only=True):
     summary_seq: int
     model: str
     requested_by: str = ""
+    reason: str = ""
 
 
 class Calibration(msgspec.Struct):
@@ -221,3 +242,5 @@ class Calibration(msgspec.Struct):
     xtx: list[list[float]]
     xty: list[float]
     observations: int = 0
+    #: Relative errors of the latest prompt estimates, made before their exact counts.
+    errors: list[float] = []

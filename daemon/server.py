@@ -28,8 +28,10 @@ from .autocompact import AutoCompactor
 from .compaction import Compactor
 from .estimator import Estimator
 from .generation import Generations
+from .announce import Announcer
+from .errors import RequestError
 from .jobs import SessionJobs
-from .handlers import HANDLERS, RequestError
+from .handlers import HANDLERS
 from .handlers.registry import REMOTE
 from .ollama_backend import OllamaBackend
 from .store import AmbiguousSession, NameTaken, Store, StoreError, UnknownSession
@@ -56,7 +58,7 @@ class Daemon:
         self.store: Store
         self.bus: EventBus
         self.backend: OllamaBackend
-        self.jobs = SessionJobs()
+        self.jobs: SessionJobs
         self.estimator: Estimator
         self.generations: Generations
         self.compactor: Compactor
@@ -95,10 +97,16 @@ class Daemon:
         self.backend = OllamaBackend(self.config.resolved_ollama_host(),
                                      self.config.connect_timeout, self.config.read_timeout)
         self.estimator = Estimator(self.store)
+        self.jobs = SessionJobs(self.bus.publish, lambda sid: self.announcer.busy_changed(sid))
+        self.announcer = Announcer(self.store, self.bus, self.estimator, self.config, self.jobs.busy)
         parts = (self.store, self.bus, self.backend, self.config, self.jobs, self.estimator)
-        self.auto = AutoCompactor(self.store, self.bus, self.backend, self.config, self.estimator)
-        self.generations = Generations(*parts, auto=self.auto)
-        self.compactor = Compactor(*parts)
+        self.auto = AutoCompactor(self.store, self.bus, self.backend, self.config, self.estimator,
+                                  self.announcer)
+        self.generations = Generations(*parts, auto=self.auto, announcer=self.announcer)
+        self.compactor = Compactor(*parts, announcer=self.announcer)
+        for session_id, seqs in self.store.recover(ErrorCode.DAEMON_RESTARTED.value):
+            log.warning("session=%s: %d question(s) were left unanswered when ctxkeepd stopped; "
+                        "marked interrupted", session_id, len(seqs))
 
     def _router(self, endpoint: str, fd: int | None = None, secure: bool = False) -> zmq.asyncio.Socket:
         assert self.context is not None
@@ -250,7 +258,13 @@ class Daemon:
                                      message=f"expected one JSON frame per request, got {len(rest)}")
             else:
                 reply = await self.handle(rest[0])
-            self._send(router, peer, envelope, encode(reply))
+            try:
+                body = encode(reply)
+            except Exception as exc:  # noqa: BLE001 - never let one reply stop the loop
+                log.exception("could not encode a reply")
+                body = encode(Error(id=getattr(reply, "id", ""), code=ErrorCode.INTERNAL.value,
+                                    message=f"internal error ({exc!r}): see the daemon's log"))
+            self._send(router, peer, envelope, body)
 
     async def handle(self, frame: bytes) -> Reply:
         """Decode, dispatch and answer one request frame; never raises."""
@@ -258,6 +272,9 @@ class Daemon:
             request = decode_request(frame, self.config.max_frame_bytes)
         except DecodeFailure as exc:
             return Error(id=exc.request_id, code=exc.code.value, message=exc.message)
+        except Exception as exc:  # noqa: BLE001 - a decoder bug must not stop the loop
+            log.exception("decoding a request failed")
+            return Error(code=ErrorCode.BAD_JSON.value, message=f"the frame could not be read ({exc!r})")
         try:
             return await HANDLERS[type(request)](self, request)
         except RequestError as exc:

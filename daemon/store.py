@@ -66,6 +66,22 @@ class ContextChanged(StoreError):
     """The active context changed while a compaction was being prepared."""
 
 
+class NoSuchSnapshot(StoreError):
+    """No snapshot has that id (or the id is not one)."""
+
+
+def _snapshot_stamp(snapshot_id: str) -> int:
+    """A snapshot id (hex nanoseconds) as its key's number."""
+    try:
+        stamp = int(snapshot_id, 16)
+    except ValueError:
+        stamp = -1
+    if not 0 <= stamp < 1 << 64 or not snapshot_id.isalnum():
+        raise NoSuchSnapshot(f"{snapshot_id!r} is not a snapshot id: "
+                             "`ctxkeep snapshot SESSION list` lists them")
+    return stamp
+
+
 def _message_key(session_id: str, seq: int) -> bytes:
     return session_id.encode() + b"/" + _SEQ.pack(seq)
 
@@ -267,16 +283,20 @@ class Store:
 
     def append(self, session_id: str, messages: Iterable[NewMessage], *,
                activate: Iterable[int] = (), activate_seqs: Iterable[int] = (),
-               token_count: int | None = None) -> tuple[SessionRecord, list[MessageRecord]]:
+               token_count: int | None = None, pending: bool = False,
+               answered: Iterable[int] = ()) -> tuple[SessionRecord, list[MessageRecord]]:
         """Append messages to the history in one transaction.
 
         `activate_seqs` (messages already stored) and then the messages at the
         positions `activate` in `messages` join the end of the active context;
-        `token_count`, when given, becomes the session's exact count.
+        `token_count`, when given, becomes the session's exact count. With
+        `pending`, the new messages are questions awaiting their answer;
+        `answered` seqs leave the pending list.
         """
         batch = list(messages)
         activate = set(activate)
         earlier = list(activate_seqs)
+        done = set(answered)
 
         def append(txn: lmdb.Transaction) -> tuple[SessionRecord, list[MessageRecord]]:
             record = self._get(txn, session_id)
@@ -287,23 +307,14 @@ class Store:
             active = self._active(txn, session_id)
             active.seqs.extend(earlier)
             for position, new in enumerate(batch):
-                message = MessageRecord(seq=record.next_seq, created=now, role=new.role,
-                                        content=new.content, thinking=new.thinking,
-                                        status=new.status, error=new.error, model=new.model,
-                                        eval_count=new.eval_count, files=new.files)
-                txn.put(_message_key(session_id, message.seq), self._enc.encode(message),
-                        db=self.dbs["messages"], overwrite=False)
-                for index, f in enumerate(x for x in new.files if not x.error):
-                    ref = FileRefRecord(message_seq=message.seq, path=f.path, real_path=f.real_path,
-                                        mode=f.mode, tokens=f.tokens, sha256=f.sha256,
-                                        mtime=f.mtime, size=f.size)
-                    txn.put(_message_key(session_id, message.seq) + struct.pack(">H", index),
-                            self._enc.encode(ref), db=self.dbs["file_refs"])
+                message = self._put_message(txn, record, new, now)
                 if position in activate:
                     active.seqs.append(message.seq)
-                record.next_seq += 1
-                record.message_count += 1
+                if pending:
+                    record.pending.append(message.seq)
                 stored.append(message)
+            if done:
+                record.pending = [s for s in record.pending if s not in done]
             if activate or earlier:
                 txn.put(session_id.encode(), self._enc.encode(active), db=self.dbs["active"])
             if token_count is not None:
@@ -313,6 +324,41 @@ class Store:
             self._put(txn, record)
             return record, stored
         return self.write(append)
+
+    def _put_message(self, txn: lmdb.Transaction, session: SessionRecord, new: NewMessage,
+                     now: float) -> MessageRecord:
+        """The one way a message joins a history: the next seq, its file references recorded."""
+        message = new.record(session.next_seq, now)
+        key = _message_key(session.id, message.seq)
+        txn.put(key, self._enc.encode(message), db=self.dbs["messages"], overwrite=False)
+        for index, f in enumerate(x for x in new.files if not x.error):
+            ref = FileRefRecord(message_seq=message.seq, path=f.path, real_path=f.real_path,
+                                mode=f.mode, tokens=f.tokens, sha256=f.sha256,
+                                mtime=f.mtime, size=f.size)
+            txn.put(key + struct.pack(">H", index), self._enc.encode(ref), db=self.dbs["file_refs"])
+        session.next_seq += 1
+        session.message_count += 1
+        return message
+
+    def recover(self, error: str) -> list[tuple[str, list[int]]]:
+        """Start-up: every question a crash left without an answer gets an interrupted,
+        empty answer (`error`), and leaves the pending list. Returns (session, seqs) done."""
+        def fix(txn: lmdb.Transaction) -> list[tuple[str, list[int]]]:
+            out = []
+            for _, raw in list(txn.cursor(db=self.dbs["sessions"]).iternext()):
+                session = self._session_dec.decode(raw)
+                if not session.pending:
+                    continue
+                now = time.time()
+                for seq in session.pending:
+                    self._put_message(txn, session, NewMessage(
+                        role="assistant", content="", status="interrupted", error=error,
+                        reply_to=seq), now)
+                out.append((session.id, list(session.pending)))
+                session.pending = []
+                self._put(txn, session)
+            return out
+        return self.write(fix)
 
     def _active(self, txn: lmdb.Transaction, session_id: str) -> ActiveContext:
         raw = txn.get(session_id.encode(), db=self.dbs["active"])
@@ -365,19 +411,12 @@ class Store:
             if context.seqs != expected:
                 raise ContextChanged("the session changed while its summary was written")
             now = time.time()
-            message = MessageRecord(seq=session.next_seq, created=now, role=summary.role,
-                                    content=summary.content, model=summary.model,
-                                    eval_count=summary.eval_count, kind="summary")
-            txn.put(_message_key(session_id, message.seq), self._enc.encode(message),
-                    db=self.dbs["messages"], overwrite=False)
+            message = self._put_message(txn, session, summary, now)
             context.seqs = [message.seq, *keep]
             context.file_summaries = [s for s in context.file_summaries if s in keep]
             txn.put(session_id.encode(), self._enc.encode(context), db=self.dbs["active"])
             record.summary_seq = message.seq
-            txn.put(_message_key(session_id, session.compactions), self._enc.encode(record),
-                    db=self.dbs["compactions"])
-            session.next_seq += 1
-            session.message_count += 1
+            self._put_compaction(txn, session_id, record)
             session.compactions += 1
             session.token_count = token_estimate
             session.tokens_exact = False
@@ -398,6 +437,17 @@ class Store:
                     out.append(decoder.decode(value))
             return out
         return self.read(collect)
+
+    def _put_compaction(self, txn: lmdb.Transaction, session_id: str, record: CompactionRecord) -> None:
+        """Add an audit record, keyed by time (ns): never overwritten, in order."""
+        cursor = txn.cursor(db=self.dbs["compactions"])
+        stamp = time.time_ns()
+        prefix = _prefix(session_id)
+        # the session's last record: just before the first key past its range ("/" < "0")
+        moved = cursor.prev() if cursor.set_range(session_id.encode() + b"0") else cursor.last()
+        if moved and cursor.key().startswith(prefix):
+            stamp = max(stamp, _SEQ.unpack(cursor.key()[len(prefix):])[0] + 1)
+        txn.put(_message_key(session_id, stamp), self._enc.encode(record), db=self.dbs["compactions"])
 
     def compactions(self, session_id: str) -> list[CompactionRecord]:
         """The session's compaction history, oldest first."""
@@ -422,8 +472,9 @@ class Store:
         return self.read(lambda txn: self._active(txn, session_id))
 
     def update_context(self, session_id: str, change: Callable[[ActiveContext, SessionRecord], None],
-                       *, expected: list[int] | None = None,
-                       messages: Iterable[NewMessage] = ()) -> tuple[SessionRecord, ActiveContext, list[MessageRecord]]:
+                       *, expected: list[int] | None = None, messages: Iterable[NewMessage] = (),
+                       audit: CompactionRecord | None = None
+                       ) -> tuple[SessionRecord, ActiveContext, list[MessageRecord]]:
         """Change the context state (and the session record) in one transaction.
 
         `messages` are appended to the history first; `change` then sees them in
@@ -440,22 +491,22 @@ class Store:
             if expected is not None and context.seqs != expected:
                 raise ContextChanged("the session changed while it was being compacted")
             now = time.time()
-            stored = []
-            for new in batch:
-                message = MessageRecord(seq=session.next_seq, created=now, role=new.role,
-                                        content=new.content, model=new.model,
-                                        eval_count=new.eval_count, kind=new.kind, files=new.files)
-                txn.put(_message_key(session_id, message.seq), self._enc.encode(message),
-                        db=self.dbs["messages"], overwrite=False)
-                session.next_seq += 1
-                session.message_count += 1
-                stored.append(message)
+            stored = [self._put_message(txn, session, new, now) for new in batch]
             change(context, session)
             session.updated = now
+            if audit is not None:
+                self._put_compaction(txn, session_id, audit)
             txn.put(session_id.encode(), self._enc.encode(context), db=self.dbs["active"])
             self._put(txn, session)
             return session, context, stored
         return self.write(apply)
+
+    def set_estimate(self, session_id: str, tokens: int) -> SessionRecord:
+        """The prompt changed since the last exact count: record an estimate in its place."""
+        def change(record: SessionRecord) -> None:
+            record.token_count = tokens
+            record.tokens_exact = False
+        return self.update_session(session_id, change)
 
     def messages(self, session_id: str, seqs: Iterable[int]) -> list[MessageRecord]:
         """Messages by sequence number (missing ones left out)."""
@@ -471,7 +522,8 @@ class Store:
             snapshot = SnapshotRecord(
                 id=f"{stamp:x}", created=stamp / 1e9, reason=reason,
                 context=self._active(txn, session_id), token_count=session.token_count,
-                tokens_exact=session.tokens_exact, compactions=session.compactions)
+                tokens_exact=session.tokens_exact, compactions=session.compactions,
+                next_seq=session.next_seq)
             txn.put(_message_key(session_id, stamp), self._enc.encode(snapshot), db=self.dbs["snapshots"])
             return snapshot
         return self.write(save)
@@ -480,26 +532,37 @@ class Store:
         """The session's snapshots, newest first."""
         return self._scan("snapshots", session_id, self._snapshot_dec)[::-1]
 
-    def restore_snapshot(self, session_id: str, snapshot_id: str) -> tuple[SessionRecord, SnapshotRecord]:
-        """Put a snapshot's messages, checkpoints and file summaries back; the history is not
-        touched, and the goal record and pins stay as they are now (no compaction changes
-        them, so undoing one must not lose later edits)."""
+    def restore_snapshot(self, session_id: str, snapshot_id: str, *, undo: bool = False
+                         ) -> tuple[SessionRecord, SnapshotRecord]:
+        """Put a snapshot's messages, checkpoints and file summaries back. The history is
+        not touched; turns that joined the active context after the snapshot stay (after
+        the restored messages), and the goal record and pins stay as they are now (no
+        compaction changes them, so undoing one must not lose later edits). With `undo`
+        the snapshot is marked undone, so the next undo walks one compaction further back.
+        The session's count becomes an estimate: call `set_estimate` after."""
         def restore(txn: lmdb.Transaction) -> tuple[SessionRecord, SnapshotRecord]:
             session = self._get(txn, session_id)
             if session is None:
                 raise UnknownSession(f"session {session_id!r} no longer exists")
-            key = _message_key(session_id, int(snapshot_id, 16))
+            key = _message_key(session_id, _snapshot_stamp(snapshot_id))
             raw = txn.get(key, db=self.dbs["snapshots"])
             if raw is None:
-                raise StoreError(f"no snapshot {snapshot_id!r} in this session: "
-                                 "`ctxkeep snapshot SESSION list` lists them")
+                raise NoSuchSnapshot(f"no snapshot {snapshot_id!r} in this session: "
+                                     "`ctxkeep snapshot SESSION list` lists them")
             snapshot = self._snapshot_dec.decode(raw)
             current = self._active(txn, session_id)
-            restored = msgspec.structs.replace(snapshot.context, goals=current.goals,
-                                               pinned=current.pinned)
+            later = [s for s in current.seqs if snapshot.next_seq >= 0 and s >= snapshot.next_seq
+                     and s not in snapshot.context.seqs]
+            restored = msgspec.structs.replace(
+                snapshot.context, seqs=[*snapshot.context.seqs, *later], goals=current.goals,
+                pinned=current.pinned,
+                file_summaries=[s for s in snapshot.context.file_summaries])
             txn.put(session_id.encode(), self._enc.encode(restored), db=self.dbs["active"])
+            if undo:
+                snapshot.undone = True
+                txn.put(key, self._enc.encode(snapshot), db=self.dbs["snapshots"])
             session.token_count = snapshot.token_count
-            session.tokens_exact = snapshot.tokens_exact
+            session.tokens_exact = snapshot.tokens_exact and not later
             session.compactions = snapshot.compactions
             session.updated = time.time()
             self._put(txn, session)
@@ -508,10 +571,11 @@ class Store:
 
     def delete_snapshot(self, session_id: str, snapshot_id: str) -> SnapshotRecord:
         def delete(txn: lmdb.Transaction) -> SnapshotRecord:
-            key = _message_key(session_id, int(snapshot_id, 16))
+            key = _message_key(session_id, _snapshot_stamp(snapshot_id))
             raw = txn.get(key, db=self.dbs["snapshots"])
             if raw is None:
-                raise StoreError(f"no snapshot {snapshot_id!r} in this session")
+                raise NoSuchSnapshot(f"no snapshot {snapshot_id!r} in this session: "
+                                     "`ctxkeep snapshot SESSION list` lists them")
             txn.delete(key, db=self.dbs["snapshots"])
             return self._snapshot_dec.decode(raw)
         return self.write(delete)

@@ -74,18 +74,20 @@ def measure(session: SessionRecord, context: ActiveContext, active: list[Message
 
 def usage_of(session: SessionRecord, context: ActiveContext, active: list[MessageRecord],
              estimator: Estimator, config: Config) -> Usage:
-    """The session's usage: the exact count when there is one, else the estimate.
+    """The session's usage: its count as recorded — Ollama's exact count of the last
+    prompt, or the estimate recorded when the prompt last changed (`exact: false`).
 
-    Segments are estimates; with an exact total they are scaled to add up to it.
+    Segments are estimates, scaled to add up to the count.
     """
     b = measure(session, context, active, estimator, config)
     seg = Segments(system=b.system, pinned=b.goals + b.pinned, files=b.files,
                    summaries=b.checkpoints + b.summaries, recent=max(0, b.conversation - b.files - b.summaries))
     parts = ("system", "pinned", "files", "summaries", "recent")
     estimated = sum(getattr(seg, p) for p in parts)
+    recorded = session.token_count > 0 or not active
     exact = session.tokens_exact and session.token_count > 0
-    tokens = session.token_count if session.token_count or not active else estimated
-    if exact and estimated:
+    tokens = session.token_count if recorded else estimated
+    if recorded and estimated:
         factor = tokens / estimated
         scaled = {p: round(getattr(seg, p) * factor) for p in parts}
         scaled["recent"] = max(0, scaled["recent"] + tokens - sum(scaled.values()))  # rounding

@@ -5,6 +5,8 @@ Untrusted input is only ever decoded into typed Structs. Failures become a
 one could be read, so the daemon can answer it.
 """
 
+import re
+
 import msgspec
 
 from . import events, replies, requests
@@ -55,14 +57,53 @@ def _head(frame: bytes, max_bytes: int) -> _Head:
             ErrorCode.FRAME_TOO_LARGE,
             f"frame of {len(frame):,} bytes is over the limit of {max_bytes:,} bytes",
         )
+    if _too_deep(frame):
+        raise DecodeFailure(ErrorCode.BAD_JSON, f"JSON nested deeper than {MAX_DEPTH} levels: "
+                                                "flatten the request")
     try:
         return _head_decoder.decode(frame)
     except msgspec.ValidationError as exc:
         if "at `$." in str(exc):  # an object whose `type`, `id` or `v` is mistyped
-            raise DecodeFailure(ErrorCode.INVALID_REQUEST, f"invalid request: {exc}") from None
+            raise DecodeFailure(ErrorCode.INVALID_REQUEST, f"invalid request: {exc}",
+                                _lenient_id(frame)) from None
         raise DecodeFailure(ErrorCode.BAD_JSON, f"not a JSON object: {exc}") from None
-    except (msgspec.DecodeError, ValueError) as exc:  # ValueError: invalid UTF-8
+    except (msgspec.DecodeError, ValueError, RecursionError) as exc:  # ValueError: invalid UTF-8
         raise DecodeFailure(ErrorCode.BAD_JSON, f"not a JSON object: {exc}") from None
+
+
+#: The deepest nesting of arrays and objects a frame may have (requests need 4).
+MAX_DEPTH = 64
+_STRINGS = re.compile(rb'"(?:[^"\\\\]|\\\\.)*"')
+_BRACKETS = re.compile(rb"[\[\]{}]")
+
+
+def _too_deep(frame: bytes) -> bool:
+    """Whether arrays and objects nest deeper than MAX_DEPTH (checked before decoding, so
+    the decoder never recurses past what the interpreter allows)."""
+    if frame.count(b"[") + frame.count(b"{") <= MAX_DEPTH:
+        return False
+    depth = 0
+    for bracket in _BRACKETS.findall(_STRINGS.sub(b"", frame)):
+        depth += 1 if bracket in (b"[", b"{") else -1
+        if depth > MAX_DEPTH:
+            return True
+    return False
+
+
+class _AnyId(msgspec.Struct):
+    """The request id, when the envelope's other fields are mistyped."""
+
+    id: str = ""
+
+
+_id_decoder = msgspec.json.Decoder(_AnyId)
+
+
+def _lenient_id(frame: bytes) -> str:
+    try:
+        return _id_decoder.decode(frame).id
+    except (msgspec.DecodeError, msgspec.ValidationError, ValueError, RecursionError):
+        return ""
 
 
 def decode_request(frame: bytes, max_bytes: int = DEFAULT_MAX_FRAME_BYTES) -> requests.Request:

@@ -28,4 +28,5 @@ class ErrorCode(str, Enum):
     # The daemon
     STORAGE_ERROR = "storage_error"
     SHUTTING_DOWN = "shutting_down"
+    DAEMON_RESTARTED = "daemon_restarted"  # an answer cut short when ctxkeepd stopped
     INTERNAL = "internal"

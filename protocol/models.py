@@ -101,15 +101,21 @@ class MessageInfo(msgspec.Struct, kw_only=True):
     kind: MessageKind = "message"
     #: The @file references of a user message, expanded after its text in the prompt.
     files: list[AttachedFile] = []
+    #: For an answer: the seq of the user message it answers (-1: none). A queued turn
+    #: stores its question at once, so answers can follow later questions in history.
+    reply_to: Annotated[int, Meta(ge=-1)] = -1
 
 
 class OllamaStatus(msgspec.Struct, kw_only=True):
     """What the daemon last learnt about its Ollama server."""
 
     host: str
+    #: Whether the last check or model call reached it (False until `checked`).
     reachable: bool
     version: str = ""
     error: str = ""
+    #: False until the first check or model call has an outcome.
+    checked: bool = True
 
 
 class DaemonStatus(msgspec.Struct, kw_only=True):
@@ -144,21 +150,21 @@ class Segments(msgspec.Struct, kw_only=True):
     recent: Count = 0
 
 
-class GoalCheckpoint(msgspec.Struct, kw_only=True):
+class GoalCheckpoint(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """A step toward the goal (`[CHECKPOINT] text - COMPLETED`)."""
 
     description: str
     status: Literal["pending", "in-progress", "completed"] = "pending"
 
 
-class Decision(msgspec.Struct, kw_only=True):
+class Decision(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """A decision (`[DECISION] text - LOCKED`); locked ones are never compressed."""
 
     description: str
     locked: bool = False
 
 
-class Goals(msgspec.Struct, kw_only=True):
+class Goals(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """A session's goal record (seed 002), updated from markers in the model's answers,
     kept verbatim at the top of every prompt and handed to every summarizer."""
 
@@ -187,6 +193,8 @@ class CheckpointInfo(msgspec.Struct, kw_only=True):
     files: list[str] = []
     next_steps: list[str] = []
     created: float = 0.0
+    #: A summary of the user's own messages: they passed half the conversation's budget.
+    of_user: bool = False
 
 
 class SnapshotInfo(msgspec.Struct, kw_only=True):
@@ -200,6 +208,8 @@ class SnapshotInfo(msgspec.Struct, kw_only=True):
     checkpoints: Count
     token_count: Count
     compactions: Count
+    #: Already put back by an `undo` (the next undo goes further back).
+    undone: bool = False
 
 
 class Usage(msgspec.Struct, kw_only=True):

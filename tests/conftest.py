@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 
 from ctxkeep.clients import Client
-from ctxkeep.protocol.events import Event, GenerationError, ResponseGeneration
+from ctxkeep.protocol.events import (
+    CompactionResult, Event, GenerationError, ResponseGeneration, SessionUpdated,
+)
 from harness import DaemonProcess
 from ollama_standin import OllamaStandin
 
@@ -31,6 +33,43 @@ def wait_terminal(client: Client, generation_id: str, timeout: float = 30.0) -> 
             if isinstance(event, (ResponseGeneration, GenerationError)):
                 return event, seen
     raise AssertionError(f"no terminal event for generation {generation_id}: saw {seen}")
+
+
+def wait_for(client: Client, kinds, timeout: float = 10.0, where=lambda e: True) -> Event:
+    """The next event of the given kind(s) that satisfies `where`, within `timeout`."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        item = client.next_event(timeout=deadline - time.monotonic())
+        if item is None:
+            break
+        if isinstance(item[1], kinds) and where(item[1]):
+            return item[1]
+    raise AssertionError(f"no {kinds} event within {timeout} s")
+
+
+TERMINAL = (ResponseGeneration, GenerationError, CompactionResult)
+
+
+def until_idle(client: Client, session_id: str, job_id: str, timeout: float = 30.0) -> list[Event]:
+    """Every event until the job's terminal event and then the session's `busy: false`
+    (the queue is empty: automatic compaction after a turn is done too)."""
+    seen: list[Event] = []
+    ended = False
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        item = client.next_event(timeout=deadline - time.monotonic())
+        if item is None:
+            break
+        event = item[1]
+        seen.append(event)
+        if isinstance(event, TERMINAL) and job_id in (getattr(event, "generation_id", None),
+                                                       getattr(event, "compaction_id", None)):
+            ended = True
+        elif ended and isinstance(event, SessionUpdated) and event.session_id == session_id \
+                and not event.session.busy:
+            return seen
+    raise AssertionError(f"job {job_id} of session {session_id} did not end and leave the "
+                         f"session idle: saw {seen[-20:]}")
 
 
 @pytest.fixture

@@ -6,13 +6,17 @@ Real HTTP on 127.0.0.1 (a random port), speaking the documented Ollama API:
 
 - `prompt_eval_count` comes from a deterministic tokenizer that is *not*
   chars/4 (letters cost one token per 4, every digit, symbol and newline one),
-  counted over the rendered ChatML-style template, special tokens included.
+  counted over the rendered ChatML-style template, special tokens included;
+  `tokenizer="bpe"` picks a second, differently-behaved one (`count_tokens_bpe`)
+  to catch bugs that only an estimate fitted to the first would hide.
 - The context window is `options.num_ctx` (default 4096 when not sent, as
   Ollama's default was), capped by the model's context_length. An overflowing
   prompt is cut the way Ollama's `chatPrompt` does it: the oldest non-system
   messages are dropped, the last message always kept; with `truncate: false`
-  the request gets HTTP 400 instead. Both are recorded in `truncations` /
-  `refusals`, so a test can assert they never happened.
+  the request gets HTTP 400 instead. A prompt that fits but leaves less than
+  `options.num_predict` for the answer is cut the same way whatever `truncate`
+  says, as the runner's context shift would lose it. Both are recorded in
+  `truncations` / `refusals`, so a test can assert they never happened.
 - Replies are scripted (`script()`), else derived from the last user message.
 - Faults (`fail_next()`): delay, HTTP 500, connection dropped mid-stream.
   An unknown model gets 404 as from Ollama.
@@ -45,6 +49,29 @@ def count_tokens(text: str) -> int:
     for piece in PIECES.findall(SPECIAL.sub(" ", text)):
         total += math.ceil(len(piece) / 4) if piece[0].isalpha() else 1
     return total
+
+
+BPE_PIECES = re.compile(r"[A-Za-z]+|[^\x00-\x7f]|\d{1,3}|\n+|[ \t]+|[^\sA-Za-z\d]")
+
+
+def count_tokens_bpe(text: str) -> int:
+    """A second, differently-behaved tokenizer, closer to a BPE vocabulary: short Latin
+    words 1 token, longer ones 1 per 6 letters more; every other script's character 1;
+    digits in groups of 3; a run of newlines 1; a single space free (it joins the next
+    word), longer runs of spaces 1 per 4; every symbol 1."""
+    total = len(SPECIAL.findall(text))
+    for piece in BPE_PIECES.findall(SPECIAL.sub(" ", text)):
+        first = piece[0]
+        if first.isascii() and first.isalpha():
+            total += 1 + (len(piece) - 1) // 6
+        elif first in " \t":
+            total += 0 if len(piece) == 1 else math.ceil(len(piece) / 4)
+        else:
+            total += 1
+    return total
+
+
+TOKENIZERS: dict[str, Callable[[str], int]] = {"simple": count_tokens, "bpe": count_tokens_bpe}
 
 
 def render(messages: list[dict[str, Any]]) -> str:
@@ -112,6 +139,8 @@ class OllamaStandin:
     version: str = "0.12.6"
     #: Seconds between streamed chunks.
     chunk_delay: float = 0.0
+    #: "simple" or "bpe": how prompt_eval_count and eval_count are counted.
+    tokenizer: str = "simple"
     replies: deque[str] = field(default_factory=deque)
     reply_fn: Callable[[list[dict[str, Any]]], str] | None = None
     faults: deque[Fault] = field(default_factory=deque)
@@ -196,6 +225,9 @@ class OllamaStandin:
         words = last.split()[:12]
         return f"You said {len(last.split())} words, starting: {' '.join(words)}."
 
+    def count(self, text: str) -> int:
+        return TOKENIZERS[self.tokenizer](text)
+
     def fit(self, messages: list[dict[str, Any]], num_ctx: int) -> tuple[int, int]:
         """Ollama's chatPrompt: (first kept index, prompt tokens) for the window."""
         n = len(messages) - 1
@@ -204,11 +236,11 @@ class OllamaStandin:
             if i == n:
                 continue
             system = [m for m in messages[:i] if m.get("role") == "system"]
-            if count_tokens(render(system + messages[i:])) > num_ctx:
+            if self.count(render(system + messages[i:])) > num_ctx:
                 break
             keep_from = i
         system = [m for m in messages[:keep_from] if m.get("role") == "system"]
-        return keep_from, count_tokens(render(system + messages[max(keep_from, 0):]))
+        return keep_from, self.count(render(system + messages[max(keep_from, 0):]))
 
 
 def _now() -> str:
@@ -354,7 +386,7 @@ class _Handler(BaseHTTPRequestHandler):
         owner.embeds.append(body)
         self._json(200, {"model": m.name, "embeddings": [embed_vector(t) for t in texts],
                          "total_duration": 1000, "load_duration": 100,
-                         "prompt_eval_count": sum(count_tokens(t) for t in texts)})
+                         "prompt_eval_count": sum(owner.count(t) for t in texts)})
 
     def _chat(self, body: dict[str, Any], fault: Fault | None) -> None:
         owner = self.owner
@@ -366,13 +398,17 @@ class _Handler(BaseHTTPRequestHandler):
         messages = body.get("messages") or []
         options = body.get("options") or {}
         num_ctx = min(int(options.get("num_ctx", DEFAULT_NUM_CTX)), m.context_length)
-        full_tokens = count_tokens(render(messages))
+        num_predict = int(options.get("num_predict") or 0)
+        full_tokens = owner.count(render(messages))
         overflow = full_tokens > num_ctx
         refuse = overflow and body.get("truncate") is False
-        keep_from, prompt_tokens = owner.fit(messages, num_ctx) if overflow else (0, full_tokens)
+        # the runner keeps num_predict free for the answer: what does not fit beside it is lost
+        limit = num_ctx - num_predict if 0 < num_predict < num_ctx else num_ctx
+        cut = full_tokens > limit and not refuse
+        keep_from, prompt_tokens = owner.fit(messages, limit) if cut else (0, full_tokens)
         record = ChatRecord(body=body, num_ctx=num_ctx, num_ctx_sent="num_ctx" in options,
                             prompt_tokens=min(prompt_tokens, num_ctx), kept_messages=len(messages) - keep_from,
-                            truncated=overflow and not refuse, refused=refuse)
+                            truncated=cut, refused=refuse)
         with owner._lock:
             owner.chats.append(record)
             owner.loaded[m.name] = num_ctx
@@ -383,11 +419,17 @@ class _Handler(BaseHTTPRequestHandler):
             return
         kept = messages[keep_from:]
         reply = owner.next_reply(kept)
+        done_reason = "stop"
+        if num_predict > 0 and owner.count(reply) > num_predict:  # generation stops there
+            words = reply.split(" ")
+            while words and owner.count(" ".join(words)) > num_predict:
+                words = words[:max(0, len(words) * 9 // 10)] if len(words) > 20 else words[:-1]
+            reply, done_reason = " ".join(words), "length"
         thinking = f"Thinking about: {kept[-1].get('content', '')[:40]}" if (
             m.thinking and body.get("think")) else ""
-        eval_count = count_tokens(reply)
+        eval_count = owner.count(reply)
         final = {
-            "model": m.name, "created_at": _now(), "done": True, "done_reason": "stop",
+            "model": m.name, "created_at": _now(), "done": True, "done_reason": done_reason,
             "total_duration": 5_000_000 + 1000 * eval_count, "load_duration": 1_000_000,
             "prompt_eval_count": record.prompt_tokens, "prompt_eval_duration": 100 * record.prompt_tokens,
             "eval_count": eval_count, "eval_duration": 1000 * eval_count,

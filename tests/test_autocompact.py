@@ -12,6 +12,7 @@ from ctxkeep.protocol.events import (
     SnapshotRestored,
 )
 from ctxkeep.protocol.models import Goals
+from conftest import until_idle, wait_for
 
 MODEL = "qwen2.5:7b"
 
@@ -71,27 +72,32 @@ SEEN: dict[int, list] = {}
 
 
 def turn(client, sid, text, cwd=""):
-    """One turn; every event seen meanwhile is kept for collect()."""
+    """One turn, and the automatic compaction after it: every event up to the session's
+    `busy: false` is kept for collect()."""
     acc = client.send(sid, text, cwd=cwd)
     seen = SEEN.setdefault(id(client), [])
-    while True:
-        item = client.next_event(timeout=30)
-        assert item is not None, "no terminal event"
-        event = item[1]
-        seen.append(event)
-        if getattr(event, "generation_id", None) == acc.generation_id and isinstance(
-                event, (ResponseGeneration, GenerationError)):
-            assert isinstance(event, ResponseGeneration), event
-            return event
+    events = until_idle(client, sid, acc.generation_id)
+    seen.extend(events)
+    ends = [e for e in events if getattr(e, "generation_id", None) == acc.generation_id
+            and isinstance(e, (ResponseGeneration, GenerationError))]
+    assert len(ends) == 1, ends
+    assert isinstance(ends[0], ResponseGeneration), ends[0]
+    return ends[0]
 
 
-def collect(client, kinds, timeout=3.0):
-    """Events of the given kinds seen so far, then until `timeout` seconds pass without any."""
-    out = [e for e in SEEN.pop(id(client), []) if isinstance(e, kinds)]
-    while (item := client.next_event(timeout=timeout)) is not None:
-        if isinstance(item[1], kinds):
-            out.append(item[1])
-    return out
+def collect(client, kinds):
+    """Events of the given kinds seen by turn() so far (the session was idle after each)."""
+    return [e for e in SEEN.pop(id(client), []) if isinstance(e, kinds)]
+
+
+def talkative(standin, words=60):
+    """Long answers, short summaries: so that a checkpoint really is smaller."""
+    def reply(messages):
+        last = messages[-1]["content"]
+        if last.startswith(("Conversation to summarize", "Summary to shorten", "Summaries of")):
+            return "Summary: the user and the assistant discussed the plan."
+        return " ".join(f"detail{i}" for i in range(words))
+    standin.reply_fn = reply
 
 
 def active(client, sid):
@@ -155,9 +161,10 @@ def test_level2_falls_back_to_keywords_when_embeddings_fail(client, standin):
 def test_level3_checkpoint_goals_pins_and_aging(client, standin):
     s = client.create_session(model=MODEL, system="Be helpful.").session
     client.set_model(s.id, thresholds=[0.001, 0.002, 0.003])
+    talkative(standin)
     standin.script("[GOAL] Ship the parser\n[DECISION] Use a recursive descent parser - LOCKED\n[NEXT] Write tests")
     turn(client, s.id, "Let us plan the parser")
-    goal_events = collect(client, GoalUpdated, timeout=1.0)
+    goal_events = collect(client, GoalUpdated)
     assert goal_events and goal_events[-1].goals.goal == "Ship the parser"
     pinned_seq = client.history(s.id, limit=1000).messages[-1].seq
     client.pin(s.id, pinned_seq)
@@ -199,18 +206,19 @@ def test_cooldown_between_automatic_compactions(daemon_factory, standin):
 def test_snapshots_and_undo(client, standin):
     s = client.create_session(model=MODEL).session
     client.set_model(s.id, thresholds=[0.001, 0.002, 0.003])
+    talkative(standin)
     turn(client, s.id, "first question")
     before = active(client, s.id)
     for i in range(4):
         turn(client, s.id, f"question {i}")
     created = collect(client, (SnapshotCreated,))
-    assert created and created[0].snapshot.reason.startswith("before compaction level")
+    assert created and created[0].snapshot.reason.startswith("before compaction (automatic")
     listing = client.snapshots(s.id).snapshots
     assert len(listing) >= len(created)
     history = client.history(s.id, limit=1000).messages
     restored = client.restore(s.id).snapshot  # undo the last compaction
     assert restored.id == [x for x in listing if x.reason.startswith("before compaction")][0].id
-    assert isinstance(collect(client, (SnapshotRestored,), timeout=1.0)[0], SnapshotRestored)
+    assert wait_for(client, SnapshotRestored).snapshot.id == restored.id
     assert client.history(s.id, limit=1000).messages == history  # history untouched
     manual = client.snapshot(s.id).snapshot
     assert manual.reason == "manual"
@@ -227,6 +235,7 @@ def test_snapshots_and_undo(client, standin):
 def test_reliability_warning_and_score_in_usage(client, standin):
     s = client.create_session(model=MODEL).session  # a 7.6B model: factor 0.5
     client.set_model(s.id, thresholds=[0.001, 0.002, 0.003])
+    talkative(standin)
     for i in range(6):
         turn(client, s.id, f"question {i} about something")
     warnings = [w for w in collect(client, ContextWarning) if w.kind == "reliability"]
@@ -238,17 +247,27 @@ def test_reliability_warning_and_score_in_usage(client, standin):
     assert client.usage(s.id).usage.reliability == info.reliability
 
 
-def test_fold_rule_moves_oldest_user_messages_verbatim(client, standin):
+def test_user_messages_stay_verbatim_until_a_shown_summary(client, standin):
     s = client.create_session(model="small:1b", num_ctx=2048).session
     client.set_model(s.id, thresholds=[0.5, 0.65, 0.8])
-    standin.reply_fn = lambda msgs: "ok"
-    for i in range(24):
-        turn(client, s.id, f"Requirement {i}: " + "the system must handle this case carefully " * 6)
-    warnings = [w for w in collect(client, ContextWarning) if w.kind == "fold"]
-    assert warnings and "folded" in warnings[0].message
-    checkpoints = client.usage(s.id).checkpoints
-    assert any("Requirement 0" in c.summary for c in checkpoints) or any(
-        c.first_seq == 0 for c in checkpoints)
+    talkative(standin, words=20)
+    texts = [f"Requirement {i}: " + "the system must handle this case carefully " * 6 for i in range(24)]
+    summarized_from: dict[str, int] = {}
+    for i, text in enumerate(texts):
+        turn(client, s.id, text)
+        prompt = sent(standin)
+        system = prompt[0]["content"] if prompt[0]["role"] == "system" else ""
+        for earlier in texts[:i + 1]:
+            if earlier in summarized_from:
+                continue
+            verbatim = any(m["role"] == "user" and earlier in m["content"] for m in prompt)
+            if not verbatim:  # it left the prompt: only ever inside a summary shown as the user's
+                assert "a summary of the user's own messages" in system, (earlier[:20], i)
+                summarized_from[earlier] = i
+    warnings = [w for w in collect(client, ContextWarning) if w.kind == "user_summary"]
+    assert warnings and "your earliest messages" in warnings[0].message
+    assert any(c.of_user for c in client.usage(s.id).checkpoints)
+    assert summarized_from  # the rule fired in a 2,048-token window
     assert not standin.truncations and not standin.refusals
 
 
@@ -257,7 +276,7 @@ def test_auto_compaction_can_be_switched_off(client, standin):
     client.set_model(s.id, thresholds=[0.001, 0.002, 0.003], auto_compaction=False)
     for i in range(4):
         turn(client, s.id, f"question {i}")
-    assert not [r for r in collect(client, CompactionResult, timeout=1.0)]
+    assert not [r for r in collect(client, CompactionResult)]
     assert client.session(s.id).session.auto_compaction is False
 
 
@@ -272,7 +291,7 @@ def test_cli_goals_pin_snapshot_undo(daemon, standin):
         assert daemon.cli("ask", sid, f"section {i}").returncode == 0
     assert daemon.cli("pin", sid, "1").stdout.strip() == "pinned #1"
     listing = daemon.cli("snapshot", sid, "list").stdout
-    assert "before compaction level" in listing
+    assert "before compaction" in listing
     undo = daemon.cli("undo", sid)
     assert undo.returncode == 0 and "restored the state before compaction" in undo.stdout
     assert daemon.cli("set", sid, "--thresholds", "0.9,0.1,0.2").returncode == 1

@@ -71,7 +71,11 @@ def test_options_are_passed_to_ollama(client, standin):
     client.set_model(s.id, options={"temperature": 0.7, "top_p": 0.9}, num_ctx=2048)
     acc = client.send(s.id, "hello")
     wait_terminal(client, acc.generation_id)
-    assert standin.chats[-1].body["options"] == {"temperature": 0.7, "top_p": 0.9, "num_ctx": 2048}
+    options = dict(standin.chats[-1].body["options"])
+    room = options.pop("num_predict")
+    assert options == {"temperature": 0.7, "top_p": 0.9, "num_ctx": 2048}
+    # the answer may use what the window leaves, never more: no silent context shift
+    assert 256 <= room and standin.chats[-1].prompt_tokens + room <= 2048
 
 
 def test_thinking_is_streamed_separately(client, standin):

@@ -29,6 +29,9 @@ def run(args: argparse.Namespace) -> int:
     print(f"  sessions  {s.sessions}, generations running: {s.generations_running}")
     if o.reachable:
         print(f"  ollama    {o.version} at {o.host}")
+    elif not o.checked:
+        print(f"  ollama    {o.host}: not checked yet")
     else:
-        print(f"  ollama    NOT REACHABLE at {o.host}: {o.error}")
+        print(f"  ollama    NOT REACHABLE at {o.host}: start it (`ollama serve`), or set "
+              "OLLAMA_HOST / ollama_host in config.toml")
     return 0

@@ -9,10 +9,15 @@ from .registry import handles
 async def history(daemon, req: requests.History) -> HistoryReply:
     record = daemon.store.session(req.session)
     if req.active:
-        active = daemon.store.active_messages(record.id)
-        page = [m for m in active if m.seq >= req.start][:req.limit]
-        later = [m for m in active if m.seq > page[-1].seq] if page else []
-        messages, nxt, total = page, (later[0].seq if later else None), len(active)
+        # The active context is in prompt order (a summary before the messages it kept),
+        # so a page starts at the position of `start` in it, not at seqs >= start.
+        seqs = daemon.store.context(record.id).seqs
+        at = seqs.index(req.start) if req.start in seqs else (
+            0 if req.start == 0 else next((i for i, s in enumerate(seqs) if s >= req.start), len(seqs)))
+        page_seqs = seqs[at:at + req.limit]
+        messages = daemon.store.messages(record.id, page_seqs)
+        after = at + len(page_seqs)
+        nxt, total = (seqs[after] if after < len(seqs) else None), len(seqs)
     else:
         messages, nxt, total = daemon.store.history(record.id, req.start, req.limit)
     infos = [m.info() for m in messages]

@@ -4,8 +4,10 @@ from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ...protocol import ErrorCode
+from ..errors import RequestError
 from ...protocol.replies import Reply
+
+__all__ = ["HANDLERS", "REMOTE", "RequestError", "handles"]
 from ...protocol.requests import Request
 
 if TYPE_CHECKING:
@@ -19,15 +21,6 @@ REMOTE: ContextVar[bool] = ContextVar("remote", default=False)
 
 #: Request class -> handler. Filled by the @handles decorators of this package's modules.
 HANDLERS: dict[type[Request], Handler] = {}
-
-
-class RequestError(Exception):
-    """A request that cannot be done: answered with an `error` reply."""
-
-    def __init__(self, code: ErrorCode, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 def handles(request_type: type[R]) -> Callable[[Callable[["Daemon", R], Awaitable[Reply]]],

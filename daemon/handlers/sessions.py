@@ -1,15 +1,17 @@
 """session.create / list / get / rename / delete / set_system / set_model."""
 
 from ...protocol import ErrorCode, requests
-from ...protocol.events import SessionCreated, SessionDeleted, SessionUpdated
+from ...protocol.events import ContextUsage, SessionCreated, SessionDeleted
 from ...protocol.replies import Deleted, SessionReply, SessionsReply
 from ..records import SessionRecord
 from .registry import RequestError, handles
 
 
-def _updated(daemon, req, record: SessionRecord) -> SessionReply:
-    info = record.info(busy=daemon.jobs.busy(record.id))
-    daemon.bus.publish(SessionUpdated(session=info), record.id)
+def _updated(daemon, req, record: SessionRecord, prompt_changed: bool) -> SessionReply:
+    """Announce the change (with a fresh estimate when the prompt changed) and answer."""
+    if prompt_changed:
+        daemon.announcer.prompt_changed(record.id)
+    info = daemon.announcer.changed(record.id, usage=prompt_changed)
     return SessionReply(id=req.id, session=info)
 
 
@@ -21,8 +23,10 @@ async def create(daemon, req: requests.SessionCreate) -> SessionReply:
         name=req.name, model=model, system=req.system,
         options=req.options or dict(cfg.default_options), num_ctx=req.num_ctx or cfg.num_ctx,
         context_length=daemon.backend.known_context_length(model))
-    info = record.info()
+    record = daemon.announcer.prompt_changed(record.id)  # the system prompt's estimate
+    info = daemon.announcer.info(record)
     daemon.bus.publish(SessionCreated(session=info), record.id)
+    daemon.bus.publish(ContextUsage(usage=daemon.announcer.usage(record)), record.id)
     return SessionReply(id=req.id, session=info)
 
 
@@ -44,7 +48,7 @@ async def rename(daemon, req: requests.SessionRename) -> SessionReply:
 
     def change(r: SessionRecord) -> None:
         r.name = req.name
-    return _updated(daemon, req, daemon.store.update_session(record.id, change))
+    return _updated(daemon, req, daemon.store.update_session(record.id, change), False)
 
 
 @handles(requests.SessionDelete)
@@ -64,7 +68,7 @@ async def set_system(daemon, req: requests.SetSystem) -> SessionReply:
 
     def change(r: SessionRecord) -> None:
         r.system = req.system
-    return _updated(daemon, req, daemon.store.update_session(record.id, change))
+    return _updated(daemon, req, daemon.store.update_session(record.id, change), True)
 
 
 @handles(requests.SetModel)
@@ -90,4 +94,4 @@ async def set_model(daemon, req: requests.SetModel) -> SessionReply:
             r.auto_compaction = req.auto_compaction
         if req.thresholds is not None:
             r.thresholds = list(req.thresholds)
-    return _updated(daemon, req, daemon.store.update_session(record.id, change))
+    return _updated(daemon, req, daemon.store.update_session(record.id, change), True)

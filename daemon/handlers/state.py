@@ -1,12 +1,9 @@
 """pin, goals.get/set, snapshot.create/list/restore/delete: the session's context state."""
 
 from ...protocol import ErrorCode, requests
-from ...protocol.events import (
-    ContextUsage, GoalUpdated, SessionUpdated, SnapshotCreated, SnapshotRestored,
-)
+from ...protocol.events import GoalUpdated, SnapshotCreated, SnapshotRestored
 from ...protocol.replies import GoalsReply, SessionReply, SnapshotReply, SnapshotsReply
-from ..store import StoreError
-from ..usage import usage_of
+from ..store import NoSuchSnapshot
 from .registry import RequestError, handles
 
 
@@ -25,10 +22,9 @@ async def pin(daemon, req: requests.Pin) -> SessionReply:
     def change(context, _session) -> None:
         pinned = [s for s in context.pinned if s != req.seq]
         context.pinned = sorted(pinned + [req.seq]) if req.pinned else pinned
-    record, _, _ = daemon.store.update_context(record.id, change)
-    info = record.info(busy=daemon.jobs.busy(record.id))
-    daemon.bus.publish(SessionUpdated(session=info), record.id)
-    return SessionReply(id=req.id, session=info)
+    daemon.store.update_context(record.id, change)
+    daemon.announcer.prompt_changed(record.id)  # a pinned message moves to the pinned segment
+    return SessionReply(id=req.id, session=daemon.announcer.changed(record.id))
 
 
 @handles(requests.GoalsGet)
@@ -45,6 +41,8 @@ async def goals_set(daemon, req: requests.GoalsSet) -> GoalsReply:
         context.goals = req.goals
     daemon.store.update_context(record.id, change)
     daemon.bus.publish(GoalUpdated(goals=req.goals), record.id)
+    daemon.announcer.prompt_changed(record.id)
+    daemon.announcer.changed(record.id)
     return GoalsReply(id=req.id, session_id=record.id, goals=req.goals)
 
 
@@ -65,27 +63,26 @@ async def snapshot_list(daemon, req: requests.SnapshotList) -> SnapshotsReply:
 
 @handles(requests.SnapshotRestore)
 async def snapshot_restore(daemon, req: requests.SnapshotRestore) -> SnapshotReply:
+    """A snapshot by id, or without one `undo`: the newest compaction not yet undone
+    (each undo walks one compaction further back; later turns stay)."""
     record = daemon.store.session(req.session)
     _idle(daemon, record.id, "restore")
     snapshot_id = req.snapshot_id
     if not snapshot_id:
-        before = [s for s in daemon.store.snapshots(record.id) if s.reason.startswith("before compaction")]
+        before = [s for s in daemon.store.snapshots(record.id)
+                  if s.reason.startswith("before compaction") and not s.undone]
         if not before:
             raise RequestError(ErrorCode.INVALID_ARGUMENT, "no compaction to undo in this session")
         snapshot_id = before[0].id
     try:
-        int(snapshot_id, 16)
-        record, snapshot = daemon.store.restore_snapshot(record.id, snapshot_id)
-    except ValueError:
-        raise RequestError(ErrorCode.INVALID_ARGUMENT, f"{snapshot_id!r} is not a snapshot id") from None
-    except StoreError as exc:
+        record, snapshot = daemon.store.restore_snapshot(record.id, snapshot_id,
+                                                         undo=not req.snapshot_id)
+    except NoSuchSnapshot as exc:
         raise RequestError(ErrorCode.INVALID_ARGUMENT, str(exc)) from None
     info = snapshot.info()
     daemon.bus.publish(SnapshotRestored(snapshot=info), record.id)
-    daemon.bus.publish(SessionUpdated(session=record.info()), record.id)
-    context = daemon.store.context(record.id)
-    daemon.bus.publish(ContextUsage(usage=usage_of(record, context, daemon.store.messages(
-        record.id, context.seqs), daemon.estimator, daemon.config)), record.id)
+    daemon.announcer.prompt_changed(record.id)
+    daemon.announcer.changed(record.id)
     return SnapshotReply(id=req.id, session_id=record.id, snapshot=info)
 
 
@@ -93,10 +90,7 @@ async def snapshot_restore(daemon, req: requests.SnapshotRestore) -> SnapshotRep
 async def snapshot_delete(daemon, req: requests.SnapshotDelete) -> SnapshotReply:
     record = daemon.store.session(req.session)
     try:
-        int(req.snapshot_id, 16)
         snapshot = daemon.store.delete_snapshot(record.id, req.snapshot_id)
-    except ValueError:
-        raise RequestError(ErrorCode.INVALID_ARGUMENT, f"{req.snapshot_id!r} is not a snapshot id") from None
-    except StoreError as exc:
+    except NoSuchSnapshot as exc:
         raise RequestError(ErrorCode.INVALID_ARGUMENT, str(exc)) from None
     return SnapshotReply(id=req.id, session_id=record.id, snapshot=snapshot.info())

@@ -20,7 +20,7 @@ async def send(daemon, req: requests.Send) -> Accepted:
     files = await asyncio.to_thread(expand, req.text, req.cwd,
                                     daemon.config.file_settings(remote=REMOTE.get()),
                                     lambda text: daemon.estimator.text(record.model, text))
-    job, ahead = daemon.generations.submit(record, req.text, req.think, files)
+    job, ahead, _ = daemon.generations.accept(record, req.text, req.think, files)
     return Accepted(id=req.id, session_id=record.id, generation_id=job.id, ahead=ahead,
                     files=[f.info() for f in files],
                     warnings=[f"@{f.path}: {f.error}" for f in files if f.error])

@@ -1,0 +1,83 @@
+"""The one place that tells clients a session changed.
+
+Every request or job that changes what the model would see calls
+`prompt_changed` (the session's count becomes a fresh estimate, `exact:
+false`, until the next turn's exact count) and then `changed`, which
+publishes `session.updated` with the session's true `busy` and
+`context.usage`. The job queue calls `busy_changed` whenever a session
+starts or stops working.
+"""
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ..protocol.events import ContextUsage, ContextWarning, SessionUpdated
+from ..protocol.models import SessionInfo, Usage
+from . import reliability
+from .bus import EventBus
+from .config import Config
+from .estimator import Estimator
+from .prompt import context_messages
+from .records import SessionRecord
+from .store import Store, UnknownSession
+from .usage import usage_of
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Announcer:
+    """Publishes session changes; reads state fresh from the store each time."""
+
+    store: Store
+    bus: EventBus
+    estimator: Estimator
+    config: Config
+    busy: Callable[[str], bool]
+
+    def info(self, session: SessionRecord) -> SessionInfo:
+        return session.info(busy=self.busy(session.id))
+
+    def usage(self, session: SessionRecord) -> Usage:
+        context = self.store.context(session.id)
+        return usage_of(session, context, self.store.messages(session.id, context.seqs),
+                        self.estimator, self.config)
+
+    def estimate(self, session: SessionRecord) -> int:
+        """The context as it would be sent now (system, goals, checkpoints, messages)."""
+        context = self.store.context(session.id)
+        active = self.store.messages(session.id, context.seqs)
+        return self.estimator.prompt(session.model, context_messages(session, context, active))
+
+    def prompt_changed(self, session_id: str) -> SessionRecord:
+        """What the model would see changed: record a fresh estimate in place of the count."""
+        session = self.store.session(session_id)
+        return self.store.set_estimate(session_id, self.estimate(session))
+
+    def changed(self, session_id: str, usage: bool = True) -> SessionInfo | None:
+        """Publish `session.updated` (and `context.usage`) as the session is now."""
+        try:
+            session = self.store.session(session_id)
+        except UnknownSession:
+            return None  # deleted meanwhile: session.deleted said so
+        info = self.info(session)
+        self.bus.publish(SessionUpdated(session=info), session_id)
+        if usage:
+            self.bus.publish(ContextUsage(usage=self.usage(session)), session_id)
+        return info
+
+    def busy_changed(self, session_id: str) -> None:
+        self.changed(session_id, usage=False)
+
+    def compacted(self, session_id: str) -> None:
+        """After a compaction changed the context: the change, and the reliability
+        warning when the score just fell below its threshold."""
+        if self.changed(session_id) is None:
+            return
+        session = self.store.session(session_id)
+        now = reliability.score(session.parameter_size, session.compactions)
+        before = reliability.score(session.parameter_size, session.compactions - 1)
+        if now < reliability.WARNING_BELOW <= before:
+            self.bus.publish(ContextWarning(kind="reliability", message=reliability.warning(
+                session.model, session.compactions)), session_id)
