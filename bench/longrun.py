@@ -2,7 +2,7 @@
 
     python bench/longrun.py [--turns 2000] [--window 4096]
 
-Prints one JSON line: compactions by level (and skipped), folds, peak and mean
+Prints one JSON line: compactions by level (and skipped), user summaries, peak and mean
 usage after compactions, prompt tokens per turn, wall time and any violation
 of the invariants the long-run test asserts.
 """
@@ -37,7 +37,7 @@ def main() -> None:
     emit(bench="longrun", turns=report.turns, window=args.window, seconds=round(report.seconds, 1),
          turns_per_second=round(report.turns / report.seconds, 1),
          compactions_by_level={str(k): v for k, v in sorted(report.by_level.items())},
-         skipped_by_level={str(k): v for k, v in sorted(report.skipped.items())}, folds=report.folds,
+         skipped_by_level={str(k): v for k, v in sorted(report.skipped.items())}, user_summaries=report.user_summaries,
          peak_usage_after_compaction=round(max(report.fills_after, default=0), 3),
          mean_usage_after_compaction=round(statistics.fmean(report.fills_after or [0]), 3),
          prompt_tokens_mean=round(statistics.fmean(report.prompt_tokens), 1),

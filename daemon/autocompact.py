@@ -77,6 +77,12 @@ class Pass:
     """One automatic compaction pass: one snapshot, taken before its first change."""
 
     reason: str
+    #: The last messages this pass keeps (None: keep_recent_messages). A prompt that must
+    #: fit may take the recent ones too, two at a time, before it is refused.
+    keep_recent: int | None = None
+    #: Past levels 1-3: the context is still too large, so the user's share may be
+    #: summarized below half the budget (shown as such) rather than stay over target.
+    extra: bool = False
     snapshot_taken: bool = False
     levels: list[int] = field(default_factory=list)
 
@@ -148,8 +154,7 @@ class AutoCompactor:
     def fits(self, session: SessionRecord, context: ActiveContext, active: list[MessageRecord],
              user: MessageRecord) -> bool:
         prompt = self.estimator.prompt(session.model, build_messages(session, context, active, user))
-        raised = math.ceil(prompt * (1 + self.estimator.margin(session.model)))
-        return raised + reply_room(self.config, session.window) <= session.window
+        return self.estimator.raised(session.model, prompt) + reply_room(self.config, session.window) <= session.window
 
     def needed(self, level: int, user: MessageRecord | None, session: SessionRecord,
                context: ActiveContext, active: list[MessageRecord]) -> bool:
@@ -169,10 +174,13 @@ class AutoCompactor:
         for level in (1, 2, 3):
             if self.needed(level, user, *self.load(session_id)):
                 await self.run(session_id, level, pass_)
-        for _ in range(EXTRA_CHECKPOINTS):
+        pass_.extra = True
+        for step in range(EXTRA_CHECKPOINTS):
             if not self.needed(3, user, *self.load(session_id)):
                 return
-            if not await self.run(session_id, 3, pass_):
+            if user is not None:
+                pass_.keep_recent = max(1, self.config.keep_recent_messages - 2 * (step + 1))
+            if not await self.run(session_id, 3, pass_) and user is None:
                 return
 
     # -- one level -----------------------------------------------------------------
@@ -190,7 +198,7 @@ class AutoCompactor:
         try:
             budget = measure(session, context, active, self.estimator, self.config)
             change = await {1: self._files, 2: self._prune, 3: self._checkpoint}[level](
-                session, context, active, budget)
+                session, context, active, budget, pass_)
             if isinstance(change, str):
                 status, note = "skipped", change
                 return False
@@ -254,13 +262,15 @@ class AutoCompactor:
             strategy=STRATEGY[level], marker=marker), session_id)
         log.info("session=%s auto compaction level %d %s %s", session_id, level, status, reason or marker)
 
-    def _preserved(self, context: ActiveContext, active: list[MessageRecord]) -> set[int]:
-        return preserved_seqs(context, active, self.config.keep_recent_messages,
-                              self.config.preserve_user_messages)
+    def _keep_recent(self, pass_: Pass) -> int:
+        return self.config.keep_recent_messages if pass_.keep_recent is None else pass_.keep_recent
+
+    def _preserved(self, context: ActiveContext, active: list[MessageRecord], pass_: Pass) -> set[int]:
+        return preserved_seqs(context, active, self._keep_recent(pass_), self.config.preserve_user_messages)
 
     # -- level 1: file references to summaries ---------------------------------------
 
-    async def _files(self, session, context, active, budget) -> Change | str:
+    async def _files(self, session, context, active, budget, pass_) -> Change | str:
         seqs = plan_file_summaries(context, active)
         if not seqs:
             return "no full file references unused in the last 3 messages"
@@ -269,8 +279,8 @@ class AutoCompactor:
 
     # -- level 2: prune low-relevance messages --------------------------------------
 
-    async def _prune(self, session, context, active, budget) -> Change | str:
-        candidates = prune_candidates(context, active, self._preserved(context, active))
+    async def _prune(self, session, context, active, budget, pass_) -> Change | str:
+        candidates = prune_candidates(context, active, self._preserved(context, active, pass_))
         if len(candidates) < 2:
             return "no older messages outside the preserved ones"
         scores = await relevance.score(candidates, active[-RECENT_FILE_MESSAGES:], backend=self.backend,
@@ -292,10 +302,11 @@ class AutoCompactor:
             session.compaction_model or self.config.compaction_model or session.model,
             session.num_ctx, self.config.summary_max_tokens)
 
-    async def _checkpoint(self, session, context, active, budget) -> Change | str:
-        preserved = self._preserved(context, active)
+    async def _checkpoint(self, session, context, active, budget, pass_) -> Change | str:
+        preserved = self._preserved(context, active, pass_)
         older = [m for m in active if m.seq not in preserved]
-        users = self._user_share(session.model, context, active, budget, preserved)
+        users = self._user_share(session.model, context, active, budget, preserved,
+                                 self._keep_recent(pass_), force=pass_.extra and not older)
         summarizer = await self._summarizer(session)
         instructions = instructions_for(context)
         checkpoints = list(context.checkpoints)
@@ -360,18 +371,20 @@ class AutoCompactor:
             next_steps=list(context.goals.next_steps), created=time.time(), of_user=of_user)
 
     def _user_share(self, model: str, context: ActiveContext, active: list[MessageRecord],
-                    budget: Budget, preserved: set[int]) -> list[MessageRecord]:
+                    budget: Budget, preserved: set[int], keep_recent: int,
+                    force: bool = False) -> list[MessageRecord]:
         """The oldest user messages to summarize when the preserved ones pass half the
-        budget (down to 40 % of it); the last and the pinned messages always stay."""
+        budget (down to 40 % of it), or with `force` whenever there are any (at least
+        one); the last and the pinned messages always stay."""
         cost = {m.seq: self.estimator.message(model, m.prompt_content()) for m in active}
-        keep_recent = {m.seq for m in active[-self.config.keep_recent_messages:]}
+        keep_recent = {m.seq for m in active[-keep_recent:]}
         total = sum(cost[s] for s in preserved if s in cost)
         base = budget.window - budget.reply - budget.system - budget.goals - budget.checkpoints
-        if total <= base / 2:
+        if total <= base / 2 and not force:
             return []
-        out = []
+        out: list[MessageRecord] = []
         for m in active:
-            if total <= base * 0.4:
+            if total <= base * 0.4 and (out or not force):
                 break
             if m.role == "user" and m.seq not in keep_recent and m.seq not in context.pinned:
                 out.append(m)

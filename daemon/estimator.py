@@ -18,6 +18,7 @@ estimate raised by that margin; whatever would trigger a lossy compaction,
 with the estimate lowered by it.
 """
 
+import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
@@ -28,7 +29,7 @@ from .store import Store
 #: Latin letters, Latin words, other letters, digits, symbols, newlines, other
 #: whitespace, messages.
 FEATURES = 8
-PRIOR = (0.2, 0.3, 0.7, 0.6, 0.6, 0.5, 0.05, 4.0)
+PRIOR = (0.2, 0.3, 0.7, 0.6, 0.6, 0.5, 0.05, 5.0)
 _RIDGE = 1.0
 #: Older observations weigh less, so the fit follows what a session talks about.
 _DECAY = 0.995
@@ -37,6 +38,8 @@ _ERRORS_KEPT = 64
 _MIN_ERRORS = 3
 _UNCALIBRATED_MARGIN = 0.25
 _MIN_MARGIN = 0.02
+#: Tokens added to every raised estimate.
+SLACK = 16
 _LATIN = re.compile(r"[A-Za-z]")
 _LATIN_WORDS = re.compile(r"[A-Za-z]+")
 _LETTERS = re.compile(r"[^\W\d_]")
@@ -115,6 +118,11 @@ class Estimator:
             return _UNCALIBRATED_MARGIN
         ranked = sorted(errors)
         return min(0.5, max(_MIN_MARGIN, ranked[min(len(ranked) - 1, int(0.95 * len(ranked)))]))
+
+    def raised(self, model: str, estimate: int) -> int:
+        """An estimate raised by the measured error and a few tokens more (a short prompt's
+        error is in tokens, not percent): what must fit is checked with this."""
+        return math.ceil(estimate * (1 + self.margin(model))) + SLACK
 
     def calibrated(self, model: str) -> bool:
         """Whether any exact count of this model has been seen."""

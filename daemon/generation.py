@@ -14,7 +14,6 @@ completed turn calibrates the token estimator.
 
 import asyncio
 import logging
-import math
 from dataclasses import dataclass
 
 import msgspec
@@ -132,7 +131,7 @@ class Generations:
         context = self.store.context(session.id)
         floor_context = msgspec.structs.replace(context, seqs=[], checkpoints=[])
         pinned = self.store.messages(session.id, context.pinned)
-        floor = self._with_margin(session.model, self.estimator.prompt(
+        floor = self.estimator.raised(session.model, self.estimator.prompt(
             session.model, build_messages(session, floor_context, pinned, user)))
         room = reply_room(self.config, session.window)
         if floor + room > session.window:
@@ -145,15 +144,11 @@ class Generations:
                 f"sent: send less (@file:summary instead of the whole file), or raise num_ctx "
                 f"(`ctxkeep set {session.name} --num-ctx N`)")
 
-    def _with_margin(self, model: str, estimate: int) -> int:
-        """An estimate raised by the estimator's measured error, so that what fits, fits."""
-        return math.ceil(estimate * (1 + self.estimator.margin(model)))
-
     def _reply_room(self, session: SessionRecord, estimate: int) -> int:
         """num_predict for this prompt: all the room the window leaves (at most what the
         session's own num_predict allows), never less than the reserved reply room, so
         that prompt plus answer always fit and Ollama never shifts or cuts the context."""
-        room = session.window - self._with_margin(session.model, estimate)
+        room = session.window - self.estimator.raised(session.model, estimate)
         reserve = reply_room(self.config, session.window)
         if room < reserve:
             raise RequestError(

@@ -332,15 +332,17 @@ def render_markdown() -> str:
         "unknown_session": "no session has that id, name or id prefix",
         "ambiguous_session": "an id prefix matches several sessions",
         "invalid_argument": "a value is not allowed (an empty message, a taken name)",
-        "busy": "the session is generating; cancel first",
+        "busy": "the session has work queued or running (restore, delete) or is already compacting (compact); wait for its terminal event or cancel",
         "ollama_unreachable": "no Ollama answers at the configured host",
         "model_not_found": "the model is not installed in Ollama (`ollama pull`)",
         "ollama_error": "Ollama answered with an error",
         "stream_interrupted": "the answer stream broke off; the partial answer is kept, marked interrupted",
         "context_overflow": "the prompt does not fit the window",
-        "cancelled": "a client cancelled the generation",
+        "cancelled": "a client cancelled the job (queued or running)",
         "storage_error": "the store could not write (disk full?); nothing was changed",
-        "shutting_down": "the daemon is stopping",
+        "shutting_down": "the daemon stopped before the job finished (queued ones never started)",
+        "daemon_restarted": "ctxkeepd stopped (a crash, a kill) while the answer was being written: "
+                            "found and marked at the next start",
         "internal": "a bug: see the daemon's log",
     }
     for code in ErrorCode:

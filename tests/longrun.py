@@ -13,7 +13,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ctxkeep.protocol.events import CompactionResult, ContextWarning, GenerationError, ResponseGeneration
+from ctxkeep.protocol.events import (
+    CompactionResult, ContextWarning, GenerationError, ResponseGeneration, SessionUpdated,
+)
 
 WORDS = ("parser token grammar buffer cache index schema query latency thread socket queue "
          "memory budget window summary checkpoint context model answer question design test "
@@ -30,7 +32,7 @@ class Report:
     seconds: float = 0.0
     by_level: Counter = field(default_factory=Counter)
     skipped: Counter = field(default_factory=Counter)
-    folds: int = 0
+    user_summaries: int = 0
     fills_after: list[float] = field(default_factory=list)
     prompt_tokens: list[int] = field(default_factory=list)
     violations: list[str] = field(default_factory=list)
@@ -64,29 +66,22 @@ def run(daemon, standin, workdir: Path, turns: int = 2000, window: int = 4096, s
             last_after = None
             while True:
                 # after the answer, automatic compaction runs in the same job: read on until
-                # the session is idle again
-                item = c.next_event(timeout=0 if terminal else 60)
+                # the session says it is idle again
+                item = c.next_event(timeout=60)
                 if item is None:
-                    if not terminal:
-                        report.violations.append(f"turn {i}: no terminal event")
-                        break
-                    if not c.session(s.id).session.busy:
-                        item = c.next_event(timeout=0.005)  # the last events of the job
-                        if item is None:
-                            break
-                    else:
-                        item = c.next_event(timeout=0.01)
-                        if item is None:
-                            continue
+                    report.violations.append(f"turn {i}: the turn did not end within 60 s")
+                    break
                 event = item[1]
                 if event.session_id != s.id:
                     continue
-                if isinstance(event, ContextWarning) and event.kind == "fold":
-                    report.folds += 1
+                if terminal and isinstance(event, SessionUpdated) and not event.session.busy:
+                    break
+                if isinstance(event, ContextWarning) and event.kind == "user_summary":
+                    report.user_summaries += 1
                     fold_seen = True
                 elif isinstance(event, ResponseGeneration) and event.generation_id == acc.generation_id:
                     report.prompt_tokens.append(event.token_count)
-                    users.add(event.message.seq - 1)
+                    users.add(event.message.reply_to)
                     terminal = True
                 elif isinstance(event, GenerationError) and event.generation_id == acc.generation_id:
                     report.violations.append(f"turn {i}: {event.code}: {event.message}")
@@ -100,7 +95,7 @@ def run(daemon, standin, workdir: Path, turns: int = 2000, window: int = 4096, s
                         lost = users - now
                         if lost and not fold_seen:
                             report.violations.append(f"turn {i}: user messages {sorted(lost)[:5]} left "
-                                                     "the active context without the fold rule")
+                                                     "the active context without a shown summary")
                         users, fold_seen = now, False
                     else:
                         report.skipped[event.level] += 1

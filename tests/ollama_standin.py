@@ -152,13 +152,15 @@ class OllamaStandin:
 
     # -- control --------------------------------------------------------------
 
-    def start(self) -> "OllamaStandin":
+    def start(self, port: int = 0) -> "OllamaStandin":
+        """Serve on `port` (0: a free one)."""
         standin = self
 
         class Handler(_Handler):
             owner = standin
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        ThreadingHTTPServer.allow_reuse_address = True
+        self._server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self._server.daemon_threads = True
         threading.Thread(target=self._server.serve_forever, daemon=True,
                          name="ollama-standin").start()

@@ -93,7 +93,7 @@ def test_sigterm_past_the_drain_timeout_cancels_cleanly(daemon_factory, standin)
             pass
         d.proc.send_signal(signal.SIGTERM)
         end, _ = wait_terminal(c, acc.generation_id)
-        assert isinstance(end, GenerationError) and end.code == "cancelled"
+        assert isinstance(end, GenerationError) and end.code == "shutting_down"
     assert d.proc.wait(30) == 0
     d.start()
     with d.client() as c:

@@ -9,6 +9,6 @@ def test_two_thousand_turns_in_a_4096_token_window(daemon, standin, tmp_path):
     assert report.turns == 2000
     # every level ran several times
     assert report.by_level[1] >= 3 and report.by_level[2] >= 3 and report.by_level[3] >= 3, report.by_level
-    assert report.folds >= 1
+    assert report.user_summaries >= 1
     assert max(report.fills_after) <= 0.8
     assert max(report.prompt_tokens) < 4096

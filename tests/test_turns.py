@@ -120,8 +120,11 @@ def test_second_send_waits_its_turn(client, standin):
     end1, _ = wait_terminal(client, first.generation_id)
     end2, ev2 = wait_terminal(client, second.generation_id)
     assert isinstance(end1, ResponseGeneration) and isinstance(end2, ResponseGeneration)
-    roles = [m.role for m in client.history(s.id).messages]
-    assert roles == ["user", "assistant", "user", "assistant"]
+    history = client.history(s.id).messages
+    # both questions were stored when accepted; each answer names the question it answers
+    assert [m.role for m in history] == ["user", "user", "assistant", "assistant"]
+    assert [m.reply_to for m in history[2:]] == [history[0].seq, history[1].seq]
+    assert [m.seq for m in client.history(s.id, active=True).messages] == [0, 2, 1, 3]
     # the second prompt carried the whole first turn
     assert [m["content"] for m in active_messages_sent(standin)][:2] == ["first question", end1.message.content]
 

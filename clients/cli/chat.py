@@ -5,6 +5,7 @@ import os
 import sys
 
 from ...protocol.events import GenerationError, ResponseGeneration
+from ..core import CtxkeepError, DaemonUnavailable
 from .common import Styles, connect, gauge, session_line, stream_turn, usage_lines
 from .compact import run_compaction
 from .new import add_session_options, create
@@ -44,6 +45,36 @@ def _read(prompt: str) -> str | None:
             return None
 
 
+COMMANDS = ("/help", "/usage", "/goals", "/undo", "/pin", "/compact")
+
+
+def _command(client, session_id: str, text: str, out, style: Styles) -> None:
+    """Run one /command; raises CtxkeepError when the daemon refuses it."""
+    name, _, arg = text.partition(" ")
+    if name == "/help":
+        print(HELP)
+    elif name == "/usage":
+        print("\n".join(usage_lines(client.usage(session_id).usage)))
+    elif name == "/goals":
+        from .context import describe_goals
+        print(describe_goals(client.goals(session_id).goals))
+    elif name == "/undo":
+        s = client.restore(session_id).snapshot
+        print(f"restored the state {s.reason}")
+    elif name == "/pin":
+        arg = arg.strip()
+        seq = int(arg) if arg.isdigit() else client.session(session_id).session.message_count - 1
+        client.pin(session_id, seq)
+        print(f"pinned #{seq}")
+    elif name == "/compact":
+        result = run_compaction(client, session_id, out, requested_by="chat")
+        print(result.marker if result.status == "ok" else
+              f"{style.red}compaction {result.status}: {result.reason}{style.reset}")
+    else:
+        print(f"{style.red}unknown command {name}: {', '.join(COMMANDS)} and /quit are known "
+              f"(start a message with // to send it with one slash){style.reset}")
+
+
 def run(args: argparse.Namespace) -> int:
     out = sys.stdout
     style = Styles(out)
@@ -59,31 +90,16 @@ def run(args: argparse.Namespace) -> int:
             text = line.strip()
             if not text:
                 continue
-            if text == "/help":
-                print(HELP)
+            if text.startswith("/") and not text.startswith("//"):
+                try:
+                    _command(client, session.id, text, out, style)
+                except DaemonUnavailable:
+                    raise
+                except CtxkeepError as exc:  # the chat goes on
+                    print(f"{style.red}{text.split()[0]}: {exc.message}{style.reset}")
                 continue
-            if text == "/usage":
-                print("\n".join(usage_lines(client.usage(session.id).usage)))
-                continue
-            if text == "/goals":
-                from .context import describe_goals
-                print(describe_goals(client.goals(session.id).goals))
-                continue
-            if text == "/undo":
-                s = client.restore(session.id).snapshot
-                print(f"restored the state {s.reason}")
-                continue
-            if text.startswith("/pin"):
-                arg = text[4:].strip()
-                seq = int(arg) if arg.isdigit() else client.session(session.id).session.message_count - 1
-                client.pin(session.id, seq)
-                print(f"pinned #{seq}")
-                continue
-            if text == "/compact":
-                result = run_compaction(client, session.id, out, requested_by="chat")
-                print(result.marker if result.status == "ok" else
-                      f"{style.red}compaction {result.status}: {result.reason}{style.reset}")
-                continue
+            if text.startswith("//"):
+                line = line.replace("//", "/", 1)
             out.write(f"{style.bold}{session.model}>{style.reset} ")
             out.flush()
             end = stream_turn(client, session.id, line, out, show_thinking=args.think,
