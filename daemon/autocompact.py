@@ -156,27 +156,29 @@ class AutoCompactor:
         prompt = self.estimator.prompt(session.model, build_messages(session, context, active, user))
         return self.estimator.raised(session.model, prompt) + reply_room(self.config, session.window) <= session.window
 
-    def needed(self, level: int, user: MessageRecord | None, session: SessionRecord,
+    def needed(self, level: int, pass_: Pass, user: MessageRecord | None, session: SessionRecord,
                context: ActiveContext, active: list[MessageRecord]) -> bool:
-        """Whether a pass should run `level` now."""
+        """Whether a pass should run `level` now. A pass for a prompt that must fit runs
+        until it fits and, once it changed anything, until the context is at most 80 %
+        of the window (so the next turn does not start over at once)."""
+        over_target = self.total(session, context, active) > PASS_TARGET * session.window
         if user is not None:
-            return not self.fits(session, context, active, user)
+            return not self.fits(session, context, active, user) or bool(pass_.levels) and over_target
         budget = measure(session, context, active, self.estimator, self.config)
         if level < 3:
             return self.fill(session, budget) >= self.thresholds(session)[level - 1]
-        return self.level_for(session, budget) >= 3 or \
-            self.total(session, context, active) > PASS_TARGET * session.window
+        return self.level_for(session, budget) >= 3 or over_target
 
     async def compact(self, session_id: str, pass_: Pass, user: MessageRecord | None = None) -> None:
         """Levels 1, 2, 3 in turn, each only while still needed; then more level-3 steps
         (checkpoints, aging) while the context stays above the level-3 threshold or
         80 % of the window (for a prompt that must fit: until it fits)."""
         for level in (1, 2, 3):
-            if self.needed(level, user, *self.load(session_id)):
+            if self.needed(level, pass_, user, *self.load(session_id)):
                 await self.run(session_id, level, pass_)
         pass_.extra = True
         for step in range(EXTRA_CHECKPOINTS):
-            if not self.needed(3, user, *self.load(session_id)):
+            if not self.needed(3, pass_, user, *self.load(session_id)):
                 return
             if user is not None:
                 pass_.keep_recent = max(1, self.config.keep_recent_messages - 2 * (step + 1))

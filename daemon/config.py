@@ -93,8 +93,8 @@ class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     keep_recent_messages: Annotated[int, Meta(ge=1), _doc(
         "The last messages automatic compaction never prunes or summarizes.")] = 5
     preserve_user_messages: Annotated[bool, _doc(
-        "Never compress user messages (until they would fill half the budget: then the oldest "
-        "are folded, verbatim, into a checkpoint).")] = True
+        "Keep user messages word for word (until they would fill half the budget: then the "
+        "oldest become a summary shown as such, with a user_summary warning).")] = True
     embed_model: Annotated[str, _doc(
         "The Ollama model for relevance embeddings (level 2); \"\" = keywords only.")] = "nomic-embed-text"
     reply_reserve_tokens: Annotated[int, Meta(ge=0), _doc(

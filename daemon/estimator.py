@@ -29,13 +29,16 @@ from .store import Store
 #: Latin letters, Latin words, other letters, digits, symbols, newlines, other
 #: whitespace, messages.
 FEATURES = 8
-PRIOR = (0.2, 0.3, 0.7, 0.6, 0.6, 0.5, 0.05, 5.0)
+#: A cautious prior: above most tokenizers on every kind of text until the first exact count.
+PRIOR = (0.25, 0.5, 1.0, 1.0, 1.0, 1.0, 0.1, 6.0)
 _RIDGE = 1.0
 #: Older observations weigh less, so the fit follows what a session talks about.
 _DECAY = 0.995
 #: Relative errors kept for the margin, and the margin before there are enough.
 _ERRORS_KEPT = 64
 _MIN_ERRORS = 3
+#: Observations (turns and answers) before an estimate's error counts towards the margin.
+_FITTED = 2
 _UNCALIBRATED_MARGIN = 0.25
 _MIN_MARGIN = 0.02
 #: Tokens added to every raised estimate.
@@ -162,7 +165,7 @@ class Estimator:
         """Learn from a turn: its prompt's exact count (and how far `estimate`, made
         before, was off) and (text, tokens) pairs such as the answer. One write."""
         cal = self._calibration(model)
-        if prompt_tokens > 0:
+        if prompt_tokens > 0 and cal.observations >= _FITTED:  # the prior's error says nothing
             cal.errors = [*cal.errors, abs(estimate - prompt_tokens) / prompt_tokens][-_ERRORS_KEPT:]
         samples = [(prompt_features(prompt), prompt_tokens)]
         samples += [(text_features(text), tokens) for text, tokens in texts]

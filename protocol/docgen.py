@@ -23,9 +23,11 @@ from .version import PROTOCOL_VERSION
 _T = 1795000000.0
 _SESSION = SessionInfo(id="3f2a9c4b1d7e", name="chat-1", model="llama3.2", num_ctx=8192,
                        window=8192, created=_T, updated=_T + 60, message_count=2, token_count=412)
+_BUSY = msgspec.structs.replace(_SESSION, message_count=4, token_count=431, busy=True)
+_AFTER = msgspec.structs.replace(_BUSY, busy=False)
 _USER = MessageInfo(seq=2, role="user", content="And in one sentence?", created=_T + 61)
 _ANSWER = MessageInfo(seq=3, role="assistant", content="Sunlight scatters off air molecules.",
-                      created=_T + 62, model="llama3.2", eval_count=9)
+                      created=_T + 62, model="llama3.2", eval_count=9, reply_to=2)
 _STATUS = DaemonStatus(
     version="0.1.0", protocol=PROTOCOL_VERSION, pid=4242, started=_T, uptime=3600.0, sessions=1,
     generations_running=0, control_endpoint="ipc:///run/user/1000/ctxkeep/ctl",
@@ -33,16 +35,23 @@ _STATUS = DaemonStatus(
     store_path="/home/me/.local/share/ctxkeep/store", last_seq=17,
     ollama=OllamaStatus(host="http://127.0.0.1:11434", reachable=True, version="0.12.6"))
 _SID = _SESSION.id
+#: The same session just created: no messages, its count an estimate of the empty prompt.
+_NEW = msgspec.structs.replace(_SESSION, updated=_T, message_count=0, token_count=6,
+                               token_count_exact=False)
 _GEN = "b81c07d2e4f9"
 _CMP = "5e0d4f1a9c22"
 _GOALS = Goals(goal="Implement user authentication",
                checkpoints=[GoalCheckpoint(description="Design the login flow", status="completed")],
                decisions=[Decision(description="Use JWT for authentication", locked=True)],
                artifacts=["Created src/auth/login.ts"], next_steps=["Add token refresh"], updated=_T)
-_SNAPSHOT = SnapshotInfo(id="18a3f0c2d4e5b600", created=_T, reason="before compaction level 3",
+_SNAPSHOT = SnapshotInfo(id="18a3f0c2d4e5b600", created=_T,
+                         reason="before compaction (automatic: threshold crossed)",
                          messages=14, checkpoints=1, token_count=5210, compactions=2)
-_USAGE = Usage(tokens=6120, window=8192, fill=6120 / 8192, exact=True, messages=40,
+_USAGE = Usage(tokens=6120, window=8192, fill=6120 / 8192, exact=False, messages=40,
                segments=Segments(system=12, summaries=0, recent=6108))
+
+_SYSTEM = msgspec.structs.replace(_SESSION, system="Answer briefly.", token_count=417,
+                                  token_count_exact=False)
 
 #: One worked exchange per request type: (request, reply, events that follow).
 EXAMPLES: dict[type, tuple[requests.Request, replies.Reply, list[events.Event]]] = {
@@ -53,9 +62,10 @@ EXAMPLES: dict[type, tuple[requests.Request, replies.Reply, list[events.Event]]]
     requests.Status: (requests.Status(id="3"), replies.StatusReply(id="3", status=_STATUS), []),
     requests.SessionCreate: (
         requests.SessionCreate(id="4", model="llama3.2"),
-        replies.SessionReply(id="4", session=SessionInfo(**{**msgspec.structs.asdict(_SESSION),
-                                                            "message_count": 0, "token_count": 0})),
-        [events.SessionCreated(seq=18, time=_T, session_id=_SID, session=_SESSION)]),
+        replies.SessionReply(id="4", session=_NEW),
+        [events.SessionCreated(seq=18, time=_T, session_id=_SID, session=_NEW),
+         events.ContextUsage(seq=19, time=_T, session_id=_SID, usage=Usage(
+             tokens=6, window=8192, fill=6 / 8192, exact=False, segments=Segments(system=6)))]),
     requests.SessionList: (requests.SessionList(id="5"),
                            replies.SessionsReply(id="5", sessions=[_SESSION]), []),
     requests.SessionGet: (requests.SessionGet(id="6", session="chat-1"),
@@ -85,18 +95,25 @@ EXAMPLES: dict[type, tuple[requests.Request, replies.Reply, list[events.Event]]]
                                    message=_ANSWER, token_count=431, eval_count=9, window=8192,
                                    total_duration=412000000, load_duration=1200000,
                                    prompt_eval_duration=98000000, eval_duration=301000000),
-         events.SessionUpdated(seq=24, time=_T, session_id=_SID, session=_SESSION),
+         events.SessionUpdated(seq=24, time=_T, session_id=_SID, session=_BUSY),
          events.ContextUsage(seq=25, time=_T, session_id=_SID,
-                             usage=Usage(tokens=431, window=8192, fill=431 / 8192, exact=True))]),
+                             usage=Usage(tokens=431, window=8192, fill=431 / 8192, exact=True,
+                                         messages=4, segments=Segments(system=6, recent=425))),
+         events.SessionUpdated(seq=26, time=_T, session_id=_SID, session=_AFTER)]),
     requests.Cancel: (
         requests.Cancel(id="11", session=_SID),
         replies.Cancelled(id="11", session_id=_SID, cancelled=True, generation_id=_GEN),
         [events.GenerationError(seq=30, time=_T, session_id=_SID, generation_id=_GEN,
                                 code=ErrorCode.CANCELLED.value, message="cancelled by a client",
-                                partial="Sunlight scat", stored_seq=5)]),
-    requests.SetSystem: (requests.SetSystem(id="12", session=_SID, system="Answer briefly."),
-                         replies.SessionReply(id="12", session=msgspec.structs.replace(
-                             _SESSION, system="Answer briefly.")), []),
+                                partial="Sunlight scat", stored_seq=5),
+         events.SessionUpdated(seq=31, time=_T, session_id=_SID, session=_SESSION)]),
+    requests.SetSystem: (
+        requests.SetSystem(id="12", session=_SID, system="Answer briefly."),
+        replies.SessionReply(id="12", session=_SYSTEM),
+        [events.SessionUpdated(seq=32, time=_T, session_id=_SID, session=_SYSTEM),
+         events.ContextUsage(seq=33, time=_T, session_id=_SID, usage=Usage(
+             tokens=417, window=8192, fill=417 / 8192, exact=False, messages=2,
+             segments=Segments(system=10, recent=407)))]),
     requests.SetModel: (
         requests.SetModel(id="13", session=_SID, model="qwen2.5:7b", num_ctx=16384,
                           options={"temperature": 0.3}),
@@ -110,22 +127,27 @@ EXAMPLES: dict[type, tuple[requests.Request, replies.Reply, list[events.Event]]]
             mtime=_T - 3600, uses=2, first_seq=4, last_seq=12)]), []),
     requests.Pin: (requests.Pin(id="17", session=_SID, seq=3),
                    replies.SessionReply(id="17", session=_SESSION),
-                   [events.SessionUpdated(seq=60, time=_T, session_id=_SID, session=_SESSION)]),
+                   [events.SessionUpdated(seq=60, time=_T, session_id=_SID, session=_SESSION),
+                    events.ContextUsage(seq=61, time=_T, session_id=_SID, usage=_USAGE)]),
     requests.GoalsGet: (requests.GoalsGet(id="18", session=_SID),
                         replies.GoalsReply(id="18", session_id=_SID, goals=_GOALS), []),
     requests.GoalsSet: (requests.GoalsSet(id="19", session=_SID, goals=_GOALS),
                         replies.GoalsReply(id="19", session_id=_SID, goals=_GOALS),
-                        [events.GoalUpdated(seq=61, time=_T, session_id=_SID, goals=_GOALS)]),
+                        [events.GoalUpdated(seq=62, time=_T, session_id=_SID, goals=_GOALS),
+                         events.SessionUpdated(seq=63, time=_T, session_id=_SID, session=_SESSION),
+                         events.ContextUsage(seq=64, time=_T, session_id=_SID, usage=_USAGE)]),
     requests.SnapshotCreate: (requests.SnapshotCreate(id="20", session=_SID),
                               replies.SnapshotReply(id="20", session_id=_SID, snapshot=_SNAPSHOT),
-                              [events.SnapshotCreated(seq=62, time=_T, session_id=_SID,
+                              [events.SnapshotCreated(seq=65, time=_T, session_id=_SID,
                                                       snapshot=_SNAPSHOT)]),
     requests.SnapshotList: (requests.SnapshotList(id="21", session=_SID),
                             replies.SnapshotsReply(id="21", session_id=_SID, snapshots=[_SNAPSHOT]), []),
     requests.SnapshotRestore: (requests.SnapshotRestore(id="22", session=_SID),
                                replies.SnapshotReply(id="22", session_id=_SID, snapshot=_SNAPSHOT),
-                               [events.SnapshotRestored(seq=63, time=_T, session_id=_SID,
-                                                        snapshot=_SNAPSHOT)]),
+                               [events.SnapshotRestored(seq=66, time=_T, session_id=_SID,
+                                                        snapshot=_SNAPSHOT),
+                                events.SessionUpdated(seq=67, time=_T, session_id=_SID, session=_SESSION),
+                                events.ContextUsage(seq=68, time=_T, session_id=_SID, usage=_USAGE)]),
     requests.SnapshotDelete: (requests.SnapshotDelete(id="23", session=_SID, snapshot_id=_SNAPSHOT.id),
                               replies.SnapshotReply(id="23", session_id=_SID, snapshot=_SNAPSHOT), []),
     requests.Usage: (requests.Usage(id="14", session=_SID),
@@ -142,11 +164,137 @@ EXAMPLES: dict[type, tuple[requests.Request, replies.Reply, list[events.Event]]]
                                  marker="── compacted: 6,120 → ~1,480 tokens (4,640 freed) ──",
                                  summarized=32, kept=8, summary_seq=41),
          events.SessionUpdated(seq=53, time=_T, session_id=_SID, session=msgspec.structs.replace(
-             _SESSION, token_count=1480, token_count_exact=False, compactions=1)),
+             _SESSION, token_count=1480, token_count_exact=False, compactions=1, busy=True)),
          events.ContextUsage(seq=54, time=_T, session_id=_SID, usage=Usage(
              tokens=1480, window=8192, fill=1480 / 8192, exact=False, messages=9,
-             segments=Segments(system=12, summaries=310, recent=1158)))]),
+             segments=Segments(system=12, summaries=310, recent=1158))),
+         events.SessionUpdated(seq=55, time=_T, session_id=_SID, session=msgspec.structs.replace(
+             _SESSION, token_count=1480, token_count_exact=False, compactions=1, busy=False))]),
 }
+
+
+_SESSION_ERRORS = [("unknown_session", "no session has that id, name or id prefix"),
+                   ("ambiguous_session", "an id prefix of 4+ characters matches several sessions")]
+_STORE = [("storage_error", "the store could not write (disk full?); nothing was changed")]
+
+#: The error codes each request can answer, beyond the frame errors every request can get
+#: (`bad_frame`, `frame_too_large`, `bad_json`, `unknown_type`, `invalid_request`,
+#: `unsupported_version`, `internal`).
+ERRORS: dict[type, list[tuple[str, str]]] = {
+    requests.Hello: [], requests.Ping: [], requests.Status: [],
+    requests.SessionCreate: [("invalid_argument", "the name is taken"), *_STORE],
+    requests.SessionList: [],
+    requests.SessionGet: _SESSION_ERRORS,
+    requests.SessionRename: [*_SESSION_ERRORS, ("invalid_argument", "the name is taken"), *_STORE],
+    requests.SessionDelete: [*_SESSION_ERRORS, ("busy", "the session has a job queued or running: "
+                                                "cancel it, or wait for its terminal event"), *_STORE],
+    requests.History: _SESSION_ERRORS,
+    requests.Send: [*_SESSION_ERRORS, ("invalid_argument", "the text is empty"),
+                    ("shutting_down", "the daemon is stopping"), *_STORE],
+    requests.Cancel: _SESSION_ERRORS,
+    requests.SetSystem: [*_SESSION_ERRORS, *_STORE],
+    requests.SetModel: [*_SESSION_ERRORS, ("invalid_argument", "thresholds are not three rising "
+                                                               "fractions"), *_STORE],
+    requests.Files: _SESSION_ERRORS,
+    requests.Pin: [*_SESSION_ERRORS, ("invalid_argument", "the session has no such message"), *_STORE],
+    requests.GoalsGet: _SESSION_ERRORS,
+    requests.GoalsSet: [*_SESSION_ERRORS, *_STORE],
+    requests.SnapshotCreate: [*_SESSION_ERRORS, *_STORE],
+    requests.SnapshotList: _SESSION_ERRORS,
+    requests.SnapshotRestore: [*_SESSION_ERRORS, ("busy", "the session has a job queued or running"),
+                               ("invalid_argument", "no such snapshot, or (undo) no compaction "
+                                                    "left to undo"), *_STORE],
+    requests.SnapshotDelete: [*_SESSION_ERRORS, ("invalid_argument", "no such snapshot"), *_STORE],
+    requests.Usage: _SESSION_ERRORS,
+    requests.Compact: [*_SESSION_ERRORS, ("busy", "a compaction of the session is already queued "
+                                                  "or running (other jobs do not block it: it queues)"),
+                       ("shutting_down", "the daemon is stopping"),
+                       ("ollama_unreachable, model_not_found, ollama_error",
+                        "`dry_run` only: the compaction model's window could not be asked")],
+}
+
+GUARANTEES = """
+## Jobs: accepted, queued, busy, and how every job ends
+
+`send` and `compact` start *jobs*. The reply (`accepted`, `compaction.accepted`) comes at
+once; the work is reported on the event socket.
+
+- **Accepted means stored.** When `accepted` leaves the daemon, the question is committed
+  and synced to disk, whether it runs at once or waits (`ahead` > 0: jobs of the session
+  before it). A session runs its jobs one at a time, in order; sessions run at once.
+- **Every accepted job ends with exactly one terminal event**, whatever happens: a
+  generation with `response.generation` or `generation.error`, a compaction with
+  `compaction.result`. This holds for a job cancelled while queued (its terminal event
+  comes at once, its body never runs), cancelled while running, failing with any error,
+  or cut by the daemon stopping (`shutting_down`). If the daemon is killed, the next start
+  marks every question left without an answer with an empty answer of status
+  `interrupted` and error `daemon_restarted`.
+- **Every question gets an answer record.** An answer (complete or interrupted) names its
+  question in `reply_to`. A queued question is stored before earlier questions are
+  answered, so history may read question, question, answer, answer; the active context
+  (what the model sees) always pairs them.
+- **`busy` follows the queue.** A session is busy while it has a job queued or running.
+  `session.updated` is published with `busy: true` when its first job is accepted and
+  with `busy: false` after the terminal event (and any automatic compaction) of its last
+  job. `session.delete` and `snapshot.restore` answer `busy` meanwhile; `send` and
+  `compact` queue instead.
+- **Every change to what the model would see is announced**: `session.updated` and
+  `context.usage` after a turn, a compaction, an undo or restore, `session.set_system`,
+  `session.set_model`, `goals.set` and `pin`. After anything but a turn, `usage.exact` is
+  `false` and `usage.tokens` is a fresh estimate of the prompt as it now stands, until the
+  next turn's exact count.
+- **Compaction is the daemon's**: a client asks for one with `compact`; only the daemon
+  publishes `compaction.request`, `compaction.progress` and `compaction.result`. Every
+  `compaction.request` is followed by exactly one `compaction.result`, a manual one even
+  when there is nothing to do (`skipped`). Automatic compaction runs inside a turn's job
+  (before its prompt when the prompt would not fit, after its answer when the budget
+  crossed a threshold), one `compaction.request`/`compaction.result` pair per level.
+  A result `ok` always made the context smaller (`tokens_after` < `tokens_before`); a step
+  that would not shrink it is `failed` and changed nothing.
+- **No prompt is sent that does not fit**: with its estimate raised by the estimator's
+  measured error, plus room for the answer (`num_predict` is set to the room left), or
+  the turn ends with `context_overflow` — decided before anything is compacted when no
+  compaction could make it fit.
+
+## Naming a session
+
+Wherever a request has `session`, it may be the session's id, its name, or a prefix of
+its id of at least 4 characters that matches exactly one session (else
+`ambiguous_session`).
+
+## Frame sizes
+
+A frame up to `max_frame_bytes` (configurable, default 1 MiB) is read and answered. A
+frame above it, up to 8 × `max_frame_bytes`, is answered with `frame_too_large` and
+otherwise ignored. A frame above 8 × `max_frame_bytes` is dropped by ZeroMQ itself, which
+also closes that client's connection: no reply comes, and the client must reconnect.
+JSON nested deeper than 64 arrays or objects is answered with `bad_json`. Replies
+are kept under the cap too: a `history` page is cut short, with `next` pointing on.
+
+## Compaction markers
+
+A client shows a compaction where it happened with the `marker` of its `compaction.result`:
+
+- manual: `── compacted: 6,120 → ~1,480 tokens (4,640 freed) ──`
+- automatic, with the level in words: `── compacted (files as summaries): …`,
+  `── compacted (older messages set aside): …`, `── compacted (checkpoint): …`
+
+`~` marks the estimate: the next turn's exact count replaces it.
+
+## What the fields mean
+
+| field | meaning |
+|---|---|
+| `response.generation.token_count`, `session.token_count` | Ollama's `prompt_eval_count`: the exact size of the last *prompt* sent, without the answer (the answer's tokens are `eval_count`) |
+| `session.token_count_exact`, `usage.exact` | false when the prompt changed since that count: `token_count`/`tokens` is then the daemon's estimate of the prompt as it now stands |
+| `response.generation.prompt_estimate` | the daemon's estimate of that prompt, made before it was sent (calibrated per model from earlier counts) |
+| `response.generation.truncated` | true when the count shows Ollama cut the prompt anyway (at or over the window, or far below the estimate): the answer may have missed the oldest messages |
+| `usage.budget`, `usage.budget_fill` | the conversation's budget — window − reply room − system − goals/pins − checkpoints — and its messages' tokens over it: what automatic compaction watches (thresholds apply to it) |
+| `compaction.*.level`, `strategy` | 0 / `summary`: a manual compaction; 1 / `file_compress`: @file references shown as summaries; 2 / `message_prune`: low-relevance messages left the active context; 3 / `checkpoint`: older messages summarized into a checkpoint, older checkpoints re-compressed |
+| `AttachedFile.mode` | `full` (the file as it is), `summary` (its outline), `lines` (a range), `element` (one function or class), `listing` (a folder's entries) |
+| `context.warning.kind` | `reliability` (the score fell below 40 % after compactions), `user_summary` (the user's own oldest messages passed half the budget and are now kept as a summary, shown as such) |
+| `ollama.checked`, `ollama.reachable` | `checked` is false until the first check or model call; after that `reachable` says whether the last one got an answer |
+"""
 
 
 def _type_name(t: msgspec.inspect.Type) -> str:
@@ -260,21 +408,26 @@ def render_markdown() -> str:
     - Each new subscription is greeted with a `daemon.status` event; seeing it
       tells you the subscription is live (subscribe to `daemon.status` too if
       your other prefixes do not cover it).
-    - A generation ends with exactly one terminal event: `response.generation`
-      (done) or `generation.error` (failed or cancelled).
+    - Every job ends with exactly one terminal event: `response.generation` or
+      `generation.error` for a generation, `compaction.result` for a compaction (see
+      below).
     - Ignore event types you do not know: new ones may be added in a minor version;
       new fields always have defaults.
 
-    ## A session from the shell
+    ## A session from a script
+
+    Runnable as it is: it uses the model named by `MODEL` (default `llama3.2`), and
+    prints the daemon's error when that model is not installed.
 
     ```python
     import json, os, zmq
-    run = os.environ["XDG_RUNTIME_DIR"] + "/ctxkeep"
+    run = os.environ.get("XDG_RUNTIME_DIR", f"/tmp/ctxkeep-{os.getuid()}") + "/ctxkeep"
     ctx = zmq.Context()
     sub = ctx.socket(zmq.SUB); sub.connect(f"ipc://{run}/events"); sub.subscribe(b"")
     sub.recv_multipart()                                   # the daemon.status greeting
     ctl = ctx.socket(zmq.DEALER); ctl.connect(f"ipc://{run}/ctl")
-    ctl.send(json.dumps({"type": "session.create", "id": "1"}).encode())
+    model = os.environ.get("MODEL", "llama3.2")
+    ctl.send(json.dumps({"type": "session.create", "id": "1", "model": model}).encode())
     sid = json.loads(ctl.recv())["session"]["id"]
     ctl.send(json.dumps({"type": "send", "id": "2", "session": sid, "text": "Hello"}).encode())
     gen = json.loads(ctl.recv())["generation_id"]
@@ -282,9 +435,11 @@ def render_markdown() -> str:
         topic, body = sub.recv_multipart(); event = json.loads(body)
         if event.get("generation_id") != gen: continue
         if event["type"] == "generation.token": print(event["text"], end="", flush=True)
+        if event["type"] == "generation.error": print(event["code"], event["message"])
         if event["type"] in ("response.generation", "generation.error"): break
     ```
     """))
+    out.extend(GUARANTEES.strip("\n").splitlines())
     add("")
     add("## Request types")
     add("")
@@ -295,6 +450,10 @@ def render_markdown() -> str:
         _describe(out, cls, requests.tag_of(cls))
         add("")
         add(f"Reply: `{requests.tag_of(type(reply))}`.")
+        add("")
+        errors = ERRORS[cls]
+        add("Errors: " + ("; ".join(f"`{code}` — {when}" for code, when in errors) if errors
+                          else "only the frame errors") + ".")
         add("")
         add("```")
         out.extend(_frame(">", [msgspec.json.encode(request).decode()]))
@@ -361,7 +520,26 @@ def render_schema() -> str:
         "title": f"ctxkeep protocol {PROTOCOL_VERSION}",
         "$defs": {**components, "Request": req, "Reply": rep, "Event": ev},
     }
-    return json.dumps(schema, indent=2, sort_keys=True) + "\n"
+    text = json.dumps(schema, indent=2, sort_keys=True)
+    for python, protocol in _schema_names(components).items():
+        text = text.replace(f'"#/$defs/{python}"', f'"#/$defs/{protocol}"')
+        text = text.replace(f'"{python}": {{', f'"{protocol}": {{')
+    return json.dumps(json.loads(text), indent=2, sort_keys=True) + "\n"
+
+
+def _schema_names(components: dict) -> dict[str, str]:
+    """Protocol names for the schema's definitions: `request:usage`, `reply:error`,
+    `event:context.usage`, records by their own name — never a Python module path."""
+    names: dict[str, str] = {}
+    for kind, classes in (("request", requests.ALL), ("reply", replies.ALL), ("event", events.ALL)):
+        for cls in classes:
+            for python in (cls.__name__, f"{cls.__module__}.{cls.__qualname__}"):
+                if python in components:
+                    names[python] = f"{kind}:{requests.tag_of(cls)}"
+    for python in components:
+        if python not in names and "." in python:
+            names[python] = python.rsplit(".", 1)[1]
+    return names
 
 
 def write(folder: Path) -> None:

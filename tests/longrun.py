@@ -33,6 +33,8 @@ class Report:
     by_level: Counter = field(default_factory=Counter)
     skipped: Counter = field(default_factory=Counter)
     user_summaries: int = 0
+    #: Every automatic compaction result, one line each (for reading a violation).
+    trace: list[str] = field(default_factory=list)
     fills_after: list[float] = field(default_factory=list)
     prompt_tokens: list[int] = field(default_factory=list)
     violations: list[str] = field(default_factory=list)
@@ -87,6 +89,8 @@ def run(daemon, standin, workdir: Path, turns: int = 2000, window: int = 4096, s
                     report.violations.append(f"turn {i}: {event.code}: {event.message}")
                     terminal = True
                 elif isinstance(event, CompactionResult) and event.level:
+                    report.trace.append(f"turn {i}: level {event.level} {event.status} "
+                                        f"{event.tokens_before}->{event.tokens_after} {event.reason[:120]}")
                     if event.status == "ok":
                         report.by_level[event.level] += 1
                         last_after = event.tokens_after

@@ -102,8 +102,9 @@ def run_snapshot(args: argparse.Namespace) -> int:
             if not snapshots:
                 print("no snapshots yet")
             for s in snapshots:
-                print(f"{s.id}  {when(s.created)}  {s.reason:<32} {s.messages:>4} msgs  "
-                      f"{s.checkpoints} checkpoints  {s.token_count:,} tokens")
+                undone = "  (undone)" if s.undone else ""
+                print(f"{s.id}  {when(s.created)}  {s.reason:<50} {s.messages:>4} msgs  "
+                      f"{s.checkpoints} checkpoints  ~{s.token_count:,} tokens{undone}")
     return 0
 
 

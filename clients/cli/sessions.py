@@ -4,7 +4,7 @@ import argparse
 
 import msgspec
 
-from .common import connect, when
+from .common import connect, tokens, when
 
 
 def add_parser(commands) -> argparse.ArgumentParser:
@@ -26,7 +26,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     rows = [("ID", "NAME", "MODEL", "MSGS", "TOKENS", "UPDATED")]
     for s in sessions:
-        fill = f"{s.token_count:,}/{s.window:,}"
+        fill = f"{tokens(s.token_count, s.token_count_exact)}/{s.window:,}"
         rows.append((s.id, s.name, s.model, str(s.message_count), fill, when(s.updated)))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for r in rows:

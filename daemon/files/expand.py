@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from ..records import Attachment
 from . import chunker
 from .refs import FileRef, find_refs
-from .safe_read import Refused, list_dir, read_text
+from .safe_read import Refused, list_dir, read_text, shown
 
 
 @dataclass(frozen=True)
@@ -60,7 +60,7 @@ def _expand_one(ref: FileRef, cwd: str, settings: FileSettings,
                 lines.append(f"... and {listing.total - len(listing.entries)} more")
             text = block(ref.path, "listing", "\n".join(lines) or "(empty)")
             return Attachment(path=ref.path, mode="listing", block=text, tokens=count(text),
-                              real_path=str(listing.path))
+                              real_path=shown(str(listing.path)))
         f = read_text(ref.path, cwd, settings.roots, settings.max_bytes)
         mode = ref.label
         if ref.mode == "auto":
@@ -78,7 +78,7 @@ def _expand_one(ref: FileRef, cwd: str, settings: FileSettings,
         else:
             text = block(ref.path, mode, chunker.element(ref.path, f.text, ref.element))
         return Attachment(path=ref.path, mode=mode, block=text, tokens=count(text), summary=summary,
-                          summary_tokens=count(summary) if summary else 0, real_path=str(f.path),
+                          summary_tokens=count(summary) if summary else 0, real_path=shown(str(f.path)),
                           sha256=hashlib.sha256(f.text.encode()).hexdigest(), size=f.size,
                           mtime=f.mtime)
     except (Refused, chunker.ElementNotFound) as exc:

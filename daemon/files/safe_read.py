@@ -116,6 +116,12 @@ def read_text(path_text: str, cwd: str, roots: list[str], max_bytes: int) -> Rea
         os.close(fd)
 
 
+def shown(name: str) -> str:
+    """A file name as text that can be stored and sent: bytes that are not UTF-8 (which
+    Python keeps as surrogates) become `\\xNN` escapes."""
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
 def list_dir(path_text: str, cwd: str, roots: list[str], limit: int = 200) -> Listing:
     """A directory's entries (hidden ones left out), or Refused."""
     path, allowed = resolve(path_text, cwd, roots)
@@ -132,7 +138,7 @@ def list_dir(path_text: str, cwd: str, roots: list[str], limit: int = 200) -> Li
                     size = 0 if is_dir else entry.stat(follow_symlinks=False).st_size
                 except OSError:
                     is_dir, size = False, 0
-                entries.append((entry.name, is_dir, size))
+                entries.append((shown(entry.name), is_dir, size))
         entries.sort(key=lambda e: (not e[1], e[0]))
         return Listing(path=real, entries=entries[:limit], total=len(entries))
     finally:

@@ -15,10 +15,23 @@ def _updated(daemon, req, record: SessionRecord, prompt_changed: bool) -> Sessio
     return SessionReply(id=req.id, session=info)
 
 
+#: Names and model names are keys in the store, which takes at most 511 bytes a key.
+MAX_NAME_BYTES = 255
+
+
+def _check_bytes(what: str, value: str) -> None:
+    if len(value.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES:
+        raise RequestError(ErrorCode.INVALID_ARGUMENT, f"the {what} is {len(value.encode('utf-8', 'surrogatepass'))} "
+                                                       f"bytes of UTF-8; at most {MAX_NAME_BYTES} are allowed: "
+                                                       "choose a shorter one")
+
+
 @handles(requests.SessionCreate)
 async def create(daemon, req: requests.SessionCreate) -> SessionReply:
     cfg = daemon.config
     model = req.model or cfg.default_model
+    _check_bytes("name", req.name)
+    _check_bytes("model name", model)
     record = daemon.store.create_session(
         name=req.name, model=model, system=req.system,
         options=req.options or dict(cfg.default_options), num_ctx=req.num_ctx or cfg.num_ctx,
@@ -44,6 +57,7 @@ async def get(daemon, req: requests.SessionGet) -> SessionReply:
 
 @handles(requests.SessionRename)
 async def rename(daemon, req: requests.SessionRename) -> SessionReply:
+    _check_bytes("name", req.name)
     record = daemon.store.session(req.session)
 
     def change(r: SessionRecord) -> None:
@@ -73,6 +87,8 @@ async def set_system(daemon, req: requests.SetSystem) -> SessionReply:
 
 @handles(requests.SetModel)
 async def set_model(daemon, req: requests.SetModel) -> SessionReply:
+    _check_bytes("model name", req.model or "")
+    _check_bytes("compaction model name", req.compaction_model or "")
     record = daemon.store.session(req.session)
     if req.thresholds is not None and req.thresholds and (
             len(req.thresholds) != 3 or sorted(req.thresholds) != list(req.thresholds)):
