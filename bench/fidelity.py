@@ -102,7 +102,7 @@ def converse(daemon: DaemonProcess, standin: OllamaStandin, workdir: Path, turns
                 text += "\nSee @module.py:full"
             active_before = [m.seq for m in c.history(s.id, active=True, limit=1000).messages]
             acc = c.send(s.id, text, cwd=str(workdir))
-            answered, result = False, None
+            answered, result, last_after = False, None, None
             history_len = c.history(s.id, limit=1, start=10**9).total  # the question is stored
             while True:
                 item = c.next_event(timeout=60)
@@ -112,7 +112,7 @@ def converse(daemon: DaemonProcess, standin: OllamaStandin, workdir: Path, turns
                     continue
                 if isinstance(event, CompactionResult) and event.status == "ok":
                     report.levels[event.level] += 1
-                    report.max_usage_after = max(report.max_usage_after, event.tokens_after / window)
+                    last_after = event.tokens_after
                 elif isinstance(event, ContextWarning) and event.kind == "user_summary":
                     report.user_summarized += 1
                 elif isinstance(event, ResponseGeneration) and event.generation_id == acc.generation_id:
@@ -125,6 +125,8 @@ def converse(daemon: DaemonProcess, standin: OllamaStandin, workdir: Path, turns
                 elif answered and isinstance(event, SessionUpdated) and not event.session.busy:
                     break
             report.turns += 1
+            if last_after is not None:  # once the turn's compactions are all done
+                report.max_usage_after = max(report.max_usage_after, last_after / window)
             _record_passes(c, s.id, report, active_before, result, history_len)
             if i == 3:
                 c.pin(s.id, 1)
@@ -212,7 +214,7 @@ def main() -> None:
     root = Path(tempfile.mkdtemp(prefix="ckf", dir="/tmp"))
     (root / "module.py").write_text("\n".join(
         f"def handler_{i}(request, session):\n    \"\"\"Handle request {i}.\"\"\"\n"
-        f"    return session.reply(request, code={i})\n" for i in range(24)))
+        f"    return session.reply(request, code={i})\n" for i in range(12)))
     rng = random.Random(args.seed)
     standin = OllamaStandin(tokenizer=args.tokenizer)
 

@@ -151,11 +151,17 @@ class Generations:
         room = session.window - self.estimator.raised(session.model, estimate)
         reserve = reply_room(self.config, session.window)
         if room < reserve:
+            compacted = self.auto.enabled(session)
+            advice = ("send less (@file:summary instead of a whole file), or raise num_ctx "
+                      f"(`ctxkeep set {session.name} --num-ctx N`)" if compacted else
+                      f"compact the session (`ctxkeep compact {session.name}`), raise num_ctx, "
+                      "or send less")
             raise RequestError(
                 ErrorCode.CONTEXT_OVERFLOW,
-                f"the prompt would be about {estimate:,} tokens, leaving {max(room, 0):,} of the "
-                f"window of {session.window:,} for the answer (at least {reserve:,} are kept): "
-                f"compact the session (`ctxkeep compact {session.name}`), raise num_ctx, or send less")
+                f"{'even after automatic compaction ' if compacted else ''}the prompt would be "
+                f"about {estimate:,} tokens, leaving {max(room, 0):,} of the window of "
+                f"{session.window:,} for the answer (at least {reserve:,} are kept); nothing was "
+                f"sent: {advice}")
         wanted = session.options.get("num_predict")
         if isinstance(wanted, int) and wanted > 0:
             room = min(room, wanted)
