@@ -12,7 +12,7 @@ from ..protocol.replies import Reply
 from .calls import Calls
 from .curve_keys import secure
 from .core import (
-    DaemonUnavailable, GapTracker, RequestIds, check_reachable, endpoints, open_subscriber,
+    CtxkeepError, DaemonUnavailable, GapTracker, RequestIds, check_reachable, endpoints, open_subscriber,
     read_event, read_reply, unwrap,
 )
 
@@ -32,6 +32,8 @@ class Client(Calls):
         self._sub: zmq.Socket | None = None
         self._stash: dict[str, Reply] = {}
         self.gaps = GapTracker()
+        #: (pid, start time) of the daemon that greeted the subscription.
+        self.daemon_identity: tuple[int, float] | None = None
 
     def __enter__(self) -> "Client":
         return self
@@ -84,6 +86,7 @@ class Client(Calls):
         while (left := deadline - time.monotonic()) > 0:
             item = self.next_event(left)
             if item and isinstance(item[1], DaemonStatusEvent):
+                self.daemon_identity = (item[1].status.pid, item[1].status.started)
                 return item[1]
         raise DaemonUnavailable(self.events_endpoint, f"no greeting in {self.timeout:g} s")
 
@@ -96,6 +99,23 @@ class Client(Calls):
         if item is not None:
             self.gaps.see(item[1])
         return item
+
+    def wait_event(self, quiet: float = 5.0) -> tuple[str, Event]:
+        """The next event, however long it takes — but never past the daemon's end: after
+        `quiet` seconds without an event the daemon is asked whether it is still the one
+        that greeted the subscription. Raises DaemonUnavailable when it does not answer,
+        and CtxkeepError("daemon_restarted") when another daemon answers (whatever the
+        caller waited for was cut by that restart)."""
+        while True:
+            item = self.next_event(quiet)
+            if item is not None:
+                return item
+            status = self.status().status  # raises DaemonUnavailable within self.timeout
+            if self.daemon_identity and (status.pid, status.started) != self.daemon_identity:
+                raise CtxkeepError("daemon_restarted",
+                                   f"ctxkeepd restarted (now pid {status.pid}) while this waited: "
+                                   "what it was doing was interrupted; its question is kept in "
+                                   "history, marked interrupted. Send it again.")
 
     def events(self, timeout: float | None = None) -> Iterator[tuple[str, Event]]:
         """Events as they come; stops after `timeout` seconds without one (None: never)."""

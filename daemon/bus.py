@@ -7,6 +7,7 @@ high-water mark is raised, and the text of a generation is batched upstream,
 because a PUB socket drops silently when a subscriber's queue is full.
 """
 
+import asyncio
 import logging
 import time
 from collections.abc import Callable
@@ -58,10 +59,17 @@ class EventBus:
         frames = [topic.encode(), encode(event)]
         for sock in self.sockets:
             try:
-                sock.send_multipart(frames, flags=zmq.NOBLOCK)
-            except zmq.Again:  # pragma: no cover - XPUB drops rather than blocks
-                log.warning("event %s #%d dropped: subscriber queue full", tag, event.seq)
+                sent = sock.send_multipart(frames, flags=zmq.NOBLOCK)
+            except zmq.ZMQError as exc:
+                self._failed(tag, event.seq, exc)
+                continue
+            if isinstance(sent, asyncio.Future):  # zmq.asyncio reports failures on the future
+                sent.add_done_callback(lambda f, tag=tag, seq=event.seq: self._failed(
+                    tag, seq, f.exception()) if not f.cancelled() and f.exception() else None)
         return event
+
+    def _failed(self, tag: str, seq: int, exc: BaseException | None) -> None:
+        log.warning("event %s #%d not sent: %s", tag, seq, exc)
 
     async def serve_subscriptions(self, sock: zmq.asyncio.Socket) -> None:
         """Greet every new subscription on `sock` with the daemon's status."""

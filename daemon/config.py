@@ -113,7 +113,7 @@ class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     def file_settings(self, remote: bool = False) -> FileSettings:
         return FileSettings(roots=list(self.file_roots), max_bytes=self.file_max_bytes,
                             summary_threshold=self.file_summary_threshold,
-                            allowed=self.remote_file_refs or not remote)
+                            allowed=self.remote_file_refs or not remote, remote=remote)
 
     def resolved_control(self) -> str:
         return os.environ.get("CTXKEEP_CONTROL") or self.control_endpoint or paths.control_endpoint()

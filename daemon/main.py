@@ -76,6 +76,10 @@ def main(argv: list[str] | None = None) -> int:
         asyncio.run(daemon.serve())
     except KeyboardInterrupt:
         pass
+    except (RuntimeDirError, zmq.ZMQError, OSError) as exc:
+        log.error("%s", exc)
+        daemon.close()
+        return 1
     return 0
 
 

@@ -42,10 +42,12 @@ def check_endpoint(endpoint: str) -> None:
 
 
 class InstanceLock:
-    """An exclusive flock that marks the one running daemon."""
+    """An exclusive flock that marks the one running daemon (of a socket folder, or of a
+    store: two daemons with different socket folders must not share one store)."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, what: str = "") -> None:
         self.path = folder / "ctxkeepd.lock"
+        self.what = what
         self._fd: int | None = None
 
     def acquire(self, endpoints: list[str]) -> None:
@@ -55,8 +57,9 @@ class InstanceLock:
         except BlockingIOError:
             holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
             os.close(fd)
+            where = self.what or f"on {', '.join(endpoints)}"
             raise AlreadyRunning(
-                f"ctxkeepd is already running (pid {holder}) on {', '.join(endpoints)}: "
+                f"ctxkeepd is already running (pid {holder}) {where}: "
                 f"stop it first (`systemctl --user stop ctxkeep` or `kill {holder}`)"
             ) from None
         os.ftruncate(fd, 0)

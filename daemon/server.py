@@ -51,10 +51,14 @@ class Daemon:
         self.stopping = False
         self._stop = asyncio.Event()
         self._lock: runtime.InstanceLock | None = None
+        self._store_lock: runtime.InstanceLock | None = None
         self.context: zmq.asyncio.Context | None = None
         self.routers: list[tuple[zmq.asyncio.Socket, bool]] = []  # (socket, remote)
         self._auth = None
         self._adopted: set[str] = set()
+        self._drops = 0
+        self._drop_logged = float("-inf")
+        self._control_tasks: list[asyncio.Task[None]] = []
         self.store: Store
         self.bus: EventBus
         self.backend: OllamaBackend
@@ -80,7 +84,15 @@ class Daemon:
             lock = runtime.InstanceLock(lock_folder)
             lock.acquire([e for e, name in zip(endpoints, ("ctl", "events")) if name not in adopted])
             self._lock = lock  # only now are the socket files ours to remove
-        self.store = Store(self.config.resolved_store())
+        store_path = self.config.resolved_store()
+        try:
+            store_path.mkdir(parents=True, exist_ok=True, mode=0o700)
+        except OSError as exc:
+            raise StoreError(f"cannot create the store folder {store_path}: {exc.strerror}: "
+                             "choose another with store_path in config.toml") from None
+        self._store_lock = runtime.InstanceLock(store_path, f"with the store {store_path}")
+        self._store_lock.acquire([])
+        self.store = Store.open(store_path)
         self.context = zmq.asyncio.Context()
         self.router = self._router(self.control_endpoint, adopted.get("ctl"))
         self.routers = [(self.router, False)]
@@ -145,8 +157,15 @@ class Daemon:
         return f"STATUS={len(self.store.sessions())} sessions, {reach} at {ollama.host}"
 
     async def _watchdog(self, interval: float) -> None:
-        """WATCHDOG=1 from the event loop itself: if the loop hangs, the pings stop."""
+        """WATCHDOG=1 from the event loop itself, only while every control loop runs: if
+        the loop hangs or a control loop died, the pings stop and systemd restarts us."""
         while True:
+            dead = [t for t in self._control_tasks if t.done()]
+            if dead:
+                log.critical("a control loop stopped (%r): no more watchdog pings, so systemd "
+                             "restarts ctxkeepd", dead[0].exception() if not dead[0].cancelled() else None)
+                self.stop()
+                return
             systemd.notify("WATCHDOG=1")
             await asyncio.sleep(interval)
 
@@ -170,9 +189,15 @@ class Daemon:
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self.stop)
         loop.add_signal_handler(signal.SIGHUP, self.reload)
-        self._open_tcp()
-        tasks = [asyncio.create_task(self._control_loop(router, remote), name="control")
-                 for router, remote in self.routers]
+        try:
+            self._open_tcp()
+        except zmq.ZMQError as exc:
+            raise runtime.RuntimeDirError(
+                f"cannot listen on {self.config.tcp_control or self.config.tcp_events}: {exc}: "
+                "free the port or change tcp_control / tcp_events in config.toml") from None
+        tasks = self._control_tasks = [
+            asyncio.create_task(self._control_loop(router, remote), name="control")
+            for router, remote in self.routers]
         tasks += [asyncio.create_task(self.bus.serve_subscriptions(sock), name="subscriptions")
                   for sock in self.bus.sockets]
         tasks.append(asyncio.create_task(self._watch_ollama(), name="ollama-check"))
@@ -219,6 +244,8 @@ class Daemon:
                 path.unlink()
         if self._lock is not None:
             self._lock.release()
+        if self._store_lock is not None:
+            self._store_lock.release()
 
     async def _watch_ollama(self) -> None:
         """Check Ollama at start and every minute; say clearly when it is unreachable."""
@@ -246,25 +273,40 @@ class Daemon:
     # -- requests ---------------------------------------------------------------
 
     async def _control_loop(self, router: zmq.asyncio.Socket, remote: bool) -> None:
+        """Receive requests. Each client's requests are handled one after another, in the
+        order sent (so its replies and its jobs keep that order); different clients are
+        served at once, so one client's slow request (a file to read, a model to ask)
+        never holds up another's."""
         REMOTE.set(remote)  # this task's requests came over TCP (or not)
+        last: dict[bytes, asyncio.Task[None]] = {}
         while True:
             frames = await router.recv_multipart(copy=True)
-            peer, rest = frames[0], frames[1:]
-            envelope: list[bytes] = []
-            if len(rest) == 2 and rest[0] == b"":  # a REQ socket's empty delimiter
-                envelope, rest = [b""], rest[1:]
-            if len(rest) != 1:
-                reply: Reply = Error(code=ErrorCode.BAD_FRAME.value,
-                                     message=f"expected one JSON frame per request, got {len(rest)}")
-            else:
-                reply = await self.handle(rest[0])
-            try:
-                body = encode(reply)
-            except Exception as exc:  # noqa: BLE001 - never let one reply stop the loop
-                log.exception("could not encode a reply")
-                body = encode(Error(id=getattr(reply, "id", ""), code=ErrorCode.INTERNAL.value,
-                                    message=f"internal error ({exc!r}): see the daemon's log"))
-            self._send(router, peer, envelope, body)
+            peer = frames[0]
+            task = asyncio.create_task(self._answer(router, frames, last.get(peer)))
+            last[peer] = task
+            task.add_done_callback(lambda t, peer=peer: last.pop(peer) if last.get(peer) is t else None)
+
+    async def _answer(self, router: zmq.asyncio.Socket, frames: list[bytes],
+                      before: "asyncio.Task[None] | None") -> None:
+        """Answer one request, after the same client's previous one; never raises."""
+        if before is not None:
+            await asyncio.wait([before])
+        peer, rest = frames[0], frames[1:]
+        envelope: list[bytes] = []
+        if len(rest) == 2 and rest[0] == b"":  # a REQ socket's empty delimiter
+            envelope, rest = [b""], rest[1:]
+        if len(rest) != 1:
+            reply: Reply = Error(code=ErrorCode.BAD_FRAME.value,
+                                 message=f"expected one JSON frame per request, got {len(rest)}")
+        else:
+            reply = await self.handle(rest[0])
+        try:
+            body = encode(reply)
+        except Exception as exc:  # noqa: BLE001 - never let one reply stop the loop
+            log.exception("could not encode a reply")
+            body = encode(Error(id=getattr(reply, "id", ""), code=ErrorCode.INTERNAL.value,
+                                message=f"internal error ({exc!r}): see the daemon's log"))
+        self._send(router, peer, envelope, body)
 
     async def handle(self, frame: bytes) -> Reply:
         """Decode, dispatch and answer one request frame; never raises."""
@@ -295,9 +337,22 @@ class Daemon:
                          message=f"internal error ({exc!r}): see the daemon's log")
 
     def _send(self, router: zmq.asyncio.Socket, peer: bytes, envelope: list[bytes], body: bytes) -> None:
+        """Send a reply without waiting: a client that is gone or not reading loses it,
+        which is logged (at most once a second, with a count), never raised."""
         try:
-            router.send_multipart([peer, *envelope, body], flags=zmq.NOBLOCK)
-        except zmq.Again:
-            log.warning("reply dropped: client %s is not reading", peer.hex())
-        except zmq.ZMQError as exc:  # EHOSTUNREACH: the client is gone
-            log.info("reply dropped: client %s is gone (%s)", peer.hex(), exc)
+            sent = router.send_multipart([peer, *envelope, body], flags=zmq.NOBLOCK)
+        except zmq.ZMQError as exc:
+            self._dropped(peer, exc)
+            return
+        if isinstance(sent, asyncio.Future):  # zmq.asyncio reports failures on the future
+            sent.add_done_callback(lambda f: self._dropped(peer, f.exception())
+                                   if not f.cancelled() and f.exception() else None)
+
+    def _dropped(self, peer: bytes, exc: BaseException | None) -> None:
+        self._drops += 1
+        now = time.monotonic()
+        if now - self._drop_logged >= 1.0:
+            why = "is not reading" if isinstance(exc, zmq.Again) else f"is gone ({exc})"
+            log.warning("reply dropped: client %s %s (%d dropped since the last report)",
+                        peer.hex(), why, self._drops)
+            self._drops, self._drop_logged = 0, now

@@ -18,6 +18,7 @@ Every write is one transaction, committed and synced before the call returns
 """
 
 import logging
+import os
 import secrets
 import shutil
 import struct
@@ -38,6 +39,9 @@ from .records import (
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 _SEQ = struct.Struct(">Q")
+#: Free space a new store needs before it is created (LMDB maps its file sparsely, and a
+#: write into a mapped page on a full disk kills the process with SIGBUS).
+_MIN_FREE = 32 << 20
 _DATABASES = ("meta", "sessions", "names", "messages", "active", "compactions", "calibration",
               "file_refs", "snapshots", "embeddings")
 
@@ -109,6 +113,24 @@ class Store:
         self._snapshot_dec = msgspec.msgpack.Decoder(SnapshotRecord)
         self._vector_dec = msgspec.msgpack.Decoder(list[float])
         self._upgrade()
+
+    @classmethod
+    def open(cls, path: Path, map_size: int = 64 << 20) -> "Store":
+        """Open (or create) the store, with every start-up obstacle as one clear StoreError."""
+        new = not (path / "data.mdb").exists()
+        if new and shutil.disk_usage(path).free < _MIN_FREE:
+            raise StoreError(f"no room for a new store in {path} "
+                             f"({shutil.disk_usage(path).free >> 20} MiB free): free disk space, "
+                             "or set store_path in config.toml to another disk")
+        if not os.access(path, os.W_OK):
+            raise StoreError(f"the store folder {path} is not writable (a read-only mount?): "
+                             "make it writable, or set store_path in config.toml")
+        try:
+            return cls(path, map_size)
+        except lmdb.Error as exc:
+            raise StoreError(f"cannot open the store at {path}: {exc}: check the disk "
+                             "(space, permissions), or restore a backup from "
+                             f"{path.parent / 'backups'}") from None
 
     # -- plumbing -------------------------------------------------------------
 

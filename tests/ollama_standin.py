@@ -29,6 +29,7 @@ import json
 import math
 import re
 import socket
+import sys
 import threading
 import time
 from collections import deque
@@ -159,8 +160,7 @@ class OllamaStandin:
         class Handler(_Handler):
             owner = standin
 
-        ThreadingHTTPServer.allow_reuse_address = True
-        self._server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+        self._server = _Server(("127.0.0.1", port), Handler)
         self._server.daemon_threads = True
         threading.Thread(target=self._server.serve_forever, daemon=True,
                          name="ollama-standin").start()
@@ -243,6 +243,17 @@ class OllamaStandin:
             keep_from = i
         system = [m for m in messages[:keep_from] if m.get("role") == "system"]
         return keep_from, self.count(render(system + messages[max(keep_from, 0):]))
+
+
+class _Server(ThreadingHTTPServer):
+    """The HTTP server, quiet about clients that hang up (a cancel, a killed daemon)."""
+
+    allow_reuse_address = True
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if not isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):
+            super().handle_error(request, client_address)
 
 
 def _now() -> str:
@@ -485,7 +496,7 @@ def main() -> None:
     class Handler(_Handler):
         owner = standin
 
-    server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
+    server = _Server(("127.0.0.1", args.port), Handler)
     print(f"Ollama stand-in on http://127.0.0.1:{args.port} "
           f"(models: {', '.join(m.name for m in standin.models)})", flush=True)
     server.serve_forever()

@@ -267,11 +267,25 @@ def test_no_working_directory(tree):
     assert a.error == "no working directory was sent with the message"
 
 
+def test_working_directory_must_be_inside_file_roots(tree, tmp_path_factory):
+    other = tmp_path_factory.mktemp("elsewhere")
+    (other / "x.txt").write_text("secret\n")
+    (a,) = expand("@x.txt", str(other), settings(roots=[str(tree)]), len)
+    assert a.error == "the working directory is outside file_roots"
+    # a remote client's cwd is never used: paths start at the first root
+    remote = FileSettings(roots=[str(tree)], remote=True)
+    (b,) = expand("@notes.txt", "/", remote, len)
+    assert not b.error and "notes" in b.block
+    (c,) = expand("@etc/passwd", "/", FileSettings(remote=True), len)
+    assert "file_roots" in c.error
+
+
 def test_configured_roots(tree, tmp_path_factory):
     other = tmp_path_factory.mktemp("docs")
     (other / "guide.md").write_text("# Guide\n")
     assert not one(f"@{other}/guide.md", tree, roots=[str(tree), str(other)]).error
-    assert one("@notes.txt", tree, roots=[str(other)]).error == "outside the allowed folders"
+    assert one(f"@{tree}/notes.txt", other, roots=[str(other)]).error == "outside the allowed folders"
+    assert one("@notes.txt", tree, roots=[str(other)]).error == "the working directory is outside file_roots"
 
 
 def test_remote_clients_may_be_refused(tree):

@@ -116,15 +116,12 @@ def stream_turn(client: Client, session: str, text: str, out: TextIO,
     thinking = False
     while True:
         try:
-            item = client.next_event(timeout=None)
+            _, event = client.wait_event()
         except KeyboardInterrupt:
             client.cancel(session, gen)
             if on_interrupt:
                 on_interrupt()
             continue
-        if item is None:
-            continue
-        _, event = item
         if isinstance(event, ContextWarning) and event.session_id == accepted.session_id:
             print(f"\nctxkeep: warning: {event.message}", file=notes, flush=True)
             continue

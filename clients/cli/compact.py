@@ -45,10 +45,9 @@ def run_compaction(client: Client, session: str, out: TextIO, tail: int | None =
     if accepted.ahead:
         print(f"{style.dim}waiting for {accepted.ahead} job(s) of this session…{style.reset}", file=out)
     while True:
-        item = client.next_event(timeout=None)
-        if item is None or getattr(item[1], "compaction_id", None) != accepted.compaction_id:
+        _, event = client.wait_event()
+        if getattr(event, "compaction_id", None) != accepted.compaction_id:
             continue
-        event = item[1]
         if isinstance(event, CompactionRequest):
             print(f"{style.dim}compacting: summarizing {event.messages} messages of "
                   f"{event.tokens_before:,} tokens in {event.calls} call(s)…{style.reset}",

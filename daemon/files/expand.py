@@ -5,6 +5,7 @@ for the client), never an error of the turn.
 """
 
 import hashlib
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -25,6 +26,8 @@ class FileSettings:
     summary_threshold: int = 5 * 1024
     #: False refuses every reference (e.g. for remote clients).
     allowed: bool = True
+    #: A remote client: its working directory is never used (paths resolve in file_roots).
+    remote: bool = False
 
 
 def _attr(value: str) -> str:
@@ -43,8 +46,28 @@ def note(path: str, error: str) -> str:
 
 
 def expand(text: str, cwd: str, settings: FileSettings, count: Callable[[str], int]) -> list[Attachment]:
-    """One Attachment per reference in `text`, in order."""
-    return [_expand_one(ref, cwd, settings, count) for ref in find_refs(text)]
+    """One Attachment per reference in `text`, in order.
+
+    The rule for where files are read: a local client's working directory is where
+    relative paths start; without `file_roots` it is also the only folder allowed (the
+    user reads their own files), with `file_roots` it must itself be inside one of them.
+    A remote client never chooses: paths start at the first of `file_roots`, which must
+    be set."""
+    return [_expand_one(ref, working_dir(cwd, settings), settings, count) for ref in find_refs(text)]
+
+
+def working_dir(cwd: str, settings: FileSettings) -> str:
+    """Where a client's relative paths start; "" refuses its references (with a note)."""
+    if settings.remote:
+        return settings.roots[0] if settings.roots else ""
+    if cwd and settings.roots and not any(_within(cwd, root) for root in settings.roots):
+        return ""
+    return cwd
+
+
+def _within(path: str, root: str) -> bool:
+    real, top = os.path.realpath(path), os.path.realpath(root)
+    return real == top or real.startswith(top.rstrip("/") + "/")
 
 
 def _expand_one(ref: FileRef, cwd: str, settings: FileSettings,
@@ -52,6 +75,10 @@ def _expand_one(ref: FileRef, cwd: str, settings: FileSettings,
     try:
         if not settings.allowed:
             raise Refused("this client may not read files on the daemon's machine")
+        if not cwd and settings.remote:
+            raise Refused("remote clients read files only inside file_roots, and none are set")
+        if not cwd and settings.roots:
+            raise Refused("the working directory is outside file_roots")
         if ref.mode == "listing":
             listing = list_dir(ref.path, cwd, settings.roots)
             lines = [f"{name}/" if is_dir else f"{name} ({size:,} bytes)"
