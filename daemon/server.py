@@ -132,7 +132,11 @@ class Daemon:
             router.setsockopt(zmq.USE_FD, fd)
         if secure:
             curve.make_server(router, self.config.resolved_curve_dir())
-        router.bind(endpoint)
+        try:
+            router.bind(endpoint)
+        except zmq.ZMQError:
+            router.close(linger=0)
+            raise
         return router
 
     def _open_tcp(self) -> None:
@@ -219,8 +223,6 @@ class Daemon:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         await self.backend.close()
-        if self._auth is not None:
-            self._auth.stop()
         self.close()
         log.info("stopped")
 
@@ -229,6 +231,9 @@ class Daemon:
 
     def close(self) -> None:
         """Close sockets and store, remove socket files, release the lock."""
+        if self._auth is not None:
+            self._auth.stop()
+            self._auth = None
         for router, _ in self.routers:
             router.close()
         if hasattr(self, "bus"):

@@ -1,0 +1,211 @@
+"""Reliability guarantees through the real daemon: no request can silence it or stall
+other clients, bad input gets the right code, start-up faults are one clear line, and a
+client never waits on a daemon that is gone."""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+import zmq
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ctxkeep.clients import CtxkeepError
+from ctxkeep.protocol import requests
+from ctxkeep.protocol.events import GenerationToken
+from conftest import until_idle, wait_for
+
+MODEL = "qwen2.5:7b"
+
+
+def raw_socket(daemon) -> zmq.Socket:
+    sock = zmq.Context.instance().socket(zmq.DEALER)
+    sock.setsockopt(zmq.LINGER, 0)
+    sock.connect(daemon.control)
+    return sock
+
+
+def ask(sock: zmq.Socket, payload: bytes, timeout_ms: int = 5000) -> dict:
+    sock.send(payload)
+    assert sock.poll(timeout_ms), "no reply"
+    return json.loads(sock.recv())
+
+
+def test_a_slow_request_does_not_stall_other_clients(daemon, standin, client):
+    """A dry-run compaction waits on a slow /api/show; another client's ping is answered
+    meanwhile (the slow reply is still outstanding when the ping's arrives)."""
+    s = client.create_session(model="thinker:8b").session
+    standin.fail_next("delay", seconds=3.0, path="/api/show")
+    slow = raw_socket(daemon)
+    slow.send(json.dumps({"type": "compact", "id": "slow", "session": s.id, "dry_run": True}).encode())
+    time.sleep(0.2)  # let the slow request reach the daemon first
+    fast = raw_socket(daemon)
+    assert ask(fast, b'{"type": "ping", "id": "p"}')["type"] == "pong"
+    assert not slow.poll(0), "the slow request should still be waiting on Ollama"
+    assert json.loads(slow.recv() if slow.poll(10000) else b"{}").get("id") == "slow"
+    slow.close()
+    fast.close()
+
+
+def test_bad_ids_and_names_get_invalid_argument(client):
+    s = client.create_session(model=MODEL).session
+    for bad in ("-1", "f" * 40, "not hex", "0x10"):
+        with pytest.raises(CtxkeepError) as err:
+            client.restore(s.id, bad)
+        assert err.value.code == "invalid_argument" and "snapshot" in err.value.message
+        with pytest.raises(CtxkeepError) as err:
+            client.delete_snapshot(s.id, bad)
+        assert err.value.code == "invalid_argument"
+    with pytest.raises(CtxkeepError) as err:
+        client.create_session(model=MODEL, name="😀" * 200)
+    assert err.value.code == "invalid_argument" and "bytes" in err.value.message
+    with pytest.raises(CtxkeepError) as err:
+        client.rename(s.id, "😀" * 100)
+    assert err.value.code == "invalid_argument"
+    assert client.ping()
+
+
+def test_a_file_name_that_is_not_utf8_is_listed(client, tmp_path):
+    folder = tmp_path / "odd"
+    folder.mkdir()
+    (folder / "fine.txt").write_text("x")
+    os.close(os.open(os.fsencode(folder) + b"/caf\xe9.txt", os.O_CREAT | os.O_WRONLY, 0o600))
+    s = client.create_session(model=MODEL).session
+    acc = client.send(s.id, "what is in @odd/", cwd=str(tmp_path))
+    until_idle(client, s.id, acc.generation_id)
+    (question,) = [m for m in client.history(s.id).messages if m.role == "user"]
+    assert question.files[0].mode == "listing" and not question.files[0].error
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.one_of(
+    st.binary(max_size=300),
+    st.builds(lambda t, extra: json.dumps({"type": t, "id": "f", **extra}).encode(),
+              st.sampled_from(sorted(requests.TYPES)),
+              st.dictionaries(st.sampled_from(["session", "text", "seq", "goals", "limit", "start",
+                                               "options", "num_ctx", "snapshot_id", "v", "name"]),
+                              st.one_of(st.none(), st.booleans(), st.integers(-2**70, 2**70),
+                                        st.text(max_size=20), st.lists(st.integers(), max_size=3),
+                                        st.dictionaries(st.text(max_size=5), st.integers(), max_size=3)),
+                              max_size=4)),
+    st.integers(1, 3000).map(lambda depth: b'{"type":"ping","x":' + b"[" * depth + b"]" * depth + b"}"),
+))
+def fuzz_one(frame: bytes) -> None:
+    reply = ask(FUZZ["sock"], frame)
+    assert reply["type"] in ("error", *[t for t in requests.TYPES], "pong") or "type" in reply
+    if reply["type"] == "error":
+        assert reply["code"] and reply["message"]
+
+
+FUZZ: dict = {}
+
+
+def rss_kib(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
+
+
+def test_fuzzed_frames_never_silence_the_daemon(daemon):
+    sock = raw_socket(daemon)
+    FUZZ["sock"] = sock
+    try:
+        ask(sock, b'{"type": "ping", "id": "warm"}')
+        before = rss_kib(daemon.proc.pid)
+        fuzz_one()
+        assert ask(sock, b'{"type": "ping", "id": "after"}')["type"] == "pong"
+        assert daemon.proc.poll() is None
+        assert rss_kib(daemon.proc.pid) - before < 20 * 1024
+    finally:
+        sock.close()
+
+
+def test_ask_stops_waiting_when_the_daemon_dies(daemon, standin):
+    standin.chunk_delay = 0.2
+    sid = daemon.cli("new", "--model", MODEL, "-q").stdout.strip()
+    proc = subprocess.Popen([sys.executable, "-m", "ctxkeep.clients.cli.main", "ask", sid, "go on"],
+                            env=daemon.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    with daemon.client() as c:
+        c.subscribe("generation.token")
+        wait_for(c, GenerationToken)  # the answer is streaming
+    daemon.stop(signal.SIGKILL)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode != 0
+    assert "ctxkeepd is not running" in err
+
+
+def test_ask_says_so_when_the_daemon_restarted(daemon, standin):
+    standin.chunk_delay = 0.2
+    sid = daemon.cli("new", "--model", MODEL, "-q").stdout.strip()
+    proc = subprocess.Popen([sys.executable, "-m", "ctxkeep.clients.cli.main", "ask", sid, "go on"],
+                            env=daemon.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    with daemon.client() as c:
+        c.subscribe("generation.token")
+        wait_for(c, GenerationToken)
+    daemon.stop(signal.SIGKILL)
+    daemon.start()
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode != 0 and "restarted" in err, (out, err)
+    with daemon.client() as c:  # the cut answer was marked at start-up
+        (answer,) = [m for m in c.history(sid).messages if m.role == "assistant"]
+        assert answer.status == "interrupted" and answer.error == "daemon_restarted"
+
+
+def start_failure(daemon) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "ctxkeep.daemon.main"], env=daemon.env,
+                          capture_output=True, text=True, timeout=30)
+
+
+def test_a_second_daemon_on_the_same_store_refuses_to_start(daemon_factory, short_tmp):
+    first = daemon_factory().start()
+    second = dict(first.env, XDG_RUNTIME_DIR=str(short_tmp / "run2"))
+    (short_tmp / "run2").mkdir()
+    result = subprocess.run([sys.executable, "-m", "ctxkeep.daemon.main"], env=second,
+                            capture_output=True, text=True, timeout=30)
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert "already running" in result.stderr and "store" in result.stderr
+
+
+def test_an_unusable_store_folder_is_one_clear_line(daemon_factory):
+    d = daemon_factory()
+    d.write_config('store_path = "/proc/ctxkeep-store"\n')  # not creatable, even by root
+    result = start_failure(d)
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert "cannot create the store folder /proc/ctxkeep-store" in result.stderr
+
+
+def test_a_read_only_store_folder_is_one_clear_line(daemon_factory, short_tmp):
+    d = daemon_factory()
+    store = short_tmp / "data" / "ctxkeep" / "store"
+    store.mkdir(parents=True)
+    store.chmod(0o500)  # read-only
+    try:
+        if os.access(store, os.W_OK):
+            pytest.skip("running as a user that can write anyway (root)")
+        result = start_failure(d)
+        assert result.returncode == 1 and "Traceback" not in result.stderr
+        assert "not writable" in result.stderr
+    finally:
+        store.chmod(0o700)
+
+
+def test_a_tcp_port_in_use_is_one_line_and_leaves_no_sockets(daemon_factory, short_tmp):
+    from ctxkeep.clients.curve_keys import client_pair
+    d = daemon_factory()
+    busy = socket.socket()
+    busy.bind(("127.0.0.1", 0))
+    busy.listen()
+    port = busy.getsockname()[1]
+    key = client_pair(short_tmp / "alice" / "ctxkeep" / "curve")[0].decode()
+    assert d.cli("keys", "add", key, "alice").returncode == 0  # so only the port is wrong
+    d.write_config(f'tcp_control = "tcp://127.0.0.1:{port}"\n')
+    result = start_failure(d)
+    busy.close()
+    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
+    assert "cannot listen on" in result.stderr and "Address already in use" in result.stderr
+    assert not (short_tmp / "run" / "ctxkeep" / "ctl").exists()
