@@ -110,7 +110,11 @@ class Client(Calls):
             item = self.next_event(quiet)
             if item is not None:
                 return item
-            status = self.status().status  # raises DaemonUnavailable within self.timeout
+            timeout, self.timeout = self.timeout, min(self.timeout, 3.0)
+            try:
+                status = self.status().status  # raises DaemonUnavailable when none answers
+            finally:
+                self.timeout = timeout
             if self.daemon_identity and (status.pid, status.started) != self.daemon_identity:
                 raise CtxkeepError("daemon_restarted",
                                    f"ctxkeepd restarted (now pid {status.pid}) while this waited: "

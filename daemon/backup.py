@@ -26,7 +26,9 @@ def backup(store: Path, dest: Path) -> Path:
         env.copy(str(dest), compact=True)
     finally:
         env.close()
-    return dest / "data.mdb"
+    copy = dest / "data.mdb"
+    copy.chmod(0o600)  # the conversations are private, whatever the folder's mode
+    return copy
 
 
 def main(argv: list[str]) -> int:

@@ -299,9 +299,11 @@ def test_backup_while_running_and_restore(daemon_factory, short_tmp, standin):
         s = c.create_session(name="precious", model="qwen2.5:7b").session
         acc = c.send(s.id, "keep me")
         wait_terminal(c, acc.generation_id)
+        (short_tmp / "copy").mkdir(mode=0o755)  # an existing, readable folder
         result = d.cli("daemon", "backup", str(short_tmp / "copy"))
         assert result.returncode == 0, result.stderr
         assert "backed up to" in result.stdout
+        assert stat.S_IMODE((short_tmp / "copy" / "data.mdb").stat().st_mode) == 0o600
         c.delete("precious")
     assert d.cli("daemon", "backup", str(short_tmp / "copy")).returncode == 1  # not empty
     d.stop()
