@@ -13,8 +13,9 @@ from collections import Counter
 
 import zmq
 
-import fuzzframes
-from common import emit, running_daemon
+from common import emit, running_daemon  # (puts tests/ on the path)
+
+import fuzzframes  # noqa: E402
 
 
 def main() -> None:
