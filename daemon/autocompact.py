@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 
 import msgspec
 
-from ..protocol.events import CompactionRequest, CompactionResult, ContextWarning
+from ..protocol.events import CompactionRequest, CompactionResult, ContextWarning, SnapshotRestored
 from . import relevance
 from .announce import Announcer
 from .bus import EventBus
@@ -83,7 +83,7 @@ class Pass:
     #: Past levels 1-3: the context is still too large, so the user's share may be
     #: summarized below half the budget (shown as such) rather than stay over target.
     extra: bool = False
-    snapshot_taken: bool = False
+    snapshot_id: str = ""
     levels: list[int] = field(default_factory=list)
 
 
@@ -145,11 +145,24 @@ class AutoCompactor:
         if level and not cooling:
             await self.compact(session_id, Pass("threshold crossed"))
 
-    async def before_send(self, session_id: str, user: MessageRecord) -> None:
-        """A pass (cooldown or not) when the prompt plus the reply room would not fit."""
+    async def before_send(self, session_id: str, user: MessageRecord) -> Pass | None:
+        """A pass (cooldown or not) when the prompt plus the reply room would not fit;
+        returns it, so that the caller can roll it back if the prompt still does not fit."""
         session, context, active = self.load(session_id)
-        if self.enabled(session) and not self.fits(session, context, active, user):
-            await self.compact(session_id, Pass("the next prompt would not fit"), user)
+        if not self.enabled(session) or self.fits(session, context, active, user):
+            return None
+        pass_ = Pass("the next prompt would not fit")
+        await self.compact(session_id, pass_, user)
+        return pass_
+
+    def roll_back(self, session_id: str, pass_: Pass) -> None:
+        """Undo a pass that did not make the prompt fit: a refused send changes nothing."""
+        if not pass_.snapshot_id:
+            return
+        _, snapshot = self.store.restore_snapshot(session_id, pass_.snapshot_id, undo=True)
+        self.bus.publish(SnapshotRestored(snapshot=snapshot.info()), session_id)
+        self.announcer.prompt_changed(session_id)
+        self.announcer.changed(session_id)
 
     def fits(self, session: SessionRecord, context: ActiveContext, active: list[MessageRecord],
              user: MessageRecord) -> bool:
@@ -237,9 +250,9 @@ class AutoCompactor:
                 pass_: Pass, before: int, after: int) -> None:
         """Snapshot (once per pass), then the new state, its audit record and the new
         estimate in one transaction; the cooldown restarts."""
-        if not pass_.snapshot_taken:
-            take_snapshot(self.store, self.bus, session.id, f"before compaction (automatic: {pass_.reason})")
-            pass_.snapshot_taken = True
+        if not pass_.snapshot_id:
+            pass_.snapshot_id = take_snapshot(self.store, self.bus, session.id,
+                                              f"before compaction (automatic: {pass_.reason})")
         gone = [s for s in context.seqs if s not in set(change.seqs)]
 
         def update(c: ActiveContext, record: SessionRecord) -> None:
@@ -355,6 +368,7 @@ class AutoCompactor:
                          budget: Budget, of_user: bool, context: ActiveContext) -> Checkpoint | None:
         """A checkpoint of `group` (their files as outlines), or None when it would not be
         smaller than the messages themselves."""
+        summarizer.check_room()
         room = min(summarizer.room, self._target(budget, "recent"))
         lines = [(transcript, self.estimator.text(summarizer.model, transcript))
                  for transcript in (outline_line(m, m.seq in summaries) for m in group)]

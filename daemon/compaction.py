@@ -43,6 +43,8 @@ log = logging.getLogger(__name__)
 #: Room kept free in every summarization prompt for estimate error and template tokens.
 _MARGIN = 0.9
 _HEADER = "Conversation to summarize:"
+#: The fewest tokens of text a summarization call must be able to take.
+MIN_CALL_BUDGET = 64
 _MERGE_HEADER = "Summaries of consecutive parts of the conversation, in order:"
 
 
@@ -61,10 +63,12 @@ def compaction_marker(before: int, after: int, level: int = 0) -> str:
     return f"── compacted{how}: {before:,} → ~{after:,} tokens ({before - after:,} freed) ──"
 
 
-def take_snapshot(store: Store, bus: EventBus, session_id: str, reason: str) -> None:
-    """Save the session's context state before a compaction changes it, and say so."""
+def take_snapshot(store: Store, bus: EventBus, session_id: str, reason: str) -> str:
+    """Save the session's context state before a compaction changes it, and say so;
+    returns the snapshot's id."""
     snapshot = store.save_snapshot(session_id, reason)
     bus.publish(SnapshotCreated(snapshot=snapshot.info()), session_id)
+    return snapshot.id
 
 
 def split_tail(active: list[MessageRecord], tail_turns: int) -> tuple[list[MessageRecord], list[MessageRecord]]:
@@ -82,6 +86,7 @@ def split_tail(active: list[MessageRecord], tail_turns: int) -> tuple[list[Messa
 def chunk_lines(lines: list[tuple[str, int]], budget: int) -> list[str]:
     """Greedy chunks of transcript lines, each at most `budget` estimated tokens; a line
     longer than the budget is cut into pieces that fit."""
+    budget = max(1, budget)
     chunks: list[str] = []
     current: list[str] = []
     used = 0
@@ -124,6 +129,13 @@ class Summarizer:
         system_cost = estimator.prompt(model, summary_call(COMPACTION_SYSTEM, "", "", _HEADER)) + 400
         return cls(backend, estimator, model, window, room, int((window - room - system_cost) * _MARGIN))
 
+    def check_room(self) -> None:
+        """Refuse to start when the summarizing model's window leaves no room for text."""
+        if self.budget < MIN_CALL_BUDGET:
+            raise RequestError(ErrorCode.CONTEXT_OVERFLOW,
+                               f"the compaction model's window ({self.window:,} tokens) leaves no room "
+                               "for a summarization call: raise num_ctx or set compaction_model")
+
     def chunks(self, messages: list[MessageRecord]) -> list[str]:
         lines = [(line, self.estimator.text(self.model, line)) for line in map(transcript_line, messages)]
         return chunk_lines(lines, self.budget)
@@ -143,6 +155,7 @@ class Summarizer:
                         progress: Callable[[int, int, str], None] = lambda *_: None,
                         room: int | None = None) -> tuple[str, int]:
         """The summary of the chunks: one call each, then merge calls until one remains."""
+        self.check_room()
         steps = len(chunks) + (1 if len(chunks) > 1 else 0)
         step = 0
         texts: list[tuple[str, int]] = []
@@ -249,7 +262,7 @@ class Compactor:
                                 f"messages, all inside the last {tail} turns kept verbatim or pinned")
         elif all(m.kind == "summary" for m in head):
             plan.skip_reason = "nothing to compact: everything before the kept turns is already a summary"
-        elif summarizer.budget < 64:
+        elif summarizer.budget < MIN_CALL_BUDGET:
             plan.skip_reason = (f"the compaction model's window ({summarizer.window:,} tokens) leaves "
                                 "no room for a summarization call: raise num_ctx or set compaction_model")
         else:

@@ -80,13 +80,18 @@ class Generations:
         try:
             session = await self._window(session)
             self._refuse_impossible(session, user)  # before any compaction changes anything
-            await self.auto.before_send(sid, user)
+            compacted = await self.auto.before_send(sid, user)
             session = self.store.session(sid)
             context = self.store.context(sid)
             messages = build_messages(session, context, self.store.messages(sid, context.seqs), user)
             estimate = self.estimator.prompt(session.model, messages)
-            options = {**session.options, "num_ctx": session.window,
-                       "num_predict": self._reply_room(session, estimate)}
+            try:
+                room = self._reply_room(session, estimate)
+            except RequestError:
+                if compacted is not None:  # it did not help: a refused send changes nothing
+                    self.auto.roll_back(sid, compacted)
+                raise
+            options = {**session.options, "num_ctx": session.window, "num_predict": room}
             final = None
             async for chunk in self.backend.stream_chat(session.model, messages, options, think):
                 if chunk.message.thinking:
@@ -158,10 +163,10 @@ class Generations:
                       "or send less")
             raise RequestError(
                 ErrorCode.CONTEXT_OVERFLOW,
-                f"{'even after automatic compaction ' if compacted else ''}the prompt would be "
-                f"about {estimate:,} tokens, leaving {max(room, 0):,} of the window of "
-                f"{session.window:,} for the answer (at least {reserve:,} are kept); nothing was "
-                f"sent: {advice}")
+                f"the prompt would be about {estimate:,} tokens, leaving {max(room, 0):,} of the "
+                f"window of {session.window:,} for the answer (at least {reserve:,} are kept)"
+                f"{', even with the context compacted as far as it goes' if compacted else ''}. "
+                f"Nothing was sent and the context is as it was: {advice}")
         wanted = session.options.get("num_predict")
         if isinstance(wanted, int) and wanted > 0:
             room = min(room, wanted)

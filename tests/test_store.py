@@ -104,3 +104,63 @@ def test_failed_write_changes_nothing(tmp_path):
         st.write(boom)
     assert st.read(lambda txn: txn.get(b"half", db=st.dbs["meta"])) is None
     assert st.session(s.id).message_count == 0
+
+
+def test_compaction_records_are_never_overwritten(tmp_path):
+    from ctxkeep.daemon.records import CompactionRecord
+    st = make(tmp_path)
+    s = st.create_session(name="", model="m", system="", options={}, num_ctx=8192)
+    st.append(s.id, [NewMessage(role="user", content=f"q{i}") for i in range(4)])
+
+    def record(n: int) -> CompactionRecord:
+        return CompactionRecord(time=float(n), level=3, strategy="checkpoint", tokens_before=10,
+                                tokens_after=5, tokens_freed=5, summarized=[], kept=[],
+                                summary_seq=-1, model="m")
+    for n in range(5):  # automatic ones write through update_context, manual through compact
+        st.update_context(s.id, lambda c, r: None, audit=record(n))
+    st.compact(s.id, expected=[], summary=NewMessage(role="user", content="[SUMMARY] s", kind="summary"),
+               keep=[], record=record(5), token_estimate=3)
+    snapshot = st.save_snapshot(s.id, "before compaction (manual)")
+    st.restore_snapshot(s.id, snapshot.id, undo=True)  # an undo resets the counter it used to key by
+    st.update_context(s.id, lambda c, r: None, audit=record(6))
+    assert [r.time for r in st.compactions(s.id)] == [float(n) for n in range(7)]
+
+
+def test_append_keeps_the_kind_and_the_answer_link(tmp_path):
+    st = make(tmp_path)
+    s = st.create_session(name="", model="m", system="", options={}, num_ctx=8192)
+    _, (u,) = st.append(s.id, [NewMessage(role="user", content="q")], pending=True)
+    assert st.session(s.id).pending == [u.seq]
+    _, (a,) = st.append(s.id, [NewMessage(role="assistant", content="a", kind="summary", reply_to=u.seq)],
+                        answered=[u.seq])
+    (stored,) = st.messages(s.id, [a.seq])
+    assert stored.kind == "summary" and stored.reply_to == u.seq
+    assert st.session(s.id).pending == []
+
+
+def test_recovery_marks_every_pending_question(tmp_path):
+    st = make(tmp_path)
+    s = st.create_session(name="", model="m", system="", options={}, num_ctx=8192)
+    st.append(s.id, [NewMessage(role="user", content=f"q{i}") for i in range(3)], pending=True)
+    assert st.recover("daemon_restarted") == [(s.id, [0, 1, 2])]
+    answers = [m for m in st.history(s.id)[0] if m.role == "assistant"]
+    assert [(m.reply_to, m.status, m.error) for m in answers] == [
+        (q, "interrupted", "daemon_restarted") for q in range(3)]
+    assert st.recover("daemon_restarted") == []  # nothing left to do
+
+
+def test_undo_walks_back_and_keeps_later_turns(tmp_path):
+    st = make(tmp_path)
+    s = st.create_session(name="", model="m", system="", options={}, num_ctx=8192)
+    _, msgs = st.append(s.id, [NewMessage(role="user", content=f"m{i}") for i in range(6)], activate=range(6))
+    first = st.save_snapshot(s.id, "before compaction (automatic: x)")
+    st.update_context(s.id, lambda c, r: setattr(c, "seqs", [4, 5]))  # a pass dropped 0-3
+    second = st.save_snapshot(s.id, "before compaction (automatic: y)")
+    st.update_context(s.id, lambda c, r: setattr(c, "seqs", [5]))  # another dropped 4
+    st.append(s.id, [NewMessage(role="user", content="later")], activate=[0])  # a later turn: #6
+    st.restore_snapshot(s.id, second.id, undo=True)
+    assert st.context(s.id).seqs == [4, 5, 6]
+    st.restore_snapshot(s.id, first.id, undo=True)
+    assert st.context(s.id).seqs == [0, 1, 2, 3, 4, 5, 6]
+    assert [x.undone for x in st.snapshots(s.id)] == [True, True]
+    assert not st.session(s.id).tokens_exact  # a later turn makes the snapshot's count stale
