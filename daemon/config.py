@@ -25,6 +25,7 @@ LIVE = frozenset({
     "default_model", "num_ctx", "default_options", "max_frame_bytes", "token_batch_ms",
     "drain_timeout", "compaction_tail_turns", "compaction_model", "summary_role",
     "summary_max_tokens", "file_roots", "file_max_bytes", "file_summary_threshold",
+    "file_refs_per_message", "file_bytes_per_message",
     "remote_file_refs", "auto_compaction", "compaction_thresholds", "compaction_cooldown",
     "keep_recent_messages", "preserve_user_messages", "embed_model", "reply_reserve_tokens",
 })
@@ -81,6 +82,10 @@ class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         "Folders @file references may read; [] = the client's working directory and below.")] = []
     file_max_bytes: Annotated[int, Meta(ge=1, le=1 << 30), _doc(
         "The largest file an @file reference reads, in bytes.")] = 1 << 20
+    file_refs_per_message: Annotated[int, Meta(ge=0, le=10000), _doc(
+        "The most @file references one message may expand; the rest become notes.")] = 20
+    file_bytes_per_message: Annotated[int, Meta(ge=1, le=1 << 32), _doc(
+        "The most bytes of files one message may read in all; later references become notes.")] = 8 << 20
     file_summary_threshold: Annotated[int, Meta(ge=0), _doc(
         "Files above this many bytes are summarized unless @path:full is asked.")] = 5 * 1024
     auto_compaction: Annotated[bool, _doc(
@@ -112,6 +117,8 @@ class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
     def file_settings(self, remote: bool = False) -> FileSettings:
         return FileSettings(roots=list(self.file_roots), max_bytes=self.file_max_bytes,
+                            max_refs=self.file_refs_per_message,
+                            max_total_bytes=self.file_bytes_per_message,
                             summary_threshold=self.file_summary_threshold,
                             allowed=self.remote_file_refs or not remote, remote=remote)
 

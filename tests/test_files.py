@@ -280,6 +280,16 @@ def test_working_directory_must_be_inside_file_roots(tree, tmp_path_factory):
     assert "file_roots" in c.error
 
 
+def test_references_and_bytes_per_message_are_limited(tree):
+    many = expand(" ".join(["@notes.md"] * 5), str(tree), settings(max_refs=3), len)
+    assert [bool(a.error) for a in many] == [False, False, False, True, True]
+    assert "3 references per message" in many[3].error
+    size = (tree / "notes.md").stat().st_size
+    capped = expand("@notes.md @notes.md @notes.md", str(tree), settings(max_total_bytes=size + 1), len)
+    assert [bool(a.error) for a in capped] == [False, False, True]
+    assert "file_bytes_per_message" in capped[2].error
+
+
 def test_configured_roots(tree, tmp_path_factory):
     other = tmp_path_factory.mktemp("docs")
     (other / "guide.md").write_text("# Guide\n")

@@ -28,6 +28,9 @@ class FileSettings:
     allowed: bool = True
     #: A remote client: its working directory is never used (paths resolve in file_roots).
     remote: bool = False
+    #: References one message may expand, and bytes of files it may read in all.
+    max_refs: int = 20
+    max_total_bytes: int = 8 << 20
 
 
 def _attr(value: str) -> str:
@@ -53,7 +56,26 @@ def expand(text: str, cwd: str, settings: FileSettings, count: Callable[[str], i
     user reads their own files), with `file_roots` it must itself be inside one of them.
     A remote client never chooses: paths start at the first of `file_roots`, which must
     be set."""
-    return [_expand_one(ref, working_dir(cwd, settings), settings, count) for ref in find_refs(text)]
+    out: list[Attachment] = []
+    read = 0
+    where = working_dir(cwd, settings)
+    for n, ref in enumerate(find_refs(text)):
+        if n >= settings.max_refs:
+            out.append(_refused(ref, f"over the limit of {settings.max_refs} references per message "
+                                     "(file_refs_per_message)", count))
+        elif read >= settings.max_total_bytes:
+            out.append(_refused(ref, f"the message already read {read:,} bytes of files, the limit "
+                                     "(file_bytes_per_message)", count))
+        else:
+            attachment = _expand_one(ref, where, settings, count)
+            read += attachment.size
+            out.append(attachment)
+    return out
+
+
+def _refused(ref: FileRef, why: str, count: Callable[[str], int]) -> Attachment:
+    text = note(ref.path, why)
+    return Attachment(path=ref.path, mode=ref.label, block=text, tokens=count(text), error=why)
 
 
 def working_dir(cwd: str, settings: FileSettings) -> str:
@@ -109,5 +131,4 @@ def _expand_one(ref: FileRef, cwd: str, settings: FileSettings,
                           sha256=hashlib.sha256(f.text.encode()).hexdigest(), size=f.size,
                           mtime=f.mtime)
     except (Refused, chunker.ElementNotFound) as exc:
-        text = note(ref.path, str(exc))
-        return Attachment(path=ref.path, mode=ref.label, block=text, tokens=count(text), error=str(exc))
+        return _refused(ref, str(exc), count)
