@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 
 from common import emit
-from ctxkeep.daemon.estimator import Estimator, prompt_features, text_features
+from ctxkeep.daemon.estimator import Estimator
 from ctxkeep.daemon.store import Store
 from ollama_standin import count_tokens, render
 
@@ -42,13 +42,13 @@ def run(mix: str, turns: int, seed: int) -> dict[str, list[float]]:
     for i in range(turns):
         messages.append({"role": "user", "content": pick(rng, i)[:1200]})
         exact = count_tokens(render(messages))
+        estimate = estimator.prompt("m", messages)
         if i >= 5:  # after a few turns of calibration
-            errors["calibrated"].append(abs(estimator.prompt("m", messages) - exact) / exact)
+            errors["calibrated"].append(abs(estimate - exact) / exact)
             chars = sum(len(m["content"]) for m in messages) / 4
             errors["chars/4"].append(abs(chars - exact) / exact)
         answer = pick(rng, i + 1)[:1200]
-        estimator.observe("m", [(prompt_features(messages), exact),
-                                (text_features(answer), count_tokens(answer))])
+        estimator.observe("m", messages, exact, estimate, [(answer, count_tokens(answer))])
         messages.append({"role": "assistant", "content": answer})
         if count_tokens(render(messages)) > 24000:  # keep it a plausible window: drop the oldest turn
             del messages[1:3]

@@ -167,7 +167,12 @@ class AutoCompactor:
     def fits(self, session: SessionRecord, context: ActiveContext, active: list[MessageRecord],
              user: MessageRecord) -> bool:
         prompt = self.estimator.prompt(session.model, build_messages(session, context, active, user))
-        return self.estimator.raised(session.model, prompt) + reply_room(self.config, session.window) <= session.window
+        return self.fits_estimate(session, prompt)
+
+    def fits_estimate(self, session: SessionRecord, prompt: int) -> bool:
+        """Whether a prompt of this estimate, raised by its error, leaves the reply room."""
+        room = reply_room(self.config, session.window)
+        return self.estimator.raised(session.model, prompt) + room <= session.window
 
     def needed(self, level: int, pass_: Pass, user: MessageRecord | None, session: SessionRecord,
                context: ActiveContext, active: list[MessageRecord]) -> bool:

@@ -79,12 +79,13 @@ class Generations:
             GenerationThinking(generation_id=job.id, index=i, text=text), sid))
         try:
             session = await self._window(session)
-            self._refuse_impossible(session, user)  # before any compaction changes anything
-            compacted = await self.auto.before_send(sid, user)
-            session = self.store.session(sid)
-            context = self.store.context(sid)
-            messages = build_messages(session, context, self.store.messages(sid, context.seqs), user)
-            estimate = self.estimator.prompt(session.model, messages)
+            messages, estimate = self._prompt(session, user)
+            compacted = None
+            if not self.auto.fits_estimate(session, estimate):
+                self._refuse_impossible(session, user)  # before any compaction changes anything
+                compacted = await self.auto.before_send(sid, user)
+                session = self.store.session(sid)
+                messages, estimate = self._prompt(session, user)
             try:
                 room = self._reply_room(session, estimate)
             except RequestError:
@@ -129,6 +130,12 @@ class Generations:
             pass
         except Exception:  # noqa: BLE001 - each level already published its own result
             log.exception("session=%s automatic compaction after the turn failed", sid)
+
+    def _prompt(self, session: SessionRecord, user: MessageRecord) -> tuple[list[Message], int]:
+        """The turn's prompt as the context stands, and its estimate."""
+        context = self.store.context(session.id)
+        messages = build_messages(session, context, self.store.messages(session.id, context.seqs), user)
+        return messages, self.estimator.prompt(session.model, messages)
 
     def _refuse_impossible(self, session: SessionRecord, user: MessageRecord) -> None:
         """Refuse a question that cannot fit however much is compacted: the system prompt,

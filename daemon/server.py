@@ -20,7 +20,9 @@ from ..protocol import DAEMON_VERSION, PROTOCOL_VERSION, DecodeFailure, ErrorCod
 from ..protocol.events import DaemonStatusEvent
 from ..protocol.models import DaemonStatus
 from ..protocol.paths import ipc_path
+from ..protocol import requests
 from ..protocol.replies import Error, Reply
+from ..protocol.requests import Request
 from . import curve, runtime, systemd
 from .bus import EventBus
 from .config import Config, ConfigError, apply_live, load
@@ -37,6 +39,10 @@ from .ollama_backend import OllamaBackend
 from .store import AmbiguousSession, NameTaken, Store, StoreError, UnknownSession
 
 log = logging.getLogger(__name__)
+
+#: Requests whose handlers wait on something slow (reading files, asking Ollama): always
+#: answered in a task of their own, so that other clients go on being served meanwhile.
+WAITING = (requests.Send, requests.Compact)
 
 
 class Daemon:
@@ -281,30 +287,40 @@ class Daemon:
         """Receive requests. Each client's requests are handled one after another, in the
         order sent (so its replies and its jobs keep that order); different clients are
         served at once, so one client's slow request (a file to read, a model to ask)
-        never holds up another's."""
+        never holds up another's. Requests that never wait are answered inline."""
         REMOTE.set(remote)  # this task's requests came over TCP (or not)
         last: dict[bytes, asyncio.Task[None]] = {}
         while True:
             frames = await router.recv_multipart(copy=True)
             peer = frames[0]
-            task = asyncio.create_task(self._answer(router, frames, last.get(peer)))
+            envelope, request = self._unwrap(frames)
+            before = last.get(peer)
+            if before is None and not isinstance(request, WAITING):
+                self._reply(router, peer, envelope, await self.dispatch(request))
+                continue
+            task = asyncio.create_task(self._answer(router, peer, envelope, request, before))
             last[peer] = task
             task.add_done_callback(lambda t, peer=peer: last.pop(peer) if last.get(peer) is t else None)
 
-    async def _answer(self, router: zmq.asyncio.Socket, frames: list[bytes],
-                      before: "asyncio.Task[None] | None") -> None:
-        """Answer one request, after the same client's previous one; never raises."""
-        if before is not None:
-            await asyncio.wait([before])
-        peer, rest = frames[0], frames[1:]
+    def _unwrap(self, frames: list[bytes]) -> tuple[list[bytes], "Request | Error"]:
+        """(envelope, the decoded request or the error that answers the frame)."""
+        rest = frames[1:]
         envelope: list[bytes] = []
         if len(rest) == 2 and rest[0] == b"":  # a REQ socket's empty delimiter
             envelope, rest = [b""], rest[1:]
         if len(rest) != 1:
-            reply: Reply = Error(code=ErrorCode.BAD_FRAME.value,
-                                 message=f"expected one JSON frame per request, got {len(rest)}")
-        else:
-            reply = await self.handle(rest[0])
+            return envelope, Error(code=ErrorCode.BAD_FRAME.value,
+                                   message=f"expected one JSON frame per request, got {len(rest)}")
+        return envelope, self.decode(rest[0])
+
+    async def _answer(self, router: zmq.asyncio.Socket, peer: bytes, envelope: list[bytes],
+                      request: "Request | Error", before: "asyncio.Task[None] | None") -> None:
+        """Answer one request, after the same client's previous one; never raises."""
+        if before is not None:
+            await asyncio.wait([before])
+        self._reply(router, peer, envelope, await self.dispatch(request))
+
+    def _reply(self, router: zmq.asyncio.Socket, peer: bytes, envelope: list[bytes], reply: Reply) -> None:
         try:
             body = encode(reply)
         except Exception as exc:  # noqa: BLE001 - never let one reply stop the loop
@@ -315,13 +331,22 @@ class Daemon:
 
     async def handle(self, frame: bytes) -> Reply:
         """Decode, dispatch and answer one request frame; never raises."""
+        return await self.dispatch(self.decode(frame))
+
+    def decode(self, frame: bytes) -> "Request | Error":
+        """The request in a frame, or the error reply that says why there is none."""
         try:
-            request = decode_request(frame, self.config.max_frame_bytes)
+            return decode_request(frame, self.config.max_frame_bytes)
         except DecodeFailure as exc:
             return Error(id=exc.request_id, code=exc.code.value, message=exc.message)
         except Exception as exc:  # noqa: BLE001 - a decoder bug must not stop the loop
             log.exception("decoding a request failed")
             return Error(code=ErrorCode.BAD_JSON.value, message=f"the frame could not be read ({exc!r})")
+
+    async def dispatch(self, request: "Request | Error") -> Reply:
+        """The reply to a decoded request (an Error passes through); never raises."""
+        if isinstance(request, Error):
+            return request
         try:
             return await HANDLERS[type(request)](self, request)
         except RequestError as exc:
