@@ -76,7 +76,8 @@ class ResponseGeneration(Event, tag=subjects.RESPONSE_GENERATION):
 
     generation_id: str
     message: MessageInfo
-    #: prompt_eval_count of the final chunk: the exact size of the prompt sent.
+    #: prompt_eval_count of the final chunk: the exact size of the prompt sent (the
+    #: answer's tokens are eval_count, not part of it).
     token_count: Count
     #: Tokens in the answer.
     eval_count: Count
@@ -175,7 +176,8 @@ class SnapshotRestored(Event, tag=subjects.SNAPSHOT_RESTORED):
 
 class ContextWarning(Event, tag=subjects.CONTEXT_WARNING):
     """Something the user should know about the context: `reliability` (the score fell
-    below 40 %) or `fold` (user messages were folded into a checkpoint)."""
+    below 40 %) or `user_summary` (the user's own oldest messages passed half the budget
+    and are now kept as a summary, shown as such)."""
 
     kind: str
     message: str

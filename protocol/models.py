@@ -36,8 +36,10 @@ class SessionInfo(msgspec.Struct, kw_only=True):
     created: float
     updated: float
     message_count: Count = 0
-    #: prompt_eval_count of the last completed turn: the exact size of the context;
-    #: after a compaction an estimate until the next turn (then token_count_exact is false).
+    #: prompt_eval_count of the last completed turn: the exact size of the last prompt sent
+    #: (without its answer). After anything that changed the prompt since — a compaction,
+    #: an undo, a new system prompt, window, goal or pin — an estimate of the prompt as it
+    #: now stands, until the next turn (then token_count_exact is false).
     token_count: Count = 0
     token_count_exact: bool = True
     #: True while a generation or compaction runs or waits for this session.

@@ -19,32 +19,41 @@ from harness import DaemonProcess
 from ollama_standin import OllamaStandin
 
 
-def wait_terminal(client: Client, generation_id: str, timeout: float = 30.0) -> tuple[Event, list[Event]]:
-    """Read events until the generation's terminal event: (that event, every event of it)."""
+def events_until(client: Client, done, timeout: float, what: str) -> list[Event]:
+    """Every event up to and including the first for which `done(event)` is true."""
     seen: list[Event] = []
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         item = client.next_event(timeout=deadline - time.monotonic())
         if item is None:
             break
-        event = item[1]
-        if getattr(event, "generation_id", None) == generation_id:
-            seen.append(event)
-            if isinstance(event, (ResponseGeneration, GenerationError)):
-                return event, seen
-    raise AssertionError(f"no terminal event for generation {generation_id}: saw {seen}")
+        seen.append(item[1])
+        if done(item[1]):
+            return seen
+    raise AssertionError(f"no {what} within {timeout} s: saw {seen[-20:]}")
+
+
+def wait_terminal(client: Client, generation_id: str, timeout: float = 30.0) -> tuple[Event, list[Event]]:
+    """Read events until the generation's terminal event: (that event, every event of it)."""
+    seen = events_until(client, lambda e: isinstance(e, (ResponseGeneration, GenerationError))
+                        and e.generation_id == generation_id, timeout,
+                        f"terminal event for generation {generation_id}")
+    return seen[-1], [e for e in seen if getattr(e, "generation_id", None) == generation_id]
 
 
 def wait_for(client: Client, kinds, timeout: float = 10.0, where=lambda e: True) -> Event:
     """The next event of the given kind(s) that satisfies `where`, within `timeout`."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        item = client.next_event(timeout=deadline - time.monotonic())
-        if item is None:
-            break
-        if isinstance(item[1], kinds) and where(item[1]):
-            return item[1]
-    raise AssertionError(f"no {kinds} event within {timeout} s")
+    return events_until(client, lambda e: isinstance(e, kinds) and where(e), timeout, f"{kinds} event")[-1]
+
+
+def talkative(standin, words: int = 60) -> None:
+    """Long answers, short summaries: so that a checkpoint really is smaller."""
+    def reply(messages):
+        last = messages[-1]["content"]
+        if last.startswith(("Conversation to summarize", "Summary to shorten", "Summaries of")):
+            return "Summary: the user and the assistant discussed the plan."
+        return " ".join(f"detail{i}" for i in range(words))
+    standin.reply_fn = reply
 
 
 TERMINAL = (ResponseGeneration, GenerationError, CompactionResult)
@@ -53,23 +62,17 @@ TERMINAL = (ResponseGeneration, GenerationError, CompactionResult)
 def until_idle(client: Client, session_id: str, job_id: str, timeout: float = 30.0) -> list[Event]:
     """Every event until the job's terminal event and then the session's `busy: false`
     (the queue is empty: automatic compaction after a turn is done too)."""
-    seen: list[Event] = []
     ended = False
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        item = client.next_event(timeout=deadline - time.monotonic())
-        if item is None:
-            break
-        event = item[1]
-        seen.append(event)
+
+    def done(event: Event) -> bool:
+        nonlocal ended
         if isinstance(event, TERMINAL) and job_id in (getattr(event, "generation_id", None),
                                                        getattr(event, "compaction_id", None)):
             ended = True
-        elif ended and isinstance(event, SessionUpdated) and event.session_id == session_id \
-                and not event.session.busy:
-            return seen
-    raise AssertionError(f"job {job_id} of session {session_id} did not end and leave the "
-                         f"session idle: saw {seen[-20:]}")
+            return False
+        return ended and isinstance(event, SessionUpdated) and event.session_id == session_id \
+            and not event.session.busy
+    return events_until(client, done, timeout, f"end of job {job_id} and idle session {session_id}")
 
 
 @pytest.fixture

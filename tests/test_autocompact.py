@@ -12,7 +12,7 @@ from ctxkeep.protocol.events import (
     SnapshotRestored,
 )
 from ctxkeep.protocol.models import Goals
-from conftest import until_idle, wait_for
+from conftest import talkative, until_idle, wait_for
 
 MODEL = "qwen2.5:7b"
 
@@ -88,16 +88,6 @@ def turn(client, sid, text, cwd=""):
 def collect(client, kinds):
     """Events of the given kinds seen by turn() so far (the session was idle after each)."""
     return [e for e in SEEN.pop(id(client), []) if isinstance(e, kinds)]
-
-
-def talkative(standin, words=60):
-    """Long answers, short summaries: so that a checkpoint really is smaller."""
-    def reply(messages):
-        last = messages[-1]["content"]
-        if last.startswith(("Conversation to summarize", "Summary to shorten", "Summaries of")):
-            return "Summary: the user and the assistant discussed the plan."
-        return " ".join(f"detail{i}" for i in range(words))
-    standin.reply_fn = reply
 
 
 def active(client, sid):

@@ -11,7 +11,7 @@ from ctxkeep.daemon.autocompact import outline_line
 from ctxkeep.daemon.compaction import chunk_lines
 from ctxkeep.daemon.records import Attachment, MessageRecord
 from ctxkeep.protocol.events import CompactionResult, GenerationError, ResponseGeneration
-from conftest import until_idle
+from conftest import talkative, until_idle
 from ollama_standin import OllamaStandin, count_tokens_bpe
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
@@ -34,15 +34,6 @@ def turn(client, sid, text, cwd=""):
     end = next(e for e in events if isinstance(e, (ResponseGeneration, GenerationError))
                and e.generation_id == acc.generation_id)
     return end, events
-
-
-def talkative(standin, words=60):
-    def reply(messages):
-        last = messages[-1]["content"]
-        if last.startswith(("Conversation to summarize", "Summary to shorten", "Summaries of")):
-            return "Summary: the user and the assistant discussed the plan."
-        return " ".join(f"detail{i}" for i in range(words))
-    standin.reply_fn = reply
 
 
 def test_chunking_never_divides_by_zero():

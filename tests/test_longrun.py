@@ -1,8 +1,11 @@
 """The long run: 2,000 scripted turns in a 4,096-token window through the real daemon."""
 
+import pytest
+
 import longrun
 
 
+@pytest.mark.long
 def test_two_thousand_turns_in_a_4096_token_window(daemon, standin, tmp_path):
     report = longrun.run(daemon, standin, tmp_path, turns=2000, window=4096)
     assert report.violations == []

@@ -101,21 +101,8 @@ def rss_kib(pid: int) -> int:
         return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
 
 
-def test_ask_stops_waiting_when_the_daemon_dies(daemon, standin):
-    standin.chunk_delay = 0.2
-    sid = daemon.cli("new", "--model", MODEL, "-q").stdout.strip()
-    proc = subprocess.Popen([sys.executable, "-m", "ctxkeep.clients.cli.main", "ask", sid, "go on"],
-                            env=daemon.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    with daemon.client() as c:
-        c.subscribe("generation.token")
-        wait_for(c, GenerationToken)  # the answer is streaming
-    daemon.stop(signal.SIGKILL)
-    out, err = proc.communicate(timeout=60)
-    assert proc.returncode != 0
-    assert "ctxkeepd is not running" in err
-
-
-def test_ask_says_so_when_the_daemon_restarted(daemon, standin):
+def ask_while_streaming(daemon, standin) -> tuple[str, subprocess.Popen]:
+    """`ctxkeep ask` in its own process, returned once its answer is streaming."""
     standin.chunk_delay = 0.2
     sid = daemon.cli("new", "--model", MODEL, "-q").stdout.strip()
     proc = subprocess.Popen([sys.executable, "-m", "ctxkeep.clients.cli.main", "ask", sid, "go on"],
@@ -123,6 +110,19 @@ def test_ask_says_so_when_the_daemon_restarted(daemon, standin):
     with daemon.client() as c:
         c.subscribe("generation.token")
         wait_for(c, GenerationToken)
+    return sid, proc
+
+
+def test_ask_stops_waiting_when_the_daemon_dies(daemon, standin):
+    _, proc = ask_while_streaming(daemon, standin)
+    daemon.stop(signal.SIGKILL)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode != 0
+    assert "ctxkeepd is not running" in err
+
+
+def test_ask_says_so_when_the_daemon_restarted(daemon, standin):
+    sid, proc = ask_while_streaming(daemon, standin)
     daemon.stop(signal.SIGKILL)
     daemon.start()
     out, err = proc.communicate(timeout=60)
