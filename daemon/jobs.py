@@ -113,11 +113,13 @@ class SessionJobs:
         return ahead
 
     def cancel(self, session_id: str, job_id: str = "",
-               reason: tuple[ErrorCode, str] = (ErrorCode.CANCELLED, "cancelled by a client")
-               ) -> Job | None:
+               reason: tuple[ErrorCode, str] = (ErrorCode.CANCELLED, "cancelled by a client"),
+               force: bool = False) -> Job | None:
         """Cancel the job with that id, or without an id the session's first job
         (running or about to run). Returns the job when a terminal event will follow
-        (a queued job's is already published), None when there was nothing to cancel."""
+        (a queued job's is already published), None when there was nothing to cancel.
+        With `force` (shutdown), a job that has ended but still works (the compaction
+        after an answer) is stopped too."""
         for job in self._queues.get(session_id, ()):
             if job_id and job.id != job_id:
                 continue
@@ -126,7 +128,7 @@ class SessionJobs:
                 self._end(job, *reason)
                 return job
             if job.state == "running" and job.task is not None and not job.task.done() \
-                    and not job.ended:
+                    and (force or not job.ended):
                 job.cancel_reason = reason
                 job.task.cancel()
                 return job
@@ -146,7 +148,7 @@ class SessionJobs:
                                            "once the daemon is back")
         for session_id in list(self._queues):
             for job in self.jobs(session_id):
-                self.cancel(session_id, job.id, reason)
+                self.cancel(session_id, job.id, reason, force=True)
         if pending:
             await asyncio.wait(pending)
 

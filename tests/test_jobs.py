@@ -154,6 +154,23 @@ def test_drain_ends_queued_jobs_and_cancels_running_ones():
     run(scenario())
 
 
+def test_drain_stops_work_that_goes_on_after_the_terminal_event():
+    async def ends_then_works(j: Job) -> None:
+        j.end(GenerationError(generation_id=j.id, code="done", message=""))
+        await asyncio.sleep(30)  # e.g. the compaction pass after an answer
+
+    async def scenario():
+        rec = Recorder()
+        jobs = make(rec)
+        j = job("s", ends_then_works)
+        jobs.submit(j)
+        await asyncio.sleep(0.01)
+        assert jobs.cancel("s", j.id) is None  # a client cannot cancel what has ended
+        await asyncio.wait_for(jobs.drain(0.05), 5)
+        assert [e.code for e in rec.terminals(j)] == ["done"] and not jobs.busy("s")
+    run(scenario())
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.tuples(st.sampled_from(["submit", "cancel_first", "cancel_last", "tick",
                                            "cancel_id"]),
