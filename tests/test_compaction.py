@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import wait_terminal
+from conftest import wait_for, wait_terminal
 from ctxkeep.clients import CtxkeepError
 from ctxkeep.daemon.prompt import COMPACTION_SYSTEM
 from ctxkeep.daemon.store import Store
@@ -238,8 +238,7 @@ def test_daemon_killed_mid_compaction_loses_nothing(daemon, standin):
         history = full_history(c, s.id)
         standin.fail_next("delay", seconds=5.0)
         acc = c.compact(s.id, tail_turns=1)
-        while not isinstance((c.next_event(timeout=10) or (None, None))[1], CompactionRequest):
-            pass
+        wait_for(c, CompactionRequest)
     daemon.stop(signal.SIGKILL)
     daemon.start()
     with daemon.client() as c:

@@ -6,7 +6,7 @@ import subprocess
 import sys
 import time
 
-from conftest import wait_terminal
+from conftest import wait_for, wait_terminal
 from ctxkeep.clients import Client
 from ctxkeep.protocol.events import DaemonStatusEvent, GenerationError, GenerationToken, ResponseGeneration
 
@@ -63,8 +63,7 @@ def test_sigterm_lets_a_running_generation_finish(daemon, standin):
         c.subscribe("")
         s = c.create_session(model="qwen2.5:7b").session
         acc = c.send(s.id, "go")
-        while not isinstance((c.next_event(timeout=10) or (None, None))[1], GenerationToken):
-            pass
+        wait_for(c, GenerationToken)
         daemon.proc.send_signal(signal.SIGTERM)
         end, _ = wait_terminal(c, acc.generation_id)
         assert isinstance(end, ResponseGeneration)
@@ -89,8 +88,7 @@ def test_sigterm_past_the_drain_timeout_cancels_cleanly(daemon_factory, standin)
         c.subscribe("")
         s = c.create_session(model="qwen2.5:7b").session
         acc = c.send(s.id, "go")
-        while not isinstance((c.next_event(timeout=10) or (None, None))[1], GenerationToken):
-            pass
+        wait_for(c, GenerationToken)
         d.proc.send_signal(signal.SIGTERM)
         end, _ = wait_terminal(c, acc.generation_id)
         assert isinstance(end, GenerationError) and end.code == "shutting_down"
