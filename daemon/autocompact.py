@@ -100,7 +100,8 @@ class Change:
 
 @dataclass
 class AutoCompactor:
-    """Runs inside a session's job (its lock held), so it never interleaves with other work."""
+    """Runs inside a session's job (the queue runs one at a time), so it never interleaves
+    with other work of that session."""
 
     store: Store
     bus: EventBus

@@ -187,7 +187,10 @@ class Generations:
             def record(r: SessionRecord) -> None:
                 r.context_length = facts.context_length or r.context_length
                 r.parameter_size = facts.parameter_size
+            window = session.window
             session = self.store.update_session(session.id, record)
+            if session.window != window:  # the model allows less than num_ctx: a new window
+                self.announcer.changed(session.id)
         return session
 
     def _complete(self, job: Job, session: SessionRecord, user: MessageRecord,
@@ -232,6 +235,10 @@ class Generations:
               answer: list[str], thinking: list[str], *batchers: TextBatcher) -> None:
         for batcher in batchers:
             batcher.flush()
+        if job.ended:  # the answer was stored and announced; what failed came after it
+            log.error("session=%s generation=%s failed after its answer: %s", job.session_id,
+                      job.id, message)
+            return
         job.end(self._interrupted(job, user, code, message, "".join(answer), "".join(thinking)))
 
     def _interrupted(self, job: Job, user: MessageRecord, code: ErrorCode, message: str,
