@@ -9,6 +9,7 @@ daemon); a size cap; binary files refused.
 """
 
 import errno
+import heapq
 import os
 import stat
 from dataclasses import dataclass
@@ -128,18 +129,25 @@ def list_dir(path_text: str, cwd: str, roots: list[str], limit: int = 200) -> Li
     fd = _open(path, directory=True)
     try:
         real = _check_real(fd, allowed)
-        entries = []
+        found = []
         with os.scandir(fd) as it:
             for entry in it:
                 if entry.name.startswith("."):
                     continue
                 try:
                     is_dir = entry.is_dir(follow_symlinks=False)
-                    size = 0 if is_dir else entry.stat(follow_symlinks=False).st_size
                 except OSError:
-                    is_dir, size = False, 0
-                entries.append((shown(entry.name), is_dir, size))
-        entries.sort(key=lambda e: (not e[1], e[0]))
-        return Listing(path=real, entries=entries[:limit], total=len(entries))
+                    is_dir = False
+                found.append((not is_dir, entry.name))
+        # folders first, then by name; only the shown ones are stat'ed (a huge folder costs
+        # a scan, not one stat per entry)
+        entries = []
+        for is_file, name in heapq.nsmallest(limit, found):
+            try:
+                size = os.stat(name, dir_fd=fd, follow_symlinks=False).st_size if is_file else 0
+            except OSError:
+                size = 0
+            entries.append((shown(name), not is_file, size))
+        return Listing(path=real, entries=entries, total=len(found))
     finally:
         os.close(fd)

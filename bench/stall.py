@@ -1,0 +1,100 @@
+"""Does slow work stall other clients? `ping` latency while slow requests run.
+
+    python bench/stall.py [--pings 400]
+
+One client pings the daemon in a loop while another keeps it busy with, in turn:
+nothing (the baseline), dry-run compactions that wait on a slow `/api/show` (1 s
+each), sends with ten `@file` references to a 1 MiB Python file, and sends listing a
+folder of 50,000 entries. Prints one JSON line per load: ping p50/p99/max (goal:
+p99 under 50 ms whatever runs).
+"""
+
+import argparse
+import json
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import zmq
+
+from common import emit, percentiles, running_daemon
+
+
+def pinger(control: str, n: int) -> list[float]:
+    sock = zmq.Context.instance().socket(zmq.DEALER)
+    sock.setsockopt(zmq.LINGER, 0)
+    sock.connect(control)
+    samples = []
+    for i in range(n):
+        t0 = time.perf_counter()
+        sock.send(json.dumps({"type": "ping", "id": str(i)}).encode())
+        assert sock.poll(30000), "no pong in 30 s"
+        sock.recv()
+        samples.append(time.perf_counter() - t0)
+        time.sleep(0.005)
+    sock.close()
+    return samples
+
+
+def busy(control: str, frames: list[bytes], stop: threading.Event) -> None:
+    sock = zmq.Context.instance().socket(zmq.DEALER)
+    sock.setsockopt(zmq.LINGER, 0)
+    sock.connect(control)
+    while not stop.is_set():
+        for frame in frames:
+            sock.send(frame)
+            while not stop.is_set() and not sock.poll(100):
+                pass
+            if stop.is_set():
+                break
+            sock.recv()
+    sock.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pings", type=int, default=400)
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="ckstall"))
+    (work / "big.py").write_text("".join(f"def f{i}(x):\n    return x + {i}  # {'y' * 40}\n"
+                                         for i in range(14000)))
+    (work / "many").mkdir()
+    for i in range(50000):
+        (work / "many" / f"f{i:05}").touch()
+    with running_daemon() as (daemon, standin):
+        with daemon.client() as c:
+            sid = c.create_session(model="qwen2.5:7b", num_ctx=32768).session.id
+            c.set_model(sid, auto_compaction=False)
+        loads = {
+            "idle": [],
+            "slow_api_show": [json.dumps({"type": "compact", "id": "c", "session": sid,
+                                          "dry_run": True}).encode()],
+            "ten_1mib_file_refs": [json.dumps({"type": "send", "id": "s", "session": sid,
+                                               "cwd": str(work),
+                                               "text": "read " + " ".join(["@big.py:full"] * 10)}).encode()],
+            "50k_entry_listing": [json.dumps({"type": "send", "id": "l", "session": sid,
+                                              "cwd": str(work), "text": "what is in @many/"}).encode()],
+        }
+        for name, frames in loads.items():
+            stop = threading.Event()
+            if name == "slow_api_show":
+                for _ in range(200):
+                    standin.fail_next("delay", seconds=1.0, path="/api/show")
+            worker = threading.Thread(target=busy, args=(daemon.control, frames, stop), daemon=True)
+            if frames:
+                worker.start()
+                time.sleep(0.2)
+            samples = pinger(daemon.control, args.pings)
+            stop.set()
+            if frames:
+                worker.join()
+            standin.faults.clear()
+            stats = percentiles(samples)
+            emit(bench="stall", load=name, n=stats["n"], p50_ms=round(stats["p50_us"] / 1000, 2),
+                 p99_ms=round(stats["p99_us"] / 1000, 2),
+                 max_ms=round(max(samples) * 1000, 2), goal_p99_ms="< 50")
+
+
+if __name__ == "__main__":
+    main()
