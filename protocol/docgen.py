@@ -15,7 +15,7 @@ import msgspec
 from . import events, replies, requests, subjects
 from .errors import ErrorCode
 from .models import (
-    AttachedFile, CheckpointInfo, DaemonStatus, Decision, FileUse, GoalCheckpoint, Goals,
+    AttachedFile, CheckpointInfo, DaemonStatus, Decision, FileUse, GoalCheckpoint, Goals, GoalsInput,
     MessageInfo, OllamaStatus, Segments, SessionInfo, SnapshotInfo, Usage,
 )
 from .version import PROTOCOL_VERSION
@@ -131,7 +131,8 @@ EXAMPLES: dict[type, tuple[requests.Request, replies.Reply, list[events.Event]]]
                     events.ContextUsage(seq=61, time=_T, session_id=_SID, usage=_USAGE)]),
     requests.GoalsGet: (requests.GoalsGet(id="18", session=_SID),
                         replies.GoalsReply(id="18", session_id=_SID, goals=_GOALS), []),
-    requests.GoalsSet: (requests.GoalsSet(id="19", session=_SID, goals=_GOALS),
+    requests.GoalsSet: (requests.GoalsSet(id="19", session=_SID,
+                                          goals=msgspec.convert(msgspec.to_builtins(_GOALS), GoalsInput)),
                         replies.GoalsReply(id="19", session_id=_SID, goals=_GOALS),
                         [events.GoalUpdated(seq=62, time=_T, session_id=_SID, goals=_GOALS),
                          events.SessionUpdated(seq=63, time=_T, session_id=_SID, session=_SESSION),
@@ -474,7 +475,8 @@ def render_markdown() -> str:
     add("")
     add("## Records")
     for cls in (SessionInfo, MessageInfo, AttachedFile, FileUse, Usage, Segments, Goals,
-                GoalCheckpoint, Decision, CheckpointInfo, SnapshotInfo, DaemonStatus, OllamaStatus):
+                GoalCheckpoint, Decision, GoalsInput, CheckpointInfo, SnapshotInfo, DaemonStatus,
+                OllamaStatus):
         _describe(out, cls, cls.__name__)
     add("")
     add("## Error codes")

@@ -9,7 +9,7 @@ from typing import Annotated
 import msgspec
 from msgspec import Meta
 
-from .models import Count, Goals, Options, Seq
+from .models import Count, GoalsInput, Options, Seq
 from .version import PROTOCOL_VERSION
 
 #: A session's id, or its name when no session has that id.
@@ -154,7 +154,7 @@ class GoalsSet(Request, tag="goals.set"):
     """Replace the session's goal record (edit it)."""
 
     session: SessionRef
-    goals: Goals
+    goals: GoalsInput
 
 
 class SnapshotCreate(Request, tag="snapshot.create"):
