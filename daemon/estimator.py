@@ -161,9 +161,12 @@ class Estimator:
         return self.estimate(model, text_features(content)[:-1] + (1.0,))
 
     def observe(self, model: str, prompt: Sequence[Mapping[str, str]], prompt_tokens: int,
-                estimate: int, texts: Iterable[tuple[str, int]] = ()) -> None:
+                estimate: int, texts: Iterable[tuple[str, int]] = (), persist: bool = True
+                ) -> Calibration:
         """Learn from a turn: its prompt's exact count (and how far `estimate`, made
-        before, was off) and (text, tokens) pairs such as the answer. One write."""
+        before, was off) and (text, tokens) pairs such as the answer. Returns the new
+        calibration; with `persist` it is also written (else the caller writes it, e.g.
+        in the transaction that stores the answer)."""
         cal = self._calibration(model)
         if prompt_tokens > 0 and cal.observations >= _FITTED:  # the prior's error says nothing
             cal.errors = [*cal.errors, abs(estimate - prompt_tokens) / prompt_tokens][-_ERRORS_KEPT:]
@@ -178,4 +181,6 @@ class Estimator:
                     cal.xtx[i][j] = cal.xtx[i][j] * _DECAY + features[i] * features[j]
             cal.observations += 1
         self._weights.pop(model, None)
-        self.store.save_calibration(model, cal)
+        if persist:
+            self.store.save_calibration(model, cal)
+        return cal

@@ -198,18 +198,19 @@ class Generations:
                   final) -> None:
         token_count = int(final.prompt_eval_count or 0)
         eval_count = int(final.eval_count or 0)
-        session, (assistant,) = self.store.append(
-            session.id,
-            [NewMessage(role="assistant", content=answer, thinking=thinking,
-                        model=session.model, eval_count=eval_count, reply_to=user.seq)],
-            activate_seqs=[user.seq], activate=[0], token_count=token_count, answered=[user.seq])
         window = session.window
         # Ollama cut the prompt anyway (an old server ignoring `truncate`): it reports at
         # most the window, or far fewer tokens than the calibrated estimate.
         truncated = token_count >= window or (
             self.estimator.calibrated(session.model) and token_count < 0.7 * estimate)
-        self.estimator.observe(session.model, messages, token_count, estimate,
-                               [(answer, eval_count)])
+        calibration = self.estimator.observe(session.model, messages, token_count, estimate,
+                                             [(answer, eval_count)], persist=False)
+        session, (assistant,) = self.store.append(  # one synced commit for the answer
+            session.id,
+            [NewMessage(role="assistant", content=answer, thinking=thinking,
+                        model=session.model, eval_count=eval_count, reply_to=user.seq)],
+            activate_seqs=[user.seq], activate=[0], token_count=token_count, answered=[user.seq],
+            calibration=(session.model, calibration))
         if truncated:
             log.warning("session=%s prompt_eval_count %d (estimated %d, window %d): "
                         "Ollama may have cut the prompt", session.id, token_count, estimate, window)

@@ -243,13 +243,14 @@ class Store:
         return sorted(self.read(collect), key=lambda s: s.updated, reverse=True)
 
     def create_session(self, *, name: str, model: str, system: str, options: dict,
-                       num_ctx: int, context_length: int = 0) -> SessionRecord:
-        """A new, empty session. An empty name becomes the first free `chat-N`."""
+                       num_ctx: int, context_length: int = 0, token_estimate: int = 0) -> SessionRecord:
+        """A new, empty session. An empty name becomes `chat-N`, N the first free number
+        past the number of sessions."""
         def create(txn: lmdb.Transaction) -> SessionRecord:
             names = self.dbs["names"]
             chosen = name
-            if not chosen:
-                n = 1
+            if not chosen:  # chat-N, N past the number of sessions: free at once, usually
+                n = txn.stat(self.dbs["sessions"])["entries"] + 1
                 while txn.get(f"chat-{n}".encode(), db=names):
                     n += 1
                 chosen = f"chat-{n}"
@@ -258,7 +259,8 @@ class Store:
             now = time.time()
             record = SessionRecord(id=secrets.token_hex(6), name=chosen, model=model,
                                    system=system, options=options, num_ctx=num_ctx,
-                                   context_length=context_length, created=now, updated=now)
+                                   context_length=context_length, created=now, updated=now,
+                                   token_count=token_estimate, tokens_exact=False)
             self._put(txn, record)
             txn.put(chosen.encode(), record.id.encode(), db=names)
             txn.put(record.id.encode(), self._enc.encode(ActiveContext()), db=self.dbs["active"])
@@ -306,14 +308,16 @@ class Store:
     def append(self, session_id: str, messages: Iterable[NewMessage], *,
                activate: Iterable[int] = (), activate_seqs: Iterable[int] = (),
                token_count: int | None = None, pending: bool = False,
-               answered: Iterable[int] = ()) -> tuple[SessionRecord, list[MessageRecord]]:
+               answered: Iterable[int] = (), calibration: tuple[str, Calibration] | None = None
+               ) -> tuple[SessionRecord, list[MessageRecord]]:
         """Append messages to the history in one transaction.
 
         `activate_seqs` (messages already stored) and then the messages at the
         positions `activate` in `messages` join the end of the active context;
         `token_count`, when given, becomes the session's exact count. With
         `pending`, the new messages are questions awaiting their answer;
-        `answered` seqs leave the pending list.
+        `answered` seqs leave the pending list; `calibration` (model, record) is saved in
+        the same transaction (one sync for an answer and what it taught the estimator).
         """
         batch = list(messages)
         activate = set(activate)
@@ -342,6 +346,9 @@ class Store:
             if token_count is not None:
                 record.token_count = token_count
                 record.tokens_exact = True
+            if calibration is not None:
+                txn.put(calibration[0].encode(), self._enc.encode(calibration[1]),
+                        db=self.dbs["calibration"])
             record.updated = now
             self._put(txn, record)
             return record, stored

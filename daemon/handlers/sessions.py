@@ -32,11 +32,12 @@ async def create(daemon, req: requests.SessionCreate) -> SessionReply:
     model = req.model or cfg.default_model
     _check_bytes("name", req.name)
     _check_bytes("model name", model)
+    empty = [{"role": "system", "content": req.system}] if req.system else []
     record = daemon.store.create_session(
         name=req.name, model=model, system=req.system,
         options=req.options or dict(cfg.default_options), num_ctx=req.num_ctx or cfg.num_ctx,
-        context_length=daemon.backend.known_context_length(model))
-    record = daemon.announcer.prompt_changed(record.id)  # the system prompt's estimate
+        context_length=daemon.backend.known_context_length(model),
+        token_estimate=daemon.estimator.prompt(model, empty))  # the empty prompt, estimated
     info = daemon.announcer.info(record)
     daemon.bus.publish(SessionCreated(session=info), record.id)
     daemon.bus.publish(ContextUsage(usage=daemon.announcer.usage(record)), record.id)
