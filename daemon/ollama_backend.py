@@ -66,7 +66,8 @@ class OllamaBackend:
         await self.client.close()
 
     async def check(self) -> OllamaStatus:
-        """Ask /api/version; remember and return whether Ollama answers."""
+        """Ask /api/version; remember and return whether Ollama answers (and its version,
+        which a model call alone does not tell)."""
         try:
             response = await self.client._client.get("/api/version", timeout=3.0)
             response.raise_for_status()

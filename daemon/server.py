@@ -163,7 +163,8 @@ class Daemon:
 
     def _status_line(self) -> str:
         ollama = self.backend.status
-        reach = f"Ollama {ollama.version} reachable" if ollama.reachable else "Ollama NOT reachable"
+        reach = (f"Ollama {ollama.version} reachable".replace("  ", " ") if ollama.reachable
+                 else "Ollama NOT reachable")
         return f"STATUS={len(self.store.sessions())} sessions, {reach} at {ollama.host}"
 
     async def _watchdog(self, interval: float) -> None:

@@ -28,7 +28,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"  store     {s.store_path}")
     print(f"  sessions  {s.sessions}, generations running: {s.generations_running}")
     if o.reachable:
-        print(f"  ollama    {o.version} at {o.host}")
+        print(f"  ollama    {o.version or 'reachable'} at {o.host}")
     elif not o.checked:
         print(f"  ollama    {o.host}: not checked yet")
     else:
