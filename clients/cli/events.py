@@ -46,7 +46,8 @@ def describe(event) -> str:
     if isinstance(event, CompactionResult):
         return event.marker if event.status == "ok" else f"{event.status}: {event.reason}"
     if isinstance(event, (SessionCreated, SessionUpdated)):
-        return f"{event.session.name} ({event.session.model})"
+        state = "busy" if event.session.busy else "idle"
+        return f"{event.session.name} ({event.session.model}), {state}"
     if isinstance(event, DaemonStatusEvent):
         state = "stopping" if event.stopping else "running"
         return f"{state}, {event.status.sessions} sessions, ollama " + (
