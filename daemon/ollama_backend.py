@@ -1,18 +1,18 @@
 """Model calls through the official `ollama` client, and their failures as error codes.
 
 One `AsyncClient` (one connection pool) for the daemon's lifetime, with an
-explicit connect timeout (the client's default is none).
+explicit connect timeout (the client's default is none). The `ollama` package
+(and pydantic under it) takes about a third of a second to import, so it is
+imported in a worker thread once the daemon serves (`preload`): the first
+requests are answered meanwhile, and model calls wait for it.
 """
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
-import httpx
 import msgspec
-import ollama
-from ollama import ChatResponse, ResponseError
-from ollama._types import ChatRequest
 
 from ..protocol import ErrorCode
 from ..protocol.models import OllamaStatus
@@ -33,8 +33,8 @@ class ModelCallError(RequestError):
     """A failed model call: an error code and a message that says what to do."""
 
 
-class _Client(ollama.AsyncClient):
-    """The official client, plus the `truncate` field of /api/chat.
+def _make_client(host: str, connect_timeout: float, read_timeout: float) -> Any:
+    """The official client, plus the `truncate` field of /api/chat (imports ollama).
 
     Ollama (0.12+) accepts `truncate: false` on /api/chat: an overflowing
     prompt is then refused instead of having its oldest messages dropped.
@@ -42,14 +42,21 @@ class _Client(ollama.AsyncClient):
     parameter for it, so the request is built the client's own way and the
     field added.
     """
+    import httpx
+    import ollama
+    from ollama import ChatResponse
+    from ollama._types import ChatRequest
 
-    async def chat_request(self, model: str, messages: Sequence[Mapping[str, Any]], *,
-                           stream: bool, options: Mapping[str, Any], think: bool | None,
-                           truncate: bool = False) -> Any:
-        body = ChatRequest(model=model, messages=list(messages), stream=stream,
-                           options=dict(options), think=think).model_dump(exclude_none=True)
-        body["truncate"] = truncate
-        return await self._request(ChatResponse, "POST", "/api/chat", json=body, stream=stream)
+    class Client(ollama.AsyncClient):
+        async def chat_request(self, model: str, messages: Sequence[Mapping[str, Any]], *,
+                               stream: bool, options: Mapping[str, Any], think: bool | None,
+                               truncate: bool = False) -> Any:
+            body = ChatRequest(model=model, messages=list(messages), stream=stream,
+                               options=dict(options), think=think).model_dump(exclude_none=True)
+            body["truncate"] = truncate
+            return await self._request(ChatResponse, "POST", "/api/chat", json=body, stream=stream)
+
+    return Client(host=host, timeout=httpx.Timeout(read_timeout, connect=connect_timeout))
 
 
 class OllamaBackend:
@@ -57,19 +64,36 @@ class OllamaBackend:
 
     def __init__(self, host: str, connect_timeout: float, read_timeout: float) -> None:
         self.host = host
-        timeout = httpx.Timeout(read_timeout, connect=connect_timeout)
-        self.client = _Client(host=host, timeout=timeout)
+        self._timeouts = (connect_timeout, read_timeout)
+        self._loading: "asyncio.Future[Any] | None" = None
+        self._client: Any = None
         self._facts: dict[str, ModelFacts] = {}
         self.status = OllamaStatus(host=host, reachable=False, checked=False)
 
+    def preload(self) -> None:
+        """Start importing the client in a worker thread (call from the event loop)."""
+        if self._loading is None:
+            self._loading = asyncio.ensure_future(asyncio.to_thread(_make_client, self.host, *self._timeouts))
+
+    async def client(self) -> Any:
+        """The official client, once imported."""
+        if self._client is None:
+            self.preload()
+            assert self._loading is not None
+            self._client = await asyncio.shield(self._loading)
+        return self._client
+
     async def close(self) -> None:
-        await self.client.close()
+        if self._loading is not None:
+            await (await self.client()).close()
 
     async def check(self) -> OllamaStatus:
         """Ask /api/version; remember and return whether Ollama answers (and its version,
         which a model call alone does not tell)."""
+        client = await self.client()
+        import httpx
         try:
-            response = await self.client._client.get("/api/version", timeout=3.0)
+            response = await client._client.get("/api/version", timeout=3.0)
             response.raise_for_status()
             version = str(response.json().get("version", ""))
             self.status = OllamaStatus(host=self.host, reachable=True, version=version)
@@ -93,7 +117,7 @@ class OllamaBackend:
         if model in self._facts:
             return self._facts[model]
         try:
-            shown = await self.client.show(model)
+            shown = await (await self.client()).show(model)
         except Exception as exc:  # noqa: BLE001 - every failure becomes a ModelCallError
             raise self.explain(exc, model) from None
         self._reached()
@@ -109,12 +133,11 @@ class OllamaBackend:
         return facts
 
     async def stream_chat(self, model: str, messages: Sequence[Mapping[str, Any]],
-                          options: Mapping[str, Any], think: bool | None
-                          ) -> AsyncIterator[ChatResponse]:
+                          options: Mapping[str, Any], think: bool | None) -> AsyncIterator[Any]:
         """Stream a chat; raises ModelCallError on any failure, including a cut stream."""
         try:
-            stream = await self.client.chat_request(model, messages, stream=True,
-                                                    options=options, think=think)
+            stream = await (await self.client()).chat_request(model, messages, stream=True,
+                                                              options=options, think=think)
             self._reached()
             done = False
             async for chunk in stream:
@@ -129,11 +152,11 @@ class OllamaBackend:
             raise self.explain(exc, model) from None
 
     async def chat_once(self, model: str, messages: Sequence[Mapping[str, Any]],
-                        options: Mapping[str, Any]) -> ChatResponse:
+                        options: Mapping[str, Any]) -> Any:
         """One non-streaming chat call (summaries)."""
         try:
-            response = await self.client.chat_request(model, messages, stream=False,
-                                                      options=options, think=None)
+            response = await (await self.client()).chat_request(model, messages, stream=False,
+                                                                options=options, think=None)
         except Exception as exc:  # noqa: BLE001
             raise self.explain(exc, model) from None
         self._reached()
@@ -142,7 +165,7 @@ class OllamaBackend:
     async def embed(self, model: str, texts: list[str]) -> list[list[float]]:
         """Embeddings from /api/embed (one call for all texts)."""
         try:
-            response = await self.client.embed(model=model, input=texts)
+            response = await (await self.client()).embed(model=model, input=texts)
         except Exception as exc:  # noqa: BLE001
             raise self.explain(exc, model) from None
         self._reached()
@@ -153,6 +176,8 @@ class OllamaBackend:
 
     def explain(self, exc: BaseException, model: str = "") -> ModelCallError:
         """A ModelCallError saying what went wrong and what to do next."""
+        import httpx
+        from ollama import ResponseError
         if isinstance(exc, ModelCallError):
             return exc
         if isinstance(exc, (ConnectionError, httpx.ConnectError, httpx.ConnectTimeout)):

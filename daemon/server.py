@@ -200,6 +200,7 @@ class Daemon:
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self.stop)
         loop.add_signal_handler(signal.SIGHUP, self.reload)
+        self.backend.preload()  # the ollama package imports in a thread while we serve
         try:
             self._open_tcp()
         except zmq.ZMQError as exc:
