@@ -1,6 +1,7 @@
 """Seed 002's reliability score: model size, and 15 % less per compaction (floor 30 %)."""
 
 import re
+from functools import lru_cache
 
 WARNING_BELOW = 0.40
 ADVICE = ("Small models may lose context accuracy after several compressions. "
@@ -8,6 +9,7 @@ ADVICE = ("Small models may lose context accuracy after several compressions. "
           "conversation if you see hallucinations; use a larger model for complex long-term tasks.")
 
 
+@lru_cache(maxsize=256)
 def billions(parameter_size: str) -> float:
     """"7.6B" -> 7.6, "137M" -> 0.137, unknown -> 0."""
     m = re.match(r"\s*([\d.]+)\s*([BMK]?)", parameter_size or "", re.I)

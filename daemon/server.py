@@ -165,7 +165,7 @@ class Daemon:
         ollama = self.backend.status
         reach = (f"Ollama {ollama.version} reachable".replace("  ", " ") if ollama.reachable
                  else "Ollama NOT reachable")
-        return f"STATUS={len(self.store.sessions())} sessions, {reach} at {ollama.host}"
+        return f"STATUS={self.store.session_count()} sessions, {reach} at {ollama.host}"
 
     async def _watchdog(self, interval: float) -> None:
         """WATCHDOG=1 from the event loop itself, only while every control loop runs: if
@@ -278,7 +278,7 @@ class Daemon:
         return DaemonStatus(
             version=DAEMON_VERSION, protocol=PROTOCOL_VERSION, pid=os.getpid(),
             started=self.started, uptime=time.time() - self.started,
-            sessions=len(self.store.sessions()), generations_running=self.jobs.running("generation"),
+            sessions=self.store.session_count(), generations_running=self.jobs.running("generation"),
             control_endpoint=self.control_endpoint, events_endpoint=self.events_endpoint,
             store_path=str(self.store.path), last_seq=self.bus.last_seq,
             ollama=self.backend.status)

@@ -235,6 +235,10 @@ class Store:
         """The session whose id, name or unique id prefix (4+ characters) is `ref`."""
         return self.read(lambda txn: self._resolve(txn, ref))
 
+    def session_count(self) -> int:
+        """How many sessions there are (without reading them)."""
+        return self.read(lambda txn: txn.stat(self.dbs["sessions"])["entries"])
+
     def sessions(self) -> list[SessionRecord]:
         """Every session, most recently updated first."""
         def collect(txn: lmdb.Transaction) -> list[SessionRecord]:
