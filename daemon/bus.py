@@ -22,6 +22,12 @@ from ..protocol.models import DaemonStatus
 log = logging.getLogger(__name__)
 
 
+#: The longest subscription prefix (topics are `<subject>/<session id>`, under 60 bytes).
+MAX_PREFIX_BYTES = 256
+#: Subscriptions held at once, by all subscribers together.
+MAX_SUBSCRIPTIONS = 4096
+
+
 class EventBus:
     """Publishes events on the XPUB socket."""
 
@@ -32,13 +38,19 @@ class EventBus:
         self.sockets: list[zmq.asyncio.Socket] = []
         self.last_seq = 0
         self._status = status
+        self._subscriptions: dict[bytes, int] = {}
+        self._total = 0
+        self._refusal_logged = float("-inf")
 
     def bind(self, endpoint: str, fd: int | None = None,
              secure: Callable[[zmq.Socket], None] | None = None) -> None:
         """Publish on one more endpoint (an adopted listening socket when `fd` is given)."""
         sock = self.context.socket(zmq.XPUB)
         sock.setsockopt(zmq.SNDHWM, self.hwm)
-        sock.setsockopt(zmq.XPUB_VERBOSE, 1)  # every subscription, even repeated ones
+        # Subscriptions are applied by the daemon (serve_subscriptions), so that a prefix
+        # too long, or one too many, costs nothing; every (un)subscription is seen.
+        sock.setsockopt(zmq.XPUB_MANUAL, 1)
+        sock.setsockopt(zmq.XPUB_VERBOSER, 1)
         sock.setsockopt(zmq.LINGER, 500)
         if fd is not None:
             sock.setsockopt(zmq.USE_FD, fd)
@@ -72,12 +84,42 @@ class EventBus:
         log.warning("event %s #%d not sent: %s", tag, seq, exc)
 
     async def serve_subscriptions(self, sock: zmq.asyncio.Socket) -> None:
-        """Greet every new subscription on `sock` with the daemon's status."""
+        """Apply each subscription within the limits, and greet it with the daemon's status;
+        apply each unsubscription (ZeroMQ sends them too for a subscriber that left, whose
+        subscriptions it has already dropped)."""
         while True:
             frame = await sock.recv()
-            if frame[:1] == b"\x01":
-                log.debug("new subscription to %r", frame[1:].decode(errors="replace"))
-                self.publish(DaemonStatusEvent(status=self._status()))
+            kind, prefix = frame[:1], frame[1:]
+            if kind == b"\x00":
+                sock.setsockopt(zmq.UNSUBSCRIBE, prefix)
+                if self._subscriptions.get(prefix):
+                    self._subscriptions[prefix] -= 1
+                    self._total -= 1
+                continue
+            if kind != b"\x01":
+                continue
+            refusal = self._refusal(prefix)
+            if refusal:
+                self._log_refusal(refusal)
+                continue
+            sock.setsockopt(zmq.SUBSCRIBE, prefix)
+            self._subscriptions[prefix] = self._subscriptions.get(prefix, 0) + 1
+            self._total += 1
+            log.debug("new subscription to %r", prefix.decode(errors="replace"))
+            self.publish(DaemonStatusEvent(status=self._status()))
+
+    def _refusal(self, prefix: bytes) -> str:
+        if len(prefix) > MAX_PREFIX_BYTES:
+            return f"a subscription prefix of {len(prefix):,} bytes (at most {MAX_PREFIX_BYTES})"
+        if self._total >= MAX_SUBSCRIPTIONS:
+            return f"a subscription past the limit of {MAX_SUBSCRIPTIONS:,} at once"
+        return ""
+
+    def _log_refusal(self, refusal: str) -> None:
+        now = time.monotonic()
+        if now - self._refusal_logged >= 1.0:
+            log.warning("refused %s: the subscriber gets no greeting and no events for it", refusal)
+            self._refusal_logged = now
 
     def close(self) -> None:
         for sock in self.sockets:

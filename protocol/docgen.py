@@ -408,7 +408,9 @@ def render_markdown() -> str:
       numbering begins again at 1.
     - Each new subscription is greeted with a `daemon.status` event; seeing it
       tells you the subscription is live (subscribe to `daemon.status` too if
-      your other prefixes do not cover it).
+      your other prefixes do not cover it). A prefix longer than 256 bytes, or one
+      past 4,096 subscriptions held at once by all subscribers, is refused: it gets no
+      greeting and no events.
     - Every job ends with exactly one terminal event: `response.generation` or
       `generation.error` for a generation, `compaction.result` for a compaction (see
       below).
