@@ -1,6 +1,7 @@
 """`ctxkeep status`: is the daemon up, and can it reach Ollama?"""
 
 import argparse
+import time
 
 import msgspec
 
@@ -15,9 +16,17 @@ def add_parser(commands) -> argparse.ArgumentParser:
     return parser
 
 
+#: How long a daemon that has just started may take to ask Ollama for the first time.
+FIRST_CHECK_S = 5.0
+
+
 def run(args: argparse.Namespace) -> int:
     with connect(args) as client:
         s = client.status().status
+        deadline = time.monotonic() + FIRST_CHECK_S
+        while not s.ollama.checked and time.monotonic() < deadline:  # just started: wait for it
+            time.sleep(0.05)
+            s = client.status().status
     if args.json:
         print(msgspec.json.encode(s).decode())
         return 0
