@@ -24,20 +24,19 @@ log = logging.getLogger(__name__)
 
 #: The longest subscription prefix (topics are `<subject>/<session id>`, under 60 bytes).
 MAX_PREFIX_BYTES = 256
-#: Subscriptions held at once, by all subscribers together.
-MAX_SUBSCRIPTIONS = 4096
 
 
 class EventBus:
     """Publishes events on the XPUB socket."""
 
     def __init__(self, context: zmq.asyncio.Context, hwm: int,
-                 status: Callable[[], DaemonStatus]) -> None:
+                 status: Callable[[], DaemonStatus], max_subscriptions: int = 4096) -> None:
         self.context = context
         self.hwm = hwm
         self.sockets: list[zmq.asyncio.Socket] = []
         self.last_seq = 0
         self._status = status
+        self.max_subscriptions = max_subscriptions
         self._subscriptions: dict[bytes, int] = {}
         self._total = 0
         self._refusal_logged = float("-inf")
@@ -111,8 +110,8 @@ class EventBus:
     def _refusal(self, prefix: bytes) -> str:
         if len(prefix) > MAX_PREFIX_BYTES:
             return f"a subscription prefix of {len(prefix):,} bytes (at most {MAX_PREFIX_BYTES})"
-        if self._total >= MAX_SUBSCRIPTIONS:
-            return f"a subscription past the limit of {MAX_SUBSCRIPTIONS:,} at once"
+        if self._total >= self.max_subscriptions:
+            return f"a subscription past the limit of {self.max_subscriptions:,} at once (max_subscriptions)"
         return ""
 
     def _log_refusal(self, refusal: str) -> None:

@@ -67,6 +67,9 @@ class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         "Streamed text is published in batches about this often (the first piece at once).")] = 30.0
     event_hwm: Annotated[int, Meta(ge=1000), _doc(
         "Send high-water mark of the event socket: messages queued per subscriber before drops.")] = 100_000
+    max_subscriptions: Annotated[int, Meta(ge=1, le=1 << 20), _doc(
+        "Event subscriptions held at once by all subscribers together; past it, and for a "
+        "prefix over 256 bytes, a subscription is refused (no greeting, no events).")] = 4096
     drain_timeout: Annotated[float, Meta(ge=0), _doc(
         "Seconds SIGTERM waits for running generations and compactions before cancelling them.")] = 20.0
     compaction_tail_turns: Annotated[int, Meta(ge=0, le=10_000), _doc(

@@ -102,7 +102,8 @@ class Daemon:
         self.context = zmq.asyncio.Context()
         self.router = self._router(self.control_endpoint, adopted.get("ctl"))
         self.routers = [(self.router, False)]
-        self.bus = EventBus(self.context, self.config.event_hwm, self.status)
+        self.bus = EventBus(self.context, self.config.event_hwm, self.status,
+                            self.config.max_subscriptions)
         self.bus.bind(self.events_endpoint, adopted.get("events"))
         if adopted:
             log.info("adopted sockets from systemd: %s", ", ".join(sorted(adopted)))
@@ -272,6 +273,7 @@ class Daemon:
                     log.warning("Ollama is not reachable at %s: %s", status.host, status.error)
                 was_reachable = status.reachable
                 systemd.notify(self._status_line())
+                self.bus.publish(DaemonStatusEvent(status=self.status()))  # clients learn it too
             await asyncio.sleep(60)
 
     def status(self) -> DaemonStatus:

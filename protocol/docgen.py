@@ -410,7 +410,7 @@ def render_markdown() -> str:
       tells you the subscription is live (subscribe to `daemon.status` too if
       your other prefixes do not cover it). A prefix longer than 256 bytes, or one
       past 4,096 subscriptions held at once by all subscribers, is refused: it gets no
-      greeting and no events.
+      greeting and no events (`max_subscriptions` in the daemon's configuration).
     - Every job ends with exactly one terminal event: `response.generation` or
       `generation.error` for a generation, `compaction.result` for a compaction (see
       below).

@@ -50,8 +50,10 @@ def describe(event) -> str:
         return f"{event.session.name} ({event.session.model}), {state}"
     if isinstance(event, DaemonStatusEvent):
         state = "stopping" if event.stopping else "running"
+        ollama = event.status.ollama
         return f"{state}, {event.status.sessions} sessions, ollama " + (
-            "reachable" if event.status.ollama.reachable else "NOT reachable")
+            "reachable" if ollama.reachable else "not checked yet" if not ollama.checked
+            else "NOT reachable")
     return ""
 
 
