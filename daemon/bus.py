@@ -39,7 +39,7 @@ class EventBus:
         self.max_subscriptions = max_subscriptions
         self._subscriptions: dict[bytes, int] = {}
         self._total = 0
-        self._refusal_logged = float("-inf")
+        self._refusal_logged: dict[str, float] = {}
 
     def bind(self, endpoint: str, fd: int | None = None,
              secure: Callable[[zmq.Socket], None] | None = None) -> None:
@@ -115,10 +115,12 @@ class EventBus:
         return ""
 
     def _log_refusal(self, refusal: str) -> None:
+        """Log a refusal, each kind at most once a second (a flood must not flood the log)."""
+        kind = refusal.split(" of ")[0]
         now = time.monotonic()
-        if now - self._refusal_logged >= 1.0:
+        if now - self._refusal_logged.get(kind, float("-inf")) >= 1.0:
             log.warning("refused %s: the subscriber gets no greeting and no events for it", refusal)
-            self._refusal_logged = now
+            self._refusal_logged[kind] = now
 
     def close(self) -> None:
         for sock in self.sockets:
