@@ -52,6 +52,14 @@ def run(coro):
     return asyncio.run(coro)
 
 
+async def idle(jobs: SessionJobs, *sessions: str, timeout: float = 5.0) -> None:
+    """Wait (with a deadline) until the sessions' queues are empty."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while any(jobs.busy(s) for s in sessions or ("s",)):
+        assert asyncio.get_running_loop().time() < deadline, "the queue did not empty"
+        await asyncio.sleep(0.001)
+
+
 def test_a_job_cancelled_before_it_started_ends_at_once_and_the_session_is_idle():
     async def scenario():
         rec = Recorder()
@@ -74,8 +82,7 @@ def test_cancelling_the_third_of_three_queued_jobs():
         three = [job("s", ends_itself) for _ in range(3)]
         assert [jobs.submit(j) for j in three] == [0, 1, 2]
         assert jobs.cancel("s", three[2].id) is three[2]
-        while jobs.busy("s"):
-            await asyncio.sleep(0.001)
+        await idle(jobs)
         assert [len(rec.terminals(j)) for j in three] == [1, 1, 1]
         assert rec.terminals(three[2])[0].code == "cancelled"
         assert [rec.terminals(j)[0].code for j in three[:2]] == ["done", "done"]
@@ -91,8 +98,7 @@ def test_an_exception_in_a_body_ends_the_job_with_internal():
         jobs = make(rec)
         bad = job("s", boom)
         jobs.submit(bad)
-        while jobs.busy("s"):
-            await asyncio.sleep(0.001)
+        await idle(jobs)
         (end,) = rec.terminals(bad)
         assert end.code == "internal" and "ZeroDivisionError" in end.message
         assert rec.busy_changes[-1] == ("s", False)
@@ -113,8 +119,7 @@ def test_a_body_that_returns_without_ending_still_ends_once():
         a, b = job("s", forgets), job("s", twice)
         jobs.submit(a)
         jobs.submit(b)
-        while jobs.busy("s"):
-            await asyncio.sleep(0.001)
+        await idle(jobs)
         assert [e.code for e in rec.terminals(a)] == ["internal"]
         assert [e.code for e in rec.terminals(b)] == ["a"]
     run(scenario())
@@ -208,10 +213,7 @@ def test_every_accepted_job_ends_exactly_once(steps):
                 jobs.cancel(session, "no-such-id")
             else:
                 await asyncio.sleep(0.001)
-        deadline = asyncio.get_running_loop().time() + 5
-        while (jobs.busy("a") or jobs.busy("b")) and asyncio.get_running_loop().time() < deadline:
-            await asyncio.sleep(0.001)
-        assert not jobs.busy("a") and not jobs.busy("b")
+        await idle(jobs, "a", "b")
         for j in accepted:
             assert len(rec.terminals(j)) == 1, (j, rec.terminals(j))
         for session in ("a", "b"):  # busy changes alternate, ending idle
@@ -240,7 +242,6 @@ def test_cancel_reports_whether_a_terminal_event_follows(state):
         assert jobs.cancel("s", target.id) is target
         if state == "queued":
             jobs.cancel("s", first.id)
-        while jobs.busy("s"):
-            await asyncio.sleep(0.001)
+        await idle(jobs)
         assert [e.code for e in rec.terminals(target)] == ["cancelled"]
     run(scenario())
