@@ -47,6 +47,11 @@ def test_new_ask_show_sessions(daemon, standin):
     assert lines[2]["content"] == "Tell me more"
     listing = daemon.cli("sessions")
     assert sid in listing.stdout and "cli" in listing.stdout
+    exact = next(line for line in listing.stdout.splitlines() if sid in line)
+    assert "/8,192" in exact and "~" not in exact  # the last turn's exact count
+    assert daemon.cli("set", sid, "--system", "Be brief.").returncode == 0
+    estimated = next(line for line in daemon.cli("sessions").stdout.splitlines() if sid in line)
+    assert "~" in estimated  # the prompt changed: an estimate, marked as one
 
 
 def test_errors_exit_nonzero_with_message_on_stderr(daemon, standin):
