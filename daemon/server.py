@@ -333,10 +333,6 @@ class Daemon:
                                 message=f"internal error ({exc!r}): see the daemon's log"))
         self._send(router, peer, envelope, body)
 
-    async def handle(self, frame: bytes) -> Reply:
-        """Decode, dispatch and answer one request frame; never raises."""
-        return await self.dispatch(self.decode(frame))
-
     def decode(self, frame: bytes) -> "Request | Error":
         """The request in a frame, or the error reply that says why there is none."""
         try:

@@ -6,13 +6,14 @@ for the client), never an error of the turn.
 
 import hashlib
 import os
+from pathlib import Path
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..records import Attachment
 from . import chunker
 from .refs import FileRef, find_refs
-from .safe_read import Refused, list_dir, read_text, shown
+from .safe_read import Refused, inside, list_dir, read_text, shown
 
 
 @dataclass(frozen=True)
@@ -82,14 +83,10 @@ def working_dir(cwd: str, settings: FileSettings) -> str:
     """Where a client's relative paths start; "" refuses its references (with a note)."""
     if settings.remote:
         return settings.roots[0] if settings.roots else ""
-    if cwd and settings.roots and not any(_within(cwd, root) for root in settings.roots):
+    if cwd and settings.roots and not inside(Path(os.path.realpath(cwd)),
+                                             [Path(os.path.realpath(r)) for r in settings.roots]):
         return ""
     return cwd
-
-
-def _within(path: str, root: str) -> bool:
-    real, top = os.path.realpath(path), os.path.realpath(root)
-    return real == top or real.startswith(top.rstrip("/") + "/")
 
 
 def _expand_one(ref: FileRef, cwd: str, settings: FileSettings,

@@ -39,7 +39,8 @@ class Listing:
     total: int
 
 
-def _inside(path: Path, roots: list[Path]) -> bool:
+def inside(path: Path, roots: list[Path]) -> bool:
+    """Whether `path` is one of `roots` or below one."""
     return any(path == root or root in path.parents for root in roots)
 
 
@@ -52,7 +53,7 @@ def resolve(path_text: str, cwd: str, roots: list[str]) -> tuple[Path, list[Path
     path = Path(os.path.normpath(raw if raw.is_absolute() else base / raw))
     allowed = [Path(os.path.realpath(r)) for r in (roots or [cwd])]
     lexical_roots = [Path(os.path.normpath(r)) for r in (roots or [cwd])]
-    if not (_inside(path, allowed) or _inside(path, lexical_roots)):
+    if not (inside(path, allowed) or inside(path, lexical_roots)):
         raise Refused("outside the allowed folders")
     return path, allowed
 
@@ -75,7 +76,7 @@ def _open(path: Path, directory: bool) -> int:
 
 def _check_real(fd: int, allowed: list[Path]) -> Path:
     real = Path(os.readlink(f"/proc/self/fd/{fd}"))
-    if not _inside(real, allowed):
+    if not inside(real, allowed):
         raise Refused("a link that leads outside the allowed folders")
     return real
 

@@ -12,8 +12,7 @@ async def history(daemon, req: requests.History) -> HistoryReply:
         # The active context is in prompt order (a summary before the messages it kept),
         # so a page starts at the position of `start` in it, not at seqs >= start.
         seqs = daemon.store.context(record.id).seqs
-        at = seqs.index(req.start) if req.start in seqs else (
-            0 if req.start == 0 else next((i for i, s in enumerate(seqs) if s >= req.start), len(seqs)))
+        at = seqs.index(req.start) if req.start in seqs else 0 if req.start == 0 else len(seqs)
         page_seqs = seqs[at:at + req.limit]
         messages = daemon.store.messages(record.id, page_seqs)
         after = at + len(page_seqs)

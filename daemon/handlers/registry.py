@@ -6,12 +6,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..errors import RequestError
 from ...protocol.replies import Reply
-
-__all__ = ["HANDLERS", "REMOTE", "RequestError", "handles"]
 from ...protocol.requests import Request
 
 if TYPE_CHECKING:
     from ..server import Daemon
+
+__all__ = ["HANDLERS", "REMOTE", "RequestError", "handles"]
 
 R = TypeVar("R", bound=Request)
 Handler = Callable[["Daemon", Any], Awaitable[Reply]]

@@ -20,10 +20,10 @@ MAX_NAME_BYTES = 255
 
 
 def _check_bytes(what: str, value: str) -> None:
-    if len(value.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES:
-        raise RequestError(ErrorCode.INVALID_ARGUMENT, f"the {what} is {len(value.encode('utf-8', 'surrogatepass'))} "
-                                                       f"bytes of UTF-8; at most {MAX_NAME_BYTES} are allowed: "
-                                                       "choose a shorter one")
+    size = len(value.encode("utf-8", "surrogatepass"))
+    if size > MAX_NAME_BYTES:
+        raise RequestError(ErrorCode.INVALID_ARGUMENT, f"the {what} is {size} bytes of UTF-8; at "
+                                                       f"most {MAX_NAME_BYTES} are allowed: choose a shorter one")
 
 
 @handles(requests.SessionCreate)
