@@ -2,9 +2,12 @@
 
 An XPUB, so the daemon sees each new subscription and greets it with a
 `daemon.status` event (which also tells the subscriber its subscription is
-live). Every event gets the next per-daemon sequence number. The send
-high-water mark is raised, and the text of a generation is batched upstream,
-because a PUB socket drops silently when a subscriber's queue is full.
+live). Every event gets the next per-daemon sequence number, so a subscriber
+whose queue overflowed (ZeroMQ drops, it does not block) sees the gap.
+
+A subscriber's queue is bounded in bytes: ZeroMQ counts messages, so the
+high-water mark is `event_buffer_bytes` divided by the size of a token batch
+(`EVENT_UNIT_BYTES`, the largest event of a stream; see batcher.py).
 """
 
 import asyncio
@@ -15,30 +18,40 @@ from collections.abc import Callable
 import zmq
 import zmq.asyncio
 
+from zmq.utils.monitor import parse_monitor_message
+
 from ..protocol import encode, subjects
 from ..protocol.events import DaemonStatusEvent, Event
 from ..protocol.models import DaemonStatus
+from .batcher import MAX_BATCH_BYTES
+from .subscriptions import MAX_PREFIX_BYTES, SubscriptionLedger
 
 log = logging.getLogger(__name__)
 
+__all__ = ["EventBus", "MAX_PREFIX_BYTES", "EVENT_UNIT_BYTES", "high_water_mark"]
 
-#: The longest subscription prefix (topics are `<subject>/<session id>`, under 60 bytes).
-MAX_PREFIX_BYTES = 256
+#: What one queued event is counted as: a full token batch and its envelope.
+EVENT_UNIT_BYTES = MAX_BATCH_BYTES + 512
+
+
+def high_water_mark(buffer_bytes: int) -> int:
+    """The per-subscriber queue length (in events) that `buffer_bytes` allows."""
+    return max(1, buffer_bytes // EVENT_UNIT_BYTES)
 
 
 class EventBus:
     """Publishes events on the XPUB socket."""
 
-    def __init__(self, context: zmq.asyncio.Context, hwm: int,
-                 status: Callable[[], DaemonStatus], max_subscriptions: int = 4096) -> None:
+    def __init__(self, context: zmq.asyncio.Context, buffer_bytes: int,
+                 status: Callable[[], DaemonStatus], max_subscriptions: int = 4096,
+                 max_per_client: int = 256) -> None:
         self.context = context
-        self.hwm = hwm
+        self.hwm = high_water_mark(buffer_bytes)
         self.sockets: list[zmq.asyncio.Socket] = []
         self.last_seq = 0
         self._status = status
-        self.max_subscriptions = max_subscriptions
-        self._subscriptions: dict[bytes, int] = {}
-        self._total = 0
+        self.ledger = SubscriptionLedger(max_subscriptions, max_per_client)
+        self._monitors: dict[zmq.asyncio.Socket, zmq.asyncio.Socket] = {}
         self._refusal_logged: dict[str, float] = {}
 
     def bind(self, endpoint: str, fd: int | None = None,
@@ -55,6 +68,8 @@ class EventBus:
             sock.setsockopt(zmq.USE_FD, fd)
         if secure is not None:
             secure(sock)
+        # The monitor says when a connection ends, so that its own count is forgotten.
+        self._monitors[sock] = sock.get_monitor_socket(zmq.EVENT_ACCEPTED | zmq.EVENT_DISCONNECTED)
         sock.bind(endpoint)
         self.sockets.append(sock)
 
@@ -83,40 +98,68 @@ class EventBus:
         log.warning("event %s #%d not sent: %s", tag, seq, exc)
 
     async def serve_subscriptions(self, sock: zmq.asyncio.Socket) -> None:
-        """Apply each subscription within the limits, and greet it with the daemon's status;
+        """Apply each subscription within the limits and greet it with the daemon's status;
         apply each unsubscription (ZeroMQ sends them too for a subscriber that left, whose
-        subscriptions it has already dropped)."""
+        subscriptions it has already dropped). Connection ends are taken in first, so a
+        descriptor reused by a new connection never inherits the old one's count."""
+        monitor = self._monitors[sock]
         while True:
-            frame = await sock.recv()
-            kind, prefix = frame[:1], frame[1:]
+            frame = await sock.recv(copy=False)
+            await self._take_connection_events(sock, monitor)
+            data = frame.bytes
+            kind, prefix = data[:1], data[1:]
+            client = self._client(sock, frame)
+            if kind == b"\x01" and client is None:
+                client = (id(sock), -1)
             if kind == b"\x00":
                 sock.setsockopt(zmq.UNSUBSCRIBE, prefix)
-                if self._subscriptions.get(prefix):
-                    self._subscriptions[prefix] -= 1
-                    self._total -= 1
+                self.ledger.remove(client, prefix)
                 continue
             if kind != b"\x01":
                 continue
-            refusal = self._refusal(prefix)
+            refusal = self.ledger.refusal(client, prefix)
             if refusal:
                 self._log_refusal(refusal)
                 continue
             sock.setsockopt(zmq.SUBSCRIBE, prefix)
-            self._subscriptions[prefix] = self._subscriptions.get(prefix, 0) + 1
-            self._total += 1
-            log.debug("new subscription to %r", prefix.decode(errors="replace"))
+            self.ledger.add(client, prefix)
+            log.debug("new subscription to %r from %s (%d held in all)",
+                      prefix.decode(errors="replace"), client, self.ledger.total)
             self.publish(DaemonStatusEvent(status=self._status()))
 
-    def _refusal(self, prefix: bytes) -> str:
-        if len(prefix) > MAX_PREFIX_BYTES:
-            return f"a subscription prefix of {len(prefix):,} bytes (at most {MAX_PREFIX_BYTES})"
-        if self._total >= self.max_subscriptions:
-            return f"a subscription past the limit of {self.max_subscriptions:,} at once (max_subscriptions)"
-        return ""
+    async def serve_connections(self, sock: zmq.asyncio.Socket) -> None:
+        """Forget each connection that ends (also done before each subscription)."""
+        monitor = self._monitors[sock]
+        while True:
+            self._connection_event(sock, await monitor.recv_multipart())
+
+    async def _take_connection_events(self, sock: zmq.asyncio.Socket,
+                                      monitor: zmq.asyncio.Socket) -> None:
+        """Take in every connection event already queued (without waiting)."""
+        while True:
+            try:
+                frames = await monitor.recv_multipart(flags=zmq.NOBLOCK)
+            except zmq.Again:
+                return
+            self._connection_event(sock, frames)
+
+    def _connection_event(self, sock: zmq.asyncio.Socket, frames: list[bytes]) -> None:
+        event = parse_monitor_message(frames)
+        # An accepted descriptor is a new connection: anything left under it is stale.
+        self.ledger.client_left((id(sock), int(event["value"])))
+
+    @staticmethod
+    def _client(sock: zmq.asyncio.Socket, frame: zmq.Frame) -> tuple[int, int] | None:
+        """The connection a subscription came from; None for the unsubscriptions ZeroMQ
+        makes itself when a subscriber leaves (they carry no descriptor)."""
+        try:
+            return (id(sock), frame.get(zmq.SRCFD))
+        except zmq.ZMQError:
+            return None
 
     def _log_refusal(self, refusal: str) -> None:
         """Log a refusal, each kind at most once a second (a flood must not flood the log)."""
-        kind = refusal.split(" of ")[0]
+        kind = refusal.rsplit("(", 1)[-1]
         now = time.monotonic()
         if now - self._refusal_logged.get(kind, float("-inf")) >= 1.0:
             log.warning("refused %s: the subscriber gets no greeting and no events for it", refusal)
@@ -124,4 +167,6 @@ class EventBus:
 
     def close(self) -> None:
         for sock in self.sockets:
+            sock.disable_monitor()
+            self._monitors[sock].close()
             sock.close()

@@ -65,11 +65,15 @@ class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         DEFAULT_MAX_FRAME_BYTES
     token_batch_ms: Annotated[float, Meta(ge=0, le=1000), _doc(
         "Streamed text is published in batches about this often (the first piece at once).")] = 30.0
-    event_hwm: Annotated[int, Meta(ge=1000), _doc(
-        "Send high-water mark of the event socket: messages queued per subscriber before drops.")] = 100_000
+    event_buffer_bytes: Annotated[int, Meta(ge=1 << 20, le=1 << 34), _doc(
+        "Bytes of events queued for one slow subscriber before the newest are dropped (it "
+        "sees the gap in `seq`); counted as 4.5 KiB per event, a full token batch.")] = 64 << 20
     max_subscriptions: Annotated[int, Meta(ge=1, le=1 << 20), _doc(
         "Event subscriptions held at once by all subscribers together; past it, and for a "
         "prefix over 256 bytes, a subscription is refused (no greeting, no events).")] = 4096
+    max_subscriptions_per_client: Annotated[int, Meta(ge=1, le=1 << 20), _doc(
+        "Event subscriptions one connection may hold at once (a local client is one "
+        "connection per process); past it a subscription is refused.")] = 256
     drain_timeout: Annotated[float, Meta(ge=0), _doc(
         "Seconds SIGTERM waits for running generations and compactions before cancelling them.")] = 20.0
     compaction_tail_turns: Annotated[int, Meta(ge=0, le=10_000), _doc(
@@ -146,6 +150,10 @@ ENV_OVERRIDES = {"ollama_host": "OLLAMA_HOST", "control_endpoint": "CTXKEEP_CONT
                  "events_endpoint": "CTXKEEP_EVENTS"}
 
 
+#: Keys of earlier versions, and what replaced them.
+RENAMED = {"event_hwm": "event_buffer_bytes (in bytes, not events)"}
+
+
 def _explain(exc: msgspec.ValidationError, source: Path) -> str:
     text = str(exc)
     unknown = re.search(r"unknown field `([^`]+)`", text)
@@ -153,6 +161,8 @@ def _explain(exc: msgspec.ValidationError, source: Path) -> str:
         key = unknown.group(1)
         near = difflib.get_close_matches(key, Config.__struct_fields__, n=1)
         hint = f"; did you mean `{near[0]}`?" if near else ""
+        if key in RENAMED:
+            hint = f"; it is now `{RENAMED[key]}`"
         return f"{source}: unknown key `{key}`{hint}"
     where = re.search(r"at `\$\.([^`\[]+)", text)
     key = where.group(1) if where else "?"

@@ -102,8 +102,8 @@ class Daemon:
         self.context = zmq.asyncio.Context()
         self.router = self._router(self.control_endpoint, adopted.get("ctl"))
         self.routers = [(self.router, False)]
-        self.bus = EventBus(self.context, self.config.event_hwm, self.status,
-                            self.config.max_subscriptions)
+        self.bus = EventBus(self.context, self.config.event_buffer_bytes, self.status,
+                            self.config.max_subscriptions, self.config.max_subscriptions_per_client)
         self.bus.bind(self.events_endpoint, adopted.get("events"))
         if adopted:
             log.info("adopted sockets from systemd: %s", ", ".join(sorted(adopted)))
@@ -211,8 +211,9 @@ class Daemon:
         tasks = self._control_tasks = [
             asyncio.create_task(self._control_loop(router, remote), name="control")
             for router, remote in self.routers]
-        tasks += [asyncio.create_task(self.bus.serve_subscriptions(sock), name="subscriptions")
-                  for sock in self.bus.sockets]
+        tasks += [asyncio.create_task(serve(sock), name=serve.__name__)
+                  for sock in self.bus.sockets
+                  for serve in (self.bus.serve_subscriptions, self.bus.serve_connections)]
         tasks.append(asyncio.create_task(self._watch_ollama(), name="ollama-check"))
         interval = systemd.watchdog_interval()
         if interval:

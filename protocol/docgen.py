@@ -403,14 +403,16 @@ def render_markdown() -> str:
     - The body has `type` (the subject), `seq`, `time` (Unix seconds) and
       `session_id` (`""` when daemon-wide). `seq` counts up by one for every
       event the daemon publishes: a subscriber to everything that sees a jump
-      has missed events (ZeroMQ drops when a subscriber falls far behind) and
+      has missed events (ZeroMQ drops when a subscriber falls 64 MiB behind:
+      `event_buffer_bytes`; text streams in batches of at most 4 KiB) and
       should re-read what it shows with requests. After a restart the
       numbering begins again at 1.
     - Each new subscription is greeted with a `daemon.status` event; seeing it
       tells you the subscription is live (subscribe to `daemon.status` too if
-      your other prefixes do not cover it). A prefix longer than 256 bytes, or one
-      past 4,096 subscriptions held at once by all subscribers, is refused: it gets no
-      greeting and no events (`max_subscriptions` in the daemon's configuration).
+      your other prefixes do not cover it). A prefix longer than 256 bytes, one past
+      256 held by one connection, or one past 4,096 held at once by all subscribers, is
+      refused: it gets no greeting and no events (`max_subscriptions_per_client` and
+      `max_subscriptions` in the daemon's configuration).
     - Every job ends with exactly one terminal event: `response.generation` or
       `generation.error` for a generation, `compaction.result` for a compaction (see
       below).

@@ -16,7 +16,7 @@ import fuzzframes
 
 from ctxkeep.clients import CtxkeepError
 from ctxkeep.protocol import requests
-from ctxkeep.protocol.events import GenerationToken
+from ctxkeep.protocol.events import GenerationToken, SessionCreated
 from conftest import until_idle, wait_for
 
 MODEL = "qwen2.5:7b"
@@ -188,11 +188,11 @@ def test_a_tcp_port_in_use_is_one_line_and_leaves_no_sockets(daemon_factory, sho
 
 
 def test_subscriptions_are_bounded_and_released(daemon_factory):
-    """A prefix too long, or past the limit held at once, costs nothing and gets no
-    greeting; what a subscriber held is released when it leaves."""
+    """A prefix too long, or past the limits held at once (per connection and in all),
+    costs nothing and gets no greeting; what a subscriber held is released when it leaves."""
     from ctxkeep.daemon.bus import MAX_PREFIX_BYTES
     daemon = daemon_factory()
-    daemon.write_config("max_subscriptions = 40\n")
+    daemon.write_config("max_subscriptions = 40\nmax_subscriptions_per_client = 30\n")
     daemon.start()
     ctx = zmq.Context.instance()
     long = ctx.socket(zmq.SUB)
@@ -205,18 +205,29 @@ def test_subscriptions_are_bounded_and_released(daemon_factory):
         time.sleep(0.02)
     assert not long.poll(100)  # no greeting
     long.close()
-    hog = ctx.socket(zmq.SUB)
-    hog.setsockopt(zmq.LINGER, 0)
-    hog.connect(daemon.events)
-    for i in range(45):
-        hog.subscribe(f"daemon.status/{i}".encode())
-    while "past the limit of 40" not in daemon.log.read_text():
+    hogs = []
+    for name in "ab":
+        hog = ctx.socket(zmq.SUB)
+        hog.setsockopt(zmq.LINGER, 0)
+        hog.connect(daemon.events)
+        for i in range(35):
+            hog.subscribe(f"daemon.status/{name}{i}".encode())
+        hogs.append(hog)
+        if name == "a":
+            while "past the limit of 30 per connection" not in daemon.log.read_text():
+                assert time.monotonic() < deadline, "the daemon did not refuse past 30"
+                time.sleep(0.02)
+            watcher = daemon.client(timeout=5)  # the hog cannot take the shared limit
+            assert watcher.subscribe("").status.pid == daemon.proc.pid
+    while "past the limit of 40 at once" not in daemon.log.read_text():
         assert time.monotonic() < deadline, "the daemon did not refuse past the limit"
         time.sleep(0.02)
     with pytest.raises(CtxkeepError):  # no room for another subscriber's prefix
         with daemon.client(timeout=1) as c:
             c.subscribe("")
-    hog.close()  # leaving releases what it held
+    watcher.close()
+    for hog in hogs:
+        hog.close()  # leaving releases what it held
     while True:
         try:
             with daemon.client(timeout=1) as c:
@@ -224,3 +235,38 @@ def test_subscriptions_are_bounded_and_released(daemon_factory):
                 break
         except CtxkeepError:
             assert time.monotonic() < deadline, "subscriptions were not released"
+
+
+def test_a_slow_subscriber_loses_the_newest_events_and_sees_the_gap(daemon_factory, standin):
+    """A subscriber's queue is bounded in bytes (`event_buffer_bytes`, here its least,
+    1 MiB ≈ 227 events): one that does not read while an answer streams 3,000 batches gets
+    fewer events than were published, and the gap shows in `seq` at the next event."""
+    from ctxkeep.protocol import decode_event
+    standin.reply_fn = lambda messages: " ".join(f"w{i}" for i in range(3000))
+    daemon = daemon_factory()
+    daemon.write_config("event_buffer_bytes = 1048576\ntoken_batch_ms = 0\nnum_ctx = 32768\n")
+    daemon.start()
+    slow = zmq.Context.instance().socket(zmq.SUB)
+    slow.setsockopt(zmq.LINGER, 0)
+    slow.setsockopt(zmq.RCVHWM, 20)
+    slow.setsockopt(zmq.RCVBUF, 4096)
+    slow.connect(daemon.events)
+    slow.subscribe(b"")
+    assert slow.poll(10_000) and slow.recv_multipart()  # the greeting: the subscription is live
+    with daemon.client() as c:
+        c.subscribe("")
+        sid = c.create_session(model=MODEL).session.id
+        acc = c.send(sid, "stream a long answer")
+        events = until_idle(c, sid, acc.generation_id)
+    published = [e for e in events if isinstance(e, GenerationToken)]
+    assert len(published) >= 2000
+    seqs = []
+    while slow.poll(500):
+        seqs.append(decode_event(slow.recv_multipart()[1]).seq)
+    assert len(seqs) < len(published)
+    assert seqs == list(range(seqs[0], seqs[0] + len(seqs)))  # the oldest are kept, in order
+    with daemon.client() as c:
+        c.create_session(model=MODEL)
+    assert slow.poll(10_000)
+    event = decode_event(slow.recv_multipart()[1])
+    assert isinstance(event, SessionCreated) and event.seq > seqs[-1] + 1

@@ -1,0 +1,75 @@
+"""What each event subscriber holds: subscription limits per connection and in all.
+
+The event socket applies subscriptions itself (`XPUB_MANUAL`); this ledger
+decides which to apply. A connection is named by its socket and the file
+descriptor ZeroMQ read the subscription from (`SRCFD`); the socket monitor
+says when that descriptor's connection ends. ZeroMQ itself sends an
+unsubscription (with no descriptor) for every prefix a departed subscriber
+held, which keeps the shared counts exact.
+"""
+
+from collections import Counter
+from typing import Hashable
+
+#: The longest subscription prefix (topics are `<subject>/<session id>`, under 60 bytes).
+MAX_PREFIX_BYTES = 256
+
+#: A connection: (which event socket, the descriptor of the connection on it).
+Client = Hashable
+
+
+class SubscriptionLedger:
+    """Counts subscriptions per prefix and per connection, and refuses what is over a limit."""
+
+    def __init__(self, max_total: int, max_per_client: int) -> None:
+        self.max_total = max_total
+        self.max_per_client = max_per_client
+        self.total = 0
+        self._holders: Counter[bytes] = Counter()
+        self._clients: dict[Client, set[bytes]] = {}
+
+    def refusal(self, client: Client | None, prefix: bytes) -> str:
+        """Why `prefix` from `client` must not be applied ("" when it may)."""
+        if len(prefix) > MAX_PREFIX_BYTES:
+            return f"a subscription prefix of {len(prefix):,} bytes (at most {MAX_PREFIX_BYTES})"
+        held = self._clients.get(client, set())
+        if prefix in held:
+            return ""
+        if len(held) >= self.max_per_client:
+            return (f"a subscription past the limit of {self.max_per_client:,} per connection "
+                    "(max_subscriptions_per_client)")
+        if self.total >= self.max_total:
+            return (f"a subscription past the limit of {self.max_total:,} at once "
+                    "(max_subscriptions)")
+        return ""
+
+    def add(self, client: Client | None, prefix: bytes) -> None:
+        """Record an applied subscription (a client's repeat of one it holds counts once,
+        as ZeroMQ applies it once)."""
+        held = self._clients.setdefault(client, set())
+        if prefix not in held:
+            held.add(prefix)
+            self._holders[prefix] += 1
+            self.total += 1
+
+    def remove(self, client: Client | None, prefix: bytes) -> None:
+        """Record an unsubscription: from a live client (`client` known), or one ZeroMQ sends
+        for a subscriber that left (`client` None: it counts against the prefix only)."""
+        if client is not None:
+            held = self._clients.get(client)
+            if held is None or prefix not in held:
+                return
+            held.discard(prefix)
+        if self._holders[prefix] > 0:
+            self._holders[prefix] -= 1
+            self.total -= 1
+            if not self._holders[prefix]:
+                del self._holders[prefix]
+
+    def client_left(self, client: Client) -> None:
+        """Forget a connection's own list (its prefixes are released by ZeroMQ's
+        unsubscriptions, see `remove`)."""
+        self._clients.pop(client, None)
+
+    def held_by(self, client: Client) -> int:
+        return len(self._clients.get(client, ()))
