@@ -5,6 +5,16 @@ explicit connect timeout (the client's default is none). The `ollama` package
 (and pydantic under it) takes about a third of a second to import, so it is
 imported in a worker thread once the daemon serves (`preload`): the first
 requests are answered meanwhile, and model calls wait for it.
+
+The package is used through its public API only (`AsyncClient.chat`, `show`,
+`embed`). Two needs it cannot express, met through httpx's public API instead:
+
+- `truncate: false` on /api/chat (Ollama 0.12+ then refuses an overflowing prompt
+  instead of dropping its oldest messages; older servers ignore the field). `chat()`
+  has no parameter for it, so the client is given an httpx transport
+  (`RefuseOverflow`, the extension point `AsyncClient(**kwargs)` passes on to httpx)
+  that adds the field to each /api/chat body.
+- /api/version, which the package has no call for: asked with httpx directly.
 """
 
 import asyncio
@@ -34,29 +44,13 @@ class ModelCallError(RequestError):
 
 
 def _make_client(host: str, connect_timeout: float, read_timeout: float) -> Any:
-    """The official client, plus the `truncate` field of /api/chat (imports ollama).
-
-    Ollama (0.12+) accepts `truncate: false` on /api/chat: an overflowing
-    prompt is then refused instead of having its oldest messages dropped.
-    Older servers ignore the field. The released Python client has no
-    parameter for it, so the request is built the client's own way and the
-    field added.
-    """
+    """The official client, its chat requests refusing overflow (imports ollama)."""
     import httpx
     import ollama
-    from ollama import ChatResponse
-    from ollama._types import ChatRequest
 
-    class Client(ollama.AsyncClient):
-        async def chat_request(self, model: str, messages: Sequence[Mapping[str, Any]], *,
-                               stream: bool, options: Mapping[str, Any], think: bool | None,
-                               truncate: bool = False) -> Any:
-            body = ChatRequest(model=model, messages=list(messages), stream=stream,
-                               options=dict(options), think=think).model_dump(exclude_none=True)
-            body["truncate"] = truncate
-            return await self._request(ChatResponse, "POST", "/api/chat", json=body, stream=stream)
-
-    return Client(host=host, timeout=httpx.Timeout(read_timeout, connect=connect_timeout))
+    from .refuse_overflow import RefuseOverflow
+    return ollama.AsyncClient(host=host, timeout=httpx.Timeout(read_timeout, connect=connect_timeout),
+                              transport=RefuseOverflow(httpx.AsyncHTTPTransport()))
 
 
 class OllamaBackend:
@@ -90,10 +84,11 @@ class OllamaBackend:
     async def check(self) -> OllamaStatus:
         """Ask /api/version; remember and return whether Ollama answers (and its version,
         which a model call alone does not tell)."""
-        client = await self.client()
+        await self.client()  # httpx is imported with it
         import httpx
         try:
-            response = await client._client.get("/api/version", timeout=3.0)
+            async with httpx.AsyncClient(base_url=self.host, timeout=3.0) as http:
+                response = await http.get("/api/version")
             response.raise_for_status()
             version = str(response.json().get("version", ""))
             self.status = OllamaStatus(host=self.host, reachable=True, version=version)
@@ -136,8 +131,8 @@ class OllamaBackend:
                           options: Mapping[str, Any], think: bool | None) -> AsyncIterator[Any]:
         """Stream a chat; raises ModelCallError on any failure, including a cut stream."""
         try:
-            stream = await (await self.client()).chat_request(model, messages, stream=True,
-                                                              options=options, think=think)
+            stream = await (await self.client()).chat(model, messages, stream=True,
+                                                      options=options, think=think)
             self._reached()
             done = False
             async for chunk in stream:
@@ -155,8 +150,8 @@ class OllamaBackend:
                         options: Mapping[str, Any]) -> Any:
         """One non-streaming chat call (summaries)."""
         try:
-            response = await (await self.client()).chat_request(model, messages, stream=False,
-                                                                options=options, think=None)
+            response = await (await self.client()).chat(model, messages, stream=False,
+                                                        options=options)
         except Exception as exc:  # noqa: BLE001
             raise self.explain(exc, model) from None
         self._reached()

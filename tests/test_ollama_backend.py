@@ -1,0 +1,71 @@
+"""The Ollama backend in-process against the stand-in (real HTTP): what it sends, what
+it makes of answers and failures."""
+
+import asyncio
+
+import pytest
+
+from ctxkeep.daemon.ollama_backend import ModelCallError, OllamaBackend
+from ctxkeep.protocol import ErrorCode
+from ollama_standin import OllamaStandin
+
+MODEL = "qwen2.5:7b"
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+async def with_backend(url: str, body):
+    backend = OllamaBackend(url, connect_timeout=2.0, read_timeout=10.0)
+    try:
+        return await body(backend)
+    finally:
+        await backend.close()
+
+
+def test_a_chat_streams_and_asks_ollama_to_refuse_overflow(standin: OllamaStandin):
+    async def body(backend: OllamaBackend):
+        chunks = [c async for c in backend.stream_chat(
+            MODEL, [{"role": "user", "content": "hi"}], {"num_ctx": 2048}, None)]
+        return "".join(c.message.content for c in chunks), chunks[-1]
+    text, last = run(with_backend(standin.url, body))
+    assert text and last.done and last.prompt_eval_count > 0
+    sent = standin.chats[-1]
+    assert sent.body["truncate"] is False and sent.body["options"]["num_ctx"] == 2048
+
+
+def test_an_overflowing_prompt_is_refused_not_cut(standin: OllamaStandin):
+    async def body(backend: OllamaBackend):
+        return await backend.chat_once(MODEL, [{"role": "user", "content": "word " * 900}],
+                                       {"num_ctx": 256})
+    with pytest.raises(ModelCallError) as caught:
+        run(with_backend(standin.url, body))
+    assert caught.value.code == ErrorCode.CONTEXT_OVERFLOW
+    assert standin.refusals and not standin.truncations
+
+
+def test_check_reports_the_version_and_facts_come_from_show(standin: OllamaStandin):
+    async def body(backend: OllamaBackend):
+        return await backend.check(), await backend.facts("small:1b")
+    status, facts = run(with_backend(standin.url, body))
+    assert status.reachable and status.version
+    assert facts.context_length == 4096 and facts.parameter_size == "1.2B"
+
+
+def test_unreachable_and_unknown_model_say_what_to_do(standin: OllamaStandin):
+    async def down(backend: OllamaBackend):
+        status = await backend.check()
+        with pytest.raises(ModelCallError) as caught:
+            await backend.facts(MODEL)
+        return status, caught.value
+    status, error = run(with_backend("http://127.0.0.1:9", down))
+    assert not status.reachable
+    assert error.code == ErrorCode.OLLAMA_UNREACHABLE and "OLLAMA_HOST" in error.message
+
+    async def missing(backend: OllamaBackend):
+        with pytest.raises(ModelCallError) as caught:
+            await backend.facts("nope:1b")
+        return caught.value
+    error = run(with_backend(standin.url, missing))
+    assert error.code == ErrorCode.MODEL_NOT_FOUND and "ollama pull nope:1b" in error.message
