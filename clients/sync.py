@@ -100,7 +100,7 @@ class Client(Calls):
             self.gaps.see(item[1])
         return item
 
-    def wait_event(self, quiet: float = 5.0) -> tuple[str, Event]:
+    def wait_event(self, quiet: float = 1.0) -> tuple[str, Event]:
         """The next event, however long it takes — but never past the daemon's end: after
         `quiet` seconds without an event the daemon is asked whether it is still the one
         that greeted the subscription. Raises DaemonUnavailable when it does not answer,
@@ -110,7 +110,7 @@ class Client(Calls):
             item = self.next_event(quiet)
             if item is not None:
                 return item
-            timeout, self.timeout = self.timeout, min(self.timeout, 3.0)
+            timeout, self.timeout = self.timeout, min(self.timeout, 2.0)
             try:
                 status = self.status().status  # raises DaemonUnavailable when none answers
             finally:

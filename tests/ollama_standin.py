@@ -162,8 +162,9 @@ class OllamaStandin:
 
         self._server = _Server(("127.0.0.1", port), Handler)
         self._server.daemon_threads = True
-        threading.Thread(target=self._server.serve_forever, daemon=True,
-                         name="ollama-standin").start()
+        # shutdown() waits for the serving loop to notice it: poll often (default 0.5 s)
+        threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.02},
+                         daemon=True, name="ollama-standin").start()
         return self
 
     def stop(self) -> None:
