@@ -2,14 +2,50 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from ctxkeep.clients import Client, CtxkeepError
+
+
+def run_cli_in_process(argv: list[str], env: dict[str, str], stdin: str,
+                       cwd: Path | None) -> subprocess.CompletedProcess[str]:
+    """`ctxkeep ARGV` through `main(argv)`: its exit status and what it printed."""
+    from ctxkeep.clients.cli.main import main
+    saved_env, saved_cwd = dict(os.environ), os.getcwd()
+    out, err = io.StringIO(), io.StringIO()
+    os.environ.clear()
+    os.environ.update(env)
+    try:
+        if cwd is not None:
+            os.chdir(cwd)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
+                _stdin(io.StringIO(stdin)):
+            try:
+                code = main(argv)
+            except SystemExit as exc:  # argparse: --help, usage errors
+                code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    finally:
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+    return subprocess.CompletedProcess(["ctxkeep", *argv], code, out.getvalue(), err.getvalue())
+
+
+@contextlib.contextmanager
+def _stdin(stream: io.StringIO) -> Iterator[None]:
+    saved, sys.stdin = sys.stdin, stream
+    try:
+        yield
+    finally:
+        sys.stdin = saved
 
 
 class DaemonProcess:
@@ -80,7 +116,14 @@ class DaemonProcess:
 
     def cli(self, *args: str, input: str | None = None, timeout: float = 60.0,
             cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-        """Run the `ctxkeep` CLI against this daemon."""
+        """Run the `ctxkeep` CLI against this daemon: `main(argv)` in this process, with this
+        daemon's environment, `input` as stdin and stdout/stderr captured (`timeout` is the
+        clients' own: every wait they make has a deadline)."""
+        return run_cli_in_process(list(args), self.env, input or "", cwd)
+
+    def cli_process(self, *args: str, input: str | None = None, timeout: float = 60.0,
+                    cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+        """Run the `ctxkeep` CLI as a program of its own (for signals and start-up)."""
         return subprocess.run([sys.executable, "-m", "ctxkeep.clients.cli.main", *args],
                               env=self.env, input=input, capture_output=True, text=True,
                               timeout=timeout, cwd=cwd)

@@ -191,14 +191,14 @@ def test_sighup_with_a_broken_file_keeps_running(daemon_factory):
 def test_config_show_says_where_each_value_comes_from(daemon_factory):
     d = daemon_factory()
     d.write_config('default_model = "qwen2.5:7b"\n')
-    result = d.cli("config", "show")
+    result = d.cli_process("config", "show")
     assert result.returncode == 0
     lines = result.stdout.splitlines()
     assert f'default_model = "qwen2.5:7b"  # {d.config_file}' in lines
     assert "num_ctx = 8192  # default" in lines
     assert f'ollama_host = "{d.env["OLLAMA_HOST"]}"  # environment (OLLAMA_HOST)' in lines
     d.write_config("num_ctxx = 1\n")
-    bad = d.cli("config", "show")
+    bad = d.cli_process("config", "show")
     assert bad.returncode == 2 and "unknown key `num_ctxx`; did you mean `num_ctx`?" in bad.stderr
 
 
@@ -263,9 +263,9 @@ def test_tcp_without_keys_refuses_to_start(tcp_daemon):
 
 def test_curve_admits_listed_keys_only(tcp_daemon, short_tmp, remote_env, standin, tmp_path):
     alice, mallory = short_tmp / "alice", short_tmp / "mallory"
-    added = tcp_daemon.cli("keys", "add", client_public(alice), "alice")
+    added = tcp_daemon.cli_process("keys", "add", client_public(alice), "alice")
     assert added.returncode == 0, added.stderr
-    listing = tcp_daemon.cli("keys")
+    listing = tcp_daemon.cli_process("keys")
     assert "server public key:" in listing.stdout and "alice" in listing.stdout
     secret = Path(tcp_daemon.env["XDG_CONFIG_HOME"]) / "ctxkeep" / "curve" / "server.key_secret"
     assert stat.S_IMODE(secret.stat().st_mode) == 0o600
@@ -300,12 +300,12 @@ def test_backup_while_running_and_restore(daemon_factory, short_tmp, standin):
         acc = c.send(s.id, "keep me")
         wait_terminal(c, acc.generation_id)
         (short_tmp / "copy").mkdir(mode=0o755)  # an existing, readable folder
-        result = d.cli("daemon", "backup", str(short_tmp / "copy"))
+        result = d.cli_process("daemon", "backup", str(short_tmp / "copy"))
         assert result.returncode == 0, result.stderr
         assert "backed up to" in result.stdout
         assert stat.S_IMODE((short_tmp / "copy" / "data.mdb").stat().st_mode) == 0o600
         c.delete("precious")
-    assert d.cli("daemon", "backup", str(short_tmp / "copy")).returncode == 1  # not empty
+    assert d.cli_process("daemon", "backup", str(short_tmp / "copy")).returncode == 1  # not empty
     d.stop()
     store = short_tmp / "data" / "ctxkeep" / "store"
     (store / "data.mdb").unlink()

@@ -178,7 +178,7 @@ def test_a_tcp_port_in_use_is_one_line_and_leaves_no_sockets(daemon_factory, sho
     busy.listen()
     port = busy.getsockname()[1]
     key = client_pair(short_tmp / "alice" / "ctxkeep" / "curve")[0].decode()
-    assert d.cli("keys", "add", key, "alice").returncode == 0  # so only the port is wrong
+    assert d.cli_process("keys", "add", key, "alice").returncode == 0  # so only the port is wrong
     d.write_config(f'tcp_control = "tcp://127.0.0.1:{port}"\n')
     result = start_failure(d)
     busy.close()
