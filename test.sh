@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Install ctxkeep with its test dependencies into ./.venv and run the whole test suite:
-# first everything but the long run, then the long run (2,000 turns) with its own timeout.
+# Install ctxkeep with its test dependencies into ./.venv and run the test suite (everything
+# but the 2,000-turn long run) on up to 4 processes (pytest-xdist; 2 on a 2-core machine).
 # Usage: ./test.sh [pytest arguments]   (with arguments: one pytest run with just those)
+#        ./test.sh -m long --timeout 600   the long run (CI runs it as a step of its own)
 set -euo pipefail
 cd "$(dirname "$0")"
 python3 -m venv .venv
@@ -10,5 +11,4 @@ python3 -m venv .venv
 if [ $# -gt 0 ]; then
     exec .venv/bin/python -m pytest "$@"
 fi
-.venv/bin/python -m pytest -m "not long"
-exec .venv/bin/python -m pytest -m long --timeout 600
+exec .venv/bin/python -m pytest -m "not long" -n auto --maxprocesses 4
