@@ -24,15 +24,15 @@ import time
 from pathlib import Path
 
 from common import emit
-from ctxkeep.daemon.autocompact import (
+from ctxkeep.daemon.context.autocompact import (
     RECENT_FILE_MESSAGES, plan_file_summaries, plan_prune, preserved_seqs, prune_candidates,
 )
 from ctxkeep.daemon.config import Config
-from ctxkeep.daemon.estimator import Estimator
-from ctxkeep.daemon.records import Attachment, NewMessage
-from ctxkeep.daemon.relevance import score
-from ctxkeep.daemon.store import Store
-from ctxkeep.daemon.usage import measure
+from ctxkeep.daemon.context.estimator import Estimator
+from ctxkeep.daemon.store.records import Attachment, NewMessage
+from ctxkeep.daemon.context.relevance import score
+from ctxkeep.daemon.store.store import Store
+from ctxkeep.daemon.context.usage import measure
 
 REPO = Path(__file__).resolve().parent.parent
 #: Words with their natural frequencies: this repository's documents, as a conversation's text.

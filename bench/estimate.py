@@ -17,8 +17,8 @@ import tempfile
 from pathlib import Path
 
 from common import emit
-from ctxkeep.daemon.estimator import Estimator
-from ctxkeep.daemon.store import Store
+from ctxkeep.daemon.context.estimator import Estimator
+from ctxkeep.daemon.store.store import Store
 from ollama_standin import count_tokens, render
 
 REPO = Path(__file__).resolve().parent.parent

@@ -17,8 +17,8 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import Meta
 
-from ..protocol import DEFAULT_MAX_FRAME_BYTES, paths
-from .files.expand import FileSettings
+from ctxkeep.protocol import DEFAULT_MAX_FRAME_BYTES, paths
+from ctxkeep.daemon.files.expand import FileSettings
 
 #: Keys whose new value applies on SIGHUP without a restart.
 LIVE = frozenset({
@@ -235,7 +235,7 @@ def show(path: Path | None = None) -> str:
 def render_markdown() -> str:
     """docs/config.md."""
     out = ["# Configuration", "",
-           "_Generated from `daemon/config.py` by `python -m ctxkeep.daemon.config --doc`; "
+           "_Generated from `daemon/config.py` by `ctxkeepd config doc`; "
            "do not edit by hand._", "",
            "ctxkeepd reads `$XDG_CONFIG_HOME/ctxkeep/config.toml` (default "
            "`~/.config/ctxkeep/config.toml`; `ctxkeepd --config PATH` for another). Every key "
@@ -263,15 +263,3 @@ def render_markdown() -> str:
             "compaction_tail_turns = 6", 'file_roots = ["~/src", "~/notes"]', "", "[default_options]",
             "temperature = 0.4", "```", ""]
     return "\n".join(out)
-
-
-if __name__ == "__main__":
-    import sys
-    if "--doc" in sys.argv:
-        print(render_markdown(), end="")
-    else:
-        try:
-            print(show(Path(sys.argv[1]) if len(sys.argv) > 1 else None))
-        except ConfigError as exc:
-            print(f"ctxkeep: {exc}", file=sys.stderr)
-            sys.exit(2)

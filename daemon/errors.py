@@ -4,7 +4,7 @@ Raised anywhere a request or a job cannot go on; the control loop answers it
 as an `error` reply, a job as its terminal event.
 """
 
-from ..protocol import ErrorCode
+from ctxkeep.protocol import ErrorCode
 
 
 class RequestError(Exception):

@@ -1,4 +1,5 @@
-"""`ctxkeepd`: run the daemon in the foreground (systemd runs it the same way)."""
+"""`ctxkeepd`: run the daemon in the foreground (systemd runs it the same way), or one of
+its maintenance subcommands (tools.py)."""
 
 import argparse
 import asyncio
@@ -9,25 +10,31 @@ from pathlib import Path
 
 import zmq
 
-from ..protocol import DAEMON_VERSION
-from .config import ConfigError, load
-from .curve import CurveError
-from .runtime import AlreadyRunning, RuntimeDirError
-from .server import Daemon
-from .store import StoreError
+from ctxkeep.protocol import DAEMON_VERSION
+from ctxkeep.daemon.config import ConfigError, load
+from ctxkeep.daemon.server.curve import CurveError
+from ctxkeep.daemon.server.runtime import AlreadyRunning, RuntimeDirError
+from ctxkeep.daemon.server.daemon import Daemon
+from ctxkeep.daemon.store.store import StoreError
+from ctxkeep.daemon.tools import add_tools
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="ctxkeepd",
         description="The ctxkeep daemon: owns the Ollama calls and the chat sessions, "
-                    "and serves clients over ZeroMQ. Runs in the foreground; stop it with "
-                    "SIGTERM or Ctrl-C.")
+                    "and serves clients over ZeroMQ. Without a subcommand it runs in the "
+                    "foreground; stop it with SIGTERM or Ctrl-C.",
+        epilog="Run `ctxkeepd COMMAND --help` for a subcommand's options.")
     parser.add_argument("--config", type=Path, default=None,
                         help="configuration file (default: $XDG_CONFIG_HOME/ctxkeep/config.toml)")
     parser.add_argument("--log-level", default="info",
                         choices=["debug", "info", "warning", "error"], help="default: info")
     parser.add_argument("--version", action="version", version=f"ctxkeepd {DAEMON_VERSION}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    commands.add_parser("run", help="run the daemon (the default)",
+                        description="Run the daemon in the foreground.")
+    add_tools(commands)
     return parser.parse_args(argv)
 
 
@@ -59,6 +66,8 @@ def setup_logging(level: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if getattr(args, "tool", None) is not None:
+        return args.tool(args)
     setup_logging(args.log_level)
     log = logging.getLogger("ctxkeepd")
     try:

@@ -9,7 +9,7 @@ session back through the protocol:
 - every question whose `accepted` reply arrived is in history;
 - every question has an answer record (complete, or interrupted: the start-up
   recovery marks what the crash cut);
-- the store's invariants hold (daemon/store_check.py).
+- the store's invariants hold (daemon/store/check.py).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass, field
 
 from ctxkeep.clients import CtxkeepError
-from ctxkeep.daemon.store_check import check
+from ctxkeep.daemon.store.check import check
 from ctxkeep.protocol.events import GenerationToken
 
 MODES = ("idle", "streaming", "queued", "compacting")

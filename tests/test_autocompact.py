@@ -4,9 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from ctxkeep.daemon import goals as goal_markers
-from ctxkeep.daemon import reliability
-from ctxkeep.daemon.relevance import bm25, cosine, words
+from ctxkeep.daemon.context import goals as goal_markers
+from ctxkeep.daemon.context import reliability
+from ctxkeep.daemon.context.relevance import bm25, cosine, words
 from ctxkeep.protocol.events import (
     CompactionResult, ContextWarning, GenerationError, GoalUpdated, ResponseGeneration, SnapshotCreated,
     SnapshotRestored,

@@ -4,10 +4,10 @@ import msgspec
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctxkeep.daemon import batcher as batcher_mod
-from ctxkeep.daemon.batcher import MAX_BATCH_BYTES, TextBatcher
-from ctxkeep.daemon.bus import EVENT_UNIT_BYTES, high_water_mark
-from ctxkeep.daemon.subscriptions import MAX_PREFIX_BYTES, SubscriptionLedger
+from ctxkeep.daemon.server import batcher as batcher_mod
+from ctxkeep.daemon.server.batcher import MAX_BATCH_BYTES, TextBatcher
+from ctxkeep.daemon.server.bus import EVENT_UNIT_BYTES, high_water_mark
+from ctxkeep.daemon.server.subscriptions import MAX_PREFIX_BYTES, SubscriptionLedger
 
 
 def test_a_prefix_too_long_is_refused():

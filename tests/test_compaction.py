@@ -8,8 +8,8 @@ import pytest
 
 from conftest import wait_for, wait_terminal
 from ctxkeep.clients import CtxkeepError
-from ctxkeep.daemon.prompt import COMPACTION_SYSTEM
-from ctxkeep.daemon.store import Store
+from ctxkeep.daemon.context.prompt import COMPACTION_SYSTEM
+from ctxkeep.daemon.store.store import Store
 from ctxkeep.protocol.events import (
     CompactionProgress, CompactionRequest, CompactionResult, GenerationError, ResponseGeneration,
 )

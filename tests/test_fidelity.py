@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from ctxkeep.daemon.autocompact import outline_line
-from ctxkeep.daemon.compaction import chunk_lines
-from ctxkeep.daemon.records import Attachment, MessageRecord
+from ctxkeep.daemon.context.autocompact import outline_line
+from ctxkeep.daemon.context.compaction import chunk_lines
+from ctxkeep.daemon.store.records import Attachment, MessageRecord
 from ctxkeep.protocol.events import CompactionResult, GenerationError, ResponseGeneration
 from conftest import talkative, until_idle
 from ollama_standin import OllamaStandin, count_tokens_bpe

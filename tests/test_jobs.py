@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctxkeep.daemon.jobs import Job, SessionJobs
+from ctxkeep.daemon.jobs.queue import Job, SessionJobs
 from ctxkeep.protocol import ErrorCode
 from ctxkeep.protocol.events import CompactionResult, Event, GenerationError
 

@@ -5,7 +5,7 @@ import asyncio
 
 import pytest
 
-from ctxkeep.daemon.ollama_backend import ModelCallError, OllamaBackend
+from ctxkeep.daemon.models.backend import ModelCallError, OllamaBackend
 from ctxkeep.protocol import ErrorCode
 from ollama_standin import OllamaStandin
 

@@ -16,7 +16,7 @@ import zmq.auth
 
 from conftest import wait_terminal
 from ctxkeep.clients import Client, CtxkeepError
-from ctxkeep.daemon import systemd
+from ctxkeep.daemon.server import systemd
 from ctxkeep.protocol.events import ResponseGeneration
 from harness import DaemonProcess
 
@@ -205,7 +205,7 @@ def test_config_show_says_where_each_value_comes_from(daemon_factory):
 def test_config_md_matches_the_code():
     from ctxkeep.daemon.config import render_markdown
     assert (REPO / "docs" / "config.md").read_text() == render_markdown(), \
-        "docs/config.md is stale: python -m ctxkeep.daemon.config --doc > docs/config.md"
+        "docs/config.md is stale: ctxkeepd config doc > docs/config.md"
 
 
 def test_logs_carry_journald_priorities_under_systemd(daemon_factory):
@@ -214,7 +214,7 @@ def test_logs_carry_journald_priorities_under_systemd(daemon_factory):
     d.start()
     d.stop()
     lines = d.log.read_text().splitlines()
-    assert any(line.startswith("<6>INFO ctxkeep.daemon.server: ctxkeepd 0.1.0 ready") for line in lines)
+    assert any(line.startswith("<6>INFO ctxkeep.daemon.server.daemon: ctxkeepd 0.1.0 ready") for line in lines)
     assert "\x1b[" not in d.log.read_text()
 
 

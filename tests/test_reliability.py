@@ -190,7 +190,7 @@ def test_a_tcp_port_in_use_is_one_line_and_leaves_no_sockets(daemon_factory, sho
 def test_subscriptions_are_bounded_and_released(daemon_factory):
     """A prefix too long, or past the limits held at once (per connection and in all),
     costs nothing and gets no greeting; what a subscriber held is released when it leaves."""
-    from ctxkeep.daemon.bus import MAX_PREFIX_BYTES
+    from ctxkeep.daemon.server.bus import MAX_PREFIX_BYTES
     daemon = daemon_factory()
     daemon.write_config("max_subscriptions = 40\nmax_subscriptions_per_client = 30\n")
     daemon.start()

@@ -3,9 +3,9 @@
 import lmdb
 import pytest
 
-from ctxkeep.daemon import migrations, store as store_module
-from ctxkeep.daemon.records import NewMessage
-from ctxkeep.daemon.store import Store, StoreTooNew, UnknownSession
+from ctxkeep.daemon.store import migrations, store as store_module
+from ctxkeep.daemon.store.records import NewMessage
+from ctxkeep.daemon.store.store import Store, StoreTooNew, UnknownSession
 
 
 def make(tmp_path, **kw) -> Store:
@@ -107,7 +107,7 @@ def test_failed_write_changes_nothing(tmp_path):
 
 
 def test_compaction_records_are_never_overwritten(tmp_path):
-    from ctxkeep.daemon.records import CompactionRecord
+    from ctxkeep.daemon.store.records import CompactionRecord
     st = make(tmp_path)
     s = st.create_session(name="", model="m", system="", options={}, num_ctx=8192)
     st.append(s.id, [NewMessage(role="user", content=f"q{i}") for i in range(4)])

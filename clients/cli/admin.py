@@ -1,6 +1,6 @@
 """`ctxkeep config show` and `ctxkeep keys`: the daemon's configuration and CURVE keys.
 
-Both are the daemon's files, so the daemon's own module does the work, run
+Both are the daemon's files, so `ctxkeepd`'s own subcommands do the work, run
 as a separate program (the client never imports the daemon's code).
 """
 
@@ -11,8 +11,9 @@ import sys
 from ..curve_keys import client_pair
 
 
-def _daemon_module(module: str, *args: str) -> int:
-    return subprocess.run([sys.executable, "-m", f"ctxkeep.daemon.{module}", *args]).returncode
+def ctxkeepd(*args: str) -> int:
+    """Run `ctxkeepd ARGS` (this Python's copy) and return its exit status."""
+    return subprocess.run([sys.executable, "-m", "ctxkeep.daemon.main", *args]).returncode
 
 
 def add_config(commands) -> argparse.ArgumentParser:
@@ -22,7 +23,8 @@ def add_config(commands) -> argparse.ArgumentParser:
                     "environment and the defaults) with where each value comes from.")
     parser.add_argument("action", choices=["show"], help="show")
     parser.add_argument("--file", default=None, help="another configuration file")
-    parser.set_defaults(run=lambda args: _daemon_module("config", *([args.file] if args.file else [])))
+    parser.set_defaults(run=lambda args: ctxkeepd(*(["--config", args.file] if args.file else []),
+                                                  "config", "show"))
     return parser
 
 
@@ -45,7 +47,7 @@ def run_keys(args: argparse.Namespace) -> int:
         if not args.key:
             print(f"ctxkeep: `ctxkeep keys {args.action}` needs a KEY", file=sys.stderr)
             return 2
-        return _daemon_module("curve", args.action, args.key, *([args.name] if args.name else []))
-    code = _daemon_module("curve", "show")
+        return ctxkeepd("keys", args.action, args.key, *([args.name] if args.name else []))
+    code = ctxkeepd("keys", "show")
     print(f"this user's client public key: {client_pair()[0].decode()}")
     return code

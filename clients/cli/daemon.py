@@ -163,7 +163,8 @@ def run(args: argparse.Namespace) -> int:
         args.json = False
         return status(args)
     if args.action == "backup":
-        return subprocess.run([sys.executable, "-m", "ctxkeep.daemon.backup", args.dest]).returncode
+        return subprocess.run([sys.executable, "-m", "ctxkeep.daemon.main", "backup",
+                               args.dest]).returncode
     extra = [a for a in args.daemon_args if a != "--"]
     # A separate program: the client never imports the daemon's code.
     os.execv(sys.executable, [sys.executable, "-m", "ctxkeep.daemon.main", *extra])

@@ -22,7 +22,7 @@ from typing import Any
 
 import yaml
 
-from . import treesitter
+from ctxkeep.daemon.files import treesitter
 
 _DEFINITION = re.compile(
     r"^\s*(?:export\s+|pub(?:\(\w+\))?\s+|public\s+|private\s+|protected\s+|static\s+|async\s+)*"

@@ -10,10 +10,10 @@ from pathlib import Path
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..records import Attachment
-from . import chunker
-from .refs import FileRef, find_refs
-from .safe_read import Refused, inside, list_dir, read_text, shown
+from ctxkeep.daemon.store.records import Attachment
+from ctxkeep.daemon.files import chunker
+from ctxkeep.daemon.files.refs import FileRef, find_refs
+from ctxkeep.daemon.files.safe_read import Refused, inside, list_dir, read_text, shown
 
 
 @dataclass(frozen=True)

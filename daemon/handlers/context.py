@@ -1,8 +1,8 @@
 """usage and compact: the context window of a session."""
 
-from ...protocol import ErrorCode, requests
-from ...protocol.replies import CompactionAccepted, CompactionPlan, UsageReply
-from .registry import RequestError, handles
+from ctxkeep.protocol import ErrorCode, requests
+from ctxkeep.protocol.replies import CompactionAccepted, CompactionPlan, UsageReply
+from ctxkeep.daemon.handlers.registry import RequestError, handles
 
 
 @handles(requests.Usage)

@@ -1,9 +1,9 @@
 """files: the files a session referenced."""
 
-from ...protocol import requests
-from ...protocol.replies import FilesReply
-from ..files.tracking import file_uses
-from .registry import handles
+from ctxkeep.protocol import requests
+from ctxkeep.protocol.replies import FilesReply
+from ctxkeep.daemon.files.tracking import file_uses
+from ctxkeep.daemon.handlers.registry import handles
 
 
 @handles(requests.Files)

@@ -1,8 +1,8 @@
 """history: the full, append-only history of a session, in pages."""
 
-from ...protocol import encode, requests
-from ...protocol.replies import HistoryReply
-from .registry import handles
+from ctxkeep.protocol import encode, requests
+from ctxkeep.protocol.replies import HistoryReply
+from ctxkeep.daemon.handlers.registry import handles
 
 
 @handles(requests.History)

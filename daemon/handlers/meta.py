@@ -3,9 +3,9 @@
 import os
 import time
 
-from ...protocol import DAEMON_VERSION, PROTOCOL_VERSION, requests, subjects
-from ...protocol.replies import HelloReply, Pong, StatusReply
-from .registry import handles
+from ctxkeep.protocol import DAEMON_VERSION, PROTOCOL_VERSION, requests, subjects
+from ctxkeep.protocol.replies import HelloReply, Pong, StatusReply
+from ctxkeep.daemon.handlers.registry import handles
 
 SUBJECTS = sorted(v for k, v in vars(subjects).items() if k.isupper() and isinstance(v, str))
 

@@ -4,12 +4,12 @@ from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..errors import RequestError
-from ...protocol.replies import Reply
-from ...protocol.requests import Request
+from ctxkeep.daemon.errors import RequestError
+from ctxkeep.protocol.replies import Reply
+from ctxkeep.protocol.requests import Request
 
 if TYPE_CHECKING:
-    from ..server import Daemon
+    from ctxkeep.daemon.server.daemon import Daemon
 
 __all__ = ["HANDLERS", "REMOTE", "RequestError", "handles"]
 

@@ -1,10 +1,10 @@
 """session.create / list / get / rename / delete / set_system / set_model."""
 
-from ...protocol import ErrorCode, requests
-from ...protocol.events import ContextUsage, SessionCreated, SessionDeleted
-from ...protocol.replies import Deleted, SessionReply, SessionsReply
-from ..records import SessionRecord
-from .registry import RequestError, handles
+from ctxkeep.protocol import ErrorCode, requests
+from ctxkeep.protocol.events import ContextUsage, SessionCreated, SessionDeleted
+from ctxkeep.protocol.replies import Deleted, SessionReply, SessionsReply
+from ctxkeep.daemon.store.records import SessionRecord
+from ctxkeep.daemon.handlers.registry import RequestError, handles
 
 
 def _updated(daemon, req, record: SessionRecord, prompt_changed: bool) -> SessionReply:

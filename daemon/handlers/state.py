@@ -1,10 +1,10 @@
 """pin, goals.get/set, snapshot.create/list/restore/delete: the session's context state."""
 
-from ...protocol import ErrorCode, requests
-from ...protocol.events import GoalUpdated, SnapshotCreated, SnapshotRestored
-from ...protocol.replies import GoalsReply, SessionReply, SnapshotReply, SnapshotsReply
-from ..store import NoSuchSnapshot
-from .registry import RequestError, handles
+from ctxkeep.protocol import ErrorCode, requests
+from ctxkeep.protocol.events import GoalUpdated, SnapshotCreated, SnapshotRestored
+from ctxkeep.protocol.replies import GoalsReply, SessionReply, SnapshotReply, SnapshotsReply
+from ctxkeep.daemon.store.store import NoSuchSnapshot
+from ctxkeep.daemon.handlers.registry import RequestError, handles
 
 
 def _idle(daemon, session_id: str, what: str) -> None:

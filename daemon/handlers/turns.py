@@ -2,10 +2,10 @@
 
 import asyncio
 
-from ...protocol import ErrorCode, requests
-from ..files.expand import expand
-from ...protocol.replies import Accepted, Cancelled
-from .registry import REMOTE, RequestError, handles
+from ctxkeep.protocol import ErrorCode, requests
+from ctxkeep.daemon.files.expand import expand
+from ctxkeep.protocol.replies import Accepted, Cancelled
+from ctxkeep.daemon.handlers.registry import REMOTE, RequestError, handles
 
 
 @handles(requests.Send)

@@ -18,25 +18,25 @@ from dataclasses import dataclass
 
 import msgspec
 
-from ..protocol import ErrorCode
-from ..protocol.events import (
+from ctxkeep.protocol import ErrorCode
+from ctxkeep.protocol.events import (
     GenerationError, GenerationThinking, GenerationToken, GoalUpdated, QueryReceived,
     ResponseGeneration,
 )
-from . import goals as goal_markers
-from .announce import Announcer
-from .autocompact import AutoCompactor
-from .batcher import TextBatcher
-from .bus import EventBus
-from .config import Config
-from .errors import RequestError
-from .estimator import Estimator
-from .jobs import Job, SessionJobs
-from .ollama_backend import ModelCallError, OllamaBackend
-from .prompt import Message, build_messages
-from .records import Attachment, MessageRecord, NewMessage, SessionRecord
-from .store import Store, StoreError
-from .usage import reply_room
+from ctxkeep.daemon.context import goals as goal_markers
+from ctxkeep.daemon.context.announce import Announcer
+from ctxkeep.daemon.context.autocompact import AutoCompactor
+from ctxkeep.daemon.server.batcher import TextBatcher
+from ctxkeep.daemon.server.bus import EventBus
+from ctxkeep.daemon.config import Config
+from ctxkeep.daemon.errors import RequestError
+from ctxkeep.daemon.context.estimator import Estimator
+from ctxkeep.daemon.jobs.queue import Job, SessionJobs
+from ctxkeep.daemon.models.backend import ModelCallError, OllamaBackend
+from ctxkeep.daemon.context.prompt import Message, build_messages
+from ctxkeep.daemon.store.records import Attachment, MessageRecord, NewMessage, SessionRecord
+from ctxkeep.daemon.store.store import Store, StoreError
+from ctxkeep.daemon.context.usage import reply_room
 
 log = logging.getLogger(__name__)
 

@@ -18,25 +18,25 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..protocol import ErrorCode
-from ..protocol.events import (
+from ctxkeep.protocol import ErrorCode
+from ctxkeep.protocol.events import (
     CompactionProgress, CompactionRequest, CompactionResult, SnapshotCreated,
 )
-from ..protocol.replies import CompactionPlan
-from . import goals as goal_markers
-from .announce import Announcer
-from .bus import EventBus
-from .config import Config
-from .estimator import Estimator
-from .jobs import Job, SessionJobs
-from .errors import RequestError
-from .ollama_backend import OllamaBackend
-from .prompt import (
+from ctxkeep.protocol.replies import CompactionPlan
+from ctxkeep.daemon.context import goals as goal_markers
+from ctxkeep.daemon.context.announce import Announcer
+from ctxkeep.daemon.server.bus import EventBus
+from ctxkeep.daemon.config import Config
+from ctxkeep.daemon.context.estimator import Estimator
+from ctxkeep.daemon.jobs.queue import Job, SessionJobs
+from ctxkeep.daemon.errors import RequestError
+from ctxkeep.daemon.models.backend import OllamaBackend
+from ctxkeep.daemon.context.prompt import (
     COMPACTION_SYSTEM, MERGE_SYSTEM, SUMMARY_PREFIX, context_messages, summary_call,
     transcript_line,
 )
-from .records import ActiveContext, CompactionRecord, MessageRecord, NewMessage, SessionRecord
-from .store import Store, StoreError
+from ctxkeep.daemon.store.records import ActiveContext, CompactionRecord, MessageRecord, NewMessage, SessionRecord
+from ctxkeep.daemon.store.store import Store, StoreError
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """A read-only check of a store's invariants (after a crash, in tests, by hand).
 
-    python -m ctxkeep.daemon.store_check STORE_FOLDER [--settled]
+    ctxkeepd check STORE_FOLDER [--settled]
 
 Opens the LMDB environment read-only and checks every session: its name maps
 to it; its history holds exactly the sequence numbers 0 … next_seq − 1; the
@@ -11,7 +11,6 @@ question has an answer naming it. Prints one line per problem; exits 1 when
 there is any.
 """
 
-import argparse
 import struct
 import sys
 from pathlib import Path
@@ -19,7 +18,7 @@ from pathlib import Path
 import lmdb
 import msgspec
 
-from .records import ActiveContext, MessageRecord, SessionRecord
+from ctxkeep.daemon.store.records import ActiveContext, MessageRecord, SessionRecord
 
 _SEQ = struct.Struct(">Q")
 
@@ -87,22 +86,3 @@ def _check_session(txn, dbs, s: SessionRecord, key: bytes, message_dec, active_d
         if unanswered:
             out.append(f"{who}: questions with no answer: {unanswered[:5]}")
     return out
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m ctxkeep.daemon.store_check",
-                                     description=__doc__.splitlines()[0])
-    parser.add_argument("store", type=Path, help="the store folder (holding data.mdb)")
-    parser.add_argument("--settled", action="store_true",
-                        help="also require that no question is pending or unanswered")
-    args = parser.parse_args(argv)
-    problems = check(args.store, args.settled)
-    for line in problems:
-        print(line)
-    if not problems:
-        print(f"{args.store}: no problems found")
-    return 1 if problems else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -14,9 +14,9 @@ from collections import Counter
 from collections.abc import Sequence
 from functools import lru_cache
 
-from .ollama_backend import ModelCallError, OllamaBackend
-from .records import MessageRecord
-from .store import Store
+from ctxkeep.daemon.models.backend import ModelCallError, OllamaBackend
+from ctxkeep.daemon.store.records import MessageRecord
+from ctxkeep.daemon.store.store import Store
 
 log = logging.getLogger(__name__)
 _WORD = re.compile(r"[a-z0-9_]{2,}")

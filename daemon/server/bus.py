@@ -20,11 +20,11 @@ import zmq.asyncio
 
 from zmq.utils.monitor import parse_monitor_message
 
-from ..protocol import encode, subjects
-from ..protocol.events import DaemonStatusEvent, Event
-from ..protocol.models import DaemonStatus
-from .batcher import MAX_BATCH_BYTES
-from .subscriptions import MAX_PREFIX_BYTES, SubscriptionLedger
+from ctxkeep.protocol import encode, subjects
+from ctxkeep.protocol.events import DaemonStatusEvent, Event
+from ctxkeep.protocol.models import DaemonStatus
+from ctxkeep.daemon.server.batcher import MAX_BATCH_BYTES
+from ctxkeep.daemon.server.subscriptions import MAX_PREFIX_BYTES, SubscriptionLedger
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """The message lists sent to the model: chat turns and summarization calls."""
 
-from . import goals as goal_markers
-from .records import ActiveContext, Checkpoint, MessageRecord, SessionRecord
+from ctxkeep.daemon.context import goals as goal_markers
+from ctxkeep.daemon.store.records import ActiveContext, Checkpoint, MessageRecord, SessionRecord
 
 Message = dict[str, str]
 

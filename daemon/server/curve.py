@@ -6,10 +6,9 @@ their public key, listed one per line in `authorized_keys` (`KEY name`); the
 list is read at every connection, so `ctxkeep keys add` takes effect at once.
 TCP without any authorized key is refused at start-up.
 
-    python -m ctxkeep.daemon.curve show|add KEY [NAME]|remove KEY  (what `ctxkeep keys` runs)
+    ctxkeepd keys [show | add KEY [NAME] | remove KEY]   (what `ctxkeep keys` runs)
 """
 
-import sys
 from pathlib import Path
 
 import zmq
@@ -108,35 +107,13 @@ def make_server(sock: zmq.Socket, folder: Path) -> None:
     sock.setsockopt(zmq.ZAP_ENFORCE_DOMAIN, 1)  # no authenticator: no admission
 
 
-def main(argv: list[str]) -> int:
-    from .config import ConfigError, load
-    try:
-        folder = load().resolved_curve_dir()
-    except ConfigError as exc:
-        print(f"ctxkeep: {exc}", file=sys.stderr)
-        return 2
-    action = argv[0] if argv else "show"
-    try:
-        if action == "add":
-            add(folder, argv[1], " ".join(argv[2:]))
-            print(f"authorized {argv[1]}")
-        elif action == "remove":
-            print("removed" if remove(folder, argv[1]) else f"{argv[1]} was not authorized")
-        else:
-            public, _ = key_pair(folder, SERVER)
-            print(f"server public key: {public.decode()}")
-            print(f"  (remote clients set CTXKEEP_SERVER_KEY={public.decode()})")
-            keys = authorized(folder)
-            print(f"authorized clients ({folder / AUTHORIZED}):" if keys else
-                  "authorized clients: none (add one with `ctxkeep keys add KEY [NAME]`)")
-            for key, name in keys.items():
-                print(f"  {key.decode()} {name}".rstrip())
-    except (CurveError, ValueError, IndexError) as exc:
-        print(f"ctxkeep: {exc or 'usage: ctxkeep keys [show | add KEY [NAME] | remove KEY]'}",
-              file=sys.stderr)
-        return 1
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+def describe(folder: Path) -> str:
+    """The daemon's public key and the authorized client keys, for people."""
+    public, _ = key_pair(folder, SERVER)
+    lines = [f"server public key: {public.decode()}",
+             f"  (remote clients set CTXKEEP_SERVER_KEY={public.decode()})"]
+    keys = authorized(folder)
+    lines.append(f"authorized clients ({folder / AUTHORIZED}):" if keys else
+                 "authorized clients: none (add one with `ctxkeep keys add KEY [NAME]`)")
+    lines += [f"  {key.decode()} {name}".rstrip() for key, name in keys.items()]
+    return "\n".join(lines)

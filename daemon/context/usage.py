@@ -2,13 +2,13 @@
 
 from dataclasses import dataclass
 
-from ..protocol.models import Segments, Usage
-from . import goals as goal_markers
-from . import reliability
-from .config import Config
-from .estimator import Estimator
-from .prompt import checkpoint_block
-from .records import ActiveContext, MessageRecord, SessionRecord
+from ctxkeep.protocol.models import Segments, Usage
+from ctxkeep.daemon.context import goals as goal_markers
+from ctxkeep.daemon.context import reliability
+from ctxkeep.daemon.config import Config
+from ctxkeep.daemon.context.estimator import Estimator
+from ctxkeep.daemon.context.prompt import checkpoint_block
+from ctxkeep.daemon.store.records import ActiveContext, MessageRecord, SessionRecord
 
 
 @dataclass(frozen=True)

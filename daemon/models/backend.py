@@ -24,9 +24,9 @@ from typing import Any
 
 import msgspec
 
-from ..protocol import ErrorCode
-from ..protocol.models import OllamaStatus
-from .errors import RequestError
+from ctxkeep.protocol import ErrorCode
+from ctxkeep.protocol.models import OllamaStatus
+from ctxkeep.daemon.errors import RequestError
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +48,7 @@ def _make_client(host: str, connect_timeout: float, read_timeout: float) -> Any:
     import httpx
     import ollama
 
-    from .refuse_overflow import RefuseOverflow
+    from ctxkeep.daemon.models.refuse_overflow import RefuseOverflow
     return ollama.AsyncClient(host=host, timeout=httpx.Timeout(read_timeout, connect=connect_timeout),
                               transport=RefuseOverflow(httpx.AsyncHTTPTransport()))
 

@@ -23,8 +23,8 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 
-from .records import Calibration
-from .store import Store
+from ctxkeep.daemon.store.records import Calibration
+from ctxkeep.daemon.store.store import Store
 
 #: Latin letters, Latin words, other letters, digits, symbols, newlines, other
 #: whitespace, messages.

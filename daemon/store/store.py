@@ -30,8 +30,8 @@ from typing import TypeVar
 import lmdb
 import msgspec
 
-from .migrations import MIGRATIONS, SCHEMA_VERSION
-from .records import (
+from ctxkeep.daemon.store.migrations import MIGRATIONS, SCHEMA_VERSION
+from ctxkeep.daemon.store.records import (
     ActiveContext, Calibration, CompactionRecord, FileRefRecord, MessageRecord, NewMessage,
     SessionRecord, SnapshotRecord,
 )

@@ -16,27 +16,29 @@ from pathlib import Path
 import zmq
 import zmq.asyncio
 
-from ..protocol import DAEMON_VERSION, PROTOCOL_VERSION, DecodeFailure, ErrorCode, decode_request, encode
-from ..protocol.events import DaemonStatusEvent
-from ..protocol.models import DaemonStatus
-from ..protocol.paths import ipc_path
-from ..protocol import requests
-from ..protocol.replies import Error, Reply
-from ..protocol.requests import Request
-from . import curve, runtime, systemd
-from .bus import EventBus
-from .config import Config, ConfigError, apply_live, load
-from .autocompact import AutoCompactor
-from .compaction import Compactor
-from .estimator import Estimator
-from .generation import Generations
-from .announce import Announcer
-from .errors import RequestError
-from .jobs import SessionJobs
-from .handlers import HANDLERS
-from .handlers.registry import REMOTE
-from .ollama_backend import OllamaBackend
-from .store import AmbiguousSession, NameTaken, Store, StoreError, UnknownSession
+from ctxkeep.protocol import DAEMON_VERSION, PROTOCOL_VERSION, DecodeFailure, ErrorCode, decode_request, encode
+from ctxkeep.protocol.events import DaemonStatusEvent
+from ctxkeep.protocol.models import DaemonStatus
+from ctxkeep.protocol.paths import ipc_path
+from ctxkeep.protocol import requests
+from ctxkeep.protocol.replies import Error, Reply
+from ctxkeep.protocol.requests import Request
+from ctxkeep.daemon.server import curve
+from ctxkeep.daemon.server import runtime
+from ctxkeep.daemon.server import systemd
+from ctxkeep.daemon.server.bus import EventBus
+from ctxkeep.daemon.config import Config, ConfigError, apply_live, load
+from ctxkeep.daemon.context.autocompact import AutoCompactor
+from ctxkeep.daemon.context.compaction import Compactor
+from ctxkeep.daemon.context.estimator import Estimator
+from ctxkeep.daemon.jobs.generation import Generations
+from ctxkeep.daemon.context.announce import Announcer
+from ctxkeep.daemon.errors import RequestError
+from ctxkeep.daemon.jobs.queue import SessionJobs
+from ctxkeep.daemon.handlers import HANDLERS
+from ctxkeep.daemon.handlers.registry import REMOTE
+from ctxkeep.daemon.models.backend import OllamaBackend
+from ctxkeep.daemon.store.store import AmbiguousSession, NameTaken, Store, StoreError, UnknownSession
 
 log = logging.getLogger(__name__)
 

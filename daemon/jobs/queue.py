@@ -25,8 +25,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ..protocol import ErrorCode
-from ..protocol.events import CompactionResult, Event, GenerationError
+from ctxkeep.protocol import ErrorCode
+from ctxkeep.protocol.events import CompactionResult, Event, GenerationError
 
 log = logging.getLogger(__name__)
 

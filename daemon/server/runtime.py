@@ -10,7 +10,7 @@ import os
 import stat
 from pathlib import Path
 
-from ..protocol.paths import IPC_PATH_MAX, ipc_path
+from ctxkeep.protocol.paths import IPC_PATH_MAX, ipc_path
 
 
 class AlreadyRunning(Exception):

@@ -38,25 +38,25 @@ from dataclasses import dataclass, field
 
 import msgspec
 
-from ..protocol.events import CompactionRequest, CompactionResult, ContextWarning, SnapshotRestored
-from . import relevance
-from .announce import Announcer
-from .bus import EventBus
-from .compaction import (
+from ctxkeep.protocol.events import CompactionRequest, CompactionResult, ContextWarning, SnapshotRestored
+from ctxkeep.daemon.context import relevance
+from ctxkeep.daemon.context.announce import Announcer
+from ctxkeep.daemon.server.bus import EventBus
+from ctxkeep.daemon.context.compaction import (
     LEVEL_WORDS, Summarizer, SummaryRejected, chunk_lines, compaction_marker, instructions_for,
     take_snapshot,
 )
-from .config import Config
-from .errors import RequestError
-from .estimator import Estimator
-from .ollama_backend import OllamaBackend
-from .prompt import (
+from ctxkeep.daemon.config import Config
+from ctxkeep.daemon.errors import RequestError
+from ctxkeep.daemon.context.estimator import Estimator
+from ctxkeep.daemon.models.backend import OllamaBackend
+from ctxkeep.daemon.context.prompt import (
     AGE_SYSTEM, CHECKPOINT_SYSTEM, USER_SUMMARY_SYSTEM, build_messages, context_messages,
     transcript_line,
 )
-from .records import ActiveContext, Checkpoint, CompactionRecord, MessageRecord, SessionRecord
-from .store import Store, StoreError
-from .usage import Budget, measure, reply_room
+from ctxkeep.daemon.store.records import ActiveContext, Checkpoint, CompactionRecord, MessageRecord, SessionRecord
+from ctxkeep.daemon.store.store import Store, StoreError
+from ctxkeep.daemon.context.usage import Budget, measure, reply_room
 
 log = logging.getLogger(__name__)
 

@@ -12,16 +12,16 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..protocol.events import ContextUsage, ContextWarning, SessionUpdated
-from ..protocol.models import SessionInfo, Usage
-from . import reliability
-from .bus import EventBus
-from .config import Config
-from .estimator import Estimator
-from .prompt import context_messages
-from .records import SessionRecord
-from .store import Store, UnknownSession
-from .usage import usage_of
+from ctxkeep.protocol.events import ContextUsage, ContextWarning, SessionUpdated
+from ctxkeep.protocol.models import SessionInfo, Usage
+from ctxkeep.daemon.context import reliability
+from ctxkeep.daemon.server.bus import EventBus
+from ctxkeep.daemon.config import Config
+from ctxkeep.daemon.context.estimator import Estimator
+from ctxkeep.daemon.context.prompt import context_messages
+from ctxkeep.daemon.store.records import SessionRecord
+from ctxkeep.daemon.store.store import Store, UnknownSession
+from ctxkeep.daemon.context.usage import usage_of
 
 log = logging.getLogger(__name__)
 

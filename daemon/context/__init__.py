@@ -1,0 +1,1 @@
+"""The context window: estimates, usage, prompt assembly, compaction."""

@@ -1,0 +1,1 @@
+"""Work that takes time: the per-session job queue and generations."""

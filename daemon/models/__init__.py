@@ -1,0 +1,1 @@
+"""The model backend: Ollama through its official client."""

@@ -1,0 +1,1 @@
+"""The daemon's process: sockets, requests, events, start-up and shutdown."""

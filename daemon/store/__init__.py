@@ -1,0 +1,1 @@
+"""The LMDB store: sessions, history, snapshots, caches, backups."""
