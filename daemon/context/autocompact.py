@@ -43,7 +43,7 @@ from ctxkeep.daemon.context import relevance
 from ctxkeep.daemon.context.announce import Announcer
 from ctxkeep.daemon.server.bus import EventBus
 from ctxkeep.daemon.context.compaction import (
-    LEVEL_WORDS, Summarizer, SummaryRejected, chunk_lines, compaction_marker, instructions_for,
+    Summarizer, SummaryRejected, chunk_lines, compaction_marker, instructions_for,
     take_snapshot,
 )
 from ctxkeep.daemon.config import Config

@@ -12,7 +12,6 @@ there is any.
 """
 
 import struct
-import sys
 from pathlib import Path
 
 import lmdb

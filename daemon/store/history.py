@@ -1,0 +1,143 @@
+"""The append-only history: one message-append primitive, pages, recovery, file references."""
+
+import struct
+import time
+from collections.abc import Iterable
+
+import lmdb
+
+from ctxkeep.daemon.store.records import (
+    Calibration, FileRefRecord, MessageRecord, NewMessage, SessionRecord,
+)
+from ctxkeep.daemon.store.errors import UnknownSession
+from ctxkeep.daemon.store.sessions import Sessions
+from ctxkeep.daemon.store.environment import _message_key, _prefix
+
+
+class History(Sessions):
+    """The append-only history: one message-append primitive, pages, recovery, file references."""
+
+    def append(self, session_id: str, messages: Iterable[NewMessage], *,
+               activate: Iterable[int] = (), activate_seqs: Iterable[int] = (),
+               token_count: int | None = None, pending: bool = False,
+               answered: Iterable[int] = (), calibration: tuple[str, Calibration] | None = None
+               ) -> tuple[SessionRecord, list[MessageRecord]]:
+        """Append messages to the history in one transaction.
+
+        `activate_seqs` (messages already stored) and then the messages at the
+        positions `activate` in `messages` join the end of the active context;
+        `token_count`, when given, becomes the session's exact count. With
+        `pending`, the new messages are questions awaiting their answer;
+        `answered` seqs leave the pending list; `calibration` (model, record) is saved in
+        the same transaction (one sync for an answer and what it taught the estimator).
+        """
+        batch = list(messages)
+        activate = set(activate)
+        earlier = list(activate_seqs)
+        done = set(answered)
+
+        def append(txn: lmdb.Transaction) -> tuple[SessionRecord, list[MessageRecord]]:
+            record = self._get(txn, session_id)
+            if record is None:
+                raise UnknownSession(f"session {session_id!r} no longer exists")
+            now = time.time()
+            stored: list[MessageRecord] = []
+            active = self._active(txn, session_id)
+            active.seqs.extend(earlier)
+            for position, new in enumerate(batch):
+                message = self._put_message(txn, record, new, now)
+                if position in activate:
+                    active.seqs.append(message.seq)
+                if pending:
+                    record.pending.append(message.seq)
+                stored.append(message)
+            if done:
+                record.pending = [s for s in record.pending if s not in done]
+            if activate or earlier:
+                txn.put(session_id.encode(), self._enc.encode(active), db=self.dbs["active"])
+            if token_count is not None:
+                record.token_count = token_count
+                record.tokens_exact = True
+            if calibration is not None:
+                txn.put(calibration[0].encode(), self._enc.encode(calibration[1]),
+                        db=self.dbs["calibration"])
+            record.updated = now
+            self._put(txn, record)
+            return record, stored
+        return self.write(append)
+
+    def _put_message(self, txn: lmdb.Transaction, session: SessionRecord, new: NewMessage,
+                     now: float) -> MessageRecord:
+        """The one way a message joins a history: the next seq, its file references recorded."""
+        message = new.record(session.next_seq, now)
+        key = _message_key(session.id, message.seq)
+        txn.put(key, self._enc.encode(message), db=self.dbs["messages"], overwrite=False)
+        for index, f in enumerate(x for x in new.files if not x.error):
+            ref = FileRefRecord(message_seq=message.seq, path=f.path, real_path=f.real_path,
+                                mode=f.mode, tokens=f.tokens, sha256=f.sha256,
+                                mtime=f.mtime, size=f.size)
+            txn.put(key + struct.pack(">H", index), self._enc.encode(ref), db=self.dbs["file_refs"])
+        session.next_seq += 1
+        session.message_count += 1
+        return message
+
+    def recover(self, error: str) -> list[tuple[str, list[int]]]:
+        """Start-up: every question a crash left without an answer gets an interrupted,
+        empty answer (`error`), and leaves the pending list. Returns (session, seqs) done."""
+        def fix(txn: lmdb.Transaction) -> list[tuple[str, list[int]]]:
+            out = []
+            for _, raw in list(txn.cursor(db=self.dbs["sessions"]).iternext()):
+                session = self._session_dec.decode(raw)
+                if not session.pending:
+                    continue
+                now = time.time()
+                for seq in session.pending:
+                    self._put_message(txn, session, NewMessage(
+                        role="assistant", content="", status="interrupted", error=error,
+                        reply_to=seq), now)
+                out.append((session.id, list(session.pending)))
+                session.pending = []
+                self._put(txn, session)
+            return out
+        return self.write(fix)
+
+    def history(self, session_id: str, start: int = 0, limit: int = 100
+                ) -> tuple[list[MessageRecord], int | None, int]:
+        """Up to `limit` messages from sequence `start`: (messages, next start or None, total)."""
+        def page(txn: lmdb.Transaction) -> tuple[list[MessageRecord], int | None, int]:
+            record = self._get(txn, session_id)
+            if record is None:
+                raise UnknownSession(f"session {session_id!r} no longer exists")
+            out: list[MessageRecord] = []
+            cursor = txn.cursor(db=self.dbs["messages"])
+            prefix = _prefix(session_id)
+            if cursor.set_range(_message_key(session_id, start)):
+                for key, value in cursor:
+                    if not key.startswith(prefix) or len(out) == limit:
+                        break
+                    out.append(self._message_dec.decode(value))
+            nxt = out[-1].seq + 1 if out and out[-1].seq + 1 < record.next_seq else None
+            return out, nxt, record.message_count
+        return self.read(page)
+
+    def active_messages(self, session_id: str) -> list[MessageRecord]:
+        """The messages of the session's active context, oldest first."""
+        return self.read(lambda txn: self._messages(txn, session_id, self._active(txn, session_id).seqs))
+
+    def _messages(self, txn: lmdb.Transaction, session_id: str, seqs: Iterable[int]) -> list[MessageRecord]:
+        out = []
+        for seq in seqs:
+            raw = txn.get(_message_key(session_id, seq), db=self.dbs["messages"])
+            if raw is not None:
+                out.append(self._message_dec.decode(raw))
+        return out
+
+    def file_refs(self, session_id: str) -> list[FileRefRecord]:
+        """Every recorded expansion of a file reference in the session, oldest first."""
+        return self._scan("file_refs", session_id, self._file_ref_dec)
+
+    # -- context state, snapshots, embeddings ---------------------------------------
+
+    def messages(self, session_id: str, seqs: Iterable[int]) -> list[MessageRecord]:
+        """Messages by sequence number (missing ones left out)."""
+        return self.read(lambda txn: self._messages(txn, session_id, seqs))

@@ -1,0 +1,95 @@
+"""Snapshots of the active context, and restoring them (undo)."""
+
+import time
+
+import lmdb
+import msgspec
+
+from ctxkeep.daemon.store.records import SessionRecord, SnapshotRecord
+from ctxkeep.daemon.store.errors import UnknownSession, NoSuchSnapshot
+from ctxkeep.daemon.store.context import Contexts
+from ctxkeep.daemon.store.environment import _message_key
+
+
+def _snapshot_stamp(snapshot_id: str) -> int:
+    """A snapshot id (hex nanoseconds) as its key's number."""
+    try:
+        stamp = int(snapshot_id, 16)
+    except ValueError:
+        stamp = -1
+    if not 0 <= stamp < 1 << 64 or not snapshot_id.isalnum():
+        raise NoSuchSnapshot(f"{snapshot_id!r} is not a snapshot id: "
+                             "`ctxkeep snapshot SESSION list` lists them")
+    return stamp
+
+
+class Snapshots(Contexts):
+    """Snapshots of the active context, and restoring them (undo)."""
+
+    def save_snapshot(self, session_id: str, reason: str) -> SnapshotRecord:
+        """Save the session's context state; returns the snapshot."""
+        def save(txn: lmdb.Transaction) -> SnapshotRecord:
+            session = self._get(txn, session_id)
+            if session is None:
+                raise UnknownSession(f"session {session_id!r} no longer exists")
+            stamp = time.time_ns()
+            snapshot = SnapshotRecord(
+                id=f"{stamp:x}", created=stamp / 1e9, reason=reason,
+                context=self._active(txn, session_id), token_count=session.token_count,
+                tokens_exact=session.tokens_exact, compactions=session.compactions,
+                next_seq=session.next_seq)
+            txn.put(_message_key(session_id, stamp), self._enc.encode(snapshot), db=self.dbs["snapshots"])
+            return snapshot
+        return self.write(save)
+
+    def snapshots(self, session_id: str) -> list[SnapshotRecord]:
+        """The session's snapshots, newest first."""
+        return self._scan("snapshots", session_id, self._snapshot_dec)[::-1]
+
+    def restore_snapshot(self, session_id: str, snapshot_id: str, *, undo: bool = False
+                         ) -> tuple[SessionRecord, SnapshotRecord]:
+        """Put a snapshot's messages, checkpoints and file summaries back. The history is
+        not touched; turns that joined the active context after the snapshot stay (after
+        the restored messages), and the goal record and pins stay as they are now (no
+        compaction changes them, so undoing one must not lose later edits). With `undo`
+        the snapshot is marked undone, so the next undo walks one compaction further back.
+        The session's count becomes an estimate: call `set_estimate` after."""
+        def restore(txn: lmdb.Transaction) -> tuple[SessionRecord, SnapshotRecord]:
+            session = self._get(txn, session_id)
+            if session is None:
+                raise UnknownSession(f"session {session_id!r} no longer exists")
+            key = _message_key(session_id, _snapshot_stamp(snapshot_id))
+            raw = txn.get(key, db=self.dbs["snapshots"])
+            if raw is None:
+                raise NoSuchSnapshot(f"no snapshot {snapshot_id!r} in this session: "
+                                     "`ctxkeep snapshot SESSION list` lists them")
+            snapshot = self._snapshot_dec.decode(raw)
+            current = self._active(txn, session_id)
+            later = [s for s in current.seqs if snapshot.next_seq >= 0 and s >= snapshot.next_seq
+                     and s not in snapshot.context.seqs]
+            restored = msgspec.structs.replace(
+                snapshot.context, seqs=[*snapshot.context.seqs, *later], goals=current.goals,
+                pinned=current.pinned,
+                file_summaries=[s for s in snapshot.context.file_summaries])
+            txn.put(session_id.encode(), self._enc.encode(restored), db=self.dbs["active"])
+            if undo:
+                snapshot.undone = True
+                txn.put(key, self._enc.encode(snapshot), db=self.dbs["snapshots"])
+            session.token_count = snapshot.token_count
+            session.tokens_exact = snapshot.tokens_exact and not later
+            session.compactions = snapshot.compactions
+            session.updated = time.time()
+            self._put(txn, session)
+            return session, snapshot
+        return self.write(restore)
+
+    def delete_snapshot(self, session_id: str, snapshot_id: str) -> SnapshotRecord:
+        def delete(txn: lmdb.Transaction) -> SnapshotRecord:
+            key = _message_key(session_id, _snapshot_stamp(snapshot_id))
+            raw = txn.get(key, db=self.dbs["snapshots"])
+            if raw is None:
+                raise NoSuchSnapshot(f"no snapshot {snapshot_id!r} in this session: "
+                                     "`ctxkeep snapshot SESSION list` lists them")
+            txn.delete(key, db=self.dbs["snapshots"])
+            return self._snapshot_dec.decode(raw)
+        return self.write(delete)
