@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 from common import emit
-from ctxkeep.daemon.context.autocompact import (
+from ctxkeep.daemon.context.levels import (
     RECENT_FILE_MESSAGES, plan_file_summaries, plan_prune, preserved_seqs, prune_candidates,
 )
 from ctxkeep.daemon.config import Config

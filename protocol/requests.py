@@ -9,7 +9,7 @@ from typing import Annotated
 import msgspec
 from msgspec import Meta
 
-from .models import Count, GoalsInput, Options, Seq
+from .models import GoalsInput, Options, Seq
 from .version import PROTOCOL_VERSION
 
 #: A session's id, or its name when no session has that id.

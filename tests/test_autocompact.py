@@ -1,6 +1,5 @@
 """Automatic graduated compaction, goals, pins, snapshots and reliability through the real daemon."""
 
-from pathlib import Path
 
 import pytest
 

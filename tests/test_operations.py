@@ -18,7 +18,6 @@ from conftest import wait_terminal
 from ctxkeep.clients import Client, CtxkeepError
 from ctxkeep.daemon.server import systemd
 from ctxkeep.protocol.events import ResponseGeneration
-from harness import DaemonProcess
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -15,7 +15,6 @@ import zmq
 import fuzzframes
 
 from ctxkeep.clients import CtxkeepError
-from ctxkeep.protocol import requests
 from ctxkeep.protocol.events import GenerationToken, SessionCreated
 from conftest import until_idle, wait_for
 

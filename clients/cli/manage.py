@@ -56,7 +56,7 @@ def run_set(args: argparse.Namespace) -> int:
             try:
                 thresholds = [float(x) for x in args.thresholds.split(",") if x.strip()]
             except ValueError:
-                print(f"ctxkeep: --thresholds takes three numbers, e.g. 0.5,0.65,0.8", file=sys.stderr)
+                print("ctxkeep: --thresholds takes three numbers, e.g. 0.5,0.65,0.8", file=sys.stderr)
                 return 2
         if (args.model or args.num_ctx is not None or args.option or args.compaction_model is not None
                 or args.auto or thresholds is not None):

@@ -31,7 +31,6 @@ changes nothing. One snapshot is taken before a pass's first change, so
 
 import asyncio
 import logging
-import math
 import secrets
 import time
 from dataclasses import dataclass, field
@@ -42,30 +41,23 @@ from ctxkeep.protocol.events import CompactionRequest, CompactionResult, Context
 from ctxkeep.daemon.context import relevance
 from ctxkeep.daemon.context.announce import Announcer
 from ctxkeep.daemon.server.bus import EventBus
-from ctxkeep.daemon.context.compaction import (
-    Summarizer, SummaryRejected, chunk_lines, compaction_marker, instructions_for,
-    take_snapshot,
+from ctxkeep.daemon.context.checkpoints import Checkpointing
+from ctxkeep.daemon.context.compaction import SummaryRejected, compaction_marker, take_snapshot
+from ctxkeep.daemon.context.levels import (
+    RECENT_FILE_MESSAGES, STRATEGY, Change, plan_file_summaries, plan_prune, preserved_seqs,
+    prune_candidates,
 )
 from ctxkeep.daemon.config import Config
 from ctxkeep.daemon.errors import RequestError
 from ctxkeep.daemon.context.estimator import Estimator
 from ctxkeep.daemon.models.backend import OllamaBackend
-from ctxkeep.daemon.context.prompt import (
-    AGE_SYSTEM, CHECKPOINT_SYSTEM, USER_SUMMARY_SYSTEM, build_messages, context_messages,
-    transcript_line,
-)
-from ctxkeep.daemon.store.records import ActiveContext, Checkpoint, CompactionRecord, MessageRecord, SessionRecord
+from ctxkeep.daemon.context.prompt import build_messages, context_messages
+from ctxkeep.daemon.store.records import ActiveContext, CompactionRecord, MessageRecord, SessionRecord
 from ctxkeep.daemon.store.store import Store, StoreError
 from ctxkeep.daemon.context.usage import Budget, measure, reply_room
 
 log = logging.getLogger(__name__)
 
-STRATEGY = {1: "file_compress", 2: "message_prune", 3: "checkpoint"}
-AGES = ("recent", "old", "ancient", "merged")
-#: Each age's target size, as a share of the budget without checkpoints (seed 002's
-#: ~2000 / 1200 / 800 / 400 tokens of a 6,800-token budget, scaled to the window).
-AGE_SHARE = {"recent": 0.15, "old": 0.09, "ancient": 0.06, "merged": 0.03}
-RECENT_FILE_MESSAGES = 3
 #: After a pass the whole context should be at most this share of the window.
 PASS_TARGET = 0.8
 #: Extra level-3 steps a pass may take to reach PASS_TARGET.
@@ -88,18 +80,7 @@ class Pass:
 
 
 @dataclass
-class Change:
-    """What one level would do to the context state, and what to tell the user."""
-
-    seqs: list[int]
-    file_summaries: list[int]
-    checkpoints: list[Checkpoint]
-    note: str
-    warnings: list[tuple[str, str]] = field(default_factory=list)
-
-
-@dataclass
-class AutoCompactor:
+class AutoCompactor(Checkpointing):
     """Runs inside a session's job (the queue runs one at a time), so it never interleaves
     with other work of that session."""
 
@@ -312,183 +293,3 @@ class AutoCompactor:
                       f"{len(pruned)} low-relevance message(s) left the active context")
 
     # -- level 3: checkpoint, aging, the user's share ----------------------------------
-
-    def _target(self, budget: Budget, age: str) -> int:
-        base = budget.window - budget.reply - budget.system - budget.goals
-        return max(48, int(base * AGE_SHARE[age]))
-
-    async def _summarizer(self, session: SessionRecord) -> Summarizer:
-        return await Summarizer.for_model(
-            self.backend, self.estimator,
-            session.compaction_model or self.config.compaction_model or session.model,
-            session.num_ctx, self.config.summary_max_tokens)
-
-    async def _checkpoint(self, session, context, active, budget, pass_) -> Change | str:
-        preserved = self._preserved(context, active, pass_)
-        older = [m for m in active if m.seq not in preserved]
-        users = self._user_share(session.model, context, active, budget, preserved,
-                                 self._keep_recent(pass_), force=pass_.extra and not older)
-        summarizer = await self._summarizer(session)
-        instructions = instructions_for(context)
-        checkpoints = list(context.checkpoints)
-        notes: list[str] = []
-        warnings: list[tuple[str, str]] = []
-        summaries = set(context.file_summaries)
-        gone: set[int] = set()
-        for group, of_user in ((older, False), (users, True)):
-            if not group:
-                continue
-            made = await self._summarize(session, group, summaries, summarizer, instructions,
-                                         budget, of_user, context)
-            if made is None:
-                notes.append(f"{len(group)} older message(s) too short to summarize")
-                continue
-            if not gone:  # age what was there before this step's first new checkpoint
-                checkpoints = await self._age(checkpoints, budget, summarizer, instructions)
-            checkpoints.append(made)
-            gone |= {m.seq for m in group}
-            if of_user:
-                message = (f"{len(group)} of your earliest messages (#{group[0].seq}–#{group[-1].seq}) "
-                           "are now kept as a summary, not word for word: your own messages passed "
-                           "half of the conversation's budget. `ctxkeep undo` puts them back; "
-                           "a larger num_ctx keeps more of them verbatim.")
-                warnings.append(("user_summary", message))
-                notes.append(message)
-            else:
-                notes.append(f"{len(group)} message(s) became a checkpoint")
-        if not gone:
-            if not checkpoints:
-                return "; ".join(notes) or "nothing outside the preserved messages to summarize"
-            aged = await self._age(checkpoints, budget, summarizer, instructions)
-            if [(c.current_tokens, c.age) for c in aged] == [(c.current_tokens, c.age) for c in checkpoints]:
-                return "; ".join(notes) or "checkpoints are as small as they get"
-            checkpoints = aged
-            notes.append("checkpoints aged")
-        checkpoints.sort(key=lambda c: c.first_seq)
-        return Change([s for s in context.seqs if s not in gone],
-                      [s for s in context.file_summaries if s not in gone], checkpoints,
-                      "; ".join(notes), warnings)
-
-    async def _summarize(self, session: SessionRecord, group: list[MessageRecord],
-                         summaries: set[int], summarizer: Summarizer, instructions: str,
-                         budget: Budget, of_user: bool, context: ActiveContext) -> Checkpoint | None:
-        """A checkpoint of `group` (their files as outlines), or None when it would not be
-        smaller than the messages themselves."""
-        summarizer.check_room()
-        room = min(summarizer.room, self._target(budget, "recent"))
-        lines = [(transcript, self.estimator.text(summarizer.model, transcript))
-                 for transcript in (outline_line(m, m.seq in summaries) for m in group)]
-        chunks = chunk_lines(lines, summarizer.budget)
-        text, tokens = await summarizer.summarize(
-            chunks, USER_SUMMARY_SYSTEM if of_user else CHECKPOINT_SYSTEM, instructions, room=room)
-        original = sum(self.estimator.message(session.model, m.prompt_content(m.seq in summaries))
-                       for m in group)
-        if tokens >= original:
-            return None
-        return Checkpoint(
-            id=secrets.token_hex(4), first_seq=group[0].seq, last_seq=group[-1].seq,
-            summary=text, original_tokens=original, current_tokens=tokens,
-            key_decisions=[d.description for d in context.goals.decisions if d.locked],
-            files=sorted({f.path for m in group for f in m.files if not f.error}),
-            next_steps=list(context.goals.next_steps), created=time.time(), of_user=of_user)
-
-    def _user_share(self, model: str, context: ActiveContext, active: list[MessageRecord],
-                    budget: Budget, preserved: set[int], keep_recent: int,
-                    force: bool = False) -> list[MessageRecord]:
-        """The oldest user messages to summarize when the preserved ones pass half the
-        budget (down to 40 % of it), or with `force` whenever there are any (at least
-        one); the last and the pinned messages always stay."""
-        cost = {m.seq: self.estimator.message(model, m.prompt_content()) for m in active}
-        keep_recent = {m.seq for m in active[-keep_recent:]}
-        total = sum(cost[s] for s in preserved if s in cost)
-        base = budget.window - budget.reply - budget.system - budget.goals - budget.checkpoints
-        if total <= base / 2 and not force:
-            return []
-        out: list[MessageRecord] = []
-        for m in active:
-            if total <= base * 0.4 and (out or not force):
-                break
-            if m.role == "user" and m.seq not in keep_recent and m.seq not in context.pinned:
-                out.append(m)
-                total -= cost[m.seq]
-        return out
-
-    async def _age(self, checkpoints: list[Checkpoint], budget: Budget, summarizer: Summarizer,
-                   instructions: str) -> list[Checkpoint]:
-        """Each existing checkpoint one age older, re-compressed to that age's size; the
-        ancient ones merged into one. Verbatim checkpoints (older stores) stay as they are."""
-        aged = []
-        for c in checkpoints:
-            if c.verbatim:
-                aged.append(c)
-                continue
-            age = AGES[min(AGES.index(c.age) + 1, len(AGES) - 1)]
-            aged.append(await self._shrink(c, age, self._target(budget, age), summarizer, instructions))
-        ancient = [c for c in aged if c.age in ("ancient", "merged") and not c.verbatim]
-        if len(ancient) > 1:
-            merged = Checkpoint(
-                id=secrets.token_hex(4), age="merged", first_seq=ancient[0].first_seq,
-                last_seq=ancient[-1].last_seq, summary="\n\n".join(c.summary for c in ancient),
-                original_tokens=sum(c.original_tokens for c in ancient),
-                current_tokens=sum(c.current_tokens for c in ancient),
-                compressions=max(c.compressions for c in ancient),
-                key_decisions=sorted({d for c in ancient for d in c.key_decisions}),
-                files=sorted({f for c in ancient for f in c.files}),
-                next_steps=ancient[-1].next_steps, created=ancient[0].created,
-                of_user=any(c.of_user for c in ancient))
-            merged = await self._shrink(merged, "merged", self._target(budget, "merged"),
-                                        summarizer, instructions, force=True)
-            aged = [merged] + [c for c in aged if c not in ancient]
-        return aged
-
-    async def _shrink(self, c: Checkpoint, age: str, target: int, summarizer: Summarizer,
-                      instructions: str, force: bool = False) -> Checkpoint:
-        if c.current_tokens <= target and not force:
-            return msgspec.structs.replace(c, age=age)
-        text, tokens = await summarizer.call(
-            AGE_SYSTEM, instructions + f"\n\nAt most about {target} tokens.", c.summary,
-            "Summary to shorten:", room=target)
-        if tokens >= c.current_tokens:  # no gain: keep the longer one rather than lose detail
-            return msgspec.structs.replace(c, age=age)
-        return msgspec.structs.replace(c, age=age, summary=text, current_tokens=tokens,
-                                       compressions=c.compressions + 1)
-
-
-def outline_line(message: MessageRecord, file_summaries: bool) -> str:
-    """A message as the summarizer reads it: its text and its files (as outlines where
-    there are outlines), so a summarized message's files become part of the summary."""
-    line = transcript_line(message)
-    blocks = [f.summary or f.block for f in message.files if not f.error] if message.files else []
-    if not blocks:
-        return line
-    return line + "\n\n".join(blocks) + "\n\n"
-
-
-def preserved_seqs(context: ActiveContext, active: list[MessageRecord], keep_recent: int,
-                   preserve_user: bool) -> set[int]:
-    """Messages no automatic compaction touches: the last ones, pinned ones, user ones."""
-    keep = {m.seq for m in active[-keep_recent:]} | set(context.pinned)
-    if preserve_user:
-        keep |= {m.seq for m in active if m.role == "user"}
-    return keep
-
-
-def plan_file_summaries(context: ActiveContext, active: list[MessageRecord]) -> list[int]:
-    """Level 1: messages whose full @file references were not used in the last 3 messages."""
-    recent = {f.path for m in active[-RECENT_FILE_MESSAGES:] for f in m.files}
-    pinned, done = set(context.pinned), set(context.file_summaries)
-    return [m.seq for m in active if m.seq not in pinned and m.seq not in done
-            and any(f.summary and f.path not in recent for f in m.files)]
-
-
-def prune_candidates(context: ActiveContext, active: list[MessageRecord],
-                     preserved: set[int]) -> list[MessageRecord]:
-    """Level 2: the messages that may leave the active context."""
-    return [m for m in active if m.seq not in preserved and m.kind == "message"]
-
-
-def plan_prune(candidates: list[MessageRecord], scores: list[float]) -> set[int]:
-    """Level 2: keep the more relevant half; the rest leaves the active context."""
-    ranked = sorted(zip(scores, range(len(candidates))), reverse=True)
-    keep = {candidates[i].seq for _, i in ranked[:math.ceil(len(candidates) / 2)]}
-    return {m.seq for m in candidates if m.seq not in keep}

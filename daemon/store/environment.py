@@ -37,6 +37,7 @@ from ctxkeep.daemon.store.errors import StoreError, StoreTooNew
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+E = TypeVar("E", bound="Environment")
 _SEQ = struct.Struct(">Q")
 #: Free space a new store needs before it is created (LMDB maps its file sparsely, and a
 #: write into a mapped page on a full disk kills the process with SIGBUS).
@@ -74,7 +75,7 @@ class Environment:
         self._upgrade()
 
     @classmethod
-    def open(cls, path: Path, map_size: int = 64 << 20) -> "Store":
+    def open(cls: type[E], path: Path, map_size: int = 64 << 20) -> E:
         """Open (or create) the store, with every start-up obstacle as one clear StoreError."""
         new = not (path / "data.mdb").exists()
         if new and shutil.disk_usage(path).free < _MIN_FREE:

@@ -1,0 +1,160 @@
+"""Level 3 of automatic compaction: older messages become a checkpoint (a goal-aware
+summary, their files as outlines), the user's own oldest messages when they alone pass
+half the budget, and existing checkpoints age — recent, old, ancient, merged — each step
+re-compressed smaller."""
+
+import secrets
+import time
+
+import msgspec
+
+from ctxkeep.daemon.context.compaction import Summarizer, chunk_lines, instructions_for
+from ctxkeep.daemon.context.levels import AGE_SHARE, AGES, Change, outline_line
+from ctxkeep.daemon.context.prompt import AGE_SYSTEM, CHECKPOINT_SYSTEM, USER_SUMMARY_SYSTEM
+from ctxkeep.daemon.context.usage import Budget
+from ctxkeep.daemon.store.records import ActiveContext, Checkpoint, MessageRecord, SessionRecord
+
+
+class Checkpointing:
+    """Level 3, as a part of the AutoCompactor (which gives it `backend`, `config`,
+    `estimator`, `_preserved` and `_keep_recent`)."""
+
+    def _target(self, budget: Budget, age: str) -> int:
+        base = budget.window - budget.reply - budget.system - budget.goals
+        return max(48, int(base * AGE_SHARE[age]))
+
+    async def _summarizer(self, session: SessionRecord) -> Summarizer:
+        return await Summarizer.for_model(
+            self.backend, self.estimator,
+            session.compaction_model or self.config.compaction_model or session.model,
+            session.num_ctx, self.config.summary_max_tokens)
+
+    async def _checkpoint(self, session, context, active, budget, pass_) -> Change | str:
+        preserved = self._preserved(context, active, pass_)
+        older = [m for m in active if m.seq not in preserved]
+        users = self._user_share(session.model, context, active, budget, preserved,
+                                 self._keep_recent(pass_), force=pass_.extra and not older)
+        summarizer = await self._summarizer(session)
+        instructions = instructions_for(context)
+        checkpoints = list(context.checkpoints)
+        notes: list[str] = []
+        warnings: list[tuple[str, str]] = []
+        summaries = set(context.file_summaries)
+        gone: set[int] = set()
+        for group, of_user in ((older, False), (users, True)):
+            if not group:
+                continue
+            made = await self._summarize(session, group, summaries, summarizer, instructions,
+                                         budget, of_user, context)
+            if made is None:
+                notes.append(f"{len(group)} older message(s) too short to summarize")
+                continue
+            if not gone:  # age what was there before this step's first new checkpoint
+                checkpoints = await self._age(checkpoints, budget, summarizer, instructions)
+            checkpoints.append(made)
+            gone |= {m.seq for m in group}
+            if of_user:
+                message = (f"{len(group)} of your earliest messages (#{group[0].seq}–#{group[-1].seq}) "
+                           "are now kept as a summary, not word for word: your own messages passed "
+                           "half of the conversation's budget. `ctxkeep undo` puts them back; "
+                           "a larger num_ctx keeps more of them verbatim.")
+                warnings.append(("user_summary", message))
+                notes.append(message)
+            else:
+                notes.append(f"{len(group)} message(s) became a checkpoint")
+        if not gone:
+            if not checkpoints:
+                return "; ".join(notes) or "nothing outside the preserved messages to summarize"
+            aged = await self._age(checkpoints, budget, summarizer, instructions)
+            if [(c.current_tokens, c.age) for c in aged] == [(c.current_tokens, c.age) for c in checkpoints]:
+                return "; ".join(notes) or "checkpoints are as small as they get"
+            checkpoints = aged
+            notes.append("checkpoints aged")
+        checkpoints.sort(key=lambda c: c.first_seq)
+        return Change([s for s in context.seqs if s not in gone],
+                      [s for s in context.file_summaries if s not in gone], checkpoints,
+                      "; ".join(notes), warnings)
+
+    async def _summarize(self, session: SessionRecord, group: list[MessageRecord],
+                         summaries: set[int], summarizer: Summarizer, instructions: str,
+                         budget: Budget, of_user: bool, context: ActiveContext) -> Checkpoint | None:
+        """A checkpoint of `group` (their files as outlines), or None when it would not be
+        smaller than the messages themselves."""
+        summarizer.check_room()
+        room = min(summarizer.room, self._target(budget, "recent"))
+        lines = [(transcript, self.estimator.text(summarizer.model, transcript))
+                 for transcript in (outline_line(m, m.seq in summaries) for m in group)]
+        chunks = chunk_lines(lines, summarizer.budget)
+        text, tokens = await summarizer.summarize(
+            chunks, USER_SUMMARY_SYSTEM if of_user else CHECKPOINT_SYSTEM, instructions, room=room)
+        original = sum(self.estimator.message(session.model, m.prompt_content(m.seq in summaries))
+                       for m in group)
+        if tokens >= original:
+            return None
+        return Checkpoint(
+            id=secrets.token_hex(4), first_seq=group[0].seq, last_seq=group[-1].seq,
+            summary=text, original_tokens=original, current_tokens=tokens,
+            key_decisions=[d.description for d in context.goals.decisions if d.locked],
+            files=sorted({f.path for m in group for f in m.files if not f.error}),
+            next_steps=list(context.goals.next_steps), created=time.time(), of_user=of_user)
+
+    def _user_share(self, model: str, context: ActiveContext, active: list[MessageRecord],
+                    budget: Budget, preserved: set[int], keep_recent: int,
+                    force: bool = False) -> list[MessageRecord]:
+        """The oldest user messages to summarize when the preserved ones pass half the
+        budget (down to 40 % of it), or with `force` whenever there are any (at least
+        one); the last and the pinned messages always stay."""
+        cost = {m.seq: self.estimator.message(model, m.prompt_content()) for m in active}
+        keep_recent = {m.seq for m in active[-keep_recent:]}
+        total = sum(cost[s] for s in preserved if s in cost)
+        base = budget.window - budget.reply - budget.system - budget.goals - budget.checkpoints
+        if total <= base / 2 and not force:
+            return []
+        out: list[MessageRecord] = []
+        for m in active:
+            if total <= base * 0.4 and (out or not force):
+                break
+            if m.role == "user" and m.seq not in keep_recent and m.seq not in context.pinned:
+                out.append(m)
+                total -= cost[m.seq]
+        return out
+
+    async def _age(self, checkpoints: list[Checkpoint], budget: Budget, summarizer: Summarizer,
+                   instructions: str) -> list[Checkpoint]:
+        """Each existing checkpoint one age older, re-compressed to that age's size; the
+        ancient ones merged into one. Verbatim checkpoints (older stores) stay as they are."""
+        aged = []
+        for c in checkpoints:
+            if c.verbatim:
+                aged.append(c)
+                continue
+            age = AGES[min(AGES.index(c.age) + 1, len(AGES) - 1)]
+            aged.append(await self._shrink(c, age, self._target(budget, age), summarizer, instructions))
+        ancient = [c for c in aged if c.age in ("ancient", "merged") and not c.verbatim]
+        if len(ancient) > 1:
+            merged = Checkpoint(
+                id=secrets.token_hex(4), age="merged", first_seq=ancient[0].first_seq,
+                last_seq=ancient[-1].last_seq, summary="\n\n".join(c.summary for c in ancient),
+                original_tokens=sum(c.original_tokens for c in ancient),
+                current_tokens=sum(c.current_tokens for c in ancient),
+                compressions=max(c.compressions for c in ancient),
+                key_decisions=sorted({d for c in ancient for d in c.key_decisions}),
+                files=sorted({f for c in ancient for f in c.files}),
+                next_steps=ancient[-1].next_steps, created=ancient[0].created,
+                of_user=any(c.of_user for c in ancient))
+            merged = await self._shrink(merged, "merged", self._target(budget, "merged"),
+                                        summarizer, instructions, force=True)
+            aged = [merged] + [c for c in aged if c not in ancient]
+        return aged
+
+    async def _shrink(self, c: Checkpoint, age: str, target: int, summarizer: Summarizer,
+                      instructions: str, force: bool = False) -> Checkpoint:
+        if c.current_tokens <= target and not force:
+            return msgspec.structs.replace(c, age=age)
+        text, tokens = await summarizer.call(
+            AGE_SYSTEM, instructions + f"\n\nAt most about {target} tokens.", c.summary,
+            "Summary to shorten:", room=target)
+        if tokens >= c.current_tokens:  # no gain: keep the longer one rather than lose detail
+            return msgspec.structs.replace(c, age=age)
+        return msgspec.structs.replace(c, age=age, summary=text, current_tokens=tokens,
+                                       compressions=c.compressions + 1)
