@@ -2,26 +2,27 @@
 
 from ctxkeep.protocol import encode, requests
 from ctxkeep.protocol.replies import HistoryReply
+from ctxkeep.daemon.services import Services
+from ctxkeep.daemon.store.records import SessionRecord
 from ctxkeep.daemon.handlers.registry import handles
 
 
-@handles(requests.History)
-async def history(daemon, req: requests.History) -> HistoryReply:
-    record = daemon.store.session(req.session)
+@handles(requests.History, session=True)
+async def history(services: Services, req: requests.History, record: SessionRecord) -> HistoryReply:
     if req.active:
         # The active context is in prompt order (a summary before the messages it kept),
         # so a page starts at the position of `start` in it, not at seqs >= start.
-        seqs = daemon.store.context(record.id).seqs
+        seqs = services.store.context(record.id).seqs
         at = seqs.index(req.start) if req.start in seqs else 0 if req.start == 0 else len(seqs)
         page_seqs = seqs[at:at + req.limit]
-        messages = daemon.store.messages(record.id, page_seqs)
+        messages = services.store.messages(record.id, page_seqs)
         after = at + len(page_seqs)
         nxt, total = (seqs[after] if after < len(seqs) else None), len(seqs)
     else:
-        messages, nxt, total = daemon.store.history(record.id, req.start, req.limit)
+        messages, nxt, total = services.store.history(record.id, req.start, req.limit)
     infos = [m.info() for m in messages]
     # Keep the reply under the frame cap: a shorter page, with `next` pointing on.
-    budget, size, kept = daemon.config.max_frame_bytes // 2, 0, 0
+    budget, size, kept = services.config.max_frame_bytes // 2, 0, 0
     for kept, info in enumerate(infos):
         size += len(encode(info))
         if size > budget and kept > 0:

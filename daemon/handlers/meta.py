@@ -5,22 +5,23 @@ import time
 
 from ctxkeep.protocol import DAEMON_VERSION, PROTOCOL_VERSION, requests, subjects
 from ctxkeep.protocol.replies import HelloReply, Pong, StatusReply
+from ctxkeep.daemon.services import Services
 from ctxkeep.daemon.handlers.registry import handles
 
 SUBJECTS = sorted(v for k, v in vars(subjects).items() if k.isupper() and isinstance(v, str))
 
 
 @handles(requests.Hello)
-async def hello(daemon, req: requests.Hello) -> HelloReply:
+async def hello(services: Services, req: requests.Hello) -> HelloReply:
     return HelloReply(id=req.id, daemon=DAEMON_VERSION, protocol=PROTOCOL_VERSION,
                       pid=os.getpid(), subjects=SUBJECTS)
 
 
 @handles(requests.Ping)
-async def ping(daemon, req: requests.Ping) -> Pong:
+async def ping(services: Services, req: requests.Ping) -> Pong:
     return Pong(id=req.id, time=time.time())
 
 
 @handles(requests.Status)
-async def status(daemon, req: requests.Status) -> StatusReply:
-    return StatusReply(id=req.id, status=daemon.status())
+async def status(services: Services, req: requests.Status) -> StatusReply:
+    return StatusReply(id=req.id, status=services.status())

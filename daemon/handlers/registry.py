@@ -1,4 +1,10 @@
-"""The handler registry: one coroutine per request type."""
+"""The handler registry: one coroutine per request type.
+
+A handler is `async def h(services, request)`; registered with `session=True` it is
+`async def h(services, request, session)`, the request's `session` field (an id, a
+unique id prefix or a name) resolved once, before it runs (an unknown or ambiguous
+reference is answered with its error code and the handler never runs).
+"""
 
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
@@ -9,12 +15,12 @@ from ctxkeep.protocol.replies import Reply
 from ctxkeep.protocol.requests import Request
 
 if TYPE_CHECKING:
-    from ctxkeep.daemon.server.daemon import Daemon
+    from ctxkeep.daemon.services import Services
 
 __all__ = ["HANDLERS", "REMOTE", "RequestError", "handles"]
 
 R = TypeVar("R", bound=Request)
-Handler = Callable[["Daemon", Any], Awaitable[Reply]]
+Handler = Callable[["Services", Any], Awaitable[Reply]]
 
 #: True while handling a request that came over TCP (a remote client).
 REMOTE: ContextVar[bool] = ContextVar("remote", default=False)
@@ -23,12 +29,17 @@ REMOTE: ContextVar[bool] = ContextVar("remote", default=False)
 HANDLERS: dict[type[Request], Handler] = {}
 
 
-def handles(request_type: type[R]) -> Callable[[Callable[["Daemon", R], Awaitable[Reply]]],
-                                                  Callable[["Daemon", R], Awaitable[Reply]]]:
-    """Register the decorated coroutine as the handler of `request_type`."""
-    def register(fn: Callable[["Daemon", R], Awaitable[Reply]]):
+def handles(request_type: type[R], *, session: bool = False) -> Callable[[Any], Any]:
+    """Register the decorated coroutine as the handler of `request_type`; with `session`,
+    it gets the resolved session record as its third argument."""
+    def register(fn: Callable[..., Awaitable[Reply]]) -> Callable[..., Awaitable[Reply]]:
         if request_type in HANDLERS:
             raise RuntimeError(f"two handlers for {request_type.__name__}")
-        HANDLERS[request_type] = fn
+        if session:
+            async def with_session(services: "Services", req: Any) -> Reply:
+                return await fn(services, req, services.store.session(req.session))
+            HANDLERS[request_type] = with_session
+        else:
+            HANDLERS[request_type] = fn
         return fn
     return register

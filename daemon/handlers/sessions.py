@@ -4,14 +4,15 @@ from ctxkeep.protocol import ErrorCode, requests
 from ctxkeep.protocol.events import ContextUsage, SessionCreated, SessionDeleted
 from ctxkeep.protocol.replies import Deleted, SessionReply, SessionsReply
 from ctxkeep.daemon.store.records import SessionRecord
+from ctxkeep.daemon.services import Services
 from ctxkeep.daemon.handlers.registry import RequestError, handles
 
 
-def _updated(daemon, req, record: SessionRecord, prompt_changed: bool) -> SessionReply:
+def _updated(services: Services, req, record: SessionRecord, prompt_changed: bool) -> SessionReply:
     """Announce the change (with a fresh estimate when the prompt changed) and answer."""
     if prompt_changed:
-        daemon.announcer.prompt_changed(record.id)
-    info = daemon.announcer.changed(record.id, usage=prompt_changed)
+        services.announcer.prompt_changed(record.id)
+    info = services.announcer.changed(record.id, usage=prompt_changed)
     return SessionReply(id=req.id, session=info)
 
 
@@ -27,70 +28,65 @@ def _check_bytes(what: str, value: str) -> None:
 
 
 @handles(requests.SessionCreate)
-async def create(daemon, req: requests.SessionCreate) -> SessionReply:
-    cfg = daemon.config
+async def create(services: Services, req: requests.SessionCreate) -> SessionReply:
+    cfg = services.config
     model = req.model or cfg.default_model
     _check_bytes("name", req.name)
     _check_bytes("model name", model)
     empty = [{"role": "system", "content": req.system}] if req.system else []
-    record = daemon.store.create_session(
+    record = services.store.create_session(
         name=req.name, model=model, system=req.system,
         options=req.options or dict(cfg.default_options), num_ctx=req.num_ctx or cfg.num_ctx,
-        context_length=daemon.backend.known_context_length(model),
-        token_estimate=daemon.estimator.prompt(model, empty))  # the empty prompt, estimated
-    info = daemon.announcer.info(record)
-    daemon.bus.publish(SessionCreated(session=info), record.id)
-    daemon.bus.publish(ContextUsage(usage=daemon.announcer.usage(record)), record.id)
+        context_length=services.backend.known_context_length(model),
+        token_estimate=services.estimator.prompt(model, empty))  # the empty prompt, estimated
+    info = services.announcer.info(record)
+    services.bus.publish(SessionCreated(session=info), record.id)
+    services.bus.publish(ContextUsage(usage=services.announcer.usage(record)), record.id)
     return SessionReply(id=req.id, session=info)
 
 
 @handles(requests.SessionList)
-async def list_sessions(daemon, req: requests.SessionList) -> SessionsReply:
-    busy = daemon.jobs.busy
-    return SessionsReply(id=req.id, sessions=[s.info(busy=busy(s.id)) for s in daemon.store.sessions()])
+async def list_sessions(services: Services, req: requests.SessionList) -> SessionsReply:
+    busy = services.jobs.busy
+    return SessionsReply(id=req.id, sessions=[s.info(busy=busy(s.id)) for s in services.store.sessions()])
 
 
-@handles(requests.SessionGet)
-async def get(daemon, req: requests.SessionGet) -> SessionReply:
-    record = daemon.store.session(req.session)
-    return SessionReply(id=req.id, session=record.info(busy=daemon.jobs.busy(record.id)))
+@handles(requests.SessionGet, session=True)
+async def get(services: Services, req: requests.SessionGet, record: SessionRecord) -> SessionReply:
+    return SessionReply(id=req.id, session=record.info(busy=services.jobs.busy(record.id)))
 
 
-@handles(requests.SessionRename)
-async def rename(daemon, req: requests.SessionRename) -> SessionReply:
+@handles(requests.SessionRename, session=True)
+async def rename(services: Services, req: requests.SessionRename, record: SessionRecord) -> SessionReply:
     _check_bytes("name", req.name)
-    record = daemon.store.session(req.session)
 
     def change(r: SessionRecord) -> None:
         r.name = req.name
-    return _updated(daemon, req, daemon.store.update_session(record.id, change), False)
+    return _updated(services, req, services.store.update_session(record.id, change), False)
 
 
-@handles(requests.SessionDelete)
-async def delete(daemon, req: requests.SessionDelete) -> Deleted:
-    record = daemon.store.session(req.session)
-    if daemon.jobs.busy(record.id):
+@handles(requests.SessionDelete, session=True)
+async def delete(services: Services, req: requests.SessionDelete, record: SessionRecord) -> Deleted:
+    if services.jobs.busy(record.id):
         raise RequestError(ErrorCode.BUSY, f"session {record.name!r} is generating: "
                                            "cancel it first (`ctxkeep cancel`), then delete")
-    daemon.store.delete_session(record.id)
-    daemon.bus.publish(SessionDeleted(), record.id)
+    services.store.delete_session(record.id)
+    services.bus.publish(SessionDeleted(), record.id)
     return Deleted(id=req.id, session_id=record.id)
 
 
-@handles(requests.SetSystem)
-async def set_system(daemon, req: requests.SetSystem) -> SessionReply:
-    record = daemon.store.session(req.session)
+@handles(requests.SetSystem, session=True)
+async def set_system(services: Services, req: requests.SetSystem, record: SessionRecord) -> SessionReply:
 
     def change(r: SessionRecord) -> None:
         r.system = req.system
-    return _updated(daemon, req, daemon.store.update_session(record.id, change), True)
+    return _updated(services, req, services.store.update_session(record.id, change), True)
 
 
-@handles(requests.SetModel)
-async def set_model(daemon, req: requests.SetModel) -> SessionReply:
+@handles(requests.SetModel, session=True)
+async def set_model(services: Services, req: requests.SetModel, record: SessionRecord) -> SessionReply:
     _check_bytes("model name", req.model or "")
     _check_bytes("compaction model name", req.compaction_model or "")
-    record = daemon.store.session(req.session)
     if req.thresholds is not None and req.thresholds and (
             len(req.thresholds) != 3 or sorted(req.thresholds) != list(req.thresholds)):
         raise RequestError(ErrorCode.INVALID_ARGUMENT, "thresholds are three rising fractions of "
@@ -100,7 +96,7 @@ async def set_model(daemon, req: requests.SetModel) -> SessionReply:
         if req.model and req.model != r.model:
             r.model = req.model
             # known already, or asked from /api/show at the next turn
-            r.context_length = daemon.backend.known_context_length(req.model)
+            r.context_length = services.backend.known_context_length(req.model)
         if req.options is not None:
             r.options = dict(req.options)
         if req.num_ctx is not None:
@@ -111,4 +107,4 @@ async def set_model(daemon, req: requests.SetModel) -> SessionReply:
             r.auto_compaction = req.auto_compaction
         if req.thresholds is not None:
             r.thresholds = list(req.thresholds)
-    return _updated(daemon, req, daemon.store.update_session(record.id, change), True)
+    return _updated(services, req, services.store.update_session(record.id, change), True)

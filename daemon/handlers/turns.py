@@ -5,30 +5,30 @@ import asyncio
 from ctxkeep.protocol import ErrorCode, requests
 from ctxkeep.daemon.files.expand import expand
 from ctxkeep.protocol.replies import Accepted, Cancelled
+from ctxkeep.daemon.services import Services
+from ctxkeep.daemon.store.records import SessionRecord
 from ctxkeep.daemon.handlers.registry import REMOTE, RequestError, handles
 
 
-@handles(requests.Send)
-async def send(daemon, req: requests.Send) -> Accepted:
-    if daemon.stopping:
+@handles(requests.Send, session=True)
+async def send(services: Services, req: requests.Send, record: SessionRecord) -> Accepted:
+    if services.stopping():
         raise RequestError(ErrorCode.SHUTTING_DOWN, "ctxkeepd is shutting down: send again "
                                                     "once it is back")
     if not req.text.strip():
         raise RequestError(ErrorCode.INVALID_ARGUMENT, "the message is empty")
-    record = daemon.store.session(req.session)
     # Files are read now, as they are when the user sends, off the event loop.
     files = await asyncio.to_thread(expand, req.text, req.cwd,
-                                    daemon.config.file_settings(remote=REMOTE.get()),
-                                    lambda text: daemon.estimator.text(record.model, text))
-    job, ahead, _ = daemon.generations.accept(record, req.text, req.think, files)
+                                    services.config.file_settings(remote=REMOTE.get()),
+                                    lambda text: services.estimator.text(record.model, text))
+    job, ahead, _ = services.generations.accept(record, req.text, req.think, files)
     return Accepted(id=req.id, session_id=record.id, generation_id=job.id, ahead=ahead,
                     files=[f.info() for f in files],
                     warnings=[f"@{f.path}: {f.error}" for f in files if f.error])
 
 
-@handles(requests.Cancel)
-async def cancel(daemon, req: requests.Cancel) -> Cancelled:
-    record = daemon.store.session(req.session)
-    job = daemon.jobs.cancel(record.id, req.generation_id)
+@handles(requests.Cancel, session=True)
+async def cancel(services: Services, req: requests.Cancel, record: SessionRecord) -> Cancelled:
+    job = services.jobs.cancel(record.id, req.generation_id)
     return Cancelled(id=req.id, session_id=record.id, cancelled=job is not None,
                      generation_id=job.id if job else "")

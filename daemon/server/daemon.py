@@ -28,14 +28,10 @@ from ctxkeep.daemon.server import runtime
 from ctxkeep.daemon.server import systemd
 from ctxkeep.daemon.server.bus import EventBus
 from ctxkeep.daemon.config import Config, ConfigError, apply_live, load
-from ctxkeep.daemon.context.autocompact import AutoCompactor
-from ctxkeep.daemon.context.compaction import Compactor
-from ctxkeep.daemon.context.estimator import Estimator
-from ctxkeep.daemon.jobs.generation import Generations
-from ctxkeep.daemon.context.announce import Announcer
 from ctxkeep.daemon.errors import RequestError
 from ctxkeep.daemon.jobs.queue import SessionJobs
 from ctxkeep.daemon.handlers import HANDLERS
+from ctxkeep.daemon import services
 from ctxkeep.daemon.handlers.registry import REMOTE
 from ctxkeep.daemon.models.backend import OllamaBackend
 from ctxkeep.daemon.store.store import AmbiguousSession, NameTaken, Store, StoreError, UnknownSession
@@ -71,9 +67,7 @@ class Daemon:
         self.bus: EventBus
         self.backend: OllamaBackend
         self.jobs: SessionJobs
-        self.estimator: Estimator
-        self.generations: Generations
-        self.compactor: Compactor
+        self.services: services.Services
 
     # -- life cycle -------------------------------------------------------------
 
@@ -117,14 +111,9 @@ class Daemon:
             curve.check_authorized(self.config.resolved_curve_dir())  # fail before serving
         self.backend = OllamaBackend(self.config.resolved_ollama_host(),
                                      self.config.connect_timeout, self.config.read_timeout)
-        self.estimator = Estimator(self.store)
-        self.jobs = SessionJobs(self.bus.publish, lambda sid: self.announcer.busy_changed(sid))
-        self.announcer = Announcer(self.store, self.bus, self.estimator, self.config, self.jobs.busy)
-        parts = (self.store, self.bus, self.backend, self.config, self.jobs, self.estimator)
-        self.auto = AutoCompactor(self.store, self.bus, self.backend, self.config, self.estimator,
-                                  self.announcer)
-        self.generations = Generations(*parts, auto=self.auto, announcer=self.announcer)
-        self.compactor = Compactor(*parts, announcer=self.announcer)
+        self.services = services.build(self.config, self.store, self.bus, self.backend,
+                                       self.status, lambda: self.stopping)
+        self.jobs = self.services.jobs
         for session_id, seqs in self.store.recover(ErrorCode.DAEMON_RESTARTED.value):
             log.warning("session=%s: %d question(s) were left unanswered when ctxkeepd stopped; "
                         "marked interrupted", session_id, len(seqs))
@@ -351,7 +340,7 @@ class Daemon:
         if isinstance(request, Error):
             return request
         try:
-            return await HANDLERS[type(request)](self, request)
+            return await HANDLERS[type(request)](self.services, request)
         except RequestError as exc:
             return Error(id=request.id, code=exc.code.value, message=exc.message)
         except UnknownSession as exc:

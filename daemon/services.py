@@ -1,0 +1,51 @@
+"""What a request handler may use, built in one place (server/daemon.py `Daemon.open`)."""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ctxkeep.protocol.models import DaemonStatus
+from ctxkeep.daemon.config import Config
+from ctxkeep.daemon.context.announce import Announcer
+from ctxkeep.daemon.context.autocompact import AutoCompactor
+from ctxkeep.daemon.context.compaction import Compactor
+from ctxkeep.daemon.context.estimator import Estimator
+from ctxkeep.daemon.jobs.generation import Generations
+from ctxkeep.daemon.jobs.queue import SessionJobs
+from ctxkeep.daemon.models.backend import OllamaBackend
+from ctxkeep.daemon.server.bus import EventBus
+from ctxkeep.daemon.store.store import Store
+
+
+@dataclass(frozen=True)
+class Services:
+    """The daemon's services, as the handlers see them (never the whole daemon)."""
+
+    config: Config
+    store: Store
+    bus: EventBus
+    backend: OllamaBackend
+    jobs: SessionJobs
+    estimator: Estimator
+    announcer: Announcer
+    generations: Generations
+    compactor: Compactor
+    #: The daemon's status now (pid, uptime, counts, Ollama).
+    status: Callable[[], DaemonStatus]
+    #: True once SIGTERM was received: new work is refused.
+    stopping: Callable[[], bool]
+
+
+def build(config: Config, store: Store, bus: EventBus, backend: OllamaBackend,
+          status: Callable[[], DaemonStatus], stopping: Callable[[], bool]) -> Services:
+    """Wire the services together (the one place that does)."""
+    estimator = Estimator(store)
+    announcer: Announcer | None = None
+    jobs = SessionJobs(bus.publish, lambda sid: announcer.busy_changed(sid) if announcer else None)
+    announcer = Announcer(store, bus, estimator, config, jobs.busy)
+    parts = (store, bus, backend, config, jobs, estimator)
+    auto = AutoCompactor(store, bus, backend, config, estimator, announcer)
+    return Services(config=config, store=store, bus=bus, backend=backend, jobs=jobs,
+                    estimator=estimator, announcer=announcer,
+                    generations=Generations(*parts, auto=auto, announcer=announcer),
+                    compactor=Compactor(*parts, announcer=announcer),
+                    status=status, stopping=stopping)

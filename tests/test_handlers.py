@@ -1,0 +1,112 @@
+"""Request handlers in-process: the real store (LMDB in a temporary folder), the real
+services wired by `services.build`, the stand-in as Ollama, no sockets. What the control
+loop would answer comes from `HANDLERS` and the daemon's own error mapping."""
+
+import asyncio
+from pathlib import Path
+
+import pytest
+import zmq.asyncio
+
+from ctxkeep.daemon import services as services_module
+from ctxkeep.daemon.config import Config
+from ctxkeep.daemon.handlers import HANDLERS
+from ctxkeep.daemon.models.backend import OllamaBackend
+from ctxkeep.daemon.server.bus import EventBus
+from ctxkeep.daemon.store.store import Store, UnknownSession
+from ctxkeep.protocol import ErrorCode, requests
+from ctxkeep.protocol.events import (
+    ContextUsage, Event, GenerationError, ResponseGeneration, SessionCreated, SessionUpdated,
+)
+from ctxkeep.protocol.models import DaemonStatus
+from ctxkeep.daemon.errors import RequestError
+
+MODEL = "qwen2.5:7b"
+
+
+class RecordingBus(EventBus):
+    """The event bus with no sockets, keeping what it publishes."""
+
+    def __init__(self) -> None:
+        super().__init__(zmq.asyncio.Context.instance(), 1 << 20, lambda: None)  # type: ignore[arg-type]
+        self.seen: list[Event] = []
+
+    def publish(self, event: Event, session_id: str = "") -> Event:
+        self.seen.append(super().publish(event, session_id))
+        return event
+
+
+class InProcess:
+    def __init__(self, root: Path, ollama_url: str) -> None:
+        self.store = Store.open(root)
+        self.bus = RecordingBus()
+        self.backend = OllamaBackend(ollama_url, 2.0, 10.0)
+        self.services = services_module.build(Config(), self.store, self.bus, self.backend,
+                                              lambda: DaemonStatus(), lambda: False)
+
+    async def call(self, request: requests.Request):
+        return await HANDLERS[type(request)](self.services, request)
+
+    def of_type(self, kind):
+        return [e for e in self.bus.seen if isinstance(e, kind)]
+
+
+@pytest.fixture
+def app(tmp_path, standin):
+    made = InProcess(tmp_path, standin.url)
+    yield made
+    made.store.close()
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+def test_create_announces_the_session_and_its_usage(app):
+    reply = run(app.call(requests.SessionCreate(name="plan", model=MODEL)))
+    assert reply.session.name == "plan" and reply.session.token_count > 0
+    (created,) = app.of_type(SessionCreated)
+    (usage,) = app.of_type(ContextUsage)
+    assert created.session_id == usage.session_id == reply.session.id
+
+
+def test_a_session_is_resolved_once_by_id_prefix_or_name(app):
+    sid = run(app.call(requests.SessionCreate(name="plan", model=MODEL))).session.id
+    for ref in (sid, sid[:6], "plan"):
+        assert run(app.call(requests.SessionGet(session=ref))).session.id == sid
+    with pytest.raises(UnknownSession):
+        run(app.call(requests.SessionGet(session="nope")))
+
+
+def test_a_prompt_change_records_a_fresh_estimate(app):
+    sid = run(app.call(requests.SessionCreate(model=MODEL))).session.id
+    before = app.store.session(sid).token_count
+    reply = run(app.call(requests.SetSystem(session=sid, system="Answer in French. " * 40)))
+    assert reply.session.token_count > before and not reply.session.token_count_exact
+    assert app.of_type(SessionUpdated)[-1].session.token_count == reply.session.token_count
+
+
+def test_bad_arguments_are_request_errors(app):
+    sid = run(app.call(requests.SessionCreate(model=MODEL))).session.id
+    with pytest.raises(RequestError) as caught:
+        run(app.call(requests.SessionRename(session=sid, name="𝔁" * 70)))
+    assert caught.value.code == ErrorCode.INVALID_ARGUMENT
+    with pytest.raises(RequestError) as caught:
+        run(app.call(requests.SnapshotRestore(session=sid, snapshot_id="-1")))
+    assert caught.value.code == ErrorCode.INVALID_ARGUMENT
+
+
+def test_a_send_is_stored_before_it_is_accepted_and_ends_once(app, standin):
+    async def turn():
+        sid = (await app.call(requests.SessionCreate(model=MODEL))).session.id
+        accepted = await app.call(requests.Send(session=sid, text="hello there"))
+        stored = app.store.history(sid)[0]
+        assert [m.content for m in stored] == ["hello there"]  # before the job has run
+        await app.services.jobs.drain(30)
+        return sid, accepted
+    sid, accepted = run(turn())
+    ends = [e for e in app.bus.seen if isinstance(e, (ResponseGeneration, GenerationError))
+            and e.generation_id == accepted.generation_id]
+    assert len(ends) == 1 and isinstance(ends[0], ResponseGeneration)
+    assert [m.role for m in app.store.history(sid)[0]] == ["user", "assistant"]
+    assert app.store.session(sid).tokens_exact
