@@ -10,6 +10,7 @@ from typing import TypeVar
 import msgspec
 
 from ..protocol import ErrorCode, decode_event, decode_reply, paths, subjects
+from ..protocol.errors import CodedError
 from ..protocol.events import Event
 from ..protocol.replies import Error, Reply
 from ..protocol.requests import Request
@@ -17,16 +18,8 @@ from ..protocol.requests import Request
 R = TypeVar("R", bound=Reply)
 
 
-class CtxkeepError(Exception):
+class CtxkeepError(CodedError):
     """The daemon answered with an error (or could not be reached)."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-
-    def __str__(self) -> str:
-        return self.message
 
 
 class DaemonUnavailable(CtxkeepError):

@@ -30,3 +30,17 @@ class ErrorCode(str, Enum):
     SHUTTING_DOWN = "shutting_down"
     DAEMON_RESTARTED = "daemon_restarted"  # an answer cut short when ctxkeepd stopped
     INTERNAL = "internal"
+
+
+class CodedError(Exception):
+    """A failure with its error code and a message that says what to do next: the one
+    error type of the protocol, raised by the daemon (RequestError) and by the clients
+    (CtxkeepError) alike."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message

@@ -13,7 +13,7 @@ from ctxkeep.daemon.config import Config
 from ctxkeep.daemon.handlers import HANDLERS
 from ctxkeep.daemon.models.backend import OllamaBackend
 from ctxkeep.daemon.server.bus import EventBus
-from ctxkeep.daemon.store.store import Store, UnknownSession
+from ctxkeep.daemon.store.store import NoSuchSnapshot, Store, UnknownSession
 from ctxkeep.protocol import ErrorCode, requests
 from ctxkeep.protocol.events import (
     ContextUsage, Event, GenerationError, ResponseGeneration, SessionCreated, SessionUpdated,
@@ -91,9 +91,9 @@ def test_bad_arguments_are_request_errors(app):
     with pytest.raises(RequestError) as caught:
         run(app.call(requests.SessionRename(session=sid, name="𝔁" * 70)))
     assert caught.value.code == ErrorCode.INVALID_ARGUMENT
-    with pytest.raises(RequestError) as caught:
+    with pytest.raises(NoSuchSnapshot) as snapshot:
         run(app.call(requests.SnapshotRestore(session=sid, snapshot_id="-1")))
-    assert caught.value.code == ErrorCode.INVALID_ARGUMENT
+    assert snapshot.value.code == ErrorCode.INVALID_ARGUMENT
 
 
 def test_a_send_is_stored_before_it_is_accepted_and_ends_once(app, standin):

@@ -319,7 +319,7 @@ class Compactor:
         except asyncio.CancelledError:
             self._result(job, "failed", reason=_reason(*job.cancel_reason), **failure)
         except StoreError as exc:
-            self._result(job, "failed", reason=_reason(ErrorCode.STORAGE_ERROR, str(exc)), **failure)
+            self._result(job, "failed", reason=_reason(exc.code, str(exc)), **failure)
 
     def _accept(self, job: Job, plan: Plan, text: str, tokens: int, requested_by: str) -> None:
         summary_tokens = self.estimator.message(plan.session.model, SUMMARY_PREFIX + text)

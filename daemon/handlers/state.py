@@ -3,7 +3,6 @@
 from ctxkeep.protocol import ErrorCode, requests
 from ctxkeep.protocol.events import GoalUpdated, SnapshotCreated, SnapshotRestored
 from ctxkeep.protocol.replies import GoalsReply, SessionReply, SnapshotReply, SnapshotsReply
-from ctxkeep.daemon.store.store import NoSuchSnapshot
 from ctxkeep.daemon.services import Services
 from ctxkeep.daemon.store.records import SessionRecord
 from ctxkeep.daemon.handlers.registry import RequestError, handles
@@ -70,11 +69,8 @@ async def snapshot_restore(services: Services, req: requests.SnapshotRestore, re
         if not before:
             raise RequestError(ErrorCode.INVALID_ARGUMENT, "no compaction to undo in this session")
         snapshot_id = before[0].id
-    try:
-        record, snapshot = services.store.restore_snapshot(record.id, snapshot_id,
-                                                         undo=not req.snapshot_id)
-    except NoSuchSnapshot as exc:
-        raise RequestError(ErrorCode.INVALID_ARGUMENT, str(exc)) from None
+    record, snapshot = services.store.restore_snapshot(record.id, snapshot_id,
+                                                       undo=not req.snapshot_id)
     info = snapshot.info()
     services.bus.publish(SnapshotRestored(snapshot=info), record.id)
     services.announcer.prompt_changed(record.id)
@@ -84,8 +80,5 @@ async def snapshot_restore(services: Services, req: requests.SnapshotRestore, re
 
 @handles(requests.SnapshotDelete, session=True)
 async def snapshot_delete(services: Services, req: requests.SnapshotDelete, record: SessionRecord) -> SnapshotReply:
-    try:
-        snapshot = services.store.delete_snapshot(record.id, req.snapshot_id)
-    except NoSuchSnapshot as exc:
-        raise RequestError(ErrorCode.INVALID_ARGUMENT, str(exc)) from None
+    snapshot = services.store.delete_snapshot(record.id, req.snapshot_id)  # NoSuchSnapshot: its code
     return SnapshotReply(id=req.id, session_id=record.id, snapshot=snapshot.info())

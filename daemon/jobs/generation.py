@@ -115,7 +115,7 @@ class Generations:
             self._fail(job, user, exc.code, exc.message, answer, thinking, tokens, thoughts)
             return
         except StoreError as exc:
-            self._fail(job, user, ErrorCode.STORAGE_ERROR, f"could not store the answer: {exc}",
+            self._fail(job, user, exc.code, f"could not store the answer: {exc}",
                        answer, thinking, tokens, thoughts)
             return
         except Exception as exc:  # noqa: BLE001 - a bug still ends the turn, with its answer marked

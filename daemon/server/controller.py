@@ -1,0 +1,136 @@
+"""The control socket's request loop: frames in, decode, dispatch to a handler, reply.
+
+Control is a ROUTER; clients connect a DEALER (or a REQ) and send one JSON frame
+per request. Replies go back with NOBLOCK and ROUTER_MANDATORY, so a vanished
+client is noticed and never blocks the loop. Every malformed frame, and every
+handler failure, gets an `error` reply naming the problem: nothing a request
+does can stop the loop.
+"""
+
+import asyncio
+import logging
+import time
+
+import zmq
+import zmq.asyncio
+
+from ctxkeep.protocol import DecodeFailure, ErrorCode, decode_request, encode, requests
+from ctxkeep.protocol.replies import Error, Reply
+from ctxkeep.protocol.requests import Request
+from ctxkeep.daemon.errors import RequestError
+from ctxkeep.daemon.handlers import HANDLERS
+from ctxkeep.daemon.handlers.registry import REMOTE
+from ctxkeep.daemon.services import Services
+from ctxkeep.daemon.store.store import StoreError
+
+log = logging.getLogger(__name__)
+
+#: Requests whose handlers wait on something slow (reading files, asking Ollama): always
+#: answered in a task of their own, so that other clients go on being served meanwhile.
+WAITING = (requests.Send, requests.Compact)
+
+
+class Controller:
+    """Serves requests from ROUTER sockets with the daemon's services."""
+
+    def __init__(self, services: Services, max_frame_bytes: int) -> None:
+        self.services = services
+        self.max_frame_bytes = max_frame_bytes
+        self._drops = 0
+        self._drop_logged = float("-inf")
+
+    async def serve(self, router: zmq.asyncio.Socket, remote: bool) -> None:
+        """Receive requests. Each client's requests are handled one after another, in the
+        order sent (so its replies and its jobs keep that order); different clients are
+        served at once, so one client's slow request (a file to read, a model to ask)
+        never holds up another's. Requests that never wait are answered inline."""
+        REMOTE.set(remote)  # this task's requests came over TCP (or not)
+        last: dict[bytes, asyncio.Task[None]] = {}
+        while True:
+            frames = await router.recv_multipart(copy=True)
+            peer = frames[0]
+            envelope, request = self._unwrap(frames)
+            before = last.get(peer)
+            if before is None and not isinstance(request, WAITING):
+                self._reply(router, peer, envelope, await self.dispatch(request))
+                continue
+            task = asyncio.create_task(self._answer(router, peer, envelope, request, before))
+            last[peer] = task
+            task.add_done_callback(lambda t, peer=peer: last.pop(peer) if last.get(peer) is t else None)
+
+    def _unwrap(self, frames: list[bytes]) -> tuple[list[bytes], "Request | Error"]:
+        """(envelope, the decoded request or the error that answers the frame)."""
+        rest = frames[1:]
+        envelope: list[bytes] = []
+        if len(rest) == 2 and rest[0] == b"":  # a REQ socket's empty delimiter
+            envelope, rest = [b""], rest[1:]
+        if len(rest) != 1:
+            return envelope, Error(code=ErrorCode.BAD_FRAME.value,
+                                   message=f"expected one JSON frame per request, got {len(rest)}")
+        return envelope, self.decode(rest[0])
+
+    async def _answer(self, router: zmq.asyncio.Socket, peer: bytes, envelope: list[bytes],
+                      request: "Request | Error", before: "asyncio.Task[None] | None") -> None:
+        """Answer one request, after the same client's previous one; never raises."""
+        if before is not None:
+            await asyncio.wait([before])
+        self._reply(router, peer, envelope, await self.dispatch(request))
+
+    def _reply(self, router: zmq.asyncio.Socket, peer: bytes, envelope: list[bytes], reply: Reply) -> None:
+        try:
+            body = encode(reply)
+        except Exception as exc:  # noqa: BLE001 - never let one reply stop the loop
+            log.exception("could not encode a reply")
+            body = encode(Error(id=getattr(reply, "id", ""), code=ErrorCode.INTERNAL.value,
+                                message=f"internal error ({exc!r}): see the daemon's log"))
+        self._send(router, peer, envelope, body)
+
+    def decode(self, frame: bytes) -> "Request | Error":
+        """The request in a frame, or the error reply that says why there is none."""
+        try:
+            return decode_request(frame, self.max_frame_bytes)
+        except DecodeFailure as exc:
+            return Error(id=exc.request_id, code=exc.code.value, message=exc.message)
+        except Exception as exc:  # noqa: BLE001 - a decoder bug must not stop the loop
+            log.exception("decoding a request failed")
+            return Error(code=ErrorCode.BAD_JSON.value, message=f"the frame could not be read ({exc!r})")
+
+    async def dispatch(self, request: "Request | Error") -> Reply:
+        """The reply to a decoded request (an Error passes through); never raises."""
+        if isinstance(request, Error):
+            return request
+        try:
+            return await HANDLERS[type(request)](self.services, request)
+        except RequestError as exc:
+            return Error(id=request.id, code=exc.code.value, message=exc.message)
+        except StoreError as exc:
+            if exc.code is not ErrorCode.STORAGE_ERROR:  # about the request, not the disk
+                return Error(id=request.id, code=exc.code.value, message=str(exc))
+            log.error("storage failure: %s", exc)
+            return Error(id=request.id, code=exc.code.value,
+                         message=f"{exc}; nothing was changed: free disk space, then retry")
+        except Exception as exc:  # noqa: BLE001 - the loop must keep serving
+            log.exception("handler for %s failed", type(request).__name__)
+            return Error(id=request.id, code=ErrorCode.INTERNAL.value,
+                         message=f"internal error ({exc!r}): see the daemon's log")
+
+    def _send(self, router: zmq.asyncio.Socket, peer: bytes, envelope: list[bytes], body: bytes) -> None:
+        """Send a reply without waiting: a client that is gone or not reading loses it,
+        which is logged (at most once a second, with a count), never raised."""
+        try:
+            sent = router.send_multipart([peer, *envelope, body], flags=zmq.NOBLOCK)
+        except zmq.ZMQError as exc:
+            self._dropped(peer, exc)
+            return
+        if isinstance(sent, asyncio.Future):  # zmq.asyncio reports failures on the future
+            sent.add_done_callback(lambda f: self._dropped(peer, f.exception())
+                                   if not f.cancelled() and f.exception() else None)
+
+    def _dropped(self, peer: bytes, exc: BaseException | None) -> None:
+        self._drops += 1
+        now = time.monotonic()
+        if now - self._drop_logged >= 1.0:
+            why = "is not reading" if isinstance(exc, zmq.Again) else f"is gone ({exc})"
+            log.warning("reply dropped: client %s %s (%d dropped since the last report)",
+                        peer.hex(), why, self._drops)
+            self._drops, self._drop_logged = 0, now
