@@ -7,7 +7,7 @@ from ctxkeep.protocol.models import DaemonStatus
 from ctxkeep.daemon.config import Config
 from ctxkeep.daemon.context.announce import Announcer
 from ctxkeep.daemon.context.autocompact import AutoCompactor
-from ctxkeep.daemon.context.compaction import Compactor
+from ctxkeep.daemon.jobs.compaction import Compactor
 from ctxkeep.daemon.context.estimator import Estimator
 from ctxkeep.daemon.jobs.generation import Generations
 from ctxkeep.daemon.jobs.queue import SessionJobs

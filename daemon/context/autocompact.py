@@ -42,7 +42,7 @@ from ctxkeep.daemon.context import relevance
 from ctxkeep.daemon.context.announce import Announcer
 from ctxkeep.daemon.server.bus import EventBus
 from ctxkeep.daemon.context.checkpoints import Checkpointing
-from ctxkeep.daemon.context.compaction import SummaryRejected, compaction_marker, take_snapshot
+from ctxkeep.daemon.context.summarizer import SummaryRejected, compaction_marker, take_snapshot
 from ctxkeep.daemon.context.levels import (
     RECENT_FILE_MESSAGES, STRATEGY, Change, plan_file_summaries, plan_prune, preserved_seqs,
     prune_candidates,

@@ -8,7 +8,7 @@ import time
 
 import msgspec
 
-from ctxkeep.daemon.context.compaction import Summarizer, chunk_lines, instructions_for
+from ctxkeep.daemon.context.summarizer import Summarizer, chunk_lines, instructions_for
 from ctxkeep.daemon.context.levels import AGE_SHARE, AGES, Change, outline_line
 from ctxkeep.daemon.context.prompt import AGE_SYSTEM, CHECKPOINT_SYSTEM, USER_SUMMARY_SYSTEM
 from ctxkeep.daemon.context.usage import Budget

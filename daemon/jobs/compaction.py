@@ -13,17 +13,12 @@ leaves the session as it was.
 
 import asyncio
 import logging
-import math
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ctxkeep.protocol import ErrorCode
-from ctxkeep.protocol.events import (
-    CompactionProgress, CompactionRequest, CompactionResult, SnapshotCreated,
-)
+from ctxkeep.protocol.events import CompactionProgress, CompactionRequest, CompactionResult
 from ctxkeep.protocol.replies import CompactionPlan
-from ctxkeep.daemon.context import goals as goal_markers
 from ctxkeep.daemon.context.announce import Announcer
 from ctxkeep.daemon.server.bus import EventBus
 from ctxkeep.daemon.config import Config
@@ -31,155 +26,17 @@ from ctxkeep.daemon.context.estimator import Estimator
 from ctxkeep.daemon.jobs.queue import Job, SessionJobs
 from ctxkeep.daemon.errors import RequestError
 from ctxkeep.daemon.models.backend import OllamaBackend
-from ctxkeep.daemon.context.prompt import (
-    COMPACTION_SYSTEM, MERGE_SYSTEM, SUMMARY_PREFIX, context_messages, summary_call,
-    transcript_line,
+from ctxkeep.daemon.context.prompt import COMPACTION_SYSTEM, SUMMARY_PREFIX, context_messages
+from ctxkeep.daemon.store.records import (
+    ActiveContext, CompactionRecord, MessageRecord, NewMessage, SessionRecord,
 )
-from ctxkeep.daemon.store.records import ActiveContext, CompactionRecord, MessageRecord, NewMessage, SessionRecord
 from ctxkeep.daemon.store.store import Store, StoreError
+from ctxkeep.daemon.context.summarizer import (
+    MIN_CALL_BUDGET, Summarizer, SummaryRejected, compaction_marker, instructions_for,
+    split_tail, take_snapshot,
+)
 
 log = logging.getLogger(__name__)
-
-#: Room kept free in every summarization prompt for estimate error and template tokens.
-_MARGIN = 0.9
-_HEADER = "Conversation to summarize:"
-#: The fewest tokens of text a summarization call must be able to take.
-MIN_CALL_BUDGET = 64
-_MERGE_HEADER = "Summaries of consecutive parts of the conversation, in order:"
-
-
-class SummaryRejected(Exception):
-    """The model's summary cannot stand for what it would replace."""
-
-
-#: Automatic levels in the user's words.
-LEVEL_WORDS = {1: "files as summaries", 2: "older messages set aside", 3: "checkpoint"}
-
-
-def compaction_marker(before: int, after: int, level: int = 0) -> str:
-    """Seed 000's log line: `── compacted: 82,400 → ~14,200 tokens (68,200 freed) ──`
-    (with the level in words for an automatic one)."""
-    how = f" ({LEVEL_WORDS[level]})" if level else ""
-    return f"── compacted{how}: {before:,} → ~{after:,} tokens ({before - after:,} freed) ──"
-
-
-def take_snapshot(store: Store, bus: EventBus, session_id: str, reason: str) -> str:
-    """Save the session's context state before a compaction changes it, and say so;
-    returns the snapshot's id."""
-    snapshot = store.save_snapshot(session_id, reason)
-    bus.publish(SnapshotCreated(snapshot=snapshot.info()), session_id)
-    return snapshot.id
-
-
-def split_tail(active: list[MessageRecord], tail_turns: int) -> tuple[list[MessageRecord], list[MessageRecord]]:
-    """(head to summarize, tail kept): the tail starts at the user message that opens
-    the `tail_turns`-th turn from the end; whatever follows it (tool calls too) stays."""
-    starts = [i for i, m in enumerate(active) if m.role == "user" and m.kind == "message"]
-    if tail_turns == 0:
-        return active, []
-    if len(starts) < tail_turns:
-        return [], active
-    cut = starts[-tail_turns]
-    return active[:cut], active[cut:]
-
-
-def chunk_lines(lines: list[tuple[str, int]], budget: int) -> list[str]:
-    """Greedy chunks of transcript lines, each at most `budget` estimated tokens; a line
-    longer than the budget is cut into pieces that fit."""
-    budget = max(1, budget)
-    chunks: list[str] = []
-    current: list[str] = []
-    used = 0
-    for text, tokens in lines:
-        pieces = [(text, tokens)]
-        if tokens > budget:
-            n = math.ceil(tokens / budget)
-            size = math.ceil(len(text) / n)
-            pieces = [(text[i:i + size], math.ceil(tokens / n)) for i in range(0, len(text), size)]
-        for piece, cost in pieces:
-            if current and used + cost > budget:
-                chunks.append("".join(current))
-                current, used = [], 0
-            current.append(piece)
-            used += cost
-    if current:
-        chunks.append("".join(current))
-    return chunks
-
-
-@dataclass
-class Summarizer:
-    """Summarization calls that never overflow the summarizing model's window."""
-
-    backend: OllamaBackend
-    estimator: Estimator
-    model: str
-    window: int
-    #: The most tokens one summary may take (num_predict).
-    room: int
-    #: Estimated tokens of text one call may be given.
-    budget: int
-
-    @classmethod
-    async def for_model(cls, backend: OllamaBackend, estimator: Estimator, model: str,
-                        num_ctx: int, max_room: int) -> "Summarizer":
-        facts = await backend.facts(model)
-        window = min(num_ctx, facts.context_length) if facts.context_length else num_ctx
-        room = min(max_room, window // 4)
-        system_cost = estimator.prompt(model, summary_call(COMPACTION_SYSTEM, "", "", _HEADER)) + 400
-        return cls(backend, estimator, model, window, room, int((window - room - system_cost) * _MARGIN))
-
-    def check_room(self) -> None:
-        """Refuse to start when the summarizing model's window leaves no room for text."""
-        if self.budget < MIN_CALL_BUDGET:
-            raise RequestError(ErrorCode.CONTEXT_OVERFLOW,
-                               f"the compaction model's window ({self.window:,} tokens) leaves no room "
-                               "for a summarization call: raise num_ctx or set compaction_model")
-
-    def chunks(self, messages: list[MessageRecord]) -> list[str]:
-        lines = [(line, self.estimator.text(self.model, line)) for line in map(transcript_line, messages)]
-        return chunk_lines(lines, self.budget)
-
-    async def call(self, system: str, instructions: str, body: str, header: str,
-                   room: int | None = None) -> tuple[str, int]:
-        """One summary: (text, its tokens). Raises SummaryRejected on an empty one."""
-        messages = summary_call(system, instructions, body, header)
-        options = {"num_ctx": self.window, "num_predict": room or self.room}
-        response = await self.backend.chat_once(self.model, messages, options)
-        text = (response.message.content or "").strip()
-        if not text:
-            raise SummaryRejected("the model returned an empty summary")
-        return text, int(response.eval_count or 0) or self.estimator.text(self.model, text)
-
-    async def summarize(self, chunks: list[str], system: str, instructions: str,
-                        progress: Callable[[int, int, str], None] = lambda *_: None,
-                        room: int | None = None) -> tuple[str, int]:
-        """The summary of the chunks: one call each, then merge calls until one remains."""
-        self.check_room()
-        steps = len(chunks) + (1 if len(chunks) > 1 else 0)
-        step = 0
-        texts: list[tuple[str, int]] = []
-        for chunk in chunks:
-            texts.append(await self.call(system, instructions, chunk, _HEADER, room))
-            step += 1
-            progress(step, max(steps, step), f"summarized part {step} of {len(chunks)}")
-        while len(texts) > 1:
-            lines = [(f"Part {i + 1}: {t}\n\n", self.estimator.text(self.model, t) + 4)
-                     for i, (t, _) in enumerate(texts)]
-            groups = chunk_lines(lines, self.budget)
-            if len(groups) >= len(texts):  # each summary alone fills a call: merge pairwise
-                groups = ["".join(line for line, _ in lines[i:i + 2]) for i in range(0, len(lines), 2)]
-            texts = []
-            for group in groups:
-                texts.append(await self.call(MERGE_SYSTEM, instructions, group, _MERGE_HEADER, room))
-                step += 1
-                progress(step, max(steps, step), "merged summaries")
-        return texts[0]
-
-
-def instructions_for(context: ActiveContext, extra: str = "") -> str:
-    """What every summarizer is told: the goal record (seed 002) and any extra instructions."""
-    return "\n\n".join(p for p in (goal_markers.summarizer_context(context.goals), extra) if p)
 
 
 @dataclass
