@@ -146,6 +146,8 @@ class OllamaStandin:
     reply_fn: Callable[[list[dict[str, Any]]], str] | None = None
     faults: deque[Fault] = field(default_factory=deque)
     chats: list[ChatRecord] = field(default_factory=list)
+    #: The path of every POST received, in order (before any fault's delay).
+    posts: list[str] = field(default_factory=list)
     embeds: list[dict[str, Any]] = field(default_factory=list)
     loaded: dict[str, int] = field(default_factory=dict)
     _server: ThreadingHTTPServer | None = None
@@ -349,6 +351,8 @@ class _Handler(BaseHTTPRequestHandler):
         except (ValueError, UnicodeDecodeError) as exc:
             self._error(400, f"invalid JSON: {exc}")
             return
+        with self.owner._lock:
+            self.owner.posts.append(self.path)
         routes = {"/api/chat": self._chat, "/api/show": self._show, "/api/embed": self._embed}
         handler = routes.get(self.path)
         if handler is None:

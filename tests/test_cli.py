@@ -3,11 +3,12 @@
 import json
 import subprocess
 import sys
-import time
 
 import pytest
 
+from conftest import wait_for
 from ctxkeep.clients.cli.main import COMMANDS
+from ctxkeep.protocol.events import GenerationError, GenerationToken
 
 
 def test_help_on_every_command(daemon):
@@ -113,14 +114,14 @@ def test_chat_ctrl_c_cancels_the_generation_not_the_program(daemon, standin):
                             env=daemon.env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     try:
-        chat.stdin.write("long please\n")
-        chat.stdin.flush()
-        deadline = time.monotonic() + 20
-        while not standin.chats and time.monotonic() < deadline:
-            time.sleep(0.02)
-        time.sleep(0.3)
-        chat.send_signal(2)  # SIGINT, as Ctrl-C
-        time.sleep(0.5)
+        with daemon.client() as watcher:
+            watcher.subscribe("")
+            chat.stdin.write("long please\n")
+            chat.stdin.flush()
+            wait_for(watcher, GenerationToken, timeout=20)  # the answer is streaming
+            chat.send_signal(2)  # SIGINT, as Ctrl-C
+            cut = wait_for(watcher, GenerationError, timeout=20)
+            assert cut.code == "cancelled"
         chat.stdin.write("again\n/quit\n")
         chat.stdin.flush()
         out, err = chat.communicate(timeout=30)

@@ -41,7 +41,10 @@ def test_a_slow_request_does_not_stall_other_clients(daemon, standin, client):
     standin.fail_next("delay", seconds=3.0, path="/api/show")
     slow = raw_socket(daemon)
     slow.send(json.dumps({"type": "compact", "id": "slow", "session": s.id, "dry_run": True}).encode())
-    time.sleep(0.2)  # let the slow request reach the daemon first
+    deadline = time.monotonic() + 10
+    while "/api/show" not in standin.posts:  # the slow request is waiting on Ollama
+        assert time.monotonic() < deadline, "the dry run never asked /api/show"
+        time.sleep(0.01)
     fast = raw_socket(daemon)
     assert ask(fast, b'{"type": "ping", "id": "p"}')["type"] == "pong"
     assert not slow.poll(0), "the slow request should still be waiting on Ollama"

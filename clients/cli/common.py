@@ -2,7 +2,9 @@
 
 import argparse
 import shutil
+import signal
 import sys
+import threading
 import time
 from collections.abc import Callable
 from typing import TextIO
@@ -14,6 +16,7 @@ from ...protocol.events import (
     GenerationToken, ResponseGeneration,
 )
 from ...protocol.models import SessionInfo, Usage
+from ...protocol.replies import Accepted
 from ..core import CtxkeepError
 from ..sync import Client
 
@@ -105,7 +108,11 @@ def stream_turn(client: Client, session: str, text: str, out: TextIO,
     """
     style = Styles(out)
     notes = notes or sys.stderr
-    accepted = client.send(session, text, cwd=cwd, think=think)
+    accepted, interrupted = _send_holding_ctrl_c(client, session, text, cwd, think)
+    if interrupted:  # Ctrl-C before the daemon said which generation: cancel it now
+        client.cancel(session, accepted.generation_id)
+        if on_interrupt:
+            on_interrupt()
     for f in accepted.files:
         if not f.error:
             print(f"{style.dim}attached {f.path} ({f.mode}, ~{f.tokens:,} tokens){style.reset}",
@@ -113,38 +120,62 @@ def stream_turn(client: Client, session: str, text: str, out: TextIO,
     for warning in accepted.warnings:
         print(f"ctxkeep: warning: {warning}", file=notes, flush=True)
     gen = accepted.generation_id
-    thinking = False
+    shown = {"thinking": False}
     while True:
-        try:
+        try:  # Ctrl-C anywhere while the answer streams (waiting or printing) cancels it
             _, event = client.wait_event()
+            end = _show(event, accepted, out, style, notes, show_thinking, shown)
         except KeyboardInterrupt:
             client.cancel(session, gen)
             if on_interrupt:
                 on_interrupt()
             continue
-        if isinstance(event, ContextWarning) and event.session_id == accepted.session_id:
-            print(f"\nctxkeep: warning: {event.message}", file=notes, flush=True)
-            continue
-        if isinstance(event, CompactionResult) and event.session_id == accepted.session_id \
-                and event.status == "ok" and event.level:
-            print(f"{style.dim}{event.marker}{style.reset}", file=notes, flush=True)
-            continue
-        if getattr(event, "generation_id", None) != gen:
-            continue
-        if isinstance(event, GenerationThinking) and show_thinking:
-            out.write(f"{style.dim}{event.text}")
-            thinking = True
-        elif isinstance(event, GenerationToken):
-            if thinking:
-                out.write(f"{style.reset}\n")
-                thinking = False
-            out.write(event.text)
-        elif isinstance(event, (ResponseGeneration, GenerationError)):
-            if thinking:
-                out.write(style.reset)
-            out.flush()
-            return event
+        if end is not None:
+            return end
+
+
+def _send_holding_ctrl_c(client: Client, session: str, text: str, cwd: str,
+                         think: bool | None) -> tuple[Accepted, bool]:
+    """Send the turn with Ctrl-C held back until `accepted` is in (then it can cancel the
+    generation it names): (the reply, whether Ctrl-C was pressed meanwhile)."""
+    pressed: list[bool] = []
+    held = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGINT, lambda *_: pressed.append(True)) if held else None
+    try:
+        accepted = client.send(session, text, cwd=cwd, think=think)
+    finally:
+        if held:
+            signal.signal(signal.SIGINT, previous)
+    return accepted, bool(pressed)
+
+
+def _show(event: Event, accepted: Accepted, out: TextIO, style: "Styles", notes: TextIO,
+          show_thinking: bool, shown: dict[str, bool]) -> Event | None:
+    """Print what `event` adds to the turn; the terminal event of the turn is returned."""
+    if isinstance(event, ContextWarning) and event.session_id == accepted.session_id:
+        print(f"\nctxkeep: warning: {event.message}", file=notes, flush=True)
+        return None
+    if isinstance(event, CompactionResult) and event.session_id == accepted.session_id \
+            and event.status == "ok" and event.level:
+        print(f"{style.dim}{event.marker}{style.reset}", file=notes, flush=True)
+        return None
+    if getattr(event, "generation_id", None) != accepted.generation_id:
+        return None
+    if isinstance(event, GenerationThinking) and show_thinking:
+        out.write(f"{style.dim}{event.text}")
+        shown["thinking"] = True
+    elif isinstance(event, GenerationToken):
+        if shown["thinking"]:
+            out.write(f"{style.reset}\n")
+            shown["thinking"] = False
+        out.write(event.text)
+    elif isinstance(event, (ResponseGeneration, GenerationError)):
+        if shown["thinking"]:
+            out.write(style.reset)
         out.flush()
+        return event
+    out.flush()
+    return None
 
 
 def terminal_width() -> int:
