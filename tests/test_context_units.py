@@ -1,0 +1,107 @@
+"""The context engine's pure parts, in-process: prompt normalization, the manual
+compaction's tail, the automatic levels' planners and the estimator's fit."""
+
+import random
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ctxkeep.daemon.context.estimator import Estimator
+from ctxkeep.daemon.context.levels import (
+    plan_file_summaries, plan_prune, preserved_seqs, prune_candidates,
+)
+from ctxkeep.daemon.context.prompt import normalize
+from ctxkeep.daemon.context.summarizer import split_tail
+from ctxkeep.daemon.store.records import ActiveContext, Attachment, MessageRecord
+from ctxkeep.daemon.store.store import Store
+from ollama_standin import count_tokens, render
+
+
+def msg(seq: int, role: str, text: str = "", files: list[Attachment] | None = None,
+        kind: str = "message") -> MessageRecord:
+    return MessageRecord(seq=seq, role=role, content=text or f"m{seq}", created=0.0,
+                         files=files or [], kind=kind)
+
+
+roles = st.sampled_from(["system", "user", "assistant"])
+
+
+@given(st.lists(st.tuples(roles, st.text(max_size=8)), max_size=12))
+@settings(max_examples=200, deadline=None)
+def test_normalize_gives_what_every_template_accepts(pairs):
+    messages = [{"role": r, "content": c} for r, c in pairs]
+    out = normalize(messages)
+    rest = out[1:] if out and out[0]["role"] == "system" else out
+    assert all(m["role"] != "system" for m in rest)  # one system message, first
+    assert all(a["role"] != b["role"] for a, b in zip(rest, rest[1:]))  # roles alternate
+    for role in ("user", "assistant"):  # nothing is lost, in order
+        said = [c for r, c in pairs if r == role]
+        kept = "\n\n".join(m["content"] for m in rest if m["role"] == role)
+        assert all(text in kept for text in said)
+
+
+def test_split_tail_keeps_whole_turns():
+    active = [msg(0, "user"), msg(1, "assistant"), msg(2, "user"), msg(3, "assistant"),
+              msg(4, "user"), msg(5, "assistant"), msg(6, "assistant")]
+    head, tail = split_tail(active, 2)
+    assert [m.seq for m in head] == [0, 1] and [m.seq for m in tail] == [2, 3, 4, 5, 6]
+    assert split_tail(active, 0) == (active, [])
+    assert split_tail(active, 9) == ([], active)  # fewer turns than asked: nothing to summarize
+    # a summary (kind "summary") never opens a turn
+    with_summary = [msg(0, "user", kind="summary"), *active[2:]]
+    assert [m.seq for m in split_tail(with_summary, 2)[1]] == [2, 3, 4, 5, 6]
+
+
+def test_preserved_are_the_last_pinned_and_users_own():
+    active = [msg(i, "user" if i % 2 == 0 else "assistant") for i in range(10)]
+    context = ActiveContext(seqs=list(range(10)), pinned=[3])
+    assert preserved_seqs(context, active, 2, preserve_user=False) == {3, 8, 9}
+    assert preserved_seqs(context, active, 2, preserve_user=True) == {0, 2, 3, 4, 6, 8, 9}
+
+
+def test_level1_summarizes_files_not_used_lately():
+    def att(path: str) -> Attachment:
+        return Attachment(path=path, mode="full", block=f"<{path}>", summary=f"outline of {path}")
+    active = [msg(0, "user", files=[att("a.py")]), msg(1, "assistant"),
+              msg(2, "user", files=[att("b.py")]), msg(3, "assistant"),
+              msg(4, "user", files=[att("c.py")]), msg(5, "assistant"),
+              msg(6, "user", text="about b.py again", files=[att("b.py")])]
+    context = ActiveContext(seqs=[m.seq for m in active])
+    assert plan_file_summaries(context, active) == [0]  # b.py and c.py were used lately
+    assert plan_file_summaries(ActiveContext(seqs=context.seqs, pinned=[0]), active) == []
+    assert plan_file_summaries(ActiveContext(seqs=context.seqs, file_summaries=[0]), active) == []
+
+
+def test_level2_keeps_the_more_relevant_half():
+    active = [msg(i, "assistant") for i in range(6)]
+    candidates = prune_candidates(ActiveContext(seqs=list(range(6))), active, preserved={5})
+    assert [m.seq for m in candidates] == [0, 1, 2, 3, 4]
+    dropped = plan_prune(candidates, [0.9, 0.1, 0.5, 0.2, 0.8])
+    assert dropped == {1, 3}  # ceil(5 / 2) = 3 kept: 0, 4, 2
+
+
+def test_the_estimator_fit_converges_to_a_tokenizer(tmp_path):
+    """Fed the exact counts of one tokenizer, the fitted estimate lands within a few percent
+    of texts it has not seen, and its measured margin says so."""
+    store = Store.open(tmp_path)
+    try:
+        est = Estimator(store)
+        rng = random.Random(7)
+        words = ["context", "window", "model", "the", "a", "token", "summary", "def", "x = 1",
+                 "{\"k\": [1, 2]}", "Überblick", "\n"]
+        def sample(n: int) -> list[dict[str, str]]:
+            return [{"role": "user", "content": " ".join(rng.choice(words) for _ in range(n))}]
+        for _ in range(40):
+            prompt = sample(rng.randint(20, 400))
+            exact = count_tokens(render(prompt))
+            est.observe("m", prompt, exact, est.prompt("m", prompt))
+        errors = []
+        for _ in range(20):
+            prompt = sample(rng.randint(50, 400))
+            exact = count_tokens(render(prompt))
+            errors.append(abs(est.prompt("m", prompt) - exact) / exact)
+        assert max(errors) < 0.1
+        assert est.margin("m") < 0.25 and est.calibrated("m")
+        assert Estimator(store).prompt("m", prompt) == est.prompt("m", prompt)  # persisted
+    finally:
+        store.close()
