@@ -120,7 +120,13 @@ def test_chat_ctrl_c_cancels_the_generation_not_the_program(daemon, standin):
             chat.stdin.flush()
             wait_for(watcher, GenerationToken, timeout=20)  # the answer is streaming
             chat.send_signal(2)  # SIGINT, as Ctrl-C
-            cut = wait_for(watcher, GenerationError, timeout=20)
+            try:
+                cut = wait_for(watcher, GenerationError, timeout=20)
+            except AssertionError:
+                chat.kill()
+                out, err = chat.communicate()
+                raise AssertionError(f"Ctrl-C did not cancel: chat exit {chat.returncode}, "
+                                     f"stdout {out[-500:]!r}, stderr {err[-2000:]!r}") from None
             assert cut.code == "cancelled"
         chat.stdin.write("again\n/quit\n")
         chat.stdin.flush()
