@@ -1,6 +1,7 @@
 """The `ctxkeep` CLI against the real daemon, as a user runs it."""
 
 import json
+import signal
 import subprocess
 import sys
 
@@ -110,9 +111,12 @@ def test_chat_ctrl_c_cancels_the_generation_not_the_program(daemon, standin):
     standin.chunk_delay = 0.05
     standin.script(" ".join(f"w{i}" for i in range(400)), "second answer")
     sid = daemon.cli("new", "--model", "qwen2.5:7b", "-q").stdout.strip()
+    # Ctrl-C as at a terminal, even when these tests run as a background job (which
+    # ignores SIGINT, and a program inherits that)
     chat = subprocess.Popen([sys.executable, "-m", "ctxkeep.clients.cli.main", "chat", sid],
                             env=daemon.env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         with daemon.client() as watcher:
             watcher.subscribe("")
