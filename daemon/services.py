@@ -11,7 +11,7 @@ from ctxkeep.daemon.jobs.compaction import Compactor
 from ctxkeep.daemon.context.estimator import Estimator
 from ctxkeep.daemon.jobs.generation import Generations
 from ctxkeep.daemon.jobs.queue import SessionJobs
-from ctxkeep.daemon.models.backend import OllamaBackend
+from ctxkeep.daemon.models.protocol import ModelBackend
 from ctxkeep.daemon.server.bus import EventBus
 from ctxkeep.daemon.store.store import Store
 
@@ -23,7 +23,7 @@ class Services:
     config: Config
     store: Store
     bus: EventBus
-    backend: OllamaBackend
+    backend: ModelBackend
     jobs: SessionJobs
     estimator: Estimator
     announcer: Announcer
@@ -35,7 +35,7 @@ class Services:
     stopping: Callable[[], bool]
 
 
-def build(config: Config, store: Store, bus: EventBus, backend: OllamaBackend,
+def build(config: Config, store: Store, bus: EventBus, backend: ModelBackend,
           status: Callable[[], DaemonStatus], stopping: Callable[[], bool]) -> Services:
     """Wire the services together (the one place that does)."""
     estimator = Estimator(store)

@@ -69,3 +69,13 @@ def test_unreachable_and_unknown_model_say_what_to_do(standin: OllamaStandin):
         return caught.value
     error = run(with_backend(standin.url, missing))
     assert error.code == ErrorCode.MODEL_NOT_FOUND and "ollama pull nope:1b" in error.message
+
+
+def test_the_backend_has_every_member_of_the_protocol():
+    """The engine is typed against ModelBackend; OllamaBackend must provide all of it."""
+    from ctxkeep.daemon.models.protocol import ModelBackend
+    members = {n for n in vars(ModelBackend) if not n.startswith("_")} | \
+        set(ModelBackend.__annotations__)
+    backend = OllamaBackend("http://127.0.0.1:9", 1.0, 1.0)
+    missing = [n for n in members if not hasattr(backend, n)]
+    assert not missing and len(members) >= 9

@@ -50,7 +50,7 @@ from ctxkeep.daemon.context.levels import (
 from ctxkeep.daemon.config import Config
 from ctxkeep.daemon.errors import RequestError
 from ctxkeep.daemon.context.estimator import Estimator
-from ctxkeep.daemon.models.backend import OllamaBackend
+from ctxkeep.daemon.models.protocol import ModelBackend
 from ctxkeep.daemon.context.prompt import build_messages, context_messages
 from ctxkeep.daemon.store.records import ActiveContext, CompactionRecord, MessageRecord, SessionRecord
 from ctxkeep.daemon.store.store import Store, StoreError
@@ -86,7 +86,7 @@ class AutoCompactor(Checkpointing):
 
     store: Store
     bus: EventBus
-    backend: OllamaBackend
+    backend: ModelBackend
     config: Config
     estimator: Estimator
     announcer: Announcer

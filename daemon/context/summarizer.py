@@ -15,7 +15,7 @@ from ctxkeep.daemon.context import goals as goal_markers
 from ctxkeep.daemon.server.bus import EventBus
 from ctxkeep.daemon.context.estimator import Estimator
 from ctxkeep.daemon.errors import RequestError
-from ctxkeep.daemon.models.backend import OllamaBackend
+from ctxkeep.daemon.models.protocol import ModelBackend
 from ctxkeep.daemon.context.prompt import (
     COMPACTION_SYSTEM, MERGE_SYSTEM, summary_call, transcript_line,
 )
@@ -96,7 +96,7 @@ def chunk_lines(lines: list[tuple[str, int]], budget: int) -> list[str]:
 class Summarizer:
     """Summarization calls that never overflow the summarizing model's window."""
 
-    backend: OllamaBackend
+    backend: ModelBackend
     estimator: Estimator
     model: str
     window: int
@@ -106,7 +106,7 @@ class Summarizer:
     budget: int
 
     @classmethod
-    async def for_model(cls, backend: OllamaBackend, estimator: Estimator, model: str,
+    async def for_model(cls, backend: ModelBackend, estimator: Estimator, model: str,
                         num_ctx: int, max_room: int) -> "Summarizer":
         facts = await backend.facts(model)
         window = min(num_ctx, facts.context_length) if facts.context_length else num_ctx

@@ -25,7 +25,7 @@ from ctxkeep.daemon.config import Config
 from ctxkeep.daemon.context.estimator import Estimator
 from ctxkeep.daemon.jobs.queue import Job, SessionJobs
 from ctxkeep.daemon.errors import RequestError
-from ctxkeep.daemon.models.backend import OllamaBackend
+from ctxkeep.daemon.models.protocol import ModelBackend
 from ctxkeep.daemon.context.prompt import COMPACTION_SYSTEM, SUMMARY_PREFIX, context_messages
 from ctxkeep.daemon.store.records import (
     ActiveContext, CompactionRecord, MessageRecord, NewMessage, SessionRecord,
@@ -76,7 +76,7 @@ class Compactor:
 
     store: Store
     bus: EventBus
-    backend: OllamaBackend
+    backend: ModelBackend
     config: Config
     jobs: SessionJobs
     estimator: Estimator

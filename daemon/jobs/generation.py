@@ -32,7 +32,7 @@ from ctxkeep.daemon.config import Config
 from ctxkeep.daemon.errors import RequestError
 from ctxkeep.daemon.context.estimator import Estimator
 from ctxkeep.daemon.jobs.queue import Job, SessionJobs
-from ctxkeep.daemon.models.backend import OllamaBackend
+from ctxkeep.daemon.models.protocol import ModelBackend
 from ctxkeep.daemon.context.prompt import Message, build_messages
 from ctxkeep.daemon.store.records import Attachment, MessageRecord, NewMessage, SessionRecord
 from ctxkeep.daemon.store.store import Store, StoreError
@@ -47,7 +47,7 @@ class Generations:
 
     store: Store
     bus: EventBus
-    backend: OllamaBackend
+    backend: ModelBackend
     config: Config
     jobs: SessionJobs
     estimator: Estimator

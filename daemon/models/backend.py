@@ -22,21 +22,13 @@ import logging
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
-import msgspec
 
 from ctxkeep.protocol import ErrorCode
 from ctxkeep.protocol.models import OllamaStatus
 from ctxkeep.daemon.errors import RequestError
+from ctxkeep.daemon.models.facts import ModelFacts
 
 log = logging.getLogger(__name__)
-
-
-class ModelFacts(msgspec.Struct, frozen=True):
-    """What /api/show says about a model."""
-
-    context_length: int
-    parameter_size: str = ""
-    capabilities: tuple[str, ...] = ()
 
 
 class ModelCallError(RequestError):

@@ -1,0 +1,37 @@
+"""What the daemon needs of a model backend: the seam between the engine and Ollama.
+
+`OllamaBackend` (backend.py) is the one implementation; the engine (generation,
+compaction, relevance, summaries) and the handlers are typed against this
+Protocol, so another backend, or a test double, needs only these members.
+"""
+
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import Any, Protocol
+
+from ctxkeep.protocol.models import OllamaStatus
+from ctxkeep.daemon.models.facts import ModelFacts
+
+
+class ModelBackend(Protocol):
+    """Model calls, their failures raised as `ModelCallError` (a coded error)."""
+
+    host: str
+    status: OllamaStatus
+
+    def preload(self) -> None: ...
+
+    async def close(self) -> None: ...
+
+    async def check(self) -> OllamaStatus: ...
+
+    def known_context_length(self, model: str) -> int: ...
+
+    async def facts(self, model: str) -> ModelFacts: ...
+
+    def stream_chat(self, model: str, messages: Sequence[Mapping[str, Any]],
+                    options: Mapping[str, Any], think: bool | None) -> AsyncIterator[Any]: ...
+
+    async def chat_once(self, model: str, messages: Sequence[Mapping[str, Any]],
+                        options: Mapping[str, Any]) -> Any: ...
+
+    async def embed(self, model: str, texts: list[str]) -> list[list[float]]: ...
