@@ -79,3 +79,13 @@ def test_the_backend_has_every_member_of_the_protocol():
     backend = OllamaBackend("http://127.0.0.1:9", 1.0, 1.0)
     missing = [n for n in members if not hasattr(backend, n)]
     assert not missing and len(members) >= 9
+
+
+def test_a_proxied_host_keeps_its_proxy_and_no_proxy_is_respected(monkeypatch):
+    from ctxkeep.daemon.models.refuse_overflow import proxy_for
+    monkeypatch.setenv("HTTP_PROXY", "http://proxy.example:3128")
+    monkeypatch.setenv("NO_PROXY", "localhost,127.0.0.1")
+    assert proxy_for("http://ollama.lan:11434") == "http://proxy.example:3128"
+    assert proxy_for("http://127.0.0.1:11434") is None
+    monkeypatch.delenv("HTTP_PROXY")
+    assert proxy_for("http://ollama.lan:11434") is None

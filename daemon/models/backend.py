@@ -36,13 +36,19 @@ class ModelCallError(RequestError):
 
 
 def _make_client(host: str, connect_timeout: float, read_timeout: float) -> Any:
-    """The official client, its chat requests refusing overflow (imports ollama)."""
+    """The official client, its chat requests refusing overflow (imports ollama).
+
+    httpx would route a proxied host (HTTP_PROXY and the like) through a transport of
+    its own, past `RefuseOverflow`; so the proxy the environment names for this host is
+    given to the inner transport instead, and httpx's own reading of the environment is
+    off (`trust_env=False`)."""
     import httpx
     import ollama
 
-    from ctxkeep.daemon.models.refuse_overflow import RefuseOverflow
+    from ctxkeep.daemon.models.refuse_overflow import RefuseOverflow, proxy_for
+    inner = httpx.AsyncHTTPTransport(proxy=proxy_for(host))
     return ollama.AsyncClient(host=host, timeout=httpx.Timeout(read_timeout, connect=connect_timeout),
-                              transport=RefuseOverflow(httpx.AsyncHTTPTransport()))
+                              transport=RefuseOverflow(inner), trust_env=False)
 
 
 class OllamaBackend:

@@ -7,6 +7,8 @@ documented extension point, and `ollama.AsyncClient(**kwargs)` passes them on.
 """
 
 import json
+import urllib.request
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -29,3 +31,13 @@ class RefuseOverflow(httpx.AsyncBaseTransport):
 
     async def aclose(self) -> None:
         await self.inner.aclose()
+
+
+def proxy_for(url: str) -> str | None:
+    """The proxy the environment names for `url` (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY,
+    NO_PROXY, as curl and httpx read them), or None."""
+    parts = urlsplit(url)
+    if parts.hostname and urllib.request.proxy_bypass(parts.hostname):
+        return None
+    proxies = urllib.request.getproxies()
+    return proxies.get(parts.scheme) or proxies.get("all")
