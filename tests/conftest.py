@@ -15,7 +15,7 @@ from ctxkeep.clients import Client
 from ctxkeep.protocol.events import (
     CompactionResult, Event, GenerationError, ResponseGeneration, SessionUpdated,
 )
-from harness import DaemonProcess
+from harness import DaemonProcess, DaemonThread
 from ollama_standin import OllamaStandin
 
 
@@ -106,8 +106,17 @@ def daemon_factory(short_tmp: Path, standin: OllamaStandin) -> Iterator:
 
 
 @pytest.fixture
-def daemon(daemon_factory) -> DaemonProcess:
-    """A running daemon talking to the stand-in."""
+def daemon(short_tmp: Path, standin: OllamaStandin) -> Iterator[DaemonThread]:
+    """A running daemon talking to the stand-in, served from a thread of this process
+    (tests that need its process — signals, restarts, its log — use daemon_factory)."""
+    d = DaemonThread(short_tmp, standin.url).start()
+    yield d
+    d.stop()
+
+
+@pytest.fixture
+def daemon_process(daemon_factory) -> DaemonProcess:
+    """A running daemon in a process of its own, talking to the stand-in."""
     return daemon_factory().start()
 
 

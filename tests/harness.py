@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import io
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
+import types
 from collections.abc import Iterator
+from typing import Any
 from pathlib import Path
 
 from ctxkeep.clients import Client, CtxkeepError
@@ -127,3 +131,75 @@ class DaemonProcess:
         return subprocess.run([sys.executable, "-m", "ctxkeep.clients.cli.main", *args],
                               env=self.env, input=input, capture_output=True, text=True,
                               timeout=timeout, cwd=cwd)
+
+
+class DaemonThread:
+    """The real daemon (sockets, store, handlers, jobs) served from a thread of this process:
+    for the tests that need no process of its own (no signals, restarts or log file), so
+    that they start in milliseconds. Same endpoints and environment as a DaemonProcess."""
+
+    def __init__(self, root: Path, ollama_url: str) -> None:
+        self._twin = DaemonProcess(root, ollama_url)  # its folders, endpoints and environment
+        self.root, self.env = root, self._twin.env
+        self.ollama_url = ollama_url
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._daemon: Any = None
+        self._failure: BaseException | None = None
+
+    control = property(lambda self: self._twin.control)
+    events = property(lambda self: self._twin.events)
+
+    def start(self) -> "DaemonThread":
+        from ctxkeep.daemon.config import Config
+        from ctxkeep.daemon.server.daemon import Daemon
+        config = Config(control_endpoint=self.control, events_endpoint=self.events,
+                        store_path=str(self.root / "data" / "ctxkeep" / "store"),
+                        ollama_host=self.ollama_url, drain_timeout=0.0)
+        self._daemon = Daemon(config)
+        opened = threading.Event()
+
+        def run() -> None:
+            loop = self._loop = asyncio.new_event_loop()
+            try:
+                self._daemon.open()
+                opened.set()
+                loop.run_until_complete(self._daemon.serve(signals=False))
+            except BaseException as exc:  # noqa: BLE001 - reported by start()/stop()
+                self._failure = exc
+                opened.set()
+            finally:
+                loop.close()
+
+        self._thread = threading.Thread(target=run, name="ctxkeepd", daemon=True)
+        self._thread.start()
+        opened.wait(30)
+        if self._failure is not None:
+            raise RuntimeError(f"ctxkeepd did not open: {self._failure!r}")
+        self.proc = types.SimpleNamespace(pid=os.getpid())  # the daemon's pid: this process's
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            try:
+                with self.client(timeout=0.5) as c:
+                    c.ping()
+                return self
+            except CtxkeepError:
+                time.sleep(0.01)
+        raise RuntimeError("ctxkeepd (in a thread) did not come up")
+
+    def client(self, timeout: float = 10.0) -> Client:
+        return Client(self.control, self.events, timeout=timeout)
+
+    def cli(self, *args: str, input: str | None = None, timeout: float = 60.0,
+            cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+        return run_cli_in_process(list(args), self.env, input or "", cwd)
+
+    def stop(self) -> None:
+        if self._thread is None or self._loop is None:
+            return
+        if self._thread.is_alive():
+            self._loop.call_soon_threadsafe(self._daemon.stop)
+            self._thread.join(30)
+        self._thread = None
+        if self._failure is not None:
+            raise RuntimeError(f"ctxkeepd (in a thread) failed: {self._failure!r}")

@@ -56,7 +56,8 @@ def test_socket_folder_is_private(daemon):
     assert oct(folder.stat().st_mode & 0o777) == "0o700"
 
 
-def test_sigterm_lets_a_running_generation_finish(daemon, standin):
+def test_sigterm_lets_a_running_generation_finish(daemon_process, standin):
+    daemon = daemon_process  # a process of its own: it is killed or signalled
     standin.chunk_delay = 0.01
     standin.script(" ".join(f"t{i}" for i in range(60)))
     with daemon.client() as c:

@@ -83,9 +83,10 @@ def test_a_file_name_that_is_not_utf8_is_listed(client, tmp_path):
     assert question.files[0].mode == "listing" and not question.files[0].error
 
 
-def test_fuzzed_frames_never_silence_the_daemon(daemon):
+def test_fuzzed_frames_never_silence_the_daemon(daemon_process):
     """Random frames (raw bytes, requests over the real schema with random fields, deep
     nesting): every one gets an answer, the daemon keeps serving, its memory stays put."""
+    daemon = daemon_process  # a process of its own: its memory is measured
     sock = raw_socket(daemon)
     try:
         ask(sock, b'{"type": "ping", "id": "warm"}')
@@ -115,7 +116,8 @@ def ask_while_streaming(daemon, standin) -> tuple[str, subprocess.Popen]:
     return sid, proc
 
 
-def test_ask_stops_waiting_when_the_daemon_dies(daemon, standin):
+def test_ask_stops_waiting_when_the_daemon_dies(daemon_process, standin):
+    daemon = daemon_process  # a process of its own: it is killed or signalled
     _, proc = ask_while_streaming(daemon, standin)
     daemon.stop(signal.SIGKILL)
     out, err = proc.communicate(timeout=60)
@@ -123,7 +125,8 @@ def test_ask_stops_waiting_when_the_daemon_dies(daemon, standin):
     assert "ctxkeepd is not running" in err
 
 
-def test_ask_says_so_when_the_daemon_restarted(daemon, standin):
+def test_ask_says_so_when_the_daemon_restarted(daemon_process, standin):
+    daemon = daemon_process  # a process of its own: it is killed or signalled
     sid, proc = ask_while_streaming(daemon, standin)
     daemon.stop(signal.SIGKILL)
     daemon.start()

@@ -170,12 +170,14 @@ class Daemon:
         systemd.notify("RELOADING=0", self._status_line())
         self.bus.publish(DaemonStatusEvent(status=self.status()))
 
-    async def serve(self, ready: "asyncio.Future[None] | None" = None) -> None:
-        """Serve until SIGTERM/SIGINT or `stop()`, then drain and close."""
+    async def serve(self, ready: "asyncio.Future[None] | None" = None, signals: bool = True) -> None:
+        """Serve until SIGTERM/SIGINT or `stop()`, then drain and close. Without `signals`
+        (a daemon in a thread of another program, as the tests run one) no signal is taken."""
         loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, self.stop)
-        loop.add_signal_handler(signal.SIGHUP, self.reload)
+        if signals:
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                loop.add_signal_handler(sig, self.stop)
+            loop.add_signal_handler(signal.SIGHUP, self.reload)
         self.backend.preload()  # the ollama package imports in a thread while we serve
         try:
             self._open_tcp()
