@@ -25,7 +25,8 @@ def add_tools(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -
     keys = commands.add_parser(
         "keys", help="CURVE keys for remote (TCP) clients",
         description="show: the daemon's public key and the authorized client keys; "
-                    "add KEY [NAME]: admit a client; remove KEY: stop admitting it.")
+                    "add KEY [NAME]: admit a client; remove KEY: stop admitting it. A key that "
+                    "begins with '-' goes after '--': `ctxkeepd keys add -- KEY NAME`.")
     keys.add_argument("action", nargs="?", default="show", choices=["show", "add", "remove"])
     keys.add_argument("key", nargs="?", help="a client's public key (add, remove)")
     keys.add_argument("name", nargs="*", help="a name for it (add)")

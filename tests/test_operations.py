@@ -312,3 +312,13 @@ def test_backup_while_running_and_restore(daemon_factory, short_tmp, standin):
     d.start()
     with d.client() as c:
         assert [m.content for m in c.history("precious").messages][0] == "keep me"
+
+
+def test_a_key_that_begins_with_a_dash_is_a_key(daemon_factory):
+    """Z85 keys may begin with '-' (about one in 85): `ctxkeep keys` takes it as a key."""
+    d = daemon_factory()  # its folders only: keys need no running daemon
+    key = "-kxtZbx(Nwg&PV@ri}cIe!vpWU?qw(6nKl2EZSc7"
+    added = d.cli_process("keys", "add", key, "alice")
+    assert added.returncode == 0 and f"authorized {key}" in added.stdout, added.stderr
+    assert key in d.cli_process("keys").stdout
+    assert d.cli_process("keys", "remove", key).stdout.strip() == "removed"

@@ -36,18 +36,21 @@ def add_keys(commands) -> argparse.ArgumentParser:
                     "client; `remove KEY` stops admitting it. A remote client sets "
                     "CTXKEEP_SERVER_KEY and CTXKEEP_CONTROL/CTXKEEP_EVENTS to tcp:// endpoints.")
     parser.add_argument("action", nargs="?", default="show", choices=["show", "add", "remove"])
-    parser.add_argument("key", nargs="?", help="a client's public key (add, remove)")
-    parser.add_argument("name", nargs="?", default="", help="a name for it (add)")
+    # A Z85 key may begin with "-": what follows the action is taken as it is, never as options.
+    parser.add_argument("rest", nargs=argparse.REMAINDER, metavar="KEY [NAME]",
+                        help="a client's public key (add, remove), and a name for it (add)")
     parser.set_defaults(run=run_keys)
     return parser
 
 
 def run_keys(args: argparse.Namespace) -> int:
+    rest = [a for a in args.rest if a != "--"]
     if args.action in ("add", "remove"):
-        if not args.key:
+        if not rest:
             print(f"ctxkeep: `ctxkeep keys {args.action}` needs a KEY", file=sys.stderr)
             return 2
-        return ctxkeepd("keys", args.action, args.key, *([args.name] if args.name else []))
+        key, name = rest[0], " ".join(rest[1:])
+        return ctxkeepd("keys", args.action, "--", key, *([name] if name else []))
     code = ctxkeepd("keys", "show")
     print(f"this user's client public key: {client_pair()[0].decode()}")
     return code
