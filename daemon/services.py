@@ -13,7 +13,7 @@ from ctxkeep.daemon.jobs.generation import Generations
 from ctxkeep.daemon.jobs.queue import SessionJobs
 from ctxkeep.daemon.models.protocol import ModelBackend
 from ctxkeep.daemon.server.bus import EventBus
-from ctxkeep.daemon.store.store import Store
+from ctxkeep.daemon.store.protocol import SessionStore
 
 
 @dataclass(frozen=True)
@@ -21,7 +21,7 @@ class Services:
     """The daemon's services, as the handlers see them (never the whole daemon)."""
 
     config: Config
-    store: Store
+    store: SessionStore
     bus: EventBus
     backend: ModelBackend
     jobs: SessionJobs
@@ -35,7 +35,7 @@ class Services:
     stopping: Callable[[], bool]
 
 
-def build(config: Config, store: Store, bus: EventBus, backend: ModelBackend,
+def build(config: Config, store: SessionStore, bus: EventBus, backend: ModelBackend,
           status: Callable[[], DaemonStatus], stopping: Callable[[], bool]) -> Services:
     """Wire the services together (the one place that does)."""
     estimator = Estimator(store)

@@ -164,3 +164,16 @@ def test_undo_walks_back_and_keeps_later_turns(tmp_path):
     assert st.context(s.id).seqs == [0, 1, 2, 3, 4, 5, 6]
     assert [x.undone for x in st.snapshots(s.id)] == [True, True]
     assert not st.session(s.id).tokens_exact  # a later turn makes the snapshot's count stale
+
+
+def test_the_store_has_every_member_of_the_protocol(tmp_path):
+    """The services and the engine are typed against SessionStore; Store must provide it."""
+    from ctxkeep.daemon.store.protocol import SessionStore
+    members = {n for n in vars(SessionStore) if not n.startswith("_")} | \
+        set(SessionStore.__annotations__)
+    store = Store.open(tmp_path)
+    try:
+        missing = [n for n in members if not hasattr(store, n)]
+        assert not missing and len(members) >= 25
+    finally:
+        store.close()

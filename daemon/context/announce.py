@@ -20,7 +20,8 @@ from ctxkeep.daemon.config import Config
 from ctxkeep.daemon.context.estimator import Estimator
 from ctxkeep.daemon.context.prompt import context_messages
 from ctxkeep.daemon.store.records import SessionRecord
-from ctxkeep.daemon.store.store import Store, UnknownSession
+from ctxkeep.daemon.store.protocol import SessionStore
+from ctxkeep.daemon.store.store import UnknownSession
 from ctxkeep.daemon.context.usage import usage_of
 
 log = logging.getLogger(__name__)
@@ -30,7 +31,7 @@ log = logging.getLogger(__name__)
 class Announcer:
     """Publishes session changes; reads state fresh from the store each time."""
 
-    store: Store
+    store: SessionStore
     bus: EventBus
     estimator: Estimator
     config: Config

@@ -53,7 +53,8 @@ from ctxkeep.daemon.context.estimator import Estimator
 from ctxkeep.daemon.models.protocol import ModelBackend
 from ctxkeep.daemon.context.prompt import build_messages, context_messages
 from ctxkeep.daemon.store.records import ActiveContext, CompactionRecord, MessageRecord, SessionRecord
-from ctxkeep.daemon.store.store import Store, StoreError
+from ctxkeep.daemon.store.protocol import SessionStore
+from ctxkeep.daemon.store.store import StoreError
 from ctxkeep.daemon.context.usage import Budget, measure, reply_room
 
 log = logging.getLogger(__name__)
@@ -84,7 +85,7 @@ class AutoCompactor(Checkpointing):
     """Runs inside a session's job (the queue runs one at a time), so it never interleaves
     with other work of that session."""
 
-    store: Store
+    store: SessionStore
     bus: EventBus
     backend: ModelBackend
     config: Config

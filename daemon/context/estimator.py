@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 
 from ctxkeep.daemon.store.records import Calibration
-from ctxkeep.daemon.store.store import Store
+from ctxkeep.daemon.store.protocol import SessionStore
 
 #: Latin letters, Latin words, other letters, digits, symbols, newlines, other
 #: whitespace, messages.
@@ -100,7 +100,7 @@ def _solve(a: list[list[float]], b: list[float]) -> list[float]:
 class Estimator:
     """Per-model weights, kept in the store so calibration survives restarts."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: SessionStore) -> None:
         self.store = store
         self._weights: dict[str, list[float]] = {}
         self._sums: dict[str, Calibration] = {}

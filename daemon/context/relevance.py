@@ -17,7 +17,7 @@ from functools import lru_cache
 from ctxkeep.daemon.models.backend import ModelCallError
 from ctxkeep.daemon.models.protocol import ModelBackend
 from ctxkeep.daemon.store.records import MessageRecord
-from ctxkeep.daemon.store.store import Store
+from ctxkeep.daemon.store.protocol import SessionStore
 
 log = logging.getLogger(__name__)
 _WORD = re.compile(r"[a-z0-9_]{2,}")
@@ -91,7 +91,7 @@ def _boost(message: MessageRecord) -> float:
     return 1.5 if message.files or "```" in message.content else 1.0
 
 
-async def embeddings(backend: ModelBackend, store: Store, model: str,
+async def embeddings(backend: ModelBackend, store: SessionStore, model: str,
                      texts: list[str]) -> list[list[float]] | None:
     """Vectors for `texts`, from the cache or one /api/embed call; None on any failure."""
     digests = [hashlib.sha256(t.encode()).hexdigest() for t in texts]
@@ -115,7 +115,7 @@ async def embeddings(backend: ModelBackend, store: Store, model: str,
 
 
 async def score(candidates: list[MessageRecord], recent: list[MessageRecord], *,
-                backend: ModelBackend | None, store: Store, embed_model: str) -> list[float]:
+                backend: ModelBackend | None, store: SessionStore, embed_model: str) -> list[float]:
     """A relevance score per candidate (higher: keep): BM25 normalized, plus cosine when
     embeddings work, times the boost for file references and code."""
     query = [w for m in recent for w in words(m.content)]

@@ -20,7 +20,7 @@ from ctxkeep.daemon.context.prompt import (
     COMPACTION_SYSTEM, MERGE_SYSTEM, summary_call, transcript_line,
 )
 from ctxkeep.daemon.store.records import ActiveContext, MessageRecord
-from ctxkeep.daemon.store.store import Store
+from ctxkeep.daemon.store.protocol import SessionStore
 
 
 log = logging.getLogger(__name__)
@@ -48,7 +48,7 @@ def compaction_marker(before: int, after: int, level: int = 0) -> str:
     return f"── compacted{how}: {before:,} → ~{after:,} tokens ({before - after:,} freed) ──"
 
 
-def take_snapshot(store: Store, bus: EventBus, session_id: str, reason: str) -> str:
+def take_snapshot(store: SessionStore, bus: EventBus, session_id: str, reason: str) -> str:
     """Save the session's context state before a compaction changes it, and say so;
     returns the snapshot's id."""
     snapshot = store.save_snapshot(session_id, reason)

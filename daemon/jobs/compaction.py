@@ -30,7 +30,8 @@ from ctxkeep.daemon.context.prompt import COMPACTION_SYSTEM, SUMMARY_PREFIX, con
 from ctxkeep.daemon.store.records import (
     ActiveContext, CompactionRecord, MessageRecord, NewMessage, SessionRecord,
 )
-from ctxkeep.daemon.store.store import Store, StoreError
+from ctxkeep.daemon.store.protocol import SessionStore
+from ctxkeep.daemon.store.store import StoreError
 from ctxkeep.daemon.context.summarizer import (
     MIN_CALL_BUDGET, Summarizer, SummaryRejected, compaction_marker, instructions_for,
     split_tail, take_snapshot,
@@ -74,7 +75,7 @@ class Plan:
 class Compactor:
     """Plans and runs manual compactions through the session job queue."""
 
-    store: Store
+    store: SessionStore
     bus: EventBus
     backend: ModelBackend
     config: Config

@@ -35,7 +35,8 @@ from ctxkeep.daemon.jobs.queue import Job, SessionJobs
 from ctxkeep.daemon.models.protocol import ModelBackend
 from ctxkeep.daemon.context.prompt import Message, build_messages
 from ctxkeep.daemon.store.records import Attachment, MessageRecord, NewMessage, SessionRecord
-from ctxkeep.daemon.store.store import Store, StoreError
+from ctxkeep.daemon.store.protocol import SessionStore
+from ctxkeep.daemon.store.store import StoreError
 from ctxkeep.daemon.context.usage import reply_room
 
 log = logging.getLogger(__name__)
@@ -45,7 +46,7 @@ log = logging.getLogger(__name__)
 class Generations:
     """Accepts user turns and runs them through the session job queue."""
 
-    store: Store
+    store: SessionStore
     bus: EventBus
     backend: ModelBackend
     config: Config
