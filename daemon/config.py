@@ -151,7 +151,7 @@ ENV_OVERRIDES = {"ollama_host": "OLLAMA_HOST", "control_endpoint": "CTXKEEP_CONT
 
 
 #: Keys of earlier versions, and what replaced them.
-RENAMED = {"event_hwm": "event_buffer_bytes (in bytes, not events)"}
+RENAMED = {"event_hwm": "`event_buffer_bytes` (in bytes, not events)"}
 
 
 def _explain(exc: msgspec.ValidationError, source: Path) -> str:
@@ -162,7 +162,7 @@ def _explain(exc: msgspec.ValidationError, source: Path) -> str:
         near = difflib.get_close_matches(key, Config.__struct_fields__, n=1)
         hint = f"; did you mean `{near[0]}`?" if near else ""
         if key in RENAMED:
-            hint = f"; it is now `{RENAMED[key]}`"
+            hint = f"; it is now {RENAMED[key]}"
         return f"{source}: unknown key `{key}`{hint}"
     where = re.search(r"at `\$\.([^`\[]+)", text)
     key = where.group(1) if where else "?"

@@ -66,6 +66,10 @@ def setup_logging(level: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.config is not None and not args.config.is_file():
+        print(f"ctxkeepd: no configuration file {args.config}: give an existing file, or leave "
+              "--config out for $XDG_CONFIG_HOME/ctxkeep/config.toml", file=sys.stderr)
+        return 2
     if getattr(args, "tool", None) is not None:
         return args.tool(args)
     setup_logging(args.log_level)

@@ -39,8 +39,10 @@ def build(config: Config, store: SessionStore, bus: EventBus, backend: ModelBack
           status: Callable[[], DaemonStatus], stopping: Callable[[], bool]) -> Services:
     """Wire the services together (the one place that does)."""
     estimator = Estimator(store)
-    announcer: Announcer | None = None
-    jobs = SessionJobs(bus.publish, lambda sid: announcer.busy_changed(sid) if announcer else None)
+    # The queue tells the announcer when a session's busy state changes; the announcer asks
+    # the queue whether a session is busy: the lambda closes over the announcer made next.
+    announcer: Announcer
+    jobs = SessionJobs(bus.publish, lambda sid: announcer.busy_changed(sid))
     announcer = Announcer(store, bus, estimator, config, jobs.busy)
     parts = (store, bus, backend, config, jobs, estimator)
     auto = AutoCompactor(store, bus, backend, config, estimator, announcer)

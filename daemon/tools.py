@@ -101,8 +101,15 @@ def run_config(args: argparse.Namespace) -> int:
 
 
 def run_check(args: argparse.Namespace) -> int:
+    import lmdb
+
     from ctxkeep.daemon.store.check import check
-    problems = check(args.store, args.settled)
+    if not (args.store / "data.mdb").is_file():
+        return _fail(f"no store at {args.store} (the folder holding data.mdb)", 2)
+    try:
+        problems = check(args.store, args.settled)
+    except lmdb.Error as exc:
+        return _fail(f"cannot read the store at {args.store}: {exc}")
     for line in problems:
         print(line)
     if not problems:

@@ -89,3 +89,27 @@ def test_a_proxied_host_keeps_its_proxy_and_no_proxy_is_respected(monkeypatch):
     assert proxy_for("http://127.0.0.1:11434") is None
     monkeypatch.delenv("HTTP_PROXY")
     assert proxy_for("http://ollama.lan:11434") is None
+
+
+@pytest.mark.parametrize("body", [b'{"model":"m","messages":[]}', b"{}", b'{ "model": "m" }'])
+def test_truncate_is_put_into_any_chat_body_and_nothing_else_changes(body):
+    import json
+
+    import httpx
+    from ctxkeep.daemon.models.refuse_overflow import RefuseOverflow
+    seen: list[httpx.Request] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return httpx.Response(200, json={})
+
+    async def post(path: str) -> None:
+        async with httpx.AsyncClient(transport=RefuseOverflow(httpx.MockTransport(answer)),
+                                     base_url="http://ollama") as client:
+            await client.post(path, content=body, headers={"content-type": "application/json"})
+    run(post("/api/chat"))
+    run(post("/api/show"))
+    sent = json.loads(seen[0].content)
+    assert sent == {**json.loads(body), "truncate": False}
+    assert int(seen[0].headers["content-length"]) == len(seen[0].content)
+    assert seen[1].content == body  # other calls pass untouched

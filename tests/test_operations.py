@@ -322,3 +322,19 @@ def test_a_key_that_begins_with_a_dash_is_a_key(daemon_factory):
     assert added.returncode == 0 and f"authorized {key}" in added.stdout, added.stderr
     assert key in d.cli_process("keys").stdout
     assert d.cli_process("keys", "remove", key).stdout.strip() == "removed"
+
+
+def test_maintenance_commands_say_what_is_missing(daemon_factory, tmp_path):
+    """`ctxkeepd check` of a folder with no store, and a --config file that is not there:
+    one line each, a usage exit code, no traceback."""
+    d = daemon_factory()
+    for args, said in ((["check", str(tmp_path / "none")], "no store at"),
+                       (["--config", str(tmp_path / "none.toml"), "config", "show"],
+                        "no configuration file")):
+        result = subprocess.run([sys.executable, "-m", "ctxkeep.daemon.main", *args],
+                                env=d.env, capture_output=True, text=True, timeout=30)
+        assert result.returncode == 2 and said in result.stderr, result.stderr
+        assert "Traceback" not in result.stderr
+    d.write_config("event_hwm = 5000\n")
+    renamed = d.cli_process("config", "show")
+    assert renamed.returncode == 2 and "it is now `event_buffer_bytes`" in renamed.stderr

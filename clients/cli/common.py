@@ -139,13 +139,17 @@ def _send_holding_ctrl_c(client: Client, session: str, text: str, cwd: str,
     """Send the turn with Ctrl-C held back until `accepted` is in (then it can cancel the
     generation it names): (the reply, whether Ctrl-C was pressed meanwhile)."""
     pressed: list[bool] = []
-    held = threading.current_thread() is threading.main_thread()
-    previous = signal.signal(signal.SIGINT, lambda *_: pressed.append(True)) if held else None
+    # Only where Ctrl-C would raise KeyboardInterrupt: not off the main thread, not where
+    # SIGINT is ignored (a background job) or handled by the program itself.
+    held = (threading.current_thread() is threading.main_thread()
+            and signal.getsignal(signal.SIGINT) is signal.default_int_handler)
+    if held:
+        signal.signal(signal.SIGINT, lambda *_: pressed.append(True))
     try:
         accepted = client.send(session, text, cwd=cwd, think=think)
     finally:
         if held:
-            signal.signal(signal.SIGINT, previous)
+            signal.signal(signal.SIGINT, signal.default_int_handler)
     return accepted, bool(pressed)
 
 

@@ -6,7 +6,6 @@ is answered with an error instead of having its oldest messages dropped. The
 documented extension point, and `ollama.AsyncClient(**kwargs)` passes them on.
 """
 
-import json
 import urllib.request
 from urllib.parse import urlsplit
 
@@ -21,11 +20,16 @@ class RefuseOverflow(httpx.AsyncBaseTransport):
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         if request.method == "POST" and request.url.path.endswith("/api/chat"):
-            body = json.loads(await request.aread())
-            body["truncate"] = False
+            body = await request.aread()
+            # The body is the client's JSON object, which has no `truncate`: the field goes in
+            # front of its first member, so the prompt is neither parsed nor encoded again.
+            if not body.startswith(b"{"):
+                raise ValueError("a /api/chat body that is not a JSON object")
+            rest = body[1:].lstrip()
+            body = b'{"truncate":false' + (b"}" if rest == b"}" else b"," + rest)
             headers = [(k, v) for k, v in request.headers.multi_items()
                        if k.lower() != "content-length"]
-            request = httpx.Request("POST", request.url, headers=headers, json=body,
+            request = httpx.Request("POST", request.url, headers=headers, content=body,
                                     extensions=request.extensions)
         return await self.inner.handle_async_request(request)
 
