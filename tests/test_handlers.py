@@ -1,61 +1,28 @@
-"""Request handlers in-process: the real store (LMDB in a temporary folder), the real
-services wired by `services.build`, the stand-in as Ollama, no sockets. What the control
-loop would answer comes from `HANDLERS` and the daemon's own error mapping."""
+"""Request handlers in-process (tests/inprocess.py): the real store, the real services,
+the in-memory model backend, no sockets. What the control loop would answer comes from
+`HANDLERS` and the daemon's own error mapping."""
 
 import asyncio
-from pathlib import Path
 
 import pytest
-import zmq.asyncio
 
-from ctxkeep.daemon import services as services_module
-from ctxkeep.daemon.config import Config
-from ctxkeep.daemon.handlers import HANDLERS
-from ctxkeep.daemon.models.backend import OllamaBackend
-from ctxkeep.daemon.server.bus import EventBus
-from ctxkeep.daemon.store.store import NoSuchSnapshot, Store, UnknownSession
+from ctxkeep.daemon.errors import RequestError
+from ctxkeep.daemon.store.store import NoSuchSnapshot, UnknownSession
 from ctxkeep.protocol import ErrorCode, requests
 from ctxkeep.protocol.events import (
-    ContextUsage, Event, GenerationError, ResponseGeneration, SessionCreated, SessionUpdated,
+    ContextUsage, GenerationError, ResponseGeneration, SessionCreated, SessionUpdated,
 )
-from ctxkeep.protocol.models import DaemonStatus
-from ctxkeep.daemon.errors import RequestError
+from inprocess import InProcess
+from memory_backend import MemoryBackend
 
 MODEL = "qwen2.5:7b"
 
 
-class RecordingBus(EventBus):
-    """The event bus with no sockets, keeping what it publishes."""
-
-    def __init__(self) -> None:
-        super().__init__(zmq.asyncio.Context.instance(), 1 << 20, lambda: None)  # type: ignore[arg-type]
-        self.seen: list[Event] = []
-
-    def publish(self, event: Event, session_id: str = "") -> Event:
-        self.seen.append(super().publish(event, session_id))
-        return event
-
-
-class InProcess:
-    def __init__(self, root: Path, ollama_url: str) -> None:
-        self.store = Store.open(root)
-        self.bus = RecordingBus()
-        self.backend = OllamaBackend(ollama_url, 2.0, 10.0)
-        self.services = services_module.build(Config(), self.store, self.bus, self.backend,
-                                              lambda: DaemonStatus(), lambda: False)
-
-    async def call(self, request: requests.Request):
-        return await HANDLERS[type(request)](self.services, request)
-
-    def of_type(self, kind):
-        return [e for e in self.bus.seen if isinstance(e, kind)]
-
-
 @pytest.fixture
-def app(tmp_path, standin):
-    made = InProcess(tmp_path, standin.url)
+def app(tmp_path):
+    made = InProcess(tmp_path, MemoryBackend())
     yield made
-    made.store.close()
+    made.close()
 
 
 def run(coro):
@@ -96,7 +63,7 @@ def test_bad_arguments_are_request_errors(app):
     assert snapshot.value.code == ErrorCode.INVALID_ARGUMENT
 
 
-def test_a_send_is_stored_before_it_is_accepted_and_ends_once(app, standin):
+def test_a_send_is_stored_before_it_is_accepted_and_ends_once(app):
     async def turn():
         sid = (await app.call(requests.SessionCreate(model=MODEL))).session.id
         accepted = await app.call(requests.Send(session=sid, text="hello there"))

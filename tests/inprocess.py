@@ -1,0 +1,51 @@
+"""The daemon's services in-process: the real store (LMDB in a temporary folder), the
+services wired by `services.build`, a model backend of the test's choosing, no sockets.
+A request goes straight to its handler in `HANDLERS`; every published event is kept."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import zmq.asyncio
+
+from ctxkeep.daemon import services as services_module
+from ctxkeep.daemon.config import Config
+from ctxkeep.daemon.handlers import HANDLERS
+from ctxkeep.daemon.models.protocol import ModelBackend
+from ctxkeep.daemon.server.bus import EventBus
+from ctxkeep.daemon.store.store import Store
+from ctxkeep.protocol import requests
+from ctxkeep.protocol.events import Event
+from ctxkeep.protocol.models import DaemonStatus
+
+
+class RecordingBus(EventBus):
+    """The event bus with no sockets, keeping what it publishes."""
+
+    def __init__(self) -> None:
+        super().__init__(zmq.asyncio.Context.instance(), 1 << 20, lambda: None)  # type: ignore[arg-type]
+        self.seen: list[Event] = []
+
+    def publish(self, event: Event, session_id: str = "") -> Event:
+        self.seen.append(super().publish(event, session_id))
+        return event
+
+
+class InProcess:
+    """One daemon's services over a store in `root`."""
+
+    def __init__(self, root: Path, backend: ModelBackend, config: Config | None = None) -> None:
+        self.store = Store.open(root)
+        self.bus = RecordingBus()
+        self.backend = backend
+        self.services = services_module.build(config or Config(), self.store, self.bus, backend,
+                                              lambda: DaemonStatus(), lambda: False)
+
+    async def call(self, request: requests.Request):
+        return await HANDLERS[type(request)](self.services, request)
+
+    def of_type(self, kind) -> list:
+        return [e for e in self.bus.seen if isinstance(e, kind)]
+
+    def close(self) -> None:
+        self.store.close()

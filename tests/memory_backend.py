@@ -1,0 +1,125 @@
+"""An in-memory model backend: the `ModelBackend` Protocol with no HTTP, for engine and
+handler tests that run in-process.
+
+It behaves as the stand-in does where the engine can tell: token counts from the
+stand-in's tokenizer over its chat template, a prompt over `num_ctx` refused (as Ollama
+0.12+ does with `truncate: false`), replies streamed word by word as the official
+client's own `ChatResponse` chunks, summaries answered by `chat_once`, embeddings for
+the embedding model only. Faults on demand: `fail_at(chunk, error)` raises `error` after
+that many streamed chunks of the next chat; `hold()` parks the next chat before its first
+chunk until `release()` (to cancel a turn mid-call).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from typing import Any
+
+from ollama import ChatResponse, Message
+
+from ctxkeep.daemon.models.backend import ModelCallError
+from ctxkeep.daemon.models.facts import ModelFacts
+from ctxkeep.protocol import ErrorCode
+from ctxkeep.protocol.models import OllamaStatus
+from ollama_standin import DEFAULT_MODELS, count_tokens, embed_vector, render, split_stream
+
+
+class MemoryBackend:
+    """Model calls answered in memory; `chats` records every prompt it was given."""
+
+    def __init__(self, reply: Callable[[list[dict[str, Any]]], str] | None = None) -> None:
+        self.host = "memory://"
+        self.status = OllamaStatus(host=self.host, reachable=True, version="memory")
+        self.models = {m.name: m for m in DEFAULT_MODELS}
+        self.reply = reply or (lambda messages: f"You said: {messages[-1]['content'][:60]}")
+        self.chats: list[tuple[list[dict[str, Any]], dict[str, Any]]] = []
+        self._faults: deque[tuple[int, BaseException]] = deque()
+        self._gate: asyncio.Event | None = None
+        self.parked = asyncio.Event()
+
+    # -- test controls ---------------------------------------------------------------
+
+    def fail_at(self, chunk: int, error: BaseException) -> None:
+        """The next chat raises `error` after `chunk` streamed chunks."""
+        self._faults.append((chunk, error))
+
+    def hold(self) -> None:
+        """The next chat waits before its first chunk until `release()`; `parked` is set
+        once it waits."""
+        self._gate = asyncio.Event()
+        self.parked = asyncio.Event()
+
+    def release(self) -> None:
+        if self._gate is not None:
+            self._gate.set()
+
+    # -- the Protocol ----------------------------------------------------------------
+
+    def preload(self) -> None:
+        return None
+
+    async def close(self) -> None:
+        return None
+
+    async def check(self) -> OllamaStatus:
+        return self.status
+
+    def known_context_length(self, model: str) -> int:
+        known = self.models.get(model)
+        return known.context_length if known else 0
+
+    async def facts(self, model: str) -> ModelFacts:
+        known = self.models.get(model)
+        if known is None:
+            raise ModelCallError(ErrorCode.MODEL_NOT_FOUND, f"model {model!r} is not available")
+        return ModelFacts(context_length=known.context_length, parameter_size=known.parameter_size,
+                          capabilities=("thinking",) if known.thinking else ("completion",))
+
+    def _prompt(self, model: str, messages: Sequence[Mapping[str, Any]],
+                options: Mapping[str, Any]) -> tuple[list[dict[str, Any]], int]:
+        sent = [dict(m) for m in messages]
+        self.chats.append((sent, dict(options)))
+        tokens = count_tokens(render(sent))
+        if tokens > int(options.get("num_ctx", 4096)):
+            raise ModelCallError(ErrorCode.CONTEXT_OVERFLOW,
+                                 f"Ollama refused a prompt of {tokens} tokens")
+        return sent, tokens
+
+    async def stream_chat(self, model: str, messages: Sequence[Mapping[str, Any]],
+                          options: Mapping[str, Any], think: bool | None) -> AsyncIterator[Any]:
+        await self.facts(model)
+        sent, tokens = self._prompt(model, messages, options)
+        if self._gate is not None:
+            gate, self._gate = self._gate, None
+            self.parked.set()
+            await gate.wait()
+        fail_at, error = self._faults.popleft() if self._faults else (-1, None)
+        text = self.reply(sent)
+        for index, piece in enumerate(split_stream(text)):
+            if index == fail_at:
+                raise error  # type: ignore[misc]
+            await asyncio.sleep(0)
+            yield ChatResponse(model=model, done=False, message=Message(role="assistant", content=piece))
+        if fail_at >= 0 and error is not None:
+            raise error
+        yield ChatResponse(model=model, done=True, done_reason="stop", prompt_eval_count=tokens,
+                           eval_count=count_tokens(text), total_duration=1, load_duration=0,
+                           prompt_eval_duration=1, eval_duration=1,
+                           message=Message(role="assistant", content=""))
+
+    async def chat_once(self, model: str, messages: Sequence[Mapping[str, Any]],
+                        options: Mapping[str, Any]) -> Any:
+        await self.facts(model)
+        sent, tokens = self._prompt(model, messages, options)
+        text = self.reply(sent)
+        return ChatResponse(model=model, done=True, prompt_eval_count=tokens,
+                            eval_count=count_tokens(text),
+                            message=Message(role="assistant", content=text))
+
+    async def embed(self, model: str, texts: list[str]) -> list[list[float]]:
+        known = self.models.get(model)
+        if known is None or not known.embedding:
+            raise ModelCallError(ErrorCode.MODEL_NOT_FOUND, f"model {model!r} is not available")
+        return [embed_vector(t) for t in texts]

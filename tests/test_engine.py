@@ -1,0 +1,156 @@
+"""The engine in-process (tests/inprocess.py) over the in-memory model backend: turns,
+failures, cancels and automatic compaction, with the lifecycle invariants checked as a
+property over random interleavings. No sockets, no HTTP: each example takes milliseconds."""
+
+import asyncio
+import shutil
+import tempfile
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ctxkeep.daemon.config import Config
+from ctxkeep.daemon.models.backend import ModelCallError
+from ctxkeep.daemon.store.errors import StoreError
+from ctxkeep.protocol import ErrorCode, requests
+from ctxkeep.protocol.events import CompactionResult, GenerationError, ResponseGeneration
+from inprocess import InProcess
+from memory_backend import MemoryBackend
+from ollama_standin import count_tokens, render
+
+MODEL = "qwen2.5:7b"
+TEXTS = st.sampled_from(["hello", "explain the plan in detail " * 8,
+                         "def f(x):\n    return [x, {'k': x}]\n" * 4, "Größenordnung " * 9])
+FAULTS = {
+    "model_error": lambda: ModelCallError(ErrorCode.STREAM_INTERRUPTED, "cut"),
+    "bug": lambda: RuntimeError("a bug in the engine"),
+    "disk": lambda: StoreError("MDB_MAP_FULL: the disk is full"),
+}
+STEP = st.one_of(
+    st.tuples(st.just("send"), TEXTS, st.sampled_from([None, *FAULTS]), st.integers(0, 6)),
+    st.tuples(st.just("cancel_first")),
+    st.tuples(st.just("cancel_last")),
+    st.tuples(st.just("yield"), st.integers(1, 8)),
+)
+
+
+def terminals(app: InProcess, job_id: str) -> list:
+    return [e for e in app.bus.seen if isinstance(e, (ResponseGeneration, GenerationError))
+            and e.generation_id == job_id]
+
+
+def check_invariants(app: InProcess, sid: str, accepted: list[str]) -> None:
+    """Every accepted job ended exactly once; every question has exactly one answer
+    (complete or interrupted); nothing is pending or busy; the active context holds
+    only stored messages."""
+    for job_id in accepted:
+        assert len(terminals(app, job_id)) == 1, job_id
+    history = app.store.history(sid)[0]
+    questions = [m.seq for m in history if m.role == "user"]
+    answers = sorted(m.reply_to for m in history if m.role == "assistant")
+    assert answers == questions
+    session = app.store.session(sid)
+    assert session.pending == [] and not app.services.jobs.busy(sid)
+    assert set(app.store.context(sid).seqs) <= {m.seq for m in history}
+
+
+async def scenario(app: InProcess, steps: list[tuple]) -> tuple[str, list[str]]:
+    sid = (await app.call(requests.SessionCreate(model=MODEL))).session.id
+    accepted: list[str] = []
+    for step in steps:
+        if step[0] == "send":
+            _, text, fault, at = step
+            if fault:
+                app.backend.fail_at(at, FAULTS[fault]())  # type: ignore[attr-defined]
+            accepted.append((await app.call(requests.Send(session=sid, text=text))).generation_id)
+        elif step[0] == "cancel_first":
+            await app.call(requests.Cancel(session=sid))
+        elif step[0] == "cancel_last":
+            if accepted:
+                await app.call(requests.Cancel(session=sid, generation_id=accepted[-1]))
+        else:
+            for _ in range(step[-1]):
+                await asyncio.sleep(0)
+    await app.services.jobs.drain(30)
+    return sid, accepted
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(steps=st.lists(STEP, min_size=1, max_size=10))
+def test_every_accepted_job_ends_exactly_once_whatever_happens(steps):
+    root = Path(tempfile.mkdtemp(prefix="ckengine"))
+    app = InProcess(root, MemoryBackend())
+    try:
+        sid, accepted = asyncio.run(scenario(app, steps))
+        check_invariants(app, sid, accepted)
+    finally:
+        app.close()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def test_a_failed_turn_keeps_its_partial_answer_and_leaves_the_context(tmp_path):
+    app = InProcess(tmp_path, MemoryBackend(reply=lambda m: "one two three four five six"))
+
+    async def go():
+        sid = (await app.call(requests.SessionCreate(model=MODEL))).session.id
+        app.backend.fail_at(3, ModelCallError(ErrorCode.STREAM_INTERRUPTED, "cut"))
+        job = (await app.call(requests.Send(session=sid, text="count"))).generation_id
+        await app.services.jobs.drain(30)
+        return sid, job
+    sid, job = asyncio.run(go())
+    (end,) = terminals(app, job)
+    assert isinstance(end, GenerationError) and end.code == "stream_interrupted"
+    assert end.partial == "one two three "
+    stored = app.store.history(sid)[0][-1]
+    assert stored.status == "interrupted" and stored.content == end.partial
+    assert app.store.context(sid).seqs == []  # neither the question nor the answer joined it
+    app.close()
+
+
+def test_a_cancel_during_the_model_call_ends_the_turn_once(tmp_path):
+    app = InProcess(tmp_path, MemoryBackend())
+
+    async def go():
+        sid = (await app.call(requests.SessionCreate(model=MODEL))).session.id
+        app.backend.hold()  # type: ignore[attr-defined]
+        job = (await app.call(requests.Send(session=sid, text="wait"))).generation_id
+        await asyncio.wait_for(app.backend.parked.wait(), 10)  # type: ignore[attr-defined]
+        reply = await app.call(requests.Cancel(session=sid))
+        await app.services.jobs.drain(30)
+        return sid, job, reply
+    sid, job, reply = asyncio.run(go())
+    assert reply.cancelled and reply.generation_id == job
+    (end,) = terminals(app, job)
+    assert isinstance(end, GenerationError) and end.code == "cancelled"
+    check_invariants(app, sid, [job])
+    app.close()
+
+
+def test_a_long_conversation_on_a_small_window_is_compacted_and_never_overflows(tmp_path):
+    """Thirty turns of long answers in a 2,048-token window: automatic compaction keeps
+    every prompt plus its num_predict inside the window, and no turn fails."""
+    def reply(messages):
+        if messages[-1]["content"].startswith(("Conversation to summarize", "Summary to shorten",
+                                               "Summaries of")):
+            return "Summary: the user and the assistant discussed the plan."
+        return " ".join(f"detail{i}" for i in range(80))
+    app = InProcess(tmp_path, MemoryBackend(reply=reply), Config(num_ctx=2048))
+
+    async def go():
+        sid = (await app.call(requests.SessionCreate(model=MODEL))).session.id
+        jobs = []
+        for turn in range(30):
+            jobs.append((await app.call(requests.Send(session=sid, text=f"step {turn} " * 20)))
+                        .generation_id)
+            await app.services.jobs.drain(30)
+            app.services.jobs.closing = False
+        return sid, jobs
+    sid, jobs = asyncio.run(go())
+    assert all(isinstance(terminals(app, j)[0], ResponseGeneration) for j in jobs)
+    assert any(e.status == "ok" for e in app.of_type(CompactionResult))
+    for messages, options in app.backend.chats:  # type: ignore[attr-defined]
+        if "num_predict" in options and options["num_ctx"] == 2048:
+            assert count_tokens(render(messages)) + options["num_predict"] <= options["num_ctx"]
+    check_invariants(app, sid, jobs)
+    app.close()
