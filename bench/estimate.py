@@ -18,6 +18,7 @@ from pathlib import Path
 
 from common import emit
 from ctxkeep.daemon.context.estimator import Estimator
+from ctxkeep.daemon.context.features import prompt_features
 from ctxkeep.daemon.store.store import Store
 from ollama_standin import count_tokens, render
 
@@ -48,7 +49,8 @@ def run(mix: str, turns: int, seed: int) -> dict[str, list[float]]:
             chars = sum(len(m["content"]) for m in messages) / 4
             errors["chars/4"].append(abs(chars - exact) / exact)
         answer = pick(rng, i + 1)[:1200]
-        estimator.observe("m", messages, exact, estimate, [(answer, count_tokens(answer))])
+        estimator.observe("m", prompt_features(messages), exact, estimate,
+                          [(answer, count_tokens(answer))])
         messages.append({"role": "assistant", "content": answer})
         if count_tokens(render(messages)) > 24000:  # keep it a plausible window: drop the oldest turn
             del messages[1:3]

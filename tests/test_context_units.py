@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ctxkeep.daemon.context.estimator import Estimator
+from ctxkeep.daemon.context.features import prompt_features
 from ctxkeep.daemon.context.levels import (
     plan_file_summaries, plan_prune, preserved_seqs, prune_candidates,
 )
@@ -94,7 +95,7 @@ def test_the_estimator_fit_converges_to_a_tokenizer(tmp_path):
         for _ in range(40):
             prompt = sample(rng.randint(20, 400))
             exact = count_tokens(render(prompt))
-            est.observe("m", prompt, exact, est.prompt("m", prompt))
+            est.observe("m", prompt_features(prompt), exact, est.prompt("m", prompt))
         errors = []
         for _ in range(20):
             prompt = sample(rng.randint(50, 400))
@@ -105,3 +106,43 @@ def test_the_estimator_fit_converges_to_a_tokenizer(tmp_path):
         assert Estimator(store).prompt("m", prompt) == est.prompt("m", prompt)  # persisted
     finally:
         store.close()
+
+
+TEXT = st.sampled_from(["", "hello world", "x = [1, 2]\n", "Größe über alles", "  spaced\n\n", "{}"])
+
+
+@st.composite
+def contexts(draw):
+    """A session, its context state and active messages of every shape normalize meets."""
+    from ctxkeep.daemon.store.records import Checkpoint, SessionRecord
+    from ctxkeep.protocol.models import Goals
+    messages = []
+    for seq in range(draw(st.integers(0, 8))):
+        files = [Attachment(path=f"f{seq}{i}", mode="full", block=draw(TEXT), summary=draw(TEXT))
+                 for i in range(draw(st.integers(0, 2)))]
+        messages.append(MessageRecord(seq=seq, role=draw(st.sampled_from(["user", "assistant", "system"])),
+                                      content=draw(TEXT), created=0.0, files=files))
+    checkpoints = [Checkpoint(id="c", first_seq=0, last_seq=1, summary=draw(TEXT), original_tokens=1,
+                              current_tokens=1) for _ in range(draw(st.integers(0, 2)))]
+    goals = Goals(goal=draw(TEXT))
+    context = ActiveContext(seqs=[m.seq for m in messages], checkpoints=checkpoints, goals=goals,
+                            file_summaries=draw(st.lists(st.integers(0, 8), max_size=4)))
+    session = SessionRecord(id="s", name="s", model="m", system=draw(TEXT), num_ctx=4096,
+                            created=0.0, updated=0.0)
+    user = MessageRecord(seq=99, role="user", content=draw(TEXT), created=0.0) if draw(st.booleans()) else None
+    return session, context, messages, user
+
+
+@settings(max_examples=300, deadline=None)
+@given(contexts())
+def test_a_prompts_features_sum_from_its_messages_exactly(case):
+    """The cached per-message sum equals the features of the prompt actually built."""
+    from ctxkeep.daemon.context.features import FeatureCache, context_features
+    from ctxkeep.daemon.context.prompt import build_messages, context_messages, system_parts
+    session, context, active, user = case
+    built = build_messages(session, context, active, user) if user else \
+        context_messages(session, context, active)
+    cache = FeatureCache()
+    for _ in range(2):  # computed, then from the cache
+        assert context_features(cache, session, system_parts(session, context), context, active,
+                                user) == prompt_features(built)

@@ -18,11 +18,11 @@ from ctxkeep.daemon.context import reliability
 from ctxkeep.daemon.server.bus import EventBus
 from ctxkeep.daemon.config import Config
 from ctxkeep.daemon.context.estimator import Estimator
-from ctxkeep.daemon.context.prompt import context_messages
 from ctxkeep.daemon.store.records import SessionRecord
 from ctxkeep.daemon.store.protocol import SessionStore
 from ctxkeep.daemon.store.store import UnknownSession
 from ctxkeep.daemon.context.usage import usage_of
+from ctxkeep.daemon.context.view import View
 
 log = logging.getLogger(__name__)
 
@@ -40,32 +40,32 @@ class Announcer:
     def info(self, session: SessionRecord) -> SessionInfo:
         return session.info(busy=self.busy(session.id))
 
-    def usage(self, session: SessionRecord) -> Usage:
-        context = self.store.context(session.id)
-        return usage_of(session, context, self.store.messages(session.id, context.seqs),
-                        self.estimator, self.config)
+    def usage(self, session: SessionRecord, view: View | None = None) -> Usage:
+        _, context, active = view or self.store.view(session.id)
+        return usage_of(session, context, active, self.estimator, self.config)
 
     def estimate(self, session: SessionRecord) -> int:
         """The context as it would be sent now (system, goals, checkpoints, messages)."""
-        context = self.store.context(session.id)
-        active = self.store.messages(session.id, context.seqs)
-        return self.estimator.prompt(session.model, context_messages(session, context, active))
+        _, context, active = self.store.view(session.id)
+        return self.estimator.context(session, context, active)
 
     def prompt_changed(self, session_id: str) -> SessionRecord:
         """What the model would see changed: record a fresh estimate in place of the count."""
         session = self.store.session(session_id)
         return self.store.set_estimate(session_id, self.estimate(session))
 
-    def changed(self, session_id: str, usage: bool = True) -> SessionInfo | None:
-        """Publish `session.updated` (and `context.usage`) as the session is now."""
+    def changed(self, session_id: str, usage: bool = True, view: View | None = None
+                ) -> SessionInfo | None:
+        """Publish `session.updated` (and `context.usage`) as the session is now (as
+        `view` says, when the caller has just read or written it)."""
         try:
-            session = self.store.session(session_id)
+            session = view.session if view else self.store.session(session_id)
         except UnknownSession:
             return None  # deleted meanwhile: session.deleted said so
         info = self.info(session)
         self.bus.publish(SessionUpdated(session=info), session_id)
         if usage:
-            self.bus.publish(ContextUsage(usage=self.usage(session)), session_id)
+            self.bus.publish(ContextUsage(usage=self.usage(session, view)), session_id)
         return info
 
     def busy_changed(self, session_id: str) -> None:

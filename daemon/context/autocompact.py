@@ -51,11 +51,11 @@ from ctxkeep.daemon.config import Config
 from ctxkeep.daemon.errors import RequestError
 from ctxkeep.daemon.context.estimator import Estimator
 from ctxkeep.daemon.models.protocol import ModelBackend
-from ctxkeep.daemon.context.prompt import build_messages, context_messages
 from ctxkeep.daemon.store.records import ActiveContext, CompactionRecord, MessageRecord, SessionRecord
 from ctxkeep.daemon.store.protocol import SessionStore
 from ctxkeep.daemon.store.store import StoreError
 from ctxkeep.daemon.context.usage import Budget, measure, reply_room
+from ctxkeep.daemon.context.view import View
 
 log = logging.getLogger(__name__)
 
@@ -99,9 +99,7 @@ class AutoCompactor(Checkpointing):
         return self.config.auto_compaction if session.auto_compaction is None else session.auto_compaction
 
     def load(self, session_id: str) -> tuple[SessionRecord, ActiveContext, list[MessageRecord]]:
-        session = self.store.session(session_id)
-        context = self.store.context(session_id)
-        return session, context, self.store.messages(session_id, context.seqs)
+        return self.store.view(session_id)
 
     def fill(self, session: SessionRecord, budget: Budget) -> float:
         """The fill that may trigger a lossy level: the estimate lowered by its error."""
@@ -113,13 +111,14 @@ class AutoCompactor(Checkpointing):
 
     def total(self, session: SessionRecord, context: ActiveContext, active: list[MessageRecord]) -> int:
         """The context as it would be sent now, estimated."""
-        return self.estimator.prompt(session.model, context_messages(session, context, active))
+        return self.estimator.context(session, context, active)
 
     # -- entry points ------------------------------------------------------------
 
-    async def after_turn(self, session_id: str) -> None:
-        """A pass when the budget crossed a threshold, respecting the cooldown."""
-        session, context, active = self.load(session_id)
+    async def after_turn(self, session_id: str, view: View | None = None) -> None:
+        """A pass when the budget crossed a threshold, respecting the cooldown (`view`:
+        the session as the turn left it, else read)."""
+        session, context, active = view or self.load(session_id)
         if not self.enabled(session):
             return
         level = self.level_for(session, measure(session, context, active, self.estimator, self.config))
@@ -149,8 +148,7 @@ class AutoCompactor(Checkpointing):
 
     def fits(self, session: SessionRecord, context: ActiveContext, active: list[MessageRecord],
              user: MessageRecord) -> bool:
-        prompt = self.estimator.prompt(session.model, build_messages(session, context, active, user))
-        return self.fits_estimate(session, prompt)
+        return self.fits_estimate(session, self.estimator.context(session, context, active, user))
 
     def fits_estimate(self, session: SessionRecord, prompt: int) -> bool:
         """Whether a prompt of this estimate, raised by its error, leaves the reply room."""

@@ -19,16 +19,15 @@ with the estimate lowered by it.
 """
 
 import math
-import re
 from collections.abc import Iterable, Mapping, Sequence
-from functools import lru_cache
 
-from ctxkeep.daemon.store.records import Calibration
+from ctxkeep.daemon.context.features import (
+    FEATURES, FeatureCache, Vector, context_features, prompt_features, text_features,
+)
+from ctxkeep.daemon.context.prompt import system_parts
+from ctxkeep.daemon.store.records import ActiveContext, Calibration, MessageRecord, SessionRecord
 from ctxkeep.daemon.store.protocol import SessionStore
 
-#: Latin letters, Latin words, other letters, digits, symbols, newlines, other
-#: whitespace, messages.
-FEATURES = 8
 #: A cautious prior: above most tokenizers on every kind of text until the first exact count.
 PRIOR = (0.25, 0.5, 1.0, 1.0, 1.0, 1.0, 0.1, 6.0)
 _RIDGE = 1.0
@@ -43,42 +42,6 @@ _UNCALIBRATED_MARGIN = 0.25
 _MIN_MARGIN = 0.02
 #: Tokens added to every raised estimate.
 SLACK = 16
-_LATIN = re.compile(r"[A-Za-z]")
-_LATIN_WORDS = re.compile(r"[A-Za-z]+")
-_LETTERS = re.compile(r"[^\W\d_]")
-_DIGITS = re.compile(r"\d")
-_SPACE = re.compile(r"[^\S\n]")
-
-Vector = tuple[float, ...]
-
-
-@lru_cache(maxsize=1 << 16)
-def text_features(text: str) -> Vector:
-    """Features of a text, without any per-message cost (cached: messages never change,
-    and the budget is measured after every turn)."""
-    latin = len(_LATIN.findall(text))
-    words = len(_LATIN_WORDS.findall(text))
-    other = len(_LETTERS.findall(text)) - latin
-    digits = len(_DIGITS.findall(text))
-    newlines = text.count("\n")
-    space = len(_SPACE.findall(text))
-    symbols = len(text) - latin - other - digits - newlines - space
-    return (float(latin), float(words), float(other), float(digits), float(symbols),
-            float(newlines), float(space), 0.0)
-
-
-def add(a: Vector, b: Vector) -> Vector:
-    return tuple(x + y for x, y in zip(a, b))
-
-
-def prompt_features(messages: Iterable[Mapping[str, str]]) -> Vector:
-    """Features of a chat prompt: every message's text plus one template cost each,
-    and one more for the assistant turn the prompt opens."""
-    one = (0.0,) * (FEATURES - 1) + (1.0,)
-    total: Vector = one
-    for message in messages:
-        total = add(total, add(text_features(message.get("content", "")), one))
-    return total
 
 
 def _solve(a: list[list[float]], b: list[float]) -> list[float]:
@@ -104,6 +67,8 @@ class Estimator:
         self.store = store
         self._weights: dict[str, list[float]] = {}
         self._sums: dict[str, Calibration] = {}
+        #: Stored messages' features, so that a turn never re-reads a text it has seen.
+        self.features = FeatureCache()
 
     def _calibration(self, model: str) -> Calibration:
         if model not in self._sums:
@@ -160,17 +125,29 @@ class Estimator:
         """One message inside a prompt: its text and its template cost."""
         return self.estimate(model, text_features(content)[:-1] + (1.0,))
 
-    def observe(self, model: str, prompt: Sequence[Mapping[str, str]], prompt_tokens: int,
+    def context_features(self, session: SessionRecord, context: ActiveContext,
+                         active: Sequence[MessageRecord], user: MessageRecord | None = None) -> Vector:
+        """Features of the prompt `prompt.context_messages` (with `user`: `build_messages`)
+        would build, summed from the messages' cached features."""
+        return context_features(self.features, session, system_parts(session, context), context,
+                                active, user)
+
+    def context(self, session: SessionRecord, context: ActiveContext,
+                active: Sequence[MessageRecord], user: MessageRecord | None = None) -> int:
+        """The estimate of that prompt."""
+        return self.estimate(session.model, self.context_features(session, context, active, user))
+
+    def observe(self, model: str, prompt: Vector, prompt_tokens: int,
                 estimate: int, texts: Iterable[tuple[str, int]] = (), persist: bool = True
                 ) -> Calibration:
-        """Learn from a turn: its prompt's exact count (and how far `estimate`, made
+        """Learn from a turn: its prompt's features and exact count (and how far `estimate`, made
         before, was off) and (text, tokens) pairs such as the answer. Returns the new
         calibration; with `persist` it is also written (else the caller writes it, e.g.
         in the transaction that stores the answer)."""
         cal = self._calibration(model)
         if prompt_tokens > 0 and cal.observations >= _FITTED:  # the prior's error says nothing
             cal.errors = [*cal.errors, abs(estimate - prompt_tokens) / prompt_tokens][-_ERRORS_KEPT:]
-        samples = [(prompt_features(prompt), prompt_tokens)]
+        samples = [(prompt, prompt_tokens)]
         samples += [(text_features(text), tokens) for text, tokens in texts]
         for features, tokens in samples:
             if tokens <= 0:

@@ -19,10 +19,16 @@ def checkpoint_block(checkpoints: list[Checkpoint]) -> str:
     return "\n\n".join(parts)
 
 
-def system_text(session: SessionRecord, context: ActiveContext) -> str:
-    """The system message: the system prompt, the goal block, the checkpoints."""
+def system_parts(session: SessionRecord, context: ActiveContext) -> list[str]:
+    """What the system message is made of: the system prompt, the goal block, the
+    checkpoints (those that are not empty)."""
     parts = [session.system, goal_markers.render(context.goals), checkpoint_block(context.checkpoints)]
-    return "\n\n".join(p for p in parts if p)
+    return [p for p in parts if p]
+
+
+def system_text(session: SessionRecord, context: ActiveContext) -> str:
+    """The system message: its parts, a blank line between them."""
+    return "\n\n".join(system_parts(session, context))
 
 
 def _messages(session: SessionRecord, context: ActiveContext, active: list[MessageRecord]) -> list[Message]:

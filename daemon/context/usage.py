@@ -7,6 +7,7 @@ from ctxkeep.daemon.context import goals as goal_markers
 from ctxkeep.daemon.context import reliability
 from ctxkeep.daemon.config import Config
 from ctxkeep.daemon.context.estimator import Estimator
+from ctxkeep.daemon.context.features import ONE, Vector, add
 from ctxkeep.daemon.context.prompt import checkpoint_block
 from ctxkeep.daemon.store.records import ActiveContext, MessageRecord, SessionRecord
 
@@ -46,30 +47,35 @@ def reply_room(config: Config, window: int) -> int:
 
 def measure(session: SessionRecord, context: ActiveContext, active: list[MessageRecord],
             estimator: Estimator, config: Config) -> Budget:
-    """The budget of a session's context as it stands."""
+    """The budget of a session's context as it stands (from the messages' cached features)."""
     model = session.model
     pinned_seqs = set(context.pinned)
     summarized = set(context.file_summaries)
-    pinned = files = summaries = conversation = 0
+    pinned: list[Vector] = []
+    files: list[Vector] = []
+    summaries: list[Vector] = []
+    recent: list[Vector] = []
     for m in active:
-        text = estimator.message(model, m.content)
-        attached = sum(estimator.text(model, f.summary if m.seq in summarized and f.summary else f.block)
-                       for f in m.files)
+        cached = estimator.features.of(session.id, m)
+        attached = cached.summaries if m.seq in summarized else cached.blocks
         if m.seq in pinned_seqs:
-            pinned += text + attached
+            pinned += (cached.content, ONE, attached)
         elif m.kind == "summary":
-            summaries += text
-            conversation += text + attached
+            summaries += (cached.content, ONE)
+            files.append(attached)
         else:
-            files += attached
-            conversation += text + attached
+            recent += (cached.content, ONE)
+            files.append(attached)
+    size = lambda parts: estimator.estimate(model, add(*parts))  # noqa: E731
+    files_tokens, summary_tokens = size(files), size(summaries)
     goals_text = goal_markers.render(context.goals)
     return Budget(
         window=session.window, reply=reply_room(config, session.window),
         system=estimator.message(model, session.system) + 1 if session.system else 1,
-        goals=estimator.text(model, goals_text) if goals_text else 0, pinned=pinned,
+        goals=estimator.text(model, goals_text) if goals_text else 0, pinned=size(pinned),
         checkpoints=estimator.text(model, checkpoint_block(context.checkpoints)) if context.checkpoints else 0,
-        files=files, summaries=summaries, conversation=conversation)
+        files=files_tokens, summaries=summary_tokens,
+        conversation=size(recent) + files_tokens + summary_tokens)
 
 
 def usage_of(session: SessionRecord, context: ActiveContext, active: list[MessageRecord],

@@ -21,7 +21,7 @@ async def send(services: Services, req: requests.Send, record: SessionRecord) ->
     files = await asyncio.to_thread(expand, req.text, req.cwd,
                                     services.config.file_settings(remote=REMOTE.get()),
                                     lambda text: services.estimator.text(record.model, text))
-    job, ahead, _ = services.generations.accept(record, req.text, req.think, files)
+    job, ahead, _ = await services.generations.accept(record, req.text, req.think, files)
     return Accepted(id=req.id, session_id=record.id, generation_id=job.id, ahead=ahead,
                     files=[f.info() for f in files],
                     warnings=[f"@{f.path}: {f.error}" for f in files if f.error])

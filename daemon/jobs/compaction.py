@@ -26,7 +26,7 @@ from ctxkeep.daemon.context.estimator import Estimator
 from ctxkeep.daemon.jobs.queue import Job, SessionJobs
 from ctxkeep.daemon.errors import RequestError
 from ctxkeep.daemon.models.protocol import ModelBackend
-from ctxkeep.daemon.context.prompt import COMPACTION_SYSTEM, SUMMARY_PREFIX, context_messages
+from ctxkeep.daemon.context.prompt import COMPACTION_SYSTEM, SUMMARY_PREFIX
 from ctxkeep.daemon.store.records import (
     ActiveContext, CompactionRecord, MessageRecord, NewMessage, SessionRecord,
 )
@@ -95,7 +95,7 @@ class Compactor:
         """The context's size: the last exact count, or an estimate when there is none."""
         if session.tokens_exact and session.token_count:
             return session.token_count, True
-        return self.estimator.prompt(session.model, context_messages(session, context, active)), False
+        return self.estimator.context(session, context, active), False
 
     async def plan(self, session: SessionRecord, tail_turns: int | None) -> Plan:
         """What compacting now would do (asks /api/show for the compaction model's window)."""
@@ -111,7 +111,7 @@ class Compactor:
         summarized = sum(self.estimator.message(session.model, m.content) for m in head)
         # A summary typically takes about a quarter of what it replaces, within its room.
         projected = min(summarizer.room, max(16, summarized // 4))
-        after = self.estimator.prompt(session.model, context_messages(session, context, keep)) + projected
+        after = self.estimator.context(session, context, keep) + projected
         plan = Plan(session=session, context=context, active=active, head=head, keep=keep,
                     summarizer=summarizer, tokens_before=before, before_exact=exact,
                     tokens_summarized=summarized, tokens_after=min(after, before) if head else before)
@@ -188,8 +188,7 @@ class Compactor:
         content = SUMMARY_PREFIX + text
         role = self.config.summary_role
         standin = MessageRecord(seq=-1, role=role, content=content, created=0.0, kind="summary")
-        after = self.estimator.prompt(session.model, context_messages(session, plan.context,
-                                                                      [standin, *plan.keep]))
+        after = self.estimator.context(session, plan.context, [standin, *plan.keep])
         if after >= plan.tokens_before:
             raise SummaryRejected(f"the context would not shrink ({plan.tokens_before:,} → "
                                   f"~{after:,} tokens)")

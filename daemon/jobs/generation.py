@@ -15,6 +15,7 @@ completed turn calibrates the token estimator.
 import asyncio
 import logging
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import msgspec
 
@@ -33,13 +34,29 @@ from ctxkeep.daemon.errors import RequestError
 from ctxkeep.daemon.context.estimator import Estimator
 from ctxkeep.daemon.jobs.queue import Job, SessionJobs
 from ctxkeep.daemon.models.protocol import ModelBackend
-from ctxkeep.daemon.context.prompt import Message, build_messages
-from ctxkeep.daemon.store.records import Attachment, MessageRecord, NewMessage, SessionRecord
+from ctxkeep.daemon.context.prompt import build_messages
+from ctxkeep.daemon.context.features import Vector
+from ctxkeep.daemon.context.view import View
+from ctxkeep.daemon.store.records import (
+    ActiveContext, Attachment, MessageRecord, NewMessage, SessionRecord,
+)
 from ctxkeep.daemon.store.protocol import SessionStore
 from ctxkeep.daemon.store.store import StoreError
 from ctxkeep.daemon.context.usage import reply_room
 
 log = logging.getLogger(__name__)
+
+
+class Turn(NamedTuple):
+    """A turn as it is sent: the session as read once, the question, the prompt's features
+    and estimate."""
+
+    session: SessionRecord
+    context: ActiveContext
+    active: list[MessageRecord]
+    user: MessageRecord
+    features: Vector
+    estimate: int
 
 
 @dataclass
@@ -55,12 +72,13 @@ class Generations:
     auto: AutoCompactor
     announcer: Announcer
 
-    def accept(self, session: SessionRecord, text: str, think: bool | None,
-               files: list[Attachment]) -> tuple[Job, int, MessageRecord]:
-        """Store the question (committed and synced: `accepted` means stored), then queue
-        its turn. Returns the job, how many jobs are ahead of it, and the stored question."""
-        _, (user,) = self.store.append(session.id, [NewMessage(role="user", content=text,
-                                                                files=files)], pending=True)
+    async def accept(self, session: SessionRecord, text: str, think: bool | None,
+                     files: list[Attachment]) -> tuple[Job, int, MessageRecord]:
+        """Store the question (committed and synced, off the event loop: `accepted` means
+        stored), then queue its turn. Returns the job, how many jobs are ahead of it, and
+        the stored question."""
+        _, (user,) = await self.store.append_async(
+            session.id, [NewMessage(role="user", content=text, files=files)], pending=True)
         job = Job(session_id=session.id, kind="generation",
                   body=lambda j: self._execute(j, user, think),
                   fail=lambda j, code, message: self._interrupted(j, user, code, message, "", ""))
@@ -68,7 +86,7 @@ class Generations:
 
     async def _execute(self, job: Job, user: MessageRecord, think: bool | None) -> None:
         sid = job.session_id
-        session = self.store.session(sid)
+        session, context, active = self.store.view(sid)  # read once; each step passes it on
         self.bus.publish(QueryReceived(generation_id=job.id, message=user.info(),
                                        model=session.model), sid)
         answer: list[str] = []
@@ -80,19 +98,21 @@ class Generations:
             GenerationThinking(generation_id=job.id, index=i, text=text), sid))
         try:
             session = await self._window(session)
-            messages, estimate = self._prompt(session, user)
+            features = self.estimator.context_features(session, context, active, user)
             compacted = None
-            if not self.auto.fits_estimate(session, estimate):
-                self._refuse_impossible(session, user)  # before any compaction changes anything
+            if not self.auto.fits_estimate(session, self.estimator.estimate(session.model, features)):
+                self._refuse_impossible(session, context, user)  # before any compaction
                 compacted = await self.auto.before_send(sid, user)
-                session = self.store.session(sid)
-                messages, estimate = self._prompt(session, user)
+                session, context, active = self.store.view(sid)
+                features = self.estimator.context_features(session, context, active, user)
+            estimate = self.estimator.estimate(session.model, features)
             try:
                 room = self._reply_room(session, estimate)
             except RequestError:
                 if compacted is not None:  # it did not help: a refused send changes nothing
                     self.auto.roll_back(sid, compacted)
                 raise
+            messages = build_messages(session, context, active, user)
             options = {**session.options, "num_ctx": session.window, "num_predict": room}
             final = None
             async for chunk in self.backend.stream_chat(session.model, messages, options, think):
@@ -107,8 +127,8 @@ class Generations:
             thoughts.flush()
             tokens.flush()
             assert final is not None  # stream_chat raises when the final chunk is missing
-            self._complete(job, session, user, messages, estimate, "".join(answer),
-                           "".join(thinking), final)
+            view = await self._complete(job, Turn(session, context, active, user, features, estimate),
+                                        "".join(answer), "".join(thinking), final)
         except asyncio.CancelledError:
             self._fail(job, user, *job.cancel_reason, answer, thinking, tokens, thoughts)
             return
@@ -126,26 +146,20 @@ class Generations:
                        answer, thinking, tokens, thoughts)
             return
         try:  # the answer is stored and announced; now keep the context within its budget
-            await self.auto.after_turn(sid)
+            await self.auto.after_turn(sid, view)
         except asyncio.CancelledError:
             pass
         except Exception:  # noqa: BLE001 - each level already published its own result
             log.exception("session=%s automatic compaction after the turn failed", sid)
 
-    def _prompt(self, session: SessionRecord, user: MessageRecord) -> tuple[list[Message], int]:
-        """The turn's prompt as the context stands, and its estimate."""
-        context = self.store.context(session.id)
-        messages = build_messages(session, context, self.store.messages(session.id, context.seqs), user)
-        return messages, self.estimator.prompt(session.model, messages)
-
-    def _refuse_impossible(self, session: SessionRecord, user: MessageRecord) -> None:
+    def _refuse_impossible(self, session: SessionRecord, context: ActiveContext,
+                           user: MessageRecord) -> None:
         """Refuse a question that cannot fit however much is compacted: the system prompt,
         goals, pins and the question itself, plus the reply room, over the window."""
-        context = self.store.context(session.id)
         floor_context = msgspec.structs.replace(context, seqs=[], checkpoints=[])
         pinned = self.store.messages(session.id, context.pinned)
-        floor = self.estimator.raised(session.model, self.estimator.prompt(
-            session.model, build_messages(session, floor_context, pinned, user)))
+        floor = self.estimator.raised(session.model, self.estimator.context(
+            session, floor_context, pinned, user))
         room = reply_room(self.config, session.window)
         if floor + room > session.window:
             mine = self.estimator.message(session.model, user.prompt_content())
@@ -194,44 +208,53 @@ class Generations:
                 self.announcer.changed(session.id)
         return session
 
-    def _complete(self, job: Job, session: SessionRecord, user: MessageRecord,
-                  messages: list[Message], estimate: int, answer: str, thinking: str,
-                  final) -> None:
+    async def _complete(self, job: Job, turn: "Turn", answer: str, thinking: str,
+                        final) -> View:
+        """Store the answer with all it changed (calibration, goals, the count) in one
+        commit, end the job, announce; returns the session as it now is."""
+        session, context, active, user = turn.session, turn.context, turn.active, turn.user
         token_count = int(final.prompt_eval_count or 0)
         eval_count = int(final.eval_count or 0)
         window = session.window
         # Ollama cut the prompt anyway (an old server ignoring `truncate`): it reports at
         # most the window, or far fewer tokens than the calibrated estimate.
         truncated = token_count >= window or (
-            self.estimator.calibrated(session.model) and token_count < 0.7 * estimate)
-        calibration = self.estimator.observe(session.model, messages, token_count, estimate,
-                                             [(answer, eval_count)], persist=False)
-        session, (assistant,) = self.store.append(  # one synced commit for the answer
-            session.id,
-            [NewMessage(role="assistant", content=answer, thinking=thinking,
-                        model=session.model, eval_count=eval_count, reply_to=user.seq)],
-            activate_seqs=[user.seq], activate=[0], token_count=token_count, answered=[user.seq],
-            calibration=(session.model, calibration))
+            self.estimator.calibrated(session.model) and token_count < 0.7 * turn.estimate)
+        calibration = self.estimator.observe(session.model, turn.features, token_count,
+                                             turn.estimate, [(answer, eval_count)], persist=False)
+        reply = NewMessage(role="assistant", content=answer, thinking=thinking,
+                           model=session.model, eval_count=eval_count, reply_to=user.seq)
+        goals = goal_markers.apply_markers(context.goals, answer)
+        count, exact = token_count, True
+        if goals is not None:  # what the model sees changed after the count: an estimate
+            changed = msgspec.structs.replace(context, goals=goals)
+            count, exact = self.estimator.context(session, changed, [*active, user, reply.record(-1, 0.0)]), False
+        write = asyncio.ensure_future(self.store.append_async(
+            session.id, [reply], activate_seqs=[user.seq], activate=[0], token_count=count,
+            exact=exact, answered=[user.seq], calibration=(session.model, calibration), goals=goals))
+        try:
+            session, (assistant,) = await asyncio.shield(write)
+        except asyncio.CancelledError:  # too late to cancel: the answer is being stored
+            session, (assistant,) = await write
         if truncated:
             log.warning("session=%s prompt_eval_count %d (estimated %d, window %d): "
-                        "Ollama may have cut the prompt", session.id, token_count, estimate, window)
+                        "Ollama may have cut the prompt", session.id, token_count, turn.estimate, window)
         job.end(ResponseGeneration(
             generation_id=job.id, message=assistant.info(), token_count=token_count,
-            eval_count=eval_count, window=window, truncated=truncated, prompt_estimate=estimate,
+            eval_count=eval_count, window=window, truncated=truncated, prompt_estimate=turn.estimate,
             total_duration=int(final.total_duration or 0),
             load_duration=int(final.load_duration or 0),
             prompt_eval_duration=int(final.prompt_eval_duration or 0),
             eval_duration=int(final.eval_duration or 0)))
-        goals = goal_markers.apply_markers(self.store.context(session.id).goals, answer)
+        context = msgspec.structs.replace(context, seqs=[*context.seqs, user.seq, assistant.seq],
+                                          goals=goals if goals is not None else context.goals)
+        view = View(session, context, [*active, user, assistant])
         if goals is not None:
-            def record_goals(context, _record) -> None:
-                context.goals = goals
-            self.store.update_context(session.id, record_goals)
             self.bus.publish(GoalUpdated(goals=goals), session.id)
-            self.announcer.prompt_changed(session.id)
-        self.announcer.changed(session.id)
+        self.announcer.changed(session.id, view=view)
         log.info("session=%s generation=%s done: %d prompt tokens (estimated %d), %d answer tokens",
-                 session.id, job.id, token_count, estimate, eval_count)
+                 session.id, job.id, token_count, turn.estimate, eval_count)
+        return view
 
     def _fail(self, job: Job, user: MessageRecord, code: ErrorCode, message: str,
               answer: list[str], thinking: list[str], *batchers: TextBatcher) -> None:

@@ -16,10 +16,6 @@ from ctxkeep.daemon.store.environment import _SEQ, _message_key, _prefix
 class Contexts(History):
     """The active context (what the model sees) and compaction commits with their audit trail."""
 
-    def _active(self, txn: lmdb.Transaction, session_id: str) -> ActiveContext:
-        raw = txn.get(session_id.encode(), db=self.dbs["active"])
-        return self._active_dec.decode(raw) if raw else ActiveContext()
-
     def compact(self, session_id: str, *, expected: list[int], summary: NewMessage,
                 keep: list[int], record: CompactionRecord, token_estimate: int
                 ) -> tuple[SessionRecord, MessageRecord]:

@@ -14,7 +14,9 @@ One environment under `$XDG_DATA_HOME/ctxkeep/store`. Named databases:
 - `embeddings`: model + `/` + sha256 of the text -> list of floats (a cache).
 
 Every write is one transaction, committed and synced before the call returns
-(LMDB's default `sync=True`). A full map is grown and the write retried.
+(LMDB's default `sync=True`). A full map is grown and the write retried. The
+turn's writes go through `writer` (writer.py): committed in a thread, grouped, so
+the event loop never waits for the disk.
 """
 
 import logging
@@ -34,6 +36,7 @@ from ctxkeep.daemon.store.records import (
     ActiveContext, Calibration, CompactionRecord, FileRefRecord, MessageRecord, SessionRecord, SnapshotRecord,
 )
 from ctxkeep.daemon.store.errors import StoreError, StoreTooNew
+from ctxkeep.daemon.store.writer import GroupWriter
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -73,6 +76,7 @@ class Environment:
         self._snapshot_dec = msgspec.msgpack.Decoder(SnapshotRecord)
         self._vector_dec = msgspec.msgpack.Decoder(list[float])
         self._upgrade()
+        self.writer = GroupWriter(self.env, self.write)
 
     @classmethod
     def open(cls: type[E], path: Path, map_size: int = 64 << 20) -> E:
@@ -95,7 +99,9 @@ class Environment:
     # -- plumbing -------------------------------------------------------------
 
     def close(self) -> None:
-        """Close the environment."""
+        """Finish the writes in flight, then close the environment."""
+        if hasattr(self, "writer"):
+            self.writer.close()
         self.env.close()
 
     def write(self, fn: Callable[[lmdb.Transaction], T]) -> T:

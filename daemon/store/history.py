@@ -2,12 +2,14 @@
 
 import struct
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import lmdb
 
+from ctxkeep.protocol.models import Goals
 from ctxkeep.daemon.store.records import (
-    Calibration, FileRefRecord, MessageRecord, NewMessage, SessionRecord,
+    ActiveContext, Calibration, FileRefRecord, MessageRecord, NewMessage, SessionRecord,
 )
 from ctxkeep.daemon.store.errors import UnknownSession
 from ctxkeep.daemon.store.sessions import Sessions
@@ -17,19 +19,35 @@ from ctxkeep.daemon.store.environment import _message_key, _prefix
 class History(Sessions):
     """The append-only history: one message-append primitive, pages, recovery, file references."""
 
-    def append(self, session_id: str, messages: Iterable[NewMessage], *,
-               activate: Iterable[int] = (), activate_seqs: Iterable[int] = (),
-               token_count: int | None = None, pending: bool = False,
-               answered: Iterable[int] = (), calibration: tuple[str, Calibration] | None = None
+    def _active(self, txn: lmdb.Transaction, session_id: str) -> ActiveContext:
+        raw = txn.get(session_id.encode(), db=self.dbs["active"])
+        return self._active_dec.decode(raw) if raw else ActiveContext()
+
+    def append(self, session_id: str, messages: Iterable[NewMessage], **how: Any
                ) -> tuple[SessionRecord, list[MessageRecord]]:
-        """Append messages to the history in one transaction.
+        """Append messages to the history in one transaction (see `appending`)."""
+        return self.write(self.appending(session_id, messages, **how))
+
+    async def append_async(self, session_id: str, messages: Iterable[NewMessage], **how: Any
+                           ) -> tuple[SessionRecord, list[MessageRecord]]:
+        """`append`, committed by the writer thread (grouped with others, off the event loop)."""
+        return await self.writer.write(self.appending(session_id, messages, **how))
+
+    def appending(self, session_id: str, messages: Iterable[NewMessage], *,
+                  activate: Iterable[int] = (), activate_seqs: Iterable[int] = (),
+                  token_count: int | None = None, exact: bool = True, pending: bool = False,
+                  answered: Iterable[int] = (), calibration: tuple[str, Calibration] | None = None,
+                  goals: Goals | None = None
+                  ) -> Callable[[lmdb.Transaction], tuple[SessionRecord, list[MessageRecord]]]:
+        """The one message-append primitive, as a transaction function.
 
         `activate_seqs` (messages already stored) and then the messages at the
         positions `activate` in `messages` join the end of the active context;
-        `token_count`, when given, becomes the session's exact count. With
-        `pending`, the new messages are questions awaiting their answer;
-        `answered` seqs leave the pending list; `calibration` (model, record) is saved in
-        the same transaction (one sync for an answer and what it taught the estimator).
+        `token_count`, when given, becomes the session's count (Ollama's exact count,
+        or with `exact=False` an estimate). With `pending`, the new messages are
+        questions awaiting their answer; `answered` seqs leave the pending list;
+        `calibration` (model, record) and `goals` are saved in the same transaction (one
+        sync for an answer and all it changed).
         """
         batch = list(messages)
         activate = set(activate)
@@ -53,18 +71,20 @@ class History(Sessions):
                 stored.append(message)
             if done:
                 record.pending = [s for s in record.pending if s not in done]
-            if activate or earlier:
+            if goals is not None:
+                active.goals = goals
+            if activate or earlier or goals is not None:
                 txn.put(session_id.encode(), self._enc.encode(active), db=self.dbs["active"])
             if token_count is not None:
                 record.token_count = token_count
-                record.tokens_exact = True
+                record.tokens_exact = exact
             if calibration is not None:
                 txn.put(calibration[0].encode(), self._enc.encode(calibration[1]),
                         db=self.dbs["calibration"])
             record.updated = now
             self._put(txn, record)
             return record, stored
-        return self.write(append)
+        return append
 
     def _put_message(self, txn: lmdb.Transaction, session: SessionRecord, new: NewMessage,
                      now: float) -> MessageRecord:
@@ -141,3 +161,13 @@ class History(Sessions):
     def messages(self, session_id: str, seqs: Iterable[int]) -> list[MessageRecord]:
         """Messages by sequence number (missing ones left out)."""
         return self.read(lambda txn: self._messages(txn, session_id, seqs))
+
+    def view(self, session_id: str) -> tuple[SessionRecord, ActiveContext, list[MessageRecord]]:
+        """The session, its context state and its active messages, in one read."""
+        def read(txn: lmdb.Transaction) -> tuple[SessionRecord, ActiveContext, list[MessageRecord]]:
+            record = self._get(txn, session_id)
+            if record is None:
+                raise UnknownSession(f"session {session_id!r} no longer exists")
+            context = self._active(txn, session_id)
+            return record, context, self._messages(txn, session_id, context.seqs)
+        return self.read(read)

@@ -7,7 +7,7 @@ store, or a test double, needs only these members.
 
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from ctxkeep.daemon.store.records import (
     ActiveContext, Calibration, CompactionRecord, FileRefRecord, MessageRecord, NewMessage,
@@ -23,12 +23,16 @@ class SessionStore(Protocol):
     def active_messages(self, session_id: str) -> list[MessageRecord]:
         """The messages of the session's active context, oldest first."""
 
-    def append(self, session_id: str, messages: Iterable[NewMessage], *,
-               activate: Iterable[int] = (), activate_seqs: Iterable[int] = (),
-               token_count: int | None = None, pending: bool = False,
-               answered: Iterable[int] = (), calibration: tuple[str, Calibration] | None = None
+    def append(self, session_id: str, messages: Iterable[NewMessage], **how: Any
                ) -> tuple[SessionRecord, list[MessageRecord]]:
-        """Append messages to the history in one transaction."""
+        """Append messages to the history in one transaction (`appending` says how)."""
+
+    async def append_async(self, session_id: str, messages: Iterable[NewMessage], **how: Any
+                           ) -> tuple[SessionRecord, list[MessageRecord]]:
+        """`append`, committed off the event loop (grouped with other writes)."""
+
+    def view(self, session_id: str) -> tuple[SessionRecord, ActiveContext, list[MessageRecord]]:
+        """The session, its context state and its active messages, in one read."""
 
     def calibration(self, model: str) -> Calibration | None:
         ...
