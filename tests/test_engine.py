@@ -3,6 +3,7 @@ failures, cancels and automatic compaction, with the lifecycle invariants checke
 property over random interleavings. No sockets, no HTTP: each example takes milliseconds."""
 
 import asyncio
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -76,7 +77,8 @@ async def scenario(app: InProcess, steps: list[tuple]) -> tuple[str, list[str]]:
     return sid, accepted
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=int(os.environ.get("CTXKEEP_ENGINE_EXAMPLES", "40")), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
 @given(steps=st.lists(STEP, min_size=1, max_size=10))
 def test_every_accepted_job_ends_exactly_once_whatever_happens(steps):
     root = Path(tempfile.mkdtemp(prefix="ckengine"))
@@ -153,4 +155,24 @@ def test_a_long_conversation_on_a_small_window_is_compacted_and_never_overflows(
         if "num_predict" in options and options["num_ctx"] == 2048:
             assert count_tokens(render(messages)) + options["num_predict"] <= options["num_ctx"]
     check_invariants(app, sid, jobs)
+    app.close()
+
+
+def test_a_turn_is_two_synced_commits_both_off_the_event_loop(tmp_path):
+    """The question (before `accepted`) and the answer with all it changed: two commits
+    a turn, both by the writer thread; the event loop never waits for the disk."""
+    app = InProcess(tmp_path, MemoryBackend())
+
+    async def turn(sid: str) -> None:
+        await app.call(requests.Send(session=sid, text="and then?"))
+        await app.services.jobs.drain(30)
+        app.services.jobs.closing = False
+
+    async def go() -> tuple[int, int]:
+        sid = (await app.call(requests.SessionCreate(model=MODEL))).session.id
+        await turn(sid)  # the first turn may record what /api/show says of the model
+        commits, by_writer = app.store.commits, app.store.writer.commits
+        await turn(sid)
+        return app.store.commits - commits, app.store.writer.commits - by_writer
+    assert asyncio.run(go()) == (2, 2)
     app.close()

@@ -15,7 +15,8 @@ completed turn calibrates the token estimator.
 import asyncio
 import logging
 from dataclasses import dataclass
-from typing import NamedTuple
+from collections.abc import AsyncIterator
+from typing import Any, NamedTuple
 
 import msgspec
 
@@ -47,6 +48,18 @@ from ctxkeep.daemon.context.usage import reply_room
 log = logging.getLogger(__name__)
 
 
+class Withdrawn(Exception):
+    """The question's commit failed: the turn ends without an event (its `send` got the
+    error)."""
+
+
+async def _chain(first: "asyncio.Future", rest: AsyncIterator[Any]) -> AsyncIterator[Any]:
+    """The stream whose first chunk was already asked for."""
+    yield await first
+    async for chunk in rest:
+        yield chunk
+
+
 class Turn(NamedTuple):
     """A turn as it is sent: the session as read once, the question, the prompt's features
     and estimate."""
@@ -74,21 +87,68 @@ class Generations:
 
     async def accept(self, session: SessionRecord, text: str, think: bool | None,
                      files: list[Attachment]) -> tuple[Job, int, MessageRecord]:
-        """Store the question (committed and synced, off the event loop: `accepted` means
-        stored), then queue its turn. Returns the job, how many jobs are ahead of it, and
-        the stored question."""
-        _, (user,) = await self.store.append_async(
-            session.id, [NewMessage(role="user", content=text, files=files)], pending=True)
+        """Store the question (committed and synced: `accepted` means stored) and queue its
+        turn at once: the commit runs in the writer thread while the turn, when first in
+        its queue, builds its prompt and starts the model call; nothing of the turn is
+        published before the commit returns. If the commit fails, the turn is withdrawn
+        (no event: no client was told of it) and the error raised. Returns the job, how
+        many jobs are ahead of it, and the stored question."""
+        question = NewMessage(role="user", content=text, files=files)
+        stored = asyncio.ensure_future(self.store.append_async(session.id, [question], pending=True))
         job = Job(session_id=session.id, kind="generation",
-                  body=lambda j: self._execute(j, user, think),
-                  fail=lambda j, code, message: self._interrupted(j, user, code, message, "", ""))
-        return job, self.jobs.submit(job), user
+                  body=lambda j: self._execute(j, stored, question.record(-1, 0.0), think),
+                  fail=lambda j, code, message: self._failed(j, stored, code, message))
+        ahead = self.jobs.submit(job)
+        try:
+            _, (user,) = await asyncio.shield(stored)
+        except BaseException:
+            self.jobs.withdraw(job)
+            raise
+        return job, ahead, user
 
-    async def _execute(self, job: Job, user: MessageRecord, think: bool | None) -> None:
+    @staticmethod
+    def _stored_question(stored: "asyncio.Future") -> MessageRecord | None:
+        """The stored question, once its commit succeeded (else None)."""
+        if not stored.done() or stored.cancelled() or stored.exception() is not None:
+            return None
+        return stored.result()[1][0]
+
+    async def _settled_question(self, stored: "asyncio.Future") -> MessageRecord | None:
+        """The question once its commit is done (however this task was stopped)."""
+        await asyncio.wait([stored])
+        return self._stored_question(stored)
+
+    def _failed(self, job: Job, stored: "asyncio.Future", code: ErrorCode,
+                message: str) -> GenerationError:
+        """The terminal event of a turn that ended before its body could end it."""
+        user = self._stored_question(stored)
+        if user is None:  # still being stored: its interrupted answer follows it
+            def later(f: "asyncio.Future") -> None:
+                question = self._stored_question(f)
+                if question is not None:
+                    self._interrupted(job, question, code, message, "", "")
+            stored.add_done_callback(later)
+            return GenerationError(generation_id=job.id, code=code.value, message=message)
+        return self._interrupted(job, user, code, message, "", "")
+
+    async def _execute(self, job: Job, stored: "asyncio.Future", user: MessageRecord,
+                       think: bool | None) -> None:
+        """The turn: `user` is the question as it will be stored, until `stored` (its
+        commit) says how it was; the model call starts beside that commit."""
         sid = job.session_id
         session, context, active = self.store.view(sid)  # read once; each step passes it on
-        self.bus.publish(QueryReceived(generation_id=job.id, message=user.info(),
-                                       model=session.model), sid)
+
+        async def question() -> MessageRecord:
+            """The question once stored, announced (`query.received`) once."""
+            nonlocal user
+            if user.seq < 0:
+                stored_user = await self._settled_question(stored)
+                if stored_user is None:
+                    raise Withdrawn
+                user = stored_user
+                self.bus.publish(QueryReceived(generation_id=job.id, message=user.info(),
+                                               model=session.model), sid)
+            return user
         answer: list[str] = []
         thinking: list[str] = []
         interval = self.config.token_batch_ms / 1000.0
@@ -101,6 +161,7 @@ class Generations:
             features = self.estimator.context_features(session, context, active, user)
             compacted = None
             if not self.auto.fits_estimate(session, self.estimator.estimate(session.model, features)):
+                user = await question()
                 self._refuse_impossible(session, context, user)  # before any compaction
                 compacted = await self.auto.before_send(sid, user)
                 session, context, active = self.store.view(sid)
@@ -115,7 +176,14 @@ class Generations:
             messages = build_messages(session, context, active, user)
             options = {**session.options, "num_ctx": session.window, "num_predict": room}
             final = None
-            async for chunk in self.backend.stream_chat(session.model, messages, options, think):
+            stream = self.backend.stream_chat(session.model, messages, options, think)
+            first = asyncio.ensure_future(anext(stream))  # the request goes out now
+            try:
+                user = await question()
+            except BaseException:
+                first.cancel()
+                raise
+            async for chunk in _chain(first, stream):
                 if chunk.message.thinking:
                     thinking.append(chunk.message.thinking)
                     thoughts.add(chunk.message.thinking)
@@ -129,21 +197,18 @@ class Generations:
             assert final is not None  # stream_chat raises when the final chunk is missing
             view = await self._complete(job, Turn(session, context, active, user, features, estimate),
                                         "".join(answer), "".join(thinking), final)
-        except asyncio.CancelledError:
-            self._fail(job, user, *job.cancel_reason, answer, thinking, tokens, thoughts)
+        except Withdrawn:
+            return  # the question could not be stored: no client was told of this turn
+        except BaseException as exc:  # noqa: BLE001 - every ending ends the turn once
+            try:
+                user = await question()  # stopped beside the question's commit: wait for it
+            except Withdrawn:
+                return
+            self._fail_with(job, user, exc, answer, thinking, tokens, thoughts)
+            if not isinstance(exc, (Exception, asyncio.CancelledError)):
+                raise
             return
-        except RequestError as exc:  # a ModelCallError too
-            self._fail(job, user, exc.code, exc.message, answer, thinking, tokens, thoughts)
-            return
-        except StoreError as exc:
-            self._fail(job, user, exc.code, f"could not store the answer: {exc}",
-                       answer, thinking, tokens, thoughts)
-            return
-        except Exception as exc:  # noqa: BLE001 - a bug still ends the turn, with its answer marked
-            log.exception("session=%s generation=%s failed", sid, job.id)
-            self._fail(job, user, ErrorCode.INTERNAL,
-                       f"internal error ({exc!r}): see the daemon's log, and report it",
-                       answer, thinking, tokens, thoughts)
+        if view is None:
             return
         try:  # the answer is stored and announced; now keep the context within its budget
             await self.auto.after_turn(sid, view)
@@ -151,6 +216,21 @@ class Generations:
             pass
         except Exception:  # noqa: BLE001 - each level already published its own result
             log.exception("session=%s automatic compaction after the turn failed", sid)
+
+    def _fail_with(self, job: Job, user: MessageRecord, exc: BaseException, answer: list[str],
+                   thinking: list[str], *batchers: TextBatcher) -> None:
+        """End the turn for what stopped it: a cancel, a coded error, or a bug."""
+        if isinstance(exc, RequestError):  # a ModelCallError too
+            code, message = exc.code, exc.message
+        elif isinstance(exc, StoreError):
+            code, message = exc.code, f"could not store the answer: {exc}"
+        elif isinstance(exc, Exception):  # a bug still ends the turn, with its answer marked
+            log.error("session=%s generation=%s failed", job.session_id, job.id, exc_info=exc)
+            code, message = ErrorCode.INTERNAL, (f"internal error ({exc!r}): see the daemon's "
+                                                 "log, and report it")
+        else:
+            code, message = job.cancel_reason
+        self._fail(job, user, code, message, answer, thinking, *batchers)
 
     def _refuse_impossible(self, session: SessionRecord, context: ActiveContext,
                            user: MessageRecord) -> None:
@@ -209,9 +289,11 @@ class Generations:
         return session
 
     async def _complete(self, job: Job, turn: "Turn", answer: str, thinking: str,
-                        final) -> View:
+                        final) -> View | None:
         """Store the answer with all it changed (calibration, goals, the count) in one
-        commit, end the job, announce; returns the session as it now is."""
+        commit, end the job, announce; returns the session as it now is (None when the
+        turn was cancelled while its answer was being stored: too late, it completes, but
+        no compaction follows)."""
         session, context, active, user = turn.session, turn.context, turn.active, turn.user
         token_count = int(final.prompt_eval_count or 0)
         eval_count = int(final.eval_count or 0)
@@ -232,10 +314,13 @@ class Generations:
         write = asyncio.ensure_future(self.store.append_async(
             session.id, [reply], activate_seqs=[user.seq], activate=[0], token_count=count,
             exact=exact, answered=[user.seq], calibration=(session.model, calibration), goals=goals))
-        try:
-            session, (assistant,) = await asyncio.shield(write)
-        except asyncio.CancelledError:  # too late to cancel: the answer is being stored
-            session, (assistant,) = await write
+        cancelled = False
+        while not write.done():
+            try:
+                await asyncio.wait([write])
+            except asyncio.CancelledError:  # too late to cancel: the answer is being stored
+                cancelled = True
+        session, (assistant,) = write.result()
         if truncated:
             log.warning("session=%s prompt_eval_count %d (estimated %d, window %d): "
                         "Ollama may have cut the prompt", session.id, token_count, turn.estimate, window)
@@ -254,7 +339,7 @@ class Generations:
         self.announcer.changed(session.id, view=view)
         log.info("session=%s generation=%s done: %d prompt tokens (estimated %d), %d answer tokens",
                  session.id, job.id, token_count, turn.estimate, eval_count)
-        return view
+        return None if cancelled else view
 
     def _fail(self, job: Job, user: MessageRecord, code: ErrorCode, message: str,
               answer: list[str], thinking: list[str], *batchers: TextBatcher) -> None:

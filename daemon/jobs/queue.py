@@ -13,6 +13,9 @@ event, however it ends:
 - the daemon shuts down: running jobs get `drain`'s grace period, then are
   cancelled; queued ones end as `shutting_down`.
 
+A job that was never accepted (its question could not be stored) is withdrawn:
+it ends with no event, as no client was told of it.
+
 A session is busy while its queue holds a job; `on_busy(session_id)` is
 called whenever that changes, after the terminal event of the last job.
 """
@@ -53,15 +56,19 @@ class Job:
     #: Why the running task was cancelled: read by bodies that record their own failure.
     cancel_reason: tuple[ErrorCode, str] = (ErrorCode.CANCELLED, "cancelled by a client")
     terminal: Event | None = None
+    #: Withdrawn before it was accepted (see `SessionJobs.withdraw`): it ends with no event.
+    withdrawn: bool = False
     _publish: Callable[[Event, str], object] | None = None
 
     @property
     def ended(self) -> bool:
-        return self.terminal is not None
+        return self.terminal is not None or self.withdrawn
 
     def end(self, event: Event) -> bool:
         """Publish the job's terminal event. Only the first call publishes; a second
         is a bug, logged and ignored, so no client ever sees two endings."""
+        if self.withdrawn:
+            return False
         if self.terminal is not None:
             log.error("%s %s: a second terminal event (%s) was not published",
                       self.kind, self.id, type(event).__name__)
@@ -134,6 +141,16 @@ class SessionJobs:
                 return job
             return None
         return None
+
+    def withdraw(self, job: Job) -> None:
+        """Take back a job whose acceptance failed (its `send` answered an error): it
+        leaves its queue, or its task is stopped, and no event of it is published."""
+        job.withdrawn = True
+        queue = self._queues.get(job.session_id)
+        if job.state == "queued" and queue is not None and job in queue:
+            queue.remove(job)
+        elif job.task is not None and not job.task.done():
+            job.task.cancel()
 
     async def drain(self, timeout: float) -> None:
         """Shutdown: let running jobs finish for up to `timeout` seconds; queued jobs

@@ -75,6 +75,8 @@ class Environment:
         self._file_ref_dec = msgspec.msgpack.Decoder(FileRefRecord)
         self._snapshot_dec = msgspec.msgpack.Decoder(SnapshotRecord)
         self._vector_dec = msgspec.msgpack.Decoder(list[float])
+        #: Commits made (each one sync), by any thread.
+        self.commits = 0
         self._upgrade()
         self.writer = GroupWriter(self.env, self.write)
 
@@ -113,7 +115,9 @@ class Environment:
         while True:
             try:
                 with self.env.begin(write=True) as txn:
-                    return fn(txn)
+                    result = fn(txn)
+                self.commits += 1
+                return result
             except lmdb.MapFullError:
                 size = self.env.info()["map_size"] * 2
                 log.info("store map full, growing it to %d MiB", size >> 20)
