@@ -1,14 +1,20 @@
 """Shared bench helpers: the stand-in and daemon harness from tests/, percentiles, JSON lines."""
 
 import json
+import os
 import shutil
+import socket
 import statistics
+import subprocess
 import sys
 import tempfile
+import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+TESTS = Path(__file__).resolve().parent.parent / "tests"
+sys.path.insert(0, str(TESTS))
 
 from harness import DaemonProcess  # noqa: E402
 from ollama_standin import OllamaStandin  # noqa: E402
@@ -28,12 +34,56 @@ def emit(**fields) -> None:
 
 
 @contextmanager
+def standin_process(first_token_ms: float = 0.0) -> Iterator[str]:
+    """The stand-in in a process of its own (so that it shares no GIL with what is
+    measured); yields its URL."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, str(TESTS / "ollama_standin.py"), "--port", str(port),
+                             "--chunk-delay", "0", "--first-token-ms", str(first_token_ms)],
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and "stand-in" in proc.stdout.readline()
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+@contextmanager
+def daemon_for(url: str) -> Iterator[DaemonProcess]:
+    """ctxkeepd in its own process on a throw-away store (removed after), logging warnings."""
+    root = Path(tempfile.mkdtemp(prefix="ckb", dir="/tmp"))
+    daemon = DaemonProcess(root, url, log_level="warning")
+    try:
+        yield daemon.start()
+    finally:
+        daemon.stop()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def fdatasync_floor(folder: Path, n: int = 200) -> dict[str, float]:
+    """The disk's own floor: a 4-KiB write and fdatasync, in `folder`'s file system."""
+    path = folder / "sync-probe"
+    samples = []
+    with open(path, "wb") as f:
+        for _ in range(n):
+            t0 = time.perf_counter()
+            f.write(b"x" * 4096)
+            f.flush()
+            os.fdatasync(f.fileno())
+            samples.append(time.perf_counter() - t0)
+    path.unlink()
+    return percentiles(samples)
+
+
+@contextmanager
 def running_daemon(chunk_delay: float = 0.0):
     """(daemon, stand-in), both running, on a throw-away store."""
     root = Path(tempfile.mkdtemp(prefix="ckb", dir="/tmp"))
     standin = OllamaStandin(chunk_delay=chunk_delay).start()
-    daemon = DaemonProcess(root, standin.url)
-    daemon.env["CTXKEEPD_LOG_LEVEL"] = "warning"
+    daemon = DaemonProcess(root, standin.url, log_level="warning")
     try:
         daemon.start()
         yield daemon, standin

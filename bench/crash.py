@@ -26,8 +26,7 @@ def main() -> None:
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="ckc", dir="/tmp"))
     standin = OllamaStandin().start()
-    daemon = DaemonProcess(root, standin.url)
-    daemon.env["CTXKEEPD_LOG_LEVEL"] = "warning"
+    daemon = DaemonProcess(root, standin.url, log_level="warning")
     started = time.monotonic()
     try:
         report = run(daemon, standin, kills=args.kills, seed=args.seed)

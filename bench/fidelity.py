@@ -225,8 +225,7 @@ def main() -> None:
         return " ".join(rng.choice(WORDS) for _ in range(rng.randint(60, 160))) + "."
     standin.reply_fn = reply
     standin.start()
-    daemon = DaemonProcess(root, standin.url)
-    daemon.env["CTXKEEPD_LOG_LEVEL"] = "warning"
+    daemon = DaemonProcess(root, standin.url, log_level="warning")
     try:
         daemon.start()
         report, sid = converse(daemon, standin, root, args.turns, args.window, args.seed)

@@ -55,8 +55,9 @@ def _stdin(stream: io.StringIO) -> Iterator[None]:
 class DaemonProcess:
     """ctxkeepd in its own process, with its own runtime, data and config folders."""
 
-    def __init__(self, root: Path, ollama_url: str) -> None:
+    def __init__(self, root: Path, ollama_url: str, log_level: str = "debug") -> None:
         self.root = root
+        self.log_level = log_level
         self.env = dict(os.environ,
                         XDG_RUNTIME_DIR=str(root / "run"), XDG_DATA_HOME=str(root / "data"),
                         XDG_CONFIG_HOME=str(root / "config"), OLLAMA_HOST=ollama_url)
@@ -84,7 +85,7 @@ class DaemonProcess:
 
     def start(self, wait: bool = True) -> "DaemonProcess":
         log = self.log.open("a")
-        self.proc = subprocess.Popen([sys.executable, "-m", "ctxkeep.daemon.main", "--log-level", "debug"],
+        self.proc = subprocess.Popen([sys.executable, "-m", "ctxkeep.daemon.main", "--log-level", self.log_level],
                                      env=self.env, stdout=log, stderr=subprocess.STDOUT, text=True)
         if wait:
             self.wait_ready()

@@ -140,6 +140,8 @@ class OllamaStandin:
     version: str = "0.12.6"
     #: Seconds between streamed chunks.
     chunk_delay: float = 0.0
+    #: Seconds before the first chunk (a real model's prompt processing).
+    first_token_delay: float = 0.0
     #: "simple" or "bpe": how prompt_eval_count and eval_count are counted.
     tokenizer: str = "simple"
     replies: deque[str] = field(default_factory=deque)
@@ -472,6 +474,8 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             if owner.chunk_delay:
                 time.sleep(owner.chunk_delay)
+            if sent == 0 and owner.first_token_delay:
+                time.sleep(owner.first_token_delay)
             message = {"role": "assistant", "content": piece if kind == "content" else ""}
             if kind == "thinking":
                 message["thinking"] = piece
@@ -495,8 +499,10 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=11434)
     parser.add_argument("--chunk-delay", type=float, default=0.02,
                         help="seconds between streamed chunks (default: 0.02)")
+    parser.add_argument("--first-token-ms", type=float, default=0.0,
+                        help="milliseconds before the first chunk of an answer (default: 0)")
     args = parser.parse_args()
-    standin = OllamaStandin(chunk_delay=args.chunk_delay)
+    standin = OllamaStandin(chunk_delay=args.chunk_delay, first_token_delay=args.first_token_ms / 1000)
 
     class Handler(_Handler):
         owner = standin

@@ -22,8 +22,7 @@ import msgspec
 
 from ctxkeep.protocol import ErrorCode
 from ctxkeep.protocol.events import (
-    GenerationError, GenerationThinking, GenerationToken, GoalUpdated, QueryReceived,
-    ResponseGeneration,
+    GenerationThinking, GenerationToken, GoalUpdated, QueryReceived, ResponseGeneration,
 )
 from ctxkeep.daemon.context import goals as goal_markers
 from ctxkeep.daemon.context.announce import Announcer
@@ -33,6 +32,7 @@ from ctxkeep.daemon.server.bus import EventBus
 from ctxkeep.daemon.config import Config
 from ctxkeep.daemon.errors import RequestError
 from ctxkeep.daemon.context.estimator import Estimator
+from ctxkeep.daemon.jobs.endings import TurnEndings, Withdrawn
 from ctxkeep.daemon.jobs.queue import Job, SessionJobs
 from ctxkeep.daemon.models.protocol import ModelBackend
 from ctxkeep.daemon.context.prompt import build_messages
@@ -42,15 +42,9 @@ from ctxkeep.daemon.store.records import (
     ActiveContext, Attachment, MessageRecord, NewMessage, SessionRecord,
 )
 from ctxkeep.daemon.store.protocol import SessionStore
-from ctxkeep.daemon.store.store import StoreError
 from ctxkeep.daemon.context.usage import reply_room
 
 log = logging.getLogger(__name__)
-
-
-class Withdrawn(Exception):
-    """The question's commit failed: the turn ends without an event (its `send` got the
-    error)."""
 
 
 async def _chain(first: "asyncio.Future", rest: AsyncIterator[Any]) -> AsyncIterator[Any]:
@@ -73,7 +67,7 @@ class Turn(NamedTuple):
 
 
 @dataclass
-class Generations:
+class Generations(TurnEndings):
     """Accepts user turns and runs them through the session job queue."""
 
     store: SessionStore
@@ -105,31 +99,6 @@ class Generations:
             self.jobs.withdraw(job)
             raise
         return job, ahead, user
-
-    @staticmethod
-    def _stored_question(stored: "asyncio.Future") -> MessageRecord | None:
-        """The stored question, once its commit succeeded (else None)."""
-        if not stored.done() or stored.cancelled() or stored.exception() is not None:
-            return None
-        return stored.result()[1][0]
-
-    async def _settled_question(self, stored: "asyncio.Future") -> MessageRecord | None:
-        """The question once its commit is done (however this task was stopped)."""
-        await asyncio.wait([stored])
-        return self._stored_question(stored)
-
-    def _failed(self, job: Job, stored: "asyncio.Future", code: ErrorCode,
-                message: str) -> GenerationError:
-        """The terminal event of a turn that ended before its body could end it."""
-        user = self._stored_question(stored)
-        if user is None:  # still being stored: its interrupted answer follows it
-            def later(f: "asyncio.Future") -> None:
-                question = self._stored_question(f)
-                if question is not None:
-                    self._interrupted(job, question, code, message, "", "")
-            stored.add_done_callback(later)
-            return GenerationError(generation_id=job.id, code=code.value, message=message)
-        return self._interrupted(job, user, code, message, "", "")
 
     async def _execute(self, job: Job, stored: "asyncio.Future", user: MessageRecord,
                        think: bool | None) -> None:
@@ -216,21 +185,6 @@ class Generations:
             pass
         except Exception:  # noqa: BLE001 - each level already published its own result
             log.exception("session=%s automatic compaction after the turn failed", sid)
-
-    def _fail_with(self, job: Job, user: MessageRecord, exc: BaseException, answer: list[str],
-                   thinking: list[str], *batchers: TextBatcher) -> None:
-        """End the turn for what stopped it: a cancel, a coded error, or a bug."""
-        if isinstance(exc, RequestError):  # a ModelCallError too
-            code, message = exc.code, exc.message
-        elif isinstance(exc, StoreError):
-            code, message = exc.code, f"could not store the answer: {exc}"
-        elif isinstance(exc, Exception):  # a bug still ends the turn, with its answer marked
-            log.error("session=%s generation=%s failed", job.session_id, job.id, exc_info=exc)
-            code, message = ErrorCode.INTERNAL, (f"internal error ({exc!r}): see the daemon's "
-                                                 "log, and report it")
-        else:
-            code, message = job.cancel_reason
-        self._fail(job, user, code, message, answer, thinking, *batchers)
 
     def _refuse_impossible(self, session: SessionRecord, context: ActiveContext,
                            user: MessageRecord) -> None:
@@ -340,29 +294,3 @@ class Generations:
         log.info("session=%s generation=%s done: %d prompt tokens (estimated %d), %d answer tokens",
                  session.id, job.id, token_count, turn.estimate, eval_count)
         return None if cancelled else view
-
-    def _fail(self, job: Job, user: MessageRecord, code: ErrorCode, message: str,
-              answer: list[str], thinking: list[str], *batchers: TextBatcher) -> None:
-        for batcher in batchers:
-            batcher.flush()
-        if job.ended:  # the answer was stored and announced; what failed came after it
-            log.error("session=%s generation=%s failed after its answer: %s", job.session_id,
-                      job.id, message)
-            return
-        job.end(self._interrupted(job, user, code, message, "".join(answer), "".join(thinking)))
-
-    def _interrupted(self, job: Job, user: MessageRecord, code: ErrorCode, message: str,
-                     partial: str, thinking: str) -> GenerationError:
-        """Keep what there is of the answer, marked interrupted; the terminal error event."""
-        stored_seq = -1
-        try:
-            _, (record,) = self.store.append(job.session_id, [NewMessage(
-                role="assistant", content=partial, thinking=thinking, status="interrupted",
-                error=code.value, reply_to=user.seq)], answered=[user.seq])
-            stored_seq = record.seq
-        except StoreError as exc:
-            log.error("session=%s could not keep the interrupted answer: %s", job.session_id, exc)
-        log.log(logging.INFO if code == ErrorCode.CANCELLED else logging.WARNING,
-                "session=%s generation=%s %s: %s", job.session_id, job.id, code.value, message)
-        return GenerationError(generation_id=job.id, code=code.value, message=message,
-                               partial=partial, stored_seq=stored_seq)
