@@ -77,8 +77,8 @@ class Environment:
         self._vector_dec = msgspec.msgpack.Decoder(list[float])
         #: Commits made (each one sync), by any thread.
         self.commits = 0
-        self._upgrade()
         self.writer = GroupWriter(self.env, self.write)
+        self._upgrade()
 
     @classmethod
     def open(cls: type[E], path: Path, map_size: int = 64 << 20) -> E:
@@ -102,8 +102,7 @@ class Environment:
 
     def close(self) -> None:
         """Finish the writes in flight, then close the environment."""
-        if hasattr(self, "writer"):
-            self.writer.close()
+        self.writer.close()
         self.env.close()
 
     def write(self, fn: Callable[[lmdb.Transaction], T]) -> T:
