@@ -12,7 +12,6 @@ import logging
 import time
 
 import zmq
-import zmq.asyncio
 
 from ctxkeep.protocol import DecodeFailure, ErrorCode, decode_request, encode, requests
 from ctxkeep.protocol.replies import Error, Reply
@@ -20,6 +19,7 @@ from ctxkeep.protocol.requests import Request
 from ctxkeep.daemon.errors import RequestError
 from ctxkeep.daemon.handlers import HANDLERS
 from ctxkeep.daemon.handlers.registry import REMOTE
+from ctxkeep.daemon.server.inbox import Inbox
 from ctxkeep.daemon.services import Services
 from ctxkeep.daemon.store.store import StoreError
 
@@ -39,24 +39,28 @@ class Controller:
         self._drops = 0
         self._drop_logged = float("-inf")
 
-    async def serve(self, router: zmq.asyncio.Socket, remote: bool) -> None:
+    async def serve(self, socket: zmq.Socket, remote: bool) -> None:
         """Receive requests. Each client's requests are handled one after another, in the
         order sent (so its replies and its jobs keep that order); different clients are
         served at once, so one client's slow request (a file to read, a model to ask)
         never holds up another's. Requests that never wait are answered inline."""
         REMOTE.set(remote)  # this task's requests came over TCP (or not)
+        router = Inbox(socket)
         last: dict[bytes, asyncio.Task[None]] = {}
-        while True:
-            frames = await router.recv_multipart(copy=True)
-            peer = frames[0]
-            envelope, request = self._unwrap(frames)
-            before = last.get(peer)
-            if before is None and not isinstance(request, WAITING):
-                self._reply(router, peer, envelope, await self.dispatch(request))
-                continue
-            task = asyncio.create_task(self._answer(router, peer, envelope, request, before))
-            last[peer] = task
-            task.add_done_callback(lambda t, peer=peer: last.pop(peer) if last.get(peer) is t else None)
+        try:
+            while True:
+                frames = await router.receive()
+                peer = frames[0]
+                envelope, request = self._unwrap(frames)
+                before = last.get(peer)
+                if before is None and not isinstance(request, WAITING):
+                    self._reply(router, peer, envelope, await self.dispatch(request))
+                    continue
+                task = asyncio.create_task(self._answer(router, peer, envelope, request, before))
+                last[peer] = task
+                task.add_done_callback(lambda t, peer=peer: last.pop(peer) if last.get(peer) is t else None)
+        finally:
+            router.close()
 
     def _unwrap(self, frames: list[bytes]) -> tuple[list[bytes], "Request | Error"]:
         """(envelope, the decoded request or the error that answers the frame)."""
@@ -69,14 +73,14 @@ class Controller:
                                    message=f"expected one JSON frame per request, got {len(rest)}")
         return envelope, self.decode(rest[0])
 
-    async def _answer(self, router: zmq.asyncio.Socket, peer: bytes, envelope: list[bytes],
+    async def _answer(self, router: Inbox, peer: bytes, envelope: list[bytes],
                       request: "Request | Error", before: "asyncio.Task[None] | None") -> None:
         """Answer one request, after the same client's previous one; never raises."""
         if before is not None:
             await asyncio.wait([before])
         self._reply(router, peer, envelope, await self.dispatch(request))
 
-    def _reply(self, router: zmq.asyncio.Socket, peer: bytes, envelope: list[bytes], reply: Reply) -> None:
+    def _reply(self, router: Inbox, peer: bytes, envelope: list[bytes], reply: Reply) -> None:
         try:
             body = encode(reply)
         except Exception as exc:  # noqa: BLE001 - never let one reply stop the loop
@@ -114,17 +118,13 @@ class Controller:
             return Error(id=request.id, code=ErrorCode.INTERNAL.value,
                          message=f"internal error ({exc!r}): see the daemon's log")
 
-    def _send(self, router: zmq.asyncio.Socket, peer: bytes, envelope: list[bytes], body: bytes) -> None:
+    def _send(self, router: Inbox, peer: bytes, envelope: list[bytes], body: bytes) -> None:
         """Send a reply without waiting: a client that is gone or not reading loses it,
         which is logged (at most once a second, with a count), never raised."""
         try:
-            sent = router.send_multipart([peer, *envelope, body], flags=zmq.NOBLOCK)
+            router.send([peer, *envelope, body])
         except zmq.ZMQError as exc:
             self._dropped(peer, exc)
-            return
-        if isinstance(sent, asyncio.Future):  # zmq.asyncio reports failures on the future
-            sent.add_done_callback(lambda f: self._dropped(peer, f.exception())
-                                   if not f.cancelled() and f.exception() else None)
 
     def _dropped(self, peer: bytes, exc: BaseException | None) -> None:
         self._drops += 1

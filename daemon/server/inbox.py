@@ -1,0 +1,60 @@
+"""A ROUTER socket served from the event loop without a future per message.
+
+`zmq.asyncio` makes a future, a poller registration and a scheduled callback for every
+`recv_multipart`; on the control socket that was most of what `ping` cost over a bare
+socket. An Inbox watches the socket's descriptor itself and takes every queued message
+with non-blocking reads; it sleeps only when the socket says nothing is queued.
+
+libzmq's descriptor is edge-triggered: it signals once when commands arrive, and any
+operation on the socket (a send too) may consume that signal. So a read that finds
+nothing checks `EVENTS` again before it sleeps, and every send checks it after.
+"""
+
+import asyncio
+
+import zmq
+
+#: Messages taken in a row before the loop is let run other tasks once.
+BATCH = 64
+
+
+class Inbox:
+    """Receive from and reply on one socket, from the running event loop."""
+
+    def __init__(self, socket: zmq.Socket) -> None:
+        self.socket = zmq.Socket.shadow(socket.underlying)  # plain calls, no futures
+        self._wake = asyncio.Event()
+        self._fd: int | None = None
+        self._taken = 0
+
+    async def receive(self) -> list[bytes]:
+        """The next multipart message; waits (without spinning) while none is queued."""
+        if self._fd is None:
+            self._fd = self.socket.getsockopt(zmq.FD)
+            asyncio.get_running_loop().add_reader(self._fd, self._wake.set)
+        while True:
+            try:
+                frames = self.socket.recv_multipart(zmq.NOBLOCK)
+            except zmq.Again:
+                self._wake.clear()
+                if not self.socket.getsockopt(zmq.EVENTS) & zmq.POLLIN:
+                    await self._wake.wait()
+                continue
+            self._taken += 1
+            if self._taken % BATCH == 0:
+                await asyncio.sleep(0)  # a burst of requests does not starve other tasks
+            return frames
+
+    def send(self, frames: list[bytes]) -> None:
+        """Send without waiting; raises zmq.Again (peer not reading) or ZMQError (peer gone)."""
+        try:
+            self.socket.send_multipart(frames, zmq.NOBLOCK)
+        finally:
+            if self.socket.getsockopt(zmq.EVENTS) & zmq.POLLIN:
+                self._wake.set()  # the send may have taken the descriptor's signal
+
+    def close(self) -> None:
+        """Stop watching the descriptor (the socket itself is its owner's to close)."""
+        if self._fd is not None:
+            asyncio.get_running_loop().remove_reader(self._fd)
+            self._fd = None
