@@ -9,7 +9,6 @@ import os
 from pathlib import Path
 
 import zmq
-import zmq.auth
 
 from ..protocol import paths
 from .core import CtxkeepError
@@ -17,6 +16,7 @@ from .core import CtxkeepError
 
 def client_pair(folder: Path | None = None) -> tuple[bytes, bytes]:
     """(public, secret) of this user's client key pair, created on first use."""
+    import zmq.auth  # only TCP clients need it
     folder = folder or paths.curve_dir()
     secret_file = folder / "client.key_secret"
     if not secret_file.exists():
@@ -34,6 +34,7 @@ def server_key(folder: Path | None = None) -> bytes:
         return key.encode()
     local = (folder or paths.curve_dir()) / "server.key"
     if local.exists():
+        import zmq.auth
         return zmq.auth.load_certificate(str(local))[0]
     raise CtxkeepError("no_server_key", "connecting over TCP needs the daemon's public key: set "
                                         "CTXKEEP_SERVER_KEY (the daemon's host prints it with `ctxkeep keys`)")

@@ -15,12 +15,24 @@ from ctxkeep.protocol.events import GenerationError, GenerationToken
 def test_help_on_every_command(daemon):
     top = daemon.cli("--help")
     assert top.returncode == 0
-    for module in COMMANDS:
-        name = module.__name__.rsplit(".", 1)[1]
+    for name in COMMANDS:
         assert name in top.stdout
         result = daemon.cli(name, "--help")
         assert result.returncode == 0 and "usage: ctxkeep" in result.stdout, name
     assert daemon.cli("daemon", "run", "--help").returncode == 0
+
+
+def test_a_command_imports_only_its_own_module():
+    """`ctxkeep status` pays for no other command's imports, nor for asyncio or CURVE."""
+    probe = ("import sys\n"
+             "from ctxkeep.clients.cli.main import build_parser, command_in\n"
+             "build_parser(command_in(['status', '--json'])).parse_args(['status', '--json'])\n"
+             "print(' '.join(sorted(sys.modules)))")
+    loaded = set(subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                                check=True).stdout.split())
+    commands = {m.rsplit(".", 1)[1] for m in loaded if m.startswith("ctxkeep.clients.cli.")}
+    assert commands == {"main", "common", "status"}
+    assert not loaded & {"asyncio", "zmq.auth", "zmq.asyncio", "PySide6", "ollama"}
 
 
 def test_status(daemon, standin):

@@ -1,21 +1,54 @@
-"""`ctxkeep`: the command-line client of ctxkeepd."""
+"""`ctxkeep`: the command-line client of ctxkeepd.
+
+Each command lives in a module of its own; only the module of the command being run is
+imported (so `ctxkeep status` pays for no other command's imports). `ctxkeep --help`,
+and a command line naming no known command, build every command's parser.
+"""
 
 import argparse
+import importlib
 import sys
 
-from ...protocol import DAEMON_VERSION
-from ..core import CtxkeepError
-from . import admin, ask, chat, compact, context, daemon, events, files, manage, new, sessions, show, status
-from .common import add_endpoint_options, fail
+from ...protocol.version import DAEMON_VERSION
 
-#: Modules with add_parser() and run().
-COMMANDS = (status, sessions, new, show, files, chat, ask, compact, events, daemon)
-#: Parser builders that set their own `run`.
-MORE = (manage.add_set, manage.add_rename, manage.add_delete, manage.add_cancel, context.add_goals,
-        context.add_pin, context.add_snapshot, context.add_undo, admin.add_config, admin.add_keys)
+#: Every command: the module that builds its parser, and the builder's name there (the
+#: builder sets `run` itself when its module holds more than one command).
+COMMANDS: dict[str, tuple[str, str]] = {
+    "status": ("status", "add_parser"),
+    "sessions": ("sessions", "add_parser"),
+    "new": ("new", "add_parser"),
+    "show": ("show", "add_parser"),
+    "files": ("files", "add_parser"),
+    "chat": ("chat", "add_parser"),
+    "ask": ("ask", "add_parser"),
+    "compact": ("compact", "add_parser"),
+    "events": ("events", "add_parser"),
+    "daemon": ("daemon", "add_parser"),
+    "set": ("manage", "add_set"),
+    "rename": ("manage", "add_rename"),
+    "delete": ("manage", "add_delete"),
+    "cancel": ("manage", "add_cancel"),
+    "goals": ("context", "add_goals"),
+    "pin": ("context", "add_pin"),
+    "snapshot": ("context", "add_snapshot"),
+    "undo": ("context", "add_undo"),
+    "config": ("admin", "add_config"),
+    "keys": ("admin", "add_keys"),
+}
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _add(commands, name: str) -> None:
+    from .common import add_endpoint_options
+    module_name, builder = COMMANDS[name]
+    module = importlib.import_module(f"{__package__}.{module_name}")
+    parser = getattr(module, builder)(commands)
+    if builder == "add_parser":
+        parser.set_defaults(run=module.run)
+    add_endpoint_options(parser)
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser; with `only`, just that command's subparser is built."""
     parser = argparse.ArgumentParser(
         prog="ctxkeep",
         description="Talk to local Ollama models through ctxkeepd, which keeps each "
@@ -23,17 +56,22 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Run `ctxkeep COMMAND --help` for a command's options.")
     parser.add_argument("--version", action="version", version=f"ctxkeep {DAEMON_VERSION}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for module in COMMANDS:
-        sub = module.add_parser(commands)
-        add_endpoint_options(sub)
-        sub.set_defaults(run=module.run)
-    for add in MORE:
-        add_endpoint_options(add(commands))
+    for name in [only] if only else COMMANDS:
+        _add(commands, name)
     return parser
 
 
+def command_in(argv: list[str]) -> str | None:
+    """The command an argument list names, if it names a known one first."""
+    first = next((a for a in argv if not a.startswith("-")), None)
+    return first if first in COMMANDS else None
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    args = build_parser(command_in(argv)).parse_args(argv)
+    from ..core import CtxkeepError
+    from .common import fail
     try:
         return args.run(args)
     except CtxkeepError as exc:

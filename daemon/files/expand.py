@@ -11,7 +11,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ctxkeep.daemon.store.records import Attachment
-from ctxkeep.daemon.files import chunker
 from ctxkeep.daemon.files.refs import FileRef, find_refs
 from ctxkeep.daemon.files.safe_read import Refused, inside, list_dir, read_text, shown
 
@@ -91,6 +90,7 @@ def working_dir(cwd: str, settings: FileSettings) -> str:
 
 def _expand_one(ref: FileRef, cwd: str, settings: FileSettings,
                 count: Callable[[str], int]) -> Attachment:
+    from ctxkeep.daemon.files import chunker  # its parsers load on the first @file, not at start
     try:
         if not settings.allowed:
             raise Refused("this client may not read files on the daemon's machine")
