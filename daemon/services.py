@@ -13,6 +13,7 @@ from ctxkeep.daemon.jobs.generation import Generations
 from ctxkeep.daemon.jobs.queue import SessionJobs
 from ctxkeep.daemon.models.protocol import ModelBackend
 from ctxkeep.daemon.server.bus import EventBus
+from ctxkeep.daemon.store.listing import SessionListing
 from ctxkeep.daemon.store.protocol import SessionStore
 
 
@@ -29,6 +30,8 @@ class Services:
     announcer: Announcer
     generations: Generations
     compactor: Compactor
+    #: `session.list`'s answer, kept encoded until something changes.
+    listing: SessionListing
     #: The daemon's status now (pid, uptime, counts, Ollama).
     status: Callable[[], DaemonStatus]
     #: True once SIGTERM was received: new work is refused.
@@ -50,4 +53,5 @@ def build(config: Config, store: SessionStore, bus: EventBus, backend: ModelBack
                     estimator=estimator, announcer=announcer,
                     generations=Generations(*parts, auto=auto, announcer=announcer),
                     compactor=Compactor(*parts, announcer=announcer),
+                    listing=SessionListing(store, jobs.busy_sessions),
                     status=status, stopping=stopping)

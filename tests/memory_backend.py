@@ -37,6 +37,7 @@ class MemoryBackend:
         self.chats: list[tuple[list[dict[str, Any]], dict[str, Any]]] = []
         self._faults: deque[tuple[int, BaseException]] = deque()
         self._gate: asyncio.Event | None = None
+        self._parked_at: list[asyncio.Event] = []
         self.parked = asyncio.Event()
 
     # -- test controls ---------------------------------------------------------------
@@ -52,8 +53,11 @@ class MemoryBackend:
         self.parked = asyncio.Event()
 
     def release(self) -> None:
-        if self._gate is not None:
-            self._gate.set()
+        """Let every held chat go on (parked or not yet)."""
+        for gate in [self._gate, *self._parked_at]:
+            if gate is not None:
+                gate.set()
+        self._gate, self._parked_at = None, []
 
     # -- the Protocol ----------------------------------------------------------------
 
@@ -93,6 +97,7 @@ class MemoryBackend:
         sent, tokens = self._prompt(model, messages, options)
         if self._gate is not None:
             gate, self._gate = self._gate, None
+            self._parked_at.append(gate)
             self.parked.set()
             await gate.wait()
         fail_at, error = self._faults.popleft() if self._faults else (-1, None)

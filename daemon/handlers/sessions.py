@@ -47,8 +47,8 @@ async def create(services: Services, req: requests.SessionCreate) -> SessionRepl
 
 @handles(requests.SessionList)
 async def list_sessions(services: Services, req: requests.SessionList) -> SessionsReply:
-    busy = services.jobs.busy
-    return SessionsReply(id=req.id, sessions=[s.info(busy=busy(s.id)) for s in services.store.sessions()])
+    # The list, already encoded (msgspec.Raw is written into the reply as it is).
+    return SessionsReply(id=req.id, sessions=services.listing.encoded())  # type: ignore[arg-type]
 
 
 @handles(requests.SessionGet, session=True)

@@ -93,6 +93,10 @@ class SessionJobs:
     def busy(self, session_id: str) -> bool:
         return session_id in self._queues
 
+    def busy_sessions(self) -> frozenset[str]:
+        """The sessions with a job queued or running."""
+        return frozenset(self._queues)
+
     def has(self, session_id: str, kind: Kind) -> bool:
         return any(j.kind == kind for j in self._queues.get(session_id, ()))
 

@@ -19,6 +19,8 @@ class SessionStore(Protocol):
     """Sessions, their histories and context state, snapshots and caches."""
 
     path: Path
+    #: Commits made so far, counted after each one lands: what a cache of reads keys on.
+    commits: int
 
     def active_messages(self, session_id: str) -> list[MessageRecord]:
         """The messages of the session's active context, oldest first."""
