@@ -1,6 +1,7 @@
 """Automatic graduated compaction, goals, pins, snapshots and reliability through the real daemon."""
 
 
+import time
 import pytest
 
 from ctxkeep.daemon.context import goals as goal_markers
@@ -269,6 +270,16 @@ def test_auto_compaction_can_be_switched_off(client, standin):
     assert client.session(s.id).session.auto_compaction is False
 
 
+def idle(daemon, sid: str, timeout: float = 10.0) -> None:
+    """Wait (with a deadline) until the session has no job queued or running."""
+    with daemon.client() as c:
+        c.subscribe(f"session.updated/{sid}")
+        deadline = time.monotonic() + timeout
+        while c.session(sid).session.busy:
+            assert time.monotonic() < deadline, "the session stayed busy"
+            c.next_event(timeout=0.2)  # wakes on the session's next update
+
+
 def test_cli_goals_pin_snapshot_undo(daemon, standin):
     sid = daemon.cli("new", "--model", MODEL, "-q").stdout.strip()
     assert daemon.cli("set", sid, "--thresholds", "0.001,0.002,0.003").returncode == 0
@@ -278,6 +289,7 @@ def test_cli_goals_pin_snapshot_undo(daemon, standin):
     assert "goal: Write the report" in shown and "decision: Use LaTeX (locked)" in shown
     for i in range(4):
         assert daemon.cli("ask", sid, f"section {i}").returncode == 0
+    idle(daemon, sid)  # `ask` ends with the answer; the compaction after it may still run
     assert daemon.cli("pin", sid, "1").stdout.strip() == "pinned #1"
     listing = daemon.cli("snapshot", sid, "list").stdout
     assert "before compaction" in listing

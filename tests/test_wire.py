@@ -123,3 +123,16 @@ def test_new_subscriber_is_greeted_with_status(daemon):
     assert event["seq"] >= 1 and event["status"]["protocol"] == PROTOCOL_VERSION
     sub.close()
     ctx.term()
+
+
+def test_every_subscriber_is_greeted_when_clients_come_and_go_at_once(daemon):
+    """A manual XPUB applies a subscription to the connection it read last; a departed
+    subscriber's end, processed between that read and the subscription, used to make it
+    go nowhere (no greeting, no events). Clients one after another, as a script's
+    `ctxkeep ask` in a loop are: each must be greeted, and must get the events it asked for."""
+    for i in range(40):
+        with daemon.client(timeout=5) as c:
+            c.subscribe("session.")
+            sid = c.create_session(model="qwen2.5:7b", name=f"churn{i}").session.id
+            item = c.next_event(timeout=5)
+            assert item is not None and item[1].session_id == sid, f"client {i} got no event"

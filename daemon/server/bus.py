@@ -10,7 +10,6 @@ high-water mark is `event_buffer_bytes` divided by the size of a token batch
 (`EVENT_UNIT_BYTES`, the largest event of a stream; see batcher.py).
 """
 
-import asyncio
 import logging
 import time
 from collections.abc import Callable
@@ -24,6 +23,7 @@ from ctxkeep.protocol import encode, subjects
 from ctxkeep.protocol.events import DaemonStatusEvent, Event
 from ctxkeep.protocol.models import DaemonStatus
 from ctxkeep.daemon.server.batcher import MAX_BATCH_BYTES
+from ctxkeep.daemon.server.inbox import Inbox
 from ctxkeep.daemon.server.subscriptions import MAX_PREFIX_BYTES, SubscriptionLedger
 
 log = logging.getLogger(__name__)
@@ -48,6 +48,11 @@ class EventBus:
         self.context = context
         self.hwm = high_water_mark(buffer_bytes)
         self.sockets: list[zmq.asyncio.Socket] = []
+        #: Each socket read and written without zmq.asyncio's futures: a manual XPUB applies
+        #: a subscription to the connection of the message read last, and zmq.asyncio
+        #: touches the socket after each read (which may process a departed subscriber's
+        #: end and forget that connection, so the subscription went nowhere).
+        self._inboxes: dict[zmq.asyncio.Socket, Inbox] = {}
         self.last_seq = 0
         self._status = status
         self.ledger = SubscriptionLedger(max_subscriptions, max_per_client)
@@ -72,6 +77,7 @@ class EventBus:
         self._monitors[sock] = sock.get_monitor_socket(zmq.EVENT_ACCEPTED | zmq.EVENT_DISCONNECTED)
         sock.bind(endpoint)
         self.sockets.append(sock)
+        self._inboxes[sock] = Inbox(sock)
 
     def publish(self, event: Event, session_id: str = "") -> Event:
         """Number, stamp and send an event on topic `<subject>/<session_id>`."""
@@ -85,13 +91,9 @@ class EventBus:
         frames = [topic.encode(), encode(event)]
         for sock in self.sockets:
             try:
-                sent = sock.send_multipart(frames, flags=zmq.NOBLOCK)
+                self._inboxes[sock].send(frames)
             except zmq.ZMQError as exc:
                 self._failed(tag, event.seq, exc)
-                continue
-            if isinstance(sent, asyncio.Future):  # zmq.asyncio reports failures on the future
-                sent.add_done_callback(lambda f, tag=tag, seq=event.seq: self._failed(
-                    tag, seq, f.exception()) if not f.cancelled() and f.exception() else None)
         return event
 
     def _failed(self, tag: str, seq: int, exc: BaseException | None) -> None:
@@ -103,8 +105,17 @@ class EventBus:
         subscriptions it has already dropped). Connection ends are taken in first, so a
         descriptor reused by a new connection never inherits the old one's count."""
         monitor = self._monitors[sock]
+        inbox = self._inboxes[sock]
+        try:
+            await self._serve_subscriptions(sock, monitor, inbox)
+        finally:
+            inbox.close()
+
+    async def _serve_subscriptions(self, sock: zmq.asyncio.Socket, monitor: zmq.asyncio.Socket,
+                                   inbox: Inbox) -> None:
         while True:
-            frame = await sock.recv(copy=False)
+            (frame,) = await inbox.receive(copy=False)
+            # From here to setsockopt nothing may touch `sock` (see _inboxes).
             await self._take_connection_events(sock, monitor)
             data = frame.bytes
             kind, prefix = data[:1], data[1:]

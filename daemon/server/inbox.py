@@ -1,9 +1,9 @@
-"""A ROUTER socket served from the event loop without a future per message.
+"""A socket served from the event loop without a future per message.
 
 `zmq.asyncio` makes a future, a poller registration and a scheduled callback for every
 `recv_multipart`; on the control socket that was most of what `ping` cost over a bare
 socket. An Inbox watches the socket's descriptor itself and takes every queued message
-with non-blocking reads; it sleeps only when the socket says nothing is queued.
+with non-blocking reads; it sleeps only when the socket says nothing is queued. The event bus reads its XPUB sockets the same way.
 
 libzmq's descriptor is edge-triggered: it signals once when commands arrive, and any
 operation on the socket (a send too) may consume that signal. So a read that finds
@@ -27,23 +27,24 @@ class Inbox:
         self._fd: int | None = None
         self._taken = 0
 
-    async def receive(self) -> list[bytes]:
-        """The next multipart message; waits (without spinning) while none is queued."""
+    async def receive(self, copy: bool = True) -> list:
+        """The next multipart message (bytes, or zmq.Frames without `copy`); waits (without
+        spinning) while none is queued. Nothing touches the socket between the read and
+        the return, so a caller may act on "the message just read" (as an XPUB's manual
+        subscription does) before anything else runs."""
         if self._fd is None:
             self._fd = self.socket.getsockopt(zmq.FD)
             asyncio.get_running_loop().add_reader(self._fd, self._wake.set)
+        self._taken += 1
+        if self._taken % BATCH == 0:
+            await asyncio.sleep(0)  # a burst of messages does not starve other tasks
         while True:
             try:
-                frames = self.socket.recv_multipart(zmq.NOBLOCK)
+                return self.socket.recv_multipart(zmq.NOBLOCK, copy=copy)
             except zmq.Again:
                 self._wake.clear()
                 if not self.socket.getsockopt(zmq.EVENTS) & zmq.POLLIN:
                     await self._wake.wait()
-                continue
-            self._taken += 1
-            if self._taken % BATCH == 0:
-                await asyncio.sleep(0)  # a burst of requests does not starve other tasks
-            return frames
 
     def send(self, frames: list[bytes]) -> None:
         """Send without waiting; raises zmq.Again (peer not reading) or ZMQError (peer gone)."""

@@ -81,7 +81,7 @@ class SessionRecord(msgspec.Struct, kw_only=True):
         )
 
 
-class MessageRecord(msgspec.Struct, kw_only=True):
+class MessageRecord(msgspec.Struct, kw_only=True, frozen=True):
     """One message of the append-only history."""
 
     seq: int
