@@ -146,3 +146,52 @@ def test_a_prompts_features_sum_from_its_messages_exactly(case):
     for _ in range(2):  # computed, then from the cache
         assert context_features(cache, session, system_parts(session, context), context, active,
                                 user) == prompt_features(built)
+
+
+@st.composite
+def histories(draw):
+    """One session's contexts over time: messages appended (as turns do), some dropped
+    from the front (as compactions do), summaries toggled, a projection's unstored
+    message at the end (seq -1), and a new user message."""
+    from ctxkeep.daemon.store.records import SessionRecord
+    session = SessionRecord(id="s", name="s", model="m", system=draw(TEXT), num_ctx=4096,
+                            created=0.0, updated=0.0)
+    stored: list[MessageRecord] = []
+    states = []
+    for turn in range(draw(st.integers(1, 8))):
+        for _ in range(draw(st.integers(0, 3))):
+            seq = len(stored)
+            files = [Attachment(path=f"f{seq}", mode="full", block=draw(TEXT), summary=draw(TEXT))
+                     ] if draw(st.booleans()) else []
+            stored.append(MessageRecord(seq=seq, role=draw(st.sampled_from(["user", "assistant", "system"])),
+                                        content=draw(TEXT), created=0.0, files=files))
+        start = draw(st.integers(0, max(0, len(stored) - 1))) if draw(st.booleans()) else 0
+        active = stored[start:]
+        if draw(st.booleans()):
+            active = [*active, MessageRecord(seq=-1, role="assistant", content=draw(TEXT), created=0.0)]
+        summaries = draw(st.lists(st.integers(0, len(stored)), max_size=2))
+        context = ActiveContext(seqs=[m.seq for m in active], file_summaries=summaries)
+        user = MessageRecord(seq=1000 + turn, role="user", content=draw(TEXT), created=0.0)  # seqs are unique
+        states.append((context, active, user))
+    return session, states
+
+
+@settings(max_examples=300, deadline=None)
+@given(histories())
+def test_folds_kept_across_turns_equal_folds_from_the_start(case):
+    """Features and prompts folded on from a session's earlier contexts (context/fold.py)
+    equal those computed from the start, however the context changed in between."""
+    from ctxkeep.daemon.context.features import FeatureCache, Folded, context_features, fold_step
+    from ctxkeep.daemon.context.fold import PrefixFold
+    from ctxkeep.daemon.context.prompt import TurnPrompts, build_messages, system_parts
+    session, states = case
+    cache = FeatureCache()
+    folded = PrefixFold(Folded, fold_step(cache))
+    prompts = TurnPrompts()
+    for context, active, user in states:
+        system = system_parts(session, context)
+        for with_user in (None, user):
+            assert context_features(cache, session, system, context, active, with_user, folded) \
+                == context_features(FeatureCache(), session, system, context, active, with_user)
+        if all(m.seq >= 0 for m in active):
+            assert prompts.build(session, context, active, user) == build_messages(session, context, active, user)

@@ -176,3 +176,24 @@ def test_a_turn_is_two_synced_commits_both_off_the_event_loop(tmp_path):
         return app.store.commits - commits, app.store.writer.commits - by_writer
     assert asyncio.run(go()) == (2, 2)
     app.close()
+
+
+def test_a_turn_builds_only_its_new_messages(tmp_path):
+    """Prompts and their features are folded on from the session's previous turn
+    (context/fold.py): turn N builds the two messages turn N-1 added, not the whole
+    context again."""
+    app = InProcess(tmp_path, MemoryBackend())
+
+    async def go():
+        sid = (await app.call(requests.SessionCreate(model=MODEL))).session.id
+        for i in range(6):
+            await app.call(requests.Send(session=sid, text=f"question {i}"))
+            await app.services.jobs.drain(30)
+        return sid
+    sid = asyncio.run(go())
+    assert len(app.store.context(sid).seqs) == 12  # nothing was compacted
+    prompts = app.services.generations.prompts.folded
+    assert prompts.steps == 2 * 5  # turns 2..6 each fold the question and answer before them
+    assert prompts.resumed == 4  # turn 2 folds from the start (turn 1's context was empty)
+    assert app.services.estimator.folded.resumed >= 4
+    app.close()

@@ -22,8 +22,10 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 
 from ctxkeep.daemon.context.features import (
-    FEATURES, FeatureCache, Vector, context_features, prompt_features, text_features,
+    FEATURES, FeatureCache, Folded, Vector, context_features, fold_step, prompt_features,
+    text_features,
 )
+from ctxkeep.daemon.context.fold import PrefixFold
 from ctxkeep.daemon.context.prompt import system_parts
 from ctxkeep.daemon.store.records import ActiveContext, Calibration, MessageRecord, SessionRecord
 from ctxkeep.daemon.store.protocol import SessionStore
@@ -69,6 +71,8 @@ class Estimator:
         self._sums: dict[str, Calibration] = {}
         #: Stored messages' features, so that a turn never re-reads a text it has seen.
         self.features = FeatureCache()
+        #: Each session's prompt features, folded on as its context grows (context/fold.py).
+        self.folded: PrefixFold[Folded] = PrefixFold(Folded, fold_step(self.features))
 
     def _calibration(self, model: str) -> Calibration:
         if model not in self._sums:
@@ -130,7 +134,7 @@ class Estimator:
         """Features of the prompt `prompt.context_messages` (with `user`: `build_messages`)
         would build, summed from the messages' cached features."""
         return context_features(self.features, session, system_parts(session, context), context,
-                                active, user)
+                                active, user, self.folded)
 
     def context(self, session: SessionRecord, context: ActiveContext,
                 active: Sequence[MessageRecord], user: MessageRecord | None = None) -> int:

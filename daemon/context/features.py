@@ -11,9 +11,10 @@ re-read, and equals `prompt_features` of the built prompt exactly.
 
 import re
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import NamedTuple
 
+from ctxkeep.daemon.context.fold import PrefixFold
 from ctxkeep.daemon.store.records import ActiveContext, MessageRecord, SessionRecord
 
 #: Latin letters, Latin words, other letters, digits, symbols, newlines, other
@@ -104,26 +105,54 @@ class FeatureCache:
         return found
 
 
+class Folded(NamedTuple):
+    """`context_features` part-way: the non-system messages' sum (each with its template
+    cost, or the join where it merges into the message before), the last role, and the
+    active context's own system texts (summaries), summed, and how many."""
+
+    rest: Vector = ZERO
+    previous: str = ""
+    system: Vector = ZERO
+    system_count: int = 0
+
+
+def fold_step(cache: FeatureCache) -> Callable[[Folded, MessageRecord, Hashable], Folded]:
+    """One message's step of the fold; the key is (session id, the set of messages whose
+    @file references show as summaries)."""
+    def step(state: Folded, m: MessageRecord, key: Hashable) -> Folded:
+        session_id, summarized = key  # type: ignore[misc]
+        shown = cache.of(session_id, m).shown(m.seq in summarized)
+        if m.role == "system":
+            if shown == ZERO:  # an empty text is left out
+                return state
+            return state._replace(system=add(state.system, shown), system_count=state.system_count + 1)
+        return state._replace(rest=add(state.rest, shown, JOIN if m.role == state.previous else ONE),
+                              previous=m.role)
+    return step
+
+
 def context_features(cache: FeatureCache, session: SessionRecord, system: Sequence[str],
                      context: ActiveContext, active: Sequence[MessageRecord],
-                     user: MessageRecord | None = None) -> Vector:
+                     user: MessageRecord | None = None,
+                     fold: PrefixFold[Folded] | None = None) -> Vector:
     """`prompt_features` of the prompt `prompt.context_messages` (or, with `user`,
     `prompt.build_messages`) builds: `system` is its system text's parts. Mirrors
     `prompt.normalize`: system texts merge into one message, and consecutive messages of
-    one role merge into one (joined by a blank line, one template cost)."""
-    summarized = set(context.file_summaries)
+    one role merge into one (joined by a blank line, one template cost). With `fold`, the
+    active messages are folded on from where the session's last fold stopped."""
+    key = (session.id, frozenset(context.file_summaries))
+    step = fold_step(cache)
+    if fold is not None:
+        state = fold.fold(session.id, key, active)
+    else:
+        state = Folded()
+        for m in active:
+            state = step(state, m, key)
+    if user is not None:
+        state = step(state, user, key)
     system_parts = [text_features(s) for s in system if s]
-    rest: list[Vector] = []
-    previous = ""
-    for m in [*active, user] if user is not None else active:
-        shown = cache.of(session.id, m).shown(m.seq in summarized)
-        if m.role == "system":
-            if shown != ZERO:  # an empty text is left out
-                system_parts.append(shown)
-            continue
-        rest.append(add(shown, JOIN) if m.role == previous else add(shown, ONE))
-        previous = m.role
-    total = add(ONE, *rest)
-    if system_parts:
-        total = add(total, ONE, *system_parts, scale(JOIN, len(system_parts) - 1))
+    count = len(system_parts) + state.system_count
+    total = add(ONE, state.rest)
+    if count:
+        total = add(total, ONE, state.system, *system_parts, scale(JOIN, count - 1))
     return total

@@ -1,6 +1,9 @@
 """The message lists sent to the model: chat turns and summarization calls."""
 
+from collections.abc import Hashable
+
 from ctxkeep.daemon.context import goals as goal_markers
+from ctxkeep.daemon.context.fold import PrefixFold
 from ctxkeep.daemon.store.records import ActiveContext, Checkpoint, MessageRecord, SessionRecord
 
 Message = dict[str, str]
@@ -66,6 +69,43 @@ def build_messages(session: SessionRecord, context: ActiveContext, active: list[
     user message."""
     return normalize(_messages(session, context, active)
                      + [{"role": "user", "content": user.prompt_content()}])
+
+
+#: `normalize` part-way through the active messages: their own system texts, and the
+#: other messages with consecutive ones of one role merged.
+Normalized = tuple[list[str], list[Message]]
+
+
+def _normalize_step(state: Normalized, m: MessageRecord, summarized: Hashable) -> Normalized:
+    system, out = state
+    content = m.prompt_content(m.seq in summarized)  # type: ignore[operator]
+    if m.role == "system":
+        if content:
+            system.append(content)
+    elif out and out[-1]["role"] == m.role:
+        out[-1] = {"role": m.role, "content": f"{out[-1]['content']}\n\n{content}"}
+    else:
+        out.append({"role": m.role, "content": content})
+    return state
+
+
+class TurnPrompts:
+    """`build_messages`, with the active context folded per session (context/fold.py): a
+    turn whose context only grew builds only its new messages."""
+
+    def __init__(self) -> None:
+        self.folded: PrefixFold[Normalized] = PrefixFold(
+            lambda: ([], []), _normalize_step, lambda state: (list(state[0]), list(state[1])))
+
+    def build(self, session: SessionRecord, context: ActiveContext, active: list[MessageRecord],
+              user: MessageRecord) -> list[Message]:
+        """Equal to `build_messages(session, context, active, user)`."""
+        summarized = frozenset(context.file_summaries)
+        system, out = self.folded.fold(session.id, summarized, active)
+        system, out = list(system), list(out)  # the kept state stays as it is
+        _normalize_step((system, out), user, frozenset())  # as build_messages shows it
+        texts = [t for t in (system_text(session, context), *system) if t]
+        return ([{"role": "system", "content": "\n\n".join(texts)}] if texts else []) + out
 
 
 #: Seed 000's summarizer instructions.

@@ -14,7 +14,7 @@ completed turn calibrates the token estimator.
 
 import asyncio
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from collections.abc import AsyncIterator
 from typing import Any, NamedTuple
 
@@ -35,7 +35,7 @@ from ctxkeep.daemon.context.estimator import Estimator
 from ctxkeep.daemon.jobs.endings import TurnEndings, Withdrawn
 from ctxkeep.daemon.jobs.queue import Job, SessionJobs
 from ctxkeep.daemon.models.protocol import ModelBackend
-from ctxkeep.daemon.context.prompt import build_messages
+from ctxkeep.daemon.context.prompt import TurnPrompts
 from ctxkeep.daemon.context.features import Vector
 from ctxkeep.daemon.context.view import View
 from ctxkeep.daemon.store.records import (
@@ -78,6 +78,8 @@ class Generations(TurnEndings):
     estimator: Estimator
     auto: AutoCompactor
     announcer: Announcer
+    #: Turn prompts, built on from each session's previous one.
+    prompts: TurnPrompts = field(default_factory=TurnPrompts)
 
     async def accept(self, session: SessionRecord, text: str, think: bool | None,
                      files: list[Attachment]) -> tuple[Job, int, MessageRecord]:
@@ -142,7 +144,7 @@ class Generations(TurnEndings):
                 if compacted is not None:  # it did not help: a refused send changes nothing
                     self.auto.roll_back(sid, compacted)
                 raise
-            messages = build_messages(session, context, active, user)
+            messages = self.prompts.build(session, context, active, user)
             options = {**session.options, "num_ctx": session.window, "num_predict": room}
             final = None
             stream = self.backend.stream_chat(session.model, messages, options, think)

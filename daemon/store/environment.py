@@ -36,6 +36,7 @@ from ctxkeep.daemon.store.records import (
     ActiveContext, Calibration, CompactionRecord, FileRefRecord, MessageRecord, SessionRecord, SnapshotRecord,
 )
 from ctxkeep.daemon.store.errors import StoreError, StoreTooNew
+from ctxkeep.daemon.store.message_cache import MessageCache
 from ctxkeep.daemon.store.writer import GroupWriter
 
 log = logging.getLogger(__name__)
@@ -78,6 +79,8 @@ class Environment:
         #: Commits made (each one sync), by any thread.
         self.commits = 0
         self.writer = GroupWriter(self.env, self.write)
+        #: Messages decoded by reads, kept (they never change).
+        self.message_cache = MessageCache()
         self._upgrade()
 
     @classmethod

@@ -142,14 +142,25 @@ class History(Sessions):
 
     def active_messages(self, session_id: str) -> list[MessageRecord]:
         """The messages of the session's active context, oldest first."""
-        return self.read(lambda txn: self._messages(txn, session_id, self._active(txn, session_id).seqs))
+        return self.read(lambda txn: self._messages(txn, session_id, self._active(txn, session_id).seqs,
+                                                    cached=True))
 
-    def _messages(self, txn: lmdb.Transaction, session_id: str, seqs: Iterable[int]) -> list[MessageRecord]:
+    def _messages(self, txn: lmdb.Transaction, session_id: str, seqs: Iterable[int],
+                  cached: bool = False) -> list[MessageRecord]:
+        """Messages by seq (missing ones left out); `cached` (read transactions only) takes
+        and keeps decoded messages in the message cache."""
+        known = self.message_cache.of(session_id) if cached else {}
         out = []
         for seq in seqs:
-            raw = txn.get(_message_key(session_id, seq), db=self.dbs["messages"])
-            if raw is not None:
-                out.append(self._message_dec.decode(raw))
+            found = known.get(seq)
+            if found is None:
+                raw = txn.get(_message_key(session_id, seq), db=self.dbs["messages"])
+                if raw is None:
+                    continue
+                found = self._message_dec.decode(raw)
+                if cached:
+                    known[seq] = found
+            out.append(found)
         return out
 
     def file_refs(self, session_id: str) -> list[FileRefRecord]:
@@ -160,7 +171,7 @@ class History(Sessions):
 
     def messages(self, session_id: str, seqs: Iterable[int]) -> list[MessageRecord]:
         """Messages by sequence number (missing ones left out)."""
-        return self.read(lambda txn: self._messages(txn, session_id, seqs))
+        return self.read(lambda txn: self._messages(txn, session_id, seqs, cached=True))
 
     def view(self, session_id: str) -> tuple[SessionRecord, ActiveContext, list[MessageRecord]]:
         """The session, its context state and its active messages, in one read."""
@@ -169,5 +180,5 @@ class History(Sessions):
             if record is None:
                 raise UnknownSession(f"session {session_id!r} no longer exists")
             context = self._active(txn, session_id)
-            return record, context, self._messages(txn, session_id, context.seqs)
+            return record, context, self._messages(txn, session_id, context.seqs, cached=True)
         return self.read(read)

@@ -113,5 +113,6 @@ class Sessions(Environment):
             txn.delete(session_id.encode(), db=self.dbs["active"])
             txn.delete(session_id.encode(), db=self.dbs["sessions"])
         self.write(delete)
+        self.message_cache.drop(session_id)
 
     # -- messages -------------------------------------------------------------

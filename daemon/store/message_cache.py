@@ -1,0 +1,33 @@
+"""Decoded messages of the sessions read most recently, by sequence number.
+
+A stored message never changes (the history is append-only), so once decoded it can be
+handed out again: a turn on a long session decodes only the messages it has not seen.
+The cache is filled from read transactions only: a write that aborts must not leave a
+message behind that was never stored.
+"""
+
+from collections import OrderedDict
+
+from ctxkeep.daemon.store.records import MessageRecord
+
+
+class MessageCache:
+    """Per session, its decoded messages by seq; the least recently read sessions leave."""
+
+    def __init__(self, sessions: int = 16) -> None:
+        self._sessions = sessions
+        self._by_session: OrderedDict[str, dict[int, MessageRecord]] = OrderedDict()
+
+    def of(self, session_id: str) -> dict[int, MessageRecord]:
+        """The session's cached messages (a dict the caller may add to)."""
+        known = self._by_session.get(session_id)
+        if known is None:
+            known = self._by_session[session_id] = {}
+            if len(self._by_session) > self._sessions:
+                self._by_session.popitem(last=False)
+        else:
+            self._by_session.move_to_end(session_id)
+        return known
+
+    def drop(self, session_id: str) -> None:
+        self._by_session.pop(session_id, None)
