@@ -164,13 +164,15 @@ def histories(draw):
             files = [Attachment(path=f"f{seq}", mode="full", block=draw(TEXT), summary=draw(TEXT))
                      ] if draw(st.booleans()) else []
             stored.append(MessageRecord(seq=seq, role=draw(st.sampled_from(["user", "assistant", "system"])),
-                                        content=draw(TEXT), created=0.0, files=files))
+                                        content=draw(TEXT), created=0.0, files=files,
+                                        kind=draw(st.sampled_from(["message", "summary"]))))
         start = draw(st.integers(0, max(0, len(stored) - 1))) if draw(st.booleans()) else 0
         active = stored[start:]
         if draw(st.booleans()):
             active = [*active, MessageRecord(seq=-1, role="assistant", content=draw(TEXT), created=0.0)]
         summaries = draw(st.lists(st.integers(0, len(stored)), max_size=2))
-        context = ActiveContext(seqs=[m.seq for m in active], file_summaries=summaries)
+        context = ActiveContext(seqs=[m.seq for m in active], file_summaries=summaries,
+                                pinned=draw(st.lists(st.integers(0, len(stored)), max_size=2)))
         user = MessageRecord(seq=1000 + turn, role="user", content=draw(TEXT), created=0.0)  # seqs are unique
         states.append((context, active, user))
     return session, states
@@ -181,14 +183,22 @@ def histories(draw):
 def test_folds_kept_across_turns_equal_folds_from_the_start(case):
     """Features and prompts folded on from a session's earlier contexts (context/fold.py)
     equal those computed from the start, however the context changed in between."""
-    from ctxkeep.daemon.context.features import FeatureCache, Folded, context_features, fold_step
+    from ctxkeep.daemon.context.features import (
+        FeatureCache, Folded, Segmented, context_features, fold_step, segment_step,
+    )
     from ctxkeep.daemon.context.fold import PrefixFold
     from ctxkeep.daemon.context.prompt import TurnPrompts, build_messages, system_parts
     session, states = case
     cache = FeatureCache()
     folded = PrefixFold(Folded, fold_step(cache))
+    segmented = PrefixFold(Segmented, segment_step(cache))
     prompts = TurnPrompts()
     for context, active, user in states:
+        key = (session.id, frozenset(context.pinned), frozenset(context.file_summaries))
+        fresh, step = Segmented(), segment_step(FeatureCache())
+        for m in active:
+            fresh = step(fresh, m, key)
+        assert segmented.fold(session.id, key, active) == fresh
         system = system_parts(session, context)
         for with_user in (None, user):
             assert context_features(cache, session, system, context, active, with_user, folded) \

@@ -22,8 +22,8 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 
 from ctxkeep.daemon.context.features import (
-    FEATURES, FeatureCache, Folded, Vector, context_features, fold_step, prompt_features,
-    text_features,
+    FEATURES, FeatureCache, Folded, Segmented, Vector, context_features, fold_step,
+    prompt_features, segment_step, text_features,
 )
 from ctxkeep.daemon.context.fold import PrefixFold
 from ctxkeep.daemon.context.prompt import system_parts
@@ -73,6 +73,8 @@ class Estimator:
         self.features = FeatureCache()
         #: Each session's prompt features, folded on as its context grows (context/fold.py).
         self.folded: PrefixFold[Folded] = PrefixFold(Folded, fold_step(self.features))
+        #: Each session's budget segments (context/usage.py `measure`), folded the same way.
+        self.segmented: PrefixFold[Segmented] = PrefixFold(Segmented, segment_step(self.features))
 
     def _calibration(self, model: str) -> Calibration:
         if model not in self._sums:

@@ -156,3 +156,27 @@ def context_features(cache: FeatureCache, session: SessionRecord, system: Sequen
     if count:
         total = add(total, ONE, state.system, *system_parts, scale(JOIN, count - 1))
     return total
+
+
+class Segmented(NamedTuple):
+    """The active messages' features by budget segment (the sum of `measure`'s fold)."""
+
+    pinned: Vector = ZERO
+    files: Vector = ZERO
+    summaries: Vector = ZERO
+    recent: Vector = ZERO
+
+
+def segment_step(cache: FeatureCache) -> Callable[[Segmented, MessageRecord, Hashable], Segmented]:
+    """One message's step; the key is (session id, pinned seqs, seqs shown with summaries)."""
+    def step(state: Segmented, m: MessageRecord, key: Hashable) -> Segmented:
+        session_id, pinned, summarized = key  # type: ignore[misc]
+        cached = cache.of(session_id, m)
+        attached = cached.summaries if m.seq in summarized else cached.blocks
+        if m.seq in pinned:
+            return state._replace(pinned=add(state.pinned, cached.content, ONE, attached))
+        if m.kind == "summary":
+            return state._replace(summaries=add(state.summaries, cached.content, ONE),
+                                  files=add(state.files, attached))
+        return state._replace(recent=add(state.recent, cached.content, ONE), files=add(state.files, attached))
+    return step

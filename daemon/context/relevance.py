@@ -12,6 +12,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Sequence
+from itertools import chain
 from functools import lru_cache
 
 from ctxkeep.daemon.models.backend import ModelCallError
@@ -64,17 +65,18 @@ def bm25_counts(documents: Sequence[tuple[dict[str, int], int]], query: Sequence
     avg = sum(length for _, length in documents) / n or 1.0
     keys = terms.keys()
     shared = [counts.keys() & keys for counts, _ in documents]  # set operations run in C
-    df: Counter[str] = Counter()
-    for found in shared:
-        df.update(found)
+    df = Counter(chain.from_iterable(shared))
     weight = {t: terms[t] * math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5)) * (k1 + 1) for t in terms}
+    base, per_length = k1 * (1 - b), k1 * b / avg
     scores = []
     for (counts, length), found in zip(documents, shared):
-        if not found:
-            scores.append(0.0)
-            continue
-        norm = k1 * (1 - b + b * length / avg)
-        scores.append(sum(weight[t] * counts[t] / (counts[t] + norm) for t in found))
+        total = 0.0
+        if found:  # a plain loop: this is the hot one at 10,000 messages
+            norm = base + per_length * length
+            for t in found:
+                c = counts[t]
+                total += weight[t] * c / (c + norm)
+        scores.append(total)
     return scores
 
 

@@ -7,7 +7,6 @@ from ctxkeep.daemon.context import goals as goal_markers
 from ctxkeep.daemon.context import reliability
 from ctxkeep.daemon.config import Config
 from ctxkeep.daemon.context.estimator import Estimator
-from ctxkeep.daemon.context.features import ONE, Vector, add
 from ctxkeep.daemon.context.prompt import checkpoint_block
 from ctxkeep.daemon.store.records import ActiveContext, MessageRecord, SessionRecord
 
@@ -47,35 +46,21 @@ def reply_room(config: Config, window: int) -> int:
 
 def measure(session: SessionRecord, context: ActiveContext, active: list[MessageRecord],
             estimator: Estimator, config: Config) -> Budget:
-    """The budget of a session's context as it stands (from the messages' cached features)."""
+    """The budget of a session's context as it stands (folded on from the session's last
+    measure when the context only grew: context/fold.py)."""
     model = session.model
-    pinned_seqs = set(context.pinned)
-    summarized = set(context.file_summaries)
-    pinned: list[Vector] = []
-    files: list[Vector] = []
-    summaries: list[Vector] = []
-    recent: list[Vector] = []
-    for m in active:
-        cached = estimator.features.of(session.id, m)
-        attached = cached.summaries if m.seq in summarized else cached.blocks
-        if m.seq in pinned_seqs:
-            pinned += (cached.content, ONE, attached)
-        elif m.kind == "summary":
-            summaries += (cached.content, ONE)
-            files.append(attached)
-        else:
-            recent += (cached.content, ONE)
-            files.append(attached)
-    size = lambda parts: estimator.estimate(model, add(*parts))  # noqa: E731
-    files_tokens, summary_tokens = size(files), size(summaries)
+    key = (session.id, frozenset(context.pinned), frozenset(context.file_summaries))
+    parts = estimator.segmented.fold(session.id, key, active)
+    size = lambda vector: estimator.estimate(model, vector)  # noqa: E731
+    files_tokens, summary_tokens = size(parts.files), size(parts.summaries)
     goals_text = goal_markers.render(context.goals)
     return Budget(
         window=session.window, reply=reply_room(config, session.window),
         system=estimator.message(model, session.system) + 1 if session.system else 1,
-        goals=estimator.text(model, goals_text) if goals_text else 0, pinned=size(pinned),
+        goals=estimator.text(model, goals_text) if goals_text else 0, pinned=size(parts.pinned),
         checkpoints=estimator.text(model, checkpoint_block(context.checkpoints)) if context.checkpoints else 0,
         files=files_tokens, summaries=summary_tokens,
-        conversation=size(recent) + files_tokens + summary_tokens)
+        conversation=size(parts.recent) + files_tokens + summary_tokens)
 
 
 def usage_of(session: SessionRecord, context: ActiveContext, active: list[MessageRecord],
