@@ -30,7 +30,7 @@ from ctxkeep.daemon.context.levels import (
 from ctxkeep.daemon.config import Config
 from ctxkeep.daemon.context.estimator import Estimator
 from ctxkeep.daemon.store.records import Attachment, NewMessage
-from ctxkeep.daemon.context.relevance import score
+from ctxkeep.daemon.context.relevance import TermCache, score
 from ctxkeep.daemon.store.store import Store
 from ctxkeep.daemon.context.usage import measure
 
@@ -75,7 +75,7 @@ def plan(messages: int, active_count: int, runs: int) -> None:
     root = Path(tempfile.mkdtemp(prefix="ckb", dir="/tmp"))
     store = Store(root / "store")
     sid = build(store, messages, active_count)
-    estimator, config = Estimator(store), Config()
+    estimator, config, terms = Estimator(store), Config(), TermCache()
     steps: dict[str, list[float]] = {k: [] for k in ("load", "measure", "level1", "level2", "total")}
     for _ in range(runs):
         t0 = time.perf_counter()
@@ -89,7 +89,7 @@ def plan(messages: int, active_count: int, runs: int) -> None:
         t3 = time.perf_counter()
         candidates = prune_candidates(context, active, preserved_seqs(context, active, 5, True))
         scores = asyncio.run(score(candidates, active[-RECENT_FILE_MESSAGES:], backend=None,
-                                   store=store, embed_model=""))
+                                   store=store, embed_model="", terms=terms, session_id=sid))
         plan_prune(candidates, scores)
         t4 = time.perf_counter()
         for key, value in zip(steps, (t1 - t0, t2 - t1, t3 - t2, t4 - t3, t4 - t0)):

@@ -91,6 +91,8 @@ class AutoCompactor(Checkpointing):
     config: Config
     estimator: Estimator
     announcer: Announcer
+    #: Stored messages' word counts, for level 2's BM25.
+    terms: relevance.TermCache = field(default_factory=relevance.TermCache)
 
     def thresholds(self, session: SessionRecord) -> list[float]:
         return session.thresholds or self.config.compaction_thresholds
@@ -285,7 +287,8 @@ class AutoCompactor(Checkpointing):
         if len(candidates) < 2:
             return "no older messages outside the preserved ones"
         scores = await relevance.score(candidates, active[-RECENT_FILE_MESSAGES:], backend=self.backend,
-                                       store=self.store, embed_model=self.config.embed_model)
+                                       store=self.store, embed_model=self.config.embed_model,
+                                       terms=self.terms, session_id=session.id)
         pruned = plan_prune(candidates, scores)
         return Change([s for s in context.seqs if s not in pruned],
                       [s for s in context.file_summaries if s not in pruned], list(context.checkpoints),

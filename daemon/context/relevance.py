@@ -10,10 +10,9 @@ import hashlib
 import logging
 import math
 import re
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Sequence
 from itertools import chain
-from functools import lru_cache
 
 from ctxkeep.daemon.models.backend import ModelCallError
 from ctxkeep.daemon.models.protocol import ModelBackend
@@ -27,20 +26,35 @@ _STOP = frozenset("the and for are but not you your with this that have from the
                   "them these those also just about".split())
 
 
-@lru_cache(maxsize=1 << 16)
-def words(text: str) -> tuple[str, ...]:
-    """Lower-cased words of a text, stop words left out (cached: messages never change)."""
-    return tuple(w for w in _WORD.findall(text.lower()) if w not in _STOP)
+def words(text: str) -> list[str]:
+    """Lower-cased words of a text, stop words left out."""
+    return [w for w in _WORD.findall(text.lower()) if w not in _STOP]
 
 
-@lru_cache(maxsize=1 << 16)
 def term_counts(text: str) -> tuple[dict[str, int], int]:
-    """(word -> count, number of words) of a text (cached: messages never change)."""
-    counts: dict[str, int] = {}
+    """(word -> count, number of words) of a text."""
     found = words(text)
-    for w in found:
-        counts[w] = counts.get(w, 0) + 1
-    return counts, len(found)
+    return dict(Counter(found)), len(found)
+
+
+class TermCache:
+    """Stored messages' word counts by (session, seq) (a stored message never changes),
+    least recently used out first; large enough for a 100,000-message context."""
+
+    def __init__(self, size: int = 1 << 17) -> None:
+        self.size = size
+        self._cached: OrderedDict[tuple[str, int], tuple[dict[str, int], int]] = OrderedDict()
+
+    def of(self, session_id: str, m: MessageRecord) -> tuple[dict[str, int], int]:
+        key = (session_id, m.seq)
+        found = self._cached.get(key)
+        if found is None:
+            found = self._cached[key] = term_counts(m.content)
+            if len(self._cached) > self.size:
+                self._cached.popitem(last=False)
+        else:
+            self._cached.move_to_end(key)
+        return found
 
 
 def bm25(documents: Sequence[Sequence[str]], query: Sequence[str], k1: float = 1.5,
@@ -63,8 +77,8 @@ def bm25_counts(documents: Sequence[tuple[dict[str, int], int]], query: Sequence
         return [0.0] * n
     terms = Counter(query)
     avg = sum(length for _, length in documents) / n or 1.0
-    keys = terms.keys()
-    shared = [counts.keys() & keys for counts, _ in documents]  # set operations run in C
+    wanted = frozenset(terms)
+    shared = [wanted.intersection(counts) for counts, _ in documents]  # set operations run in C
     df = Counter(chain.from_iterable(shared))
     weight = {t: terms[t] * math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5)) * (k1 + 1) for t in terms}
     base, per_length = k1 * (1 - b), k1 * b / avg
@@ -117,11 +131,13 @@ async def embeddings(backend: ModelBackend, store: SessionStore, model: str,
 
 
 async def score(candidates: list[MessageRecord], recent: list[MessageRecord], *,
-                backend: ModelBackend | None, store: SessionStore, embed_model: str) -> list[float]:
+                backend: ModelBackend | None, store: SessionStore, embed_model: str,
+                terms: TermCache, session_id: str) -> list[float]:
     """A relevance score per candidate (higher: keep): BM25 normalized, plus cosine when
-    embeddings work, times the boost for file references and code."""
+    embeddings work, times the boost for file references and code. The candidates are
+    stored messages of `session_id`, whose word counts `terms` keeps."""
     query = [w for m in recent for w in words(m.content)]
-    keyword = bm25_counts([term_counts(m.content) for m in candidates], query)
+    keyword = bm25_counts([terms.of(session_id, m) for m in candidates], query)
     top = max(keyword, default=0.0) or 1.0
     scores = [k / top for k in keyword]
     if backend is not None and embed_model and candidates:
