@@ -28,6 +28,7 @@ LIVE = frozenset({
     "file_refs_per_message", "file_bytes_per_message",
     "remote_file_refs", "auto_compaction", "compaction_thresholds", "compaction_cooldown",
     "keep_recent_messages", "preserve_user_messages", "embed_model", "reply_reserve_tokens",
+    "snapshots_kept",
 })
 
 
@@ -107,6 +108,9 @@ class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     preserve_user_messages: Annotated[bool, _doc(
         "Keep user messages word for word (until they would fill half the budget: then the "
         "oldest become a summary shown as such, with a user_summary warning).")] = True
+    snapshots_kept: Annotated[int, Meta(ge=1), _doc(
+        "Context snapshots kept per session (every compaction takes one); the oldest go "
+        "first, so undo walks back at most this many compactions.")] = 50
     embed_model: Annotated[str, _doc(
         "The Ollama model for relevance embeddings (level 2); \"\" = keywords only.")] = "nomic-embed-text"
     reply_reserve_tokens: Annotated[int, Meta(ge=0), _doc(

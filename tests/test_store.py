@@ -166,6 +166,17 @@ def test_undo_walks_back_and_keeps_later_turns(tmp_path):
     assert not st.session(s.id).tokens_exact  # a later turn makes the snapshot's count stale
 
 
+def test_only_the_newest_snapshots_are_kept_per_session(tmp_path):
+    st = make(tmp_path)
+    a = st.create_session(name="a", model="m", system="", options={}, num_ctx=8192)
+    b = st.create_session(name="b", model="m", system="", options={}, num_ctx=8192)
+    other = st.save_snapshot(b.id, "b's own")
+    saved = [st.save_snapshot(a.id, f"pass {i}", keep=3).id for i in range(7)]
+    assert [x.id for x in st.snapshots(a.id)] == saved[::-1][:3]  # newest first, 3 kept
+    assert [x.id for x in st.snapshots(b.id)] == [other.id]  # another session's are untouched
+    st.restore_snapshot(a.id, saved[-3], undo=True)  # the oldest kept one still restores
+
+
 def test_the_store_has_every_member_of_the_protocol(tmp_path):
     """The services and the engine are typed against SessionStore; Store must provide it."""
     from ctxkeep.daemon.store.protocol import SessionStore

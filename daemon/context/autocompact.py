@@ -240,7 +240,8 @@ class AutoCompactor(Checkpointing):
         estimate in one transaction; the cooldown restarts."""
         if not pass_.snapshot_id:
             pass_.snapshot_id = take_snapshot(self.store, self.bus, session.id,
-                                              f"before compaction (automatic: {pass_.reason})")
+                                              f"before compaction (automatic: {pass_.reason})",
+                                              self.config.snapshots_kept)
         gone = [s for s in context.seqs if s not in set(change.seqs)]
 
         def update(c: ActiveContext, record: SessionRecord) -> None:

@@ -46,7 +46,8 @@ async def goals_set(services: Services, req: requests.GoalsSet, record: SessionR
 
 @handles(requests.SnapshotCreate, session=True)
 async def snapshot_create(services: Services, req: requests.SnapshotCreate, record: SessionRecord) -> SnapshotReply:
-    snapshot = services.store.save_snapshot(record.id, req.reason).info()
+    snapshot = services.store.save_snapshot(record.id, req.reason,
+                                             services.config.snapshots_kept).info()
     services.bus.publish(SnapshotCreated(snapshot=snapshot), record.id)
     return SnapshotReply(id=req.id, session_id=record.id, snapshot=snapshot)
 

@@ -198,7 +198,8 @@ class Compactor:
             tokens_after=after, tokens_freed=freed, summarized=[m.seq for m in plan.head],
             kept=[m.seq for m in plan.keep], summary_seq=-1, model=plan.summarizer.model,
             requested_by=requested_by)
-        take_snapshot(self.store, self.bus, session.id, "before compaction (manual)")
+        take_snapshot(self.store, self.bus, session.id, "before compaction (manual)",
+                      self.config.snapshots_kept)
         session, summary = self.store.compact(
             session.id, expected=[m.seq for m in plan.active],
             summary=NewMessage(role=role, content=content, model=plan.summarizer.model,

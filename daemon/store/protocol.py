@@ -89,7 +89,7 @@ class SessionStore(Protocol):
     def save_embeddings(self, model: str, vectors: dict[str, list[float]]) -> None:
         ...
 
-    def save_snapshot(self, session_id: str, reason: str) -> SnapshotRecord:
+    def save_snapshot(self, session_id: str, reason: str, keep: int = 50) -> SnapshotRecord:
         """Save the session's context state; returns the snapshot."""
 
     def session(self, ref: str) -> SessionRecord:

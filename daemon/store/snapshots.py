@@ -8,7 +8,7 @@ import msgspec
 from ctxkeep.daemon.store.records import SessionRecord, SnapshotRecord
 from ctxkeep.daemon.store.errors import UnknownSession, NoSuchSnapshot
 from ctxkeep.daemon.store.context import Contexts
-from ctxkeep.daemon.store.environment import _message_key
+from ctxkeep.daemon.store.environment import _message_key, _prefix
 
 
 def _snapshot_stamp(snapshot_id: str) -> int:
@@ -26,8 +26,9 @@ def _snapshot_stamp(snapshot_id: str) -> int:
 class Snapshots(Contexts):
     """Snapshots of the active context, and restoring them (undo)."""
 
-    def save_snapshot(self, session_id: str, reason: str) -> SnapshotRecord:
-        """Save the session's context state; returns the snapshot."""
+    def save_snapshot(self, session_id: str, reason: str, keep: int = 50) -> SnapshotRecord:
+        """Save the session's context state; returns the snapshot. Only the newest `keep`
+        of the session's snapshots stay (the oldest are deleted in the same commit)."""
         def save(txn: lmdb.Transaction) -> SnapshotRecord:
             session = self._get(txn, session_id)
             if session is None:
@@ -39,8 +40,22 @@ class Snapshots(Contexts):
                 tokens_exact=session.tokens_exact, compactions=session.compactions,
                 next_seq=session.next_seq)
             txn.put(_message_key(session_id, stamp), self._enc.encode(snapshot), db=self.dbs["snapshots"])
+            self._prune_snapshots(txn, session_id, keep)
             return snapshot
         return self.write(save)
+
+    def _prune_snapshots(self, txn: lmdb.Transaction, session_id: str, keep: int) -> None:
+        """Delete the session's oldest snapshots beyond the newest `keep`."""
+        prefix = _prefix(session_id)
+        cursor = txn.cursor(db=self.dbs["snapshots"])
+        keys = []
+        if cursor.set_range(prefix):
+            for key in cursor.iternext(values=False):
+                if not key.startswith(prefix):
+                    break
+                keys.append(key)
+        for key in keys[:max(0, len(keys) - keep)]:  # keys sort oldest first
+            txn.delete(key, db=self.dbs["snapshots"])
 
     def snapshots(self, session_id: str) -> list[SnapshotRecord]:
         """The session's snapshots, newest first."""
