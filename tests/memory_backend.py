@@ -70,16 +70,17 @@ class MemoryBackend:
     async def check(self) -> OllamaStatus:
         return self.status
 
-    def known_context_length(self, model: str) -> int:
+    def known_facts(self, model: str) -> ModelFacts | None:
         known = self.models.get(model)
-        return known.context_length if known else 0
+        return None if known is None else ModelFacts(
+            context_length=known.context_length, parameter_size=known.parameter_size,
+            capabilities=("thinking",) if known.thinking else ("completion",))
 
     async def facts(self, model: str) -> ModelFacts:
-        known = self.models.get(model)
+        known = self.known_facts(model)
         if known is None:
             raise ModelCallError(ErrorCode.MODEL_NOT_FOUND, f"model {model!r} is not available")
-        return ModelFacts(context_length=known.context_length, parameter_size=known.parameter_size,
-                          capabilities=("thinking",) if known.thinking else ("completion",))
+        return known
 
     def _prompt(self, model: str, messages: Sequence[Mapping[str, Any]],
                 options: Mapping[str, Any]) -> tuple[list[dict[str, Any]], int]:

@@ -34,10 +34,13 @@ async def create(services: Services, req: requests.SessionCreate) -> SessionRepl
     _check_bytes("name", req.name)
     _check_bytes("model name", model)
     empty = [{"role": "system", "content": req.system}] if req.system else []
+    known = services.backend.known_facts(model)
     record = services.store.create_session(
         name=req.name, model=model, system=req.system,
         options=req.options or dict(cfg.default_options), num_ctx=req.num_ctx or cfg.num_ctx,
-        context_length=services.backend.known_context_length(model),
+        # what a first turn would otherwise record with a second commit, when known already
+        context_length=known.context_length if known else 0,
+        parameter_size=known.parameter_size if known else "",
         token_estimate=services.estimator.prompt(model, empty))  # the empty prompt, estimated
     info = services.announcer.info(record)
     services.bus.publish(SessionCreated(session=info), record.id)
@@ -96,7 +99,9 @@ async def set_model(services: Services, req: requests.SetModel, record: SessionR
         if req.model and req.model != r.model:
             r.model = req.model
             # known already, or asked from /api/show at the next turn
-            r.context_length = services.backend.known_context_length(req.model)
+            known = services.backend.known_facts(req.model)
+            r.context_length = known.context_length if known else 0
+            r.parameter_size = known.parameter_size if known else ""
         if req.options is not None:
             r.options = dict(req.options)
         if req.num_ctx is not None:

@@ -100,10 +100,9 @@ class OllamaBackend:
         if not self.status.reachable:
             self.status = OllamaStatus(host=self.host, reachable=True, version=self.status.version)
 
-    def known_context_length(self, model: str) -> int:
-        """The model's context_length if /api/show was already asked, else 0 (no call)."""
-        facts = self._facts.get(model)
-        return facts.context_length if facts else 0
+    def known_facts(self, model: str) -> ModelFacts | None:
+        """What /api/show said of the model, if it was already asked (no call)."""
+        return self._facts.get(model)
 
     async def facts(self, model: str) -> ModelFacts:
         """Context length, size and capabilities of `model` (cached per daemon run)."""

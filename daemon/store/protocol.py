@@ -54,7 +54,8 @@ class SessionStore(Protocol):
         """The session's whole context state."""
 
     def create_session(self, *, name: str, model: str, system: str, options: dict,
-                       num_ctx: int, context_length: int = 0, token_estimate: int = 0) -> SessionRecord:
+                       num_ctx: int, context_length: int = 0, parameter_size: str = "",
+                       token_estimate: int = 0) -> SessionRecord:
         """A new, empty session. An empty name becomes `chat-N`, N the first free number"""
 
     def delete_session(self, session_id: str) -> None:

@@ -54,7 +54,8 @@ class Sessions(Environment):
         return sorted(self.read(collect), key=lambda s: s.updated, reverse=True)
 
     def create_session(self, *, name: str, model: str, system: str, options: dict,
-                       num_ctx: int, context_length: int = 0, token_estimate: int = 0) -> SessionRecord:
+                       num_ctx: int, context_length: int = 0, parameter_size: str = "",
+                       token_estimate: int = 0) -> SessionRecord:
         """A new, empty session. An empty name becomes `chat-N`, N the first free number
         past the number of sessions."""
         def create(txn: lmdb.Transaction) -> SessionRecord:
@@ -70,7 +71,8 @@ class Sessions(Environment):
             now = time.time()
             record = SessionRecord(id=secrets.token_hex(6), name=chosen, model=model,
                                    system=system, options=options, num_ctx=num_ctx,
-                                   context_length=context_length, created=now, updated=now,
+                                   context_length=context_length, parameter_size=parameter_size,
+                                   created=now, updated=now,
                                    token_count=token_estimate, tokens_exact=False)
             self._put(txn, record)
             txn.put(chosen.encode(), record.id.encode(), db=names)
