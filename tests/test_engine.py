@@ -197,3 +197,37 @@ def test_a_turn_builds_only_its_new_messages(tmp_path):
     assert prompts.resumed == 4  # turn 2 folds from the start (turn 1's context was empty)
     assert app.services.estimator.folded.resumed >= 4
     app.close()
+
+
+def test_requests_that_write_commit_off_the_event_loop(tmp_path):
+    """Every commit a request makes (sessions, settings, pins, goals, snapshots, a turn)
+    runs in the store's writer thread: the event loop never waits for the disk."""
+    import threading
+
+    from ctxkeep.protocol.models import Goals
+    app = InProcess(tmp_path, MemoryBackend())
+    committed_in: list[str] = []
+    real_write = app.store.write
+
+    def watched(fn):
+        committed_in.append(threading.current_thread().name)
+        return real_write(fn)
+    app.store.write = watched  # type: ignore[method-assign]
+
+    async def go():
+        sid = (await app.call(requests.SessionCreate(model=MODEL, name="w"))).session.id
+        await app.call(requests.SessionRename(session=sid, name="w2"))
+        await app.call(requests.SetSystem(session=sid, system="Be brief."))
+        await app.call(requests.SetModel(session=sid, num_ctx=4096))
+        await app.call(requests.Send(session=sid, text="hello"))
+        await app.services.jobs.drain(30)
+        await app.call(requests.Pin(session=sid, seq=0))
+        await app.call(requests.GoalsSet(session=sid, goals=Goals(goal="ship it")))
+        snap = (await app.call(requests.SnapshotCreate(session=sid))).snapshot
+        await app.call(requests.SnapshotRestore(session=sid, snapshot_id=snap.id))
+        await app.call(requests.SnapshotDelete(session=sid, snapshot_id=snap.id))
+        await app.call(requests.SessionDelete(session=sid))
+    asyncio.run(go())
+    assert len(committed_in) >= 12
+    assert all(name.startswith("ctxkeep-store-writer") for name in committed_in), committed_in
+    app.close()

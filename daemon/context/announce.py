@@ -49,10 +49,11 @@ class Announcer:
         _, context, active = self.store.view(session.id)
         return self.estimator.context(session, context, active)
 
-    def prompt_changed(self, session_id: str) -> SessionRecord:
-        """What the model would see changed: record a fresh estimate in place of the count."""
+    async def prompt_changed(self, session_id: str) -> SessionRecord:
+        """What the model would see changed: record a fresh estimate in place of the count
+        (committed by the writer thread)."""
         session = self.store.session(session_id)
-        return self.store.set_estimate(session_id, self.estimate(session))
+        return await self.store.off_loop(self.store.set_estimate, session_id, self.estimate(session))
 
     def changed(self, session_id: str, usage: bool = True, view: View | None = None
                 ) -> SessionInfo | None:

@@ -139,13 +139,14 @@ class AutoCompactor(Checkpointing):
         await self.compact(session_id, pass_, user)
         return pass_
 
-    def roll_back(self, session_id: str, pass_: Pass) -> None:
+    async def roll_back(self, session_id: str, pass_: Pass) -> None:
         """Undo a pass that did not make the prompt fit: a refused send changes nothing."""
         if not pass_.snapshot_id:
             return
-        _, snapshot = self.store.restore_snapshot(session_id, pass_.snapshot_id, undo=True)
+        _, snapshot = await self.store.off_loop(self.store.restore_snapshot, session_id,
+                                                pass_.snapshot_id, undo=True)
         self.bus.publish(SnapshotRestored(snapshot=snapshot.info()), session_id)
-        self.announcer.prompt_changed(session_id)
+        await self.announcer.prompt_changed(session_id)
         self.announcer.changed(session_id)
 
     def fits(self, session: SessionRecord, context: ActiveContext, active: list[MessageRecord],

@@ -14,7 +14,7 @@ async def usage(services: Services, req: requests.Usage, record: SessionRecord) 
                       checkpoints=[c.info() for c in context.checkpoints], pinned=context.pinned)
 
 
-@handles(requests.Compact, session=True)
+@handles(requests.Compact, session=True, waits=True)
 async def compact(services: Services, req: requests.Compact,
                   record: SessionRecord) -> CompactionAccepted | CompactionPlan:
     if req.dry_run:  # the compaction model's window comes from Ollama: may raise its errors

@@ -8,10 +8,10 @@ from ctxkeep.daemon.services import Services
 from ctxkeep.daemon.handlers.registry import RequestError, handles
 
 
-def _updated(services: Services, req, record: SessionRecord, prompt_changed: bool) -> SessionReply:
+async def _updated(services: Services, req, record: SessionRecord, prompt_changed: bool) -> SessionReply:
     """Announce the change (with a fresh estimate when the prompt changed) and answer."""
     if prompt_changed:
-        services.announcer.prompt_changed(record.id)
+        await services.announcer.prompt_changed(record.id)
     info = services.announcer.changed(record.id, usage=prompt_changed)
     return SessionReply(id=req.id, session=info)
 
@@ -27,7 +27,7 @@ def _check_bytes(what: str, value: str) -> None:
                                                        f"most {MAX_NAME_BYTES} are allowed: choose a shorter one")
 
 
-@handles(requests.SessionCreate)
+@handles(requests.SessionCreate, waits=True)
 async def create(services: Services, req: requests.SessionCreate) -> SessionReply:
     cfg = services.config
     model = req.model or cfg.default_model
@@ -35,7 +35,8 @@ async def create(services: Services, req: requests.SessionCreate) -> SessionRepl
     _check_bytes("model name", model)
     empty = [{"role": "system", "content": req.system}] if req.system else []
     known = services.backend.known_facts(model)
-    record = services.store.create_session(
+    record = await services.store.off_loop(
+        services.store.create_session,
         name=req.name, model=model, system=req.system,
         options=req.options or dict(cfg.default_options), num_ctx=req.num_ctx or cfg.num_ctx,
         # what a first turn would otherwise record with a second commit, when known already
@@ -59,34 +60,36 @@ async def get(services: Services, req: requests.SessionGet, record: SessionRecor
     return SessionReply(id=req.id, session=record.info(busy=services.jobs.busy(record.id)))
 
 
-@handles(requests.SessionRename, session=True)
+@handles(requests.SessionRename, session=True, waits=True)
 async def rename(services: Services, req: requests.SessionRename, record: SessionRecord) -> SessionReply:
     _check_bytes("name", req.name)
 
     def change(r: SessionRecord) -> None:
         r.name = req.name
-    return _updated(services, req, services.store.update_session(record.id, change), False)
+    updated = await services.store.off_loop(services.store.update_session, record.id, change)
+    return await _updated(services, req, updated, False)
 
 
-@handles(requests.SessionDelete, session=True)
+@handles(requests.SessionDelete, session=True, waits=True)
 async def delete(services: Services, req: requests.SessionDelete, record: SessionRecord) -> Deleted:
     if services.jobs.busy(record.id):
         raise RequestError(ErrorCode.BUSY, f"session {record.name!r} is generating: "
                                            "cancel it first (`ctxkeep cancel`), then delete")
-    services.store.delete_session(record.id)
+    await services.store.off_loop(services.store.delete_session, record.id)
     services.bus.publish(SessionDeleted(), record.id)
     return Deleted(id=req.id, session_id=record.id)
 
 
-@handles(requests.SetSystem, session=True)
+@handles(requests.SetSystem, session=True, waits=True)
 async def set_system(services: Services, req: requests.SetSystem, record: SessionRecord) -> SessionReply:
 
     def change(r: SessionRecord) -> None:
         r.system = req.system
-    return _updated(services, req, services.store.update_session(record.id, change), True)
+    updated = await services.store.off_loop(services.store.update_session, record.id, change)
+    return await _updated(services, req, updated, True)
 
 
-@handles(requests.SetModel, session=True)
+@handles(requests.SetModel, session=True, waits=True)
 async def set_model(services: Services, req: requests.SetModel, record: SessionRecord) -> SessionReply:
     _check_bytes("model name", req.model or "")
     _check_bytes("compaction model name", req.compaction_model or "")
@@ -112,4 +115,5 @@ async def set_model(services: Services, req: requests.SetModel, record: SessionR
             r.auto_compaction = req.auto_compaction
         if req.thresholds is not None:
             r.thresholds = list(req.thresholds)
-    return _updated(services, req, services.store.update_session(record.id, change), True)
+    updated = await services.store.off_loop(services.store.update_session, record.id, change)
+    return await _updated(services, req, updated, True)

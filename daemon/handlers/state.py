@@ -14,7 +14,7 @@ def _idle(services: Services, session_id: str, what: str) -> None:
                                            "once it is done (or cancel it)")
 
 
-@handles(requests.Pin, session=True)
+@handles(requests.Pin, session=True, waits=True)
 async def pin(services: Services, req: requests.Pin, record: SessionRecord) -> SessionReply:
     if not services.store.messages(record.id, [req.seq]):
         raise RequestError(ErrorCode.INVALID_ARGUMENT, f"the session has no message #{req.seq}")
@@ -22,8 +22,8 @@ async def pin(services: Services, req: requests.Pin, record: SessionRecord) -> S
     def change(context, _session) -> None:
         pinned = [s for s in context.pinned if s != req.seq]
         context.pinned = sorted(pinned + [req.seq]) if req.pinned else pinned
-    services.store.update_context(record.id, change)
-    services.announcer.prompt_changed(record.id)  # a pinned message moves to the pinned segment
+    await services.store.off_loop(services.store.update_context, record.id, change)
+    await services.announcer.prompt_changed(record.id)  # a pinned message moves to the pinned segment
     return SessionReply(id=req.id, session=services.announcer.changed(record.id))
 
 
@@ -32,22 +32,22 @@ async def goals_get(services: Services, req: requests.GoalsGet, record: SessionR
     return GoalsReply(id=req.id, session_id=record.id, goals=services.store.context(record.id).goals)
 
 
-@handles(requests.GoalsSet, session=True)
+@handles(requests.GoalsSet, session=True, waits=True)
 async def goals_set(services: Services, req: requests.GoalsSet, record: SessionRecord) -> GoalsReply:
 
     def change(context, _session) -> None:
         context.goals = req.goals
-    services.store.update_context(record.id, change)
+    await services.store.off_loop(services.store.update_context, record.id, change)
     services.bus.publish(GoalUpdated(goals=req.goals), record.id)
-    services.announcer.prompt_changed(record.id)
+    await services.announcer.prompt_changed(record.id)
     services.announcer.changed(record.id)
     return GoalsReply(id=req.id, session_id=record.id, goals=req.goals)
 
 
-@handles(requests.SnapshotCreate, session=True)
+@handles(requests.SnapshotCreate, session=True, waits=True)
 async def snapshot_create(services: Services, req: requests.SnapshotCreate, record: SessionRecord) -> SnapshotReply:
-    snapshot = services.store.save_snapshot(record.id, req.reason,
-                                             services.config.snapshots_kept).info()
+    snapshot = (await services.store.off_loop(services.store.save_snapshot, record.id, req.reason,
+                                              services.config.snapshots_kept)).info()
     services.bus.publish(SnapshotCreated(snapshot=snapshot), record.id)
     return SnapshotReply(id=req.id, session_id=record.id, snapshot=snapshot)
 
@@ -58,7 +58,7 @@ async def snapshot_list(services: Services, req: requests.SnapshotList, record: 
                           snapshots=[s.info() for s in services.store.snapshots(record.id)])
 
 
-@handles(requests.SnapshotRestore, session=True)
+@handles(requests.SnapshotRestore, session=True, waits=True)
 async def snapshot_restore(services: Services, req: requests.SnapshotRestore, record: SessionRecord) -> SnapshotReply:
     """A snapshot by id, or without one `undo`: the newest compaction not yet undone
     (each undo walks one compaction further back; later turns stay)."""
@@ -70,16 +70,17 @@ async def snapshot_restore(services: Services, req: requests.SnapshotRestore, re
         if not before:
             raise RequestError(ErrorCode.INVALID_ARGUMENT, "no compaction to undo in this session")
         snapshot_id = before[0].id
-    record, snapshot = services.store.restore_snapshot(record.id, snapshot_id,
-                                                       undo=not req.snapshot_id)
+    record, snapshot = await services.store.off_loop(services.store.restore_snapshot, record.id,
+                                                     snapshot_id, undo=not req.snapshot_id)
     info = snapshot.info()
     services.bus.publish(SnapshotRestored(snapshot=info), record.id)
-    services.announcer.prompt_changed(record.id)
+    await services.announcer.prompt_changed(record.id)
     services.announcer.changed(record.id)
     return SnapshotReply(id=req.id, session_id=record.id, snapshot=info)
 
 
-@handles(requests.SnapshotDelete, session=True)
+@handles(requests.SnapshotDelete, session=True, waits=True)
 async def snapshot_delete(services: Services, req: requests.SnapshotDelete, record: SessionRecord) -> SnapshotReply:
-    snapshot = services.store.delete_snapshot(record.id, req.snapshot_id)  # NoSuchSnapshot: its code
+    snapshot = await services.store.off_loop(services.store.delete_snapshot, record.id,
+                                             req.snapshot_id)  # NoSuchSnapshot: its code
     return SnapshotReply(id=req.id, session_id=record.id, snapshot=snapshot.info())

@@ -10,7 +10,7 @@ from ctxkeep.daemon.store.records import SessionRecord
 from ctxkeep.daemon.handlers.registry import REMOTE, RequestError, handles
 
 
-@handles(requests.Send, session=True)
+@handles(requests.Send, session=True, waits=True)
 async def send(services: Services, req: requests.Send, record: SessionRecord) -> Accepted:
     if services.stopping():
         raise RequestError(ErrorCode.SHUTTING_DOWN, "ctxkeepd is shutting down: send again "

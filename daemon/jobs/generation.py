@@ -142,7 +142,7 @@ class Generations(TurnEndings):
                 room = self._reply_room(session, estimate)
             except RequestError:
                 if compacted is not None:  # it did not help: a refused send changes nothing
-                    self.auto.roll_back(sid, compacted)
+                    await self.auto.roll_back(sid, compacted)
                 raise
             messages = self.prompts.build(session, context, active, user)
             options = {**session.options, "num_ctx": session.window, "num_predict": room}
@@ -239,7 +239,7 @@ class Generations(TurnEndings):
                 r.context_length = facts.context_length or r.context_length
                 r.parameter_size = facts.parameter_size
             window = session.window
-            session = self.store.update_session(session.id, record)
+            session = await self.store.off_loop(self.store.update_session, session.id, record)
             if session.window != window:  # the model allows less than num_ctx: a new window
                 self.announcer.changed(session.id)
         return session

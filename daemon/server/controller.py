@@ -13,22 +13,17 @@ import time
 
 import zmq
 
-from ctxkeep.protocol import DecodeFailure, ErrorCode, decode_request, encode, requests
+from ctxkeep.protocol import DecodeFailure, ErrorCode, decode_request, encode
 from ctxkeep.protocol.replies import Error, Reply
 from ctxkeep.protocol.requests import Request
 from ctxkeep.daemon.errors import RequestError
 from ctxkeep.daemon.handlers import HANDLERS
-from ctxkeep.daemon.handlers.registry import REMOTE
+from ctxkeep.daemon.handlers.registry import REMOTE, WAITING
 from ctxkeep.daemon.server.inbox import Inbox
 from ctxkeep.daemon.services import Services
 from ctxkeep.daemon.store.store import StoreError
 
 log = logging.getLogger(__name__)
-
-#: Requests whose handlers wait on something slow (reading files, asking Ollama): always
-#: answered in a task of their own, so that other clients go on being served meanwhile.
-WAITING = (requests.Send, requests.Compact)
-
 
 class Controller:
     """Serves requests from ROUTER sockets with the daemon's services."""
@@ -53,7 +48,7 @@ class Controller:
                 peer = frames[0]
                 envelope, request = self._unwrap(frames)
                 before = last.get(peer)
-                if before is None and not isinstance(request, WAITING):
+                if before is None and type(request) not in WAITING:
                     self._reply(router, peer, envelope, await self.dispatch(request))
                     continue
                 task = asyncio.create_task(self._answer(router, peer, envelope, request, before))

@@ -19,6 +19,7 @@ turn's writes go through `writer` (writer.py): committed in a thread, grouped, s
 the event loop never waits for the disk.
 """
 
+import functools
 import logging
 import os
 import shutil
@@ -26,7 +27,7 @@ import struct
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import lmdb
 import msgspec
@@ -126,6 +127,11 @@ class Environment:
                 self.env.set_mapsize(size)
             except lmdb.Error as exc:
                 raise StoreError(f"the store at {self.path} could not write: {exc}") from exc
+
+    async def off_loop(self, method: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """`method(*args, **kwargs)` (a method of this store that writes) run by the writer
+        thread: the event loop goes on while it commits and syncs."""
+        return await self.writer.call(functools.partial(method, *args, **kwargs))
 
     def read(self, fn: Callable[[lmdb.Transaction], T]) -> T:
         """Run `fn` in a read transaction."""

@@ -7,13 +7,15 @@ store, or a test double, needs only these members.
 
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from ctxkeep.daemon.store.records import (
     ActiveContext, Calibration, CompactionRecord, FileRefRecord, MessageRecord, NewMessage,
     SessionRecord, SnapshotRecord,
 )
 
+
+T = TypeVar("T")
 
 class SessionStore(Protocol):
     """Sessions, their histories and context state, snapshots and caches."""
@@ -32,6 +34,10 @@ class SessionStore(Protocol):
     async def append_async(self, session_id: str, messages: Iterable[NewMessage], **how: Any
                            ) -> tuple[SessionRecord, list[MessageRecord]]:
         """`append`, committed off the event loop (grouped with other writes)."""
+
+    async def off_loop(self, method: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """A method of this store that writes, run by the writer thread (the event loop
+        goes on while it commits)."""
 
     def view(self, session_id: str) -> tuple[SessionRecord, ActiveContext, list[MessageRecord]]:
         """The session, its context state and its active messages, in one read."""

@@ -47,6 +47,11 @@ class GroupWriter:
             self._thread.submit(self._commit)
         return await future
 
+    async def call(self, fn: Callable[[], T]) -> T:
+        """Run `fn`, a store method that commits on its own, in the writer thread (in turn
+        with the grouped commits), so that its sync does not hold up the event loop."""
+        return await asyncio.wrap_future(self._thread.submit(fn))
+
     def _commit(self) -> None:
         with self._lock:
             batch, self._pending = self._pending, []
