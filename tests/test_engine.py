@@ -231,3 +231,27 @@ def test_requests_that_write_commit_off_the_event_loop(tmp_path):
     assert len(committed_in) >= 12
     assert all(name.startswith("ctxkeep-store-writer") for name in committed_in), committed_in
     app.close()
+
+
+def test_active_pages_seek_and_follow_changes(tmp_path):
+    """Paging through the active context (as `show --active` does) returns it whole and in
+    order, and a commit between two pages is seen by the next one."""
+    from ctxkeep.daemon.store.records import NewMessage
+    app = InProcess(tmp_path, MemoryBackend())
+    sid = app.store.create_session(name="p", model=MODEL, system="", options={}, num_ctx=8192).id
+    app.store.append(sid, [NewMessage(role="user", content=f"m{i}") for i in range(25)], activate=range(25))
+    # as after a compaction: a summary (#24 here) before the messages it kept, not in seq order
+    app.store.update_context(sid, lambda c, _: setattr(c, "seqs", [24, *range(5, 24)]))
+
+    async def pages(start: int = 0) -> list[int]:
+        seen: list[int] = []
+        while True:
+            reply = await app.call(requests.History(session=sid, start=start, limit=10, active=True))
+            seen += [m.seq for m in reply.messages]
+            if reply.next is None:
+                return seen
+            if len(seen) == 10:  # a turn lands between two pages
+                app.store.append(sid, [NewMessage(role="assistant", content="late")], activate=[0])
+            start = reply.next
+    assert asyncio.run(pages()) == app.store.context(sid).seqs == [24, *range(5, 24), 25]
+    app.close()

@@ -12,18 +12,14 @@ async def history(services: Services, req: requests.History, record: SessionReco
     if req.active:
         # The active context is in prompt order (a summary before the messages it kept),
         # so a page starts at the position of `start` in it, not at seqs >= start.
-        seqs = services.store.context(record.id).seqs
-        at = seqs.index(req.start) if req.start in seqs else 0 if req.start == 0 else len(seqs)
-        page_seqs = seqs[at:at + req.limit]
-        messages = services.store.messages(record.id, page_seqs)
-        after = at + len(page_seqs)
-        nxt, total = (seqs[after] if after < len(seqs) else None), len(seqs)
+        messages, nxt, total = services.store.active_page(record.id, req.start, req.limit)
     else:
         messages, nxt, total = services.store.history(record.id, req.start, req.limit)
     infos = [m.info() for m in messages]
-    # Keep the reply under the frame cap: a shorter page, with `next` pointing on.
+    # Keep the reply under the frame cap: a shorter page, with `next` pointing on (each
+    # message measured only when the whole page is over the cap).
     budget, size, kept = services.config.max_frame_bytes // 2, 0, 0
-    for kept, info in enumerate(infos):
+    for kept, info in enumerate(infos if len(encode(infos)) > budget else ()):
         size += len(encode(info))
         if size > budget and kept > 0:
             infos, nxt = infos[:kept], info.seq

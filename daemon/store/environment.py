@@ -82,6 +82,8 @@ class Environment:
         self.writer = GroupWriter(self.env, self.write)
         #: Messages decoded by reads, kept (they never change).
         self.message_cache = MessageCache()
+        #: One session's active context positions, as of a commit count (History.active_page).
+        self._active_index: dict[str, tuple[int, list[int], dict[int, int]]] = {}
         self._upgrade()
 
     @classmethod

@@ -140,6 +140,23 @@ class History(Sessions):
             return out, nxt, record.message_count
         return self.read(page)
 
+    def active_page(self, session_id: str, start: int, limit: int
+                    ) -> tuple[list[MessageRecord], int | None, int]:
+        """A page of the active context in prompt order, from the message `start` (a seq;
+        0: the beginning): (messages, the seq that starts the next page or None, how many
+        are active). The context's positions are kept until the next commit, so paging
+        through a large context seeks instead of reading it whole for every page."""
+        kept = self._active_index.get(session_id)
+        if kept is None or kept[0] != self.commits:
+            seqs = self.context(session_id).seqs
+            kept = (self.commits, seqs, {seq: i for i, seq in enumerate(seqs)})
+            self._active_index = {session_id: kept}  # one session's at a time
+        _, seqs, position = kept
+        at = position.get(start, 0 if start == 0 else len(seqs))
+        page = seqs[at:at + limit]
+        after = at + len(page)
+        return self.messages(session_id, page), (seqs[after] if after < len(seqs) else None), len(seqs)
+
     def active_messages(self, session_id: str) -> list[MessageRecord]:
         """The messages of the session's active context, oldest first."""
         return self.read(lambda txn: self._messages(txn, session_id, self._active(txn, session_id).seqs,

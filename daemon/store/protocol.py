@@ -24,6 +24,11 @@ class SessionStore(Protocol):
     #: Commits made so far, counted after each one lands: what a cache of reads keys on.
     commits: int
 
+    def active_page(self, session_id: str, start: int, limit: int
+                    ) -> tuple[list[MessageRecord], int | None, int]:
+        """A page of the active context in prompt order from the message `start`:
+        (messages, the next page's first seq or None, how many are active)."""
+
     def active_messages(self, session_id: str) -> list[MessageRecord]:
         """The messages of the session's active context, oldest first."""
 
