@@ -200,12 +200,19 @@ def test_a_turn_builds_only_its_new_messages(tmp_path):
 
 
 def test_requests_that_write_commit_off_the_event_loop(tmp_path):
-    """Every commit a request makes (sessions, settings, pins, goals, snapshots, a turn)
-    runs in the store's writer thread: the event loop never waits for the disk."""
+    """Every commit a request makes (sessions, settings, pins, goals, snapshots, turns,
+    manual and automatic compactions) runs in the store's writer thread: the event loop
+    never waits for the disk."""
     import threading
 
     from ctxkeep.protocol.models import Goals
-    app = InProcess(tmp_path, MemoryBackend())
+
+    def reply(messages) -> str:  # long answers, short summaries
+        asked = messages[-1]["content"]
+        if asked.startswith(("Conversation to summarize", "Summary to shorten", "Summaries of")):
+            return "Summary: the plan."
+        return " ".join(f"detail{i}" for i in range(80))
+    app = InProcess(tmp_path, MemoryBackend(reply=reply))
     committed_in: list[str] = []
     real_write = app.store.write
 
@@ -226,9 +233,16 @@ def test_requests_that_write_commit_off_the_event_loop(tmp_path):
         snap = (await app.call(requests.SnapshotCreate(session=sid))).snapshot
         await app.call(requests.SnapshotRestore(session=sid, snapshot_id=snap.id))
         await app.call(requests.SnapshotDelete(session=sid, snapshot_id=snap.id))
+        await app.call(requests.SetModel(session=sid, thresholds=[0.001, 0.002, 0.003]))
+        for i in range(6):  # long answers: automatic compactions after each turn
+            await app.call(requests.Send(session=sid, text=f"question {i}"))
+            await app.services.jobs.drain(30)
+        await app.call(requests.Compact(session=sid, tail_turns=1))
+        await app.services.jobs.drain(30)
+        assert [e.status for e in app.of_type(CompactionResult)].count("ok") >= 2  # auto + manual
         await app.call(requests.SessionDelete(session=sid))
     asyncio.run(go())
-    assert len(committed_in) >= 12
+    assert len(committed_in) >= 20
     assert all(name.startswith("ctxkeep-store-writer") for name in committed_in), committed_in
     app.close()
 

@@ -1,32 +1,28 @@
 """Automatic graduated compaction (seeds 001 and 002).
 
-The conversation's budget is window − reply room − system − goals/pins −
-checkpoints; its fill is the conversation's tokens over it. Checked after
-every turn (with a cooldown of 2 messages) and before every prompt is sent
-(then regardless of the cooldown, until the prompt plus its reply room fits).
-
-A pass runs the levels cheapest first and stops as soon as the fill is
-under the next level's threshold (for a prompt that must fit: as soon as it
-fits); the fill that triggers a lossy level is the estimate lowered by the
+The conversation's budget is window − reply room − system − goals/pins − checkpoints;
+its fill is the conversation's tokens over it. Checked after every turn (with a cooldown
+of 2 messages) and before every prompt is sent (then regardless of the cooldown, until
+the prompt plus its reply room fits). A pass runs the levels cheapest first and stops
+as soon as the fill is under the next level's threshold (for a prompt that must fit: as
+soon as it fits); the fill that triggers a lossy level is the estimate lowered by the
 estimator's measured error, so an over-estimate never costs the user text.
 
-- level 1 (50 %), `file_compress`: full @file references not used in the last
-  3 messages are shown as their summaries (outlines);
-- level 2 (65 %), `message_prune`: older messages outside the preserved set
-  are scored for relevance to the recent turns (BM25, plus embeddings when
-  Ollama has the model); the more relevant half stays, the rest leaves the
-  active context (never the history);
-- level 3 (80 %), `checkpoint`: older messages become a new checkpoint (a
-  goal-aware summary, their files as outlines); existing checkpoints age —
-  recent, old, ancient, merged — each step re-compressed smaller.
+- level 1 (50 %), `file_compress`: full @file references not used in the last 3
+  messages are shown as their summaries (outlines);
+- level 2 (65 %), `message_prune`: older messages outside the preserved set are scored
+  for relevance to the recent turns (BM25, plus embeddings when Ollama has the model);
+  the more relevant half stays, the rest leaves the active context (never the history);
+- level 3 (80 %), `checkpoint`: older messages become a new checkpoint (a goal-aware
+  summary, their files as outlines); existing checkpoints age — recent, old, ancient,
+  merged — each step re-compressed smaller.
 
-Never compressed: the system prompt, the goal record, pinned messages, the
-last messages and, by default, the user's own messages, which stay verbatim
-in place until they alone pass half the budget: then the oldest of them are
-summarized into a checkpoint marked as the user's, with a `user_summary`
-warning that says so. Every level must shrink the context, or it fails and
-changes nothing. One snapshot is taken before a pass's first change, so
-`undo` takes back a whole pass.
+Never compressed: the system prompt, the goal record, pinned messages, the last
+messages and, by default, the user's own messages, which stay verbatim in place until
+they alone pass half the budget: then the oldest of them are summarized into a
+checkpoint marked as the user's, with a `user_summary` warning that says so. Every level
+must shrink the context, or it fails and changes nothing. One snapshot is taken before a
+pass's first change, so `undo` takes back a whole pass.
 """
 
 import asyncio
@@ -54,6 +50,7 @@ from ctxkeep.daemon.models.protocol import ModelBackend
 from ctxkeep.daemon.store.records import ActiveContext, CompactionRecord, MessageRecord, SessionRecord
 from ctxkeep.daemon.store.protocol import SessionStore
 from ctxkeep.daemon.store.store import StoreError
+from ctxkeep.daemon.store.writer import landed
 from ctxkeep.daemon.context.usage import Budget, measure, reply_room
 from ctxkeep.daemon.context.view import View
 
@@ -214,14 +211,17 @@ class AutoCompactor(Checkpointing):
                         "nothing was changed")
                 after = before
                 return False
-            self._commit(session, context, change, level, pass_, before, after)
+            cancelled = await self._commit(session, context, change, level, pass_, before, after)
             status, note = "ok", change.note
             pass_.levels.append(level)
             for kind, message in change.warnings:
                 self.bus.publish(ContextWarning(kind=kind, message=message), session_id)
+            if cancelled:  # it landed before the cancel could stop it: say so, then stop
+                raise asyncio.CancelledError
             return True
         except asyncio.CancelledError:
-            note = "cancelled"
+            if status != "ok":
+                note = "cancelled"
             raise
         except (RequestError, SummaryRejected, StoreError) as exc:
             note = str(exc)
@@ -235,14 +235,15 @@ class AutoCompactor(Checkpointing):
             if status == "ok":
                 self.announcer.compacted(session_id)
 
-    def _commit(self, session: SessionRecord, context: ActiveContext, change: Change, level: int,
-                pass_: Pass, before: int, after: int) -> None:
+    async def _commit(self, session: SessionRecord, context: ActiveContext, change: Change,
+                      level: int, pass_: Pass, before: int, after: int) -> bool:
         """Snapshot (once per pass), then the new state, its audit record and the new
-        estimate in one transaction; the cooldown restarts."""
+        estimate in one transaction, by the writer thread; the cooldown restarts. Returns
+        whether a cancel came while the change was being committed (it landed)."""
         if not pass_.snapshot_id:
-            pass_.snapshot_id = take_snapshot(self.store, self.bus, session.id,
-                                              f"before compaction (automatic: {pass_.reason})",
-                                              self.config.snapshots_kept)
+            reason = f"before compaction (automatic: {pass_.reason})"
+            pass_.snapshot_id = await take_snapshot(self.store, self.bus, session.id, reason,
+                                                    self.config.snapshots_kept)
         gone = [s for s in context.seqs if s not in set(change.seqs)]
 
         def update(c: ActiveContext, record: SessionRecord) -> None:
@@ -251,19 +252,19 @@ class AutoCompactor(Checkpointing):
             record.compactions += 1
             record.token_count, record.tokens_exact = after, False
         audit = CompactionRecord(time=time.time(), level=level, strategy=STRATEGY[level],
-                                 tokens_before=before, tokens_after=after,
-                                 tokens_freed=before - after, summarized=gone, kept=change.seqs,
-                                 summary_seq=-1, model=session.model, requested_by="auto",
-                                 reason=change.note)
-        self.store.update_context(session.id, update, expected=context.seqs, audit=audit)
+                                 tokens_before=before, tokens_after=after, tokens_freed=before - after,
+                                 summarized=gone, kept=change.seqs, summary_seq=-1, model=session.model,
+                                 requested_by="auto", reason=change.note)
+        _, cancelled = await landed(self.store.off_loop(
+            self.store.update_context, session.id, update, expected=context.seqs, audit=audit))
+        return cancelled
 
     def _result(self, cid: str, session_id: str, status: str, level: int, reason: str,
                 before: int, after: int) -> None:
-        freed = before - after
         marker = compaction_marker(before, after, level) if status == "ok" else ""
         self.bus.publish(CompactionResult(
             compaction_id=cid, status=status, reason=reason, tokens_before=before,  # type: ignore[arg-type]
-            tokens_after=after, tokens_freed=max(0, freed), level=level,
+            tokens_after=after, tokens_freed=max(0, before - after), level=level,
             strategy=STRATEGY[level], marker=marker), session_id)
         log.info("session=%s auto compaction level %d %s %s", session_id, level, status, reason or marker)
 

@@ -125,7 +125,7 @@ async def embeddings(backend: ModelBackend, store: SessionStore, model: str,
             log.info("embeddings unavailable (%s): keywords alone", exc.message)
             return None
         fresh = dict(zip(unique.keys(), got))
-        store.save_embeddings(model, fresh)
+        await store.off_loop(store.save_embeddings, model, fresh)
         vectors.update(fresh)
     return [vectors[d] for d in digests]
 

@@ -48,10 +48,11 @@ def compaction_marker(before: int, after: int, level: int = 0) -> str:
     return f"── compacted{how}: {before:,} → ~{after:,} tokens ({before - after:,} freed) ──"
 
 
-def take_snapshot(store: SessionStore, bus: EventBus, session_id: str, reason: str, keep: int) -> str:
+async def take_snapshot(store: SessionStore, bus: EventBus, session_id: str, reason: str,
+                        keep: int) -> str:
     """Save the session's context state before a compaction changes it (keeping the newest
-    `keep` snapshots), and say so; returns the snapshot's id."""
-    snapshot = store.save_snapshot(session_id, reason, keep)
+    `keep` snapshots; committed by the writer thread), and say so; returns its id."""
+    snapshot = await store.off_loop(store.save_snapshot, session_id, reason, keep)
     bus.publish(SnapshotCreated(snapshot=snapshot.info()), session_id)
     return snapshot.id
 

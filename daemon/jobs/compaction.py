@@ -32,6 +32,7 @@ from ctxkeep.daemon.store.records import (
 )
 from ctxkeep.daemon.store.protocol import SessionStore
 from ctxkeep.daemon.store.store import StoreError
+from ctxkeep.daemon.store.writer import landed
 from ctxkeep.daemon.context.summarizer import (
     MIN_CALL_BUDGET, Summarizer, SummaryRejected, compaction_marker, instructions_for,
     split_tail, take_snapshot,
@@ -169,7 +170,7 @@ class Compactor:
                                                     detail=detail), job.session_id)
             text, tokens = await plan.summarizer.summarize(
                 plan.chunks, COMPACTION_SYSTEM, instructions_for(plan.context, instructions), progress)
-            self._accept(job, plan, text, tokens, requested_by)
+            await self._accept(job, plan, text, tokens, requested_by)
         except RequestError as exc:
             self._result(job, "failed", reason=_reason(exc.code, exc.message), **failure)
         except SummaryRejected as exc:
@@ -179,7 +180,7 @@ class Compactor:
         except StoreError as exc:
             self._result(job, "failed", reason=_reason(exc.code, str(exc)), **failure)
 
-    def _accept(self, job: Job, plan: Plan, text: str, tokens: int, requested_by: str) -> None:
+    async def _accept(self, job: Job, plan: Plan, text: str, tokens: int, requested_by: str) -> None:
         summary_tokens = self.estimator.message(plan.session.model, SUMMARY_PREFIX + text)
         if max(tokens, summary_tokens) >= plan.tokens_summarized:
             raise SummaryRejected(f"it is not smaller than what it replaces "
@@ -198,13 +199,14 @@ class Compactor:
             tokens_after=after, tokens_freed=freed, summarized=[m.seq for m in plan.head],
             kept=[m.seq for m in plan.keep], summary_seq=-1, model=plan.summarizer.model,
             requested_by=requested_by)
-        take_snapshot(self.store, self.bus, session.id, "before compaction (manual)",
-                      self.config.snapshots_kept)
-        session, summary = self.store.compact(
-            session.id, expected=[m.seq for m in plan.active],
+        await take_snapshot(self.store, self.bus, session.id, "before compaction (manual)",
+                            self.config.snapshots_kept)
+        # once the summary is being stored it lands (a cancel then comes too late)
+        (session, summary), _ = await landed(self.store.off_loop(
+            self.store.compact, session.id, expected=[m.seq for m in plan.active],
             summary=NewMessage(role=role, content=content, model=plan.summarizer.model,
                                eval_count=tokens, kind="summary"),
-            keep=[m.seq for m in plan.keep], record=record, token_estimate=after)
+            keep=[m.seq for m in plan.keep], record=record, token_estimate=after))
         self._result(job, "ok", tokens_before=plan.tokens_before, tokens_after=after,
                      tokens_freed=freed, marker=compaction_marker(plan.tokens_before, after),
                      summarized=len(plan.head), kept=len(plan.keep), summary_seq=summary.seq)

@@ -42,6 +42,7 @@ from ctxkeep.daemon.store.records import (
     ActiveContext, Attachment, MessageRecord, NewMessage, SessionRecord,
 )
 from ctxkeep.daemon.store.protocol import SessionStore
+from ctxkeep.daemon.store.writer import landed
 from ctxkeep.daemon.context.usage import reply_room
 
 log = logging.getLogger(__name__)
@@ -267,16 +268,10 @@ class Generations(TurnEndings):
         if goals is not None:  # what the model sees changed after the count: an estimate
             changed = msgspec.structs.replace(context, goals=goals)
             count, exact = self.estimator.context(session, changed, [*active, user, reply.record(-1, 0.0)]), False
-        write = asyncio.ensure_future(self.store.append_async(
+        # too late to cancel once the answer is being stored: it lands
+        (session, (assistant,)), cancelled = await landed(self.store.append_async(
             session.id, [reply], activate_seqs=[user.seq], activate=[0], token_count=count,
             exact=exact, answered=[user.seq], calibration=(session.model, calibration), goals=goals))
-        cancelled = False
-        while not write.done():
-            try:
-                await asyncio.wait([write])
-            except asyncio.CancelledError:  # too late to cancel: the answer is being stored
-                cancelled = True
-        session, (assistant,) = write.result()
         if truncated:
             log.warning("session=%s prompt_eval_count %d (estimated %d, window %d): "
                         "Ollama may have cut the prompt", session.id, token_count, turn.estimate, window)

@@ -11,7 +11,7 @@ that fails is undone alone and fails alone.
 import asyncio
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
@@ -81,6 +81,19 @@ class GroupWriter:
     def close(self) -> None:
         """Finish what was submitted, then stop the thread."""
         self._thread.shutdown(wait=True)
+
+
+async def landed(write: Awaitable[T]) -> tuple[T, bool]:
+    """Wait for a commit in flight even when cancelled meanwhile: it lands regardless, and
+    what follows must know it did. Returns its result, and whether a cancel came."""
+    future = asyncio.ensure_future(write)
+    cancelled = False
+    while not future.done():
+        try:
+            await asyncio.wait([future])
+        except asyncio.CancelledError:
+            cancelled = True
+    return future.result(), cancelled
 
 
 def _settle(future: asyncio.Future, ok: bool, value: Any) -> None:
