@@ -91,11 +91,15 @@ class Generations(TurnEndings):
         (no event: no client was told of it) and the error raised. Returns the job, how
         many jobs are ahead of it, and the stored question."""
         question = NewMessage(role="user", content=text, files=files)
-        stored = asyncio.ensure_future(self.store.append_async(session.id, [question], pending=True))
+        commit: list[asyncio.Future] = []  # made just below: the job's first step runs later
         job = Job(session_id=session.id, kind="generation",
-                  body=lambda j: self._execute(j, stored, question.record(-1, 0.0), think),
-                  fail=lambda j, code, message: self._failed(j, stored, code, message))
+                  body=lambda j: self._execute(j, commit[0], question.record(-1, 0.0), think),
+                  fail=lambda j, code, message: self._failed(j, commit[0], code, message))
         ahead = self.jobs.submit(job)
+        # Made after the job, so that a job that can start at once sends its model request
+        # before the writer thread takes the GIL to build this commit.
+        stored = asyncio.ensure_future(self.store.append_async(session.id, [question], pending=True))
+        commit.append(stored)
         try:
             _, (user,) = await asyncio.shield(stored)
         except BaseException:
