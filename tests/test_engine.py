@@ -250,7 +250,11 @@ def test_requests_that_write_commit_off_the_event_loop(tmp_path):
 def test_active_pages_seek_and_follow_changes(tmp_path):
     """Paging through the active context (as `show --active` does) returns it whole and in
     order, and a commit between two pages is seen by the next one."""
+    import msgspec
+
     from ctxkeep.daemon.store.records import NewMessage
+    from ctxkeep.protocol import encode
+    from ctxkeep.protocol.replies import HistoryReply
     app = InProcess(tmp_path, MemoryBackend())
     sid = app.store.create_session(name="p", model=MODEL, system="", options={}, num_ctx=8192).id
     app.store.append(sid, [NewMessage(role="user", content=f"m{i}") for i in range(25)], activate=range(25))
@@ -261,6 +265,7 @@ def test_active_pages_seek_and_follow_changes(tmp_path):
         seen: list[int] = []
         while True:
             reply = await app.call(requests.History(session=sid, start=start, limit=10, active=True))
+            reply = msgspec.json.decode(encode(reply), type=HistoryReply)  # as a client reads it
             seen += [m.seq for m in reply.messages]
             if reply.next is None:
                 return seen

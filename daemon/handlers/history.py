@@ -1,6 +1,8 @@
 """history: the full, append-only history of a session, in pages."""
 
-from ctxkeep.protocol import encode, requests
+import msgspec
+
+from ctxkeep.protocol import requests
 from ctxkeep.protocol.replies import HistoryReply
 from ctxkeep.daemon.services import Services
 from ctxkeep.daemon.store.records import SessionRecord
@@ -15,13 +17,16 @@ async def history(services: Services, req: requests.History, record: SessionReco
         messages, nxt, total = services.store.active_page(record.id, req.start, req.limit)
     else:
         messages, nxt, total = services.store.history(record.id, req.start, req.limit)
-    infos = [m.info() for m in messages]
-    # Keep the reply under the frame cap: a shorter page, with `next` pointing on (each
-    # message measured only when the whole page is over the cap).
-    budget, size, kept = services.config.max_frame_bytes // 2, 0, 0
-    for kept, info in enumerate(infos if len(encode(infos)) > budget else ()):
-        size += len(encode(info))
-        if size > budget and kept > 0:
-            infos, nxt = infos[:kept], info.seq
+    # Each message's JSON is encoded once and kept (stored messages never change); the
+    # page goes into the reply as it is (msgspec.Raw), under the frame cap: a shorter
+    # page, with `next` pointing on.
+    parts = services.store.message_cache.encoded_infos(record.id, messages)
+    budget, size, kept = services.config.max_frame_bytes // 2, 0, len(parts)
+    for i, part in enumerate(parts):
+        size += len(part) + 1
+        if size > budget and i > 0:
+            kept, nxt = i, messages[i].seq
             break
-    return HistoryReply(id=req.id, session_id=record.id, messages=infos, next=nxt, total=total)
+    page = msgspec.Raw(b"[" + b",".join(parts[:kept]) + b"]")
+    return HistoryReply(id=req.id, session_id=record.id, messages=page,  # type: ignore[arg-type]
+                        next=nxt, total=total)

@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
+from ctxkeep.daemon.store.message_cache import MessageCache
 from ctxkeep.daemon.store.records import (
     ActiveContext, Calibration, CompactionRecord, FileRefRecord, MessageRecord, NewMessage,
     SessionRecord, SnapshotRecord,
@@ -21,6 +22,8 @@ class SessionStore(Protocol):
     """Sessions, their histories and context state, snapshots and caches."""
 
     path: Path
+    #: Decoded messages and their encoded `MessageInfo`s, kept (store/message_cache.py).
+    message_cache: MessageCache
     #: Commits made so far, counted after each one lands: what a cache of reads keys on.
     commits: int
 
