@@ -274,3 +274,35 @@ def test_active_pages_seek_and_follow_changes(tmp_path):
             start = reply.next
     assert asyncio.run(pages()) == app.store.context(sid).seqs == [24, *range(5, 24), 25]
     app.close()
+
+
+def test_a_page_over_the_frame_cap_is_cut_short_and_points_on(tmp_path):
+    """A history page whose messages would pass half the frame cap stops before the one
+    that would, and `next` points at it; paging on returns every message exactly once."""
+    import msgspec
+
+    from ctxkeep.daemon.store.records import NewMessage
+    from ctxkeep.protocol import encode
+    from ctxkeep.protocol.replies import HistoryReply
+    app = InProcess(tmp_path, MemoryBackend(), Config(max_frame_bytes=8192))
+    sid = app.store.create_session(name="big", model=MODEL, system="", options={}, num_ctx=8192).id
+    app.store.append(sid, [NewMessage(role="user", content=f"{i} " + "x" * 900) for i in range(12)],
+                     activate=range(12))
+
+    async def pages(active: bool) -> list[list[int]]:
+        out, start = [], 0
+        while True:
+            reply = await app.call(requests.History(session=sid, start=start, limit=100, active=active))
+            body = encode(reply)
+            assert len(body) <= 8192, len(body)
+            reply = msgspec.json.decode(body, type=HistoryReply)
+            out.append([m.seq for m in reply.messages])
+            if reply.next is None:
+                return out
+            assert reply.next == out[-1][-1] + 1
+            start = reply.next
+    for active in (False, True):
+        got = asyncio.run(pages(active))
+        assert len(got) > 1 and all(got)  # cut short, never empty
+        assert [seq for page in got for seq in page] == list(range(12))
+    app.close()
