@@ -61,6 +61,7 @@ def prune_candidates(context: ActiveContext, active: list[MessageRecord],
 
 def plan_prune(candidates: list[MessageRecord], scores: list[float]) -> set[int]:
     """Level 2: keep the more relevant half; the rest leaves the active context."""
-    ranked = sorted(zip(scores, range(len(candidates))), reverse=True)
-    keep = {candidates[i].seq for _, i in ranked[:math.ceil(len(candidates) / 2)]}
+    # best first; among equal scores the newer message first (as a (score, index) sort)
+    ranked = sorted(range(len(candidates) - 1, -1, -1), key=scores.__getitem__, reverse=True)
+    keep = {candidates[i].seq for i in ranked[:math.ceil(len(candidates) / 2)]}
     return {m.seq for m in candidates if m.seq not in keep}
