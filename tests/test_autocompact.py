@@ -45,7 +45,7 @@ def test_reliability_score_as_seed_002_defines_it():
     assert reliability.model_factor("7.6B") == 0.50
     assert reliability.model_factor("70B") == 0.95 and reliability.model_factor("1.2B") == 0.30
     assert reliability.model_factor("137M") == 0.30
-    assert reliability.score("7.6B", 0) == 0.5
+    assert reliability.score("7.6B", 0) == reliability.score("1.2B", 0) == 1.0  # nothing compressed yet
     assert reliability.score("7.6B", 1) == pytest.approx(0.425)
     assert reliability.score("70B", 10) == pytest.approx(0.95 * 0.30)  # floor 30 %
 

@@ -75,7 +75,7 @@ def usage_lines(u: Usage) -> list[str]:
     lines.append(f"  {'active msgs'.ljust(width)}  {u.messages:>9}")
     lines.append(f"conversation budget {u.budget:,} tokens, {u.budget_fill:.0%} used")
     lines.append(f"reliability {u.reliability:.0%}" + (
-        " — low: after several compactions a small model may lose track; consider a new "
+        " — low: a small model may lose track of a compacted conversation; consider a new "
         "conversation or a larger model" if u.reliability < 0.40 else ""))
     return lines
 

@@ -37,7 +37,11 @@ def model_factor(parameter_size: str) -> float:
 
 
 def score(parameter_size: str, compactions: int, context_confidence: float = 1.0) -> float:
-    """modelFactor × max(1 − 0.15 × compactions, 0.30) × contextConfidence."""
+    """modelFactor × max(1 − 0.15 × compactions, 0.30) × contextConfidence once the
+    conversation has been compacted; 1.0 before (seed 002's score describes what
+    compressions do: a conversation the model sees whole has lost nothing)."""
+    if compactions <= 0:
+        return 1.0 * context_confidence
     return model_factor(parameter_size) * max(1.0 - 0.15 * compactions, 0.30) * context_confidence
 
 
