@@ -49,14 +49,14 @@ class _JournalPriority(logging.Filter):
 
 
 def setup_logging(level: str) -> None:
-    """One line per record on stderr, no colours; under systemd with journald priorities,
-    on a terminal with the time (journald adds its own)."""
+    """One line per record on stderr, no colours; under systemd with journald priorities
+    (journald adds the time), anywhere else (a terminal, a log file) with the time."""
     fmt = "%(levelname)s %(name)s: %(message)s"
     handler = logging.StreamHandler(sys.stderr)
     if os.environ.get("JOURNAL_STREAM"):
         fmt = "<%(priority)d>" + fmt
         handler.addFilter(_JournalPriority())
-    elif sys.stderr.isatty():
+    else:
         fmt = "%(asctime)s " + fmt
     handler.setFormatter(logging.Formatter(fmt))
     logging.basicConfig(level=level.upper(), handlers=[handler])

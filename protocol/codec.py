@@ -12,6 +12,7 @@ import msgspec
 from . import events, replies, requests
 from .errors import ErrorCode
 from .version import PROTOCOL_VERSION
+from .wording import in_words
 
 #: The largest frame the daemon accepts or sends (configurable in the daemon).
 DEFAULT_MAX_FRAME_BYTES = 1 << 20
@@ -129,7 +130,7 @@ def decode_request(frame: bytes, max_bytes: int = DEFAULT_MAX_FRAME_BYTES) -> re
         raise DecodeFailure(ErrorCode.BAD_JSON, f"invalid UTF-8: {exc}", head.id) from None
     except (msgspec.ValidationError, msgspec.DecodeError, ValueError) as exc:
         raise DecodeFailure(
-            ErrorCode.INVALID_REQUEST, f"invalid {head.type!r} request: {exc}", head.id
+            ErrorCode.INVALID_REQUEST, f"invalid {head.type!r} request: {in_words(str(exc))}", head.id
         ) from None
 
 

@@ -175,3 +175,13 @@ def test_set_rename_delete_cancel(daemon, standin):
     assert "nothing was running" in daemon.cli("cancel", "tuned").stdout
     assert daemon.cli("delete", "tuned").returncode == 0
     assert daemon.cli("show", sid).returncode == 1
+
+
+def test_validation_errors_in_the_users_words(daemon):
+    bad = daemon.cli("new", "--model", "qwen2.5:7b", "--num-ctx", "0")
+    assert bad.returncode == 1 and "`num_ctx` must be at least 256" in bad.stderr
+    assert "Expected" not in bad.stderr
+    sid = daemon.cli("new", "--model", "qwen2.5:7b", "-q").stdout.strip()
+    lock = daemon.cli("goals", sid, "--lock")
+    assert lock.returncode != 0 and "--decide" in lock.stderr
+    assert daemon.cli("config").returncode == 0  # no action: show

@@ -338,3 +338,13 @@ def test_maintenance_commands_say_what_is_missing(daemon_factory, tmp_path):
     d.write_config("event_hwm = 5000\n")
     renamed = d.cli_process("config", "show")
     assert renamed.returncode == 2 and "it is now `event_buffer_bytes`" in renamed.stderr
+
+
+def test_logs_written_to_a_file_carry_the_time(daemon_factory):
+    """As install.sh starts it (output to a log file, no journald): each line has its time."""
+    import re
+    d = daemon_factory()
+    d.start()
+    d.stop()
+    ready = [line for line in d.log.read_text().splitlines() if "ctxkeepd 0.1.0 ready" in line]
+    assert ready and re.match(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} INFO ", ready[0]), ready

@@ -94,3 +94,29 @@ def test_reply_error_shape():
     frame = encode(replies.Error(id="x", code="bad_json", message="m"))
     assert msgspec.json.decode(frame) == {"type": "error", "code": "bad_json", "message": "m",
                                           "id": "x", "v": 1}
+
+
+@pytest.mark.parametrize("message, said", [
+    ("Expected `int` >= 256 - at `$.num_ctx`", "`num_ctx` must be at least 256"),
+    ("Expected `float` <= 1.0 - at `$.thresholds[1]`", "`thresholds[1]` must be at most 1"),
+    ("Expected `float` > 0.0 - at `$.f`", "`f` must be more than 0"),
+    ("Expected `str` of length >= 1 - at `$.text`", "`text` must not be empty"),
+    ("Expected `str` of length <= 200 - at `$.reason`", "`reason` must have at most 200 characters"),
+    ("Expected `array` of length >= 3 - at `$.thresholds`", "`thresholds` must have at least 3 items"),
+    ("Expected `int`, got `str` - at `$.num_ctx`", "`num_ctx` must be a whole number, not text"),
+    ("Expected `int`, got `str` - at `$.options[...]`", "`options` must be a whole number, not text"),
+    ("Object missing required field `session`", "`session` is missing"),
+    ("Object missing required field `description` - at `$.goals.decisions[0]`",
+     "`description` is missing in `goals.decisions[0]`"),
+    ("Object contains unknown field `zz`", "`zz` is not a known field"),
+    ("something msgspec may say one day", "something msgspec may say one day"),
+])
+def test_validation_messages_in_the_users_words(message, said):
+    from ctxkeep.protocol.wording import in_words
+    assert in_words(message) == said
+
+
+def test_an_invalid_request_is_answered_in_the_users_words():
+    with pytest.raises(DecodeFailure) as failure:
+        decode_request(b'{"type":"session.create","id":"r","num_ctx":0}')
+    assert failure.value.message == "invalid 'session.create' request: `num_ctx` must be at least 256"

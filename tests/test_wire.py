@@ -61,7 +61,7 @@ def test_malformed_frame_gets_error_reply(raw, frame, code):
 def test_error_reply_echoes_the_request_id(raw):
     reply = exchange(raw, b'{"type": "session.get", "id": "abc-123", "session": 5}')
     assert reply["id"] == "abc-123"
-    assert "$.session" in reply["message"]
+    assert reply["message"] == "invalid 'session.get' request: `session` must be text, not a whole number"
 
 
 def test_oversize_frame(raw):

@@ -21,7 +21,8 @@ def add_config(commands) -> argparse.ArgumentParser:
         "config", help="the daemon's configuration",
         description="`ctxkeep config show` prints the effective configuration (the file, the "
                     "environment and the defaults) with where each value comes from.")
-    parser.add_argument("action", choices=["show"], help="show")
+    parser.add_argument("action", nargs="?", default="show", choices=["show"],
+                        help="show (the default)")
     parser.add_argument("--file", default=None, help="another configuration file")
     parser.set_defaults(run=lambda args: ctxkeepd(*(["--config", args.file] if args.file else []),
                                                   "config", "show"))

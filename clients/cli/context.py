@@ -5,7 +5,7 @@ import argparse
 import msgspec
 
 from ...protocol.models import Decision, Goals
-from .common import connect, when
+from .common import connect, fail, when
 
 MARK = {"completed": "[x]", "in-progress": "[~]", "pending": "[ ]"}
 
@@ -38,6 +38,8 @@ def add_goals(commands) -> argparse.ArgumentParser:
 
 
 def run_goals(args: argparse.Namespace) -> int:
+    if args.lock and not args.decide:
+        return fail("--lock locks the decision given with --decide: add --decide TEXT")
     with connect(args) as client:
         goals = client.goals(args.session).goals
         if args.clear or args.goal is not None or args.decide:
