@@ -69,7 +69,7 @@ def test_new_ask_show_sessions(daemon, standin):
 
 
 def test_errors_exit_nonzero_with_message_on_stderr(daemon, standin):
-    result = daemon.cli("ask", "missing", "hi")
+    result = daemon.cli("ask", "-s", "missing", "hi")
     assert result.returncode == 1
     assert "no session with id or name 'missing'" in result.stderr
     daemon.cli("new", "--name", "m", "--model", "absent:1b")
@@ -155,7 +155,7 @@ def test_chat_ctrl_c_cancels_the_generation_not_the_program(daemon, standin):
     assert "second answer" in out
 
 
-@pytest.mark.parametrize("args", [["show"], ["ask", "only-session"], ["bogus"]])
+@pytest.mark.parametrize("args", [["show"], ["ask", "--json", "--jsonl", "hi"], ["bogus"]])
 def test_usage_errors(daemon, args):
     assert daemon.cli(*args).returncode == 2
 
@@ -185,3 +185,42 @@ def test_validation_errors_in_the_users_words(daemon):
     lock = daemon.cli("goals", sid, "--lock")
     assert lock.returncode != 0 and "--decide" in lock.stderr
     assert daemon.cli("config").returncode == 0  # no action: show
+
+
+def test_ask_as_a_one_off_question(daemon, standin):
+    """Unquoted words; the last session when none is named; a session named by the first
+    word; a new one with --new/--model/--system; stdin added; --json and --jsonl."""
+    first = daemon.cli("ask", "hi")  # no session yet: a new one, on the default model
+    assert "new session chat-1" in first.stderr and "ollama pull" in first.stderr  # not installed here
+    daemon.cli("new", "--name", "notes", "--model", "qwen2.5:7b", "-q")
+    asked = daemon.cli("ask", "Why", "is", "the", "sky", "blue?")  # the most recent session
+    assert asked.returncode == 0, asked.stderr
+    assert standin.chats[-1].body["messages"][-1]["content"] == "Why is the sky blue?"
+    named = daemon.cli("ask", "notes", "what", "next?")
+    assert named.returncode == 0 and standin.chats[-1].body["messages"][-1]["content"] == "what next?"
+    with daemon.client() as c:
+        counts = {s.name: s.message_count for s in c.sessions().sessions}
+    assert counts == {"chat-1": 2, "notes": 4}
+    piped = daemon.cli("ask", "notes", "Review", "this:", input="def f(): pass\n")
+    assert piped.returncode == 0
+    assert standin.chats[-1].body["messages"][-1]["content"] == "Review this:\n\ndef f(): pass"
+    one_off = daemon.cli("ask", "--model", "small:1b", "--system", "Be terse.", "--json", "hi")
+    end = json.loads(one_off.stdout)
+    assert one_off.returncode == 0 and end["type"] == "response.generation"
+    assert standin.chats[-1].body["model"] == "small:1b" and standin.chats[-1].body["messages"][0]["content"] == "Be terse."
+    lines = [json.loads(line) for line in daemon.cli("ask", "notes", "more", "--jsonl").stdout.splitlines()]
+    assert lines[0]["type"] == "query.received" and lines[-1]["type"] == "response.generation"
+    assert {line["generation_id"] for line in lines} == {lines[-1]["generation_id"]}
+
+
+def test_show_last_n(daemon, standin):
+    sid = daemon.cli("new", "--model", "qwen2.5:7b", "-q").stdout.strip()
+    for i in range(3):
+        assert daemon.cli("ask", sid, f"question {i}").returncode == 0
+    shown = [json.loads(line)["seq"] for line in daemon.cli("show", sid, "--last", "2", "--json").stdout.splitlines()]
+    assert shown == [4, 5]
+    active = [json.loads(line)["seq"] for line in
+              daemon.cli("show", sid, "--active", "--last", "3", "--json").stdout.splitlines()]
+    assert active == [3, 4, 5]
+    text = daemon.cli("show", sid, "--last", "1").stdout
+    assert "#5" in text and "#4" not in text

@@ -1,32 +1,87 @@
-"""`ctxkeep ask`: one turn, the answer on stdout (for scripts)."""
+"""`ctxkeep ask`: one turn, the answer on stdout (for scripts and one-off questions)."""
 
 import argparse
+import io
 import os
 import sys
 
+from ...protocol import encode
 from ...protocol.events import GenerationError
+from ..core import CtxkeepError
 from .common import connect, fail, stream_turn
 
 
 def add_parser(commands) -> argparse.ArgumentParser:
     parser = commands.add_parser(
         "ask", help="send one message and print the answer",
-        description="Send one user turn to SESSION and stream the answer to stdout. "
-                    "Exit status 1 when the generation fails (the error on stderr).")
-    parser.add_argument("session", metavar="SESSION", help="session id or name")
-    parser.add_argument("text", metavar="TEXT", help="the message; `-` reads it from stdin")
+        description="Send one user turn and stream the answer to stdout. The words may be "
+                    "unquoted; when the first one names a session (id, id prefix or name) and "
+                    "more follow, the question goes to that session, else to the most recently "
+                    "used one (a new one when there is none). Text piped on stdin is added "
+                    "after the words (or is the question, with no words or `-`). Exit status 1 "
+                    "when the generation fails (the error on stderr).",
+        epilog="examples:  ctxkeep ask Why is the sky blue?   ·   ctxkeep ask notes what next?   ·   "
+               "git diff | ctxkeep ask --new --model qwen2.5:7b Review this diff")
+    parser.add_argument("words", metavar="[SESSION] TEXT", nargs="*", help="the question")
+    parser.add_argument("-s", "--session", default="", help="the session (instead of a first word)")
+    parser.add_argument("--new", action="store_true", help="ask in a new session")
+    parser.add_argument("--model", default="", help="ask in a new session on this model")
+    parser.add_argument("--system", default="", help="ask in a new session with this system prompt")
+    shown = parser.add_mutually_exclusive_group()
+    shown.add_argument("--json", action="store_true",
+                       help="print the turn's final event (the answer, or the error) as one JSON object")
+    shown.add_argument("--jsonl", action="store_true", help="print every event of the turn as JSON lines")
     return parser
 
 
+def question(words: list[str], piped: str) -> str:
+    """The words, then what was piped on stdin (`-` alone: stdin only)."""
+    if words == ["-"]:
+        return piped
+    text = " ".join(words)
+    return f"{text}\n\n{piped}" if text and piped else text or piped
+
+
+def pick_session(client, args: argparse.Namespace, words: list[str]) -> tuple[str, list[str]]:
+    """(the session to ask, the words that are the question)."""
+    if args.new or args.model or args.system:
+        created = client.create_session(model=args.model, system=args.system).session
+        print(f"ctxkeep: new session {created.name} ({created.id}) on {created.model}", file=sys.stderr)
+        return created.id, words
+    if args.session:
+        return args.session, words
+    if len(words) > 1:
+        try:
+            return client.session(words[0]).session.id, words[1:]
+        except CtxkeepError as exc:
+            if exc.code not in ("unknown_session", "ambiguous_session"):
+                raise
+    latest = client.sessions().sessions
+    if latest:
+        return latest[0].id, words
+    created = client.create_session().session
+    print(f"ctxkeep: new session {created.name} ({created.id}) on {created.model}", file=sys.stderr)
+    return created.id, words
+
+
 def run(args: argparse.Namespace) -> int:
-    text = sys.stdin.read().rstrip("\n") if args.text == "-" else args.text
-    if not text.strip():
-        return fail("the message is empty")
+    piped = "" if sys.stdin.isatty() else sys.stdin.read().rstrip("\n")
+    if not question(args.words, piped).strip():
+        return fail("the message is empty: give the question as words, or pipe it on stdin")
     with connect(args) as client:
+        session, words = pick_session(client, args, args.words)
+        text = question(words, piped)
+        if not text.strip():
+            return fail("the message is empty: give the question after the session")
         client.subscribe("")
-        end = stream_turn(client, args.session, text, sys.stdout, cwd=os.getcwd())
+        quiet = args.json or args.jsonl
+        out = io.StringIO() if quiet else sys.stdout
+        each = (lambda event: print(encode(event).decode(), flush=True)) if args.jsonl else None
+        end = stream_turn(client, session, text, out, cwd=os.getcwd(), on_event=each)
+    if args.json:
+        print(encode(end).decode())
+    elif not args.jsonl:
+        sys.stdout.write("\n" if not isinstance(end, GenerationError) or end.partial else "")
     if isinstance(end, GenerationError):
-        sys.stdout.write("\n" if end.partial else "")
         return fail(f"{end.code}: {end.message}")
-    sys.stdout.write("\n")
     return 0

@@ -98,7 +98,8 @@ class Styles:
 def stream_turn(client: Client, session: str, text: str, out: TextIO,
                 show_thinking: bool = False, cwd: str = "", think: bool | None = None,
                 on_interrupt: Callable[[], None] | None = None,
-                notes: TextIO | None = None) -> Event:
+                notes: TextIO | None = None,
+                on_event: Callable[[Event], None] | None = None) -> Event:
     """Send a turn and print its answer as it streams; returns the terminal event.
 
     The caller must have subscribed. Ctrl-C cancels the generation (the
@@ -124,6 +125,8 @@ def stream_turn(client: Client, session: str, text: str, out: TextIO,
     while True:
         try:  # Ctrl-C anywhere while the answer streams (waiting or printing) cancels it
             _, event = client.wait_event()
+            if on_event is not None and getattr(event, "generation_id", None) == gen:
+                on_event(event)
             end = _show(event, accepted, out, style, notes, show_thinking, shown)
         except KeyboardInterrupt:
             client.cancel(session, gen)

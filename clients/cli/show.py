@@ -2,6 +2,7 @@
 
 import argparse
 import textwrap
+from collections.abc import Iterator
 
 import msgspec
 
@@ -16,12 +17,16 @@ def add_parser(commands) -> argparse.ArgumentParser:
     parser.add_argument("session", metavar="SESSION", help="session id or name")
     parser.add_argument("--active", action="store_true",
                         help="only the active context: what the model sees now")
+    parser.add_argument("--last", type=int, default=0, metavar="N",
+                        help="only the last N messages (of the history, or of the active context)")
     parser.add_argument("--json", action="store_true", help="one JSON object per message and line")
     return parser
 
 
 def run(args: argparse.Namespace) -> int:
     import sys
+    if args.last < 0:
+        raise SystemExit("ctxkeep show: --last takes a number of messages, 1 or more")
     style = Styles(sys.stdout)
     with connect(args) as client:
         session = client.session(args.session).session
@@ -31,20 +36,32 @@ def run(args: argparse.Namespace) -> int:
                 print(f"{style.dim}active context (what the model sees){style.reset}")
             if session.system:
                 print(f"system: {session.system}")
-        start: int | None = 0
         width = min(terminal_width(), 100) - 2
-        while start is not None:
-            page = client.history(session.id, start=start, limit=500, active=args.active)
-            for m in page.messages:
-                if args.json:
-                    print(msgspec.json.encode(m).decode())
-                    continue
-                mark = f" [interrupted: {m.error}]" if m.status == "interrupted" else (
-                    " [summary]" if m.kind == "summary" else "")
-                print(f"\n{style.bold}{m.role}{style.reset} {style.dim}#{m.seq} {when(m.created)}"
-                      f"{mark}{style.reset}")
-                for line in m.content.splitlines() or [""]:
-                    print(textwrap.fill(line, width, initial_indent="  ", subsequent_indent="  ")
-                          if line else "")
-            start = page.next
+        for m in messages(client, session, args.active, args.last):
+            if args.json:
+                print(msgspec.json.encode(m).decode())
+                continue
+            mark = f" [interrupted: {m.error}]" if m.status == "interrupted" else (
+                " [summary]" if m.kind == "summary" else "")
+            print(f"\n{style.bold}{m.role}{style.reset} {style.dim}#{m.seq} {when(m.created)}"
+                  f"{mark}{style.reset}")
+            for line in m.content.splitlines() or [""]:
+                print(textwrap.fill(line, width, initial_indent="  ", subsequent_indent="  ")
+                      if line else "")
     return 0
+
+
+def messages(client, session, active: bool, last: int) -> Iterator:
+    """The messages to show, page by page as they arrive. The history's seqs run
+    0..count-1 (nothing is ever removed), so its last N start at count - N; the active
+    context is in prompt order, so its last N are cut once it is read."""
+    start: int | None = max(0, session.message_count - last) if last and not active else 0
+    kept: list = []
+    while start is not None:
+        page = client.history(session.id, start=start, limit=500, active=active)
+        if last and active:
+            kept = (kept + page.messages)[-last:]
+        else:
+            yield from page.messages
+        start = page.next
+    yield from kept
