@@ -31,4 +31,16 @@ if ! .venv/bin/ctxkeep status --json | grep -q '"reachable":true'; then
     echo "(https://ollama.com), or set OLLAMA_HOST before running ./install.sh."
 fi
 echo
-echo "Ready. Put $here/.venv/bin on your PATH, then: ctxkeep chat"
+echo "Ready. Put $here/.venv/bin on your PATH."
+# The next step names a model Ollama really has (or says how to get one).
+model=$(.venv/bin/ctxkeep models --json 2>/dev/null | .venv/bin/python -c '
+import json, sys
+data = json.load(sys.stdin)
+names = [m["name"] for m in data["models"] if not m["name"].startswith("nomic-embed")]
+default = [m["name"] for m in data["models"] if m["default"]]
+print((default or names or [""])[0])' 2>/dev/null || true)
+if [ -n "$model" ]; then
+    echo "Then: ctxkeep chat --model $model     (ctxkeep models lists what Ollama has)"
+else
+    echo "Ollama has no chat model yet: ollama pull qwen2.5:7b, then: ctxkeep chat --model qwen2.5:7b"
+fi

@@ -10,7 +10,7 @@ from ..protocol import requests
 from ..protocol.replies import (
     Accepted, Cancelled, CompactionAccepted, CompactionPlan, Deleted, HelloReply, HistoryReply,
     FilesReply, GoalsReply, Pong, SessionReply, SessionsReply, SnapshotReply, SnapshotsReply,
-    StatusReply, UsageReply,
+    StatusReply, UsageReply, ModelsReply,
 )
 
 
@@ -99,3 +99,7 @@ class Calls:
 
     def delete_snapshot(self, ref: str, snapshot_id: str) -> Any:
         return self.request(requests.SnapshotDelete(session=ref, snapshot_id=snapshot_id), SnapshotReply)
+
+    def models(self) -> Any:
+        """The models installed in Ollama, and the default one."""
+        return self.request(requests.ModelsList(), ModelsReply)

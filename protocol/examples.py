@@ -6,7 +6,7 @@ import msgspec
 from . import events, replies, requests, subjects
 from .errors import ErrorCode
 from .models import (
-    DaemonStatus, Decision, FileUse, GoalCheckpoint, Goals, GoalsInput, MessageInfo, OllamaStatus,
+    DaemonStatus, Decision, FileUse, GoalCheckpoint, Goals, GoalsInput, MessageInfo, ModelInfo, OllamaStatus,
     Segments, SessionInfo, SnapshotInfo, Usage,
 )
 from .version import PROTOCOL_VERSION
@@ -162,6 +162,13 @@ EXAMPLES: dict[type, tuple[requests.Request, replies.Reply, list[events.Event]]]
              segments=Segments(system=12, summaries=310, recent=1158))),
          events.SessionUpdated(seq=55, time=_T, session_id=_SID, session=msgspec.structs.replace(
              _SESSION, token_count=1480, token_count_exact=False, compactions=1, busy=False))]),
+    requests.ModelsList: (
+        requests.ModelsList(id="30"),
+        replies.ModelsReply(id="30", default_model="qwen2.5:7b", models=[
+            ModelInfo(name="qwen2.5:7b", size=4683087332, parameter_size="7.6B", family="qwen2",
+                      context_length=32768, loaded=True, default=True),
+            ModelInfo(name="nomic-embed-text:latest", size=274302450, parameter_size="137M",
+                      family="nomic-bert", context_length=2048)]), []),
 }
 
 
@@ -174,7 +181,9 @@ _STORE = [("storage_error", "the store could not write (disk full?); nothing was
 #: `unsupported_version`, `internal`).
 ERRORS: dict[type, list[tuple[str, str]]] = {
     requests.Hello: [], requests.Ping: [], requests.Status: [],
-    requests.SessionCreate: [("invalid_argument", "the name is taken"), *_STORE],
+    requests.SessionCreate: [("invalid_argument", "the name is taken"),
+                             ("model_not_found", "Ollama does not have the model (the message names "
+                                                 "the installed ones); `force` skips the check"), *_STORE],
     requests.SessionList: [],
     requests.SessionGet: _SESSION_ERRORS,
     requests.SessionRename: [*_SESSION_ERRORS, ("invalid_argument", "the name is taken"), *_STORE],
@@ -186,7 +195,9 @@ ERRORS: dict[type, list[tuple[str, str]]] = {
     requests.Cancel: _SESSION_ERRORS,
     requests.SetSystem: [*_SESSION_ERRORS, *_STORE],
     requests.SetModel: [*_SESSION_ERRORS, ("invalid_argument", "thresholds are not three rising "
-                                                               "fractions"), *_STORE],
+                                                               "fractions"),
+                        ("model_not_found", "Ollama does not have the model; `force` skips the check"),
+                        *_STORE],
     requests.Files: _SESSION_ERRORS,
     requests.Pin: [*_SESSION_ERRORS, ("invalid_argument", "the session has no such message"), *_STORE],
     requests.GoalsGet: _SESSION_ERRORS,
@@ -203,4 +214,5 @@ ERRORS: dict[type, list[tuple[str, str]]] = {
                        ("shutting_down", "the daemon is stopping"),
                        ("ollama_unreachable, model_not_found, ollama_error",
                         "`dry_run` only: the compaction model's window could not be asked")],
+    requests.ModelsList: [("ollama_unreachable, ollama_error", "Ollama could not be asked")],
 }

@@ -108,6 +108,23 @@ class MessageInfo(msgspec.Struct, kw_only=True):
     reply_to: Annotated[int, Meta(ge=-1)] = -1
 
 
+class ModelInfo(msgspec.Struct, kw_only=True):
+    """A model installed in Ollama (from /api/tags, /api/show and /api/ps)."""
+
+    name: str
+    #: Bytes on disk.
+    size: int = 0
+    #: E.g. "7.6B" ("" when Ollama does not say).
+    parameter_size: str = ""
+    family: str = ""
+    #: The most tokens the model takes (/api/show's `context_length`; 0: unknown).
+    context_length: int = 0
+    #: Whether Ollama has it in memory now (/api/ps).
+    loaded: bool = False
+    #: Whether it is what new sessions use when they name no model.
+    default: bool = False
+
+
 class OllamaStatus(msgspec.Struct, kw_only=True):
     """What the daemon last learnt about its Ollama server."""
 

@@ -10,7 +10,7 @@ import msgspec
 from msgspec import Meta
 
 from .models import (
-    AttachedFile, CheckpointInfo, Count, DaemonStatus, FileUse, Goals, MessageInfo, Seq,
+    AttachedFile, CheckpointInfo, Count, DaemonStatus, FileUse, Goals, MessageInfo, ModelInfo, Seq,
     SessionInfo, SnapshotInfo, Usage,
 )
 from .version import PROTOCOL_VERSION
@@ -166,9 +166,17 @@ class CompactionPlan(Reply, tag="compaction.plan"):
     skip_reason: str = ""
 
 
+class ModelsReply(Reply, tag="models"):
+    """Answer to `models.list`."""
+
+    models: list[ModelInfo]
+    #: The model new sessions use when they name none.
+    default_model: str
+
+
 AnyReply = (
     Error | HelloReply | Pong | StatusReply | SessionReply | SessionsReply | Deleted
     | HistoryReply | Accepted | Cancelled | UsageReply | CompactionAccepted | CompactionPlan
-    | FilesReply | GoalsReply | SnapshotReply | SnapshotsReply
+    | FilesReply | GoalsReply | SnapshotReply | SnapshotsReply | ModelsReply
 )
 ALL: tuple[type[Reply], ...] = AnyReply.__args__  # type: ignore[attr-defined]

@@ -47,6 +47,8 @@ class SessionCreate(Request, tag="session.create"):
     system: str = ""
     options: Options = {}
     num_ctx: NumCtx | None = None
+    #: Create it even when Ollama does not have the model (it is checked otherwise).
+    force: bool = False
 
 
 class SessionList(Request, tag="session.list"):
@@ -124,6 +126,13 @@ class SetModel(Request, tag="session.set_model"):
     #: three thresholds as fractions of the budget ([] = the daemon's).
     auto_compaction: bool | None = None
     thresholds: list[Annotated[float, Meta(gt=0, le=1)]] | None = None
+    #: Change to `model` even when Ollama does not have it (it is checked otherwise).
+    force: bool = False
+
+
+class ModelsList(Request, tag="models.list"):
+    """The models installed in Ollama, with their size, context length and whether they
+    are loaded; which one new sessions use by default."""
 
 
 class Files(Request, tag="files"):
@@ -213,7 +222,7 @@ class Compact(Request, tag="compact"):
 AnyRequest = (
     Hello | Ping | Status | SessionCreate | SessionList | SessionGet | SessionRename
     | SessionDelete | History | Send | Cancel | SetSystem | SetModel | Usage | Compact | Files | Pin | GoalsGet | GoalsSet
-    | SnapshotCreate | SnapshotList | SnapshotRestore | SnapshotDelete
+    | SnapshotCreate | SnapshotList | SnapshotRestore | SnapshotDelete | ModelsList
 )
 
 #: Every request class, in the order the protocol document lists them.

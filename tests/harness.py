@@ -18,6 +18,9 @@ from pathlib import Path
 
 from ctxkeep.clients import Client, CtxkeepError
 
+#: The default model of test daemons: one the stand-in has.
+TEST_MODEL = "qwen2.5:7b"
+
 
 def run_cli_in_process(argv: list[str], env: dict[str, str], stdin: str,
                        cwd: Path | None) -> subprocess.CompletedProcess[str]:
@@ -80,10 +83,16 @@ class DaemonProcess:
         return self.root / "config" / "ctxkeep" / "config.toml"
 
     def write_config(self, text: str) -> None:
+        """config.toml with `text`; the default model is one the stand-in has, unless
+        `text` names another."""
+        if "default_model" not in text:
+            text = f'default_model = "{TEST_MODEL}"\n' + text
         self.config_file.parent.mkdir(parents=True, exist_ok=True)
         self.config_file.write_text(text)
 
     def start(self, wait: bool = True) -> "DaemonProcess":
+        if not self.config_file.exists():
+            self.write_config("")
         log = self.log.open("a")
         self.proc = subprocess.Popen([sys.executable, "-m", "ctxkeep.daemon.main", "--log-level", self.log_level],
                                      env=self.env, stdout=log, stderr=subprocess.STDOUT, text=True)
@@ -155,6 +164,7 @@ class DaemonThread:
         from ctxkeep.daemon.config import Config
         from ctxkeep.daemon.server.daemon import Daemon
         config = Config(control_endpoint=self.control, events_endpoint=self.events,
+                        default_model=TEST_MODEL,
                         store_path=str(self.root / "data" / "ctxkeep" / "store"),
                         ollama_host=self.ollama_url, drain_timeout=0.0)
         self._daemon = Daemon(config)

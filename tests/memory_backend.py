@@ -22,7 +22,7 @@ from ollama import ChatResponse, Message
 from ctxkeep.daemon.models.backend import ModelCallError
 from ctxkeep.daemon.models.facts import ModelFacts
 from ctxkeep.protocol import ErrorCode
-from ctxkeep.protocol.models import OllamaStatus
+from ctxkeep.protocol.models import ModelInfo, OllamaStatus
 from ollama_standin import DEFAULT_MODELS, count_tokens, embed_vector, render, split_stream
 
 
@@ -81,6 +81,11 @@ class MemoryBackend:
         if known is None:
             raise ModelCallError(ErrorCode.MODEL_NOT_FOUND, f"model {model!r} is not available")
         return known
+
+    async def installed(self, details: bool = True) -> list[ModelInfo]:
+        return [ModelInfo(name=m.name, size=4_700_000_000, parameter_size=m.parameter_size,
+                          family=m.family, context_length=m.context_length)
+                for m in self.models.values()]
 
     def _prompt(self, model: str, messages: Sequence[Mapping[str, Any]],
                 options: Mapping[str, Any]) -> tuple[list[dict[str, Any]], int]:

@@ -72,7 +72,10 @@ def test_errors_exit_nonzero_with_message_on_stderr(daemon, standin):
     result = daemon.cli("ask", "-s", "missing", "hi")
     assert result.returncode == 1
     assert "no session with id or name 'missing'" in result.stderr
-    daemon.cli("new", "--name", "m", "--model", "absent:1b")
+    refused = daemon.cli("new", "--name", "m", "--model", "absent:1b")
+    assert refused.returncode == 1 and "has no model 'absent:1b'" in refused.stderr
+    assert "installed: qwen2.5:7b, small:1b" in refused.stderr and "--force" in refused.stderr
+    daemon.cli("new", "--name", "m", "--model", "absent:1b", "--force")
     result = daemon.cli("ask", "m", "hi")
     assert result.returncode == 1 and "model_not_found" in result.stderr
     assert "ollama pull absent:1b" in result.stderr
@@ -191,7 +194,7 @@ def test_ask_as_a_one_off_question(daemon, standin):
     """Unquoted words; the last session when none is named; a session named by the first
     word; a new one with --new/--model/--system; stdin added; --json and --jsonl."""
     first = daemon.cli("ask", "hi")  # no session yet: a new one, on the default model
-    assert "new session chat-1" in first.stderr and "ollama pull" in first.stderr  # not installed here
+    assert first.returncode == 0 and "new session chat-1 (" in first.stderr
     daemon.cli("new", "--name", "notes", "--model", "qwen2.5:7b", "-q")
     asked = daemon.cli("ask", "Why", "is", "the", "sky", "blue?")  # the most recent session
     assert asked.returncode == 0, asked.stderr
@@ -224,3 +227,18 @@ def test_show_last_n(daemon, standin):
     assert active == [3, 4, 5]
     text = daemon.cli("show", sid, "--last", "1").stdout
     assert "#5" in text and "#4" not in text
+
+
+def test_models_lists_what_ollama_has(daemon, standin):
+    shown = daemon.cli("models")
+    assert shown.returncode == 0
+    lines = shown.stdout.splitlines()
+    assert lines[0].split() == ["NAME", "SIZE", "PARAMS", "CONTEXT", "LOADED"]
+    assert lines[1].startswith("* qwen2.5:7b") and "7.6B" in lines[1] and "32,768" in lines[1]
+    assert any(line.split()[:1] == ["small:1b"] and "4,096" in line for line in lines)
+    data = json.loads(daemon.cli("models", "--json").stdout)
+    assert data["default_model"] == "qwen2.5:7b"
+    assert {m["name"] for m in data["models"]} >= {"qwen2.5:7b", "small:1b", "thinker:8b"}
+    assert daemon.cli("ask", "--model", "qwen2.5:7b", "hi").returncode == 0
+    loaded = {m["name"]: m["loaded"] for m in json.loads(daemon.cli("models", "--json").stdout)["models"]}
+    assert loaded["qwen2.5:7b"] is True  # /api/ps has it after a chat

@@ -306,3 +306,44 @@ def test_a_page_over_the_frame_cap_is_cut_short_and_points_on(tmp_path):
         assert len(got) > 1 and all(got)  # cut short, never empty
         assert [seq for page in got for seq in page] == list(range(12))
     app.close()
+
+
+def test_a_sessions_model_is_checked_against_what_ollama_has(tmp_path):
+    """An unknown model is refused naming the installed ones (unless forced); when Ollama
+    cannot be asked, the model is taken as it is and models.list says why."""
+    from ctxkeep.daemon.handlers import RequestError
+
+    class Down(MemoryBackend):
+        async def installed(self, details: bool = True):
+            raise ModelCallError(ErrorCode.OLLAMA_UNREACHABLE, "cannot reach Ollama")
+
+    (tmp_path / "up").mkdir()
+    (tmp_path / "down").mkdir()
+    app = InProcess(tmp_path / "up", MemoryBackend())
+    down = InProcess(tmp_path / "down", Down())
+
+    async def go():
+        try:
+            await app.call(requests.SessionCreate(model="nosuch:1b"))
+        except RequestError as exc:
+            refused = exc
+        assert refused.code is ErrorCode.MODEL_NOT_FOUND and "qwen2.5:7b" in refused.message
+        assert (await app.call(requests.SessionCreate(model="nosuch:1b", force=True))).session.model == "nosuch:1b"
+        sid = (await app.call(requests.SessionCreate(model=MODEL))).session.id
+        try:
+            await app.call(requests.SetModel(session=sid, model="other:2b"))
+        except RequestError as exc:
+            assert exc.code is ErrorCode.MODEL_NOT_FOUND
+        else:
+            raise AssertionError("set_model took a model Ollama does not have")
+        listed = await app.call(requests.ModelsList())
+        assert listed.default_model == "llama3.2"  # the built-in default, not installed here:
+        assert not [m for m in listed.models if m.default]  # so no model is marked as it
+        assert (await down.call(requests.SessionCreate(model="anything:1b"))).session.model == "anything:1b"
+        try:
+            await down.call(requests.ModelsList())
+        except RequestError as exc:
+            assert exc.code is ErrorCode.OLLAMA_UNREACHABLE
+    asyncio.run(go())
+    app.close()
+    down.close()

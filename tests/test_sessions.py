@@ -17,7 +17,7 @@ def next_of(client, kind):
 
 def test_create_defaults_and_event(client):
     s = client.create_session().session
-    assert s.name == "chat-1" and s.model == "llama3.2" and s.num_ctx == 8192
+    assert s.name == "chat-1" and s.model == "qwen2.5:7b" and s.num_ctx == 8192
     topic, event = next_of(client, SessionCreated)
     assert topic == f"session.created/{s.id}" and event.session.id == s.id
     assert client.create_session().session.name == "chat-2"

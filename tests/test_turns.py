@@ -202,7 +202,7 @@ def test_model_failures_end_with_error_and_leave_active_context(client, standin,
 
 
 def test_unknown_model_says_to_pull_it(client, standin):
-    s = new_session(client, model="nosuchmodel:7b")
+    s = new_session(client, model="nosuchmodel:7b", force=True)  # as if removed from Ollama since
     acc = client.send(s.id, "hello")
     end, _ = wait_terminal(client, acc.generation_id)
     assert isinstance(end, GenerationError) and end.code == "model_not_found"

@@ -15,6 +15,7 @@ from ...protocol.version import DAEMON_VERSION
 #: builder sets `run` itself when its module holds more than one command).
 COMMANDS: dict[str, tuple[str, str]] = {
     "status": ("status", "add_parser"),
+    "models": ("models", "add_parser"),
     "sessions": ("sessions", "add_parser"),
     "new": ("new", "add_parser"),
     "show": ("show", "add_parser"),

@@ -31,6 +31,8 @@ def add_set(commands) -> argparse.ArgumentParser:
         description="Change a session's settings; what is not given stays as it is.")
     parser.add_argument("session", metavar="SESSION", help="session id or name")
     parser.add_argument("--model", default="", help="the Ollama model")
+    parser.add_argument("--force", action="store_true",
+                        help="use --model even if Ollama does not have it (yet)")
     parser.add_argument("--num-ctx", type=int, default=None, help="the context window in tokens")
     parser.add_argument("--option", type=_option, action="append", metavar="KEY=VALUE",
                         help="an Ollama option, e.g. temperature=0.2 (repeat for more; replaces "
@@ -64,7 +66,7 @@ def run_set(args: argparse.Namespace) -> int:
                                        options=dict(args.option) if args.option else None,
                                        compaction_model=args.compaction_model,
                                        auto_compaction=None if args.auto is None else args.auto == "on",
-                                       thresholds=thresholds).session
+                                       thresholds=thresholds, force=args.force).session
     print(session_line(session))
     return 0
 

@@ -11,11 +11,13 @@ def add_session_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--system", default="", help="the system prompt")
     parser.add_argument("--num-ctx", type=int, default=None,
                         help="context window in tokens (default: the daemon's, 8192)")
+    parser.add_argument("--force", action="store_true",
+                        help="use --model even if Ollama does not have it (yet)")
 
 
 def create(client, args: argparse.Namespace):
     return client.create_session(name=args.name, model=args.model, system=args.system,
-                                 num_ctx=args.num_ctx).session
+                                 num_ctx=args.num_ctx, force=args.force).session
 
 
 def add_parser(commands) -> argparse.ArgumentParser:

@@ -5,6 +5,7 @@ from ctxkeep.protocol.events import ContextUsage, SessionCreated, SessionDeleted
 from ctxkeep.protocol.replies import Deleted, SessionReply, SessionsReply
 from ctxkeep.daemon.store.records import SessionRecord
 from ctxkeep.daemon.services import Services
+from ctxkeep.daemon.handlers.models import check_installed
 from ctxkeep.daemon.handlers.registry import RequestError, handles
 
 
@@ -33,6 +34,8 @@ async def create(services: Services, req: requests.SessionCreate) -> SessionRepl
     model = req.model or cfg.default_model
     _check_bytes("name", req.name)
     _check_bytes("model name", model)
+    if not req.force:
+        await check_installed(services, model)
     empty = [{"role": "system", "content": req.system}] if req.system else []
     known = services.backend.known_facts(model)
     record = await services.store.off_loop(
@@ -97,6 +100,8 @@ async def set_model(services: Services, req: requests.SetModel, record: SessionR
             len(req.thresholds) != 3 or sorted(req.thresholds) != list(req.thresholds)):
         raise RequestError(ErrorCode.INVALID_ARGUMENT, "thresholds are three rising fractions of "
                                                        "the budget, e.g. [0.5, 0.65, 0.8] ([] = default)")
+    if req.model and req.model != record.model and not req.force:
+        await check_installed(services, req.model)
 
     def change(r: SessionRecord) -> None:
         if req.model and req.model != r.model:

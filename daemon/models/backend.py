@@ -24,7 +24,7 @@ from typing import Any
 
 
 from ctxkeep.protocol import ErrorCode
-from ctxkeep.protocol.models import OllamaStatus
+from ctxkeep.protocol.models import ModelInfo, OllamaStatus
 from ctxkeep.daemon.errors import RequestError
 from ctxkeep.daemon.models.facts import ModelFacts
 
@@ -123,6 +123,31 @@ class OllamaBackend:
                            capabilities=tuple(shown.capabilities or ()))
         self._facts[model] = facts
         return facts
+
+    async def installed(self, details: bool = True) -> list[ModelInfo]:
+        """The models Ollama has (/api/tags); with `details`, each with its context length
+        (/api/show, cached) and whether it is loaded now (/api/ps)."""
+        try:
+            client = await self.client()
+            listed = await client.list()
+            running = await client.ps() if details else None
+        except Exception as exc:  # noqa: BLE001 - every failure becomes a ModelCallError
+            raise self.explain(exc) from None
+        self._reached()
+        loaded = {m.model for m in running.models} if running else set()
+        out = []
+        for m in listed.models:
+            name = m.model or ""
+            try:
+                length = (await self.facts(name)).context_length if details else 0
+            except ModelCallError:
+                length = 0
+            about = m.details
+            out.append(ModelInfo(name=name, size=int(m.size or 0), loaded=name in loaded,
+                                 parameter_size=(about.parameter_size or "") if about else "",
+                                 family=(about.family or "") if about else "",
+                                 context_length=length))
+        return out
 
     async def stream_chat(self, model: str, messages: Sequence[Mapping[str, Any]],
                           options: Mapping[str, Any], think: bool | None) -> AsyncIterator[Any]:

@@ -10,6 +10,7 @@ from typing import Any, Protocol
 
 from ctxkeep.protocol.models import OllamaStatus
 from ctxkeep.daemon.models.facts import ModelFacts
+from ctxkeep.protocol.models import ModelInfo
 
 
 class ModelBackend(Protocol):
@@ -27,6 +28,8 @@ class ModelBackend(Protocol):
     def known_facts(self, model: str) -> ModelFacts | None: ...
 
     async def facts(self, model: str) -> ModelFacts: ...
+
+    async def installed(self, details: bool = True) -> list[ModelInfo]: ...
 
     def stream_chat(self, model: str, messages: Sequence[Mapping[str, Any]],
                     options: Mapping[str, Any], think: bool | None) -> AsyncIterator[Any]: ...

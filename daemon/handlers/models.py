@@ -1,0 +1,40 @@
+"""models.list, and the check that a session's model is installed."""
+
+from ctxkeep.protocol import ErrorCode, requests
+from ctxkeep.protocol.replies import ModelsReply
+from ctxkeep.daemon.handlers.registry import RequestError, handles
+from ctxkeep.daemon.models.backend import ModelCallError
+from ctxkeep.daemon.services import Services
+
+
+@handles(requests.ModelsList, waits=True)
+async def models_list(services: Services, req: requests.ModelsList) -> ModelsReply:
+    try:
+        installed = await services.backend.installed()
+    except ModelCallError as exc:
+        raise RequestError(exc.code, exc.message) from None
+    default = services.config.default_model
+    for m in installed:
+        m.default = same_model(m.name, default)
+    return ModelsReply(id=req.id, models=installed, default_model=default)
+
+
+def same_model(installed: str, asked: str) -> bool:
+    """Whether `asked` names `installed` (Ollama reads a name without a tag as `:latest`)."""
+    return installed == (asked if ":" in asked else f"{asked}:latest") or installed == asked
+
+
+async def check_installed(services: Services, model: str) -> None:
+    """Refuse a model Ollama does not have, naming the ones it has. When Ollama cannot be
+    asked the model is taken as it is: the first turn then says what is wrong."""
+    try:
+        installed = [m.name for m in await services.backend.installed(details=False)]
+    except ModelCallError:
+        return
+    if any(same_model(name, model) for name in installed):
+        return
+    have = ", ".join(installed) if installed else "none"
+    raise RequestError(ErrorCode.MODEL_NOT_FOUND,
+                       f"Ollama at {services.backend.host} has no model {model!r} (installed: "
+                       f"{have}): pull it with `ollama pull {model}`, choose an installed one, "
+                       "or pass --force to use it anyway")
