@@ -204,6 +204,9 @@ def test_ask_as_a_one_off_question(daemon, standin):
     with daemon.client() as c:
         counts = {s.name: s.message_count for s in c.sessions().sessions}
     assert counts == {"chat-1": 2, "notes": 4}
+    only_piped = daemon.cli("ask", "notes", input="Tell me more\n")  # the session, then stdin
+    assert only_piped.returncode == 0
+    assert standin.chats[-1].body["messages"][-1]["content"] == "Tell me more"
     piped = daemon.cli("ask", "notes", "Review", "this:", input="def f(): pass\n")
     assert piped.returncode == 0
     assert standin.chats[-1].body["messages"][-1]["content"] == "Review this:\n\ndef f(): pass"

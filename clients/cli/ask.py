@@ -16,7 +16,7 @@ def add_parser(commands) -> argparse.ArgumentParser:
         "ask", help="send one message and print the answer",
         description="Send one user turn and stream the answer to stdout. The words may be "
                     "unquoted; when the first one names a session (id, id prefix or name) and "
-                    "more follow, the question goes to that session, else to the most recently "
+                    "more follow (words, or text on stdin), the question goes to that session, else to the most recently "
                     "used one (a new one when there is none). Text piped on stdin is added "
                     "after the words (or is the question, with no words or `-`). Exit status 1 "
                     "when the generation fails (the error on stderr).",
@@ -42,7 +42,8 @@ def question(words: list[str], piped: str) -> str:
     return f"{text}\n\n{piped}" if text and piped else text or piped
 
 
-def pick_session(client, args: argparse.Namespace, words: list[str]) -> tuple[str, list[str]]:
+def pick_session(client, args: argparse.Namespace, words: list[str], piped: str
+                 ) -> tuple[str, list[str]]:
     """(the session to ask, the words that are the question)."""
     if args.new or args.model or args.system:
         created = client.create_session(model=args.model, system=args.system).session
@@ -50,7 +51,7 @@ def pick_session(client, args: argparse.Namespace, words: list[str]) -> tuple[st
         return created.id, words
     if args.session:
         return args.session, words
-    if len(words) > 1:
+    if len(words) > 1 or (words and words != ["-"] and piped):  # a question follows the first word
         try:
             return client.session(words[0]).session.id, words[1:]
         except CtxkeepError as exc:
@@ -69,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
     if not question(args.words, piped).strip():
         return fail("the message is empty: give the question as words, or pipe it on stdin")
     with connect(args) as client:
-        session, words = pick_session(client, args, args.words)
+        session, words = pick_session(client, args, args.words, piped)
         text = question(words, piped)
         if not text.strip():
             return fail("the message is empty: give the question after the session")
