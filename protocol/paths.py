@@ -26,6 +26,14 @@ def data_dir(env: dict[str, str] | None = None) -> Path:
     return Path(base) / "ctxkeep"
 
 
+def state_dir(env: dict[str, str] | None = None) -> Path:
+    """`$XDG_STATE_HOME/ctxkeep` (default `~/.local/state/ctxkeep`): clients' own state,
+    such as the chat's input history."""
+    env = os.environ if env is None else env
+    base = env.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "ctxkeep"
+
+
 def config_path(env: dict[str, str] | None = None) -> Path:
     """`$XDG_CONFIG_HOME/ctxkeep/config.toml` (default `~/.config/...`)."""
     env = os.environ if env is None else env

@@ -245,3 +245,91 @@ def test_models_lists_what_ollama_has(daemon, standin):
     assert daemon.cli("ask", "--model", "qwen2.5:7b", "hi").returncode == 0
     loaded = {m["name"]: m["loaded"] for m in json.loads(daemon.cli("models", "--json").stdout)["models"]}
     assert loaded["qwen2.5:7b"] is True  # /api/ps has it after a chat
+
+
+def test_chat_continues_or_creates_by_name(daemon, standin):
+    made = daemon.cli("chat", "ideas", "--model", "qwen2.5:7b", input="first\n/quit\n")
+    assert made.returncode == 0 and made.stdout.startswith("ideas (")  # created with that name
+    again = daemon.cli("chat", "ideas", input="second\n/quit\n")  # it exists now: the same one
+    assert again.stdout.startswith("ideas (") and "2 messages" in again.stdout
+    daemon.cli("new", "--name", "other", "--model", "qwen2.5:7b", "-q")
+    assert daemon.cli("ask", "ideas", "third").returncode == 0  # ideas is the most recent now
+    resumed = daemon.cli("chat", "-c", input="/quit\n")
+    assert resumed.stdout.startswith("ideas (") and "6 messages" in resumed.stdout
+    unknown = daemon.cli("chat", "ideas", input="/frobnicate\nstill here\n/quit\n")
+    assert "unknown command /frobnicate" in unknown.stdout and "You said" in unknown.stdout
+
+
+def test_chat_completes_commands_and_paths(tmp_path):
+    from prompt_toolkit.completion import CompleteEvent
+    from prompt_toolkit.document import Document
+
+    from ctxkeep.clients.cli.lines import chat_completer
+    (tmp_path / "notes.md").write_text("x")
+    completer = chat_completer(["/help", "/usage", "/undo", "/quit"])
+
+    def complete(text: str) -> list[str]:
+        return [c.text for c in completer.get_completions(Document(text, len(text)), CompleteEvent())]
+    assert complete("/u") == ["/usage", "/undo"]
+    assert complete("/usage x") == []
+    assert complete(f"look at @{tmp_path}/no") == ["tes.md"]
+    assert complete("plain words") == []
+
+
+def test_no_color_and_dumb_terminals_get_no_escapes(monkeypatch):
+    import io
+
+    from ctxkeep.clients.cli.common import Styles
+
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.setenv("TERM", "xterm-256color")
+    assert Styles(Tty()).bold  # a terminal takes them
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert not Styles(Tty()).bold and not Styles(Tty()).red
+    monkeypatch.delenv("NO_COLOR")
+    monkeypatch.setenv("TERM", "dumb")
+    assert not Styles(Tty()).bold
+
+
+def test_chat_on_a_terminal_edits_completes_and_keeps_history(daemon, standin, tmp_path):
+    """On a pseudo-terminal: Tab completes a /command, a turn streams, Ctrl-D leaves, and
+    the lines are kept for the next run (prompt_toolkit)."""
+    import os
+    import pty
+    import select
+    import time
+    master, slave = pty.openpty()
+    env = dict(daemon.env, XDG_STATE_HOME=str(tmp_path), TERM="xterm", PROMPT_TOOLKIT_NO_CPR="1")
+    chat = subprocess.Popen([sys.executable, "-m", "ctxkeep.clients.cli.main", "chat", "--model",
+                             "qwen2.5:7b"], stdin=slave, stdout=slave, stderr=slave, env=env)
+    os.close(slave)
+    seen = b""
+
+    def send(keys: bytes, *then: bytes, timeout: float = 15.0) -> None:
+        """Type `keys`, then wait until the terminal shows each of `then`, in that order."""
+        nonlocal seen
+        start = len(seen)
+        os.write(master, keys)
+        deadline = time.monotonic() + timeout
+        for token in then:
+            while token not in seen[start:]:
+                assert time.monotonic() < deadline, f"no {token!r} in {seen[start:][-400:]!r}"
+                if select.select([master], [], [], 0.1)[0]:
+                    seen += os.read(master, 4096)
+            start = seen.index(token, start) + len(token)
+    try:
+        send(b"", b"you>")
+        send(b"/us\t", b"/usage")  # Tab completes the command
+        send(b"\r", b"conversation budget", b"you>")
+        send(b"hello there\r", b"You said 2 words", b"you>")
+        os.write(master, b"\x04")  # Ctrl-D
+        assert chat.wait(15) == 0
+    finally:
+        if chat.poll() is None:
+            chat.kill()
+        os.close(master)
+    kept = (tmp_path / "ctxkeep" / "chat_history").read_text()
+    assert "+/usage" in kept and "+hello there" in kept

@@ -8,6 +8,7 @@ from ...protocol.events import GenerationError, ResponseGeneration
 from ..core import CtxkeepError, DaemonUnavailable
 from .common import Styles, connect, gauge, session_line, stream_turn, usage_lines
 from .compact import run_compaction
+from .lines import reader
 from .new import add_session_options, create
 
 HELP = """commands:
@@ -24,25 +25,18 @@ Ctrl-C while an answer streams cancels it; at the prompt it clears the line."""
 def add_parser(commands) -> argparse.ArgumentParser:
     parser = commands.add_parser(
         "chat", help="talk interactively",
-        description="Talk with a session interactively. Without SESSION a new session is "
-                    "created (with --name/--model/--system/--num-ctx). Answers stream as "
-                    "they are written; after each turn a gauge shows tokens / window.")
+        description="Talk with a session interactively. SESSION that does not exist yet is "
+                    "created with that name; without SESSION (and without -c) a new session "
+                    "is created (with --name/--model/--system/--num-ctx). Answers stream as "
+                    "they are written; after each turn a gauge shows tokens / window. On a "
+                    "terminal: line editing, history across runs (Up, Ctrl-R) and Tab "
+                    "completion of /commands and @paths.")
     parser.add_argument("session", metavar="SESSION", nargs="?", help="session id or name")
+    parser.add_argument("-c", "--continue", dest="resume", action="store_true",
+                        help="continue the most recently used session")
     add_session_options(parser)
     parser.add_argument("--think", action="store_true", help="show a thinking model's thoughts")
     return parser
-
-
-def _read(prompt: str) -> str | None:
-    """One line of input; None at end of input. Ctrl-C clears the line."""
-    while True:
-        try:
-            return input(prompt)
-        except KeyboardInterrupt:
-            print()
-        except EOFError:
-            print()
-            return None
 
 
 COMMANDS = ("/help", "/usage", "/goals", "/undo", "/pin", "/compact")
@@ -75,16 +69,35 @@ def _command(client, session_id: str, text: str, out, style: Styles) -> None:
               f"(start a message with // to send it with one slash){style.reset}")
 
 
+def open_session(client, args: argparse.Namespace):
+    """The session to talk with: the one named (created with that name when none has it),
+    the most recent one (-c), or a new one."""
+    if args.session:
+        try:
+            return client.session(args.session).session
+        except CtxkeepError as exc:
+            if exc.code != "unknown_session":
+                raise
+        args.name = args.session
+        return create(client, args)
+    if args.resume:
+        recent = client.sessions().sessions
+        if recent:
+            return recent[0]
+    return create(client, args)
+
+
 def run(args: argparse.Namespace) -> int:
     out = sys.stdout
     style = Styles(out)
+    read = reader([*COMMANDS, "/quit"])
     with connect(args) as client:
         client.subscribe("")
-        session = client.session(args.session).session if args.session else create(client, args)
+        session = open_session(client, args)
         print(f"{style.bold}{session_line(session)}{style.reset}")
         print(f"{style.dim}/help for commands, Ctrl-D to leave{style.reset}")
         while True:
-            line = _read(f"{style.bold}you>{style.reset} " if out.isatty() else "you> ")
+            line = read(f"{style.bold}you>{style.reset} " if out.isatty() else "you> ")
             if line is None or line.strip() in ("/quit", "/exit"):
                 return 0
             text = line.strip()

@@ -1,6 +1,7 @@
 """Helpers every command uses: connecting, formatting, the gauge, streaming a turn."""
 
 import argparse
+import os
 import shutil
 import signal
 import sys
@@ -85,10 +86,11 @@ def to_json(event: msgspec.Struct) -> str:
 
 
 class Styles:
-    """ANSI styles, only on a terminal."""
+    """ANSI styles, only on a terminal that takes them: none with NO_COLOR set
+    (no-color.org) or TERM=dumb."""
 
     def __init__(self, stream: TextIO) -> None:
-        on = stream.isatty()
+        on = stream.isatty() and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
         self.dim = "\033[2m" if on else ""
         self.bold = "\033[1m" if on else ""
         self.red = "\033[31m" if on else ""
