@@ -100,6 +100,10 @@ class Calls:
     def delete_snapshot(self, ref: str, snapshot_id: str) -> Any:
         return self.request(requests.SnapshotDelete(session=ref, snapshot_id=snapshot_id), SnapshotReply)
 
+    def import_session(self, **fields: Any) -> Any:
+        """A conversation brought in (see `session.import`)."""
+        return self.request(requests.SessionImport(**fields), SessionReply)
+
     def models(self) -> Any:
         """The models installed in Ollama, and the default one."""
         return self.request(requests.ModelsList(), ModelsReply)

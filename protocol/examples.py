@@ -162,6 +162,14 @@ EXAMPLES: dict[type, tuple[requests.Request, replies.Reply, list[events.Event]]]
              segments=Segments(system=12, summaries=310, recent=1158))),
          events.SessionUpdated(seq=55, time=_T, session_id=_SID, session=msgspec.structs.replace(
              _SESSION, token_count=1480, token_count_exact=False, compactions=1, busy=False))]),
+    requests.SessionImport: (
+        requests.SessionImport(id="31", name="imported", model="qwen2.5:7b", messages=[
+            requests.ImportedMessage(role="user", content="Why is the sky blue?"),
+            requests.ImportedMessage(role="assistant", content="Rayleigh scattering.")]),
+        replies.SessionReply(id="31", session=msgspec.structs.replace(
+            _NEW, name="imported", model="qwen2.5:7b", message_count=2, token_count=31)),
+        [events.SessionCreated(seq=60, time=_T, session_id=_SID, session=msgspec.structs.replace(
+            _NEW, name="imported", model="qwen2.5:7b", message_count=2, token_count=31))]),
     requests.ModelsList: (
         requests.ModelsList(id="30"),
         replies.ModelsReply(id="30", default_model="qwen2.5:7b", models=[
@@ -215,4 +223,9 @@ ERRORS: dict[type, list[tuple[str, str]]] = {
                        ("ollama_unreachable, model_not_found, ollama_error",
                         "`dry_run` only: the compaction model's window could not be asked")],
     requests.ModelsList: [("ollama_unreachable, ollama_error", "Ollama could not be asked")],
+    requests.SessionImport: [("invalid_argument", "the name is taken"),
+                             ("model_not_found", "Ollama does not have the model; `force` skips "
+                                                 "the check"),
+                             *_SESSION_ERRORS, ("busy", "`session` has a job queued or running"),
+                             *_STORE],
 }

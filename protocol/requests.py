@@ -4,7 +4,7 @@ Every request is one JSON object with `type` (the tag below), `id` (chosen by
 the client, echoed in the reply) and `v` (the protocol version).
 """
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 import msgspec
 from msgspec import Meta
@@ -130,6 +130,33 @@ class SetModel(Request, tag="session.set_model"):
     force: bool = False
 
 
+class ImportedMessage(msgspec.Struct, kw_only=True):
+    """A message of a conversation brought in from elsewhere (an export, another tool)."""
+
+    role: Literal["system", "user", "assistant", "tool"]
+    content: str
+    thinking: str = ""
+    kind: Literal["message", "summary"] = "message"
+    #: "interrupted" for an answer that was cut off.
+    status: Literal["complete", "interrupted"] = "complete"
+    error: str = ""
+
+
+class SessionImport(Request, tag="session.import"):
+    """A conversation brought in: a new session with these settings and messages (all of
+    them active), or, with `session`, more messages for a session being imported (a
+    conversation larger than one frame is sent in several requests)."""
+
+    session: Annotated[str, Meta(max_length=200)] = ""
+    name: Annotated[str, Meta(max_length=200)] = ""
+    model: Annotated[str, Meta(max_length=200)] = ""
+    system: str = ""
+    options: Options = {}
+    num_ctx: NumCtx | None = None
+    force: bool = False
+    messages: list[ImportedMessage] = []
+
+
 class ModelsList(Request, tag="models.list"):
     """The models installed in Ollama, with their size, context length and whether they
     are loaded; which one new sessions use by default."""
@@ -222,7 +249,7 @@ class Compact(Request, tag="compact"):
 AnyRequest = (
     Hello | Ping | Status | SessionCreate | SessionList | SessionGet | SessionRename
     | SessionDelete | History | Send | Cancel | SetSystem | SetModel | Usage | Compact | Files | Pin | GoalsGet | GoalsSet
-    | SnapshotCreate | SnapshotList | SnapshotRestore | SnapshotDelete | ModelsList
+    | SnapshotCreate | SnapshotList | SnapshotRestore | SnapshotDelete | ModelsList | SessionImport
 )
 
 #: Every request class, in the order the protocol document lists them.

@@ -333,3 +333,52 @@ def test_chat_on_a_terminal_edits_completes_and_keeps_history(daemon, standin, t
         os.close(master)
     kept = (tmp_path / "ctxkeep" / "chat_history").read_text()
     assert "+/usage" in kept and "+hello there" in kept
+
+
+def test_export_import_round_trip_and_other_shapes(daemon, standin, tmp_path):
+    sid = daemon.cli("new", "--name", "trip", "--model", "qwen2.5:7b", "--system", "Be brief.", "-q").stdout.strip()
+    for i in range(3):
+        assert daemon.cli("ask", sid, f"question {i}").returncode == 0
+    first = tmp_path / "first.json"
+    assert daemon.cli("export", sid, "-o", str(first)).returncode == 0
+    daemon.cli("delete", sid)
+    made = daemon.cli("import", str(first))
+    assert made.returncode == 0 and made.stdout.startswith("imported trip (")
+    again = json.loads(daemon.cli("export", "trip").stdout)
+    before = json.loads(first.read_text())
+
+    def without_ids_and_times(doc):
+        return {**{k: v for k, v in doc.items() if k != "id"},
+                "messages": [{k: v for k, v in m.items() if k != "created"} for m in doc["messages"]]}
+    assert without_ids_and_times(again) == without_ids_and_times(before)
+    assert len(before["messages"]) == 6 and before["system"] == "Be brief."
+    # what the imported session's model sees: every message, then the next question
+    assert daemon.cli("ask", "trip", "and now?").returncode == 0
+    assert len(standin.chats[-1].body["messages"]) == 1 + 6 + 1
+    markdown = daemon.cli("export", "trip", "--format", "md").stdout
+    assert markdown.startswith("# trip\n") and "## user\n\nquestion 0\n" in markdown
+    # chat messages as Ollama's and OpenAI's APIs take them, and JSON lines
+    openai = tmp_path / "openai.json"
+    openai.write_text(json.dumps({"model": "qwen2.5:7b", "messages": [
+        {"role": "system", "content": "You are terse."},
+        {"role": "user", "content": [{"type": "text", "text": "Hello"}]},
+        {"role": "assistant", "content": "Hi."}]}))
+    got = json.loads(daemon.cli("import", str(openai), "--name", "oa", "--json").stdout)
+    assert (got["system"], got["model"], got["message_count"]) == ("You are terse.", "qwen2.5:7b", 2)
+    lines = tmp_path / "chat.jsonl"
+    lines.write_text('{"role": "user", "content": "a"}\n{"role": "assistant", "content": "b"}\n')
+    assert json.loads(daemon.cli("import", str(lines), "--json").stdout)["message_count"] == 2
+    bad = tmp_path / "bad.json"
+    bad.write_text('[{"role": "wizard", "content": "x"}]')
+    refused = daemon.cli("import", str(bad))
+    assert refused.returncode == 1 and "message 1" in refused.stderr and "roles" in refused.stderr
+
+
+def test_a_conversation_larger_than_a_frame_is_imported_in_parts(daemon, tmp_path):
+    big = tmp_path / "big.jsonl"
+    big.write_text("".join(json.dumps({"role": "user" if i % 2 == 0 else "assistant",
+                                       "content": f"{i} " + "word " * 200}) + "\n" for i in range(600)))
+    got = json.loads(daemon.cli("import", str(big), "--json").stdout)  # ~600 KB: three requests
+    assert got["message_count"] == 600
+    exported = json.loads(daemon.cli("export", got["id"]).stdout)
+    assert [m["content"].split()[0] for m in exported["messages"]] == [str(i) for i in range(600)]

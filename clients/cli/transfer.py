@@ -1,0 +1,178 @@
+"""`ctxkeep export` and `ctxkeep import`: a session out as Markdown or JSON, and a
+conversation in from an export or from the chat-message JSON that Ollama's and OpenAI's
+APIs take.
+
+The JSON export is the exchange format: `export → import → export` gives the same
+document apart from the session's id and the times. It holds the session's settings and
+every message of its history (role, text, thinking, kind, status); the @file blocks a
+message carried are not part of it.
+"""
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from ...protocol.requests import ImportedMessage
+from .common import connect, session_line
+
+FORMAT = "ctxkeep.session"
+VERSION = 1
+#: Messages per import request (each request stays well under the frame cap).
+BATCH_BYTES = 256 * 1024
+
+
+def add_export(commands) -> argparse.ArgumentParser:
+    parser = commands.add_parser(
+        "export", help="write a session out as Markdown or JSON",
+        description="Write a session's settings and full history as JSON (what `ctxkeep import` "
+                    "reads back) or as a Markdown transcript.")
+    parser.add_argument("session", metavar="SESSION", help="session id or name")
+    parser.add_argument("--format", choices=["json", "md"], default="json")
+    parser.add_argument("-o", "--output", metavar="FILE", help="write to FILE (default: stdout)")
+    parser.set_defaults(run=run_export)
+    return parser
+
+
+def add_import(commands) -> argparse.ArgumentParser:
+    parser = commands.add_parser(
+        "import", help="bring a conversation in as a new session",
+        description="Create a session from FILE: a `ctxkeep export` (JSON), or chat messages as "
+                    "Ollama's and OpenAI's chat APIs take them — a JSON list of {role, content}, "
+                    "an object with `messages` (and `model`), or JSON lines, one message each. "
+                    "A leading system message becomes the session's system prompt.")
+    parser.add_argument("file", metavar="FILE", help="the file (`-`: stdin)")
+    parser.add_argument("--name", default=None, help="the new session's name")
+    parser.add_argument("--model", default=None, help="the model (default: the file's, or the daemon's)")
+    parser.add_argument("--force", action="store_true", help="use the model even if Ollama lacks it")
+    parser.add_argument("--json", action="store_true", help="print the new session as JSON")
+    parser.set_defaults(run=run_import)
+    return parser
+
+
+def exported(client, ref: str) -> dict[str, Any]:
+    """The session as the exchange format."""
+    session = client.session(ref).session
+    messages: list[dict[str, Any]] = []
+    start: int | None = 0
+    while start is not None:
+        page = client.history(session.id, start=start, limit=500)
+        messages += [{"role": m.role, "content": m.content, "thinking": m.thinking, "kind": m.kind,
+                      "status": m.status, "error": m.error, "created": m.created}
+                     for m in page.messages]
+        start = page.next
+    return {"format": FORMAT, "version": VERSION, "id": session.id, "name": session.name,
+            "model": session.model, "system": session.system, "options": session.options,
+            "num_ctx": session.num_ctx, "messages": messages}
+
+
+def markdown(doc: dict[str, Any]) -> str:
+    lines = [f"# {doc['name']}", "", f"Model: {doc['model']} · window {doc['num_ctx']:,} tokens", ""]
+    if doc["system"]:
+        lines += ["## system", "", doc["system"], ""]
+    for m in doc["messages"]:
+        mark = " (summary)" if m["kind"] == "summary" else (" (interrupted)" if m["status"] == "interrupted" else "")
+        lines += [f"## {m['role']}{mark}", "", m["content"], ""]
+    return "\n".join(lines)
+
+
+def run_export(args: argparse.Namespace) -> int:
+    with connect(args) as client:
+        doc = exported(client, args.session)
+    text = json.dumps(doc, ensure_ascii=False, indent=2) + "\n" if args.format == "json" else markdown(doc)
+    if args.output:
+        Path(args.output).write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+class NotAConversation(ValueError):
+    """The file is not a conversation this command reads."""
+
+
+def _text(content: Any) -> str:
+    """A message's content: a string, or OpenAI's list of parts (their text joined)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    raise NotAConversation(f"a message's content is {type(content).__name__}, not text")
+
+
+def parse(text: str) -> dict[str, Any]:
+    """{name, model, system, options, num_ctx, messages} from any of the accepted shapes."""
+    try:
+        data: Any = json.loads(text)
+    except json.JSONDecodeError:
+        try:
+            data = [json.loads(line) for line in text.splitlines() if line.strip()]
+        except json.JSONDecodeError as exc:
+            raise NotAConversation(f"neither JSON nor JSON lines ({exc})") from None
+    if isinstance(data, dict) and data.get("format") == FORMAT:
+        if data.get("version") != VERSION:
+            raise NotAConversation(f"an export of version {data.get('version')}; this ctxkeep reads {VERSION}")
+        return {k: data.get(k) for k in ("name", "model", "system", "options", "num_ctx")} | {
+            "messages": data.get("messages") or []}
+    source = data.get("messages") if isinstance(data, dict) else data
+    if not isinstance(source, list):
+        raise NotAConversation("no messages: expected a list of {role, content}, or an object with `messages`")
+    messages = [dict(m, content=_text(m.get("content", ""))) for m in source if isinstance(m, dict)]
+    system = ""
+    if messages and messages[0].get("role") in ("system", "developer"):
+        system = messages.pop(0)["content"]
+    model = data.get("model", "") if isinstance(data, dict) else ""
+    return {"name": "", "model": model, "system": system, "options": None, "num_ctx": None,
+            "messages": messages}
+
+
+def imported_messages(raw: list[dict[str, Any]]) -> list[ImportedMessage]:
+    out = []
+    for i, m in enumerate(raw):
+        role = "system" if m.get("role") == "developer" else m.get("role")
+        fields = {"role": role, "content": m.get("content", ""), "thinking": m.get("thinking") or "",
+                  "kind": m.get("kind") or "message", "status": m.get("status") or "complete",
+                  "error": m.get("error") or ""}
+        try:
+            out.append(msgspec.convert(fields, ImportedMessage))
+        except msgspec.ValidationError as exc:
+            raise NotAConversation(f"message {i + 1}: {exc} (roles: system, user, assistant, tool)") from None
+    return out
+
+
+def batches(messages: list[ImportedMessage]) -> list[list[ImportedMessage]]:
+    """Messages cut into requests of at most BATCH_BYTES of text each."""
+    out: list[list[ImportedMessage]] = [[]]
+    size = 0
+    for m in messages:
+        n = len(m.content.encode()) + len(m.thinking.encode()) + 64
+        if out[-1] and size + n > BATCH_BYTES:
+            out.append([])
+            size = 0
+        out[-1].append(m)
+        size += n
+    return out
+
+
+def run_import(args: argparse.Namespace) -> int:
+    text = sys.stdin.read() if args.file == "-" else Path(args.file).read_text(encoding="utf-8")
+    try:
+        doc = parse(text)
+        messages = imported_messages(doc["messages"])
+    except NotAConversation as exc:
+        print(f"ctxkeep: cannot import {args.file}: {exc}", file=sys.stderr)
+        return 1
+    parts = batches(messages)
+    with connect(args) as client:
+        session = client.import_session(
+            name=args.name if args.name is not None else doc["name"] or "",
+            model=args.model or doc["model"] or "", system=doc["system"] or "",
+            options=doc["options"] or {}, num_ctx=doc["num_ctx"], force=args.force,
+            messages=parts[0]).session
+        for part in parts[1:]:
+            session = client.import_session(session=session.id, messages=part).session
+    print(msgspec.json.encode(session).decode() if args.json else f"imported {session_line(session)}")
+    return 0
