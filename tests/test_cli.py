@@ -56,7 +56,7 @@ def test_new_ask_show_sessions(daemon, standin):
     assert piped.returncode == 0 and piped.stdout.startswith("You said 3 words")
     shown = daemon.cli("show", "cli")
     assert "Why is the sky blue?" in shown.stdout and "Blue light scatters more." in shown.stdout
-    lines = [json.loads(line) for line in daemon.cli("show", "cli", "--json").stdout.splitlines()]
+    lines = [json.loads(line) for line in daemon.cli("show", "cli", "--jsonl").stdout.splitlines()]
     assert [m["role"] for m in lines] == ["user", "assistant", "user", "assistant"]
     assert lines[2]["content"] == "Tell me more"
     listing = daemon.cli("sessions")
@@ -223,10 +223,10 @@ def test_show_last_n(daemon, standin):
     sid = daemon.cli("new", "--model", "qwen2.5:7b", "-q").stdout.strip()
     for i in range(3):
         assert daemon.cli("ask", sid, f"question {i}").returncode == 0
-    shown = [json.loads(line)["seq"] for line in daemon.cli("show", sid, "--last", "2", "--json").stdout.splitlines()]
+    shown = [json.loads(line)["seq"] for line in daemon.cli("show", sid, "--last", "2", "--jsonl").stdout.splitlines()]
     assert shown == [4, 5]
     active = [json.loads(line)["seq"] for line in
-              daemon.cli("show", sid, "--active", "--last", "3", "--json").stdout.splitlines()]
+              daemon.cli("show", sid, "--active", "--last", "3", "--jsonl").stdout.splitlines()]
     assert active == [3, 4, 5]
     text = daemon.cli("show", sid, "--last", "1").stdout
     assert "#5" in text and "#4" not in text
@@ -382,3 +382,15 @@ def test_a_conversation_larger_than_a_frame_is_imported_in_parts(daemon, tmp_pat
     assert got["message_count"] == 600
     exported = json.loads(daemon.cli("export", got["id"]).stdout)
     assert [m["content"].split()[0] for m in exported["messages"]] == [str(i) for i in range(600)]
+
+
+def test_json_output_of_commands_that_print(daemon, standin):
+    made = json.loads(daemon.cli("new", "--name", "js", "--model", "qwen2.5:7b", "--json").stdout)
+    assert made["name"] == "js" and made["model"] == "qwen2.5:7b"
+    assert daemon.cli("ask", "js", "hello").returncode == 0
+    shown = json.loads(daemon.cli("show", "js", "--json").stdout)
+    assert shown["session"]["id"] == made["id"] and shown["session"]["options"] == {}
+    assert [m["role"] for m in shown["messages"]] == ["user", "assistant"]
+    changed = json.loads(daemon.cli("set", "js", "--num-ctx", "4096", "--json").stdout)
+    assert changed["num_ctx"] == 4096
+    assert json.loads(daemon.cli("files", "js", "--json").stdout) == []

@@ -3,6 +3,8 @@
 import argparse
 import time
 
+import msgspec
+
 from .common import connect
 
 
@@ -14,12 +16,16 @@ def add_parser(commands) -> argparse.ArgumentParser:
     parser.add_argument("session", metavar="SESSION", help="session id or name")
     parser.add_argument("--unused-in-last", type=int, default=0, metavar="N",
                         help="only files no message among the last N referenced")
+    parser.add_argument("--json", action="store_true", help="print the list as one JSON array")
     return parser
 
 
 def run(args: argparse.Namespace) -> int:
     with connect(args) as client:
         files = client.files(args.session, unused_in_last=args.unused_in_last).files
+    if args.json:
+        print(msgspec.json.encode(files).decode())
+        return 0
     if not files:
         print("no files referenced" + (" outside the last messages" if args.unused_in_last else ""))
         return 0

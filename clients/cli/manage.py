@@ -3,6 +3,8 @@
 import argparse
 import sys
 
+import msgspec
+
 from ...protocol.models import OptionValue
 from .common import connect, session_line
 
@@ -44,6 +46,7 @@ def add_set(commands) -> argparse.ArgumentParser:
                         help="automatic compaction for this session")
     parser.add_argument("--thresholds", default=None, metavar="L1,L2,L3",
                         help="budget fill for levels 1-3, e.g. 0.5,0.65,0.8 ('' = the default)")
+    parser.add_argument("--json", action="store_true", help="print the session as JSON")
     parser.set_defaults(run=run_set)
     return parser
 
@@ -67,7 +70,7 @@ def run_set(args: argparse.Namespace) -> int:
                                        compaction_model=args.compaction_model,
                                        auto_compaction=None if args.auto is None else args.auto == "on",
                                        thresholds=thresholds, force=args.force).session
-    print(session_line(session))
+    print(msgspec.json.encode(session).decode() if args.json else session_line(session))
     return 0
 
 

@@ -2,6 +2,8 @@
 
 import argparse
 
+import msgspec
+
 from .common import connect, session_line
 
 
@@ -25,11 +27,13 @@ def add_parser(commands) -> argparse.ArgumentParser:
                                  description="Create a session and print its id.")
     add_session_options(parser)
     parser.add_argument("--quiet", "-q", action="store_true", help="print only the id")
+    parser.add_argument("--json", action="store_true", help="print the session as JSON")
     return parser
 
 
 def run(args: argparse.Namespace) -> int:
     with connect(args) as client:
         session = create(client, args)
-    print(session.id if args.quiet else f"created {session_line(session)}")
+    print(msgspec.json.encode(session).decode() if args.json else
+          session.id if args.quiet else f"created {session_line(session)}")
     return 0

@@ -19,7 +19,10 @@ def add_parser(commands) -> argparse.ArgumentParser:
                         help="only the active context: what the model sees now")
     parser.add_argument("--last", type=int, default=0, metavar="N",
                         help="only the last N messages (of the history, or of the active context)")
-    parser.add_argument("--json", action="store_true", help="one JSON object per message and line")
+    shown = parser.add_mutually_exclusive_group()
+    shown.add_argument("--json", action="store_true",
+                       help="one JSON object: the session (its settings) and its messages")
+    shown.add_argument("--jsonl", action="store_true", help="one JSON object per message and line")
     return parser
 
 
@@ -30,7 +33,11 @@ def run(args: argparse.Namespace) -> int:
     style = Styles(sys.stdout)
     with connect(args) as client:
         session = client.session(args.session).session
-        if not args.json:
+        if args.json:
+            chosen = list(messages(client, session, args.active, args.last))
+            print(msgspec.json.encode({"session": session, "messages": chosen}).decode())
+            return 0
+        if not args.jsonl:
             print(f"{style.bold}{session_line(session)}{style.reset}")
             if args.active:
                 print(f"{style.dim}active context (what the model sees){style.reset}")
@@ -38,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
                 print(f"system: {session.system}")
         width = min(terminal_width(), 100) - 2
         for m in messages(client, session, args.active, args.last):
-            if args.json:
+            if args.jsonl:
                 print(msgspec.json.encode(m).decode())
                 continue
             mark = f" [interrupted: {m.error}]" if m.status == "interrupted" else (
