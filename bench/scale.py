@@ -11,6 +11,8 @@ in the same run.
   (`history` with `active`, 200 a page, as `ctxkeep show --active` asks), each reply
   encoded as it is sent. Baseline: the same messages read straight from the store in
   one transaction, converted and encoded in one piece.
+- `search`: `search` over 100,000 messages in 10 sessions, through the word index the store
+  keeps as messages are stored. Baseline: scanning every message for the same words.
 - `session_list`: requests per second of `session.list` with M sessions from C
   clients at once, through ctxkeepd in its own process, against a bare ROUTER (its own
   process) answering every request with the same reply bytes; interleaved rounds.
@@ -43,6 +45,10 @@ from ollama_standin import Model
 MODEL = "huge:7b"
 WORDS = ("context window token model prompt answer question summary history message session "
          "daemon client socket store commit event budget estimate level compaction").split()
+REPO = Path(__file__).resolve().parent.parent
+#: Words with their natural frequencies (this repository's documents), for search.
+PROSE = [w for f in sorted((REPO / "docs").glob("*.md")) + [REPO / "README.md"]
+         for w in f.read_text().split() if w.isalpha()]
 
 
 class TimedBackend(MemoryBackend):
@@ -62,11 +68,11 @@ class TimedBackend(MemoryBackend):
         return sent, sum(len(m["content"]) for m in sent) // 4 + 1
 
 
-def fill(store: Store, sid: str, count: int) -> None:
+def fill(store: Store, sid: str, count: int, words: list[str] | tuple[str, ...] = WORDS) -> None:
     rng = random.Random(7)
     batch = []
     for i in range(count):
-        text = " ".join(rng.choice(WORDS) for _ in range(rng.randint(15, 60)))
+        text = " ".join(rng.choice(words) for _ in range(rng.randint(15, 60)))
         batch.append(NewMessage(role="user" if i % 2 == 0 else "assistant", content=text))
         if len(batch) == 1000 or i == count - 1:
             store.append(sid, batch, activate=range(len(batch)))
@@ -138,6 +144,36 @@ async def active_pages(active: int) -> None:
     emit(bench="scale", target="active_pages", active=active, pages=pages,
          first_ms=round(times[0] * 1000, 1), again_ms=round(times[1] * 1000, 1),
          baseline_one_read_ms=round(bare * 1000, 1), goal_ms="<= 20 at 10k")
+
+
+async def search(total: int) -> None:
+    """`search` over `total` stored messages in 10 sessions, through the handler (the word
+    index); baseline: a scan of every message's text for the same words."""
+    root = Path(tempfile.mkdtemp(prefix="ckb", dir="/tmp"))
+    try:
+        daemon = InProcess(root, TimedBackend(), Config())
+        for i in range(10):
+            record = daemon.store.create_session(name=f"s{i}", model=MODEL, system="", options={},
+                                                 num_ctx=1 << 30, context_length=1 << 30)
+            fill(daemon.store, record.id, total // 10, PROSE)
+        for query in ("session", "compaction", "daemon socket", "budget estimate level"):
+            timings = []
+            for _ in range(5):
+                t0 = time.perf_counter()
+                reply = await daemon.call(requests.Search(query=query, limit=20))
+                timings.append(time.perf_counter() - t0)
+            wanted = set(query.split())
+            t1 = time.perf_counter()
+            scanned = sum(1 for s in daemon.store.sessions() for m in daemon.store.history(s.id, 0, total)[0]
+                          if wanted <= set(m.content.lower().split()))
+            scan = time.perf_counter() - t1
+            assert scanned == reply.total, (scanned, reply.total)
+            emit(bench="scale", target="search", messages=total, query=query, matches=reply.total,
+                 median_ms=round(statistics.median(timings) * 1000, 1),
+                 baseline_scan_ms=round(scan * 1000, 1), goal_ms="<= 200")
+        daemon.close()
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def bare_server(endpoint: str, reply: bytes, stop: bytes) -> None:
@@ -228,13 +264,16 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=50)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--seconds", type=float, default=1.0, help="per round and target")
-    parser.add_argument("--only", choices=["turn", "pages", "list"], default=None)
+    parser.add_argument("--search", type=int, default=100_000, help="messages to search")
+    parser.add_argument("--only", choices=["turn", "pages", "list", "search"], default=None)
     args = parser.parse_args()
     for active in args.active:
         if args.only in (None, "turn"):
             asyncio.run(turns(active, args.turns))
         if args.only in (None, "pages"):
             asyncio.run(active_pages(active))
+    if args.only in (None, "search"):
+        asyncio.run(search(args.search))
     if args.only in (None, "list"):
         session_list(args.sessions, args.clients, args.rounds, args.seconds)
 

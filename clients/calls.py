@@ -10,7 +10,7 @@ from ..protocol import requests
 from ..protocol.replies import (
     Accepted, Cancelled, CompactionAccepted, CompactionPlan, Deleted, HelloReply, HistoryReply,
     FilesReply, GoalsReply, Pong, SessionReply, SessionsReply, SnapshotReply, SnapshotsReply,
-    StatusReply, UsageReply, ModelsReply,
+    StatusReply, UsageReply, ModelsReply, SearchReply,
 )
 
 
@@ -103,6 +103,9 @@ class Calls:
     def import_session(self, **fields: Any) -> Any:
         """A conversation brought in (see `session.import`)."""
         return self.request(requests.SessionImport(**fields), SessionReply)
+
+    def search(self, query: str, session: str = "", limit: int = 50) -> Any:
+        return self.request(requests.Search(query=query, session=session, limit=limit), SearchReply)
 
     def models(self) -> Any:
         """The models installed in Ollama, and the default one."""

@@ -6,8 +6,8 @@ import msgspec
 from . import events, replies, requests, subjects
 from .errors import ErrorCode
 from .models import (
-    DaemonStatus, Decision, FileUse, GoalCheckpoint, Goals, GoalsInput, MessageInfo, ModelInfo, OllamaStatus,
-    Segments, SessionInfo, SnapshotInfo, Usage,
+    DaemonStatus, Decision, FileUse, GoalCheckpoint, Goals, GoalsInput, MessageInfo, ModelInfo,
+    OllamaStatus, SearchHit, Segments, SessionInfo, SnapshotInfo, Usage,
 )
 from .version import PROTOCOL_VERSION
 
@@ -170,6 +170,12 @@ EXAMPLES: dict[type, tuple[requests.Request, replies.Reply, list[events.Event]]]
             _NEW, name="imported", model="qwen2.5:7b", message_count=2, token_count=31)),
         [events.SessionCreated(seq=60, time=_T, session_id=_SID, session=msgspec.structs.replace(
             _NEW, name="imported", model="qwen2.5:7b", message_count=2, token_count=31))]),
+    requests.Search: (
+        requests.Search(id="32", query="rayleigh scattering"),
+        replies.SearchReply(id="32", total=1, words=["rayleigh", "scattering"], hits=[SearchHit(
+            session_id=_SID, session_name="chat-1", message=MessageInfo(
+                seq=1, role="assistant", content="Rayleigh scattering: shorter wavelengths scatter more.",
+                created=_T, model="llama3.2"))]), []),
     requests.ModelsList: (
         requests.ModelsList(id="30"),
         replies.ModelsReply(id="30", default_model="qwen2.5:7b", models=[
@@ -223,6 +229,7 @@ ERRORS: dict[type, list[tuple[str, str]]] = {
                        ("ollama_unreachable, model_not_found, ollama_error",
                         "`dry_run` only: the compaction model's window could not be asked")],
     requests.ModelsList: [("ollama_unreachable, ollama_error", "Ollama could not be asked")],
+    requests.Search: _SESSION_ERRORS,
     requests.SessionImport: [("invalid_argument", "the name is taken"),
                              ("model_not_found", "Ollama does not have the model; `force` skips "
                                                  "the check"),

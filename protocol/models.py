@@ -108,6 +108,14 @@ class MessageInfo(msgspec.Struct, kw_only=True):
     reply_to: Annotated[int, Meta(ge=-1)] = -1
 
 
+class SearchHit(msgspec.Struct, kw_only=True):
+    """A message that matched a search."""
+
+    session_id: str
+    session_name: str
+    message: MessageInfo
+
+
 class ModelInfo(msgspec.Struct, kw_only=True):
     """A model installed in Ollama (from /api/tags, /api/show and /api/ps)."""
 

@@ -10,7 +10,7 @@ import msgspec
 from msgspec import Meta
 
 from .models import (
-    AttachedFile, CheckpointInfo, Count, DaemonStatus, FileUse, Goals, MessageInfo, ModelInfo, Seq,
+    AttachedFile, CheckpointInfo, Count, DaemonStatus, FileUse, Goals, MessageInfo, ModelInfo, SearchHit, Seq,
     SessionInfo, SnapshotInfo, Usage,
 )
 from .version import PROTOCOL_VERSION
@@ -166,6 +166,15 @@ class CompactionPlan(Reply, tag="compaction.plan"):
     skip_reason: str = ""
 
 
+class SearchReply(Reply, tag="search"):
+    """Answer to `search`: the newest hits (at most `limit`), and how many matched."""
+
+    hits: list[SearchHit]
+    total: Count
+    #: The words that were looked for (the query's words the index keeps).
+    words: list[str]
+
+
 class ModelsReply(Reply, tag="models"):
     """Answer to `models.list`."""
 
@@ -177,6 +186,6 @@ class ModelsReply(Reply, tag="models"):
 AnyReply = (
     Error | HelloReply | Pong | StatusReply | SessionReply | SessionsReply | Deleted
     | HistoryReply | Accepted | Cancelled | UsageReply | CompactionAccepted | CompactionPlan
-    | FilesReply | GoalsReply | SnapshotReply | SnapshotsReply | ModelsReply
+    | FilesReply | GoalsReply | SnapshotReply | SnapshotsReply | ModelsReply | SearchReply
 )
 ALL: tuple[type[Reply], ...] = AnyReply.__args__  # type: ignore[attr-defined]

@@ -157,6 +157,16 @@ class SessionImport(Request, tag="session.import"):
     messages: list[ImportedMessage] = []
 
 
+class Search(Request, tag="search"):
+    """Messages of every session's history (or of one) that contain every word of
+    `query`, newest first. Words are matched whole, in any case; the most common English
+    words are not indexed."""
+
+    query: Annotated[str, Meta(min_length=1, max_length=1000)]
+    session: Annotated[str, Meta(max_length=200)] = ""
+    limit: Annotated[int, Meta(ge=1, le=500)] = 50
+
+
 class ModelsList(Request, tag="models.list"):
     """The models installed in Ollama, with their size, context length and whether they
     are loaded; which one new sessions use by default."""
@@ -250,6 +260,7 @@ AnyRequest = (
     Hello | Ping | Status | SessionCreate | SessionList | SessionGet | SessionRename
     | SessionDelete | History | Send | Cancel | SetSystem | SetModel | Usage | Compact | Files | Pin | GoalsGet | GoalsSet
     | SnapshotCreate | SnapshotList | SnapshotRestore | SnapshotDelete | ModelsList | SessionImport
+    | Search
 )
 
 #: Every request class, in the order the protocol document lists them.

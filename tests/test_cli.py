@@ -394,3 +394,16 @@ def test_json_output_of_commands_that_print(daemon, standin):
     changed = json.loads(daemon.cli("set", "js", "--num-ctx", "4096", "--json").stdout)
     assert changed["num_ctx"] == 4096
     assert json.loads(daemon.cli("files", "js", "--json").stdout) == []
+
+
+def test_search_across_sessions(daemon, standin):
+    for name, text in (("one", "The walrus and the carpenter"), ("two", "A carpenter ant, not a walrus")):
+        daemon.cli("new", "--name", name, "--model", "qwen2.5:7b", "-q")
+        assert daemon.cli("ask", name, text).returncode == 0
+    found = daemon.cli("search", "walrus", "CARPENTER")
+    lines = found.stdout.splitlines()
+    assert found.returncode == 0 and lines[-1] == "4 matches"  # each question and its echo
+    assert lines[0].startswith("two #1 assistant") and "walrus" in lines[1]
+    data = json.loads(daemon.cli("search", "walrus", "-s", "one", "--json").stdout)
+    assert data["total"] == 2 and {h["session_name"] for h in data["hits"]} == {"one"}
+    assert daemon.cli("search", "the").returncode == 1  # only a stop word

@@ -77,18 +77,18 @@ def test_upgrade_backs_up_then_migrates(tmp_path, monkeypatch):
 
     def add_marker(txn, dbs):
         txn.put(b"migrated", b"yes", db=dbs["meta"])
-    step = migrations.Migration(1, 2, "add a marker", add_marker)
-    monkeypatch.setattr(store_module, "SCHEMA_VERSION", 2)
-    monkeypatch.setattr(store_module, "MIGRATIONS", [step])
+    step = migrations.Migration(2, 3, "add a marker", add_marker)
+    monkeypatch.setattr(store_module, "SCHEMA_VERSION", 3)
+    monkeypatch.setattr(store_module, "MIGRATIONS", [*migrations.MIGRATIONS, step])
     st = make(tmp_path)
-    assert st.schema_version() == 2
+    assert st.schema_version() == 3
     assert st.read(lambda txn: txn.get(b"migrated", db=st.dbs["meta"])) == b"yes"
     backups = list((tmp_path / "backups").iterdir())
-    assert len(backups) == 1 and backups[0].name.startswith("schema-v1-")
+    assert len(backups) == 1 and backups[0].name.startswith("schema-v2-")
     old = lmdb.open(str(backups[0]), max_dbs=8, readonly=True)
     meta = old.open_db(b"meta", create=False)
     with old.begin() as txn:
-        assert txn.get(b"schema_version", db=meta) == b"1"
+        assert txn.get(b"schema_version", db=meta) == b"2"
     old.close()
     assert st.session("old").id == s.id
 
@@ -188,3 +188,36 @@ def test_the_store_has_every_member_of_the_protocol(tmp_path):
         assert not missing and len(members) >= 25
     finally:
         store.close()
+
+
+def test_search_finds_every_word_in_any_session_and_follows_deletes(tmp_path):
+    st = make(tmp_path)
+    a = st.create_session(name="a", model="m", system="", options={}, num_ctx=8192)
+    b = st.create_session(name="b", model="m", system="", options={}, num_ctx=8192)
+    st.append(a.id, [NewMessage(role="user", content="The LMDB store keeps every message"),
+                     NewMessage(role="assistant", content="Größe: the store grows its map")])
+    st.append(b.id, [NewMessage(role="user", content="A store of LMDB pages, elsewhere")])
+    hits, total = st.search("lmdb STORE")
+    assert total == 2 and {(sid, m.seq) for sid, m in hits} == {(a.id, 0), (b.id, 0)}
+    assert [m.seq for _, m in st.search("größe", a.id)[0]] == [1]  # any script, any case
+    assert st.search("store", b.id)[1] == 1 and st.search("the")[1] == 0  # stop words are not kept
+    assert st.search("lmdb nowhere")[1] == 0
+    st.delete_session(b.id)
+    assert st.search("lmdb")[1] == 1
+    assert st.read(lambda txn: txn.stat(st.dbs["search"])["entries"]) == len(
+        {"lmdb", "store", "keeps", "every", "message"}) + len({"größe", "store", "grows", "its", "map"}) - 1
+
+
+def test_the_search_index_is_built_for_a_store_written_before_it(tmp_path):
+    st = make(tmp_path)
+    s = st.create_session(name="old", model="m", system="", options={}, num_ctx=8192)
+    st.append(s.id, [NewMessage(role="user", content="remember the walrus")])
+
+    def as_version_1(txn):  # what a store of schema 1 had: no index
+        txn.drop(st.dbs["search"], delete=False)
+        txn.put(b"schema_version", b"1", db=st.dbs["meta"])
+    st.write(as_version_1)
+    assert st.search("walrus")[1] == 0
+    st.close()
+    st = make(tmp_path)
+    assert st.schema_version() == 2 and st.search("walrus")[1] == 1

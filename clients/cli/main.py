@@ -19,6 +19,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "sessions": ("sessions", "add_parser"),
     "new": ("new", "add_parser"),
     "show": ("show", "add_parser"),
+    "search": ("search", "add_parser"),
     "export": ("transfer", "add_export"),
     "import": ("transfer", "add_import"),
     "files": ("files", "add_parser"),

@@ -48,7 +48,7 @@ _SEQ = struct.Struct(">Q")
 #: write into a mapped page on a full disk kills the process with SIGBUS).
 _MIN_FREE = 32 << 20
 _DATABASES = ("meta", "sessions", "names", "messages", "active", "compactions", "calibration",
-              "file_refs", "snapshots", "embeddings")
+              "file_refs", "snapshots", "embeddings", "search")
 
 
 def _message_key(session_id: str, seq: int) -> bytes:

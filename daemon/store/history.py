@@ -11,6 +11,7 @@ from ctxkeep.protocol.models import Goals
 from ctxkeep.daemon.store.records import (
     ActiveContext, Calibration, FileRefRecord, MessageRecord, NewMessage, SessionRecord,
 )
+from ctxkeep.daemon.store import search_index
 from ctxkeep.daemon.store.errors import UnknownSession
 from ctxkeep.daemon.store.sessions import Sessions
 from ctxkeep.daemon.store.environment import _message_key, _prefix
@@ -92,6 +93,7 @@ class History(Sessions):
         message = new.record(session.next_seq, now)
         key = _message_key(session.id, message.seq)
         txn.put(key, self._enc.encode(message), db=self.dbs["messages"], overwrite=False)
+        search_index.add(txn, self.dbs["search"], session.id, message.seq, message.content)
         for index, f in enumerate(x for x in new.files if not x.error):
             ref = FileRefRecord(message_seq=message.seq, path=f.path, real_path=f.real_path,
                                 mode=f.mode, tokens=f.tokens, sha256=f.sha256,

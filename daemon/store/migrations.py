@@ -10,7 +10,7 @@ from typing import Any
 import msgspec
 
 #: The schema this code writes.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 class Migration(msgspec.Struct, frozen=True):
@@ -22,5 +22,19 @@ class Migration(msgspec.Struct, frozen=True):
     apply: Callable[[Any, dict[str, Any]], None]
 
 
-#: Steps in order. Version 1 is the first released schema, so the list is empty.
-MIGRATIONS: list[Migration] = []
+def _index_every_message(txn: Any, dbs: dict[str, Any]) -> None:
+    """Version 2 searches history through a word index: build it for what is stored."""
+    from ctxkeep.daemon.store import search_index
+    from ctxkeep.daemon.store.environment import _SEQ
+    from ctxkeep.daemon.store.records import MessageRecord
+    decode = msgspec.msgpack.Decoder(MessageRecord).decode
+    for key, raw in txn.cursor(db=dbs["messages"]):
+        session_id = key[:-_SEQ.size - 1].decode()
+        m = decode(raw)
+        search_index.add(txn, dbs["search"], session_id, m.seq, m.content)
+
+
+#: Steps in order, from version 1 (the first released schema).
+MIGRATIONS: list[Migration] = [
+    Migration(1, 2, "a word index of every message (search)", _index_every_message),
+]

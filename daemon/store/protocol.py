@@ -47,6 +47,10 @@ class SessionStore(Protocol):
         """A method of this store that writes, run by the writer thread (the event loop
         goes on while it commits)."""
 
+    def search(self, query: str, session_id: str = "", limit: int = 50
+               ) -> tuple[list[tuple[str, MessageRecord]], int]:
+        """The newest messages with every word of `query`, and how many match in all."""
+
     def view(self, session_id: str) -> tuple[SessionRecord, ActiveContext, list[MessageRecord]]:
         """The session, its context state and its active messages, in one read."""
 

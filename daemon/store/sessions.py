@@ -9,6 +9,7 @@ import lmdb
 from ctxkeep.daemon.store.records import ActiveContext, SessionRecord
 from ctxkeep.daemon.store.errors import UnknownSession, AmbiguousSession, NameTaken
 from ctxkeep.daemon.store.environment import Environment, _prefix
+from ctxkeep.daemon.store import search_index
 
 
 class Sessions(Environment):
@@ -105,6 +106,13 @@ class Sessions(Environment):
             if record is None:
                 raise UnknownSession(f"session {session_id!r} no longer exists")
             prefix = _prefix(session_id)
+            cursor = txn.cursor(db=self.dbs["messages"])
+            if cursor.set_range(prefix):  # its words leave the search index first
+                for key, raw in cursor:
+                    if not key.startswith(prefix):
+                        break
+                    m = self._message_dec.decode(raw)
+                    search_index.remove(txn, self.dbs["search"], session_id, m.seq, m.content)
             for db in ("messages", "compactions", "file_refs", "snapshots"):
                 cursor = txn.cursor(db=self.dbs[db])
                 if cursor.set_range(prefix):
