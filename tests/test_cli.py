@@ -407,3 +407,20 @@ def test_search_across_sessions(daemon, standin):
     data = json.loads(daemon.cli("search", "walrus", "-s", "one", "--json").stdout)
     assert data["total"] == 2 and {h["session_name"] for h in data["hits"]} == {"one"}
     assert daemon.cli("search", "the").returncode == 1  # only a stop word
+
+
+def test_shell_completion(daemon, tmp_path):
+    for shell in ("bash", "zsh", "fish"):
+        script = daemon.cli("completion", shell)
+        assert script.returncode == 0 and "_ARGCOMPLETE" in script.stdout, shell
+    daemon.cli("new", "--name", "skyline", "--model", "qwen2.5:7b", "-q")
+    out = tmp_path / "completions"
+
+    def complete(line: str) -> list[str]:
+        env = dict(daemon.env, _ARGCOMPLETE="1", COMP_LINE=line, COMP_POINT=str(len(line)),
+                   _ARGCOMPLETE_STDOUT_FILENAME=str(out), _ARGCOMPLETE_IFS="\n")
+        subprocess.run([sys.executable, "-m", "ctxkeep.clients.cli.main"], env=env, check=True, timeout=30)
+        return out.read_text().split("\n")
+    assert [w.strip() for w in complete("ctxkeep sho")] == ["show"]
+    assert [w.strip() for w in complete("ctxkeep show --la")] == ["--last"]
+    assert [w.strip() for w in complete("ctxkeep show sky")] == ["skyline"]  # asked of the daemon

@@ -7,9 +7,13 @@ and a command line naming no known command, build every command's parser.
 
 import argparse
 import importlib
+import os
 import sys
 
 from ...protocol.version import DAEMON_VERSION
+
+#: Set when the shell runs us for completion (argcomplete's protocol).
+COMPLETING = "_ARGCOMPLETE" in os.environ
 
 #: Every command: the module that builds its parser, and the builder's name there (the
 #: builder sets `run` itself when its module holds more than one command).
@@ -38,6 +42,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "undo": ("context", "add_undo"),
     "config": ("admin", "add_config"),
     "keys": ("admin", "add_keys"),
+    "completion": ("completion", "add_parser"),
 }
 
 
@@ -49,6 +54,10 @@ def _add(commands, name: str) -> None:
     if builder == "add_parser":
         parser.set_defaults(run=module.run)
     add_endpoint_options(parser)
+    for action in parser._actions if COMPLETING else ():  # session arguments complete names
+        if action.dest in ("session", "sessions"):
+            from .completion import session_names
+            action.completer = session_names  # type: ignore[attr-defined]
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
@@ -72,6 +81,9 @@ def command_in(argv: list[str]) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    if COMPLETING:  # the shell asks what may come next: every command's parser, then exit
+        import argcomplete
+        argcomplete.autocomplete(build_parser())
     argv = sys.argv[1:] if argv is None else argv
     args = build_parser(command_in(argv)).parse_args(argv)
     from ..core import CtxkeepError
