@@ -47,7 +47,7 @@ class SessionCreate(Request, tag="session.create"):
     system: str = ""
     options: Options = {}
     num_ctx: NumCtx | None = None
-    #: Create it even when Ollama does not have the model (it is checked otherwise).
+    #: Skip the checks against Ollama: the model is installed, the options are ones it knows.
     force: bool = False
 
 
@@ -126,7 +126,7 @@ class SetModel(Request, tag="session.set_model"):
     #: three thresholds as fractions of the budget ([] = the daemon's).
     auto_compaction: bool | None = None
     thresholds: list[Annotated[float, Meta(gt=0, le=1)]] | None = None
-    #: Change to `model` even when Ollama does not have it (it is checked otherwise).
+    #: Skip the checks against Ollama: the model is installed, the options are ones it knows.
     force: bool = False
 
 

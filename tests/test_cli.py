@@ -171,7 +171,7 @@ def test_set_rename_delete_cancel(daemon, standin):
     with daemon.client() as c:
         s = c.session(sid).session
         assert (s.model, s.num_ctx, s.options, s.system) == (
-            "small:1b", 2048, {"temperature": 0.2, "stop": "END"}, "Be terse.")
+            "small:1b", 2048, {"temperature": 0.2, "stop": ["END"]}, "Be terse.")
         assert s.compaction_model == "qwen2.5:7b"
     assert daemon.cli("set", "tune", "--option", "nonsense").returncode == 2
     assert daemon.cli("rename", "tune", "tuned").returncode == 0
@@ -424,3 +424,16 @@ def test_shell_completion(daemon, tmp_path):
     assert [w.strip() for w in complete("ctxkeep sho")] == ["show"]
     assert [w.strip() for w in complete("ctxkeep show --la")] == ["--last"]
     assert [w.strip() for w in complete("ctxkeep show sky")] == ["skyline"]  # asked of the daemon
+
+
+def test_options_are_checked_against_ollamas(daemon):
+    sid = daemon.cli("new", "--model", "qwen2.5:7b", "-q").stdout.strip()
+    typo = daemon.cli("set", sid, "--option", "temprature=0.2")
+    assert typo.returncode == 1 and "no option 'temprature': did you mean 'temperature'?" in typo.stderr
+    hot = daemon.cli("set", sid, "--option", "temperature=hot")
+    assert hot.returncode == 1 and "temperature='hot'" in hot.stderr and "number" in hot.stderr
+    window = daemon.cli("set", sid, "--option", "num_ctx=4096")
+    assert window.returncode == 1 and "--num-ctx" in window.stderr
+    assert daemon.cli("set", sid, "--option", "stop=END", "--option", "stop=DONE", "--option",
+                      "top_k=40").returncode == 0
+    assert daemon.cli("set", sid, "--option", "brand_new=1", "--force").returncode == 0  # a newer Ollama's

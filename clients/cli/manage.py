@@ -9,6 +9,23 @@ from ...protocol.models import OptionValue
 from .common import connect, session_line
 
 
+#: Options whose value is a list (Ollama's `stop`): each --option adds one.
+LISTS = ("stop",)
+
+
+def options_of(pairs: list[tuple[str, OptionValue]]) -> dict[str, OptionValue]:
+    """The options from repeated --option KEY=VALUE (a list option collects its values)."""
+    out: dict[str, OptionValue] = {}
+    for key, value in pairs:
+        if key in LISTS:
+            collected = out.setdefault(key, [])
+            assert isinstance(collected, list)
+            collected.append(str(value))
+        else:
+            out[key] = value
+    return out
+
+
 def _option(text: str) -> tuple[str, OptionValue]:
     """`key=value`, the value read as a number or boolean when it is one."""
     key, sep, raw = text.partition("=")
@@ -66,7 +83,7 @@ def run_set(args: argparse.Namespace) -> int:
         if (args.model or args.num_ctx is not None or args.option or args.compaction_model is not None
                 or args.auto or thresholds is not None):
             session = client.set_model(session.id, model=args.model, num_ctx=args.num_ctx,
-                                       options=dict(args.option) if args.option else None,
+                                       options=options_of(args.option) if args.option else None,
                                        compaction_model=args.compaction_model,
                                        auto_compaction=None if args.auto is None else args.auto == "on",
                                        thresholds=thresholds, force=args.force).session

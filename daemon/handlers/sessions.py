@@ -1,11 +1,14 @@
 """session.create / list / get / rename / delete / set_system / set_model."""
 
+import asyncio
+
 from ctxkeep.protocol import ErrorCode, requests
 from ctxkeep.protocol.events import ContextUsage, SessionCreated, SessionDeleted
 from ctxkeep.protocol.replies import Deleted, SessionReply, SessionsReply
 from ctxkeep.daemon.store.records import SessionRecord
 from ctxkeep.daemon.services import Services
 from ctxkeep.daemon.handlers.models import check_installed
+from ctxkeep.daemon.models.options import check_options
 from ctxkeep.daemon.handlers.registry import RequestError, handles
 
 
@@ -36,6 +39,8 @@ async def create(services: Services, req: requests.SessionCreate) -> SessionRepl
     _check_bytes("model name", model)
     if not req.force:
         await check_installed(services, model)
+        if req.options:  # off the loop: the check may be the first to import the ollama package
+            await asyncio.to_thread(check_options, req.options)
     empty = [{"role": "system", "content": req.system}] if req.system else []
     known = services.backend.known_facts(model)
     record = await services.store.off_loop(
@@ -102,6 +107,8 @@ async def set_model(services: Services, req: requests.SetModel, record: SessionR
                                                        "the budget, e.g. [0.5, 0.65, 0.8] ([] = default)")
     if req.model and req.model != record.model and not req.force:
         await check_installed(services, req.model)
+    if req.options and not req.force:
+        await asyncio.to_thread(check_options, req.options)
 
     def change(r: SessionRecord) -> None:
         if req.model and req.model != r.model:
