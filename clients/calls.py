@@ -10,7 +10,7 @@ from ..protocol import requests
 from ..protocol.replies import (
     Accepted, Cancelled, CompactionAccepted, CompactionPlan, Deleted, HelloReply, HistoryReply,
     FilesReply, GoalsReply, Pong, SessionReply, SessionsReply, SnapshotReply, SnapshotsReply,
-    StatusReply, UsageReply, ModelsReply, SearchReply,
+    StatusReply, UsageReply, ModelsReply, SearchReply, PullAccepted,
 )
 
 
@@ -106,6 +106,10 @@ class Calls:
 
     def search(self, query: str, session: str = "", limit: int = 50) -> Any:
         return self.request(requests.Search(query=query, session=session, limit=limit), SearchReply)
+
+    def pull_model(self, model: str) -> Any:
+        """Have Ollama download a model; its events carry the reply's `pull_id`."""
+        return self.request(requests.ModelsPull(model=model), PullAccepted)
 
     def models(self) -> Any:
         """The models installed in Ollama, and the default one."""

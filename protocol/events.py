@@ -183,10 +183,32 @@ class ContextWarning(Event, tag=subjects.CONTEXT_WARNING):
     message: str
 
 
+class ModelPullProgress(Event, tag=subjects.MODEL_PULL_PROGRESS):
+    """How far a `models.pull` has come (Ollama's own steps; at most a few a second)."""
+
+    pull_id: str
+    model: str
+    #: Ollama's words for the step, e.g. "pulling manifest", "pulling 6a0746a1ec1a".
+    status: str
+    completed: Count = 0
+    total: Count = 0
+
+
+class ModelPullResult(Event, tag=subjects.MODEL_PULL_RESULT):
+    """How a `models.pull` ended: exactly one per accepted pull."""
+
+    pull_id: str
+    model: str
+    status: Literal["ok", "failed"]
+    #: For a failed pull: why, and what to do next.
+    code: str = ""
+    message: str = ""
+
+
 AnyEvent = (
     DaemonStatusEvent | SessionCreated | SessionUpdated | SessionDeleted | QueryReceived
     | GenerationToken | GenerationThinking | ResponseGeneration | GenerationError | ContextUsage
     | CompactionRequest | CompactionProgress | CompactionResult | GoalUpdated | SnapshotCreated
-    | SnapshotRestored | ContextWarning
+    | SnapshotRestored | ContextWarning | ModelPullProgress | ModelPullResult
 )
 ALL: tuple[type[Event], ...] = AnyEvent.__args__  # type: ignore[attr-defined]

@@ -176,6 +176,16 @@ EXAMPLES: dict[type, tuple[requests.Request, replies.Reply, list[events.Event]]]
             session_id=_SID, session_name="chat-1", message=MessageInfo(
                 seq=1, role="assistant", content="Rayleigh scattering: shorter wavelengths scatter more.",
                 created=_T, model="llama3.2"))]), []),
+    requests.ModelsPull: (
+        requests.ModelsPull(id="33", model="qwen2.5:7b"),
+        replies.PullAccepted(id="33", pull_id="9f2c41d07a11", model="qwen2.5:7b"),
+        [events.ModelPullProgress(seq=70, time=_T, pull_id="9f2c41d07a11", model="qwen2.5:7b",
+                                  status="pulling manifest"),
+         events.ModelPullProgress(seq=71, time=_T, pull_id="9f2c41d07a11", model="qwen2.5:7b",
+                                  status="pulling 2bada8a74506", completed=1_200_000_000,
+                                  total=4_683_075_271),
+         events.ModelPullResult(seq=72, time=_T, pull_id="9f2c41d07a11", model="qwen2.5:7b",
+                                status="ok")]),
     requests.ModelsList: (
         requests.ModelsList(id="30"),
         replies.ModelsReply(id="30", default_model="qwen2.5:7b", models=[
@@ -230,6 +240,7 @@ ERRORS: dict[type, list[tuple[str, str]]] = {
                         "`dry_run` only: the compaction model's window could not be asked")],
     requests.ModelsList: [("ollama_unreachable, ollama_error", "Ollama could not be asked")],
     requests.Search: _SESSION_ERRORS,
+    requests.ModelsPull: [("shutting_down", "the daemon is stopping")],
     requests.SessionImport: [("invalid_argument", "the name is taken"),
                              ("model_not_found", "Ollama does not have the model; `force` skips "
                                                  "the check"),

@@ -175,6 +175,13 @@ class SearchReply(Reply, tag="search"):
     words: list[str]
 
 
+class PullAccepted(Reply, tag="pull.accepted"):
+    """Answer to `models.pull`: its events carry this id."""
+
+    pull_id: str
+    model: str
+
+
 class ModelsReply(Reply, tag="models"):
     """Answer to `models.list`."""
 
@@ -187,5 +194,6 @@ AnyReply = (
     Error | HelloReply | Pong | StatusReply | SessionReply | SessionsReply | Deleted
     | HistoryReply | Accepted | Cancelled | UsageReply | CompactionAccepted | CompactionPlan
     | FilesReply | GoalsReply | SnapshotReply | SnapshotsReply | ModelsReply | SearchReply
+    | PullAccepted
 )
 ALL: tuple[type[Reply], ...] = AnyReply.__args__  # type: ignore[attr-defined]

@@ -167,6 +167,13 @@ class Search(Request, tag="search"):
     limit: Annotated[int, Meta(ge=1, le=500)] = 50
 
 
+class ModelsPull(Request, tag="models.pull"):
+    """Have Ollama download a model. Accepted at once; `model.pull.progress` events follow,
+    then one `model.pull.result`."""
+
+    model: Annotated[str, Meta(min_length=1, max_length=200)]
+
+
 class ModelsList(Request, tag="models.list"):
     """The models installed in Ollama, with their size, context length and whether they
     are loaded; which one new sessions use by default."""
@@ -260,7 +267,7 @@ AnyRequest = (
     Hello | Ping | Status | SessionCreate | SessionList | SessionGet | SessionRename
     | SessionDelete | History | Send | Cancel | SetSystem | SetModel | Usage | Compact | Files | Pin | GoalsGet | GoalsSet
     | SnapshotCreate | SnapshotList | SnapshotRestore | SnapshotDelete | ModelsList | SessionImport
-    | Search
+    | Search | ModelsPull
 )
 
 #: Every request class, in the order the protocol document lists them.

@@ -24,6 +24,8 @@ SNAPSHOT_CREATED = "snapshot.created"
 SNAPSHOT_RESTORED = "snapshot.restored"
 GOAL_UPDATED = "goal.updated"
 CONTEXT_WARNING = "context.warning"
+MODEL_PULL_PROGRESS = "model.pull.progress"
+MODEL_PULL_RESULT = "model.pull.result"
 
 
 def topic(subject: str, session_id: str = "") -> str:

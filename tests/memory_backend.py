@@ -23,7 +23,7 @@ from ctxkeep.daemon.models.backend import ModelCallError
 from ctxkeep.daemon.models.facts import ModelFacts
 from ctxkeep.protocol import ErrorCode
 from ctxkeep.protocol.models import ModelInfo, OllamaStatus
-from ollama_standin import DEFAULT_MODELS, count_tokens, embed_vector, render, split_stream
+from ollama_standin import DEFAULT_MODELS, Model, count_tokens, embed_vector, render, split_stream
 
 
 class MemoryBackend:
@@ -86,6 +86,16 @@ class MemoryBackend:
         return [ModelInfo(name=m.name, size=4_700_000_000, parameter_size=m.parameter_size,
                           family=m.family, context_length=m.context_length)
                 for m in self.models.values()]
+
+    async def pull(self, model: str) -> AsyncIterator[tuple[str, int, int]]:
+        yield "pulling manifest", 0, 0
+        if model.startswith("nosuch"):
+            raise ModelCallError(ErrorCode.MODEL_NOT_FOUND, f"Ollama could not pull {model!r}")
+        for done in (0, 2, 4):
+            await asyncio.sleep(0)
+            yield "pulling layer", done, 4
+        self.models[model] = Model(model)
+        yield "success", 0, 0
 
     def _prompt(self, model: str, messages: Sequence[Mapping[str, Any]],
                 options: Mapping[str, Any]) -> tuple[list[dict[str, Any]], int]:

@@ -2,7 +2,7 @@
 
 Real HTTP on 127.0.0.1 (a random port), speaking the documented Ollama API:
 `/api/chat` (NDJSON streaming over chunked transfer, and non-streaming),
-`/api/show`, `/api/ps`, `/api/tags`, `/api/version`, `/api/embed`.
+`/api/show`, `/api/ps`, `/api/tags`, `/api/version`, `/api/embed`, `/api/pull`.
 
 - `prompt_eval_count` comes from a deterministic tokenizer that is *not*
   chars/4 (letters cost one token per 4, every digit, symbol and newline one),
@@ -355,7 +355,8 @@ class _Handler(BaseHTTPRequestHandler):
             return
         with self.owner._lock:
             self.owner.posts.append(self.path)
-        routes = {"/api/chat": self._chat, "/api/show": self._show, "/api/embed": self._embed}
+        routes = {"/api/chat": self._chat, "/api/show": self._show, "/api/embed": self._embed,
+                  "/api/pull": self._pull}
         handler = routes.get(self.path)
         if handler is None:
             self._error(404, "404 page not found")
@@ -393,6 +394,33 @@ class _Handler(BaseHTTPRequestHandler):
                            f"{m.family}.embedding_length": 3584},
             "capabilities": capabilities, "modified_at": _now(),
         })
+
+    def _pull(self, body: dict[str, Any], fault: Fault | None) -> None:
+        """Ollama's /api/pull, streamed: the manifest, one layer in a few steps, success
+        (the model is then listed). A name starting with "nosuch" is not in the registry:
+        the stream ends with an error line, as Ollama's does."""
+        owner = self.owner
+        name = body.get("model") or body.get("name") or ""
+        self.send_response(200)
+        self.send_header("Content-Type", "application/x-ndjson")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        self._chunk({"status": "pulling manifest"})
+        if name.startswith("nosuch"):
+            self._chunk({"error": "pull model manifest: file does not exist"})
+        else:
+            digest = "sha256:" + hashlib.sha256(name.encode()).hexdigest()
+            total = 4_000_000
+            for done in (0, 1_000_000, 2_500_000, total):
+                self._chunk({"status": f"pulling {digest[7:19]}", "digest": digest,
+                             "total": total, "completed": done})
+            for step in ("verifying sha256 digest", "writing manifest", "success"):
+                self._chunk({"status": step})
+            with owner._lock:
+                if owner.model(name) is None:
+                    owner.models = (*owner.models, Model(name if ":" in name else f"{name}:latest"))
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
 
     def _embed(self, body: dict[str, Any], fault: Fault | None) -> None:
         owner = self.owner

@@ -437,3 +437,16 @@ def test_options_are_checked_against_ollamas(daemon):
     assert daemon.cli("set", sid, "--option", "stop=END", "--option", "stop=DONE", "--option",
                       "top_k=40").returncode == 0
     assert daemon.cli("set", sid, "--option", "brand_new=1", "--force").returncode == 0  # a newer Ollama's
+
+
+def test_models_pull_shows_progress_and_ends_once(daemon, standin):
+    pulled = daemon.cli("models", "pull", "mistral:7b")
+    assert pulled.returncode == 0, pulled.stderr
+    assert "pulling manifest" in pulled.stderr and "success" in pulled.stderr
+    assert "pulled mistral:7b" in pulled.stdout
+    assert "mistral:7b" in daemon.cli("models").stdout  # Ollama lists it now
+    assert daemon.cli("new", "--model", "mistral:7b", "-q").returncode == 0
+    events = [json.loads(line) for line in daemon.cli("models", "pull", "nosuch:1b", "--json").stdout.splitlines()]
+    assert [e["type"] for e in events].count("model.pull.result") == 1
+    assert events[-1]["status"] == "failed" and "could not pull" in events[-1]["message"]
+    assert daemon.cli("models", "pull", "nosuch:1b").returncode == 1

@@ -347,3 +347,33 @@ def test_a_sessions_model_is_checked_against_what_ollama_has(tmp_path):
     asyncio.run(go())
     app.close()
     down.close()
+
+
+def test_every_accepted_pull_ends_with_one_result(tmp_path):
+    from ctxkeep.daemon.handlers.pull import RUNNING
+    from ctxkeep.protocol.events import ModelPullProgress, ModelPullResult
+    app = InProcess(tmp_path, MemoryBackend())
+
+    async def go():
+        ok = (await app.call(requests.ModelsPull(model="new:3b"))).pull_id
+        bad = (await app.call(requests.ModelsPull(model="nosuch:1b"))).pull_id
+        cut = (await app.call(requests.ModelsPull(model="other:2b"))).pull_id
+        (running,) = [t for t in RUNNING if t.get_name() == f"pull-{cut}"]
+        running.cancel()  # as at shutdown, before it began
+        mid = (await app.call(requests.ModelsPull(model="mid:1b"))).pull_id
+        for _ in range(3):
+            await asyncio.sleep(0)
+        (running,) = [t for t in RUNNING if t.get_name() == f"pull-{mid}"]
+        running.cancel()  # and half-way
+        await asyncio.gather(*RUNNING, return_exceptions=True)
+        return ok, bad, cut, mid
+    ok, bad, cut, mid = asyncio.run(go())
+    results = {e.pull_id: e for e in app.of_type(ModelPullResult)}
+    assert len(app.of_type(ModelPullResult)) == 4
+    assert results[mid].code == "shutting_down"
+    assert any(e.pull_id == mid for e in app.of_type(ModelPullProgress))  # it had begun
+    assert results[ok].status == "ok" and results[bad].status == "failed"
+    assert results[cut].status == "failed" and results[cut].code == "shutting_down"
+    assert any(e.pull_id == ok and e.total for e in app.of_type(ModelPullProgress))
+    assert "new:3b" in app.backend.models  # type: ignore[attr-defined]
+    app.close()

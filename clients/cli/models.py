@@ -1,18 +1,25 @@
 """`ctxkeep models`: the models Ollama has, as the daemon sees them."""
 
 import argparse
+import sys
 
 import msgspec
+
+from ...protocol.events import ModelPullResult
 
 from .common import connect
 
 
 def add_parser(commands) -> argparse.ArgumentParser:
     parser = commands.add_parser(
-        "models", help="the models installed in Ollama",
+        "models", help="the models installed in Ollama, or pull one",
         description="List the models Ollama has: size on disk, parameters, the most context "
-                    "each takes, whether it is loaded now; * marks the default for new sessions.")
-    parser.add_argument("--json", action="store_true", help="print the list as JSON")
+                    "each takes, whether it is loaded now; * marks the default for new sessions. "
+                    "`ctxkeep models pull NAME` has Ollama download NAME, with progress.")
+    parser.add_argument("action", nargs="?", choices=["list", "pull"], default="list")
+    parser.add_argument("name", nargs="?", metavar="NAME", help="the model to pull")
+    parser.add_argument("--json", action="store_true",
+                        help="print the list as JSON (pull: every event as a JSON line)")
     return parser
 
 
@@ -25,6 +32,12 @@ def size(n: int) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.action == "pull":
+        if not args.name:
+            raise SystemExit("ctxkeep models pull: name the model, e.g. `ctxkeep models pull qwen2.5:7b`")
+        return pull(args)
+    if args.name:
+        raise SystemExit(f"ctxkeep models: {args.name!r} is not an action (list, pull)")
     with connect(args) as client:
         reply = client.models()
     if args.json:
@@ -44,4 +57,42 @@ def run(args: argparse.Namespace) -> int:
     if not any(m.default for m in reply.models):
         print(f"\nthe default for new sessions, {reply.default_model}, is not installed: "
               f"`ollama pull {reply.default_model}`, or set default_model in config.toml")
+    return 0
+
+
+def bar(completed: int, total: int, width: int = 30) -> str:
+    filled = int(width * completed / total) if total else 0
+    return f"[{'█' * filled}{'░' * (width - filled)}] {size(completed)} / {size(total)}"
+
+
+def pull(args: argparse.Namespace) -> int:
+    """Pull a model, showing Ollama's steps (a bar while a layer downloads)."""
+    live = sys.stderr.isatty()
+    with connect(args) as client:
+        client.subscribe("model.pull")
+        pull_id = client.pull_model(args.name).pull_id
+        shown = ""
+        while True:
+            _, event = client.wait_event()
+            if getattr(event, "pull_id", None) != pull_id:
+                continue
+            if args.json:
+                print(msgspec.json.encode(event).decode(), flush=True)
+            if isinstance(event, ModelPullResult):
+                break
+            if args.json:
+                continue
+            line = f"{event.status} {bar(event.completed, event.total)}" if event.total else event.status
+            if live:
+                print(f"\r\033[K{line}", end="", file=sys.stderr, flush=True)
+            elif event.status != shown:
+                print(line, file=sys.stderr, flush=True)
+            shown = event.status
+    if live:
+        print(file=sys.stderr)
+    if event.status != "ok":
+        print(f"ctxkeep: {event.code}: {event.message}", file=sys.stderr)
+        return 1
+    if not args.json:
+        print(f"pulled {args.name}: `ctxkeep new --model {args.name}` or `ctxkeep chat --model {args.name}`")
     return 0

@@ -149,6 +149,24 @@ class OllamaBackend:
                                  context_length=length))
         return out
 
+    async def pull(self, model: str) -> AsyncIterator[tuple[str, int, int]]:
+        """Have Ollama download `model` (/api/pull): (status, completed, total) as it goes;
+        raises ModelCallError when it cannot."""
+        try:
+            stream = await (await self.client()).pull(model, stream=True)
+            self._reached()
+            async for step in stream:
+                yield step.status or "", int(step.completed or 0), int(step.total or 0)
+        except ModelCallError:
+            raise
+        except Exception as exc:  # noqa: BLE001
+            from ollama import ResponseError
+            if isinstance(exc, ResponseError):
+                raise ModelCallError(ErrorCode.MODEL_NOT_FOUND,
+                                     f"Ollama could not pull {model!r}: {exc.error}: check the name "
+                                     "(https://ollama.com/library)") from None
+            raise self.explain(exc, model) from None
+
     async def stream_chat(self, model: str, messages: Sequence[Mapping[str, Any]],
                           options: Mapping[str, Any], think: bool | None) -> AsyncIterator[Any]:
         """Stream a chat; raises ModelCallError on any failure, including a cut stream."""
