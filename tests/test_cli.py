@@ -450,3 +450,18 @@ def test_models_pull_shows_progress_and_ends_once(daemon, standin):
     assert [e["type"] for e in events].count("model.pull.result") == 1
     assert events[-1]["status"] == "failed" and "could not pull" in events[-1]["message"]
     assert daemon.cli("models", "pull", "nosuch:1b").returncode == 1
+
+
+def test_json_of_compact_and_snapshot(daemon, standin):
+    sid = daemon.cli("new", "--model", "qwen2.5:7b", "-q").stdout.strip()
+    for i in range(6):
+        assert daemon.cli("ask", sid, f"question number {i} " + "word " * 30).returncode == 0
+    plan = json.loads(daemon.cli("compact", sid, "--dry-run", "--tail", "1", "--json").stdout)
+    assert plan["type"] == "compaction.plan" and plan["summarize"]
+    done = daemon.cli("compact", sid, "--tail", "1", "--json")
+    result = json.loads(done.stdout)
+    assert result["type"] == "compaction.result" and result["status"] == "ok", done.stderr
+    snaps = json.loads(daemon.cli("snapshot", sid, "list", "--json").stdout)
+    assert snaps and snaps[0]["reason"].startswith("before compaction")
+    made = json.loads(daemon.cli("snapshot", sid, "create", "--json").stdout)
+    assert made["reason"] == "manual"

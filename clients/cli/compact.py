@@ -4,6 +4,8 @@ import argparse
 import sys
 from typing import TextIO
 
+import msgspec
+
 from ...protocol.events import CompactionProgress, CompactionRequest, CompactionResult
 from ...protocol.replies import CompactionPlan
 from ..sync import Client
@@ -23,6 +25,8 @@ def add_parser(commands) -> argparse.ArgumentParser:
                         help="extra instructions for the summary, e.g. 'keep all file names'")
     parser.add_argument("--dry-run", action="store_true",
                         help="show what would be summarized and freed; change nothing")
+    parser.add_argument("--json", action="store_true",
+                        help="print the result (or, with --dry-run, the plan) as one JSON object")
     return parser
 
 
@@ -62,10 +66,15 @@ def run_compaction(client: Client, session: str, out: TextIO, tail: int | None =
 def run(args: argparse.Namespace) -> int:
     with connect(args) as client:
         if args.dry_run:
-            print(describe_plan(client.compaction_plan(args.session, tail_turns=args.tail)))
+            plan = client.compaction_plan(args.session, tail_turns=args.tail)
+            print(msgspec.json.encode(plan).decode() if args.json else describe_plan(plan))
             return 0
         client.subscribe("")
-        result = run_compaction(client, args.session, sys.stdout, args.tail, args.instructions)
+        result = run_compaction(client, args.session, sys.stderr if args.json else sys.stdout,
+                                args.tail, args.instructions)
+    if args.json:
+        print(msgspec.json.encode(result).decode())
+        return 1 if result.status == "failed" else 0
     if result.status == "ok":
         print(result.marker)
         return 0

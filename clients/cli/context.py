@@ -1,6 +1,7 @@
 """`ctxkeep goals`, `pin`, `snapshot`, `undo`: a session's goal record, pins and snapshots."""
 
 import argparse
+import sys
 
 import msgspec
 
@@ -82,11 +83,15 @@ def add_snapshot(commands) -> argparse.ArgumentParser:
     parser.add_argument("session", metavar="SESSION", help="session id or name")
     parser.add_argument("action", nargs="?", default="list", choices=["create", "list", "restore", "delete"])
     parser.add_argument("snapshot_id", nargs="?", default="", metavar="ID", help="for restore, delete")
+    parser.add_argument("--json", action="store_true",
+                        help="print the snapshot (list: the snapshots) as JSON")
     parser.set_defaults(run=run_snapshot)
     return parser
 
 
 def run_snapshot(args: argparse.Namespace) -> int:
+    if args.json:
+        return snapshot_json(args)
     with connect(args) as client:
         if args.action == "create":
             s = client.snapshot(args.session).snapshot
@@ -125,4 +130,22 @@ def run_undo(args: argparse.Namespace) -> int:
         s = client.restore(args.session).snapshot
     print(f"restored the state {s.reason} ({when(s.created)}): {s.messages} messages, "
           f"{s.checkpoints} checkpoints")
+    return 0
+
+
+def snapshot_json(args: argparse.Namespace) -> int:
+    """`snapshot --json`: the reply's snapshot (or snapshots) as JSON."""
+    with connect(args) as client:
+        if args.action == "create":
+            data = client.snapshot(args.session).snapshot
+        elif args.action == "restore":
+            data = client.restore(args.session, args.snapshot_id).snapshot
+        elif args.action == "delete":
+            if not args.snapshot_id:
+                print("ctxkeep: `snapshot SESSION delete` needs an ID", file=sys.stderr)
+                return 2
+            data = client.delete_snapshot(args.session, args.snapshot_id).snapshot
+        else:
+            data = client.snapshots(args.session).snapshots
+    print(msgspec.json.encode(data).decode())
     return 0
