@@ -90,6 +90,10 @@ def test_fuzzed_frames_never_silence_the_daemon(daemon_process):
     sock = raw_socket(daemon)
     try:
         ask(sock, b'{"type": "ping", "id": "warm"}')
+        # one-time set-up first (the model client and its HTTP pool, on the first request
+        # that asks Ollama): what is measured is growth, not initialisation
+        ask(sock, b'{"type": "session.create", "id": "warm", "model": "qwen2.5:7b", "options": {"top_k": 1}}')
+        ask(sock, b'{"type": "models.list", "id": "warm"}')
         before = rss_kib(daemon.proc.pid)
         fuzzframes.run(lambda frame: fuzzframes.check_reply(ask(sock, frame)), examples=300)
         assert ask(sock, b'{"type": "ping", "id": "after"}')["type"] == "pong"
