@@ -299,6 +299,7 @@ def test_chat_on_a_terminal_edits_completes_and_keeps_history(daemon, standin, t
     the lines are kept for the next run (prompt_toolkit)."""
     import os
     import pty
+    import re
     import select
     import time
     master, slave = pty.openpty()
@@ -308,18 +309,22 @@ def test_chat_on_a_terminal_edits_completes_and_keeps_history(daemon, standin, t
     os.close(slave)
     seen = b""
 
+    def shown(raw: bytes) -> bytes:
+        """The text without the terminal's control sequences (a redraw may split a word)."""
+        return re.sub(rb"\x1b\[[0-9;?]*[A-Za-z]", b"", raw)
+
     def send(keys: bytes, *then: bytes, timeout: float = 15.0) -> None:
         """Type `keys`, then wait until the terminal shows each of `then`, in that order."""
         nonlocal seen
-        start = len(seen)
+        base, at = len(seen), 0
         os.write(master, keys)
         deadline = time.monotonic() + timeout
-        for token in then:
-            while token not in seen[start:]:
-                assert time.monotonic() < deadline, f"no {token!r} in {seen[start:][-400:]!r}"
+        for token in then:  # each after the one before, in the text as shown
+            while (found := shown(seen[base:]).find(token, at)) < 0:
+                assert time.monotonic() < deadline, f"no {token!r} in {seen[base:][-400:]!r}"
                 if select.select([master], [], [], 0.1)[0]:
                     seen += os.read(master, 4096)
-            start = seen.index(token, start) + len(token)
+            at = found + len(token)
     try:
         send(b"", b"you>")
         send(b"/us\t", b"/usage")  # Tab completes the command
