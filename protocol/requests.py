@@ -142,18 +142,12 @@ class ImportedMessage(msgspec.Struct, kw_only=True):
     error: str = ""
 
 
-class SessionImport(Request, tag="session.import"):
-    """A conversation brought in: a new session with these settings and messages (all of
-    them active), or, with `session`, more messages for a session being imported (a
-    conversation larger than one frame is sent in several requests)."""
+class SessionImport(SessionCreate, tag="session.import"):
+    """A conversation brought in: a new session with `session.create`'s settings and these
+    messages (all of them active), or, with `session`, more messages for a session being
+    imported (a conversation larger than one frame is sent in several requests)."""
 
     session: Annotated[str, Meta(max_length=200)] = ""
-    name: Annotated[str, Meta(max_length=200)] = ""
-    model: Annotated[str, Meta(max_length=200)] = ""
-    system: str = ""
-    options: Options = {}
-    num_ctx: NumCtx | None = None
-    force: bool = False
     messages: list[ImportedMessage] = []
 
 

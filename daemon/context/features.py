@@ -10,11 +10,11 @@ re-read, and equals `prompt_features` of the built prompt exactly.
 """
 
 import re
-from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import NamedTuple
 
 from ctxkeep.daemon.context.fold import PrefixFold
+from ctxkeep.daemon.context.per_message import PerMessage
 from ctxkeep.daemon.store.records import ActiveContext, MessageRecord, SessionRecord
 
 #: Latin letters, Latin words, other letters, digits, symbols, newlines, other
@@ -84,25 +84,11 @@ def message_features(m: MessageRecord) -> MessageFeatures:
         add(joins, *(text_features(f.summary or f.block) for f in m.files)))
 
 
-class FeatureCache:
-    """Stored messages' features by (session, seq), least recently used out first."""
+class FeatureCache(PerMessage[MessageFeatures]):
+    """Stored messages' features by (session, seq)."""
 
-    def __init__(self, size: int = 1 << 17) -> None:
-        self.size = size
-        self._cached: OrderedDict[tuple[str, int], MessageFeatures] = OrderedDict()
-
-    def of(self, session_id: str, m: MessageRecord) -> MessageFeatures:
-        if m.seq < 0:  # not stored (a projection): nothing to key it by
-            return message_features(m)
-        key = (session_id, m.seq)
-        found = self._cached.get(key)
-        if found is None:
-            found = self._cached[key] = message_features(m)
-            if len(self._cached) > self.size:
-                self._cached.popitem(last=False)
-        else:
-            self._cached.move_to_end(key)
-        return found
+    def __init__(self) -> None:
+        super().__init__(message_features)
 
 
 class Folded(NamedTuple):

@@ -10,25 +10,24 @@ import hashlib
 import logging
 import math
 import re
-from collections import Counter, OrderedDict
+from collections import Counter
 from collections.abc import Sequence
 from itertools import chain
 
+from ctxkeep.daemon.context.per_message import PerMessage
 from ctxkeep.daemon.models.backend import ModelCallError
 from ctxkeep.daemon.models.protocol import ModelBackend
 from ctxkeep.daemon.store.records import MessageRecord
 from ctxkeep.daemon.store.protocol import SessionStore
+from ctxkeep.daemon.store.search_index import STOP
 
 log = logging.getLogger(__name__)
 _WORD = re.compile(r"[a-z0-9_]{2,}")
-_STOP = frozenset("the and for are but not you your with this that have from they was were will "
-                  "would there their what when which who how can could should its into than then "
-                  "them these those also just about".split())
 
 
 def words(text: str) -> list[str]:
     """Lower-cased words of a text, stop words left out."""
-    return [w for w in _WORD.findall(text.lower()) if w not in _STOP]
+    return [w for w in _WORD.findall(text.lower()) if w not in STOP]  # as the search index does
 
 
 def term_counts(text: str) -> tuple[dict[str, int], int]:
@@ -37,24 +36,11 @@ def term_counts(text: str) -> tuple[dict[str, int], int]:
     return dict(Counter(found)), len(found)
 
 
-class TermCache:
-    """Stored messages' word counts by (session, seq) (a stored message never changes),
-    least recently used out first; large enough for a 100,000-message context."""
+class TermCache(PerMessage[tuple[dict[str, int], int]]):
+    """Stored messages' word counts by (session, seq)."""
 
-    def __init__(self, size: int = 1 << 17) -> None:
-        self.size = size
-        self._cached: OrderedDict[tuple[str, int], tuple[dict[str, int], int]] = OrderedDict()
-
-    def of(self, session_id: str, m: MessageRecord) -> tuple[dict[str, int], int]:
-        key = (session_id, m.seq)
-        found = self._cached.get(key)
-        if found is None:
-            found = self._cached[key] = term_counts(m.content)
-            if len(self._cached) > self.size:
-                self._cached.popitem(last=False)
-        else:
-            self._cached.move_to_end(key)
-        return found
+    def __init__(self) -> None:
+        super().__init__(lambda m: term_counts(m.content))
 
 
 def bm25(documents: Sequence[Sequence[str]], query: Sequence[str], k1: float = 1.5,

@@ -4,6 +4,7 @@ import asyncio
 
 from ctxkeep.protocol import ErrorCode, requests
 from ctxkeep.protocol.events import ContextUsage, SessionCreated, SessionDeleted
+from ctxkeep.protocol.models import SessionInfo
 from ctxkeep.protocol.replies import Deleted, SessionReply, SessionsReply
 from ctxkeep.daemon.store.records import SessionRecord
 from ctxkeep.daemon.services import Services
@@ -33,6 +34,21 @@ def _check_bytes(what: str, value: str) -> None:
 
 @handles(requests.SessionCreate, waits=True)
 async def create(services: Services, req: requests.SessionCreate) -> SessionReply:
+    record = await new_session(services, req)
+    return SessionReply(id=req.id, session=announce_new(services, record))
+
+
+def announce_new(services: Services, record: SessionRecord) -> SessionInfo:
+    """`session.created` and its first `context.usage`; the session as clients see it."""
+    info = services.announcer.info(record)
+    services.bus.publish(SessionCreated(session=info), record.id)
+    services.bus.publish(ContextUsage(usage=services.announcer.usage(record)), record.id)
+    return info
+
+
+async def new_session(services: Services, req: requests.SessionCreate) -> SessionRecord:
+    """A session as `req` asks, its name and model checked (and, unless forced, the model
+    and options against Ollama's), stored by the writer thread; not yet announced."""
     cfg = services.config
     model = req.model or cfg.default_model
     _check_bytes("name", req.name)
@@ -43,7 +59,7 @@ async def create(services: Services, req: requests.SessionCreate) -> SessionRepl
             await asyncio.to_thread(check_options, req.options)
     empty = [{"role": "system", "content": req.system}] if req.system else []
     known = services.backend.known_facts(model)
-    record = await services.store.off_loop(
+    return await services.store.off_loop(
         services.store.create_session,
         name=req.name, model=model, system=req.system,
         options=req.options or dict(cfg.default_options), num_ctx=req.num_ctx or cfg.num_ctx,
@@ -51,10 +67,6 @@ async def create(services: Services, req: requests.SessionCreate) -> SessionRepl
         context_length=known.context_length if known else 0,
         parameter_size=known.parameter_size if known else "",
         token_estimate=services.estimator.prompt(model, empty))  # the empty prompt, estimated
-    info = services.announcer.info(record)
-    services.bus.publish(SessionCreated(session=info), record.id)
-    services.bus.publish(ContextUsage(usage=services.announcer.usage(record)), record.id)
-    return SessionReply(id=req.id, session=info)
 
 
 @handles(requests.SessionList)

@@ -19,6 +19,7 @@ from ctxkeep.daemon.store.records import MessageRecord
 _WORD = re.compile(r"\w{2,}")
 #: Longer words are indexed by their first 64 characters (LMDB keys are bounded).
 MAX_WORD = 64
+#: The most common English words: left out of the index (and of level 2's relevance).
 STOP = frozenset("the and for are but not you your with this that have from they was were will "
                  "would there their what when which who how can could should its into than then "
                  "them these those also just about".split())
