@@ -8,7 +8,7 @@ import sys
 from ...protocol import encode
 from ...protocol.events import GenerationError
 from ..core import CtxkeepError
-from .common import connect, fail, stream_turn
+from .common import add_session_argument, connect, fail, stream_turn
 
 
 def add_parser(commands) -> argparse.ArgumentParser:
@@ -16,14 +16,15 @@ def add_parser(commands) -> argparse.ArgumentParser:
         "ask", help="send one message and print the answer",
         description="Send one user turn and stream the answer to stdout. The words may be "
                     "unquoted; when the first one names a session (id, id prefix or name) and "
-                    "more follow (words, or text on stdin), the question goes to that session, else to the most recently "
-                    "used one (a new one when there is none). Text piped on stdin is added "
+                    "more follow (words, or text on stdin), the question goes to that session, "
+                    "else to the most recently used one (a new one when there is none). Text piped on stdin is added "
                     "after the words (or is the question, with no words or `-`). Exit status 1 "
                     "when the generation fails (the error on stderr).",
         epilog="examples:  ctxkeep ask Why is the sky blue?   ·   ctxkeep ask notes what next?   ·   "
                "git diff | ctxkeep ask --new --model qwen2.5:7b Review this diff")
     parser.add_argument("words", metavar="[SESSION] TEXT", nargs="*", help="the question")
-    parser.add_argument("-s", "--session", default="", help="the session (instead of a first word)")
+    add_session_argument(parser, "-s", "--session", default="",
+                         help="the session (instead of a first word)")
     parser.add_argument("--new", action="store_true", help="ask in a new session")
     parser.add_argument("--model", default="", help="ask in a new session on this model")
     parser.add_argument("--system", default="", help="ask in a new session with this system prompt")

@@ -6,7 +6,7 @@ import sys
 
 from ...protocol.events import GenerationError, ResponseGeneration
 from ..core import CtxkeepError, DaemonUnavailable
-from .common import Styles, connect, gauge, session_line, stream_turn, usage_lines
+from .common import add_session_argument, Styles, connect, gauge, session_line, stream_turn, usage_lines
 from .compact import run_compaction
 from .lines import reader
 from .new import add_session_options, create
@@ -31,7 +31,7 @@ def add_parser(commands) -> argparse.ArgumentParser:
                     "they are written; after each turn a gauge shows tokens / window. On a "
                     "terminal: line editing, history across runs (Up, Ctrl-R) and Tab "
                     "completion of /commands and @paths.")
-    parser.add_argument("session", metavar="SESSION", nargs="?", help="session id or name")
+    add_session_argument(parser, nargs="?")
     parser.add_argument("-c", "--continue", dest="resume", action="store_true",
                         help="continue the most recently used session")
     add_session_options(parser)

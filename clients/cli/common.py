@@ -32,6 +32,24 @@ def add_endpoint_options(parser: argparse.ArgumentParser) -> None:
                         help="seconds to wait for the daemon (default: 10)")
 
 
+def add_session_argument(parser: argparse.ArgumentParser, *flags: str, **how) -> argparse.Action:
+    """The SESSION argument (positional, or an option with `flags`); the shell completes it
+    with the daemon's session names (argcomplete reads the action's `completer`)."""
+    how = {"metavar": "SESSION", "help": "session id or name", **how}
+    action = parser.add_argument(*(flags or ("session",)), **how)
+    action.completer = session_names  # type: ignore[attr-defined]
+    return action
+
+
+def session_names(prefix: str, parsed_args: argparse.Namespace, **_: object) -> list[str]:
+    """Session names for completion, asked of the daemon (none when it does not answer)."""
+    try:
+        with connect(argparse.Namespace(**{**vars(parsed_args), "timeout": 0.5})) as client:
+            return [s.name for s in client.sessions().sessions if s.name.startswith(prefix)]
+    except Exception:  # noqa: BLE001 - completion must never fail loudly
+        return []
+
+
 def connect(args: argparse.Namespace) -> Client:
     return Client(args.control, args.events_endpoint, timeout=args.timeout)
 

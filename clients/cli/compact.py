@@ -9,7 +9,7 @@ import msgspec
 from ...protocol.events import CompactionProgress, CompactionRequest, CompactionResult
 from ...protocol.replies import CompactionPlan
 from ..sync import Client
-from .common import Styles, connect
+from .common import add_session_argument, Styles, connect
 
 
 def add_parser(commands) -> argparse.ArgumentParser:
@@ -18,7 +18,7 @@ def add_parser(commands) -> argparse.ArgumentParser:
         description="Summarize all but the last turns of SESSION into one summary message "
                     "(the model sees the summary and the verbatim tail; the full history is "
                     "kept). Prints progress and the result. Exit status 1 when it fails.")
-    parser.add_argument("session", metavar="SESSION", help="session id or name")
+    add_session_argument(parser)
     parser.add_argument("--tail", type=int, default=None, metavar="N",
                         help="turns kept verbatim (default: the daemon's, 4)")
     parser.add_argument("--instructions", default="",

@@ -20,12 +20,3 @@ def run(args: argparse.Namespace) -> int:
     print(shellcode(["ctxkeep"], shell=args.shell))
     return 0
 
-
-def session_names(prefix: str, parsed_args: argparse.Namespace, **_: object) -> list[str]:
-    """Session names for completion, asked of the daemon (none when it does not answer)."""
-    from .common import connect
-    try:
-        with connect(argparse.Namespace(**{**vars(parsed_args), "timeout": 0.5})) as client:
-            return [s.name for s in client.sessions().sessions if s.name.startswith(prefix)]
-    except Exception:  # noqa: BLE001 - completion must never fail loudly
-        return []

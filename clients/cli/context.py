@@ -6,7 +6,7 @@ import sys
 import msgspec
 
 from ...protocol.models import Decision, Goals
-from .common import connect, fail, when
+from .common import add_session_argument, connect, fail, when
 
 MARK = {"completed": "[x]", "in-progress": "[~]", "pending": "[ ]"}
 
@@ -28,7 +28,7 @@ def add_goals(commands) -> argparse.ArgumentParser:
         "goals", help="a session's goal record",
         description="Show a session's goal record (goal, checkpoints, decisions, artifacts, next "
                     "steps), kept verbatim through every compaction. The options edit it.")
-    parser.add_argument("session", metavar="SESSION", help="session id or name")
+    add_session_argument(parser)
     parser.add_argument("--goal", help="set the goal")
     parser.add_argument("--decide", metavar="TEXT", help="record a decision")
     parser.add_argument("--lock", action="store_true", help="with --decide: lock it (never compressed)")
@@ -60,7 +60,7 @@ def add_pin(commands) -> argparse.ArgumentParser:
         "pin", help="pin a message so no compaction touches it",
         description="Pin message SEQ (its number in `ctxkeep show`): it stays verbatim in the "
                     "active context through every compaction. --off unpins it.")
-    parser.add_argument("session", metavar="SESSION", help="session id or name")
+    add_session_argument(parser)
     parser.add_argument("seq", metavar="SEQ", type=int, help="the message's number")
     parser.add_argument("--off", action="store_true", help="unpin")
     parser.set_defaults(run=run_pin)
@@ -80,7 +80,7 @@ def add_snapshot(commands) -> argparse.ArgumentParser:
         description="Snapshots hold a session's context state (active messages, checkpoints, "
                     "goals, pins). One is taken before every compaction. Restoring never "
                     "removes history.")
-    parser.add_argument("session", metavar="SESSION", help="session id or name")
+    add_session_argument(parser)
     parser.add_argument("action", nargs="?", default="list", choices=["create", "list", "restore", "delete"])
     parser.add_argument("snapshot_id", nargs="?", default="", metavar="ID", help="for restore, delete")
     parser.add_argument("--json", action="store_true",
@@ -120,7 +120,7 @@ def add_undo(commands) -> argparse.ArgumentParser:
         "undo", help="undo the last compaction",
         description="Restore the snapshot taken before the session's last compaction. The "
                     "history keeps every message either way.")
-    parser.add_argument("session", metavar="SESSION", help="session id or name")
+    add_session_argument(parser)
     parser.set_defaults(run=run_undo)
     return parser
 

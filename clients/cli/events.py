@@ -8,7 +8,7 @@ from ...protocol.events import (
     CompactionProgress, CompactionRequest, CompactionResult, ContextUsage, DaemonStatusEvent, GenerationError, GenerationThinking, GenerationToken,
     QueryReceived, ResponseGeneration, SessionCreated, SessionUpdated,
 )
-from .common import connect, to_json
+from .common import add_session_argument, connect, to_json
 
 
 def add_parser(commands) -> argparse.ArgumentParser:
@@ -17,7 +17,7 @@ def add_parser(commands) -> argparse.ArgumentParser:
         description="Print every event the daemon publishes, one per line, until Ctrl-C. "
                     "With --json each line is the event's JSON body. A line `missed N "
                     "events` (stderr) means the subscriber fell behind.")
-    parser.add_argument("--session", help="only this session's events (id or name)")
+    add_session_argument(parser, "--session", default=None, help="only this session's events (id or name)")
     parser.add_argument("--subject", default="", help="only subjects starting with this, "
                                                       "e.g. `generation.` or `compaction.`")
     parser.add_argument("--json", action="store_true", help="one JSON object per line")

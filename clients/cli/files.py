@@ -5,7 +5,7 @@ import time
 
 import msgspec
 
-from .common import connect
+from .common import add_session_argument, connect
 
 
 def add_parser(commands) -> argparse.ArgumentParser:
@@ -13,7 +13,7 @@ def add_parser(commands) -> argparse.ArgumentParser:
         "files", help="files referenced with @path in a session",
         description="List the files a session's messages referenced (@path), latest first, "
                     "with the mode and tokens of their latest expansion.")
-    parser.add_argument("session", metavar="SESSION", help="session id or name")
+    add_session_argument(parser)
     parser.add_argument("--unused-in-last", type=int, default=0, metavar="N",
                         help="only files no message among the last N referenced")
     parser.add_argument("--json", action="store_true", help="print the list as one JSON array")

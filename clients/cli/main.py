@@ -54,10 +54,6 @@ def _add(commands, name: str) -> None:
     if builder == "add_parser":
         parser.set_defaults(run=module.run)
     add_endpoint_options(parser)
-    for action in parser._actions if COMPLETING else ():  # session arguments complete names
-        if action.dest in ("session", "sessions"):
-            from .completion import session_names
-            action.completer = session_names  # type: ignore[attr-defined]
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:

@@ -6,7 +6,7 @@ import sys
 import msgspec
 
 from ...protocol.models import OptionValue
-from .common import connect, session_line
+from .common import add_session_argument, connect, session_line
 
 
 #: Options whose value is a list (Ollama's `stop`): each --option adds one.
@@ -48,7 +48,7 @@ def add_set(commands) -> argparse.ArgumentParser:
     parser = commands.add_parser(
         "set", help="change a session's model, window, options or system prompt",
         description="Change a session's settings; what is not given stays as it is.")
-    parser.add_argument("session", metavar="SESSION", help="session id or name")
+    add_session_argument(parser)
     parser.add_argument("--model", default="", help="the Ollama model")
     parser.add_argument("--force", action="store_true",
                         help="use --model even if Ollama does not have it (yet)")
@@ -94,7 +94,7 @@ def run_set(args: argparse.Namespace) -> int:
 def add_rename(commands) -> argparse.ArgumentParser:
     parser = commands.add_parser("rename", help="rename a session",
                                  description="Give a session a new, unique name.")
-    parser.add_argument("session", metavar="SESSION", help="session id or name")
+    add_session_argument(parser)
     parser.add_argument("name", metavar="NAME", help="the new name")
     parser.set_defaults(run=lambda args: _rename(args))
     return parser
@@ -110,7 +110,7 @@ def add_delete(commands) -> argparse.ArgumentParser:
     parser = commands.add_parser("delete", help="delete a session and its history",
                                  description="Delete a session and its whole history. "
                                              "This cannot be undone.")
-    parser.add_argument("session", metavar="SESSION", help="session id or name")
+    add_session_argument(parser)
     parser.set_defaults(run=lambda args: _delete(args))
     return parser
 
@@ -124,7 +124,7 @@ def _delete(args: argparse.Namespace) -> int:
 def add_cancel(commands) -> argparse.ArgumentParser:
     parser = commands.add_parser("cancel", help="stop a session's running generation",
                                  description="Cancel the generation running in a session.")
-    parser.add_argument("session", metavar="SESSION", help="session id or name")
+    add_session_argument(parser)
     parser.set_defaults(run=lambda args: _cancel(args))
     return parser
 

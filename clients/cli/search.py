@@ -6,7 +6,7 @@ import sys
 
 import msgspec
 
-from .common import Styles, connect, when
+from .common import add_session_argument, Styles, connect, when
 
 #: Characters of context shown on each side of the first hit.
 AROUND = 70
@@ -19,7 +19,7 @@ def add_parser(commands) -> argparse.ArgumentParser:
                     "QUERY (whole words, any case), newest first, each with its session, number "
                     "and time and the words highlighted.")
     parser.add_argument("query", metavar="QUERY", nargs="+", help="the words")
-    parser.add_argument("--session", "-s", default="", help="only this session")
+    add_session_argument(parser, "--session", "-s", default="", help="only this session")
     parser.add_argument("--limit", type=int, default=20, help="at most this many hits (default 20)")
     parser.add_argument("--json", action="store_true", help="print the answer as one JSON object")
     return parser

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import msgspec
 
-from .common import Styles, connect, session_line, terminal_width, when
+from .common import add_session_argument, Styles, connect, session_line, terminal_width, when
 
 
 def add_parser(commands) -> argparse.ArgumentParser:
@@ -14,7 +14,7 @@ def add_parser(commands) -> argparse.ArgumentParser:
                                  description="Print a session's settings and its full history "
                                              "(every message ever stored, interrupted ones marked, "
                                              "summaries shown where compactions wrote them).")
-    parser.add_argument("session", metavar="SESSION", help="session id or name")
+    add_session_argument(parser)
     parser.add_argument("--active", action="store_true",
                         help="only the active context: what the model sees now")
     parser.add_argument("--last", type=int, default=0, metavar="N",

@@ -17,7 +17,7 @@ from typing import Any
 import msgspec
 
 from ...protocol.requests import ImportedMessage
-from .common import connect, session_line
+from .common import add_session_argument, connect, session_line
 
 FORMAT = "ctxkeep.session"
 VERSION = 1
@@ -30,7 +30,7 @@ def add_export(commands) -> argparse.ArgumentParser:
         "export", help="write a session out as Markdown or JSON",
         description="Write a session's settings and full history as JSON (what `ctxkeep import` "
                     "reads back) or as a Markdown transcript.")
-    parser.add_argument("session", metavar="SESSION", help="session id or name")
+    add_session_argument(parser)
     parser.add_argument("--format", choices=["json", "md"], default="json")
     parser.add_argument("-o", "--output", metavar="FILE", help="write to FILE (default: stdout)")
     parser.set_defaults(run=run_export)
