@@ -38,9 +38,11 @@ import json, sys
 data = json.load(sys.stdin)
 names = [m["name"] for m in data["models"] if not m["name"].startswith("nomic-embed")]
 default = [m["name"] for m in data["models"] if m["default"]]
-print((default or names or [""])[0])' 2>/dev/null || true)
-if [ -n "$model" ]; then
-    echo "Then: ctxkeep chat --model $model     (ctxkeep models lists what Ollama has)"
+print("default " + default[0] if default else "other " + names[0] if names else "")' 2>/dev/null || true)
+if [ "${model%% *}" = default ]; then
+    echo "Then: ctxkeep chat     (on ${model#* }; ctxkeep models lists what Ollama has)"
+elif [ -n "$model" ]; then
+    echo "Then: ctxkeep models default ${model#* }     (the default model is not installed), then: ctxkeep chat"
 else
-    echo "Ollama has no chat model yet: ollama pull qwen2.5:7b, then: ctxkeep chat --model qwen2.5:7b"
+    echo "Ollama has no chat model yet: ctxkeep models pull qwen2.5:7b && ctxkeep models default qwen2.5:7b, then: ctxkeep chat"
 fi

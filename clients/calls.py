@@ -10,7 +10,7 @@ from ..protocol import requests
 from ..protocol.replies import (
     Accepted, Cancelled, CompactionAccepted, CompactionPlan, Deleted, HelloReply, HistoryReply,
     FilesReply, GoalsReply, Pong, SessionReply, SessionsReply, SnapshotReply, SnapshotsReply,
-    StatusReply, UsageReply, ModelsReply, SearchReply, PullAccepted,
+    StatusReply, UsageReply, ModelsReply, SearchReply, PullAccepted, DefaultModelReply,
 )
 
 
@@ -110,6 +110,10 @@ class Calls:
     def pull_model(self, model: str) -> Any:
         """Have Ollama download a model; its events carry the reply's `pull_id`."""
         return self.request(requests.ModelsPull(model=model), PullAccepted)
+
+    def set_default_model(self, model: str, force: bool = False) -> Any:
+        """Make `model` the default of new sessions (the daemon records it in config.toml)."""
+        return self.request(requests.ModelsDefault(model=model, force=force), DefaultModelReply)
 
     def models(self) -> Any:
         """The models installed in Ollama, and the default one."""

@@ -2,7 +2,9 @@
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
+from ctxkeep.protocol import paths
 from ctxkeep.protocol.models import DaemonStatus
 from ctxkeep.daemon.config import Config
 from ctxkeep.daemon.context.announce import Announcer
@@ -36,10 +38,13 @@ class Services:
     status: Callable[[], DaemonStatus]
     #: True once SIGTERM was received: new work is refused.
     stopping: Callable[[], bool]
+    #: The configuration file (`models.default` writes `default_model` into it).
+    config_path: Path
 
 
 def build(config: Config, store: SessionStore, bus: EventBus, backend: ModelBackend,
-          status: Callable[[], DaemonStatus], stopping: Callable[[], bool]) -> Services:
+          status: Callable[[], DaemonStatus], stopping: Callable[[], bool],
+          config_path: Path | None = None) -> Services:
     """Wire the services together (the one place that does)."""
     estimator = Estimator(store)
     # The queue tells the announcer when a session's busy state changes; the announcer asks
@@ -54,4 +59,5 @@ def build(config: Config, store: SessionStore, bus: EventBus, backend: ModelBack
                     generations=Generations(*parts, auto=auto, announcer=announcer),
                     compactor=Compactor(*parts, announcer=announcer),
                     listing=SessionListing(store, jobs.busy_sessions),
-                    status=status, stopping=stopping)
+                    status=status, stopping=stopping,
+                    config_path=config_path or paths.config_path())

@@ -24,7 +24,8 @@ _STATUS = DaemonStatus(
     generations_running=0, control_endpoint="ipc:///run/user/1000/ctxkeep/ctl",
     events_endpoint="ipc:///run/user/1000/ctxkeep/events",
     store_path="/home/me/.local/share/ctxkeep/store", last_seq=17,
-    ollama=OllamaStatus(host="http://127.0.0.1:11434", reachable=True, version="0.12.6"))
+    ollama=OllamaStatus(host="http://127.0.0.1:11434", reachable=True, version="0.12.6"),
+    default_model="llama3.2")
 _SID = _SESSION.id
 #: The same session just created: no messages, its count an estimate of the empty prompt.
 _NEW = msgspec.structs.replace(_SESSION, updated=_T, message_count=0, token_count=6,
@@ -193,6 +194,10 @@ EXAMPLES: dict[type, tuple[requests.Request, replies.Reply, list[events.Event]]]
                       context_length=32768, loaded=True, default=True),
             ModelInfo(name="nomic-embed-text:latest", size=274302450, parameter_size="137M",
                       family="nomic-bert", context_length=2048)]), []),
+    requests.ModelsDefault: (
+        requests.ModelsDefault(id="34", model="qwen2.5:7b"),
+        replies.DefaultModelReply(id="34", model="qwen2.5:7b",
+                                  config_path="/home/ada/.config/ctxkeep/config.toml"), []),
 }
 
 
@@ -240,6 +245,11 @@ ERRORS: dict[type, list[tuple[str, str]]] = {
                         "`dry_run` only: the compaction model's window could not be asked")],
     requests.ModelsList: [("ollama_unreachable, ollama_error", "Ollama could not be asked")],
     requests.Search: _SESSION_ERRORS,
+    requests.ModelsDefault: [("model_not_found", "Ollama does not have the model; `force` skips "
+                                                 "the check"),
+                             ("invalid_argument", "config.toml, as it is on disk, does not load "
+                                                  "(the message says where); it was not changed"),
+                             ("storage_error", "config.toml could not be written")],
     requests.ModelsPull: [("shutting_down", "the daemon is stopping")],
     requests.SessionImport: [("invalid_argument", "the name is taken"),
                              ("model_not_found", "Ollama does not have the model; `force` skips "

@@ -161,6 +161,8 @@ class DaemonStatus(msgspec.Struct, kw_only=True):
     #: The last event sequence number published (events are numbered from 1).
     last_seq: Count
     ollama: OllamaStatus
+    #: The model of new sessions that name none (`models.default` changes it).
+    default_model: str = ""
 
 
 class Segments(msgspec.Struct, kw_only=True):

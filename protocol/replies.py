@@ -190,10 +190,17 @@ class ModelsReply(Reply, tag="models"):
     default_model: str
 
 
+class DefaultModelReply(Reply, tag="default_model"):
+    """Answer to `models.default`: the default now, and the file that records it."""
+
+    model: str
+    config_path: str
+
+
 AnyReply = (
     Error | HelloReply | Pong | StatusReply | SessionReply | SessionsReply | Deleted
     | HistoryReply | Accepted | Cancelled | UsageReply | CompactionAccepted | CompactionPlan
     | FilesReply | GoalsReply | SnapshotReply | SnapshotsReply | ModelsReply | SearchReply
-    | PullAccepted
+    | PullAccepted | DefaultModelReply
 )
 ALL: tuple[type[Reply], ...] = AnyReply.__args__  # type: ignore[attr-defined]

@@ -173,6 +173,15 @@ class ModelsList(Request, tag="models.list"):
     are loaded; which one new sessions use by default."""
 
 
+class ModelsDefault(Request, tag="models.default"):
+    """Make `model` the default of new sessions: written to the daemon's config.toml
+    (`default_model`, the rest of the file kept as it is) and applied at once. Refused with
+    `model_not_found` when Ollama does not have it, unless `force`."""
+
+    model: Annotated[str, Meta(min_length=1, max_length=200)]
+    force: bool = False
+
+
 class Files(Request, tag="files"):
     """The files a session's messages referenced (`@path`), latest use first.
 
@@ -261,7 +270,7 @@ AnyRequest = (
     Hello | Ping | Status | SessionCreate | SessionList | SessionGet | SessionRename
     | SessionDelete | History | Send | Cancel | SetSystem | SetModel | Usage | Compact | Files | Pin | GoalsGet | GoalsSet
     | SnapshotCreate | SnapshotList | SnapshotRestore | SnapshotDelete | ModelsList | SessionImport
-    | Search | ModelsPull
+    | Search | ModelsPull | ModelsDefault
 )
 
 #: Every request class, in the order the protocol document lists them.

@@ -19,6 +19,16 @@ from harness import DaemonProcess, DaemonThread
 from ollama_standin import OllamaStandin
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """No test reads or writes the user's own configuration, data or chat history: the
+    XDG folders of this process point into a temporary folder."""
+    import os
+    home = Path(tempfile.mkdtemp(prefix="ctxkeep-tests-"))
+    for name in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME"):
+        os.environ[name] = str(home / name.lower())
+    config.add_cleanup(lambda: shutil.rmtree(home, ignore_errors=True))
+
+
 def events_until(client: Client, done, timeout: float, what: str) -> list[Event]:
     """Every event up to and including the first for which `done(event)` is true."""
     seen: list[Event] = []

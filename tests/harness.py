@@ -159,6 +159,7 @@ class DaemonThread:
 
     control = property(lambda self: self._twin.control)
     events = property(lambda self: self._twin.events)
+    config_file = property(lambda self: self._twin.config_file)
 
     def start(self) -> "DaemonThread":
         from ctxkeep.daemon.config import Config
@@ -167,7 +168,7 @@ class DaemonThread:
                         default_model=TEST_MODEL,
                         store_path=str(self.root / "data" / "ctxkeep" / "store"),
                         ollama_host=self.ollama_url, drain_timeout=0.0)
-        self._daemon = Daemon(config)
+        self._daemon = Daemon(config, self.config_file)  # `models.default` writes there
         opened = threading.Event()
 
         def run() -> None:

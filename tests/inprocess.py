@@ -39,7 +39,8 @@ class InProcess:
         self.bus = RecordingBus()
         self.backend = backend
         self.services = services_module.build(config or Config(), self.store, self.bus, backend,
-                                              lambda: DaemonStatus(), lambda: False)
+                                              lambda: DaemonStatus(), lambda: False,
+                                              root / "config.toml")
 
     async def call(self, request: requests.Request):
         return await HANDLERS[type(request)](self.services, request)

@@ -470,3 +470,32 @@ def test_json_of_compact_and_snapshot(daemon, standin):
     assert snaps and snaps[0]["reason"].startswith("before compaction")
     made = json.loads(daemon.cli("snapshot", sid, "create", "--json").stdout)
     assert made["reason"] == "manual"
+
+
+def test_models_default_sets_and_shows_the_default(daemon, standin):
+    assert daemon.cli("models", "default").stdout.strip() == "qwen2.5:7b"
+    refused = daemon.cli("models", "default", "nosuch:1b")
+    assert refused.returncode == 1 and "no model 'nosuch:1b'" in refused.stderr
+    changed = daemon.cli("models", "default", "small:1b")
+    assert changed.returncode == 0 and "new sessions now use small:1b" in changed.stdout
+    assert 'default_model = "small:1b"' in daemon.config_file.read_text()
+    assert "small:1b (the default of new sessions)" in daemon.cli("status").stdout
+    assert json.loads(daemon.cli("new", "--json").stdout)["model"] == "small:1b"
+    assert any(line.startswith("* small:1b") for line in daemon.cli("models").stdout.splitlines())
+
+
+def test_chat_asks_for_a_model_when_the_default_is_not_installed(daemon, standin, capsys):
+    from ctxkeep.clients.cli.chat import open_session
+    from ctxkeep.clients.cli.main import build_parser, command_in
+    daemon.cli("models", "default", "gone:7b", "--force")
+    piped = daemon.cli("chat", "ideas", input="hello\n")
+    assert piped.returncode == 1 and "no model 'gone:7b'" in piped.stderr  # no terminal: no question
+    answers = iter(["9", "small:1b", "y"])
+    with daemon.client() as client:
+        args = build_parser(command_in(["chat", "ideas"])).parse_args(["chat", "ideas"])
+        session = open_session(client, args, lambda prompt: next(answers))
+    shown = capsys.readouterr().out
+    assert "The default model, gone:7b, is not installed" in shown and "small:1b" in shown
+    assert "type a number from 1 to" in shown  # 9 is not on the list: asked again
+    assert session.name == "ideas" and session.model == "small:1b"
+    assert daemon.cli("models", "default").stdout.strip() == "small:1b"

@@ -6,6 +6,7 @@ import asyncio
 
 import pytest
 
+from ctxkeep.daemon.config import load
 from ctxkeep.daemon.errors import RequestError
 from ctxkeep.daemon.store.store import NoSuchSnapshot, UnknownSession
 from ctxkeep.protocol import ErrorCode, requests
@@ -77,3 +78,30 @@ def test_a_send_is_stored_before_it_is_accepted_and_ends_once(app):
     assert len(ends) == 1 and isinstance(ends[0], ResponseGeneration)
     assert [m.role for m in app.store.history(sid)[0]] == ["user", "assistant"]
     assert app.store.session(sid).tokens_exact
+
+
+def test_models_default_is_checked_written_to_the_config_and_used(app, tmp_path):
+    config = tmp_path / "config.toml"
+    config.write_text('# mine\nnum_ctx = 4096   # small machine\n\n[default_options]\ntemperature = 0.2\n')
+    with pytest.raises(RequestError) as refused:
+        run(app.call(requests.ModelsDefault(model="nosuch:1b")))
+    assert refused.value.code == ErrorCode.MODEL_NOT_FOUND and MODEL in refused.value.message
+    assert "default_model" not in config.read_text()  # refused: nothing written
+    reply = run(app.call(requests.ModelsDefault(model=MODEL)))
+    assert reply.model == MODEL and reply.config_path == str(config)
+    assert config.read_text() == ('# mine\nnum_ctx = 4096   # small machine\n\ndefault_model = "qwen2.5:7b"\n'
+                                  '[default_options]\ntemperature = 0.2\n')
+    assert run(app.call(requests.SessionCreate())).session.model == MODEL  # used at once
+    run(app.call(requests.ModelsDefault(model="later:3b", force=True)))
+    assert config.read_text().count("default_model") == 1 and 'default_model = "later:3b"' in config.read_text()
+    assert load(config).default_model == "later:3b" and load(config).default_options == {"temperature": 0.2}
+
+
+def test_models_default_leaves_a_config_that_does_not_load_alone(app, tmp_path):
+    config = tmp_path / "config.toml"
+    config.write_text("num_ctx = 'many'\n")
+    with pytest.raises(RequestError) as refused:
+        run(app.call(requests.ModelsDefault(model=MODEL)))
+    assert refused.value.code == ErrorCode.INVALID_ARGUMENT and "num_ctx" in refused.value.message
+    assert config.read_text() == "num_ctx = 'many'\n"
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".config")] == []

@@ -8,8 +8,8 @@ from ...protocol.events import GenerationError, ResponseGeneration
 from ..core import CtxkeepError, DaemonUnavailable
 from .common import add_session_argument, Styles, connect, gauge, session_line, stream_turn, usage_lines
 from .compact import run_compaction
-from .lines import reader
-from .new import add_session_options, create
+from .lines import Reader, plain_reader, reader
+from .new import add_session_options, create_or_choose
 
 HELP = """commands:
   /help      this text
@@ -69,9 +69,10 @@ def _command(client, session_id: str, text: str, out, style: Styles) -> None:
               f"(start a message with // to send it with one slash){style.reset}")
 
 
-def open_session(client, args: argparse.Namespace):
+def open_session(client, args: argparse.Namespace, ask: Reader | None = None):
     """The session to talk with: the one named (created with that name when none has it),
-    the most recent one (-c), or a new one."""
+    the most recent one (-c), or a new one (`ask` picks a model when the default is not
+    installed)."""
     if args.session:
         try:
             return client.session(args.session).session
@@ -79,12 +80,12 @@ def open_session(client, args: argparse.Namespace):
             if exc.code != "unknown_session":
                 raise
         args.name = args.session
-        return create(client, args)
+        return create_or_choose(client, args, ask)
     if args.resume:
         recent = client.sessions().sessions
         if recent:
             return recent[0]
-    return create(client, args)
+    return create_or_choose(client, args, ask)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -93,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
     read = reader([*COMMANDS, "/quit"])
     with connect(args) as client:
         client.subscribe("")
-        session = open_session(client, args)
+        session = open_session(client, args, plain_reader if sys.stdin.isatty() else None)
         print(f"{style.bold}{session_line(session)}{style.reset}")
         print(f"{style.dim}/help for commands, Ctrl-D to leave{style.reset}")
         while True:

@@ -15,9 +15,13 @@ def add_parser(commands) -> argparse.ArgumentParser:
         "models", help="the models installed in Ollama, or pull one",
         description="List the models Ollama has: size on disk, parameters, the most context "
                     "each takes, whether it is loaded now; * marks the default for new sessions. "
-                    "`ctxkeep models pull NAME` has Ollama download NAME, with progress.")
-    parser.add_argument("action", nargs="?", choices=["list", "pull"], default="list")
-    parser.add_argument("name", nargs="?", metavar="NAME", help="the model to pull")
+                    "`ctxkeep models pull NAME` has Ollama download NAME, with progress. "
+                    "`ctxkeep models default NAME` makes NAME the default (the daemon records "
+                    "it as default_model in its config.toml); without NAME it prints the default.")
+    parser.add_argument("action", nargs="?", choices=["list", "pull", "default"], default="list")
+    parser.add_argument("name", nargs="?", metavar="NAME", help="the model to pull, or the new default")
+    parser.add_argument("--force", action="store_true",
+                        help="default: make NAME the default even if Ollama does not have it (yet)")
     parser.add_argument("--json", action="store_true",
                         help="print the list as JSON (pull: every event as a JSON line)")
     return parser
@@ -36,8 +40,10 @@ def run(args: argparse.Namespace) -> int:
         if not args.name:
             raise SystemExit("ctxkeep models pull: name the model, e.g. `ctxkeep models pull qwen2.5:7b`")
         return pull(args)
+    if args.action == "default":
+        return default(args)
     if args.name:
-        raise SystemExit(f"ctxkeep models: {args.name!r} is not an action (list, pull)")
+        raise SystemExit(f"ctxkeep models: {args.name!r} is not an action (list, pull, default)")
     with connect(args) as client:
         reply = client.models()
     if args.json:
@@ -56,7 +62,21 @@ def run(args: argparse.Namespace) -> int:
         print("  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip())
     if not any(m.default for m in reply.models):
         print(f"\nthe default for new sessions, {reply.default_model}, is not installed: "
-              f"`ollama pull {reply.default_model}`, or set default_model in config.toml")
+              f"`ctxkeep models pull {reply.default_model}`, or choose an installed one: "
+              "`ctxkeep models default NAME`")
+    return 0
+
+
+def default(args: argparse.Namespace) -> int:
+    """Print the default model, or make NAME the default."""
+    with connect(args) as client:
+        if not args.name:  # from the status: it needs no answer from Ollama
+            model = client.status().status.default_model
+            print(msgspec.json.encode({"model": model}).decode() if args.json else model)
+            return 0
+        reply = client.set_default_model(args.name, force=args.force)
+    print(msgspec.json.encode(reply).decode() if args.json else
+          f"new sessions now use {reply.model} (recorded in {reply.config_path})")
     return 0
 
 

@@ -36,6 +36,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"  events    {s.events_endpoint}")
     print(f"  store     {s.store_path}")
     print(f"  sessions  {s.sessions}, generations running: {s.generations_running}")
+    print(f"  model     {s.default_model} (the default of new sessions)")
     if o.reachable:
         print(f"  ollama    {o.version or 'reachable'} at {o.host}")
     elif not o.checked:

@@ -1,7 +1,11 @@
-"""models.list, and the check that a session's model is installed."""
+"""models.list, models.default, and the check that a session's model is installed."""
+
+import asyncio
 
 from ctxkeep.protocol import ErrorCode, requests
-from ctxkeep.protocol.replies import ModelsReply
+from ctxkeep.protocol.replies import DefaultModelReply, ModelsReply
+from ctxkeep.daemon.config import ConfigError
+from ctxkeep.daemon.config_file import set_top_level
 from ctxkeep.daemon.handlers.registry import RequestError, handles
 from ctxkeep.daemon.models.backend import ModelCallError
 from ctxkeep.daemon.services import Services
@@ -38,3 +42,21 @@ async def check_installed(services: Services, model: str) -> None:
                        f"Ollama at {services.backend.host} has no model {model!r} (installed: "
                        f"{have}): pull it with `ollama pull {model}`, choose an installed one, "
                        "or pass --force to use it anyway")
+
+
+@handles(requests.ModelsDefault, waits=True)
+async def models_default(services: Services, req: requests.ModelsDefault) -> DefaultModelReply:
+    """Record the default model in config.toml (off the loop) and use it from now on."""
+    if not req.force:
+        await check_installed(services, req.model)
+    path = services.config_path
+    try:
+        await asyncio.to_thread(set_top_level, path, "default_model", req.model)
+    except ConfigError as exc:
+        raise RequestError(ErrorCode.INVALID_ARGUMENT,
+                           f"{exc}; mend it (or move it away), then ask again") from None
+    except OSError as exc:
+        raise RequestError(ErrorCode.STORAGE_ERROR, f"cannot write {path}: {exc.strerror or exc}; "
+                                                    "the default is unchanged") from None
+    services.config.default_model = req.model
+    return DefaultModelReply(id=req.id, model=req.model, config_path=str(path))

@@ -95,7 +95,7 @@ class Daemon:
         self.backend = OllamaBackend(self.config.resolved_ollama_host(),
                                      self.config.connect_timeout, self.config.read_timeout)
         self.services = services.build(self.config, self.store, self.bus, self.backend,
-                                       self.status, lambda: self.stopping)
+                                       self.status, lambda: self.stopping, self.config_path)
         self.jobs = self.services.jobs
         self.controller = Controller(self.services, self.config.max_frame_bytes)
         for session_id, seqs in self.store.recover(ErrorCode.DAEMON_RESTARTED.value):
@@ -261,6 +261,6 @@ class Daemon:
             sessions=self.store.session_count(), generations_running=self.jobs.running("generation"),
             control_endpoint=self.control_endpoint, events_endpoint=self.events_endpoint,
             store_path=str(self.store.path), last_seq=self.bus.last_seq,
-            ollama=self.backend.status)
+            ollama=self.backend.status, default_model=self.config.default_model)
 
     # -- requests ---------------------------------------------------------------
