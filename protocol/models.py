@@ -108,6 +108,19 @@ class MessageInfo(msgspec.Struct, kw_only=True):
     reply_to: Annotated[int, Meta(ge=-1)] = -1
 
 
+class CompactionMark(msgspec.Struct, kw_only=True):
+    """Where a compaction happened in the full history, and its log line."""
+
+    #: The seq of the first message stored after it (its own summary, if it wrote one):
+    #: the line goes just before that message, or after the last one when none follows.
+    at: Seq
+    #: E.g. `── compacted: 82,400 → ~14,200 tokens (68,200 freed) ──`, as the compaction's
+    #: `compaction.result` event said it.
+    marker: str
+    level: Count = 0
+    time: float = 0.0
+
+
 class SearchHit(msgspec.Struct, kw_only=True):
     """A message that matched a search."""
 

@@ -10,7 +10,8 @@ import msgspec
 from msgspec import Meta
 
 from .models import (
-    AttachedFile, CheckpointInfo, Count, DaemonStatus, FileUse, Goals, MessageInfo, ModelInfo, SearchHit, Seq,
+    AttachedFile, CheckpointInfo, CompactionMark, Count, DaemonStatus, FileUse, Goals, MessageInfo, ModelInfo,
+    SearchHit, Seq,
     SessionInfo, SnapshotInfo, Usage,
 )
 from .version import PROTOCOL_VERSION
@@ -77,6 +78,9 @@ class HistoryReply(Reply, tag="history"):
     messages: list[MessageInfo]
     total: Count
     next: Seq | None = None
+    #: Full history only: the compactions that happened within this page (after its first
+    #: message, up to just after its last), oldest first.
+    compactions: list[CompactionMark] = []
 
 
 class Accepted(Reply, tag="accepted"):

@@ -132,8 +132,12 @@ def test_level2_prunes_low_relevance_messages_with_embeddings(client, standin):
     assert standin.embeds and standin.embeds[0]["model"] == "nomic-embed-text"
     now = active(client, s.id)
     assert [m.content for m in now if m.role == "user"] == [f"Tell me about {t}" for t in topics]
-    history = client.history(s.id, limit=1000).messages
+    page = client.history(s.id, limit=1000)
+    history = page.messages
     assert len([m for m in history if m.role == "assistant"]) == len(topics)  # nothing left history
+    marks = [m for m in page.compactions if m.level == 2]  # the line, where it happened
+    assert marks[0].marker == results[0].marker and "older messages set aside" in marks[0].marker
+    assert 0 < marks[0].at <= len(history)
     assert len([m for m in now if m.role == "assistant"]) < len(topics)
 
 

@@ -158,6 +158,12 @@ def test_compaction_history_is_recorded(daemon, standin):
         converse(c, s.id, 6)
         (*_, result) = compact(c, s.id, tail_turns=2)
         assert result.status == "ok"
+        # a reopened history has the same line, where the summary joined it
+        marks = c.history(s.id, limit=1000).compactions
+        assert [(m.at, m.marker) for m in marks] == [(result.summary_seq, result.marker)]
+        assert c.history(s.id, start=0, limit=result.summary_seq - 1).compactions == []
+        assert c.history(s.id, start=0, limit=result.summary_seq).compactions == marks  # just after its last
+        assert c.history(s.id, start=result.summary_seq, limit=5).compactions == []  # not twice
     daemon.stop()
     store = Store(daemon.root / "data" / "ctxkeep" / "store")
     records = store.compactions(s.id)

@@ -3,6 +3,8 @@
 import msgspec
 
 from ctxkeep.protocol import requests
+from ctxkeep.protocol.models import CompactionMark
+from ctxkeep.daemon.context.summarizer import compaction_marker
 from ctxkeep.protocol.replies import HistoryReply
 from ctxkeep.daemon.services import Services
 from ctxkeep.daemon.store.records import SessionRecord
@@ -28,5 +30,15 @@ async def history(services: Services, req: requests.History, record: SessionReco
             kept, nxt = i, messages[i].seq
             break
     page = msgspec.Raw(b"[" + b",".join(parts[:kept]) + b"]")
+    marks = [] if req.active or not kept else \
+        compaction_marks(services, record, messages[0].seq, messages[kept - 1].seq)
     return HistoryReply(id=req.id, session_id=record.id, messages=page,  # type: ignore[arg-type]
-                        next=nxt, total=total)
+                        next=nxt, total=total, compactions=marks)
+
+
+def compaction_marks(services: Services, record: SessionRecord, first: int, last: int) -> list[CompactionMark]:
+    """The compactions between messages `first` and `last` (or just after it), with the
+    line the live `compaction.result` showed."""
+    return [CompactionMark(at=c.at_seq, marker=compaction_marker(c.tokens_before, c.tokens_after, c.level),
+                           level=c.level, time=c.time)
+            for c in services.store.compactions(record.id) if first < c.at_seq <= last + 1]

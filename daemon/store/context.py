@@ -36,7 +36,7 @@ class Contexts(History):
             context.seqs = [message.seq, *keep]
             context.file_summaries = [s for s in context.file_summaries if s in keep]
             txn.put(session_id.encode(), self._enc.encode(context), db=self.dbs["active"])
-            record.summary_seq = message.seq
+            record.summary_seq = record.at_seq = message.seq
             self._put_compaction(txn, session_id, record)
             session.compactions += 1
             session.token_count = token_estimate
@@ -89,6 +89,7 @@ class Contexts(History):
             change(context, session)
             session.updated = now
             if audit is not None:
+                audit.at_seq = session.next_seq
                 self._put_compaction(txn, session_id, audit)
             txn.put(session_id.encode(), self._enc.encode(context), db=self.dbs["active"])
             self._put(txn, session)

@@ -234,6 +234,9 @@ class CompactionRecord(msgspec.Struct, kw_only=True):
     model: str
     requested_by: str = ""
     reason: str = ""
+    #: Where in the full history it happened: the seq of the first message stored after
+    #: it (its own summary, if any; -1 in records of earlier versions).
+    at_seq: int = -1
 
 
 class Calibration(msgspec.Struct):
