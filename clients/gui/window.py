@@ -1,278 +1,273 @@
-"""The main window: sessions, the chat log, the input box, and the gauge in the sidebar."""
+"""The main window: the session list and the open chat side by side (a splitter), menus
+and shortcuts, the reconnect banner, and an empty state that says how to begin."""
 
-import html
-import os
-import re
-
-from PySide6.QtCore import Qt
-from PySide6.QtGui import QFontMetrics
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QAction, QActionGroup, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (
-    QHBoxLayout, QLabel, QLineEdit, QListWidget, QListWidgetItem, QMainWindow, QPushButton,
-    QTextBrowser, QToolButton, QVBoxLayout, QWidget,
+    QApplication, QInputDialog, QLabel, QMainWindow, QMessageBox, QPushButton, QSplitter,
+    QStackedWidget, QVBoxLayout, QWidget,
 )
 
-from ...protocol import requests
+from ...protocol import DAEMON_VERSION, requests
 from ...protocol.events import (
-    CompactionRequest, CompactionResult, ContextUsage, GenerationError, GenerationToken,
-    QueryReceived, ResponseGeneration, SessionCreated, SessionDeleted, SessionUpdated,
+    ModelPullProgress, ModelPullResult, SessionCreated, SessionDeleted, SessionUpdated,
 )
-from ...protocol.models import MessageInfo, SessionInfo
-from ...protocol.replies import HistoryReply, SessionReply, SessionsReply
-from .gauge import ContextGauge
+from ...protocol.models import ModelInfo, SessionInfo
+from ...protocol.replies import (
+    Accepted, Deleted, HistoryReply, ModelsReply, SearchReply, SessionReply, SessionsReply,
+)
+from . import theme as themes
+from .chatview import ChatView
+from .dialogs import NewSessionDialog
+from .sessions import SessionPanel
 from .worker import DaemonWorker
-
-STYLE = """
-QMainWindow, QWidget { background: #25292d; color: #d0d4d8; }
-QTextBrowser { background: #1c1f22; border: none; padding: 8px; }
-QListWidget { background: #202326; border: none; }
-QLineEdit { background: #1c1f22; border: 1px solid #3a3f44; padding: 6px; }
-QToolButton, QPushButton { background: #30353a; border: none; padding: 6px; }
-QLabel#banner { background: #7a3b3b; color: white; padding: 8px; }
-"""
-_FENCE = re.compile(r"```(\w*)\n(.*?)(?:```|\Z)", re.S)
-_INLINE = re.compile(r"`([^`\n]+)`")
-
-
-def format_text(text: str) -> str:
-    """Message text as HTML: fenced code blocks in a monospace panel, inline code marked."""
-    out, last = [], 0
-    for m in _FENCE.finditer(text):
-        out.append(_prose(text[last:m.start()]))
-        out.append('<pre style="background:#2b3035; color:#e6e6e6; padding:6px; '
-                   f'font-family:monospace;">{html.escape(m.group(2).rstrip())}</pre>')
-        last = m.end()
-    out.append(_prose(text[last:]))
-    return "".join(out)
-
-
-def _prose(text: str) -> str:
-    escaped = html.escape(text.strip("\n"))
-    escaped = _INLINE.sub(r'<code style="background:#2b3035;">\1</code>', escaped)
-    return escaped.replace("\n", "<br>") if escaped else ""
-
-
-class ChatLog(QTextBrowser):
-    """The conversation: finished entries, plus the answer streaming in."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.setOpenExternalLinks(True)
-        self.entries: list[str] = []
-        self.streaming: dict[str, str] = {}
-
-    def clear_log(self) -> None:
-        self.entries.clear()
-        self.streaming.clear()
-        self._render()
-
-    def add_message(self, role: str, text: str, note: str = "") -> None:
-        who = {"user": "you", "assistant": "model"}.get(role, role)
-        colour = "#8fb8de" if role == "user" else "#7ec8a4"
-        extra = f' <span style="color:#888;">{html.escape(note)}</span>' if note else ""
-        self.entries.append(f'<p><b style="color:{colour};">{who}</b>{extra}<br>{format_text(text)}</p>')
-        self._render()
-
-    def add_marker(self, text: str) -> None:
-        """A centred, dimmed separator line (seed 000's compaction marker)."""
-        self.entries.append(f'<p align="center" style="color:#7d8288;">{html.escape(text)}</p>')
-        self._render()
-
-    def stream(self, generation_id: str, text: str) -> None:
-        self.streaming[generation_id] = self.streaming.get(generation_id, "") + text
-        self._render()
-
-    def end_stream(self, generation_id: str) -> None:
-        self.streaming.pop(generation_id, None)
-
-    def _render(self) -> None:
-        live = "".join(f'<p><b style="color:#7ec8a4;">model</b><br>{format_text(t)}▍</p>'
-                       for t in self.streaming.values())
-        self.setHtml("".join(self.entries) + live)
-        bar = self.verticalScrollBar()
-        bar.setValue(bar.maximum())
-
-    def plain(self) -> str:
-        return self.toPlainText()
 
 
 class MainWindow(QMainWindow):
     """One window on the daemon; any number may be open, on the same session or not."""
 
-    def __init__(self, worker: DaemonWorker, session: str = "") -> None:
+    #: The window shows what it will show (a session's last page, or the empty state).
+    ready = Signal()
+
+    def __init__(self, worker: DaemonWorker, session: str = "", theme: str = "system") -> None:
         super().__init__()
         self.worker = worker
         self.wanted_session = session
-        self.session: SessionInfo | None = None
-        self.sessions: dict[str, SessionInfo] = {}
+        self.theme_choice = theme
+        self.theme = themes.pick(theme)
+        self.models: list[ModelInfo] = []
+        self.default_model = ""
+        self.models_problem = ""
+        self.dialog: NewSessionDialog | None = None
         self.setWindowTitle("ctxkeep")
-        self.resize(900, 600)
-        self.setStyleSheet(STYLE)
+        self.resize(1100, 720)
+        self.setMinimumSize(560, 400)
 
-        self.banner = QLabel()
-        self.banner.setObjectName("banner")
-        self.banner.setWordWrap(True)
+        self.banner = QLabel(objectName="banner", wordWrap=True)
         self.banner.hide()
-
-        self.conversations = QToolButton()
-        # seed 000's 💬, where the font has it
-        self.conversations.setText("💬" if QFontMetrics(self.font()).inFontUcs4(0x1F4AC) else "☰")
-        self.conversations.setToolTip("conversations")
-        self.conversations.clicked.connect(lambda: self.session_list.setVisible(not self.session_list.isVisible()))
-        self.gauge = ContextGauge(8192)
-        self.gauge.compact_requested.connect(self.compact)
-        self.new_button = QToolButton()
-        self.new_button.setText("⟳")
-        self.new_button.setToolTip("new session")
-        self.new_button.clicked.connect(self.new_session)
-        sidebar = QVBoxLayout()
-        for widget in (self.conversations, self.gauge, self.new_button):
-            sidebar.addWidget(widget, alignment=Qt.AlignmentFlag.AlignHCenter)
-        sidebar.addStretch()
-
-        self.session_list = QListWidget()
-        self.session_list.setFixedWidth(200)
-        self.session_list.itemClicked.connect(lambda item: self.open_session(item.data(Qt.ItemDataRole.UserRole)))
-
-        self.log = ChatLog()
-        self.input = QLineEdit()
-        self.input.setPlaceholderText("Message (Enter sends; @path attaches a file)")
-        self.input.returnPressed.connect(self.send)
-        self.send_button = QPushButton("Send")
-        self.send_button.clicked.connect(self.send)
-        self.status = QLabel("connecting…")
-        self.status.setStyleSheet("color:#8a9096;")
-        entry = QHBoxLayout()
-        entry.addWidget(self.input)
-        entry.addWidget(self.send_button)
-        chat = QVBoxLayout()
-        chat.addWidget(self.log)
-        chat.addLayout(entry)
-        chat.addWidget(self.status)
-
-        body = QHBoxLayout()
-        body.addLayout(sidebar)
-        body.addWidget(self.session_list)
-        body.addLayout(chat, 1)
-        outer = QVBoxLayout()
-        outer.addWidget(self.banner)
-        outer.addLayout(body, 1)
+        self.panel = SessionPanel()
+        self.chat = ChatView(self.worker.submit, self.theme)
+        self.chat.status.connect(self.say)
+        self.chat.shown.connect(self.ready)
+        self.empty = QWidget()
+        self.empty_text = QLabel(objectName="empty", alignment=Qt.AlignmentFlag.AlignCenter, wordWrap=True)
+        start = QPushButton("New chat")
+        start.clicked.connect(self.new_session)
+        box = QVBoxLayout(self.empty)
+        box.addStretch()
+        box.addWidget(self.empty_text)
+        box.addWidget(start, alignment=Qt.AlignmentFlag.AlignHCenter)
+        box.addStretch()
+        self.stack = QStackedWidget()
+        self.stack.addWidget(self.empty)
+        self.stack.addWidget(self.chat)
+        self.splitter = QSplitter()
+        self.splitter.addWidget(self.panel)
+        self.splitter.addWidget(self.stack)
+        self.splitter.setStretchFactor(1, 1)
+        self.splitter.setSizes([250, 850])
+        self.splitter.setChildrenCollapsible(False)
         root = QWidget()
-        root.setLayout(outer)
+        outer = QVBoxLayout(root)
+        outer.setContentsMargins(0, 0, 0, 0)
+        outer.addWidget(self.banner)
+        outer.addWidget(self.splitter, 1)
         self.setCentralWidget(root)
+        self._empty("Connecting to ctxkeepd…")
+        self._menus()
+        self.apply_theme()
+        QGuiApplication.styleHints().colorSchemeChanged.connect(lambda _: self.apply_theme())
 
+        self.panel.open_requested.connect(self.open_session)
+        self.panel.new_requested.connect(self.new_session)
+        self.panel.rename_requested.connect(self.rename)
+        self.panel.delete_requested.connect(self.delete)
+        self.panel.search_requested.connect(lambda q: self.worker.submit(requests.Search(query=q, limit=500)))
         worker.event.connect(self.on_event)
         worker.reply.connect(self.on_reply)
         worker.failed.connect(self.on_failed)
         worker.connection.connect(self.on_connection)
 
-    # -- actions ------------------------------------------------------------------
+    # -- menus, theme ----------------------------------------------------------------------
+
+    def _menus(self) -> None:
+        def add(menu, text, slot, keys=None) -> QAction:
+            action = menu.addAction(text)
+            action.triggered.connect(slot)
+            if keys is not None:
+                action.setShortcut(keys)
+            return action
+        bar = self.menuBar()
+        file = bar.addMenu("&File")
+        add(file, "&New chat…", self.new_session, QKeySequence.StandardKey.New)
+        add(file, "&Rename chat…", lambda: self.rename(self.panel.selected_id()), QKeySequence(Qt.Key.Key_F2))
+        add(file, "&Delete chat…", lambda: self.delete(self.panel.selected_id()))
+        file.addSeparator()
+        add(file, "&Quit", self.close, QKeySequence.StandardKey.Quit)
+        edit = bar.addMenu("&Edit")
+        add(edit, "&Search chats", self.focus_search, QKeySequence("Ctrl+K"))
+        chat = bar.addMenu("&Chat")
+        add(chat, "&Stop answer", self.chat.stop, QKeySequence(Qt.Key.Key_Escape))
+        add(chat, "&Compact context", self.chat.compact, QKeySequence("Ctrl+Shift+C"))
+        add(chat, "&Undo last compaction", self.undo_compaction)
+        view = bar.addMenu("&View")
+        group = QActionGroup(self)
+        for choice in ("system", "light", "dark"):
+            action = add(view, f"{choice.title()} theme", lambda _=False, c=choice: self.set_theme(c))
+            action.setCheckable(True)
+            action.setChecked(choice == self.theme_choice)
+            group.addAction(action)
+        help_menu = bar.addMenu("&Help")
+        add(help_menu, "&About ctxkeep", lambda: QMessageBox.about(
+            self, "ctxkeep", f"ctxkeep-gui {DAEMON_VERSION}: long conversations with local models, "
+                             "kept inside their context window by ctxkeepd."))
+
+    def set_theme(self, choice: str) -> None:
+        self.theme_choice = choice
+        self.apply_theme()
+
+    def apply_theme(self) -> None:
+        self.theme = themes.pick(self.theme_choice)
+        app = QApplication.instance()
+        if isinstance(app, QApplication):
+            themes.apply(app, self.theme)
+        self.chat.gauge.set_theme(self.theme.border, self.theme.text)
+        if self.chat.log.theme != self.theme:
+            self.chat.log.set_theme(self.theme)
+
+    def say(self, text: str) -> None:
+        self.statusBar().showMessage(text, 8000)
+
+    def focus_search(self) -> None:
+        self.panel.search.setFocus()
+        self.panel.search.selectAll()
+
+    def _empty(self, text: str) -> None:
+        self.empty_text.setText(text)
+        self.stack.setCurrentWidget(self.empty)
+
+    # -- actions ------------------------------------------------------------------------------
 
     def new_session(self) -> None:
-        self.worker.submit(requests.SessionCreate())
+        self.worker.submit(requests.ModelsList())  # fresh facts for the dialog
+        self.dialog = NewSessionDialog(self, self.models, self.default_model, self.models_problem)
+        self.dialog.pull_requested.connect(lambda name: self.worker.submit(requests.ModelsPull(model=name)))
+        if self.dialog.exec():
+            name, model, system = self.dialog.values()
+            self.worker.submit(requests.SessionCreate(name=name, model=model, system=system,
+                                                      force=bool(self.models_problem)))
+        self.dialog = None
 
     def open_session(self, ref: str) -> None:
         self.worker.submit(requests.SessionGet(session=ref))
 
-    def send(self) -> None:
-        text = self.input.text().strip()
-        if not text or self.session is None:
+    def rename(self, sid: str) -> None:
+        current = next((s for s in self.panel.sessions if s.id == sid), None)
+        if current is None:
             return
-        self.input.clear()
-        self.worker.submit(requests.Send(session=self.session.id, text=text, cwd=os.getcwd()))
+        name, ok = QInputDialog.getText(self, "Rename chat", "New name:", text=current.name)
+        if ok and name.strip() and name.strip() != current.name:
+            self.worker.submit(requests.SessionRename(session=sid, name=name.strip()))
 
-    def compact(self) -> None:
-        if self.session is not None:
-            self.worker.submit(requests.Compact(session=self.session.id, requested_by="gui"))
+    def delete(self, sid: str) -> None:
+        current = next((s for s in self.panel.sessions if s.id == sid), None)
+        if current is None:
+            return
+        answer = QMessageBox.question(
+            self, "Delete chat", f"Delete “{current.name}” and its whole history "
+                                 f"({current.message_count} messages)? This cannot be undone.")
+        if answer == QMessageBox.StandardButton.Yes:
+            self.worker.submit(requests.SessionDelete(session=sid))
 
-    # -- what the worker hears --------------------------------------------------------
+    def undo_compaction(self) -> None:
+        if self.chat.session is not None:
+            self.worker.submit(requests.SnapshotRestore(session=self.chat.session.id))
+
+    # -- what the worker hears ------------------------------------------------------------------
 
     def on_connection(self, connected: bool, message: str) -> None:
         if connected:
             self.banner.hide()
-            self.status.setText("connected")
-            self.worker.submit(requests.SessionList())
-            if self.session is not None:
-                self.open_session(self.session.id)
+            self.say("Connected to ctxkeepd")
+            for request in (requests.SessionList(), requests.ModelsList()):
+                self.worker.submit(request)
+            if self.chat.session is not None:
+                self.open_session(self.chat.session.id)
         else:
-            self.banner.setText(f"{message}. Reconnecting by itself once it is up…")
+            self.banner.setText(f"{message}. Reconnecting by itself once it is up — anything "
+                                "you type stays in the box until then.")
             self.banner.show()
-            self.status.setText("not connected")
 
     def on_failed(self, request: requests.Request, message: str) -> None:
-        self.status.setText(f"error: {message}")
+        if isinstance(request, requests.Send):
+            self.chat.sent(False, message)
+        elif isinstance(request, requests.ModelsList):
+            self.models_problem = message
+            if self.dialog is not None:
+                self.dialog.set_models(self.models, self.default_model, message)
+        elif isinstance(request, requests.History):
+            self.chat.log.loading_older = False
+            self.say(f"Could not load the history: {message}")
+        else:
+            self.say(message)
 
     def on_reply(self, request: requests.Request, reply: object) -> None:
         if isinstance(reply, SessionsReply):
-            self.fill_sessions(reply.sessions)
-            if self.session is None and (self.wanted_session or reply.sessions):
-                self.open_session(self.wanted_session or reply.sessions[0].id)
+            self.panel.fill(reply.sessions)
+            if self.chat.session is None:
+                if self.wanted_session or reply.sessions:
+                    self.open_session(self.wanted_session or reply.sessions[0].id)
+                else:
+                    self._empty("No chats yet.\nStart one with New chat (Ctrl+N).")
+                    self.ready.emit()
         elif isinstance(reply, SessionReply):
-            self.show_session(reply.session)
             if isinstance(request, (requests.SessionGet, requests.SessionCreate)):
-                self.log.clear_log()
-                self.worker.submit(requests.History(session=reply.session.id, limit=1000))
-        elif isinstance(reply, HistoryReply) and self.session and reply.session_id == self.session.id:
-            for m in reply.messages:
-                self.add_history(m)
-            if reply.next is not None:
-                self.worker.submit(requests.History(session=reply.session_id, start=reply.next, limit=1000))
-
-    def fill_sessions(self, sessions: list[SessionInfo]) -> None:
-        self.sessions = {s.id: s for s in sessions}
-        self.session_list.clear()
-        for s in sessions:
-            item = QListWidgetItem(f"{s.name}\n{s.model} · {s.message_count} msgs")
-            item.setData(Qt.ItemDataRole.UserRole, s.id)
-            self.session_list.addItem(item)
-            if self.session and s.id == self.session.id:
-                self.session_list.setCurrentItem(item)
+                self.show_session(reply.session)
+            elif self.chat.session and reply.session.id == self.chat.session.id:
+                self.chat.show_info(reply.session)
+        elif isinstance(reply, HistoryReply):
+            self.chat.on_history(request, reply)  # type: ignore[arg-type]
+        elif isinstance(reply, Accepted):
+            self.chat.sent(True)
+        elif isinstance(reply, ModelsReply):
+            self.models, self.default_model, self.models_problem = reply.models, reply.default_model, ""
+            self.chat.set_models(reply.models)
+            if self.dialog is not None:
+                self.dialog.set_models(reply.models, reply.default_model)
+        elif isinstance(reply, SearchReply):
+            counts: dict[str, int] = {}
+            for hit in reply.hits:
+                counts[hit.session_id] = counts.get(hit.session_id, 0) + 1
+            self.panel.show_matches(request.query, counts)  # type: ignore[attr-defined]
+        elif isinstance(reply, Deleted) and self.chat.session and reply.session_id == self.chat.session.id:
+            self.chat.session = None
+            self._empty("The chat was deleted.")
 
     def show_session(self, session: SessionInfo) -> None:
-        self.session = session
-        self.setWindowTitle(f"ctxkeep — {session.name}")
-        self.gauge.set_window(session.window or session.num_ctx)
-        self.gauge.set_tokens(session.token_count, session.token_count_exact)
-        self.status.setText(f"{session.name} · {session.model}")
-
-    def add_history(self, m: MessageInfo) -> None:
-        if m.kind == "summary":
-            self.log.add_marker(f"── summary of the earlier conversation ──\n{m.content}")
-        elif m.status == "interrupted":
-            self.log.add_message(m.role, m.content, f"[interrupted: {m.error}]")
-        else:
-            self.log.add_message(m.role, m.content)
+        self.setWindowTitle(f"{session.name} — ctxkeep")
+        self.stack.setCurrentWidget(self.chat)
+        self.panel.set_current(session.id)
+        self.chat.open(session)
+        self.chat.composer.setFocus()
 
     def on_event(self, topic: str, event: object) -> None:
         if isinstance(event, (SessionCreated, SessionUpdated, SessionDeleted)):
             self.worker.submit(requests.SessionList())
-            if isinstance(event, SessionUpdated) and self.session and event.session.id == self.session.id:
-                self.session = event.session
+            if isinstance(event, SessionUpdated) and self.chat.session and event.session.id == self.chat.session.id:
+                self.chat.show_info(event.session)
             return
-        if self.session is None or getattr(event, "session_id", "") != self.session.id:
+        if isinstance(event, (ModelPullProgress, ModelPullResult)):
+            self._pull_event(event)
             return
-        if isinstance(event, QueryReceived):
-            self.log.add_message("user", event.message.content)
-        elif isinstance(event, GenerationToken):
-            self.log.stream(event.generation_id, event.text)
-        elif isinstance(event, ResponseGeneration):
-            self.log.end_stream(event.generation_id)
-            self.log.add_message("assistant", event.message.content)
-            self.gauge.set_window(event.window)
-            self.gauge.set_tokens(event.token_count, exact=True)
-        elif isinstance(event, GenerationError):
-            self.log.end_stream(event.generation_id)
-            self.log.add_message("assistant", event.partial, f"[{event.code}] {event.message}")
-        elif isinstance(event, CompactionRequest):
-            self.gauge.set_compacting(True)
-            self.status.setText(f"compacting {event.messages} messages…")
-        elif isinstance(event, CompactionResult):
-            self.gauge.set_compacting(False)
-            if event.status == "ok":
-                self.log.add_marker(event.marker)
-                self.gauge.set_tokens(event.tokens_after, exact=False)
-                self.status.setText("compacted")
-            else:
-                self.status.setText(f"compaction {event.status}: {event.reason}")
-        elif isinstance(event, ContextUsage):
-            self.gauge.set_window(event.usage.window)
-            self.gauge.set_tokens(event.usage.tokens, exact=event.usage.exact)
+        if self.chat.session is not None and getattr(event, "session_id", "") == self.chat.session.id:
+            self.chat.on_event(event)
+
+    def _pull_event(self, event: ModelPullProgress | ModelPullResult) -> None:
+        if isinstance(event, ModelPullProgress):
+            if self.dialog is not None:
+                self.dialog.show_progress(event.status, event.completed, event.total)
+            return
+        if self.dialog is not None:
+            self.dialog.pull_ended(event.status == "ok", event.message)
+        self.say(f"Pulled {event.model}" if event.status == "ok" else f"Could not pull {event.model}: {event.message}")
+        self.worker.submit(requests.ModelsList())

@@ -38,8 +38,20 @@ class DaemonWorker(QThread):
         self.connected = False
 
     def submit(self, request: Request) -> None:
-        """Send a request from any thread; the answer comes as `reply` or `failed`."""
+        """Send a request from any thread; the answer comes as `reply` or `failed`. While
+        the daemon is away a request fails at once: nothing is kept to be sent later
+        without the user knowing."""
+        if not self.connected:
+            self.failed.emit(request, "not connected to ctxkeepd")
+            return
         self._outbox.put(request)
+
+    def _fail_queued(self, why: str) -> None:
+        while True:
+            try:
+                self.failed.emit(self._outbox.get_nowait(), why)
+            except queue.Empty:
+                return
 
     def stop(self) -> None:
         self.requestInterruption()
@@ -96,5 +108,6 @@ class DaemonWorker(QThread):
                 client.close()
                 client = None
                 self._set(False, str(exc))
+                self._fail_queued("ctxkeepd went away before it was sent")
         if client is not None:
             client.close()

@@ -1,0 +1,263 @@
+"""The open session: its header (name, model picker, gauge, token count), the log, and the
+message box. History comes in pages, newest first: the last page when the session opens,
+older ones as the reader scrolls up; live events are held until the first page is shown."""
+
+import os
+
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+
+from ...protocol import requests
+from ...protocol.events import (
+    CompactionRequest, CompactionResult, ContextUsage, ContextWarning, GenerationError,
+    GenerationToken, QueryReceived, ResponseGeneration,
+)
+from ...protocol.models import CompactionMark, MessageInfo, ModelInfo, SessionInfo
+from ...protocol.replies import HistoryReply
+from .chatlog import ChatLog, Entry
+from .composer import Composer
+from .dialogs import fill_models
+from .gauge import ContextGauge, usage_text
+from .theme import Theme
+from .words import COMPACTION, stopped
+
+#: Messages per history page.
+PAGE = 40
+
+
+def entries_of(messages: list[MessageInfo], marks: list[CompactionMark]) -> list[Entry]:
+    """A history page as the log shows it: each compaction's line where it happened (in
+    place of the summary it wrote), the messages in between."""
+    at = {m.at: m for m in marks}
+    out: list[Entry] = []
+    for m in messages:
+        if m.seq in at:
+            out.append(Entry("marker", at.pop(m.seq).marker))
+            if m.kind == "summary":
+                continue
+        if m.kind == "summary":
+            out.append(Entry("marker", "── the earlier conversation, summarized ──"))
+            continue
+        note = ""
+        if m.files:
+            note = "attached " + ", ".join(f.path for f in m.files)
+        if m.status == "interrupted":
+            note = stopped(m.error)
+        out.append(Entry("message", m.content, role=m.role, note=note,
+                         who=m.model if m.role == "assistant" else ""))
+    out += [Entry("marker", mark.marker) for mark in at.values()]  # after the page's last
+    return out
+
+
+class ChatView(QWidget):
+    """Sends requests through `submit`; the window routes this session's replies and
+    events to it."""
+
+    #: The first page of the session is shown (for --screenshot and the benches).
+    shown = Signal()
+    status = Signal(str)
+
+    def __init__(self, submit, theme: Theme) -> None:
+        super().__init__()
+        self.submit = submit
+        self.session: SessionInfo | None = None
+        self.first = self.end = 0  # the seqs shown: [first, end)
+        self.loading = False
+        self.held: list[object] = []
+        self.older: list[MessageInfo] = []
+        self.older_marks: list[CompactionMark] = []
+        self.streaming: set[str] = set()
+        self.title = QLabel()
+        self.title.setObjectName("title")
+        self.model = QComboBox()
+        self.model.setToolTip("The model of this session (its next answer uses it)")
+        self.model.setMinimumContentsLength(12)
+        self.model.activated.connect(self._model_chosen)
+        self.gauge = ContextGauge(8192)
+        self.usage = QLabel()
+        self.usage.setObjectName("usage")
+        self.gauge.compact_requested.connect(self.compact)
+        self.log = ChatLog(theme)
+        self.log.older_wanted.connect(self._load_older)
+        self.composer = Composer()
+        self.composer.send_requested.connect(self.send)
+        self.composer.stop_requested.connect(self.stop)
+        self.send_button = QPushButton("Send")
+        self.send_button.clicked.connect(lambda: self.send(self.composer.text()))
+        self.stop_button = QPushButton("Stop")
+        self.stop_button.setObjectName("stop")
+        self.stop_button.setToolTip("Stop the answer being written (Esc)")
+        self.stop_button.clicked.connect(self.stop)
+        self.stop_button.hide()
+        header = QHBoxLayout()
+        header.addWidget(self.title, 1)
+        header.addWidget(self.model)
+        header.addWidget(self.usage)
+        header.addWidget(self.gauge)
+        entry = QHBoxLayout()
+        entry.addWidget(self.composer, 1)
+        entry.addWidget(self.send_button)
+        entry.addWidget(self.stop_button)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(4, 8, 8, 8)
+        layout.addLayout(header)
+        layout.addWidget(self.log, 1)
+        layout.addLayout(entry)
+
+    # -- the session ----------------------------------------------------------------------
+
+    def open(self, session: SessionInfo) -> None:
+        """Show `session` from its last page."""
+        self.show_info(session)
+        self.first = self.end = max(0, session.message_count - PAGE)
+        self.loading, self.held, self.older, self.streaming = True, [], [], set()
+        self.log.reset()
+        self._set_busy(session.busy)
+        self.submit(requests.History(session=session.id, start=self.first, limit=PAGE))
+
+    def show_info(self, session: SessionInfo) -> None:
+        self.session = session
+        self.title.setText(f"<b>{session.name}</b>")
+        self.gauge.set_window(session.window or session.num_ctx)
+        self.gauge.set_tokens(session.token_count, session.token_count_exact)
+        self._usage_changed()
+        if self.model.currentData() != session.model:
+            self.set_models(self._models, session.model)
+
+    _models: list[ModelInfo] = []
+
+    def set_models(self, models: list[ModelInfo], selected: str = "") -> None:
+        self._models = [m for m in models if "embed" not in m.name]
+        fill_models(self.model, self._models, selected or (self.session.model if self.session else ""))
+
+    def on_history(self, request: requests.History, reply: HistoryReply) -> None:
+        if self.session is None or reply.session_id != self.session.id:
+            return
+        if request.start >= self.end:  # the newest pages (one, unless a page was cut short)
+            for entry in entries_of(reply.messages, reply.compactions):
+                self.log.append(entry)
+            self.end = reply.next if reply.next is not None else request.start + len(reply.messages)
+            if reply.next is not None and reply.next < reply.total:
+                self.submit(requests.History(session=reply.session_id, start=reply.next, limit=PAGE))
+                return
+            self.end = max(self.end, reply.total)
+            self.loading = False
+            self.log.has_older = self.first > 0
+            self.log.scroll_to_bottom()
+            for event in self.held:
+                self.on_event(event)
+            self.held = []
+            self.log.want_more_if_short()
+            self.shown.emit()
+            return
+        # an older page: gathered until it reaches what is shown, then put above it
+        self.older += reply.messages
+        self.older_marks += reply.compactions
+        if reply.next is not None and reply.next < self.first:
+            self.submit(requests.History(session=reply.session_id, start=reply.next,
+                                         limit=self.first - reply.next))
+            return
+        self.first = self.older[0].seq if self.older else request.start
+        self.log.prepend(entries_of(self.older, self.older_marks), has_older=self.first > 0)
+        self.older, self.older_marks = [], []
+
+    def _load_older(self) -> None:
+        if self.session is None or self.first <= 0:
+            self.log.loading_older = False
+            return
+        start = max(0, self.first - PAGE)
+        self.submit(requests.History(session=self.session.id, start=start, limit=self.first - start))
+
+    # -- what the user does ---------------------------------------------------------------
+
+    def send(self, text: str) -> None:
+        if self.session is None or not text.strip() or self.composer.isReadOnly():
+            return
+        self.composer.setReadOnly(True)  # until the daemon has it (or says why not)
+        self.submit(requests.Send(session=self.session.id, text=text, cwd=_cwd()))
+
+    def sent(self, ok: bool, text: str = "") -> None:
+        """The daemon's answer to a send: the box is emptied only once it has the message."""
+        self.composer.setReadOnly(False)
+        if ok:
+            self.composer.last_sent = self.composer.text()
+            self.composer.clear()
+        elif text:
+            self.status.emit(f"Not sent — your message is still in the box. {text}")
+
+    def stop(self) -> None:
+        if self.session is not None and (self.streaming or self.session.busy):
+            self.submit(requests.Cancel(session=self.session.id))
+            self.status.emit("stopping…")
+
+    def compact(self) -> None:
+        if self.session is not None:
+            self.submit(requests.Compact(session=self.session.id, requested_by="gui"))
+
+    def _model_chosen(self, index: int) -> None:
+        name = self.model.itemData(index)
+        if self.session is not None and name and name != self.session.model:
+            self.submit(requests.SetModel(session=self.session.id, model=name))
+
+    # -- events of the open session ---------------------------------------------------------
+
+    def on_event(self, event: object) -> None:
+        if self.loading:
+            self.held.append(event)
+            return
+        who = self.session.model if self.session else ""
+        if isinstance(event, QueryReceived):
+            if event.message.seq >= self.end:
+                self.log.append(Entry("message", event.message.content, role="user"))
+                self.end = event.message.seq + 1
+        elif isinstance(event, GenerationToken):
+            self.streaming.add(event.generation_id)
+            self._set_busy(True)
+            self.log.stream(event.generation_id, event.text, who)
+        elif isinstance(event, ResponseGeneration):
+            self._ended(event.generation_id)
+            if event.message.seq >= self.end:
+                self.log.end_stream(event.generation_id, event.message.content, who=event.message.model)
+                self.end = event.message.seq + 1
+            self.gauge.set_window(event.window)
+            self.gauge.set_tokens(event.token_count, exact=True)
+            self._usage_changed()
+        elif isinstance(event, GenerationError):
+            self._ended(event.generation_id)
+            self.log.end_stream(event.generation_id, event.partial, note=stopped(event.code, event.message), who=who)
+            if event.stored_seq >= 0:
+                self.end = max(self.end, event.stored_seq + 1)
+            if event.code != "cancelled":
+                self.status.emit(f"The answer stopped: {stopped(event.code, event.message)}")
+        elif isinstance(event, CompactionRequest):
+            self.gauge.set_compacting(True)
+            self.status.emit(f"Compacting {event.messages} messages…")
+        elif isinstance(event, CompactionResult):
+            self.gauge.set_compacting(False)
+            if event.status == "ok":
+                self.log.append(Entry("marker", event.marker))
+                self.gauge.set_tokens(event.tokens_after, exact=False)
+                self._usage_changed()
+                self.status.emit("Compacted")
+            else:
+                self.status.emit(f"{COMPACTION[event.status]}: {event.reason}")
+        elif isinstance(event, ContextUsage):
+            self.gauge.set_window(event.usage.window)
+            self.gauge.set_tokens(event.usage.tokens, exact=event.usage.exact)
+            self._usage_changed()
+        elif isinstance(event, ContextWarning):
+            self.status.emit(event.message)
+
+    def _ended(self, generation_id: str) -> None:
+        self.streaming.discard(generation_id)
+        self._set_busy(bool(self.streaming))
+
+    def _set_busy(self, busy: bool) -> None:
+        self.stop_button.setVisible(busy)
+
+    def _usage_changed(self) -> None:
+        self.usage.setText(usage_text(self.gauge.tokens, self.gauge.num_ctx, self.gauge.exact))
+
+
+def _cwd() -> str:
+    return os.getcwd()

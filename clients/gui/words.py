@@ -1,0 +1,40 @@
+"""The window's words for the protocol's codes: what happened and what to do, never the
+code itself."""
+
+#: Why an answer stopped, by error code.
+STOPPED = {
+    "ollama_unreachable": "Ollama is not running — start it (`ollama serve`), then send again",
+    "model_not_found": "this model is not installed — pick another in the model menu, or pull it",
+    "ollama_error": "Ollama reported an error",
+    "stream_interrupted": "the connection to Ollama broke while the answer was written",
+    "context_overflow": "the conversation no longer fits the model's window — compact it "
+                        "(Ctrl+Shift+C)",
+    "cancelled": "stopped",
+    "storage_error": "the answer could not be saved (is the disk full?)",
+    "daemon_restarted": "cut short when ctxkeepd stopped",
+    "shutting_down": "ctxkeepd is stopping",
+    "internal": "ctxkeepd hit a bug (its log has the details)",
+}
+
+#: Why a compaction did not run or failed, in the window's words.
+COMPACTION = {"skipped": "Nothing to compact yet", "failed": "Compaction failed"}
+
+
+def stopped(code: str, message: str = "") -> str:
+    """A short note for an answer that did not complete."""
+    words = STOPPED.get(code)
+    if words is None:
+        return message or "stopped"
+    if code in ("ollama_error", "internal") and message:
+        return f"{words}: {message}"
+    return words
+
+
+def size(n: int) -> str:
+    """Bytes as people read them: 4.7 GB."""
+    value = float(n)
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if value < 1000 or unit == "TB":
+            return f"{int(value)} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1000
+    return ""
