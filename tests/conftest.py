@@ -23,6 +23,7 @@ def pytest_configure(config: pytest.Config) -> None:
     """No test reads or writes the user's own configuration, data or chat history: the
     XDG folders of this process point into a temporary folder."""
     import os
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # the window's tests draw off screen
     home = Path(tempfile.mkdtemp(prefix="ctxkeep-tests-"))
     for name in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME"):
         os.environ[name] = str(home / name.lower())

@@ -13,9 +13,14 @@ from PySide6.QtWidgets import QApplication  # noqa: E402
 
 from conftest import wait_terminal  # noqa: E402
 from ctxkeep.clients.gui.gauge import AMBER, GREEN, RED, TRACK, ContextGauge, compact_count  # noqa: E402
-from ctxkeep.clients.gui.window import MainWindow, format_text  # noqa: E402
+from ctxkeep.clients.gui.window import MainWindow  # noqa: E402
 from ctxkeep.clients.gui.worker import DaemonWorker  # noqa: E402
+from ctxkeep.clients.gui.chatview import PAGE  # noqa: E402
+from ctxkeep.clients.gui.dialogs import NewSessionDialog  # noqa: E402
+from ctxkeep.protocol import requests  # noqa: E402
 from ctxkeep.protocol.events import CompactionRequest, CompactionResult  # noqa: E402
+from ctxkeep.protocol.models import SessionInfo  # noqa: E402
+from PySide6.QtWidgets import QMessageBox  # noqa: E402
 
 MODEL = "qwen2.5:7b"
 
@@ -91,12 +96,6 @@ def test_gauge_click_requests_compaction_unless_compacting(app):
     assert clicks == [1] and "compacting" in gauge.toolTip()
 
 
-def test_code_blocks_are_formatted():
-    out = format_text("Look:\n```python\nx = 1 < 2\n```\nand `y`.")
-    assert '<pre style="background:#2b3035;' in out and "x = 1 &lt; 2" in out
-    assert '<code style="background:#2b3035;">y</code>' in out
-
-
 # -- the window on a daemon ------------------------------------------------------------------
 
 
@@ -127,10 +126,10 @@ def test_click_compacts_and_the_log_gets_the_marker(open_window, daemon, standin
     s = client.create_session(model=MODEL).session
     converse(client, s.id, 6)
     window = open_window(s.id)
-    wait_until(lambda: window.session is not None and window.gauge.tokens > 0)
-    assert window.gauge.tokens == client.session(s.id).session.token_count
+    wait_until(lambda: window.chat.session is not None and window.chat.gauge.tokens > 0)
+    assert window.chat.gauge.tokens == client.session(s.id).session.token_count
     standin.script("Six questions about the plan.")
-    QTest.mouseClick(window.gauge, Qt.MouseButton.LeftButton, pos=QPoint(20, 20))
+    QTest.mouseClick(window.chat.gauge, Qt.MouseButton.LeftButton, pos=QPoint(20, 20))
     request = None
     while request is None:
         item = client.next_event(timeout=10)
@@ -143,41 +142,41 @@ def test_click_compacts_and_the_log_gets_the_marker(open_window, daemon, standin
         item = client.next_event(timeout=10)
         if isinstance(item[1], CompactionResult):
             result = item[1]
-    wait_until(lambda: result.marker in window.log.plain())
-    wait_until(lambda: not window.gauge.compacting)
-    assert (window.gauge.tokens, window.gauge.exact) == (result.tokens_after, False)
-    assert window.gauge.centre_text().startswith("~")
+    wait_until(lambda: result.marker in window.chat.log.plain())
+    wait_until(lambda: not window.chat.gauge.compacting)
+    assert (window.chat.gauge.tokens, window.chat.gauge.exact) == (result.tokens_after, False)
+    assert window.chat.gauge.centre_text().startswith("~")
     # the next turn snaps the gauge to the exact count
     acc = client.send(s.id, "next")
     end, _ = wait_terminal(client, acc.generation_id)
-    wait_until(lambda: window.gauge.exact and window.gauge.tokens == end.token_count)
+    wait_until(lambda: window.chat.gauge.exact and window.chat.gauge.tokens == end.token_count)
 
 
 def test_a_turn_from_the_cli_updates_the_gui(open_window, daemon, standin):
     sid = daemon.cli("new", "--model", MODEL, "-q").stdout.strip()
     window = open_window(sid)
-    wait_until(lambda: window.session is not None and window.session.id == sid)
+    wait_until(lambda: window.chat.session is not None and window.chat.session.id == sid)
     standin.script("An answer from the CLI turn.")
     assert daemon.cli("ask", sid, "asked from the terminal").returncode == 0
     exact = standin.chats[-1].prompt_tokens
-    wait_until(lambda: window.gauge.tokens == exact and window.gauge.exact)
-    wait_until(lambda: "An answer from the CLI turn." in window.log.plain())
-    assert "asked from the terminal" in window.log.plain()
-    assert window.gauge.toolTip() == f"{exact:,} / 8,192 tokens — click to compact"
+    wait_until(lambda: window.chat.gauge.tokens == exact and window.chat.gauge.exact)
+    wait_until(lambda: "An answer from the CLI turn." in window.chat.log.plain())
+    assert "asked from the terminal" in window.chat.log.plain()
+    assert window.chat.gauge.toolTip() == f"{exact:,} / 8,192 tokens — click to compact"
 
 
 def test_two_windows_stay_in_step(open_window, daemon, standin, client):
     s = client.create_session(model=MODEL).session
     a, b = open_window(s.id), open_window(s.id)
-    wait_until(lambda: a.session is not None and b.session is not None)
+    wait_until(lambda: a.chat.session is not None and b.chat.session is not None)
     standin.chunk_delay = 0.01
     standin.script("streamed to both windows alike")
-    a.input.setText("hello from window a")
-    QTest.keyClick(a.input, Qt.Key.Key_Return)
-    wait_until(lambda: "streamed to both windows alike" in b.log.plain()
-               and "streamed to both windows alike" in a.log.plain())
-    assert "hello from window a" in b.log.plain()
-    wait_until(lambda: a.gauge.tokens == b.gauge.tokens > 0)
+    QTest.keyClicks(a.chat.composer, "hello from window a")
+    QTest.keyClick(a.chat.composer, Qt.Key.Key_Return)
+    wait_until(lambda: "streamed to both windows alike" in b.chat.log.plain()
+               and "streamed to both windows alike" in a.chat.log.plain())
+    assert "hello from window a" in b.chat.log.plain()
+    wait_until(lambda: a.chat.gauge.tokens == b.chat.gauge.tokens > 0)
 
 
 def test_banner_without_daemon_then_reconnects(app, daemon_factory, standin):
@@ -194,7 +193,7 @@ def test_banner_without_daemon_then_reconnects(app, daemon_factory, standin):
         with d.client() as c:
             c.create_session(name="appears")
         wait_until(lambda: not window.banner.isVisible(), timeout=20)
-        wait_until(lambda: window.session is not None and window.session.name == "appears")
+        wait_until(lambda: window.chat.session is not None and window.chat.session.name == "appears")
     finally:
         window.close()
         worker.stop()
@@ -204,7 +203,7 @@ def test_window_renders_to_png(open_window, daemon, standin, client, tmp_path):
     s = client.create_session(model=MODEL).session
     converse(client, s.id, 2)
     window = open_window(s.id)
-    wait_until(lambda: "question 1 about the plan" in window.log.plain())
+    wait_until(lambda: "question 1 about the plan" in window.chat.log.plain())
     path = tmp_path / "window.png"
     assert window.grab().save(str(path))
     image = window.grab().toImage()
@@ -212,3 +211,136 @@ def test_window_renders_to_png(open_window, daemon, standin, client, tmp_path):
     colours = {image.pixelColor(x, y).name() for x in range(0, image.width(), 37)
                for y in range(0, image.height(), 29)}
     assert len(colours) > 5  # a drawn window, not a blank one
+
+
+# -- long sessions, controls -------------------------------------------------------------------
+
+
+def long_session(client, n: int, name: str = "long"):
+    """A session of `n` messages, brought in as an import (no model calls)."""
+    messages = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"line {i} of the long talk"}
+                for i in range(n)]
+    return client.import_session(name=name, model=MODEL, messages=messages).session
+
+
+def test_a_long_session_opens_at_its_last_page_and_pages_in_older_ones(open_window, client):
+    s = long_session(client, 300)
+    window = open_window(s.id)
+    log = window.chat.log
+    wait_until(lambda: "line 299 of the long talk" in log.plain() and not window.chat.loading)
+    assert "line 200 of" not in log.plain() and len(log.entries) <= PAGE + 5  # only the last page
+    assert log.at_bottom() and log.has_older
+    for _ in range(300 // PAGE + 1):  # the reader scrolls up, page after page
+        if not log.has_older:
+            break
+        shown = len(log.entries)
+        log.verticalScrollBar().setValue(0)
+        wait_until(lambda: len(log.entries) > shown)
+        assert log.verticalScrollBar().value() > 0  # the view stays on what was read
+    text = log.plain()
+    assert not log.has_older and "line 0 of the long talk" in text
+    assert [int(e.text.split()[1]) for e in log.entries] == list(range(300))  # in order, once each
+
+
+def test_stop_cancels_the_answer_being_written(open_window, client, standin):
+    s = client.create_session(model=MODEL).session
+    window = open_window(s.id)
+    wait_until(lambda: window.chat.session is not None and not window.chat.loading)
+    standin.chunk_delay = 0.05
+    standin.script(" ".join(f"word{i}" for i in range(400)))
+    QTest.keyClicks(window.chat.composer, "write a lot")
+    QTest.keyClick(window.chat.composer, Qt.Key.Key_Return)
+    wait_until(lambda: window.chat.composer.text() == "" and window.chat.stop_button.isVisible())
+    wait_until(lambda: "word3" in window.chat.log.plain())
+    QTest.mouseClick(window.chat.stop_button, Qt.MouseButton.LeftButton)
+    wait_until(lambda: not window.chat.stop_button.isVisible())
+    assert "stopped" in window.chat.log.plain() and "word399" not in window.chat.log.plain()
+    assert window.chat.composer.last_sent == "write a lot"
+
+
+def test_the_model_picker_lists_what_ollama_has_and_switches(open_window, client):
+    s = client.create_session(model=MODEL).session
+    window = open_window(s.id)
+    box = window.chat.model
+    wait_until(lambda: box.count() >= 3)
+    names = [box.itemData(i) for i in range(box.count())]
+    assert "small:1b" in names and "nomic-embed-text" not in " ".join(names)
+    assert box.currentData() == MODEL and "32,768 tokens" in box.currentText()
+    box.activated.emit(names.index("small:1b"))
+    wait_until(lambda: client.session(s.id).session.model == "small:1b")
+    wait_until(lambda: window.chat.session.model == "small:1b")
+
+
+def test_rename_delete_and_search_sessions(open_window, client, monkeypatch):
+    first = client.create_session(name="garden plans", model=MODEL).session
+    other = long_session(client, 4, name="notes")
+    client.import_session(name="kitchen", model=MODEL,
+                          messages=[{"role": "user", "content": "tomatoes need staking"}])
+    window = open_window(first.id)
+    panel = window.panel
+    wait_until(lambda: panel.list.count() == 3)
+    wait_until(lambda: panel.list.currentItem() is not None
+               and panel.list.currentItem().data(Qt.ItemDataRole.UserRole) == first.id)  # the open one
+    QTest.keyClicks(panel.search, "gard")
+    assert panel.list.count() == 1 and panel.list.item(0).text().startswith("garden plans")
+    panel.search.clear()
+    QTest.keyClicks(panel.search, "tomatoes")  # no name has it: the daemon's search does
+    wait_until(lambda: panel.list.count() == 1 and "1 message match" in panel.list.item(0).text())
+    panel.search.clear()
+    monkeypatch.setattr("ctxkeep.clients.gui.window.QInputDialog.getText", lambda *a, **k: ("my notes", True))
+    window.rename(other.id)
+    wait_until(lambda: client.session(other.id).session.name == "my notes")
+    monkeypatch.setattr("ctxkeep.clients.gui.window.QMessageBox.question",
+                        lambda *a, **k: QMessageBox.StandardButton.Yes)
+    window.delete(first.id)
+    wait_until(lambda: first.id not in {s.id for s in client.sessions().sessions})
+    wait_until(lambda: window.chat.session is None and "deleted" in window.empty_text.text())
+
+
+def test_a_reopened_session_shows_the_compaction_line_in_the_same_place(open_window, client, standin):
+    s = client.create_session(model=MODEL).session
+    converse(client, s.id, 6)
+    live = open_window(s.id)
+    wait_until(lambda: "question 5 about the plan" in live.chat.log.plain())
+    standin.script("Six questions about the plan.")
+    client.compact(s.id, tail_turns=2)
+    wait_until(lambda: "── compacted:" in live.chat.log.plain())
+    converse(client, s.id, 1)
+    wait_until(lambda: len([e for e in live.chat.log.entries if e.role == "user"]) == 7
+               and live.chat.log.entries[-1].role == "assistant" and not live.chat.streaming)
+    reopened = open_window(s.id)
+    wait_until(lambda: "question 0 about the plan" in reopened.chat.log.plain())
+    shown = [e.text for e in reopened.chat.log.entries]
+    assert shown == [e.text for e in live.chat.log.entries]
+
+
+def test_first_run_without_models_pulls_one(open_window, client, standin):
+    window = open_window()
+    wait_until(lambda: window.models)
+    dialog = NewSessionDialog(window, [], "llama3.2")
+    assert dialog.pull_box.isVisible() or not dialog.pull_box.isHidden()
+    assert "no chat model yet" in dialog.notice.text()
+    window.dialog = dialog
+    dialog.pull_requested.connect(lambda name: window.worker.submit(requests.ModelsPull(model=name)))
+    dialog.pull_name.setText("mistral:7b")
+    QTest.mouseClick(dialog.pull_button, Qt.MouseButton.LeftButton)
+    wait_until(lambda: dialog.model.findData("mistral:7b") >= 0)
+    assert dialog.pull_box.isHidden() and dialog.buttons.buttons()[0].isEnabled()
+
+
+def test_a_message_typed_while_the_daemon_is_away_stays_in_the_box(app, daemon_factory):
+    d = daemon_factory()
+    worker = DaemonWorker(d.control, d.events)
+    window = MainWindow(worker)
+    worker.start()
+    window.show()
+    try:
+        wait_until(lambda: window.banner.isVisible())
+        window.chat.session = SessionInfo(id="x", name="x", model=MODEL, num_ctx=8192, created=0, updated=0)
+        QTest.keyClicks(window.chat.composer, "do not lose me")
+        QTest.keyClick(window.chat.composer, Qt.Key.Key_Return)
+        wait_until(lambda: "Not sent" in window.statusBar().currentMessage())
+        assert window.chat.composer.text() == "do not lose me" and not window.chat.composer.isReadOnly()
+    finally:
+        window.close()
+        worker.stop()

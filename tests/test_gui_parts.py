@@ -1,0 +1,198 @@
+"""The window's parts alone (pytest-qt, offscreen): the log, the message box, Markdown,
+the gauge's label, themes, and how a history page becomes log entries."""
+
+import pytest
+from PySide6.QtCore import QPoint, Qt
+from PySide6.QtGui import QColor, QFontMetricsF, QGuiApplication, QTextCursor
+from PySide6.QtWidgets import QApplication
+
+from ctxkeep.clients.gui import theme as themes
+from ctxkeep.clients.gui.chatlog import ChatLog, Entry
+from ctxkeep.clients.gui.chatview import entries_of
+from ctxkeep.clients.gui.composer import Composer
+from ctxkeep.clients.gui.gauge import ContextGauge, compact_count, usage_text
+from ctxkeep.clients.gui.markdown import to_html
+from ctxkeep.clients.gui.words import stopped
+from ctxkeep.protocol.models import AttachedFile, CompactionMark, MessageInfo
+
+
+def message(seq, role="user", text="", **kw):
+    return MessageInfo(seq=seq, role=role, content=text or f"message {seq}", created=0.0, **kw)
+
+
+@pytest.fixture
+def log(qtbot):
+    made = ChatLog()
+    qtbot.addWidget(made)
+    made.resize(700, 400)
+    made.show()
+    for i in range(30):
+        made.append(Entry("message", f"message number {i}\n\nwith a second paragraph",
+                          role="user" if i % 2 == 0 else "assistant"))
+    return made
+
+
+# -- the log -------------------------------------------------------------------------------------
+
+
+def test_streamed_pieces_grow_one_frame_and_leave_the_rest_alone(log):
+    before = log.document().toHtml()
+    log.stream("g1", "Hel")
+    log.stream("g1", "lo")
+    log.append(Entry("message", "a question queued meanwhile", role="user"))
+    log.stream("g1", " there")
+    text = log.plain()
+    assert text.index("Hello there") < text.index("a question queued meanwhile")
+    assert log.document().toHtml().startswith(before[:len(before) // 2])  # older frames untouched
+    log.end_stream("g1", "Hello **there**\n\n```python\nprint(1)\n```", who="qwen2.5:7b")
+    text = log.plain()
+    assert "Hello there" in text and "**" not in text and "print(1)" in text  # Markdown now
+    assert text.index("print(1)") < text.index("a question queued meanwhile")
+    assert len(log.entries) == 32 and log.entries[30].who == "qwen2.5:7b"
+
+
+def test_the_readers_selection_survives_streaming(log):
+    cursor = log.textCursor()
+    start = log.plain().index("message number 3")
+    cursor.setPosition(start)
+    cursor.setPosition(start + len("message number 3"), QTextCursor.MoveMode.KeepAnchor)
+    log.setTextCursor(cursor)
+    for piece in ["streaming ", "text ", "arrives"] * 20:
+        log.stream("g", piece)
+    assert log.textCursor().selectedText() == "message number 3"
+
+
+def test_the_view_follows_the_bottom_only_while_it_is_there(log):
+    assert log.verticalScrollBar().maximum() > 0
+    log.scroll_to_bottom()
+    log.stream("g", "a piece\n" * 5)
+    assert log.at_bottom()  # at the bottom: it follows
+    log.verticalScrollBar().setValue(100)
+    log.stream("g", "more\n" * 20)
+    log.append(Entry("message", "another", role="user"))
+    assert log.verticalScrollBar().value() == 100  # scrolled up to read: it stays
+
+
+def test_older_history_goes_above_without_moving_the_view(log, qtbot):
+    log.has_older = True
+    log.scroll_to_bottom()
+    bar = log.verticalScrollBar()
+    bar.setValue(200)
+    anchor = log.cursorForPosition(QPoint(10, 10)).position() - log.document().characterCount()
+    with qtbot.waitSignal(log.older_wanted, timeout=2000):
+        bar.setValue(0)  # the reader reaches the top
+    assert log.loading_older
+    log.prepend([Entry("message", f"older {i}", role="user") for i in range(10)], has_older=False)
+    assert log.plain().index("older 9") < log.plain().index("message number 0")
+    assert bar.value() > 0  # the same text stays in view, not the new top
+    assert not log.has_older and not log.loading_older
+    after = log.cursorForPosition(QPoint(10, 10)).position() - log.document().characterCount()
+    assert abs(after - anchor) < 400  # near the text that was on top before (counted from the end)
+
+
+def test_copy_link_puts_the_code_on_the_clipboard(log, qtbot):
+    log.append(Entry("message", "Try:\n\n```sh\nls -la | wc -l\n```", role="assistant"))
+    copied = []
+    log.copied.connect(copied.append)
+    log.scroll_to_bottom()
+    found = log.document().find("Copy", log.document().characterCount() - 200)
+    found.setPosition(found.selectionStart() + 1)
+    qtbot.mouseClick(log.viewport(), Qt.MouseButton.LeftButton, pos=log.cursorRect(found).center())
+    assert QGuiApplication.clipboard().text() == "ls -la | wc -l" and copied == ["ls -la | wc -l"]
+
+
+def test_text_stays_readable_on_a_wide_window(log):
+    log.resize(1600, 500)
+    QApplication.processEvents()
+    assert log.viewport().width() <= 880
+
+
+# -- Markdown ---------------------------------------------------------------------------------
+
+
+def test_markdown_with_highlighted_code_and_no_raw_html():
+    kept = []
+    out = to_html("# Title\n\nSome *words* and `code`.\n\n```python\nx = 1 < 2\n```\n\n<b>raw</b>",
+                  themes.DARK, lambda code: kept.append(code) or len(kept) - 1)
+    assert "<h1>Title</h1>" in out and "<em>words</em>" in out and "<code>code</code>" in out
+    assert 'style="color:' in out and "&lt;" in out  # Pygments' inline colours; < escaped
+    assert '<a href="copy:0">Copy</a>' in out and kept == ["x = 1 < 2"]
+    assert "<b>raw</b>" not in out
+
+
+# -- the message box -------------------------------------------------------------------------
+
+
+def test_enter_sends_shift_enter_breaks_up_recalls_esc_stops(qtbot):
+    box = Composer()
+    qtbot.addWidget(box)
+    sent, stops = [], []
+    box.send_requested.connect(sent.append)
+    box.stop_requested.connect(lambda: stops.append(1))
+    qtbot.keyClicks(box, "first line")
+    qtbot.keyClick(box, Qt.Key.Key_Return, Qt.KeyboardModifier.ShiftModifier)
+    qtbot.keyClicks(box, "second line")
+    height = box.height()
+    qtbot.keyClick(box, Qt.Key.Key_Return)
+    assert sent == ["first line\nsecond line"] and box.height() >= height
+    box.last_sent = sent[0]
+    box.clear()
+    qtbot.keyClick(box, Qt.Key.Key_Return)  # empty: nothing sent
+    qtbot.keyClick(box, Qt.Key.Key_Up)
+    assert box.text() == "first line\nsecond line"
+    qtbot.keyClick(box, Qt.Key.Key_Escape)
+    assert stops == [1] and len(sent) == 1
+
+
+# -- the gauge's label ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("tokens", [1_500, 1_982, 47_200, 999_999, 1_250_000])
+def test_the_gauge_label_fits_the_ring(qtbot, tokens):
+    gauge = ContextGauge(2_000_000)
+    qtbot.addWidget(gauge)
+    gauge.set_tokens(tokens, exact=False)
+    side = min(gauge.width(), gauge.height())
+    ring = max(4.0, side / 10)
+    room = side - 3 * ring
+    font = gauge.label_font(gauge.centre_text(), room)
+    assert QFontMetricsF(font).horizontalAdvance(gauge.centre_text()) <= room
+
+
+def test_a_count_short_of_the_window_never_reads_as_full():
+    assert compact_count(1_982) == "1.9K" and compact_count(2_048) == "2K"
+    assert usage_text(1_982, 2_048) == "1,982 / 2,048 tokens · 96 %"
+    assert usage_text(14_200, 32_768, exact=False).startswith("~14,200")
+
+
+# -- themes and words ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("theme", [themes.LIGHT, themes.DARK])
+def test_a_theme_sets_the_palette_every_widget_draws_with(qapp, theme):
+    themes.apply(qapp, theme)
+    palette = qapp.palette()
+    assert palette.color(palette.ColorRole.Base) == QColor(theme.surface)
+    assert palette.color(palette.ColorRole.Highlight) == QColor(theme.accent)
+    assert palette.color(palette.ColorRole.ToolTipBase) == QColor(theme.raised)
+
+
+def test_codes_are_said_in_words():
+    assert "ollama serve" in stopped("ollama_unreachable") and "_" not in stopped("ollama_unreachable")
+    assert stopped("cancelled") == "stopped"
+
+
+# -- history pages as entries ------------------------------------------------------------------
+
+
+def test_a_reopened_history_shows_each_compaction_where_it_happened():
+    marker = "── compacted: 9,000 → ~2,000 tokens (7,000 freed) ──"
+    pruned = "── compacted (older messages set aside): 5,000 → ~4,000 tokens (1,000 freed) ──"
+    page = [message(0), message(1, "assistant", model="m"), message(2, "assistant", "the summary", kind="summary"),
+            message(3, files=[AttachedFile(path="notes.md", mode="full")]),
+            message(4, "assistant", "cut", status="interrupted", error="ollama_unreachable")]
+    entries = entries_of(page, [CompactionMark(at=2, marker=marker), CompactionMark(at=5, marker=pruned)])
+    kinds = [(e.kind, e.text) for e in entries]
+    assert kinds == [("message", "message 0"), ("message", "message 1"), ("marker", marker),
+                     ("message", "message 3"), ("message", "cut"), ("marker", pruned)]
+    assert entries[3].note == "attached notes.md" and "Ollama is not running" in entries[4].note
