@@ -1,10 +1,11 @@
-"""The conversation view: one QTextFrame per entry, changed in place.
+"""The conversation view: each entry a run of blocks in one document, changed in place.
 
-A streamed piece is inserted at the end of its answer's frame (its cost does not grow with
-the session); an answer is rendered as Markdown once, when it ends; older history is
-inserted above as the reader scrolls up. Nothing re-renders the whole log, so the reader's
-selection survives streaming, and the view follows the newest text only while it is
-scrolled to the bottom.
+A streamed piece is inserted at the end of its answer's blocks, so Qt lays out and
+repaints just that paragraph (its cost does not grow with the session; entries are not
+nested frames, whose every change repaints the whole view); an answer is rendered as
+Markdown once, when it ends; older history is inserted above as the reader scrolls up.
+Nothing re-renders the whole log, so the reader's selection survives streaming, and the
+view follows the newest text only while it is scrolled to the bottom.
 """
 
 import html
@@ -14,8 +15,7 @@ from dataclasses import dataclass
 
 from PySide6.QtCore import QUrl, Signal
 from PySide6.QtGui import (
-    QColor, QDesktopServices, QGuiApplication, QTextCharFormat, QTextCursor, QTextFrame,
-    QTextFrameFormat,
+    QDesktopServices, QGuiApplication, QTextBlockFormat, QTextCharFormat, QTextCursor,
 )
 from PySide6.QtWidgets import QTextBrowser
 
@@ -49,13 +49,15 @@ class ChatLog(QTextBrowser):
     def __init__(self, theme: Theme = DARK) -> None:
         super().__init__()
         self.setObjectName("log")
+        self.setFrameShape(QTextBrowser.Shape.NoFrame)
         self.setOpenLinks(False)
         self.anchorClicked.connect(self._link)
         self.theme = theme
         self.entries: list[Entry] = []
         self.code: list[str] = []
-        self._frames: list[QTextFrame] = []
-        self._streams: dict[str, tuple[QTextFrame, Entry]] = {}
+        #: Where each entry starts (Qt moves them as the text around them changes).
+        self._starts: list[QTextCursor] = []
+        self._streams: dict[str, Entry] = {}
         self.has_older = False
         self.loading_older = False
         self.document().setDocumentMargin(12)
@@ -65,12 +67,12 @@ class ChatLog(QTextBrowser):
 
     def reset(self, has_older: bool = False) -> None:
         self.document().clear()
-        self.entries, self.code, self._frames, self._streams = [], [], [], {}
+        self.entries, self.code, self._starts, self._streams = [], [], [], {}
         self.has_older, self.loading_older = has_older, False
 
     def append(self, entry: Entry) -> None:
         with self._keeping_view():
-            self._insert(len(self._frames), entry)
+            self._insert(len(self._starts), entry)
 
     def prepend(self, entries: list[Entry], has_older: bool) -> None:
         """Older history above what is shown; the reader's view does not move."""
@@ -83,26 +85,28 @@ class ChatLog(QTextBrowser):
     def stream(self, generation_id: str, text: str, who: str = "") -> None:
         """Add a streamed piece to its answer (started on the first piece)."""
         with self._keeping_view():
-            if generation_id not in self._streams:
+            entry = self._streams.get(generation_id)
+            if entry is None:
                 entry = Entry("message", "", role="assistant", note="writing…", who=who)
-                frame = self._insert(len(self._frames), entry, body=False)
-                self._streams[generation_id] = (frame, entry)
-            frame, entry = self._streams[generation_id]
+                self._insert(len(self._starts), entry, body=False)
+                self._streams[generation_id] = entry
             entry.text += text
-            frame.lastCursorPosition().insertText(text, QTextCharFormat())
+            self._end_of(self.entries.index(entry)).insertText(text, QTextCharFormat())
 
     def end_stream(self, generation_id: str, text: str, note: str = "", who: str = "") -> None:
         """The answer is complete (or stopped): rendered as Markdown in its frame."""
-        frame_entry = self._streams.pop(generation_id, None)
-        if frame_entry is None:
+        entry = self._streams.pop(generation_id, None)
+        if entry is None:
             if text or note:
                 self.append(Entry("message", text, role="assistant", note=note, who=who))
             return
-        frame, entry = frame_entry
         entry.text, entry.note, entry.who = text, note, who or entry.who
+        index = self.entries.index(entry)
         with self._keeping_view():
-            cursor = frame.firstCursorPosition()
-            cursor.setPosition(frame.lastCursorPosition().position(), QTextCursor.MoveMode.KeepAnchor)
+            cursor = self._at(self._starts[index].position())
+            cursor.setPosition(self._end_of(index).position(), QTextCursor.MoveMode.KeepAnchor)
+            cursor.removeSelectedText()
+            cursor.setBlockFormat(QTextBlockFormat())
             cursor.insertHtml(self._html(entry))
 
     def set_theme(self, theme: Theme) -> None:
@@ -111,9 +115,11 @@ class ChatLog(QTextBrowser):
         entries, has_older, streams = self.entries, self.has_older, dict(self._streams)
         self.reset(has_older)
         for entry in entries:
-            self._insert(len(self._frames), entry)
-        for gid, (_, entry) in streams.items():
-            self._streams[gid] = (self._frames[entries.index(entry)], entry)
+            streaming = any(entry is e for e in streams.values())
+            self._insert(len(self._starts), entry, body=not streaming)
+            if streaming:
+                self._end_of(len(self._starts) - 1).insertText(entry.text, QTextCharFormat())
+        self._streams = streams
         self.scroll_to_bottom()
 
     def plain(self) -> str:
@@ -134,34 +140,50 @@ class ChatLog(QTextBrowser):
 
     # -- inside ------------------------------------------------------------------------
 
-    def _insert(self, index: int, entry: Entry, body: bool = True) -> QTextFrame:
-        root = self.document().rootFrame()
-        cursor = (root.lastCursorPosition() if index >= len(self._frames)
-                  else self._frames[index].firstCursorPosition())
-        if index < len(self._frames):  # the block just before that frame
+    def _insert(self, index: int, entry: Entry, body: bool = True) -> None:
+        """Entry `index` from now on: its blocks before entry `index`'s (or at the end)."""
+        doc = self.document()
+        at_end = index >= len(self._starts)
+        if at_end:
+            cursor = QTextCursor(doc)
+            cursor.movePosition(QTextCursor.MoveOperation.End)
+            if self._starts:
+                cursor.insertBlock(QTextBlockFormat(), QTextCharFormat())
+        else:
+            cursor = self._at(self._starts[index].position())
+            cursor.insertBlock(QTextBlockFormat(), QTextCharFormat())  # entry `index` moves on
             cursor.movePosition(QTextCursor.MoveOperation.PreviousBlock)
-        frame = cursor.insertFrame(self._format(entry))
-        frame.firstCursorPosition().insertHtml(self._html(entry) if body else self._header(entry))
+            self._starts[index].setPosition(cursor.position() + 1)
+        start = self._at(cursor.position())
+        start.setKeepPositionOnInsert(True)  # stays at the entry's start as it is written
+        cursor.insertHtml(self._html(entry) if body else self._header(entry))
         if not body:
-            frame.lastCursorPosition().insertBlock()
-        self._frames.insert(index, frame)
+            cursor.insertBlock(QTextBlockFormat(), QTextCharFormat())
+        self._starts.insert(index, start)
         self.entries.insert(index, entry)
-        return frame
 
-    def _format(self, entry: Entry) -> QTextFrameFormat:
-        f = QTextFrameFormat()
-        f.setPadding(8 if entry.kind == "message" else 2)
-        f.setBottomMargin(6)
-        if entry.kind == "message" and entry.role == "user":
-            f.setBackground(QColor(self.theme.raised))
-        return f
+    def _at(self, position: int) -> QTextCursor:
+        """A fresh cursor at `position`, with no selection (copies of a cursor share its
+        anchor, which text inserted there moves)."""
+        cursor = QTextCursor(self.document())
+        cursor.setPosition(position)
+        return cursor
+
+    def _end_of(self, index: int) -> QTextCursor:
+        """A cursor at the end of entry `index`'s text."""
+        if index + 1 < len(self._starts):
+            return self._at(self._starts[index + 1].position() - 1)
+        cursor = QTextCursor(self.document())
+        cursor.movePosition(QTextCursor.MoveOperation.End)
+        return cursor
 
     def _header(self, entry: Entry) -> str:
         t = self.theme
         who = entry.who or {"user": "You", "assistant": "Model"}.get(entry.role, entry.role.title())
         colour = t.user if entry.role == "user" else t.model
         note = f' &nbsp;<span style="color:{t.dim};">{html.escape(entry.note)}</span>' if entry.note else ""
-        return f'<p style="margin: 0;"><b style="color:{colour};">{html.escape(who)}</b>{note}</p>'
+        return (f'<p style="margin-top: 16px; margin-bottom: 0;"><b style="color:{colour};">'
+                f'{html.escape(who)}</b>{note}</p>')
 
     def _html(self, entry: Entry) -> str:
         if entry.kind == "marker":
