@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from PySide6.QtCore import QUrl, Signal
+from PySide6.QtCore import Qt, QUrl, Signal
 from PySide6.QtGui import (
     QDesktopServices, QGuiApplication, QTextBlockFormat, QTextCharFormat, QTextCursor,
 )
@@ -159,6 +159,13 @@ class ChatLog(QTextBrowser):
         cursor.insertHtml(self._html(entry) if body else self._header(entry))
         if not body:
             cursor.insertBlock(QTextBlockFormat(), QTextCharFormat())
+        if entry.kind == "marker":  # insertHtml into an existing block keeps its alignment
+            centred = QTextBlockFormat()
+            centred.setAlignment(Qt.AlignmentFlag.AlignHCenter)
+            centred.setTopMargin(12)
+            centred.setBottomMargin(4)
+            cursor.setPosition(start.position(), QTextCursor.MoveMode.KeepAnchor)
+            cursor.mergeBlockFormat(centred)
         self._starts.insert(index, start)
         self.entries.insert(index, entry)
 
