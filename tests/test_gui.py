@@ -262,10 +262,11 @@ def test_the_model_picker_lists_what_ollama_has_and_switches(open_window, client
     s = client.create_session(model=MODEL).session
     window = open_window(s.id)
     box = window.chat.model
-    wait_until(lambda: box.count() >= 3)
+    # the models and the session arrive in either order: wait for both
+    wait_until(lambda: box.count() >= 3 and window.chat.session is not None
+               and box.currentData() == MODEL and "32,768 tokens" in box.currentText())
     names = [box.itemData(i) for i in range(box.count())]
     assert "small:1b" in names and "nomic-embed-text" not in " ".join(names)
-    assert box.currentData() == MODEL and "32,768 tokens" in box.currentText()
     box.activated.emit(names.index("small:1b"))
     wait_until(lambda: client.session(s.id).session.model == "small:1b")
     wait_until(lambda: window.chat.session.model == "small:1b")

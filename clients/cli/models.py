@@ -7,6 +7,7 @@ import msgspec
 
 from ...protocol.events import ModelPullResult
 
+from ..units import size
 from .common import connect
 
 
@@ -25,14 +26,6 @@ def add_parser(commands) -> argparse.ArgumentParser:
     parser.add_argument("--json", action="store_true",
                         help="print the list as JSON (pull: every event as a JSON line)")
     return parser
-
-
-def size(n: int) -> str:
-    for unit in ("B", "KB", "MB", "GB"):
-        if n < 1000 or unit == "GB":
-            return f"{n:.1f} {unit}" if unit != "B" else f"{n} B"
-        n /= 1000  # type: ignore[assignment]
-    return ""
 
 
 def run(args: argparse.Namespace) -> int:

@@ -67,6 +67,7 @@ class ChatView(QWidget):
         self.older: list[MessageInfo] = []
         self.older_marks: list[CompactionMark] = []
         self.streaming: set[str] = set()
+        self._models: list[ModelInfo] = []
         self.title = QLabel()
         self.title.setObjectName("title")
         self.model = QComboBox()
@@ -123,8 +124,6 @@ class ChatView(QWidget):
         self._usage_changed()
         if self.model.currentData() != session.model:
             self.set_models(self._models, session.model)
-
-    _models: list[ModelInfo] = []
 
     def set_models(self, models: list[ModelInfo], selected: str = "") -> None:
         self._models = [m for m in models if "embed" not in m.name]

@@ -8,7 +8,7 @@ from PySide6.QtWidgets import (
 )
 
 from ...protocol.models import ModelInfo
-from .words import size
+from ..units import size
 
 #: What the first-run path offers to pull.
 SUGGESTED_MODEL = "qwen2.5:7b"

@@ -28,13 +28,3 @@ def stopped(code: str, message: str = "") -> str:
     if code in ("ollama_error", "internal") and message:
         return f"{words}: {message}"
     return words
-
-
-def size(n: int) -> str:
-    """Bytes as people read them: 4.7 GB."""
-    value = float(n)
-    for unit in ("B", "KB", "MB", "GB", "TB"):
-        if value < 1000 or unit == "TB":
-            return f"{int(value)} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1000
-    return ""
