@@ -3,6 +3,7 @@ compaction's tail, the automatic levels' planners and the estimator's fit."""
 
 import random
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -12,6 +13,7 @@ from ctxkeep.daemon.context.levels import (
     plan_file_summaries, plan_prune, preserved_seqs, prune_candidates,
 )
 from ctxkeep.daemon.context.prompt import normalize
+from ctxkeep.daemon.context.relevance import TermCache, bm25_counts
 from ctxkeep.daemon.context.summarizer import split_tail
 from ctxkeep.daemon.store.records import ActiveContext, Attachment, MessageRecord
 from ctxkeep.daemon.store.store import Store
@@ -205,3 +207,23 @@ def test_folds_kept_across_turns_equal_folds_from_the_start(case):
                 == context_features(FeatureCache(), session, system, context, active, with_user)
         if all(m.seq >= 0 for m in active):
             assert prompts.build(session, context, active, user) == build_messages(session, context, active, user)
+
+
+_WORDS = st.sampled_from("alpha beta gamma delta kube pod mesh bread poem stock cat mouse".split())
+
+
+@settings(max_examples=60, deadline=None)
+@given(plans=st.lists(st.tuples(st.lists(st.integers(0, 40), max_size=30, unique=True),
+                                st.lists(_WORDS, max_size=12)), min_size=1, max_size=6),
+       texts=st.lists(st.lists(_WORDS, max_size=15).map(" ".join), min_size=41, max_size=41))
+def test_the_session_index_scores_what_bm25_scores_from_scratch(plans, texts):
+    """Level 2 scores through a per-session inverted index that follows the candidates
+    from plan to plan; every plan's scores equal BM25 computed from scratch."""
+    terms = TermCache()
+    messages = [MessageRecord(seq=i, role="user", content=t, created=0.0) for i, t in enumerate(texts)]
+    for seqs, query in plans:
+        candidates = [messages[s] for s in seqs]
+        indexed = terms.postings.bm25("s", candidates, query, lambda m: terms.of("s", m))
+        scratch = bm25_counts([terms.of("s", m) for m in candidates], query)
+        assert indexed == pytest.approx(scratch, rel=1e-12, abs=1e-12)
+    assert len(terms.postings._kept["s"].docs) == len(plans[-1][0])  # what left was dropped

@@ -14,6 +14,7 @@ from collections import Counter
 from collections.abc import Sequence
 from itertools import chain
 
+from ctxkeep.daemon.context.postings import Postings
 from ctxkeep.daemon.context.per_message import PerMessage
 from ctxkeep.daemon.models.backend import ModelCallError
 from ctxkeep.daemon.models.protocol import ModelBackend
@@ -37,10 +38,12 @@ def term_counts(text: str) -> tuple[dict[str, int], int]:
 
 
 class TermCache(PerMessage[tuple[dict[str, int], int]]):
-    """Stored messages' word counts by (session, seq)."""
+    """Stored messages' word counts by (session, seq), and the inverted index level 2
+    scores through."""
 
     def __init__(self) -> None:
         super().__init__(lambda m: term_counts(m.content))
+        self.postings = Postings()
 
 
 def bm25(documents: Sequence[Sequence[str]], query: Sequence[str], k1: float = 1.5,
@@ -123,7 +126,10 @@ async def score(candidates: list[MessageRecord], recent: list[MessageRecord], *,
     embeddings work, times the boost for file references and code. The candidates are
     stored messages of `session_id`, whose word counts `terms` keeps."""
     query = [w for m in recent for w in words(m.content)]
-    keyword = bm25_counts([terms.of(session_id, m) for m in candidates], query)
+    if all(m.seq >= 0 for m in candidates):  # stored messages: through the session's index
+        keyword = terms.postings.bm25(session_id, candidates, query, lambda m: terms.of(session_id, m))
+    else:
+        keyword = bm25_counts([terms.of(session_id, m) for m in candidates], query)
     top = max(keyword, default=0.0) or 1.0
     scores = [k / top for k in keyword]
     if backend is not None and embed_model and candidates:
