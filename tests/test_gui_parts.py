@@ -196,3 +196,14 @@ def test_a_reopened_history_shows_each_compaction_where_it_happened():
     assert kinds == [("message", "message 0"), ("message", "message 1"), ("marker", marker),
                      ("message", "message 3"), ("message", "cut"), ("marker", pruned)]
     assert entries[3].note == "attached notes.md" and "Ollama is not running" in entries[4].note
+
+
+def test_a_streamed_answer_the_history_already_shows_is_taken_away(log):
+    before = log.plain()
+    log.stream("g", "an answer already in the page")
+    log.append(Entry("message", "next question", role="user"))
+    log.drop_stream("g")
+    assert log.plain() == before + "\nYou\nnext question "
+    assert len(log.entries) == 31 and log.entries[-1].text == "next question"
+    log.stream("h", "a new one")  # positions still right after the removal
+    assert log.plain().endswith("next question \nModel  writing…\na new one")

@@ -109,6 +109,19 @@ class ChatLog(QTextBrowser):
             cursor.setBlockFormat(QTextBlockFormat())
             cursor.insertHtml(self._html(entry))
 
+    def drop_stream(self, generation_id: str) -> None:
+        """Take away a streamed answer the history already shows (a session opened while
+        it streamed, its events replayed after the page that holds it)."""
+        entry = self._streams.pop(generation_id, None)
+        if entry is None:
+            return
+        index = self.entries.index(entry)
+        with self._keeping_view():
+            cursor = self._at(self._starts[index].position() - (1 if index else 0))
+            cursor.setPosition(self._end_of(index).position(), QTextCursor.MoveMode.KeepAnchor)
+            cursor.removeSelectedText()
+        del self._starts[index], self.entries[index]
+
     def set_theme(self, theme: Theme) -> None:
         """Draw every entry again in the new colours (the only full redraw)."""
         self.theme = theme

@@ -218,13 +218,18 @@ class ChatView(QWidget):
             if event.message.seq >= self.end:
                 self.log.end_stream(event.generation_id, event.message.content, who=event.message.model)
                 self.end = event.message.seq + 1
+            else:  # the page shown already has it
+                self.log.drop_stream(event.generation_id)
             self.gauge.set_window(event.window)
             self.gauge.set_tokens(event.token_count, exact=True)
             self._usage_changed()
         elif isinstance(event, GenerationError):
             self._ended(event.generation_id)
-            self.log.end_stream(event.generation_id, event.partial, note=stopped(event.code, event.message), who=who)
-            if event.stored_seq >= 0:
+            if 0 <= event.stored_seq < self.end:  # the page shown already has it
+                self.log.drop_stream(event.generation_id)
+            else:
+                self.log.end_stream(event.generation_id, event.partial,
+                                    note=stopped(event.code, event.message), who=who)
                 self.end = max(self.end, event.stored_seq + 1)
             if event.code != "cancelled":
                 self.status.emit(f"The answer stopped: {stopped(event.code, event.message)}")

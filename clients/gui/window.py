@@ -255,6 +255,7 @@ class MainWindow(QMainWindow):
             self.worker.submit(requests.SessionList())
             if isinstance(event, SessionUpdated) and self.chat.session and event.session.id == self.chat.session.id:
                 self.chat.show_info(event.session)
+                self.setWindowTitle(f"{event.session.name} — ctxkeep")
             return
         if isinstance(event, (ModelPullProgress, ModelPullResult)):
             self._pull_event(event)
