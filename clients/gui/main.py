@@ -12,7 +12,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         prog="ctxkeep-gui",
         description="A window on ctxkeepd: sessions, the chat with streamed answers, and a "
                     "context gauge (click it to compact). Any number of windows, and the CLI, "
-                    "stay in step on the same session.")
+                    "stay in step on the same session. Keys: Ctrl+N new chat, Ctrl+K search, "
+                    "Enter send, Shift+Enter new line, Esc stop the answer, Ctrl+Shift+C "
+                    "compact, F2 rename.")
     parser.add_argument("session", nargs="?", default="", help="session id or name to open")
     parser.add_argument("--control", help="control endpoint (default: as for `ctxkeep`)")
     parser.add_argument("--events-endpoint", dest="events_endpoint", help="event endpoint")
