@@ -8,7 +8,7 @@ from pathlib import Path
 
 import msgspec
 
-from ctxkeep.daemon.config import ConfigError, load
+from ctxkeep.daemon.config import load
 
 _TABLE = re.compile(r"^\s*\[")
 
@@ -26,6 +26,8 @@ def set_top_level(path: Path, key: str, value: object) -> None:
     at = next((i for i, text in enumerate(lines) if _TABLE.match(text)), len(lines))
     found = next((i for i in range(at) if setting.match(lines[i])), None)
     if found is None:
+        while at > 0 and not lines[at - 1].strip():  # with the other keys, not the table
+            at -= 1
         lines.insert(at, line)
     else:
         lines[found] = line
@@ -49,5 +51,3 @@ def set_top_level(path: Path, key: str, value: object) -> None:
     finally:
         os.close(dir_fd)
 
-
-__all__ = ["set_top_level", "ConfigError"]

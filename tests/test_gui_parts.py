@@ -207,3 +207,13 @@ def test_a_streamed_answer_the_history_already_shows_is_taken_away(log):
     assert len(log.entries) == 31 and log.entries[-1].text == "next question"
     log.stream("h", "a new one")  # positions still right after the removal
     assert log.plain().endswith("next question \nModel  writing…\na new one")
+
+
+def test_two_answers_streaming_alike_each_grow_their_own(log):
+    log.stream("a", "same words")
+    log.stream("b", "same words")  # alike, yet another entry
+    log.stream("b", " and more")
+    log.end_stream("a", "same words", who="first")
+    text = log.plain()
+    assert text.index("first\nsame words") < text.index("same words and more")
+    assert [e.text for e in log.entries[-2:]] == ["same words", "same words and more"]

@@ -89,7 +89,7 @@ def test_models_default_is_checked_written_to_the_config_and_used(app, tmp_path)
     assert "default_model" not in config.read_text()  # refused: nothing written
     reply = run(app.call(requests.ModelsDefault(model=MODEL)))
     assert reply.model == MODEL and reply.config_path == str(config)
-    assert config.read_text() == ('# mine\nnum_ctx = 4096   # small machine\n\ndefault_model = "qwen2.5:7b"\n'
+    assert config.read_text() == ('# mine\nnum_ctx = 4096   # small machine\ndefault_model = "qwen2.5:7b"\n\n'
                                   '[default_options]\ntemperature = 0.2\n')
     assert run(app.call(requests.SessionCreate())).session.model == MODEL  # used at once
     run(app.call(requests.ModelsDefault(model="later:3b", force=True)))

@@ -7,7 +7,7 @@ import msgspec
 
 from ...protocol.events import ModelPullResult
 
-from ..units import size
+from ..present import size
 from .common import connect
 
 

@@ -5,6 +5,7 @@ import argparse
 import msgspec
 
 from ..core import CtxkeepError
+from ..present import chat_models
 from .common import connect, session_line
 from .lines import Reader
 
@@ -33,7 +34,7 @@ def create_or_choose(client, args: argparse.Namespace, ask: Reader | None):
     except CtxkeepError as exc:
         if exc.code != "model_not_found" or args.model or ask is None:
             raise
-    installed = client.models().models
+    installed = chat_models(client.models().models)
     if not installed:
         raise SystemExit("ctxkeep: Ollama has no models yet: pull one (`ctxkeep models pull "
                          "qwen2.5:7b`, or pick another at https://ollama.com/library), then "

@@ -28,10 +28,10 @@ MAX_TEXT_WIDTH = 860
 NEAR_TOP = 48
 
 
-@dataclass
+@dataclass(eq=False)  # an entry is itself: two alike are still two
 class Entry:
-    """What one frame shows: a message (`role`, `text`, a `note` beside the name) or a
-    `marker` line."""
+    """What one entry of the log shows: a message (`role`, `text`, a `note` beside the
+    name) or a `marker` line."""
 
     kind: str  # "message" | "marker"
     text: str
@@ -91,17 +91,17 @@ class ChatLog(QTextBrowser):
                 self._insert(len(self._starts), entry, body=False)
                 self._streams[generation_id] = entry
             entry.text += text
-            self._end_of(self.entries.index(entry)).insertText(text, QTextCharFormat())
+            self._end_of(self._index_of(entry)).insertText(text, QTextCharFormat())
 
     def end_stream(self, generation_id: str, text: str, note: str = "", who: str = "") -> None:
-        """The answer is complete (or stopped): rendered as Markdown in its frame."""
+        """The answer is complete (or stopped): rendered as Markdown in its place."""
         entry = self._streams.pop(generation_id, None)
         if entry is None:
             if text or note:
                 self.append(Entry("message", text, role="assistant", note=note, who=who))
             return
         entry.text, entry.note, entry.who = text, note, who or entry.who
-        index = self.entries.index(entry)
+        index = self._index_of(entry)
         with self._keeping_view():
             cursor = self._at(self._starts[index].position())
             cursor.setPosition(self._end_of(index).position(), QTextCursor.MoveMode.KeepAnchor)
@@ -115,7 +115,7 @@ class ChatLog(QTextBrowser):
         entry = self._streams.pop(generation_id, None)
         if entry is None:
             return
-        index = self.entries.index(entry)
+        index = self._index_of(entry)
         with self._keeping_view():
             cursor = self._at(self._starts[index].position() - (1 if index else 0))
             cursor.setPosition(self._end_of(index).position(), QTextCursor.MoveMode.KeepAnchor)
@@ -182,6 +182,14 @@ class ChatLog(QTextBrowser):
         self._starts.insert(index, start)
         self.entries.insert(index, entry)
 
+    def _index_of(self, entry: Entry) -> int:
+        """Where a streaming entry is: searched from the newest end, where answers being
+        written are, so that a piece costs the same however long the log."""
+        for i in range(len(self.entries) - 1, -1, -1):
+            if self.entries[i] is entry:
+                return i
+        raise ValueError("not in the log")
+
     def _at(self, position: int) -> QTextCursor:
         """A fresh cursor at `position`, with no selection (copies of a cursor share its
         anchor, which text inserted there moves)."""
@@ -206,9 +214,8 @@ class ChatLog(QTextBrowser):
                 f'{html.escape(who)}</b>{note}</p>')
 
     def _html(self, entry: Entry) -> str:
-        if entry.kind == "marker":
-            return (f'<p align="center" style="color:{self.theme.dim};">'
-                    f'{html.escape(entry.text)}</p>')
+        if entry.kind == "marker":  # centred by its block format (`_insert`)
+            return f'<p style="color:{self.theme.dim};">{html.escape(entry.text)}</p>'
         return self._header(entry) + to_html(entry.text, self.theme, self._keep_code)
 
     def _keep_code(self, code: str) -> int:
@@ -232,7 +239,7 @@ class ChatLog(QTextBrowser):
 
     def _link(self, url: QUrl) -> None:
         if url.scheme() == "copy":
-            index = int(url.path() or -1)
+            index = int(url.path()) if url.path().isdigit() else -1
             if 0 <= index < len(self.code):
                 QGuiApplication.clipboard().setText(self.code[index])
                 self.copied.emit(self.code[index])

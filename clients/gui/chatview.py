@@ -16,6 +16,7 @@ from ...protocol.models import CompactionMark, MessageInfo, ModelInfo, SessionIn
 from ...protocol.replies import HistoryReply
 from .chatlog import ChatLog, Entry
 from .composer import Composer
+from ..present import chat_models
 from .dialogs import fill_models
 from .gauge import ContextGauge, usage_text
 from .theme import Theme
@@ -111,7 +112,8 @@ class ChatView(QWidget):
         """Show `session` from its last page."""
         self.show_info(session)
         self.first = self.end = max(0, session.message_count - PAGE)
-        self.loading, self.held, self.older, self.streaming = True, [], [], set()
+        self.loading, self.held, self.streaming = True, [], set()
+        self.older, self.older_marks = [], []  # an older page of another session in flight
         self.log.reset()
         self._set_busy(session.busy)
         self.submit(requests.History(session=session.id, start=self.first, limit=PAGE))
@@ -126,7 +128,7 @@ class ChatView(QWidget):
             self.set_models(self._models, session.model)
 
     def set_models(self, models: list[ModelInfo], selected: str = "") -> None:
-        self._models = [m for m in models if "embed" not in m.name]
+        self._models = chat_models(models)
         fill_models(self.model, self._models, selected or (self.session.model if self.session else ""))
 
     def on_history(self, request: requests.History, reply: HistoryReply) -> None:

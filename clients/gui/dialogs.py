@@ -8,7 +8,7 @@ from PySide6.QtWidgets import (
 )
 
 from ...protocol.models import ModelInfo
-from ..units import size
+from ..present import chat_models, size
 
 #: What the first-run path offers to pull.
 SUGGESTED_MODEL = "qwen2.5:7b"
@@ -82,15 +82,14 @@ class NewSessionDialog(QDialog):
         self.set_models(models, default, problem)
 
     def set_models(self, models: list[ModelInfo], default: str, problem: str = "") -> None:
-        chat_models = [m for m in models if "embed" not in m.name]
-        installed = {m.name for m in chat_models}
-        fill_models(self.model, chat_models, default if default in installed or not chat_models else
-                    chat_models[0].name)
+        usable = chat_models(models)
+        installed = {m.name for m in usable}
+        fill_models(self.model, usable, default if default in installed or not usable else usable[0].name)
         ok = self.buttons.button(QDialogButtonBox.StandardButton.Ok)
         if problem:
             self.notice.setText(f"{problem}. You can still create the chat; it answers once "
                                 "Ollama is up.")
-        elif not chat_models:
+        elif not usable:
             self.notice.setText("Ollama has no chat model yet. Pull one to start — "
                                 f"{SUGGESTED_MODEL} is a good first choice (4.7 GB); "
                                 "https://ollama.com/library lists others.")
@@ -98,8 +97,8 @@ class NewSessionDialog(QDialog):
             self.notice.setText("" if default in installed else
                                 f"The default model, {default}, is not installed.")
         self.notice.setVisible(bool(self.notice.text()))
-        self.pull_box.setVisible(not chat_models and not problem)
-        ok.setEnabled(bool(chat_models) or bool(problem))
+        self.pull_box.setVisible(not usable and not problem)
+        ok.setEnabled(bool(usable) or bool(problem))
 
     def show_progress(self, status: str, completed: int, total: int) -> None:
         self.progress.show()

@@ -14,7 +14,7 @@ from ...protocol.events import (
 )
 from ...protocol.models import ModelInfo, SessionInfo
 from ...protocol.replies import (
-    Accepted, Deleted, HistoryReply, ModelsReply, SearchReply, SessionReply, SessionsReply,
+    Accepted, HistoryReply, ModelsReply, SearchReply, SessionReply, SessionsReply,
 )
 from . import theme as themes
 from .chatview import ChatView
@@ -239,9 +239,6 @@ class MainWindow(QMainWindow):
             for hit in reply.hits:
                 counts[hit.session_id] = counts.get(hit.session_id, 0) + 1
             self.panel.show_matches(request.query, counts)  # type: ignore[attr-defined]
-        elif isinstance(reply, Deleted) and self.chat.session and reply.session_id == self.chat.session.id:
-            self.chat.session = None
-            self._empty("The chat was deleted.")
 
     def show_session(self, session: SessionInfo) -> None:
         self.setWindowTitle(f"{session.name} — ctxkeep")
@@ -253,6 +250,9 @@ class MainWindow(QMainWindow):
     def on_event(self, topic: str, event: object) -> None:
         if isinstance(event, (SessionCreated, SessionUpdated, SessionDeleted)):
             self.worker.submit(requests.SessionList())
+            if isinstance(event, SessionDeleted) and self.chat.session and event.session_id == self.chat.session.id:
+                self.chat.session = None  # by another client, or this window
+                self._empty("The chat was deleted.")
             if isinstance(event, SessionUpdated) and self.chat.session and event.session.id == self.chat.session.id:
                 self.chat.show_info(event.session)
                 self.setWindowTitle(f"{event.session.name} — ctxkeep")

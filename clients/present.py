@@ -1,4 +1,6 @@
-"""Quantities as people read them, for every client."""
+"""What every client shows the same way: sizes, and which models one can chat with."""
+
+from ..protocol.models import ModelInfo
 
 
 def size(n: int) -> str:
@@ -9,3 +11,8 @@ def size(n: int) -> str:
             return f"{int(value)} {unit}" if unit == "B" else f"{value:.1f} {unit}"
         value /= 1000
     return ""
+
+
+def chat_models(models: list[ModelInfo]) -> list[ModelInfo]:
+    """The models one can chat with: not the embedding models (nomic-embed-text, ...)."""
+    return [m for m in models if "embed" not in m.name]
