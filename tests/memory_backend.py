@@ -23,6 +23,7 @@ from ctxkeep.daemon.models.backend import ModelCallError
 from ctxkeep.daemon.models.facts import ModelFacts
 from ctxkeep.protocol import ErrorCode
 from ctxkeep.protocol.models import ModelInfo, OllamaStatus
+from ctxkeep.daemon.models.sent import ON_SENT
 from ollama_standin import DEFAULT_MODELS, Model, count_tokens, embed_vector, render, split_stream
 
 
@@ -111,6 +112,9 @@ class MemoryBackend:
                           options: Mapping[str, Any], think: bool | None) -> AsyncIterator[Any]:
         await self.facts(model)
         sent, tokens = self._prompt(model, messages, options)
+        on_sent = ON_SENT.get()
+        if on_sent is not None:  # the request is out, as the daemon's transport reports it
+            on_sent()
         if self._gate is not None:
             gate, self._gate = self._gate, None
             self._parked_at.append(gate)

@@ -64,7 +64,16 @@ def test_bad_arguments_are_request_errors(app):
     assert snapshot.value.code == ErrorCode.INVALID_ARGUMENT
 
 
-def test_a_send_is_stored_before_it_is_accepted_and_ends_once(app):
+def test_a_send_is_stored_before_it_is_accepted_and_ends_once(app, monkeypatch):
+    busy_with: list[list[str]] = []  # the stored history each time the session became busy
+    publish = app.bus.publish
+
+    def noting(event, session_id=""):
+        if isinstance(event, SessionUpdated) and event.session.busy:
+            busy_with.append([m.content for m in app.store.history(event.session.id)[0]])
+        return publish(event, session_id)
+    monkeypatch.setattr(app.bus, "publish", noting)
+
     async def turn():
         sid = (await app.call(requests.SessionCreate(model=MODEL))).session.id
         accepted = await app.call(requests.Send(session=sid, text="hello there"))
@@ -76,8 +85,63 @@ def test_a_send_is_stored_before_it_is_accepted_and_ends_once(app):
     ends = [e for e in app.bus.seen if isinstance(e, (ResponseGeneration, GenerationError))
             and e.generation_id == accepted.generation_id]
     assert len(ends) == 1 and isinstance(ends[0], ResponseGeneration)
+    assert busy_with[0] == ["hello there"]  # busy once accepted, that is once stored
+    busy = [e.session.busy for e in app.of_type(SessionUpdated) if e.session.id == sid]
+    assert busy[-1] is False and busy.index(True) < app.bus.seen.index(ends[0])
     assert [m.role for m in app.store.history(sid)[0]] == ["user", "assistant"]
     assert app.store.session(sid).tokens_exact
+
+
+def test_a_question_is_committed_once_its_model_request_is_out(app, monkeypatch):
+    """A turn that starts at once sends its request first, then stores its question; a
+    queued one's question is stored at once; `accepted` still waits for the commit."""
+    requests_out: list[int] = []  # model requests made when each question's commit started
+    append = app.store.append_async
+
+    def noting(session_id, messages, **how):
+        if how.get("pending"):
+            requests_out.append(len(app.backend.chats))
+        return append(session_id, messages, **how)
+    monkeypatch.setattr(app.store, "append_async", noting)
+
+    async def turns():
+        sid = (await app.call(requests.SessionCreate(model=MODEL))).session.id
+        app.backend.hold()  # the first answer waits: the second question queues behind it
+        first = await app.call(requests.Send(session=sid, text="first question"))
+        second = await app.call(requests.Send(session=sid, text="second question"))
+        assert [m.content for m in app.store.history(sid)[0]] == ["first question", "second question"]
+        app.backend.release()
+        await app.services.jobs.drain(30)
+        return first, second
+    first, second = run(turns())
+    assert (first.ahead, second.ahead) == (0, 1)
+    assert requests_out == [1, 1]  # the first after its request was out; the queued one at once
+
+
+class Unsendable(MemoryBackend):
+    """A model call whose request never leaves (a connect that hangs)."""
+
+    async def stream_chat(self, model, messages, options, think):
+        await asyncio.Event().wait()
+        yield  # pragma: no cover - never reached
+
+
+def test_a_question_is_stored_and_accepted_even_when_its_request_never_leaves(tmp_path):
+    app = InProcess(tmp_path, Unsendable())
+
+    async def turn():
+        sid = (await app.call(requests.SessionCreate(model=MODEL))).session.id
+        accepted = await asyncio.wait_for(app.call(requests.Send(session=sid, text="anyone?")), 10)
+        assert [m.content for m in app.store.history(sid)[0]] == ["anyone?"]
+        await app.call(requests.Cancel(session=sid))
+        await app.services.jobs.drain(10)
+        return accepted
+    try:
+        accepted = run(turn())
+        ends = [e for e in app.bus.seen if isinstance(e, (ResponseGeneration, GenerationError))]
+        assert [(type(e), e.generation_id) for e in ends] == [(GenerationError, accepted.generation_id)]
+    finally:
+        app.close()
 
 
 def test_models_default_is_checked_written_to_the_config_and_used(app, tmp_path):

@@ -6,6 +6,7 @@ import asyncio
 import pytest
 
 from ctxkeep.daemon.models.backend import ModelCallError, OllamaBackend
+from ctxkeep.daemon.models.sent import ON_SENT
 from ctxkeep.protocol import ErrorCode
 from ollama_standin import OllamaStandin
 
@@ -33,6 +34,23 @@ def test_a_chat_streams_and_asks_ollama_to_refuse_overflow(standin: OllamaStandi
     assert text and last.done and last.prompt_eval_count > 0
     sent = standin.chats[-1]
     assert sent.body["truncate"] is False and sent.body["options"]["num_ctx"] == 2048
+
+
+def test_the_transport_says_when_a_chat_request_is_out(standin: OllamaStandin):
+    standin.first_token_delay = 0.05  # the model answers well after the request is in
+    seen: list[str] = []
+
+    async def body(backend: OllamaBackend):
+        stream = backend.stream_chat(MODEL, [{"role": "user", "content": "hi"}], {"num_ctx": 2048}, None)
+        reset = ON_SENT.set(lambda: seen.append(f"sent with {len(standin.chats)} chats in"))
+        first = asyncio.ensure_future(anext(stream))  # carries ON_SENT, as a turn's does
+        ON_SENT.reset(reset)
+        seen.append(f"chunk: {(await first).message.content!r}")
+        async for _ in stream:  # the rest, read without ON_SENT: no second report
+            pass
+        await backend.facts(MODEL)  # another request of the same client: not a chat, no report
+    run(with_backend(standin.url, body))
+    assert len(seen) == 2 and seen[0].startswith("sent with") and seen[1].startswith("chunk: ")
 
 
 def test_an_overflowing_prompt_is_refused_not_cut(standin: OllamaStandin):

@@ -20,7 +20,6 @@ from typing import Any, NamedTuple
 
 import msgspec
 
-from ctxkeep.protocol import ErrorCode
 from ctxkeep.protocol.events import (
     GenerationThinking, GenerationToken, GoalUpdated, QueryReceived, ResponseGeneration,
 )
@@ -32,7 +31,10 @@ from ctxkeep.daemon.server.bus import EventBus
 from ctxkeep.daemon.config import Config
 from ctxkeep.daemon.errors import RequestError
 from ctxkeep.daemon.context.estimator import Estimator
+from ctxkeep.daemon.jobs.deferred import Deferred
+from ctxkeep.daemon.models.sent import ON_SENT
 from ctxkeep.daemon.jobs.endings import TurnEndings, Withdrawn
+from ctxkeep.daemon.jobs.limits import TurnLimits
 from ctxkeep.daemon.jobs.queue import Job, SessionJobs
 from ctxkeep.daemon.models.protocol import ModelBackend
 from ctxkeep.daemon.context.prompt import TurnPrompts
@@ -43,9 +45,12 @@ from ctxkeep.daemon.store.records import (
 )
 from ctxkeep.daemon.store.protocol import SessionStore
 from ctxkeep.daemon.store.writer import landed
-from ctxkeep.daemon.context.usage import reply_room
 
 log = logging.getLogger(__name__)
+
+#: The longest a question's commit waits for its model request to be out (building a
+#: request of many thousands of messages takes the ollama package longer).
+SENT_WAIT_S = 0.02
 
 
 async def _chain(first: "asyncio.Future", rest: AsyncIterator[Any]) -> AsyncIterator[Any]:
@@ -68,7 +73,7 @@ class Turn(NamedTuple):
 
 
 @dataclass
-class Generations(TurnEndings):
+class Generations(TurnEndings, TurnLimits):
     """Accepts user turns and runs them through the session job queue."""
 
     store: SessionStore
@@ -85,40 +90,43 @@ class Generations(TurnEndings):
     async def accept(self, session: SessionRecord, text: str, think: bool | None,
                      files: list[Attachment]) -> tuple[Job, int, MessageRecord]:
         """Store the question (committed and synced: `accepted` means stored) and queue its
-        turn at once: the commit runs in the writer thread while the turn, when first in
-        its queue, builds its prompt and starts the model call; nothing of the turn is
+        turn. A turn that can start at once builds its prompt and sends its model request
+        first, then has the question committed (in the writer thread, while the model
+        works); a queued one's question is committed at once. Nothing of the turn is
         published before the commit returns. If the commit fails, the turn is withdrawn
         (no event: no client was told of it) and the error raised. Returns the job, how
         many jobs are ahead of it, and the stored question."""
         question = NewMessage(role="user", content=text, files=files)
-        commit: list[asyncio.Future] = []  # made just below: the job's first step runs later
+        commit = Deferred(lambda: self.store.append_async(session.id, [question], pending=True))
         job = Job(session_id=session.id, kind="generation",
-                  body=lambda j: self._execute(j, commit[0], question.record(-1, 0.0), think),
-                  fail=lambda j, code, message: self._failed(j, commit[0], code, message))
-        ahead = self.jobs.submit(job)
-        # Made after the job, so that a job that can start at once sends its model request
-        # before the writer thread takes the GIL to build this commit.
-        stored = asyncio.ensure_future(self.store.append_async(session.id, [question], pending=True))
-        commit.append(stored)
+                  body=lambda j: self._execute(j, commit, question.record(-1, 0.0), think),
+                  fail=lambda j, code, message: self._failed(j, commit.start(), code, message))
+        ahead = self.jobs.submit(job, announce=False)  # busy once accepted: below
+        stored = commit.start() if ahead else commit.future
         try:
             _, (user,) = await asyncio.shield(stored)
         except BaseException:
             self.jobs.withdraw(job)
             raise
+        if ahead == 0:  # after the model request went out (published events wake threads)
+            self.jobs.announce_busy(session.id)
         return job, ahead, user
 
-    async def _execute(self, job: Job, stored: "asyncio.Future", user: MessageRecord,
+    async def _execute(self, job: Job, commit: "Deferred", user: MessageRecord,
                        think: bool | None) -> None:
-        """The turn: `user` is the question as it will be stored, until `stored` (its
-        commit) says how it was; the model call starts beside that commit."""
+        """The turn: `user` is the question as it will be stored, until `commit` says how
+        it was; the commit starts once the model request is out, or before anything that
+        waits (a call to /api/show, a compaction, a failure)."""
         sid = job.session_id
         session, context, active = self.store.view(sid)  # read once; each step passes it on
+        if self.backend.known_facts(session.model) is None:
+            commit.start()  # /api/show is asked first: `accepted` does not wait for it
 
         async def question() -> MessageRecord:
             """The question once stored, announced (`query.received`) once."""
             nonlocal user
             if user.seq < 0:
-                stored_user = await self._settled_question(stored)
+                stored_user = await self._settled_question(commit.start())
                 if stored_user is None:
                     raise Withdrawn
                 user = stored_user
@@ -153,8 +161,14 @@ class Generations(TurnEndings):
             options = {**session.options, "num_ctx": session.window, "num_predict": room}
             final = None
             stream = self.backend.stream_chat(session.model, messages, options, think)
-            first = asyncio.ensure_future(anext(stream))  # the request goes out now
-            try:
+            sent = asyncio.get_running_loop().create_future()
+            reset = ON_SENT.set(lambda: sent.done() or sent.set_result(None))
+            first = asyncio.ensure_future(anext(stream))  # the request goes out from it
+            ON_SENT.reset(reset)
+            try:  # the question's commit starts once the request is out (or at the latest soon)
+                await asyncio.wait([first, sent], timeout=SENT_WAIT_S,
+                                   return_when=asyncio.FIRST_COMPLETED)
+                commit.start()
                 user = await question()
             except BaseException:
                 first.cancel()
@@ -192,48 +206,6 @@ class Generations(TurnEndings):
             pass
         except Exception:  # noqa: BLE001 - each level already published its own result
             log.exception("session=%s automatic compaction after the turn failed", sid)
-
-    def _refuse_impossible(self, session: SessionRecord, context: ActiveContext,
-                           user: MessageRecord) -> None:
-        """Refuse a question that cannot fit however much is compacted: the system prompt,
-        goals, pins and the question itself, plus the reply room, over the window."""
-        floor_context = msgspec.structs.replace(context, seqs=[], checkpoints=[])
-        pinned = self.store.messages(session.id, context.pinned)
-        floor = self.estimator.raised(session.model, self.estimator.context(
-            session, floor_context, pinned, user))
-        room = reply_room(self.config, session.window)
-        if floor + room > session.window:
-            mine = self.estimator.message(session.model, user.prompt_content())
-            raise RequestError(
-                ErrorCode.CONTEXT_OVERFLOW,
-                f"this message is about {mine:,} tokens; with the system prompt, goals and pins "
-                f"the prompt cannot be smaller than about {floor:,} tokens, and the window of "
-                f"{session.window:,} must keep {room:,} for the answer. Nothing was compacted or "
-                f"sent: send less (@file:summary instead of the whole file), or raise num_ctx "
-                f"(`ctxkeep set {session.name} --num-ctx N`)")
-
-    def _reply_room(self, session: SessionRecord, estimate: int) -> int:
-        """num_predict for this prompt: all the room the window leaves (at most what the
-        session's own num_predict allows), never less than the reserved reply room, so
-        that prompt plus answer always fit and Ollama never shifts or cuts the context."""
-        room = session.window - self.estimator.raised(session.model, estimate)
-        reserve = reply_room(self.config, session.window)
-        if room < reserve:
-            compacted = self.auto.enabled(session)
-            advice = ("send less (@file:summary instead of a whole file), or raise num_ctx "
-                      f"(`ctxkeep set {session.name} --num-ctx N`)" if compacted else
-                      f"compact the session (`ctxkeep compact {session.name}`), raise num_ctx, "
-                      "or send less")
-            raise RequestError(
-                ErrorCode.CONTEXT_OVERFLOW,
-                f"the prompt would be about {estimate:,} tokens, leaving {max(room, 0):,} of the "
-                f"window of {session.window:,} for the answer (at least {reserve:,} are kept)"
-                f"{', even with the context compacted as far as it goes' if compacted else ''}. "
-                f"Nothing was sent and the context is as it was: {advice}")
-        wanted = session.options.get("num_predict")
-        if isinstance(wanted, int) and wanted > 0:
-            room = min(room, wanted)
-        return room
 
     async def _window(self, session: SessionRecord) -> SessionRecord:
         """The session with its model's context_length and size (from /api/show) recorded."""

@@ -17,7 +17,9 @@ A job that was never accepted (its question could not be stored) is withdrawn:
 it ends with no event, as no client was told of it.
 
 A session is busy while its queue holds a job; `on_busy(session_id)` is
-called whenever that changes, after the terminal event of the last job.
+called whenever that changes: when its first job is accepted (at `submit`, or
+for a job accepted later — a turn, once its question is stored — when its
+submitter calls `announce_busy`), and after the terminal event of the last job.
 """
 
 import asyncio
@@ -108,8 +110,10 @@ class SessionJobs:
         """The session's jobs, the running one first."""
         return list(self._queues.get(session_id, ()))
 
-    def submit(self, job: Job) -> int:
-        """Accept a job; returns how many jobs of its session are ahead of it."""
+    def submit(self, job: Job, announce: bool = True) -> int:
+        """Queue a job; returns how many jobs of its session are ahead of it. A job that
+        finds its session idle has the session's busy state announced now (with
+        `announce=False`, when its submitter calls `announce_busy`)."""
         job._publish = self._publish
         queue = self._queues.get(job.session_id)
         became_busy = queue is None
@@ -120,8 +124,15 @@ class SessionJobs:
         if became_busy:
             self._workers[job.session_id] = asyncio.create_task(
                 self._work(job.session_id, queue), name=f"jobs-{job.session_id}")
-            self._on_busy(job.session_id)
+            if announce:
+                self._on_busy(job.session_id)
         return ahead
+
+    def announce_busy(self, session_id: str) -> None:
+        """Announce that the session is busy (for a job submitted with `announce=False`,
+        once it is accepted); nothing when its work has ended meanwhile."""
+        if self.busy(session_id):
+            self._on_busy(session_id)
 
     def cancel(self, session_id: str, job_id: str = "",
                reason: tuple[ErrorCode, str] = (ErrorCode.CANCELLED, "cancelled by a client"),

@@ -4,12 +4,15 @@ Ollama (0.12+) reads `truncate` on /api/chat: with `false` an overflowing prompt
 is answered with an error instead of having its oldest messages dropped. The
 `ollama` package's `chat()` has no parameter for it; httpx's transports are its
 documented extension point, and `ollama.AsyncClient(**kwargs)` passes them on.
+The same transport tells a turn when its chat request is out (`sent.ON_SENT`).
 """
 
 import urllib.request
 from urllib.parse import urlsplit
 
 import httpx
+
+from ctxkeep.daemon.models.sent import ON_SENT, tracer
 
 
 class RefuseOverflow(httpx.AsyncBaseTransport):
@@ -29,8 +32,12 @@ class RefuseOverflow(httpx.AsyncBaseTransport):
             body = b'{"truncate":false' + (b"}" if rest == b"}" else b"," + rest)
             headers = [(k, v) for k, v in request.headers.multi_items()
                        if k.lower() != "content-length"]
+            extensions = request.extensions
+            on_sent = ON_SENT.get()
+            if on_sent is not None:
+                extensions = {**extensions, "trace": tracer(on_sent, extensions.get("trace"))}
             request = httpx.Request("POST", request.url, headers=headers, content=body,
-                                    extensions=request.extensions)
+                                    extensions=extensions)
         return await self.inner.handle_async_request(request)
 
     async def aclose(self) -> None:
