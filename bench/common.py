@@ -63,6 +63,42 @@ def daemon_for(url: str) -> Iterator[DaemonProcess]:
         shutil.rmtree(root, ignore_errors=True)
 
 
+@contextmanager
+def bare_relay(url: str) -> Iterator[tuple[str, str]]:
+    """bench/bare_relay.py in its own process against `url`; yields its (control, events)
+    endpoints."""
+    folder = Path(tempfile.mkdtemp(prefix="ckr", dir="/tmp"))
+    control, events = f"ipc://{folder}/control", f"ipc://{folder}/events"
+    proc = subprocess.Popen([sys.executable, str(Path(__file__).parent / "bare_relay.py"), url,
+                             control, events], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+        yield control, events
+    finally:
+        proc.terminate()
+        proc.wait(10)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def lmdb_commit_floor(folder: Path, n: int = 200) -> dict[str, float]:
+    """A synced LMDB commit of one small record (py-lmdb alone), in `folder`'s file system:
+    what storing a question costs at the least."""
+    import lmdb
+    path = folder / "lmdb-probe"
+    env = lmdb.open(str(path), map_size=1 << 26)
+    samples = []
+    try:
+        for i in range(n):
+            t0 = time.perf_counter()
+            with env.begin(write=True) as txn:
+                txn.put(b"question-%d" % i, b"x" * 200)
+            samples.append(time.perf_counter() - t0)
+    finally:
+        env.close()
+        shutil.rmtree(path, ignore_errors=True)
+    return percentiles(samples)
+
+
 def fdatasync_floor(folder: Path, n: int = 200) -> dict[str, float]:
     """The disk's own floor: a 4-KiB write and fdatasync, in `folder`'s file system."""
     path = folder / "sync-probe"
