@@ -178,6 +178,29 @@ def test_a_turn_is_two_synced_commits_both_off_the_event_loop(tmp_path):
     app.close()
 
 
+def test_an_append_reaches_the_writer_thread_before_the_event_loop_runs_again(tmp_path):
+    """A turn starts its question's commit from the transport's callback, the moment the
+    request is out: the writer thread has it then, not a loop iteration later (while the
+    loop is busy with the model's answer)."""
+    import time
+
+    from ctxkeep.daemon.store.records import NewMessage
+    app = InProcess(tmp_path, MemoryBackend())
+
+    async def go() -> int:
+        sid = (await app.call(requests.SessionCreate(model=MODEL))).session.id
+        commits = app.store.writer.commits
+        stored = app.store.append_async(sid, [NewMessage(role="user", content="hi")], pending=True)
+        deadline = time.monotonic() + 10
+        while app.store.writer.commits == commits and time.monotonic() < deadline:
+            time.sleep(0.001)  # the event loop does not run meanwhile
+        made = app.store.writer.commits - commits
+        await stored
+        return made
+    assert asyncio.run(go()) == 1
+    app.close()
+
+
 def test_a_turn_builds_only_its_new_messages(tmp_path):
     """Prompts and their features are folded on from the session's previous turn
     (context/fold.py): turn N builds the two messages turn N-1 added, not the whole

@@ -161,12 +161,13 @@ class Generations(TurnEndings, TurnLimits):
             options = {**session.options, "num_ctx": session.window, "num_predict": room}
             final = None
             stream = self.backend.stream_chat(session.model, messages, options, think)
-            sent = asyncio.get_running_loop().create_future()
-            reset = ON_SENT.set(lambda: sent.done() or sent.set_result(None))
-            first = asyncio.ensure_future(anext(stream))  # the request goes out from it
+            # the request goes out from `first`; the question's commit starts the moment it
+            # is out (the transport calls back), else when `first` ends, or soon at the latest
+            reset = ON_SENT.set(commit.start)
+            first = asyncio.ensure_future(anext(stream))
             ON_SENT.reset(reset)
-            try:  # the question's commit starts once the request is out (or at the latest soon)
-                await asyncio.wait([first, sent], timeout=SENT_WAIT_S,
+            try:
+                await asyncio.wait([first, commit.future], timeout=SENT_WAIT_S,
                                    return_when=asyncio.FIRST_COMPLETED)
                 commit.start()
                 user = await question()

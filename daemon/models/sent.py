@@ -13,7 +13,7 @@ from contextvars import ContextVar
 from typing import Any
 
 #: Called once the current task's model request has been written to Ollama's socket.
-ON_SENT: ContextVar[Callable[[], None] | None] = ContextVar("on_sent", default=None)
+ON_SENT: ContextVar[Callable[[], object] | None] = ContextVar("on_sent", default=None)
 
 #: The `trace` events (httpcore's names) that mean the whole request is out.
 SENT_EVENTS = frozenset({"http11.send_request_body.complete", "http2.send_request_body.complete"})
@@ -21,7 +21,7 @@ SENT_EVENTS = frozenset({"http11.send_request_body.complete", "http2.send_reques
 Trace = Callable[[str, dict[str, Any]], Awaitable[None]]
 
 
-def tracer(on_sent: Callable[[], None], outer: Trace | None = None) -> Trace:
+def tracer(on_sent: Callable[[], object], outer: Trace | None = None) -> Trace:
     """A `trace` extension calling `on_sent` when the request is out (and `outer`, a
     trace the request already had, for every event)."""
     async def trace(event: str, info: dict[str, Any]) -> None:

@@ -1,5 +1,6 @@
 """The append-only history: one message-append primitive, pages, recovery, file references."""
 
+import asyncio
 import struct
 import time
 from collections.abc import Callable, Iterable
@@ -29,10 +30,11 @@ class History(Sessions):
         """Append messages to the history in one transaction (see `appending`)."""
         return self.write(self.appending(session_id, messages, **how))
 
-    async def append_async(self, session_id: str, messages: Iterable[NewMessage], **how: Any
-                           ) -> tuple[SessionRecord, list[MessageRecord]]:
-        """`append`, committed by the writer thread (grouped with others, off the event loop)."""
-        return await self.writer.write(self.appending(session_id, messages, **how))
+    def append_async(self, session_id: str, messages: Iterable[NewMessage], **how: Any
+                     ) -> "asyncio.Future[tuple[SessionRecord, list[MessageRecord]]]":
+        """`append`, queued at once for the writer thread's next grouped commit (off the
+        event loop); the future settles once it is synced."""
+        return self.writer.submit(self.appending(session_id, messages, **how))
 
     def appending(self, session_id: str, messages: Iterable[NewMessage], *,
                   activate: Iterable[int] = (), activate_seqs: Iterable[int] = (),

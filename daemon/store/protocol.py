@@ -5,6 +5,7 @@ typed against this Protocol (mypy checks that `Store` satisfies it), so another
 store, or a test double, needs only these members.
 """
 
+import asyncio
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
@@ -39,9 +40,10 @@ class SessionStore(Protocol):
                ) -> tuple[SessionRecord, list[MessageRecord]]:
         """Append messages to the history in one transaction (`appending` says how)."""
 
-    async def append_async(self, session_id: str, messages: Iterable[NewMessage], **how: Any
-                           ) -> tuple[SessionRecord, list[MessageRecord]]:
-        """`append`, committed off the event loop (grouped with other writes)."""
+    def append_async(self, session_id: str, messages: Iterable[NewMessage], **how: Any
+                     ) -> "asyncio.Future[tuple[SessionRecord, list[MessageRecord]]]":
+        """`append`, queued at once to be committed off the event loop (grouped with other
+        writes); the future settles once it is synced."""
 
     async def off_loop(self, method: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """A method of this store that writes, run by the writer thread (the event loop

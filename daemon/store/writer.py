@@ -38,6 +38,11 @@ class GroupWriter:
 
     async def write(self, fn: Callable[[lmdb.Transaction], T]) -> T:
         """Run `fn` in a write transaction, committed (and synced) before this returns."""
+        return await self.submit(fn)
+
+    def submit(self, fn: Callable[[lmdb.Transaction], T]) -> "asyncio.Future[T]":
+        """Queue `fn` for the next grouped commit now (the writer thread is woken before
+        this returns); the future settles once its commit is synced. Call from the loop."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future = loop.create_future()
         with self._lock:
@@ -45,7 +50,7 @@ class GroupWriter:
             first = len(self._pending) == 1
         if first:  # else a commit is already scheduled and will take it
             self._thread.submit(self._commit)
-        return await future
+        return future
 
     async def call(self, fn: Callable[[], T]) -> T:
         """Run `fn`, a store method that commits on its own, in the writer thread (in turn
