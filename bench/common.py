@@ -64,13 +64,15 @@ def daemon_for(url: str) -> Iterator[DaemonProcess]:
 
 
 @contextmanager
-def bare_relay(url: str) -> Iterator[tuple[str, str]]:
-    """bench/bare_relay.py in its own process against `url`; yields its (control, events)
+def bare_relay(url: str, durable: bool = False) -> Iterator[tuple[str, str]]:
+    """bench/bare_relay.py in its own process against `url` (`durable`: storing each
+    question in an LMDB store in a temporary folder); yields its (control, events)
     endpoints."""
     folder = Path(tempfile.mkdtemp(prefix="ckr", dir="/tmp"))
     control, events = f"ipc://{folder}/control", f"ipc://{folder}/events"
+    store = [str(folder / "store")] if durable else []
     proc = subprocess.Popen([sys.executable, str(Path(__file__).parent / "bare_relay.py"), url,
-                             control, events], stdout=subprocess.PIPE, text=True)
+                             control, events, *store], stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
         yield control, events

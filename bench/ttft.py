@@ -5,12 +5,16 @@
 The stand-in runs in a process of its own. Two models: one that answers at once (the
 disk's sync is then on the path: `accepted` and the first token wait for the question
 to be stored) and one that takes 20 ms to its first token, as a real model does (the
-question's sync then overlaps the model call). Three targets, interleaved in rounds:
+question's sync then overlaps the model call). Four targets, interleaved in rounds:
 
 - bare: `ollama.AsyncClient.chat(stream=True)` until the first chunk with text;
 - relay: bench/bare_relay.py, the smallest daemon of the same shape (a pyzmq ROUTER and
   PUB in front of the bare client; no store): a request until its first token event. What
   it adds over bare is the two ZeroMQ hops any such daemon pays;
+- durable relay: the same relay storing each question as ctxkeepd does, the least way it
+  can be done (a synced py-lmdb commit in a worker thread, started when the model request
+  is out; nothing answers the question before it returns). What it adds over the relay
+  is what "accepted means stored, the sync off the event loop" costs on this machine;
 - ctxkeepd: a `send` request until the first `generation.token` event reaches a
   subscriber.
 
@@ -71,6 +75,16 @@ def through_relay(dealer: zmq.Socket, sub: zmq.Socket, n: int) -> list[float]:
     return samples
 
 
+def connect(control: str, events: str) -> tuple[zmq.Socket, zmq.Socket]:
+    """A DEALER and a SUB (to everything) connected to a relay."""
+    ctx = zmq.Context.instance()
+    dealer, sub = ctx.socket(zmq.DEALER), ctx.socket(zmq.SUB)
+    dealer.connect(control)
+    sub.connect(events)
+    sub.setsockopt(zmq.SUBSCRIBE, b"")
+    return dealer, sub
+
+
 def through_daemon(c, n: int) -> list[float]:
     samples = []
     for _ in range(n):
@@ -95,37 +109,42 @@ def through_daemon(c, n: int) -> list[float]:
 
 def measure(first_token_ms: float, n: int, rounds: int) -> None:
     with standin_process(first_token_ms) as url, daemon_for(url) as daemon, \
-            daemon.client() as c, bare_relay(url) as (control, events):
+            daemon.client() as c, bare_relay(url) as relay, bare_relay(url, durable=True) as durable:
         c.subscribe("")
-        ctx = zmq.Context.instance()
-        dealer, sub = ctx.socket(zmq.DEALER), ctx.socket(zmq.SUB)
-        dealer.connect(control)
-        sub.connect(events)
-        sub.setsockopt(zmq.SUBSCRIBE, b"")
+        relays = {"relay": connect(*relay), "durable": connect(*durable)}
         loop = asyncio.new_event_loop()
         client = ollama.AsyncClient(host=url)
-        loop.run_until_complete(bare(client, 10))  # warm-up, all three
-        time.sleep(0.2)  # the relay's subscription is in place before its first event
-        through_relay(dealer, sub, 10)
+        loop.run_until_complete(bare(client, 10))  # warm-up, all four
+        time.sleep(0.2)  # the relays' subscriptions are in place before their first event
+        for sockets in relays.values():
+            through_relay(*sockets, 10)
         through_daemon(c, 10)
-        p50s: dict[str, list[float]] = {"bare": [], "relay": [], "ours": []}
-        every: dict[str, list[float]] = {"bare": [], "relay": [], "ours": []}
+        targets = ("bare", "relay", "durable", "ours")
+        p50s: dict[str, list[float]] = {t: [] for t in targets}
+        every: dict[str, list[float]] = {t: [] for t in targets}
         for _ in range(rounds):
-            for target, samples in (("bare", loop.run_until_complete(bare(client, n))),
-                                    ("relay", through_relay(dealer, sub, n)),
-                                    ("ours", through_daemon(c, n))):
+            for target in targets:
+                if target == "bare":
+                    samples = loop.run_until_complete(bare(client, n))
+                elif target == "ours":
+                    samples = through_daemon(c, n)
+                else:
+                    samples = through_relay(*relays[target], n)
                 p50s[target].append(statistics.median(samples))
                 every[target] += samples
         loop.run_until_complete(client.close())
         loop.close()
-        dealer.close(0)
-        sub.close(0)
+        for sockets in relays.values():
+            for sock in sockets:
+                sock.close(0)
         sync = fdatasync_floor(Path(daemon.root))["p50_us"] / 1000
         commit = lmdb_commit_floor(Path(daemon.root))["p50_us"] / 1000
     model = f"first_token_{first_token_ms:g}ms"
     emit(bench="ttft", model=model, target="bare_ollama_async_client", **percentiles(every["bare"]))
     emit(bench="ttft", model=model, target="bare_relay_request_to_first_token_event",
          **percentiles(every["relay"]))
+    emit(bench="ttft", model=model, target="durable_relay_request_to_first_token_event",
+         **percentiles(every["durable"]))
     emit(bench="ttft", model=model, target="ctxkeepd_send_to_first_token_event", **percentiles(every["ours"]))
 
     def over(a: str, b: str) -> tuple[float, list[float]]:
@@ -134,9 +153,12 @@ def measure(first_token_ms: float, n: int, rounds: int) -> None:
     added, per_round = over("ours", "bare")
     hops, _ = over("relay", "bare")
     own, _ = over("ours", "relay")
+    stored, _ = over("durable", "relay")
+    own_durable, _ = over("ours", "durable")
     floor = hops + (0 if first_token_ms else commit)
     emit(bench="ttft", model=model, target="added", p50_ms=added, per_round_ms=per_round,
-         zmq_hops_ms=hops, over_bare_relay_ms=own, disk_fdatasync_p50_ms=round(sync, 3),
+         zmq_hops_ms=hops, over_bare_relay_ms=own, durable_relay_over_relay_ms=stored,
+         over_durable_relay_ms=own_durable, disk_fdatasync_p50_ms=round(sync, 3),
          lmdb_commit_p50_ms=round(commit, 3), above_floor_ms=round(added - floor, 3),
          floor="the two ZeroMQ hops" + ("" if first_token_ms else " + a synced LMDB commit"),
          goal="added <= 1 ms, or added - floor <= 1 ms")
