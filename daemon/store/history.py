@@ -63,20 +63,21 @@ class History(Sessions):
                 raise UnknownSession(f"session {session_id!r} no longer exists")
             now = time.time()
             stored: list[MessageRecord] = []
-            active = self._active(txn, session_id)
-            active.seqs.extend(earlier)
+            joining = list(earlier)
             for position, new in enumerate(batch):
                 message = self._put_message(txn, record, new, now)
                 if position in activate:
-                    active.seqs.append(message.seq)
+                    joining.append(message.seq)
                 if pending:
                     record.pending.append(message.seq)
                 stored.append(message)
             if done:
                 record.pending = [s for s in record.pending if s not in done]
-            if goals is not None:
-                active.goals = goals
-            if activate or earlier or goals is not None:
+            if joining or goals is not None:  # else the context state is left unread
+                active = self._active(txn, session_id)
+                active.seqs.extend(joining)
+                if goals is not None:
+                    active.goals = goals
                 txn.put(session_id.encode(), self._enc.encode(active), db=self.dbs["active"])
             if token_count is not None:
                 record.token_count = token_count

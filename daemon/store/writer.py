@@ -4,8 +4,9 @@ A synced LMDB commit waits for the disk (fdatasync: milliseconds on a slow disk)
 py-lmdb releases the GIL meanwhile, so a commit in a thread leaves the event loop
 free. One writer thread runs them: what is submitted while a commit is in flight
 waits for it and then goes together in the next transaction — one sync for all of
-them (group commit). Each write runs in a nested transaction of its own, so one
-that fails is undone alone and fails alone.
+them (group commit). Each write of a group runs in a nested transaction of its own,
+so one that fails is undone alone and fails alone; a write alone in its commit runs in
+the commit's transaction (fewer LMDB calls, each of which lets the GIL go).
 """
 
 import asyncio
@@ -64,6 +65,9 @@ class GroupWriter:
             return
 
         def apply(txn: lmdb.Transaction) -> list[tuple[bool, Any]]:
+            if len(batch) == 1:  # alone, its failure fails the commit: no nested transaction
+                r = [(True, batch[0][0](txn))]
+                return r
             outcomes: list[tuple[bool, Any]] = []
             for fn, _, _ in batch:
                 try:
