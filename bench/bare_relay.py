@@ -1,6 +1,7 @@
 """The smallest daemon of ctxkeepd's shape, for a baseline: a ROUTER for requests and a PUB
 for events, each request's question passed to `ollama.AsyncClient.chat(stream=True)` and
-its first piece of text published as an event. No context, no protocol types.
+its first piece of text published as an event (its reply, `accepted`, just before). No
+context, no protocol types.
 
     python bench/bare_relay.py OLLAMA_URL CONTROL_ENDPOINT EVENTS_ENDPOINT [STORE_FOLDER]
 
@@ -65,9 +66,7 @@ async def serve(url: str, control: str, events: str, store: str = "") -> None:
         ask = json.loads(frame)
         asked += 1
         stored: list[asyncio.Future] = []
-        if env is None:
-            await router.send_multipart([peer, b'{"accepted":true}'])
-        else:
+        if env is not None:
             transport.on_sent = lambda key=b"%d" % asked: stored.append(
                 loop.run_in_executor(writer, commit, key, frame))
         first = True
@@ -76,7 +75,9 @@ async def serve(url: str, control: str, events: str, store: str = "") -> None:
             if first and chunk.message.content:
                 if env is not None:  # the question is stored before anything answers it
                     await stored[0]
-                    await router.send_multipart([peer, b'{"accepted":true}'])
+                # the reply where ctxkeepd's goes: with the first token at the latest (a
+                # reply sent while the request is being built competes with it for a core)
+                await router.send_multipart([peer, b'{"accepted":true}'])
                 await pub.send_multipart([b"token", chunk.message.content.encode()])
                 first = False
         await pub.send_multipart([b"done", b""])
