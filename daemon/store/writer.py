@@ -37,10 +37,6 @@ class GroupWriter:
         self.commits = 0
         self.writes = 0
 
-    async def write(self, fn: Callable[[lmdb.Transaction], T]) -> T:
-        """Run `fn` in a write transaction, committed (and synced) before this returns."""
-        return await self.submit(fn)
-
     def submit(self, fn: Callable[[lmdb.Transaction], T]) -> "asyncio.Future[T]":
         """Queue `fn` for the next grouped commit now (the writer thread is woken before
         this returns); the future settles once its commit is synced. Call from the loop."""
