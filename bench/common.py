@@ -34,14 +34,15 @@ def emit(**fields) -> None:
 
 
 @contextmanager
-def standin_process(first_token_ms: float = 0.0) -> Iterator[str]:
+def standin_process(first_token_ms: float = 0.0, token_ms: float = 0.0) -> Iterator[str]:
     """The stand-in in a process of its own (so that it shares no GIL with what is
-    measured); yields its URL."""
+    measured), its first chunk after `first_token_ms` and each later one `token_ms` after
+    the one before; yields its URL."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     proc = subprocess.Popen([sys.executable, str(TESTS / "ollama_standin.py"), "--port", str(port),
-                             "--chunk-delay", "0", "--first-token-ms", str(first_token_ms)],
+                             "--chunk-delay", str(token_ms / 1000), "--first-token-ms", str(first_token_ms)],
                             stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None and "stand-in" in proc.stdout.readline()

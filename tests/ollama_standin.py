@@ -138,9 +138,9 @@ class OllamaStandin:
 
     models: tuple[Model, ...] = DEFAULT_MODELS
     version: str = "0.12.6"
-    #: Seconds between streamed chunks.
+    #: Seconds before each streamed chunk (the first one's: see first_token_delay).
     chunk_delay: float = 0.0
-    #: Seconds before the first chunk (a real model's prompt processing).
+    #: Seconds before the first chunk instead, when set (a real model's prompt processing).
     first_token_delay: float = 0.0
     #: "simple" or "bpe": how prompt_eval_count and eval_count are counted.
     tokenizer: str = "simple"
@@ -500,10 +500,10 @@ class _Handler(BaseHTTPRequestHandler):
                 self.connection.shutdown(socket.SHUT_RDWR)
                 self.close_connection = True
                 return
-            if owner.chunk_delay:
-                time.sleep(owner.chunk_delay)
             if sent == 0 and owner.first_token_delay:
                 time.sleep(owner.first_token_delay)
+            elif owner.chunk_delay:
+                time.sleep(owner.chunk_delay)
             message = {"role": "assistant", "content": piece if kind == "content" else ""}
             if kind == "thinking":
                 message["thinking"] = piece
@@ -526,9 +526,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description="A stand-in for Ollama, for tests and demos.")
     parser.add_argument("--port", type=int, default=11434)
     parser.add_argument("--chunk-delay", type=float, default=0.02,
-                        help="seconds between streamed chunks (default: 0.02)")
+                        help="seconds before each streamed chunk (default: 0.02)")
     parser.add_argument("--first-token-ms", type=float, default=0.0,
-                        help="milliseconds before the first chunk of an answer (default: 0)")
+                        help="milliseconds before the first chunk of an answer, instead of "
+                             "--chunk-delay (default: 0)")
     args = parser.parse_args()
     standin = OllamaStandin(chunk_delay=args.chunk_delay, first_token_delay=args.first_token_ms / 1000)
 
