@@ -208,6 +208,24 @@ def test_search_finds_every_word_in_any_session_and_follows_deletes(tmp_path):
         {"lmdb", "store", "keeps", "every", "message"}) + len({"größe", "store", "grows", "its", "map"}) - 1
 
 
+def test_a_question_joins_the_search_index_when_its_turn_ends_however_it_ends(tmp_path):
+    """The commit that `accepted` waits for leaves the question's words out; the answer's
+    commit, a failure's, or recovery after a crash puts them in."""
+    st = make(tmp_path)
+    s = st.create_session(name="", model="m", system="", options={}, num_ctx=8192)
+    _, (q0, q1) = st.append(s.id, [NewMessage(role="user", content="walrus tusks"),
+                                   NewMessage(role="user", content="narwhal horns")], pending=True)
+    entries = lambda: st.read(lambda txn: txn.stat(st.dbs["search"])["entries"])  # noqa: E731
+    assert entries() == 0 and st.search("walrus")[1] == 0
+    st.append(s.id, [NewMessage(role="assistant", content="ivory", reply_to=q0.seq)],
+              answered=[q0.seq])
+    assert st.search("walrus")[1] == 1 and st.search("narwhal")[1] == 0
+    assert entries() == 3  # walrus, tusks, ivory
+    assert st.recover("daemon_restarted") == [(s.id, [q1.seq])]
+    assert [m.seq for _, m in st.search("narwhal horns")[0]] == [q1.seq]
+    assert entries() == 5
+
+
 def test_the_search_index_is_built_for_a_store_written_before_it(tmp_path):
     st = make(tmp_path)
     s = st.create_session(name="old", model="m", system="", options={}, num_ctx=8192)

@@ -48,7 +48,9 @@ class History(Sessions):
         positions `activate` in `messages` join the end of the active context;
         `token_count`, when given, becomes the session's count (Ollama's exact count,
         or with `exact=False` an estimate). With `pending`, the new messages are
-        questions awaiting their answer; `answered` seqs leave the pending list;
+        questions awaiting their answer, not yet in the search index (the commit that
+        `accepted` waits for writes as little as it can); `answered` seqs leave the
+        pending list and join the index;
         `calibration` (model, record) and `goals` are saved in the same transaction (one
         sync for an answer and all it changed).
         """
@@ -65,13 +67,16 @@ class History(Sessions):
             stored: list[MessageRecord] = []
             joining = list(earlier)
             for position, new in enumerate(batch):
-                message = self._put_message(txn, record, new, now)
+                message = self._put_message(txn, record, new, now, indexed=not pending)
                 if position in activate:
                     joining.append(message.seq)
                 if pending:
                     record.pending.append(message.seq)
                 stored.append(message)
             if done:
+                for seq in record.pending:
+                    if seq in done:
+                        self._index_question(txn, session_id, seq)
                 record.pending = [s for s in record.pending if s not in done]
             if joining or goals is not None:  # else the context state is left unread
                 active = self._active(txn, session_id)
@@ -91,12 +96,14 @@ class History(Sessions):
         return append
 
     def _put_message(self, txn: lmdb.Transaction, session: SessionRecord, new: NewMessage,
-                     now: float) -> MessageRecord:
-        """The one way a message joins a history: the next seq, its file references recorded."""
+                     now: float, indexed: bool = True) -> MessageRecord:
+        """The one way a message joins a history: the next seq, its file references recorded,
+        its words in the search index (a pending question's later: `_index_question`)."""
         message = new.record(session.next_seq, now)
         key = _message_key(session.id, message.seq)
         txn.put(key, self._enc.encode(message), db=self.dbs["messages"], overwrite=False)
-        search_index.add(txn, self.dbs["search"], session.id, message.seq, message.content)
+        if indexed:
+            search_index.add(txn, self.dbs["search"], session.id, message.seq, message.content)
         for index, f in enumerate(x for x in new.files if not x.error):
             ref = FileRefRecord(message_seq=message.seq, path=f.path, real_path=f.real_path,
                                 mode=f.mode, tokens=f.tokens, sha256=f.sha256,
@@ -105,6 +112,13 @@ class History(Sessions):
         session.next_seq += 1
         session.message_count += 1
         return message
+
+    def _index_question(self, txn: lmdb.Transaction, session_id: str, seq: int) -> None:
+        """A question leaving the pending list joins the search index."""
+        raw = txn.get(_message_key(session_id, seq), db=self.dbs["messages"])
+        if raw is not None:
+            search_index.add(txn, self.dbs["search"], session_id, seq,
+                             self._message_dec.decode(raw).content)
 
     def recover(self, error: str) -> list[tuple[str, list[int]]]:
         """Start-up: every question a crash left without an answer gets an interrupted,
@@ -117,6 +131,7 @@ class History(Sessions):
                     continue
                 now = time.time()
                 for seq in session.pending:
+                    self._index_question(txn, session.id, seq)
                     self._put_message(txn, session, NewMessage(
                         role="assistant", content="", status="interrupted", error=error,
                         reply_to=seq), now)

@@ -1,4 +1,6 @@
-"""A word index of every stored message, kept in the transaction that stores it.
+"""A word index of every stored message, kept in the transaction that stores it (a
+question awaiting its answer: in the one that ends its turn, so that the commit the
+client waits for stays small).
 
 Key: the word, a NUL, the session id and the message's seq (as messages are keyed); no
 value. A search reads, for each word of the query, the keys that start with it (only
