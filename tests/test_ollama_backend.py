@@ -2,6 +2,7 @@
 it makes of answers and failures."""
 
 import asyncio
+import sys
 
 import pytest
 
@@ -34,6 +35,36 @@ def test_a_chat_streams_and_asks_ollama_to_refuse_overflow(standin: OllamaStandi
     assert text and last.done and last.prompt_eval_count > 0
     sent = standin.chats[-1]
     assert sent.body["truncate"] is False and sent.body["options"]["num_ctx"] == 2048
+
+
+class ImportsSeen:
+    """A meta-path finder that finds nothing and records what was looked for: a module
+    already imported is never looked for, so any name here is an import on the way."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+
+    def find_spec(self, name, path, target=None):
+        self.names.append(name)
+        return None
+
+
+def test_a_streamed_chat_imports_nothing_once_warm(standin: OllamaStandin, monkeypatch):
+    """Nothing on a turn's model call looks for a module (httpcore without sniffio tried
+    to import it several times per request, each time searching sys.path)."""
+    seen = ImportsSeen()
+
+    async def chat(backend: OllamaBackend) -> None:
+        async for _ in backend.stream_chat(MODEL, [{"role": "user", "content": "hi"}],
+                                           {"num_ctx": 2048}, None):
+            pass
+
+    async def body(backend: OllamaBackend) -> None:
+        await chat(backend)  # warm: the client's own lazy imports happen once
+        monkeypatch.setattr(sys, "meta_path", [seen, *sys.meta_path])
+        await chat(backend)
+    run(with_backend(standin.url, body))
+    assert seen.names == []
 
 
 def test_the_transport_says_when_a_chat_request_is_out(standin: OllamaStandin):
