@@ -141,7 +141,7 @@ class OllamaStandin:
     #: Seconds before each streamed chunk (the first one's: see first_token_delay).
     chunk_delay: float = 0.0
     #: Seconds before the first chunk instead, when set (a real model's prompt processing).
-    first_token_delay: float = 0.0
+    first_token_delay: float | None = None
     #: "simple" or "bpe": how prompt_eval_count and eval_count are counted.
     tokenizer: str = "simple"
     replies: deque[str] = field(default_factory=deque)
@@ -500,7 +500,7 @@ class _Handler(BaseHTTPRequestHandler):
                 self.connection.shutdown(socket.SHUT_RDWR)
                 self.close_connection = True
                 return
-            if sent == 0 and owner.first_token_delay:
+            if sent == 0 and owner.first_token_delay is not None:
                 time.sleep(owner.first_token_delay)
             elif owner.chunk_delay:
                 time.sleep(owner.chunk_delay)
@@ -527,11 +527,12 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=11434)
     parser.add_argument("--chunk-delay", type=float, default=0.02,
                         help="seconds before each streamed chunk (default: 0.02)")
-    parser.add_argument("--first-token-ms", type=float, default=0.0,
+    parser.add_argument("--first-token-ms", type=float, default=None,
                         help="milliseconds before the first chunk of an answer, instead of "
-                             "--chunk-delay (default: 0)")
+                             "--chunk-delay (default: --chunk-delay)")
     args = parser.parse_args()
-    standin = OllamaStandin(chunk_delay=args.chunk_delay, first_token_delay=args.first_token_ms / 1000)
+    standin = OllamaStandin(chunk_delay=args.chunk_delay, first_token_delay=(
+        None if args.first_token_ms is None else args.first_token_ms / 1000))
 
     class Handler(_Handler):
         owner = standin
