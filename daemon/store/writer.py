@@ -62,8 +62,7 @@ class GroupWriter:
 
         def apply(txn: lmdb.Transaction) -> list[tuple[bool, Any]]:
             if len(batch) == 1:  # alone, its failure fails the commit: no nested transaction
-                r = [(True, batch[0][0](txn))]
-                return r
+                return [(True, batch[0][0](txn))]
             outcomes: list[tuple[bool, Any]] = []
             for fn, _, _ in batch:
                 try:
