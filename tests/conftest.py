@@ -21,12 +21,15 @@ from ollama_standin import OllamaStandin
 
 def pytest_configure(config: pytest.Config) -> None:
     """No test reads or writes the user's own configuration, data or chat history: the
-    XDG folders of this process point into a temporary folder."""
+    XDG folders of this process point into a temporary folder, and the environment's
+    overrides of the configuration (where Ollama and the daemon are) are dropped."""
     import os
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # the window's tests draw off screen
     home = Path(tempfile.mkdtemp(prefix="ctxkeep-tests-"))
     for name in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME"):
         os.environ[name] = str(home / name.lower())
+    for name in ("OLLAMA_HOST", "CTXKEEP_CONTROL", "CTXKEEP_EVENTS", "CTXKEEP_SERVER_KEY"):
+        os.environ.pop(name, None)
     config.add_cleanup(lambda: shutil.rmtree(home, ignore_errors=True))
 
 
