@@ -227,9 +227,19 @@ class SnapshotList(Request, tag="snapshot.list"):
 
 
 class SnapshotRestore(Request, tag="snapshot.restore"):
-    """Put a snapshot's active messages, checkpoints and file summaries back ("" = the latest
-    one taken before a compaction: undo). The history keeps every message, and the goal
-    record and pins stay as they are now."""
+    """Put a snapshot back. Two rules, one per form:
+
+    - with `snapshot_id`: the snapshot's active context exactly (its messages, checkpoints
+      and file summaries); turns that joined after it leave the active context and stay
+      in history.
+    - without (`""`): undo, which takes back the newest compaction not yet undone, from
+      the snapshot taken just before it: what that compaction wrote (a summary,
+      checkpoints, file outlines) leaves the active context, the messages it removed come
+      back, and turns that joined since stay, after them. Undo again to go one compaction
+      further back.
+
+    Either way the history keeps every message, and the goal record and pins stay as
+    they are now. Refused with `busy` while the session generates or compacts."""
 
     session: SessionRef
     snapshot_id: str = ""

@@ -78,8 +78,10 @@ def add_snapshot(commands) -> argparse.ArgumentParser:
     parser = commands.add_parser(
         "snapshot", help="save, list, restore or delete context snapshots",
         description="Snapshots hold a session's context state (active messages, checkpoints, "
-                    "goals, pins). One is taken before every compaction. Restoring never "
-                    "removes history.")
+                    "file outlines). One is taken before every compaction. `restore ID` puts "
+                    "that state back exactly: turns sent after it leave the active context "
+                    "(`undo` keeps them). Goals and pins stay as they are now, and the "
+                    "history keeps every message.")
     add_session_argument(parser)
     parser.add_argument("action", nargs="?", default="list", choices=["create", "list", "restore", "delete"])
     parser.add_argument("snapshot_id", nargs="?", default="", metavar="ID", help="for restore, delete")
@@ -118,8 +120,10 @@ def run_snapshot(args: argparse.Namespace) -> int:
 def add_undo(commands) -> argparse.ArgumentParser:
     parser = commands.add_parser(
         "undo", help="undo the last compaction",
-        description="Restore the snapshot taken before the session's last compaction. The "
-                    "history keeps every message either way.")
+        description="Take back the session's last compaction: the messages it summarized or "
+                    "set aside come back, what it wrote (a summary, checkpoints, file outlines) "
+                    "leaves, and turns sent since stay. Undo again to go one compaction further "
+                    "back. The history keeps every message either way.")
     add_session_argument(parser)
     parser.set_defaults(run=run_undo)
     return parser

@@ -102,7 +102,8 @@ class SessionStore(Protocol):
 
     def restore_snapshot(self, session_id: str, snapshot_id: str, *, undo: bool = False
                          ) -> tuple[SessionRecord, SnapshotRecord]:
-        """Put a snapshot's messages, checkpoints and file summaries back. The history is"""
+        """Put a snapshot back: by id its context exactly, with `undo` taking back the
+        compaction it was taken before (later turns kept)."""
 
     def save_calibration(self, model: str, calibration: Calibration) -> None:
         ...

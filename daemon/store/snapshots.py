@@ -5,7 +5,7 @@ import time
 import lmdb
 import msgspec
 
-from ctxkeep.daemon.store.records import SessionRecord, SnapshotRecord
+from ctxkeep.daemon.store.records import ActiveContext, SessionRecord, SnapshotRecord
 from ctxkeep.daemon.store.errors import UnknownSession, NoSuchSnapshot
 from ctxkeep.daemon.store.context import Contexts
 from ctxkeep.daemon.store.environment import _message_key, _prefix
@@ -63,11 +63,18 @@ class Snapshots(Contexts):
 
     def restore_snapshot(self, session_id: str, snapshot_id: str, *, undo: bool = False
                          ) -> tuple[SessionRecord, SnapshotRecord]:
-        """Put a snapshot's messages, checkpoints and file summaries back. The history is
-        not touched; turns that joined the active context after the snapshot stay (after
-        the restored messages), and the goal record and pins stay as they are now (no
-        compaction changes them, so undoing one must not lose later edits). With `undo`
-        the snapshot is marked undone, so the next undo walks one compaction further back.
+        """Put a snapshot's active messages, checkpoints and file summaries back; the
+        history is never touched, and the goal record and pins stay as they are now (they
+        are the user's edits, which no compaction makes).
+
+        - By id (`undo` False): the snapshot's context exactly. Turns that joined the
+          active context after it leave it (they stay in history).
+        - `undo`: take back the compaction the snapshot was taken before. Turns that joined
+          the active context after it stay, after the restored messages; what the
+          compaction wrote (a summary message; checkpoints and file outlines, which live in
+          the context state) leaves. The snapshot is marked undone, so the next undo walks
+          one compaction further back.
+
         The session's count becomes an estimate: call `set_estimate` after."""
         def restore(txn: lmdb.Transaction) -> tuple[SessionRecord, SnapshotRecord]:
             session = self._get(txn, session_id)
@@ -80,12 +87,12 @@ class Snapshots(Contexts):
                                      "`ctxkeep snapshot SESSION list` lists them")
             snapshot = self._snapshot_dec.decode(raw)
             current = self._active(txn, session_id)
-            later = [s for s in current.seqs if snapshot.next_seq >= 0 and s >= snapshot.next_seq
-                     and s not in snapshot.context.seqs]
+            later = self._joined_since(txn, session_id, snapshot, current) if undo else []
             restored = msgspec.structs.replace(
                 snapshot.context, seqs=[*snapshot.context.seqs, *later], goals=current.goals,
                 pinned=current.pinned,
-                file_summaries=[s for s in snapshot.context.file_summaries])
+                file_summaries=[*snapshot.context.file_summaries,
+                                *(s for s in current.file_summaries if s in set(later))])
             txn.put(session_id.encode(), self._enc.encode(restored), db=self.dbs["active"])
             if undo:
                 snapshot.undone = True
@@ -97,6 +104,15 @@ class Snapshots(Contexts):
             self._put(txn, session)
             return session, snapshot
         return self.write(restore)
+
+    def _joined_since(self, txn: lmdb.Transaction, session_id: str, snapshot: SnapshotRecord,
+                      current: ActiveContext) -> list[int]:
+        """The conversation's own messages that joined the active context after `snapshot`
+        (a question stored before it and answered after included), in context order;
+        summaries written since are the compactions' own, and are left out."""
+        taken = set(snapshot.context.seqs)
+        since = [s for s in current.seqs if s not in taken]
+        return [m.seq for m in self._messages(txn, session_id, since) if m.kind == "message"]
 
     def delete_snapshot(self, session_id: str, snapshot_id: str) -> SnapshotRecord:
         def delete(txn: lmdb.Transaction) -> SnapshotRecord:
