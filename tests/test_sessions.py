@@ -88,3 +88,25 @@ def test_history_pages(client, standin):
         start = page.next
     assert [m.seq for m in seen] == list(range(12))
     assert [m.content for m in seen if m.role == "user"] == [f"question {i}" for i in range(6)]
+
+
+def test_the_window_is_capped_by_the_model_from_creation(client):
+    """num_ctx past the model's context_length: the reply and session.created already say
+    the real window (Ollama's /api/show is asked at create), not num_ctx until a turn."""
+    s = client.create_session(model="qwen2.5:7b", num_ctx=1_000_000).session
+    assert (s.num_ctx, s.window) == (1_000_000, 32768)
+    _, event = next_of(client, SessionCreated)
+    assert event.session.window == 32768
+    s = client.set_model(s.id, model="small:1b").session  # a new model: its window at once
+    assert s.window == 4096
+
+
+def test_setting_goals_stamps_them(client):
+    import time
+
+    from ctxkeep.protocol.models import Goals
+    s = client.create_session().session
+    before = time.time()
+    goals = client.set_goals(s.id, Goals(goal="ship it")).goals
+    assert goals.updated >= before
+    assert client.goals(s.id).goals.updated == goals.updated

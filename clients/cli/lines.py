@@ -2,6 +2,8 @@
 Ctrl-R search), a history kept across runs, and completion of /commands and @paths;
 from a pipe, plain lines."""
 
+import os
+import shutil
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -25,7 +27,14 @@ def plain_reader(prompt: str) -> str | None:
 
 
 def history_file() -> Path:
-    return paths.state_dir() / "chat_history"
+    """The chat's line history (every line typed), private to the user: the file 0600 in
+    a 0700 folder, as the store and the sockets are (made so if it was not)."""
+    path = paths.state_dir() / "chat_history"
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    path.parent.chmod(0o700)
+    os.close(os.open(path, os.O_CREAT | os.O_APPEND | os.O_WRONLY, 0o600))
+    path.chmod(0o600)
+    return path
 
 
 def reader(commands: Sequence[str]) -> Reader:
@@ -35,12 +44,16 @@ def reader(commands: Sequence[str]) -> Reader:
     from prompt_toolkit import PromptSession
     from prompt_toolkit.formatted_text import ANSI
     from prompt_toolkit.history import FileHistory
+    from prompt_toolkit.output.vt100 import Vt100_Output
 
     path = history_file()
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    # No cursor position requests: a one-line prompt needs none, and a terminal (or a
+    # program driving one) that does not answer them made every prompt's end, Ctrl-D
+    # included, wait seconds for the answer.
+    output = Vt100_Output(sys.stdout, _terminal_size, term=os.environ.get("TERM"), enable_cpr=False)
     session: PromptSession[str] = PromptSession(history=FileHistory(str(path)),
                                                 completer=chat_completer(commands),
-                                                complete_while_typing=False)
+                                                complete_while_typing=False, output=output)
 
     def read(prompt: str) -> str | None:
         while True:
@@ -52,6 +65,12 @@ def reader(commands: Sequence[str]) -> Reader:
                 print()
                 return None
     return read
+
+
+def _terminal_size():
+    from prompt_toolkit.data_structures import Size
+    columns, rows = shutil.get_terminal_size()
+    return Size(rows=rows, columns=columns)
 
 
 def chat_completer(commands: Sequence[str]):

@@ -9,6 +9,8 @@ from ctxkeep.protocol.replies import Deleted, SessionReply, SessionsReply
 from ctxkeep.daemon.store.records import SessionRecord
 from ctxkeep.daemon.services import Services
 from ctxkeep.daemon.handlers.models import check_installed
+from ctxkeep.daemon.models.backend import ModelCallError
+from ctxkeep.daemon.models.facts import ModelFacts
 from ctxkeep.daemon.models.options import check_options
 from ctxkeep.daemon.handlers.registry import RequestError, handles
 
@@ -53,12 +55,13 @@ async def new_session(services: Services, req: requests.SessionCreate) -> Sessio
     model = req.model or cfg.default_model
     _check_bytes("name", req.name)
     _check_bytes("model name", model)
+    known = services.backend.known_facts(model)
     if not req.force:
         await check_installed(services, model)
         if req.options:  # off the loop: the check may be the first to import the ollama package
             await asyncio.to_thread(check_options, req.options)
+        known = await model_facts(services, model)  # the window is capped from the start
     empty = [{"role": "system", "content": req.system}] if req.system else []
-    known = services.backend.known_facts(model)
     return await services.store.off_loop(
         services.store.create_session,
         name=req.name, model=model, system=req.system,
@@ -67,6 +70,15 @@ async def new_session(services: Services, req: requests.SessionCreate) -> Sessio
         context_length=known.context_length if known else 0,
         parameter_size=known.parameter_size if known else "",
         token_estimate=services.estimator.prompt(model, empty))  # the empty prompt, estimated
+
+
+async def model_facts(services: Services, model: str) -> ModelFacts | None:
+    """What Ollama says of `model` (/api/show, asked once per daemon run), or None when it
+    cannot say: the first turn asks again and says what is wrong."""
+    try:
+        return await services.backend.facts(model)
+    except ModelCallError:
+        return None
 
 
 @handles(requests.SessionList)
@@ -117,16 +129,17 @@ async def set_model(services: Services, req: requests.SetModel, record: SessionR
             len(req.thresholds) != 3 or sorted(req.thresholds) != list(req.thresholds)):
         raise RequestError(ErrorCode.INVALID_ARGUMENT, "thresholds are three rising fractions of "
                                                        "the budget, e.g. [0.5, 0.65, 0.8] ([] = default)")
+    known = services.backend.known_facts(req.model) if req.model else None
     if req.model and req.model != record.model and not req.force:
         await check_installed(services, req.model)
+        known = await model_facts(services, req.model)  # the new window, known at once
     if req.options and not req.force:
         await asyncio.to_thread(check_options, req.options)
 
     def change(r: SessionRecord) -> None:
         if req.model and req.model != r.model:
             r.model = req.model
-            # known already, or asked from /api/show at the next turn
-            known = services.backend.known_facts(req.model)
+            # known (asked above, or before), else asked from /api/show at the next turn
             r.context_length = known.context_length if known else 0
             r.parameter_size = known.parameter_size if known else ""
         if req.options is not None:

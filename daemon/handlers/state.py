@@ -1,6 +1,11 @@
 """pin, goals.get/set, snapshot.create/list/restore/delete: the session's context state."""
 
+import time
+
+import msgspec
+
 from ctxkeep.protocol import ErrorCode, requests
+from ctxkeep.protocol.models import Goals
 from ctxkeep.protocol.events import GoalUpdated, SnapshotCreated, SnapshotRestored
 from ctxkeep.protocol.replies import GoalsReply, SessionReply, SnapshotReply, SnapshotsReply
 from ctxkeep.daemon.services import Services
@@ -35,13 +40,16 @@ async def goals_get(services: Services, req: requests.GoalsGet, record: SessionR
 @handles(requests.GoalsSet, session=True, waits=True)
 async def goals_set(services: Services, req: requests.GoalsSet, record: SessionRecord) -> GoalsReply:
 
+    goals = msgspec.convert(msgspec.to_builtins(req.goals), Goals)
+    goals.updated = time.time()
+
     def change(context, _session) -> None:
-        context.goals = req.goals
+        context.goals = goals
     await services.store.off_loop(services.store.update_context, record.id, change)
-    services.bus.publish(GoalUpdated(goals=req.goals), record.id)
+    services.bus.publish(GoalUpdated(goals=goals), record.id)
     await services.announcer.prompt_changed(record.id)
     services.announcer.changed(record.id)
-    return GoalsReply(id=req.id, session_id=record.id, goals=req.goals)
+    return GoalsReply(id=req.id, session_id=record.id, goals=goals)
 
 
 @handles(requests.SnapshotCreate, session=True, waits=True)

@@ -1,0 +1,64 @@
+"""The CLI on a real terminal (a pseudo-terminal driven by pexpect): what a user at a
+keyboard sees and leaves behind."""
+
+import io
+import os
+import stat
+import sys
+from pathlib import Path
+
+import pexpect
+import pytest
+
+CPR_REQUEST = "\x1b[6n"  # "where is the cursor?": a terminal that never answers made exits wait
+
+
+def spawn_chat(daemon, cwd: Path, state: Path, *args: str) -> pexpect.spawn:
+    env = dict(daemon.env, XDG_STATE_HOME=str(state), TERM="xterm")
+    child = pexpect.spawn(sys.executable, ["-m", "ctxkeep.clients.cli.main", "chat", *args],
+                          env=env, cwd=str(cwd), encoding="utf-8", timeout=30)
+    child.logfile_read = io.StringIO()  # everything the chat wrote to the terminal
+    return child
+
+
+def test_ctrl_d_after_a_message_with_a_file_leaves_at_once(daemon, tmp_path):
+    (tmp_path / "hello_world.py").write_text("print('hello world')\n")
+    child = spawn_chat(daemon, tmp_path, tmp_path / "state", "files")
+    child.expect("you>")
+    child.sendline("look at @hello_world.py")
+    child.expect("attached hello_world.py")
+    child.expect("tokens")
+    child.expect("you>")
+    child.sendeof()
+    child.expect(pexpect.EOF)  # no cursor-position wait
+    child.close()
+    assert child.exitstatus == 0
+    assert CPR_REQUEST not in child.logfile_read.getvalue()
+
+
+def test_the_line_history_is_private(daemon, tmp_path):
+    """Every line the user typed: the file 0600 in a 0700 folder, even when a looser
+    folder and file were there before."""
+    state = tmp_path / "state"
+    (state / "ctxkeep").mkdir(parents=True, mode=0o755)
+    (state / "ctxkeep").chmod(0o755)
+    history = state / "ctxkeep" / "chat_history"
+    history.write_text("")
+    history.chmod(0o644)
+    child = spawn_chat(daemon, tmp_path, state, "private")
+    child.expect("you>")
+    child.sendline("my secret plans")
+    child.expect("tokens")
+    child.expect("you>")
+    child.sendeof()
+    child.expect(pexpect.EOF)
+    assert "my secret plans" in history.read_text()
+    assert stat.S_IMODE(os.stat(history).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(history.parent).st_mode) == 0o700
+
+
+@pytest.fixture(autouse=True)
+def _umask():
+    old = os.umask(0o022)
+    yield
+    os.umask(old)
