@@ -70,8 +70,9 @@ class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         "Bytes of events queued for one slow subscriber before the newest are dropped (it "
         "sees the gap in `seq`); counted as 4.5 KiB per event, a full token batch.")] = 64 << 20
     max_subscriptions: Annotated[int, Meta(ge=1, le=1 << 20), _doc(
-        "Event subscriptions held at once by all subscribers together; past it, and for a "
-        "prefix over 256 bytes, a subscription is refused (no greeting, no events).")] = 4096
+        "Event subscriptions held at once by all subscribers together; past it a "
+        "subscription is refused (no greeting, no events). A prefix over 64 bytes, or 32 "
+        "refusals, close the subscriber's connection.")] = 4096
     max_subscriptions_per_client: Annotated[int, Meta(ge=1, le=1 << 20), _doc(
         "Event subscriptions one connection may hold at once (a local client is one "
         "connection per process); past it a subscription is refused.")] = 256

@@ -135,10 +135,12 @@ def render_markdown() -> str:
       numbering begins again at 1.
     - Each new subscription is greeted with a `daemon.status` event; seeing it
       tells you the subscription is live (subscribe to `daemon.status` too if
-      your other prefixes do not cover it). A prefix longer than 256 bytes, one past
-      256 held by one connection, or one past 4,096 held at once by all subscribers, is
-      refused: it gets no greeting and no events (`max_subscriptions_per_client` and
-      `max_subscriptions` in the daemon's configuration).
+      your other prefixes do not cover it). A subscription past 256 held by one
+      connection, or past 4,096 held at once by all subscribers, is refused: it gets no
+      greeting and no events (`max_subscriptions_per_client` and `max_subscriptions` in
+      the daemon's configuration). A prefix longer than 64 bytes (every topic is under
+      40) closes the subscriber's connection unread (over TCP it is refused), and so do
+      32 refused subscriptions.
     - Every job ends with exactly one terminal event: `response.generation` or
       `generation.error` for a generation, `compaction.result` for a compaction (see
       below).

@@ -107,3 +107,14 @@ def test_no_batch_is_over_the_byte_bound_and_nothing_is_lost(pieces):
     assert "".join(t for _, t in sent) == "".join(pieces)
     assert [i for i, _ in sent] == list(range(len(sent)))
     assert all(len(msgspec.json.encode(t)) <= MAX_BATCH_BYTES for _, t in sent)
+
+
+def test_a_connection_refused_too_often_is_to_be_closed():
+    from ctxkeep.daemon.server.subscriptions import CUT_AFTER_REFUSALS
+    ledger = SubscriptionLedger(max_total=10, max_per_client=1)
+    ledger.add("c", b"a")
+    assert ledger.refusal("c", b"b")
+    assert not any(ledger.refused("c") for _ in range(CUT_AFTER_REFUSALS - 1))
+    assert ledger.refused("c")
+    ledger.client_left("c")  # a new connection on the descriptor starts afresh
+    assert not ledger.refused("c")

@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 import zmq
@@ -37,7 +38,7 @@ def ask(sock: zmq.Socket, payload: bytes, timeout_ms: int = 5000) -> dict:
 def test_a_slow_request_does_not_stall_other_clients(daemon, standin, client):
     """A dry-run compaction waits on a slow /api/show; another client's ping is answered
     meanwhile (the slow reply is still outstanding when the ping's arrives)."""
-    s = client.create_session(model="thinker:8b").session
+    s = client.create_session(model="thinker:8b", force=True).session  # /api/show not asked yet
     standin.fail_next("delay", seconds=3.0, path="/api/show")
     slow = raw_socket(daemon)
     slow.send(json.dumps({"type": "compact", "id": "slow", "session": s.id, "dry_run": True}).encode())
@@ -197,8 +198,9 @@ def test_a_tcp_port_in_use_is_one_line_and_leaves_no_sockets(daemon_factory, sho
 
 
 def test_subscriptions_are_bounded_and_released(daemon_factory):
-    """A prefix too long, or past the limits held at once (per connection and in all),
-    costs nothing and gets no greeting; what a subscriber held is released when it leaves."""
+    """A prefix too long ends its connection unread (no greeting, nothing kept); past the
+    limits held at once (per connection and in all) a subscription costs nothing and gets
+    no greeting; what a subscriber held is released when it leaves."""
     from ctxkeep.daemon.server.bus import MAX_PREFIX_BYTES
     daemon = daemon_factory()
     daemon.write_config("max_subscriptions = 40\nmax_subscriptions_per_client = 30\n")
@@ -206,14 +208,15 @@ def test_subscriptions_are_bounded_and_released(daemon_factory):
     ctx = zmq.Context.instance()
     long = ctx.socket(zmq.SUB)
     long.setsockopt(zmq.LINGER, 0)
+    events = long.get_monitor_socket(zmq.EVENT_DISCONNECTED)
     long.connect(daemon.events)
     long.subscribe(b"daemon.status" + b"x" * MAX_PREFIX_BYTES)
-    deadline = time.monotonic() + 20
-    while "a subscription prefix of" not in daemon.log.read_text():
-        assert time.monotonic() < deadline, "the long prefix was not refused"
-        time.sleep(0.02)
+    assert events.poll(20_000), "the connection of the long prefix was not closed"
     assert not long.poll(100)  # no greeting
+    long.disable_monitor()
+    events.close()
     long.close()
+    deadline = time.monotonic() + 20
     hogs = []
     for name in "ab":
         hog = ctx.socket(zmq.SUB)
@@ -279,3 +282,51 @@ def test_a_slow_subscriber_loses_the_newest_events_and_sees_the_gap(daemon_facto
     assert slow.poll(10_000)
     event = decode_event(slow.recv_multipart()[1])
     assert isinstance(event, SessionCreated) and event.seq > seqs[-1] + 1
+
+
+def _rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError("no VmRSS")
+
+
+def _settled_rss(pid: int) -> float:
+    """The daemon's resident size once it stops changing (its work on what was sent done)."""
+    last, stable = _rss_mib(pid), 0
+    for _ in range(100):
+        time.sleep(0.1)
+        now = _rss_mib(pid)
+        stable = stable + 1 if abs(now - last) < 0.5 else 0
+        if stable >= 10:
+            break
+        last = now
+    return now
+
+
+@pytest.mark.parametrize("size", [200, 40])
+def test_a_hostile_subscriber_cannot_grow_the_daemon(daemon_factory, size):
+    """20,000 subscriptions of `size` bytes, then ten of 1 MiB: the daemon's memory stays
+    within 32 MiB of where it was, falls back once the subscriber is gone, and it serves
+    on. (libzmq keeps a copy of every subscription a connection sends: prefixes over the
+    limit now end their connection unread, and a connection refused too often is closed.)"""
+    daemon = daemon_factory().start()
+    pid = daemon.proc.pid
+    with daemon.client() as c:  # warm: the model client imported, a subscriber greeted
+        c.subscribe("")
+    start = _settled_rss(pid)
+    hostile = subprocess.Popen([sys.executable, str(Path(__file__).with_name("hostile_subscriber.py")),
+                                daemon.events, "--size", str(size)], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, text=True)
+    peaks = []
+    for phase in ("small sent", "huge sent"):
+        assert hostile.stdout.readline().strip() == phase
+        peaks.append(_settled_rss(pid) - start)
+        hostile.stdin.write("\n")
+        hostile.stdin.flush()
+    hostile.wait(30)
+    after = _settled_rss(pid) - start
+    assert max(peaks) <= 32, (start, peaks)
+    assert after <= 8, (start, peaks, after)
+    with daemon.client() as c:
+        assert c.subscribe("").status.pid == pid

@@ -10,7 +10,10 @@ high-water mark is `event_buffer_bytes` divided by the size of a token batch
 (`EVENT_UNIT_BYTES`, the largest event of a stream; see batcher.py).
 """
 
+import asyncio
 import logging
+import os
+import socket
 import time
 from collections.abc import Callable
 
@@ -24,12 +27,19 @@ from ctxkeep.protocol.events import DaemonStatusEvent, Event
 from ctxkeep.protocol.models import DaemonStatus
 from ctxkeep.daemon.server.batcher import MAX_BATCH_BYTES
 from ctxkeep.daemon.server.inbox import Inbox
-from ctxkeep.daemon.server.subscriptions import MAX_PREFIX_BYTES, SubscriptionLedger
+from ctxkeep.daemon.server.memory import release_free_memory
+from ctxkeep.daemon.server.subscriptions import CUT_AFTER_REFUSALS, MAX_PREFIX_BYTES, SubscriptionLedger
 
 log = logging.getLogger(__name__)
 
 __all__ = ["EventBus", "MAX_PREFIX_BYTES", "EVENT_UNIT_BYTES", "high_water_mark"]
 
+#: The largest message a CURVE subscriber may send (its handshake's INITIATE is ~300 bytes).
+CURVE_MAX_MESSAGE = 1024
+#: Departed subscriptions after which freed memory is given back (normal clients hold a few).
+TRIM_AFTER = 32
+#: Subscriptions queued for the daemon per connection, at most.
+SUBSCRIPTION_QUEUE = 64
 #: What one queued event is counted as: a full token batch and its envelope.
 EVENT_UNIT_BYTES = MAX_BATCH_BYTES + 512
 
@@ -57,6 +67,11 @@ class EventBus:
         self._status = status
         self.ledger = SubscriptionLedger(max_subscriptions, max_per_client)
         self._monitors: dict[zmq.asyncio.Socket, zmq.asyncio.Socket] = {}
+        #: Each socket's connections (descriptors) that are open, as its monitor reports.
+        self._live: dict[zmq.asyncio.Socket, set[int]] = {}
+        #: Subscriptions released by departed subscribers since the last trim, and the trim due.
+        self._freed = 0
+        self._trim: asyncio.TimerHandle | None = None
         self._refusal_logged: dict[str, float] = {}
 
     def bind(self, endpoint: str, fd: int | None = None,
@@ -68,6 +83,12 @@ class EventBus:
         # too long, or one too many, costs nothing; every (un)subscription is seen.
         sock.setsockopt(zmq.XPUB_MANUAL, 1)
         sock.setsockopt(zmq.XPUB_VERBOSER, 1)
+        # A subscription message is its prefix and one byte: a larger one (a hostile or
+        # broken subscriber) drops its connection before libzmq keeps a copy of it. The
+        # cap covers the handshake's messages too, which CURVE's make larger.
+        sock.setsockopt(zmq.MAXMSGSIZE, 1 + MAX_PREFIX_BYTES if secure is None else CURVE_MAX_MESSAGE)
+        # Subscriptions libzmq takes in ahead of the daemon reading them (each one kept).
+        sock.setsockopt(zmq.RCVHWM, SUBSCRIPTION_QUEUE)
         sock.setsockopt(zmq.LINGER, 500)
         if fd is not None:
             sock.setsockopt(zmq.USE_FD, fd)
@@ -125,12 +146,16 @@ class EventBus:
             if kind == b"\x00":
                 sock.setsockopt(zmq.UNSUBSCRIBE, prefix)
                 self.ledger.remove(client, prefix)
+                if client is None:  # a subscriber left: what libzmq held for it was freed
+                    self._released()
                 continue
             if kind != b"\x01":
                 continue
             refusal = self.ledger.refusal(client, prefix)
             if refusal:
                 self._log_refusal(refusal)
+                if self.ledger.refused(client) and client is not None:
+                    self._cut(sock, client[1])
                 continue
             sock.setsockopt(zmq.SUBSCRIBE, prefix)
             self.ledger.add(client, prefix)
@@ -156,8 +181,44 @@ class EventBus:
 
     def _connection_event(self, sock: zmq.asyncio.Socket, frames: list[bytes]) -> None:
         event = parse_monitor_message(frames)
+        fd = int(event["value"])
+        live = self._live.setdefault(sock, set())
+        if event["event"] == zmq.EVENT_ACCEPTED:
+            live.add(fd)
+        else:
+            live.discard(fd)
         # An accepted descriptor is a new connection: anything left under it is stale.
-        self.ledger.client_left((id(sock), int(event["value"])))
+        self.ledger.client_left((id(sock), fd))
+
+    def _released(self) -> None:
+        """Once a departure's prefixes stop coming (a second later), give what was freed
+        back to the system, when it was much."""
+        self._freed += 1
+        if self._freed < TRIM_AFTER or self._trim is not None:
+            return
+
+        def trim() -> None:
+            self._trim, self._freed = None, 0
+            release_free_memory()
+        self._trim = asyncio.get_running_loop().call_later(1.0, trim)
+
+    def _cut(self, sock: zmq.asyncio.Socket, fd: int) -> None:
+        """Close the connection on `fd` (one that kept subscribing past the limits): libzmq
+        then ends it as if the subscriber had left, releasing all it held for it. Only a
+        descriptor the monitor says is still that connection is touched; the daemon's
+        own copy of it is shut down, never libzmq's closed."""
+        if fd not in self._live.get(sock, ()):
+            return
+        try:
+            with socket.socket(fileno=os.dup(fd)) as conn:
+                conn.shutdown(socket.SHUT_RDWR)
+        except OSError as exc:
+            log.debug("could not close subscriber connection %d: %s", fd, exc)
+            return
+        self._live[sock].discard(fd)
+        self.ledger.client_left((id(sock), fd))
+        log.warning("closed an event subscriber's connection: it kept subscribing past the "
+                    "limits (%d refused)", CUT_AFTER_REFUSALS)
 
     @staticmethod
     def _client(sock: zmq.asyncio.Socket, frame: zmq.Frame) -> tuple[int, int] | None:

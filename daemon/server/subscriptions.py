@@ -6,13 +6,22 @@ descriptor ZeroMQ read the subscription from (`SRCFD`); the socket monitor
 says when that descriptor's connection ends. ZeroMQ itself sends an
 unsubscription (with no descriptor) for every prefix a departed subscriber
 held, which keeps the shared counts exact.
+
+libzmq keeps a copy of every subscription a connection sends, applied or not,
+until that connection ends (so it can unsubscribe it then). So refusing is not
+enough to bound memory: a connection that keeps subscribing past the limits
+(`CUT_AFTER_REFUSALS` refused) is closed, which frees all it made libzmq hold.
+Prefixes longer than `MAX_PREFIX_BYTES` never get that far: the socket's
+`MAXMSGSIZE` drops their connection before they are read.
 """
 
 from collections import Counter
 from typing import Hashable
 
-#: The longest subscription prefix (topics are `<subject>/<session id>`, under 60 bytes).
-MAX_PREFIX_BYTES = 256
+#: The longest subscription prefix (topics are `<subject>/<session id>`, under 40 bytes).
+MAX_PREFIX_BYTES = 64
+#: Subscriptions refused to one connection before it is closed.
+CUT_AFTER_REFUSALS = 32
 
 #: A connection: (which event socket, the descriptor of the connection on it).
 Client = Hashable
@@ -27,6 +36,7 @@ class SubscriptionLedger:
         self.total = 0
         self._holders: Counter[bytes] = Counter()
         self._clients: dict[Client, set[bytes]] = {}
+        self._refused: Counter[Client] = Counter()
 
     def refusal(self, client: Client | None, prefix: bytes) -> str:
         """Why `prefix` from `client` must not be applied ("" when it may)."""
@@ -42,6 +52,11 @@ class SubscriptionLedger:
             return (f"a subscription past the limit of {self.max_total:,} at once "
                     "(max_subscriptions)")
         return ""
+
+    def refused(self, client: Client | None) -> bool:
+        """Count a refusal to `client`; True when it has had enough to be closed."""
+        self._refused[client] += 1
+        return client is not None and self._refused[client] >= CUT_AFTER_REFUSALS
 
     def add(self, client: Client | None, prefix: bytes) -> None:
         """Record an applied subscription (a client's repeat of one it holds counts once,
@@ -70,6 +85,7 @@ class SubscriptionLedger:
         """Forget a connection's own list (its prefixes are released by ZeroMQ's
         unsubscriptions, see `remove`)."""
         self._clients.pop(client, None)
+        self._refused.pop(client, None)
 
     def held_by(self, client: Client) -> int:
         return len(self._clients.get(client, ()))
