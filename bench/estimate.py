@@ -5,9 +5,10 @@
 The transcript alternates English prose (this repository's docs) and code (its
 Python sources), user and assistant; the exact count of every prompt comes
 from the stand-in's tokenizer over the rendered chat template, as Ollama's
-prompt_eval_count would. Before each turn the next prompt is estimated, then
-the estimator sees the exact counts (as the daemon does after every turn).
-Prints one JSON line per method and content mix.
+prompt_eval_count would. Before each turn the next prompt is estimated as the
+daemon does (anchored on the last exact count), and its new message alone as a
+fresh session would; then the estimator learns the exact counts. Prints one JSON
+line per method and content mix.
 """
 
 import argparse
@@ -33,24 +34,36 @@ def corpus() -> tuple[list[str], list[str]]:
 
 
 def run(mix: str, turns: int, seed: int) -> dict[str, list[float]]:
+    """One session's turns as the daemon estimates them: each prompt anchored on the last
+    exact count (only the answer and the new question estimated), and each new question
+    alone as a fresh session would estimate it (no anchor), against chars/4."""
     prose, code = corpus()
     pick = {"prose": lambda r, i: r.choice(prose), "code": lambda r, i: r.choice(code),
             "mixed": lambda r, i: r.choice(prose if i % 2 else code)}[mix]
     rng = random.Random(seed)
-    estimator = Estimator(Store(Path(tempfile.mkdtemp(prefix="ckest")) / "store"))
-    messages = [{"role": "system", "content": "You are a helpful assistant."}]
-    errors: dict[str, list[float]] = {"calibrated": [], "chars/4": []}
+    store = Store(Path(tempfile.mkdtemp(prefix="ckest")) / "store")
+    estimator = Estimator(store)
+    session = store.create_session(name="bench", model="m", system="You are a helpful assistant.",
+                                   options={}, num_ctx=32768)
+    messages = [{"role": "system", "content": session.system}]
+    errors: dict[str, list[float]] = {"anchored prompt": [], "new message alone": [], "chars/4": []}
     for i in range(turns):
-        messages.append({"role": "user", "content": pick(rng, i)[:1200]})
+        question = pick(rng, i)[:1200]
+        messages.append({"role": "user", "content": question})
         exact = count_tokens(render(messages))
-        estimate = estimator.prompt("m", messages)
+        features = prompt_features(messages)
+        estimate = estimator.of_features(session, features)
+        alone = [{"role": "user", "content": question}]
         if i >= 5:  # after a few turns of calibration
-            errors["calibrated"].append(abs(estimate - exact) / exact)
+            errors["anchored prompt"].append(abs(estimate.tokens - exact) / exact)
+            single = count_tokens(render(alone))
+            errors["new message alone"].append(abs(estimator.prompt("m", alone) - single) / single)
             chars = sum(len(m["content"]) for m in messages) / 4
             errors["chars/4"].append(abs(chars - exact) / exact)
         answer = pick(rng, i + 1)[:1200]
-        estimator.observe("m", prompt_features(messages), exact, estimate,
-                          [(answer, count_tokens(answer))])
+        estimator.save(estimator.observe(session, features, exact, estimate,
+                                         [(answer, count_tokens(answer))]))
+        session.anchor_tokens, session.anchor_features, session.anchor_model = exact, list(features), "m"
         messages.append({"role": "assistant", "content": answer})
         if count_tokens(render(messages)) > 24000:  # keep it a plausible window: drop the oldest turn
             del messages[1:3]

@@ -155,7 +155,7 @@ def _record_passes(c, sid: str, report: Report, active_before: list[int], result
     """The passes of this turn, from the snapshots it created: each with the active context
     just before it (before the turn's prompt, or after its answer)."""
     snapshots = [x for x in c.snapshots(sid).snapshots if x.reason.startswith("before compaction")]
-    new = [x for x in snapshots if x.id not in _pass_ids]
+    new = [x for x in snapshots if x.id not in _pass_ids and not x.undone]  # rolled back: no pass
     for snap in sorted(new, key=lambda x: x.created):
         _pass_ids.add(snap.id)
         if "would not fit" in snap.reason or result is None:
@@ -166,16 +166,21 @@ def _record_passes(c, sid: str, report: Report, active_before: list[int], result
 
 
 def undo_all(daemon: DaemonProcess, sid: str, report: Report) -> tuple[int, int]:
-    """Undo every pass, newest first; (exact, total)."""
+    """Undo every pass whose snapshot is still kept (`snapshots_kept`, 50 by default),
+    newest first; (exact, undone)."""
     exact = 0
     with daemon.client(timeout=30) as c:
-        for record in reversed(report.passes):
-            current = [m.seq for m in c.history(sid, active=True, limit=1000).messages]
+        kept = [x for x in c.snapshots(sid).snapshots
+                if x.reason.startswith("before compaction") and not x.undone]
+        undoable = report.passes[len(report.passes) - len(kept):]
+        for record in reversed(undoable):
+            current = c.history(sid, active=True, limit=1000).messages
             c.restore(sid)
             now = [m.seq for m in c.history(sid, active=True, limit=1000).messages]
-            later = [s for s in current if s >= record.next_seq and s not in record.before]
+            # the turns that joined since stay; what passes wrote (summaries) does not
+            later = [m.seq for m in current if m.seq not in record.before and m.kind == "message"]
             exact += now == [*record.before, *later]
-    return exact, len(report.passes)
+    return exact, len(undoable)
 
 
 def estimate_by_kind(daemon: DaemonProcess, rng: random.Random, per_kind: int) -> dict[str, list[float]]:
@@ -240,9 +245,9 @@ def main() -> None:
          truncated=report.truncated, refused=report.refused,
          max_usage_after_compaction=round(report.max_usage_after, 3),
          user_messages=report.user_total, verbatim_until_shown_summary=round(verbatim, 4),
-         user_summaries=report.user_summarized, passes=passes,
+         user_summaries=report.user_summarized, passes=len(report.passes),
          levels={str(k): v for k, v in sorted(report.levels.items())})
-    emit(bench="undo", passes=passes, exact=exact)
+    emit(bench="undo", passes=len(report.passes), undone=passes, exact=exact)
     errors = {"conversation": report.errors_by_kind.get("conversation", [])[5:], **kinds}
     for kind, values in errors.items():
         emit(bench="estimate", kind=kind, n=len(values),

@@ -30,12 +30,15 @@ from ollama_standin import DEFAULT_MODELS, Model, count_tokens, embed_vector, re
 class MemoryBackend:
     """Model calls answered in memory; `chats` records every prompt it was given."""
 
-    def __init__(self, reply: Callable[[list[dict[str, Any]]], str] | None = None) -> None:
+    def __init__(self, reply: Callable[[list[dict[str, Any]]], str] | None = None,
+                 count: Callable[[str], int] = count_tokens) -> None:
         self.host = "memory://"
         self.status = OllamaStatus(host=self.host, reachable=True, version="memory")
         self.models = {m.name: m for m in DEFAULT_MODELS}
         self.reply = reply or (lambda messages: f"You said: {messages[-1]['content'][:60]}")
         self.chats: list[tuple[list[dict[str, Any]], dict[str, Any]]] = []
+        #: The tokenizer (the stand-in's `count_tokens`, or `count_tokens_bpe`).
+        self.count = count
         self._faults: deque[tuple[int, BaseException]] = deque()
         self._gate: asyncio.Event | None = None
         self._parked_at: list[asyncio.Event] = []
@@ -102,7 +105,7 @@ class MemoryBackend:
                 options: Mapping[str, Any]) -> tuple[list[dict[str, Any]], int]:
         sent = [dict(m) for m in messages]
         self.chats.append((sent, dict(options)))
-        tokens = count_tokens(render(sent))
+        tokens = self.count(render(sent))
         if tokens > int(options.get("num_ctx", 4096)):
             raise ModelCallError(ErrorCode.CONTEXT_OVERFLOW,
                                  f"Ollama refused a prompt of {tokens} tokens")
@@ -130,7 +133,7 @@ class MemoryBackend:
         if fail_at >= 0 and error is not None:
             raise error
         yield ChatResponse(model=model, done=True, done_reason="stop", prompt_eval_count=tokens,
-                           eval_count=count_tokens(text), total_duration=1, load_duration=0,
+                           eval_count=self.count(text), total_duration=1, load_duration=0,
                            prompt_eval_duration=1, eval_duration=1,
                            message=Message(role="assistant", content=""))
 
@@ -140,7 +143,7 @@ class MemoryBackend:
         sent, tokens = self._prompt(model, messages, options)
         text = self.reply(sent)
         return ChatResponse(model=model, done=True, prompt_eval_count=tokens,
-                            eval_count=count_tokens(text),
+                            eval_count=self.count(text),
                             message=Message(role="assistant", content=text))
 
     async def embed(self, model: str, texts: list[str]) -> list[list[float]]:

@@ -359,3 +359,39 @@ def test_cli_compact_show_active_and_chat(daemon, standin):
     standin.fail_next("http500")
     failed = daemon.cli("compact", sid, "--tail", "1")
     assert failed.returncode == 1 and "compaction failed: ollama_error" in failed.stderr
+
+
+def test_a_big_imported_conversation_is_compacted_and_continued(daemon, standin, tmp_path):
+    """`ctxkeep import` of 10,000 messages into an 8,192 window, after another session's
+    turns of one word repeated (which skewed the estimates before), then `compact` and
+    `ask`: the summary calls all fit (counted by a tokenizer the estimator was not built
+    around), the question is answered, nothing was cut."""
+    import json
+    import random
+    rng = random.Random(4)
+    words = ("plan module session answer question budget design parser refactor window "
+             "history estimate decision because however meanwhile the of and to").split()
+    standin.tokenizer = "bpe"
+
+    def reply(messages):
+        last = messages[-1]["content"]
+        if last.startswith(("Conversation to summarize", "Summary to shorten", "Summaries of")):
+            return "Summary: " + " ".join(rng.choice(words) for _ in range(30))
+        return "An answer about the plan."
+    standin.reply_fn = reply
+    other = daemon.cli("new", "--name", "other")
+    assert other.returncode == 0, other.stderr
+    for _ in range(6):
+        assert daemon.cli("ask", "-s", "other", *(["hello"] * 40)).returncode == 0
+    conversation = [{"role": "user" if i % 2 == 0 else "assistant",
+                     "content": " ".join(rng.choice(words) for _ in range(rng.randint(8, 50))) + "."}
+                    for i in range(10_000)]
+    path = tmp_path / "big.json"
+    path.write_text(json.dumps({"messages": conversation}))
+    imported = daemon.cli("import", str(path), "--name", "big", "--num-ctx", "8192")
+    assert imported.returncode == 0, imported.stderr
+    compacted = daemon.cli("compact", "big")
+    assert compacted.returncode == 0 and "compacted" in compacted.stdout, (compacted.stdout, compacted.stderr)
+    answered = daemon.cli("ask", "-s", "big", "what", "did", "we", "decide?")
+    assert answered.returncode == 0 and "An answer about the plan." in answered.stdout, answered.stderr
+    assert not standin.truncations and not standin.refusals

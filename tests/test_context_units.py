@@ -86,6 +86,7 @@ def test_level2_keeps_the_more_relevant_half():
 def test_the_estimator_fit_converges_to_a_tokenizer(tmp_path):
     """Fed the exact counts of one tokenizer, the fitted estimate lands within a few percent
     of texts it has not seen, and its measured margin says so."""
+    from ctxkeep.daemon.context.estimator import Estimate
     store = Store.open(tmp_path)
     try:
         est = Estimator(store)
@@ -94,10 +95,12 @@ def test_the_estimator_fit_converges_to_a_tokenizer(tmp_path):
                  "{\"k\": [1, 2]}", "Überblick", "\n"]
         def sample(n: int) -> list[dict[str, str]]:
             return [{"role": "user", "content": " ".join(rng.choice(words) for _ in range(n))}]
-        for _ in range(40):
+        for i in range(40):
             prompt = sample(rng.randint(20, 400))
             exact = count_tokens(render(prompt))
-            est.observe("m", prompt_features(prompt), exact, est.prompt("m", prompt))
+            session = store.create_session(name=f"s{i}", model="m", system="", options={}, num_ctx=8192)
+            guess = est.prompt("m", prompt)
+            est.save(est.observe(session, prompt_features(prompt), exact, Estimate(guess, guess)))
         errors = []
         for _ in range(20):
             prompt = sample(rng.randint(50, 400))
@@ -227,3 +230,35 @@ def test_the_session_index_scores_what_bm25_scores_from_scratch(plans, texts):
         scratch = bm25_counts([terms.of("s", m) for m in candidates], query)
         assert indexed == pytest.approx(scratch, rel=1e-12, abs=1e-12)
     assert len(terms.postings._kept["s"].docs) == len(plans[-1][0])  # what left was dropped
+
+
+def test_a_summary_call_refused_as_too_long_is_split_and_retried(tmp_path):
+    """An estimate too low for the model's tokenizer: the model refuses the call, which is
+    cut in two at a paragraph and each half summarized (halves of halves if need be)."""
+    import asyncio
+
+    from ctxkeep.daemon.context.summarizer import Summarizer
+    from ctxkeep.daemon.models.backend import ModelCallError
+    from ctxkeep.protocol import ErrorCode
+
+    class Refusing:
+        bodies: list[int] = []
+
+        async def chat_once(self, model, messages, options):
+            body = messages[-1]["content"]
+            self.bodies.append(len(body))
+            if len(body) > 1500:
+                raise ModelCallError(ErrorCode.CONTEXT_OVERFLOW, "the input length exceeds the context length")
+            from ollama import ChatResponse, Message
+            return ChatResponse(model=model, done=True, eval_count=3,
+                                message=Message(role="assistant", content=f"s{len(body)}"))
+    store = Store.open(tmp_path)
+    try:
+        summarizer = Summarizer(Refusing(), Estimator(store), "m", 8192, 512, 4000)
+        body = "\n\n".join(f"paragraph {i}: " + "words of it " * 20 for i in range(20))
+        text, tokens = asyncio.run(summarizer.call("sys", "", body, "Conversation to summarize:"))
+        parts = text.split("\n\n")
+        assert len(parts) >= 4 and all(p.startswith("s") for p in parts) and tokens == 3 * len(parts)
+        assert max(Refusing.bodies) > 1500 and sorted(Refusing.bodies)[0] <= 1500
+    finally:
+        store.close()

@@ -47,6 +47,8 @@ def add_import(commands) -> argparse.ArgumentParser:
     parser.add_argument("file", metavar="FILE", help="the file (`-`: stdin)")
     parser.add_argument("--name", default=None, help="the new session's name")
     parser.add_argument("--model", default=None, help="the model (default: the file's, or the daemon's)")
+    parser.add_argument("--num-ctx", type=int, default=None, metavar="N",
+                        help="the window in tokens (default: the file's, or the daemon's)")
     parser.add_argument("--force", action="store_true", help="use the model even if Ollama lacks it")
     parser.add_argument("--json", action="store_true", help="print the new session as JSON")
     parser.set_defaults(run=run_import)
@@ -170,7 +172,7 @@ def run_import(args: argparse.Namespace) -> int:
         session = client.import_session(
             name=args.name if args.name is not None else doc["name"] or "",
             model=args.model or doc["model"] or "", system=doc["system"] or "",
-            options=doc["options"] or {}, num_ctx=doc["num_ctx"], force=args.force,
+            options=doc["options"] or {}, num_ctx=args.num_ctx or doc["num_ctx"], force=args.force,
             messages=parts[0]).session
         for part in parts[1:]:
             session = client.import_session(session=session.id, messages=part).session

@@ -44,16 +44,14 @@ class Announcer:
         _, context, active = view or self.store.view(session.id)
         return usage_of(session, context, active, self.estimator, self.config)
 
-    def estimate(self, session: SessionRecord) -> int:
-        """The context as it would be sent now (system, goals, checkpoints, messages)."""
-        _, context, active = self.store.view(session.id)
-        return self.estimator.context(session, context, active)
-
     async def prompt_changed(self, session_id: str) -> SessionRecord:
-        """What the model would see changed: record a fresh estimate in place of the count
-        (committed by the writer thread)."""
-        session = self.store.session(session_id)
-        return await self.store.off_loop(self.store.set_estimate, session_id, self.estimate(session))
+        """What the model would see may have changed: record a fresh estimate in place of
+        the count (committed by the writer thread). A prompt that is the one last counted
+        (a new window, a name: nothing the model sees) keeps its exact count."""
+        session, context, active = self.store.view(session_id)
+        estimate = self.estimator.context_estimate(session, context, active)
+        return await self.store.off_loop(self.store.set_estimate, session_id, estimate.tokens,
+                                         estimate.uncertain == 0)
 
     def changed(self, session_id: str, usage: bool = True, view: View | None = None
                 ) -> SessionInfo | None:

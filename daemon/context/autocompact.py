@@ -45,7 +45,7 @@ from ctxkeep.daemon.context.levels import (
 )
 from ctxkeep.daemon.config import Config
 from ctxkeep.daemon.errors import RequestError
-from ctxkeep.daemon.context.estimator import Estimator
+from ctxkeep.daemon.context.estimator import Estimate, Estimator
 from ctxkeep.daemon.models.protocol import ModelBackend
 from ctxkeep.daemon.store.records import ActiveContext, CompactionRecord, MessageRecord, SessionRecord
 from ctxkeep.daemon.store.protocol import SessionStore
@@ -101,8 +101,9 @@ class AutoCompactor(Checkpointing):
         return self.store.view(session_id)
 
     def fill(self, session: SessionRecord, budget: Budget) -> float:
-        """The fill that may trigger a lossy level: the estimate lowered by its error."""
-        return budget.fill * (1 - self.estimator.margin(session.model))
+        """The fill that may trigger a lossy level: the estimate lowered by the measured
+        error of its uncertain part."""
+        return budget.lowered_fill(self.estimator.margin(session.model))
 
     def level_for(self, session: SessionRecord, budget: Budget) -> int:
         fill = self.fill(session, budget)
@@ -126,18 +127,17 @@ class AutoCompactor(Checkpointing):
         if level and not cooling:
             await self.compact(session_id, Pass("threshold crossed"))
 
-    async def before_send(self, session_id: str, user: MessageRecord) -> Pass | None:
-        """A pass (cooldown or not) when the prompt plus the reply room would not fit;
-        returns it, so that the caller can roll it back if the prompt still does not fit."""
+    async def before_send(self, session_id: str, user: MessageRecord, pass_: Pass) -> None:
+        """Run `pass_` (cooldown or not) when the prompt plus the reply room would not fit;
+        the caller rolls it back if the turn then fails (even part-way through the pass)."""
         session, context, active = self.load(session_id)
         if not self.enabled(session) or self.fits(session, context, active, user):
-            return None
-        pass_ = Pass("the next prompt would not fit")
+            return
         await self.compact(session_id, pass_, user)
-        return pass_
 
     async def roll_back(self, session_id: str, pass_: Pass) -> None:
-        """Undo a pass that did not make the prompt fit: a refused send changes nothing."""
+        """Undo a pass made for a prompt that was then not answered (refused by the window
+        or the server, failed, cancelled): a turn that fails changes nothing."""
         if not pass_.snapshot_id:
             return
         _, snapshot = await self.store.off_loop(self.store.restore_snapshot, session_id,
@@ -148,9 +148,9 @@ class AutoCompactor(Checkpointing):
 
     def fits(self, session: SessionRecord, context: ActiveContext, active: list[MessageRecord],
              user: MessageRecord) -> bool:
-        return self.fits_estimate(session, self.estimator.context(session, context, active, user))
+        return self.fits_estimate(session, self.estimator.context_estimate(session, context, active, user))
 
-    def fits_estimate(self, session: SessionRecord, prompt: int) -> bool:
+    def fits_estimate(self, session: SessionRecord, prompt: Estimate) -> bool:
         """Whether a prompt of this estimate, raised by its error, leaves the reply room."""
         room = reply_room(self.config, session.window)
         return self.estimator.raised(session.model, prompt) + room <= session.window

@@ -1,26 +1,28 @@
-"""Token estimates calibrated, per model, from the exact counts Ollama reports.
+"""Token estimates: exact where a count is known, calibrated where it is not.
 
-Ollama counts tokens only for what it is sent. To plan before sending (will
-this prompt fit? how much would a compaction free?), the daemon estimates
-from text features with weights fitted by least squares to every exact count
-it has seen: each turn's `prompt_eval_count` against the prompt's features,
-and each answer's `eval_count` against the answer's. The features separate
-what costs tokens differently in every tokenizer — Latin letters and words
-(prose), other scripts, digits, symbols (code, structured data), newlines,
-spaces, and a per-message template cost — so one fit serves every kind of
-content. Until a model has an exact count the weights are a prior (the fit
-is ridge-regularised towards it, so a few observations cannot throw it far).
+Ollama counts tokens only for what it is sent. To plan before sending (will this prompt
+fit? how much would a compaction free?), the daemon estimates — but as little as it can:
 
-Every prompt's estimate is compared with its exact count before the count is
-learnt; `margin` is the 95th percentile of the recent relative errors (25 %
-until a model has a few counts). Whatever must fit is checked with the
-estimate raised by that margin; whatever would trigger a lossy compaction,
-with the estimate lowered by it.
+- **Anchored**: a session's last exact count is exact for the prompt it counted. A later
+  prompt is that count plus the estimate of what changed since (the difference of the two
+  prompts' features: the answer and the new question, or what a compaction took out and
+  put in). Only that difference is uncertain, so a prompt that did not change is exact,
+  and another session's content cannot move it.
+- **Calibrated**: text is estimated from its features (Latin letters and words, other
+  scripts, digits, symbols, newlines, spaces, and a template cost per message) with
+  weights fitted per model to exact counts (context/calibration.py: per-session capped,
+  bounded, cautious where nothing was seen).
+- **Margins**: every estimate's estimated part is compared with the exact count that
+  follows; `margin` is the 95th percentile of those relative errors (25 % until a model
+  has a few). What must fit is checked with the estimate raised by the margin on its
+  uncertain part; what would trigger a lossy compaction, with it lowered.
 """
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
+from ctxkeep.daemon.context import calibration as fitting
 from ctxkeep.daemon.context.features import (
     FEATURES, FeatureCache, Folded, Segmented, Vector, context_features, fold_step,
     prompt_features, segment_step, text_features,
@@ -30,40 +32,29 @@ from ctxkeep.daemon.context.prompt import system_parts
 from ctxkeep.daemon.store.records import ActiveContext, Calibration, MessageRecord, SessionRecord
 from ctxkeep.daemon.store.protocol import SessionStore
 
-#: A cautious prior: above most tokenizers on every kind of text until the first exact count.
-PRIOR = (0.25, 0.5, 1.0, 1.0, 1.0, 1.0, 0.1, 6.0)
-_RIDGE = 1.0
-#: Older observations weigh less, so the fit follows what a session talks about.
-_DECAY = 0.995
-#: Relative errors kept for the margin, and the margin before there are enough.
-_ERRORS_KEPT = 64
-_MIN_ERRORS = 3
-#: Observations (turns and answers) before an estimate's error counts towards the margin.
-_FITTED = 2
-_UNCALIBRATED_MARGIN = 0.25
-_MIN_MARGIN = 0.02
-#: Tokens added to every raised estimate.
+PRIOR = fitting.PRIOR
+#: Tokens added to every raised estimate (a short text's error is in tokens, not percent).
 SLACK = 16
+#: An estimate's error counts towards the margin once this much of it was estimated.
+MIN_UNCERTAIN = 32
 
 
-def _solve(a: list[list[float]], b: list[float]) -> list[float]:
-    """Solve a·x = b (small, symmetric positive definite) by Gaussian elimination."""
-    n = len(b)
-    m = [row[:] + [b[i]] for i, row in enumerate(a)]
-    for col in range(n):
-        pivot = max(range(col, n), key=lambda r: abs(m[r][col]))
-        m[col], m[pivot] = m[pivot], m[col]
-        if abs(m[col][col]) < 1e-12:
-            continue
-        for r in range(n):
-            if r != col:
-                f = m[r][col] / m[col][col]
-                m[r] = [x - f * y for x, y in zip(m[r], m[col])]
-    return [m[i][n] / m[i][i] if abs(m[i][i]) > 1e-12 else PRIOR[i] for i in range(n)]
+@dataclass(frozen=True)
+class Estimate:
+    """A prompt's size: the best guess, and how much of it is estimated (the rest is an
+    exact count)."""
+
+    tokens: int
+    uncertain: int
+
+
+def session_key(model: str, session_id: str) -> str:
+    """Where a session's own sums for a model are kept."""
+    return f"{model}\0{session_id}"
 
 
 class Estimator:
-    """Per-model weights, kept in the store so calibration survives restarts."""
+    """Per-model weights and margins, kept in the store so calibration survives restarts."""
 
     def __init__(self, store: SessionStore) -> None:
         self.store = store
@@ -76,45 +67,27 @@ class Estimator:
         #: Each session's budget segments (context/usage.py `measure`), folded the same way.
         self.segmented: PrefixFold[Segmented] = PrefixFold(Segmented, segment_step(self.features))
 
-    def _calibration(self, model: str) -> Calibration:
-        if model not in self._sums:
-            stored = self.store.calibration(model)
-            if stored is None or len(stored.xty) != FEATURES:  # none yet, or older features
-                stored = Calibration(xtx=[[0.0] * FEATURES for _ in range(FEATURES)],
-                                     xty=[0.0] * FEATURES)
-            self._sums[model] = stored
-        return self._sums[model]
+    # -- the fit ---------------------------------------------------------------------
 
-    def margin(self, model: str) -> float:
-        """The relative error to allow for: p95 of the recent prompt estimates' errors."""
-        errors = self._calibration(model).errors
-        if len(errors) < _MIN_ERRORS:
-            return _UNCALIBRATED_MARGIN
-        ranked = sorted(errors)
-        return min(0.5, max(_MIN_MARGIN, ranked[min(len(ranked) - 1, int(0.95 * len(ranked)))]))
-
-    def raised(self, model: str, estimate: int) -> int:
-        """An estimate raised by the measured error and a few tokens more (a short prompt's
-        error is in tokens, not percent): what must fit is checked with this."""
-        return math.ceil(estimate * (1 + self.margin(model))) + SLACK
-
-    def calibrated(self, model: str) -> bool:
-        """Whether any exact count of this model has been seen."""
-        return self._calibration(model).observations > 0
+    def _calibration(self, key: str) -> Calibration:
+        if key not in self._sums:
+            self._sums[key] = fitting.usable(self.store.calibration(key))
+        return self._sums[key]
 
     def weights(self, model: str) -> list[float]:
         if model not in self._weights:
-            cal = self._calibration(model)
-            if not cal.observations:
-                self._weights[model] = list(PRIOR)
-            else:
-                # Ridge towards the prior, scaled to the data so it matters only when data is thin.
-                scale = _RIDGE * max(1.0, max(cal.xtx[i][i] for i in range(FEATURES)) * 1e-6)
-                a = [[cal.xtx[i][j] + (scale if i == j else 0.0) for j in range(FEATURES)]
-                     for i in range(FEATURES)]
-                b = [cal.xty[i] + scale * PRIOR[i] for i in range(FEATURES)]
-                self._weights[model] = _solve(a, b)
+            self._weights[model] = fitting.fit(self._calibration(model))
         return self._weights[model]
+
+    def margin(self, model: str) -> float:
+        """The relative error to allow for on an estimate's uncertain part."""
+        return fitting.margin(self._calibration(model))
+
+    def calibrated(self, model: str) -> bool:
+        """Whether any exact count of this model has been learnt."""
+        return self._calibration(model).observations > 0
+
+    # -- text ------------------------------------------------------------------------
 
     def estimate(self, model: str, features: Vector) -> int:
         """Tokens for the given features, never negative."""
@@ -131,6 +104,8 @@ class Estimator:
         """One message inside a prompt: its text and its template cost."""
         return self.estimate(model, text_features(content)[:-1] + (1.0,))
 
+    # -- a session's prompt ----------------------------------------------------------
+
     def context_features(self, session: SessionRecord, context: ActiveContext,
                          active: Sequence[MessageRecord], user: MessageRecord | None = None) -> Vector:
         """Features of the prompt `prompt.context_messages` (with `user`: `build_messages`)
@@ -138,32 +113,76 @@ class Estimator:
         return context_features(self.features, session, system_parts(session, context), context,
                                 active, user, self.folded)
 
+    def of_features(self, session: SessionRecord, features: Vector) -> Estimate:
+        """The estimate of a prompt of this session with these features: anchored on the
+        session's last exact count when it has one for its model."""
+        w = self.weights(session.model)
+        anchor = session.anchor_features
+        if session.anchor_model != session.model or len(anchor) != FEATURES:
+            tokens = self.estimate(session.model, features)
+            return Estimate(tokens, tokens)
+        delta = [f - a for f, a in zip(features, anchor)]
+        change = sum(wi * d for wi, d in zip(w, delta))
+        uncertain = math.ceil(sum(wi * abs(d) for wi, d in zip(w, delta)))
+        return Estimate(max(0, round(session.anchor_tokens + change)), uncertain)
+
+    def context_estimate(self, session: SessionRecord, context: ActiveContext,
+                         active: Sequence[MessageRecord], user: MessageRecord | None = None) -> Estimate:
+        return self.of_features(session, self.context_features(session, context, active, user))
+
     def context(self, session: SessionRecord, context: ActiveContext,
                 active: Sequence[MessageRecord], user: MessageRecord | None = None) -> int:
-        """The estimate of that prompt."""
-        return self.estimate(session.model, self.context_features(session, context, active, user))
+        """The best guess of that prompt's tokens."""
+        return self.context_estimate(session, context, active, user).tokens
 
-    def observe(self, model: str, prompt: Vector, prompt_tokens: int,
-                estimate: int, texts: Iterable[tuple[str, int]] = (), persist: bool = True
-                ) -> Calibration:
-        """Learn from a turn: its prompt's features and exact count (and how far `estimate`, made
-        before, was off) and (text, tokens) pairs such as the answer. Returns the new
-        calibration; with `persist` it is also written (else the caller writes it, e.g.
-        in the transaction that stores the answer)."""
-        cal = self._calibration(model)
-        if prompt_tokens > 0 and cal.observations >= _FITTED:  # the prior's error says nothing
-            cal.errors = [*cal.errors, abs(estimate - prompt_tokens) / prompt_tokens][-_ERRORS_KEPT:]
-        samples = [(prompt, prompt_tokens)]
-        samples += [(text_features(text), tokens) for text, tokens in texts]
-        for features, tokens in samples:
-            if tokens <= 0:
-                continue
-            for i in range(FEATURES):
-                cal.xty[i] = cal.xty[i] * _DECAY + features[i] * tokens
-                for j in range(FEATURES):
-                    cal.xtx[i][j] = cal.xtx[i][j] * _DECAY + features[i] * features[j]
-            cal.observations += 1
+    def raised(self, model: str, estimate: Estimate | int) -> int:
+        """The estimate raised by the measured error on its uncertain part (a bare number is
+        all uncertain), and a few tokens more: what must fit is checked with this."""
+        est = estimate if isinstance(estimate, Estimate) else Estimate(estimate, estimate)
+        return est.tokens + math.ceil(est.uncertain * self.margin(model)) + SLACK
+
+    def lowered(self, model: str, estimate: Estimate) -> int:
+        """The estimate lowered by the measured error: what may trigger a lossy step."""
+        return max(0, estimate.tokens - math.ceil(estimate.uncertain * self.margin(model)))
+
+    # -- learning --------------------------------------------------------------------
+
+    def observe(self, session: SessionRecord, features: Vector, tokens: int, estimate: Estimate,
+                texts: Iterable[tuple[str, int]] = (), repeated: bool = False
+                ) -> list[tuple[str, Calibration]]:
+        """Learn from a turn of `session`: its prompt's features and exact count (and how far
+        `estimate`, made before, was off), and exact (text, tokens) pairs such as the answer.
+        `repeated`: the prompt's new part is text that calibrates nothing (`repetitive`).
+        Returns the records to store (with the answer, in one transaction)."""
+        model = session.model
+        totals = self._calibration(model)
+        own = self._calibration(session_key(model, session.id))
+        if tokens > 0 and estimate.uncertain >= MIN_UNCERTAIN and totals.observations >= 2:
+            error = abs(estimate.tokens - tokens) / estimate.uncertain
+            totals.errors = [*totals.errors, error][-fitting.ERRORS_KEPT:]
+        samples = [(f, n) for f, n in [*self._prompt_sample(session, features, tokens, repeated),
+                                        *((text_features(t), n) for t, n in texts
+                                          if not fitting.repetitive(t))] if n > 0]
+        fitting.learn(own, totals, samples)
         self._weights.pop(model, None)
-        if persist:
-            self.store.save_calibration(model, cal)
-        return cal
+        return [(model, totals), (session_key(model, session.id), own)]
+
+    @staticmethod
+    def _prompt_sample(session: SessionRecord, features: Vector, tokens: int,
+                       repeated: bool) -> list[tuple[Vector, int]]:
+        """The prompt as a sample: what it added since the anchor (when the context only
+        grew), else the whole prompt when the session had no anchor."""
+        if repeated:
+            return []
+        anchor = session.anchor_features
+        if session.anchor_model != session.model or len(anchor) != FEATURES:
+            return [(features, tokens)]
+        delta = tuple(f - a for f, a in zip(features, anchor))
+        if min(delta) < 0 or tokens <= session.anchor_tokens:
+            return []  # something left the prompt too: not one clean sample
+        return [(delta, tokens - session.anchor_tokens)]
+
+    def save(self, records: list[tuple[str, Calibration]]) -> None:
+        """Store calibration records now (outside a turn's own transaction)."""
+        for key, record in records:
+            self.store.save_calibration(key, record)

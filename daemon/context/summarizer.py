@@ -13,8 +13,9 @@ from ctxkeep.protocol.events import (
 )
 from ctxkeep.daemon.context import goals as goal_markers
 from ctxkeep.daemon.server.bus import EventBus
-from ctxkeep.daemon.context.estimator import Estimator
+from ctxkeep.daemon.context.estimator import SLACK, Estimator
 from ctxkeep.daemon.errors import RequestError
+from ctxkeep.daemon.models.backend import ModelCallError
 from ctxkeep.daemon.models.protocol import ModelBackend
 from ctxkeep.daemon.context.prompt import (
     COMPACTION_SYSTEM, MERGE_SYSTEM, summary_call, transcript_line,
@@ -25,8 +26,6 @@ from ctxkeep.daemon.store.protocol import SessionStore
 
 log = logging.getLogger(__name__)
 
-#: Room kept free in every summarization prompt for estimate error and template tokens.
-_MARGIN = 0.9
 _HEADER = "Conversation to summarize:"
 #: The fewest tokens of text a summarization call must be able to take.
 MIN_CALL_BUDGET = 64
@@ -109,11 +108,14 @@ class Summarizer:
     @classmethod
     async def for_model(cls, backend: ModelBackend, estimator: Estimator, model: str,
                         num_ctx: int, max_room: int) -> "Summarizer":
+        """Calls sized by cautious counts: a chunk's estimate, raised by the model's measured
+        error, leaves the summary its room."""
         facts = await backend.facts(model)
         window = min(num_ctx, facts.context_length) if facts.context_length else num_ctx
         room = min(max_room, window // 4)
         system_cost = estimator.prompt(model, summary_call(COMPACTION_SYSTEM, "", "", _HEADER)) + 400
-        return cls(backend, estimator, model, window, room, int((window - room - system_cost) * _MARGIN))
+        budget = (window - room - system_cost) / (1 + estimator.margin(model)) - SLACK
+        return cls(backend, estimator, model, window, room, int(budget))
 
     def check_room(self) -> None:
         """Refuse to start when the summarizing model's window leaves no room for text."""
@@ -128,7 +130,23 @@ class Summarizer:
 
     async def call(self, system: str, instructions: str, body: str, header: str,
                    room: int | None = None) -> tuple[str, int]:
-        """One summary: (text, its tokens). Raises SummaryRejected on an empty one."""
+        """One summary: (text, its tokens). Raises SummaryRejected on an empty one. A call
+        the model refuses as too long (an estimate too low) is split in two and each half
+        summarized, the summaries joined."""
+        try:
+            return await self._call(system, instructions, body, header, room)
+        except ModelCallError as exc:
+            halves = _halves(body)
+            if exc.code is not ErrorCode.CONTEXT_OVERFLOW or halves is None:
+                raise
+        log.info("a summarization call of ~%d tokens was refused as too long: split in two",
+                 self.estimator.text(self.model, body))
+        first = await self.call(system, instructions, halves[0], header, room)
+        second = await self.call(system, instructions, halves[1], header, room)
+        return f"{first[0]}\n\n{second[0]}", first[1] + second[1]
+
+    async def _call(self, system: str, instructions: str, body: str, header: str,
+                    room: int | None) -> tuple[str, int]:
         messages = summary_call(system, instructions, body, header)
         options = {"num_ctx": self.window, "num_predict": room or self.room}
         response = await self.backend.chat_once(self.model, messages, options)
@@ -161,6 +179,21 @@ class Summarizer:
                 step += 1
                 progress(step, max(steps, step), "merged summaries")
         return texts[0]
+
+
+def _halves(body: str) -> tuple[str, str] | None:
+    """`body` cut in two near its middle, at a paragraph (else a line, else a space);
+    None when it is too short to cut."""
+    if len(body) < 200:
+        return None
+    middle, reach = len(body) // 2, len(body) // 4
+    for mark in ("\n\n", "\n", " "):
+        found = [c for c in (body.rfind(mark, middle - reach, middle), body.find(mark, middle, middle + reach))
+                 if c > 0]
+        if found:
+            cut = min(found, key=lambda c: abs(c - middle)) + len(mark)
+            return body[:cut], body[cut:]
+    return body[:middle], body[middle:]
 
 
 def instructions_for(context: ActiveContext, extra: str = "") -> str:

@@ -24,6 +24,8 @@ class Budget:
     files: int
     summaries: int
     conversation: int
+    #: How much of it is estimated (the rest: the session's last exact count).
+    uncertain: int = 0
 
     @property
     def available(self) -> int:
@@ -34,6 +36,10 @@ class Budget:
     def fill(self) -> float:
         """The conversation's share of its budget."""
         return self.conversation / self.available
+
+    def lowered_fill(self, margin: float) -> float:
+        """The fill with the conversation lowered by `margin` of the uncertain part."""
+        return max(0.0, self.conversation - self.uncertain * margin) / self.available
 
     @property
     def total(self) -> int:
@@ -47,20 +53,29 @@ def reply_room(config: Config, window: int) -> int:
 def measure(session: SessionRecord, context: ActiveContext, active: list[MessageRecord],
             estimator: Estimator, config: Config) -> Budget:
     """The budget of a session's context as it stands (folded on from the session's last
-    measure when the context only grew: context/fold.py)."""
+    measure when the context only grew: context/fold.py). The segments are estimates,
+    scaled so that together they make the anchored estimate of the whole prompt (exact
+    when nothing changed since the last count); its uncertain part is the conversation's."""
     model = session.model
     key = (session.id, frozenset(context.pinned), frozenset(context.file_summaries))
     parts = estimator.segmented.fold(session.id, key, active)
     size = lambda vector: estimator.estimate(model, vector)  # noqa: E731
-    files_tokens, summary_tokens = size(parts.files), size(parts.summaries)
     goals_text = goal_markers.render(context.goals)
-    return Budget(
-        window=session.window, reply=reply_room(config, session.window),
-        system=estimator.message(model, session.system) + 1 if session.system else 1,
-        goals=estimator.text(model, goals_text) if goals_text else 0, pinned=size(parts.pinned),
-        checkpoints=estimator.text(model, checkpoint_block(context.checkpoints)) if context.checkpoints else 0,
-        files=files_tokens, summaries=summary_tokens,
-        conversation=size(parts.recent) + files_tokens + summary_tokens)
+    fixed = {"system": estimator.message(model, session.system) + 1 if session.system else 1,
+             "goals": estimator.text(model, goals_text) if goals_text else 0,
+             "pinned": size(parts.pinned),
+             "checkpoints": estimator.text(model, checkpoint_block(context.checkpoints))
+             if context.checkpoints else 0}
+    rest = {"files": size(parts.files), "summaries": size(parts.summaries), "recent": size(parts.recent)}
+    whole = estimator.context_estimate(session, context, active)
+    estimated = sum(fixed.values()) + sum(rest.values())
+    if estimated and whole.tokens != estimated:
+        k = whole.tokens / estimated
+        fixed = {name: round(v * k) for name, v in fixed.items()}
+        rest = {name: round(v * k) for name, v in rest.items()}
+    return Budget(window=session.window, reply=reply_room(config, session.window), **fixed,
+                  files=rest["files"], summaries=rest["summaries"],
+                  conversation=sum(rest.values()), uncertain=whole.uncertain)
 
 
 def usage_of(session: SessionRecord, context: ActiveContext, active: list[MessageRecord],

@@ -15,11 +15,13 @@ from ctxkeep.daemon.models.options import check_options
 from ctxkeep.daemon.handlers.registry import RequestError, handles
 
 
-async def _updated(services: Services, req, record: SessionRecord, prompt_changed: bool) -> SessionReply:
-    """Announce the change (with a fresh estimate when the prompt changed) and answer."""
+async def _updated(services: Services, req, record: SessionRecord, prompt_changed: bool,
+                   usage_changed: bool = False) -> SessionReply:
+    """Announce the change (with a fresh estimate when what the model sees changed, and the
+    usage when that or the budget changed) and answer."""
     if prompt_changed:
         await services.announcer.prompt_changed(record.id)
-    info = services.announcer.changed(record.id, usage=prompt_changed)
+    info = services.announcer.changed(record.id, usage=prompt_changed or usage_changed)
     return SessionReply(id=req.id, session=info)
 
 
@@ -153,4 +155,7 @@ async def set_model(services: Services, req: requests.SetModel, record: SessionR
         if req.thresholds is not None:
             r.thresholds = list(req.thresholds)
     updated = await services.store.off_loop(services.store.update_session, record.id, change)
-    return await _updated(services, req, updated, True)
+    # Only a new model changes what is counted (its tokenizer and template); a window,
+    # options or thresholds change the budget, not the prompt, whose count stays exact.
+    return await _updated(services, req, updated, prompt_changed=updated.model != record.model,
+                          usage_changed=True)

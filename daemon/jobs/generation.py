@@ -25,12 +25,12 @@ from ctxkeep.protocol.events import (
 )
 from ctxkeep.daemon.context import goals as goal_markers
 from ctxkeep.daemon.context.announce import Announcer
-from ctxkeep.daemon.context.autocompact import AutoCompactor
+from ctxkeep.daemon.context.autocompact import AutoCompactor, Pass
 from ctxkeep.daemon.server.batcher import TextBatcher
 from ctxkeep.daemon.server.bus import EventBus
 from ctxkeep.daemon.config import Config
-from ctxkeep.daemon.errors import RequestError
-from ctxkeep.daemon.context.estimator import Estimator
+from ctxkeep.daemon.context.calibration import repetitive
+from ctxkeep.daemon.context.estimator import Estimate, Estimator
 from ctxkeep.daemon.jobs.deferred import Deferred
 from ctxkeep.daemon.models.sent import ON_SENT
 from ctxkeep.daemon.jobs.endings import TurnEndings, Withdrawn
@@ -69,7 +69,7 @@ class Turn(NamedTuple):
     active: list[MessageRecord]
     user: MessageRecord
     features: Vector
-    estimate: int
+    estimate: Estimate
 
 
 @dataclass
@@ -140,23 +140,18 @@ class Generations(TurnEndings, TurnLimits):
             GenerationToken(generation_id=job.id, index=i, text=text), sid))
         thoughts = TextBatcher(interval, lambda i, text: self.bus.publish(
             GenerationThinking(generation_id=job.id, index=i, text=text), sid))
+        compacted = Pass("the next prompt would not fit")  # taken back if the turn fails
         try:
             session = await self._window(session)
             features = self.estimator.context_features(session, context, active, user)
-            compacted = None
-            if not self.auto.fits_estimate(session, self.estimator.estimate(session.model, features)):
+            if not self.auto.fits_estimate(session, self.estimator.of_features(session, features)):
                 user = await question()
                 self._refuse_impossible(session, context, user)  # before any compaction
-                compacted = await self.auto.before_send(sid, user)
+                await self.auto.before_send(sid, user, compacted)
                 session, context, active = self.store.view(sid)
                 features = self.estimator.context_features(session, context, active, user)
-            estimate = self.estimator.estimate(session.model, features)
-            try:
-                room = self._reply_room(session, estimate)
-            except RequestError:
-                if compacted is not None:  # it did not help: a refused send changes nothing
-                    await self.auto.roll_back(sid, compacted)
-                raise
+            estimate = self.estimator.of_features(session, features)
+            room = self._reply_room(session, estimate)
             messages = self.prompts.build(session, context, active, user)
             options = {**session.options, "num_ctx": session.window, "num_predict": room}
             final = None
@@ -195,6 +190,8 @@ class Generations(TurnEndings, TurnLimits):
                 user = await question()  # stopped beside the question's commit: wait for it
             except Withdrawn:
                 return
+            if not job.ended:
+                await self._take_back(sid, compacted)
             self._fail_with(job, user, exc, answer, thinking, tokens, thoughts)
             if not isinstance(exc, (Exception, asyncio.CancelledError)):
                 raise
@@ -207,6 +204,14 @@ class Generations(TurnEndings, TurnLimits):
             pass
         except Exception:  # noqa: BLE001 - each level already published its own result
             log.exception("session=%s automatic compaction after the turn failed", sid)
+
+    async def _take_back(self, session_id: str, compacted: Pass) -> None:
+        """A turn that fails changes nothing: the pass made for its prompt is undone."""
+        try:
+            await asyncio.shield(self.auto.roll_back(session_id, compacted))
+        except Exception:  # noqa: BLE001 - the turn's own failure is what it reports
+            log.exception("session=%s could not take back the compaction made for a failed "
+                          "turn (`ctxkeep undo` does it)", session_id)
 
     async def _window(self, session: SessionRecord) -> SessionRecord:
         """The session with its model's context_length and size (from /api/show) recorded."""
@@ -235,9 +240,10 @@ class Generations(TurnEndings, TurnLimits):
         # Ollama cut the prompt anyway (an old server ignoring `truncate`): it reports at
         # most the window, or far fewer tokens than the calibrated estimate.
         truncated = token_count >= window or (
-            self.estimator.calibrated(session.model) and token_count < 0.7 * turn.estimate)
-        calibration = self.estimator.observe(session.model, turn.features, token_count,
-                                             turn.estimate, [(answer, eval_count)], persist=False)
+            self.estimator.calibrated(session.model) and token_count < 0.7 * turn.estimate.tokens)
+        calibrations = self.estimator.observe(session, turn.features, token_count, turn.estimate,
+                                              [(answer, eval_count)],
+                                              repeated=repetitive(user.prompt_content()))
         reply = NewMessage(role="assistant", content=answer, thinking=thinking,
                            model=session.model, eval_count=eval_count, reply_to=user.seq)
         goals = goal_markers.apply_markers(context.goals, answer)
@@ -248,17 +254,20 @@ class Generations(TurnEndings, TurnLimits):
         # too late to cancel once the answer is being stored: it lands
         (session, (assistant,)), cancelled = await landed(self.store.append_async(
             session.id, [reply], activate_seqs=[user.seq], activate=[0], token_count=count,
-            exact=exact, answered=[user.seq], calibration=(session.model, calibration), goals=goals))
+            exact=exact, answered=[user.seq], calibrations=calibrations, goals=goals,
+            anchor=(token_count, list(turn.features), session.model)))
         if truncated:
             log.warning("session=%s prompt_eval_count %d (estimated %d, window %d): "
-                        "Ollama may have cut the prompt", session.id, token_count, turn.estimate, window)
+                        "Ollama may have cut the prompt", session.id, token_count, turn.estimate.tokens, window)
         job.end(ResponseGeneration(
             generation_id=job.id, message=assistant.info(), token_count=token_count,
-            eval_count=eval_count, window=window, truncated=truncated, prompt_estimate=turn.estimate,
+            eval_count=eval_count, window=window, truncated=truncated,
+            prompt_estimate=turn.estimate.tokens,
             total_duration=int(final.total_duration or 0),
             load_duration=int(final.load_duration or 0),
             prompt_eval_duration=int(final.prompt_eval_duration or 0),
             eval_duration=int(final.eval_duration or 0)))
+        self.estimator.weights(session.model)  # refit now, not on the next turn's way out
         context = msgspec.structs.replace(context, seqs=[*context.seqs, user.seq, assistant.seq],
                                           goals=goals if goals is not None else context.goals)
         view = View(session, context, [*active, user, assistant])
@@ -266,5 +275,5 @@ class Generations(TurnEndings, TurnLimits):
             self.bus.publish(GoalUpdated(goals=goals), session.id)
         self.announcer.changed(session.id, view=view)
         log.info("session=%s generation=%s done: %d prompt tokens (estimated %d), %d answer tokens",
-                 session.id, job.id, token_count, turn.estimate, eval_count)
+                 session.id, job.id, token_count, turn.estimate.tokens, eval_count)
         return None if cancelled else view

@@ -5,12 +5,22 @@ import msgspec
 
 from ctxkeep.daemon.config import Config
 from ctxkeep.daemon.context.autocompact import AutoCompactor
-from ctxkeep.daemon.context.estimator import Estimator
+from ctxkeep.daemon.context.estimator import Estimate, Estimator
 from ctxkeep.daemon.context.usage import reply_room
 from ctxkeep.daemon.errors import RequestError
 from ctxkeep.daemon.store.protocol import SessionStore
 from ctxkeep.daemon.store.records import ActiveContext, MessageRecord, SessionRecord
 from ctxkeep.protocol import ErrorCode
+
+
+def more_room(session: SessionRecord) -> str:
+    """How to get a larger window, or that there is none to get with this model."""
+    limit = session.context_length
+    if limit and session.window >= limit:
+        return (f"use a model with a longer context: {session.model}'s whole context length "
+                f"({limit:,} tokens) is in use")
+    upto = f" (up to {limit:,}, {session.model}'s context length)" if limit else ""
+    return f"raise num_ctx{upto}: `ctxkeep set {session.name} --num-ctx N`"
 
 
 class TurnLimits:
@@ -27,8 +37,8 @@ class TurnLimits:
         goals, pins and the question itself, plus the reply room, over the window."""
         floor_context = msgspec.structs.replace(context, seqs=[], checkpoints=[])
         pinned = self.store.messages(session.id, context.pinned)
-        floor = self.estimator.raised(session.model, self.estimator.context(
-            session, floor_context, pinned, user))
+        floor = self.estimator.raised(session.model, self.estimator.estimate(
+            session.model, self.estimator.context_features(session, floor_context, pinned, user)))
         room = reply_room(self.config, session.window)
         if floor + room > session.window:
             mine = self.estimator.message(session.model, user.prompt_content())
@@ -37,24 +47,27 @@ class TurnLimits:
                 f"this message is about {mine:,} tokens; with the system prompt, goals and pins "
                 f"the prompt cannot be smaller than about {floor:,} tokens, and the window of "
                 f"{session.window:,} must keep {room:,} for the answer. Nothing was compacted or "
-                f"sent: send less (@file:summary instead of the whole file), or raise num_ctx "
-                f"(`ctxkeep set {session.name} --num-ctx N`)")
+                f"sent, and the context is as it was: send less (@file:summary instead of the "
+                f"whole file), or {more_room(session)}")
 
-    def _reply_room(self, session: SessionRecord, estimate: int) -> int:
+    def _reply_room(self, session: SessionRecord, estimate: Estimate) -> int:
         """num_predict for this prompt: all the room the window leaves (at most what the
         session's own num_predict allows), never less than the reserved reply room, so
-        that prompt plus answer always fit and Ollama never shifts or cuts the context."""
-        room = session.window - self.estimator.raised(session.model, estimate)
+        that prompt plus answer always fit and Ollama never shifts or cuts the context.
+        The room is what the raised estimate leaves, and the refusal says so."""
+        raised = self.estimator.raised(session.model, estimate)
+        room = session.window - raised
         reserve = reply_room(self.config, session.window)
         if room < reserve:
             compacted = self.auto.enabled(session)
-            advice = ("send less (@file:summary instead of a whole file), or raise num_ctx "
-                      f"(`ctxkeep set {session.name} --num-ctx N`)" if compacted else
-                      f"compact the session (`ctxkeep compact {session.name}`), raise num_ctx, "
-                      "or send less")
+            advice = (f"send less (@file:summary instead of a whole file), or {more_room(session)}"
+                      if compacted else f"compact the session (`ctxkeep compact {session.name}`), "
+                      f"send less, or {more_room(session)}")
+            size = (f"about {estimate.tokens:,} tokens (up to {raised:,} with the estimate's "
+                    f"measured error)" if estimate.uncertain else f"{raised:,} tokens")
             raise RequestError(
                 ErrorCode.CONTEXT_OVERFLOW,
-                f"the prompt would be about {estimate:,} tokens, leaving {max(room, 0):,} of the "
+                f"the prompt would be {size}, leaving {max(room, 0):,} of the "
                 f"window of {session.window:,} for the answer (at least {reserve:,} are kept)"
                 f"{', even with the context compacted as far as it goes' if compacted else ''}. "
                 f"Nothing was sent and the context is as it was: {advice}")

@@ -96,9 +96,10 @@ class Contexts(History):
             return session, context, stored
         return self.write(apply)
 
-    def set_estimate(self, session_id: str, tokens: int) -> SessionRecord:
-        """The prompt changed since the last exact count: record an estimate in its place."""
+    def set_estimate(self, session_id: str, tokens: int, exact: bool = False) -> SessionRecord:
+        """The prompt changed since the last exact count: record an estimate in its place
+        (`exact`: the prompt is the one counted, whose count this is)."""
         def change(record: SessionRecord) -> None:
             record.token_count = tokens
-            record.tokens_exact = False
+            record.tokens_exact = exact
         return self.update_session(session_id, change)

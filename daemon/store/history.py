@@ -39,8 +39,8 @@ class History(Sessions):
     def appending(self, session_id: str, messages: Iterable[NewMessage], *,
                   activate: Iterable[int] = (), activate_seqs: Iterable[int] = (),
                   token_count: int | None = None, exact: bool = True, pending: bool = False,
-                  answered: Iterable[int] = (), calibration: tuple[str, Calibration] | None = None,
-                  goals: Goals | None = None
+                  answered: Iterable[int] = (), calibrations: Iterable[tuple[str, Calibration]] = (),
+                  anchor: tuple[int, list[float], str] | None = None, goals: Goals | None = None
                   ) -> Callable[[lmdb.Transaction], tuple[SessionRecord, list[MessageRecord]]]:
         """The one message-append primitive, as a transaction function.
 
@@ -51,13 +51,15 @@ class History(Sessions):
         questions awaiting their answer, not yet in the search index (the commit that
         `accepted` waits for writes as little as it can); `answered` seqs leave the
         pending list and join the index;
-        `calibration` (model, record) and `goals` are saved in the same transaction (one
-        sync for an answer and all it changed).
+        `calibrations` (key, record) and `goals` are saved in the same transaction (one
+        sync for an answer and all it changed); `anchor` (the exact count, the features of
+        the prompt it counted, the model) becomes the session's anchor for estimates.
         """
         batch = list(messages)
         activate = set(activate)
         earlier = list(activate_seqs)
         done = set(answered)
+        saved = list(calibrations)
 
         def append(txn: lmdb.Transaction) -> tuple[SessionRecord, list[MessageRecord]]:
             record = self._get(txn, session_id)
@@ -87,9 +89,10 @@ class History(Sessions):
             if token_count is not None:
                 record.token_count = token_count
                 record.tokens_exact = exact
-            if calibration is not None:
-                txn.put(calibration[0].encode(), self._enc.encode(calibration[1]),
-                        db=self.dbs["calibration"])
+            for key, calibration in saved:
+                txn.put(key.encode(), self._enc.encode(calibration), db=self.dbs["calibration"])
+            if anchor is not None:
+                record.anchor_tokens, record.anchor_features, record.anchor_model = anchor
             record.updated = now
             self._put(txn, record)
             return record, stored

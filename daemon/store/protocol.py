@@ -123,7 +123,7 @@ class SessionStore(Protocol):
     def sessions(self) -> list[SessionRecord]:
         """Every session, most recently updated first."""
 
-    def set_estimate(self, session_id: str, tokens: int) -> SessionRecord:
+    def set_estimate(self, session_id: str, tokens: int, exact: bool = False) -> SessionRecord:
         """The prompt changed since the last exact count: record an estimate in its place."""
 
     def snapshots(self, session_id: str) -> list[SnapshotRecord]:

@@ -60,6 +60,11 @@ class SessionRecord(msgspec.Struct, kw_only=True):
     #: User messages stored and acknowledged whose answer has not been stored yet
     #: (queued or generating). Start-up recovery marks what a crash left here.
     pending: list[int] = []
+    #: The last exact count and the features of the prompt it counted (by `anchor_model`'s
+    #: tokenizer): later estimates are that count plus the estimate of what changed since.
+    anchor_tokens: int = 0
+    anchor_features: list[float] = []
+    anchor_model: str = ""
 
     @property
     def window(self) -> int:
@@ -240,10 +245,16 @@ class CompactionRecord(msgspec.Struct, kw_only=True):
 
 
 class Calibration(msgspec.Struct):
-    """Least-squares sums that fit token counts to text features, for one model."""
+    """Least-squares sums that fit token counts to text features: for one model (key: the
+    model's name) the sum of its sessions' sums, each capped in weight; for one session of
+    it (key: model NUL session id) that session's own."""
 
-    xtx: list[list[float]]
-    xty: list[float]
+    xtx: list[list[float]] = []
+    xty: list[float] = []
+    #: Samples summed (older ones decayed); for a model, the capped weights summed.
+    samples: float = 0.0
     observations: int = 0
-    #: Relative errors of the latest prompt estimates, made before their exact counts.
+    #: Relative errors of the latest estimates' estimated parts, made before their exact counts.
     errors: list[float] = []
+    #: 1: sums over whole prompts with every turn weighing alike (earlier versions: not used).
+    version: int = 1
