@@ -127,12 +127,13 @@ class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     remote_file_refs: Annotated[bool, _doc(
         "Whether clients connected over TCP may have @file references read on the daemon's machine.")] = False
 
-    def file_settings(self, remote: bool = False) -> FileSettings:
+    def file_settings(self, remote: bool = False, window: int = 0) -> FileSettings:
         return FileSettings(roots=list(self.file_roots), max_bytes=self.file_max_bytes,
                             max_refs=self.file_refs_per_message,
                             max_total_bytes=self.file_bytes_per_message,
                             summary_threshold=self.file_summary_threshold,
-                            allowed=self.remote_file_refs or not remote, remote=remote)
+                            allowed=self.remote_file_refs or not remote, remote=remote,
+                            window=window)
 
     def resolved_control(self) -> str:
         return os.environ.get("CTXKEEP_CONTROL") or self.control_endpoint or paths.control_endpoint()

@@ -9,6 +9,7 @@ from ctxkeep.protocol.models import DaemonStatus
 from ctxkeep.daemon.config import Config
 from ctxkeep.daemon.context.announce import Announcer
 from ctxkeep.daemon.context.autocompact import AutoCompactor
+from ctxkeep.daemon.files.workers import FileReader
 from ctxkeep.daemon.jobs.compaction import Compactor
 from ctxkeep.daemon.context.estimator import Estimator
 from ctxkeep.daemon.jobs.generation import Generations
@@ -40,6 +41,8 @@ class Services:
     stopping: Callable[[], bool]
     #: The configuration file (`models.default` writes `default_model` into it).
     config_path: Path
+    #: Reads @file references off the event loop (large ones in a worker process).
+    files: FileReader
 
 
 def build(config: Config, store: SessionStore, bus: EventBus, backend: ModelBackend,
@@ -60,4 +63,4 @@ def build(config: Config, store: SessionStore, bus: EventBus, backend: ModelBack
                     compactor=Compactor(*parts, announcer=announcer),
                     listing=SessionListing(store, jobs.busy_sessions),
                     status=status, stopping=stopping,
-                    config_path=config_path or paths.config_path())
+                    config_path=config_path or paths.config_path(), files=FileReader())

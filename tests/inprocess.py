@@ -49,4 +49,5 @@ class InProcess:
         return [e for e in self.bus.seen if isinstance(e, kind)]
 
     def close(self) -> None:
+        self.services.files.close()
         self.store.close()

@@ -363,3 +363,43 @@ def test_reference_reads_the_file_as_it_was_when_sent(daemon, standin, tree):
         end, _ = wait_terminal(c, acc.generation_id)
         assert isinstance(end, ResponseGeneration)
         assert "line one" in standin.chats[-1].body["messages"][-1]["content"]
+
+
+def _cpu_seconds(pid: int) -> float:
+    """The process's own CPU time (user + system), not its children's."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def test_heavy_files_are_read_outside_the_daemons_own_process(daemon_factory, tmp_path):
+    """Ten references to a 1-MiB Python file in an 8,192 window: in full, each is refused by
+    its size before it is read; as outlines, they are made in a worker process, and once
+    the first passes the window the rest are not read. Either way the daemon's own CPU
+    time stays a fraction of what outlining one such file costs (it stalled other clients
+    for seconds when it outlined all ten in a thread, then refused the turn anyway)."""
+    import time
+
+    from ctxkeep.protocol.events import GenerationError
+    big = tmp_path / "big.py"
+    big.write_text("".join(f"def f{i}(x, y=1):\n    return x + {i}  # {'y' * 40}\n" for i in range(12000)))
+    start = time.process_time()
+    chunker.summarize(str(big), big.read_text())
+    one_outline = time.process_time() - start
+    daemon = daemon_factory().start()
+    pid = daemon.proc.pid
+    with daemon.client(timeout=60) as c:
+        c.subscribe("")
+        sid = c.create_session(model="qwen2.5:7b", num_ctx=8192).session.id
+        for how in (":full", ""):
+            before = _cpu_seconds(pid)
+            acc = c.send(sid, "read " + " ".join([f"@big.py{how}"] * 10), cwd=str(tmp_path))
+            end, _ = wait_terminal(c, acc.generation_id, timeout=120)
+            used = _cpu_seconds(pid) - before
+            assert used < 0.5 * one_outline, (how, used, one_outline)
+            warnings = " ".join(acc.warnings)
+            if how == ":full":  # ten notes instead: the question itself is answered
+                assert warnings.count("cannot fit this session's window in full") == 10, warnings
+                assert isinstance(end, ResponseGeneration), end
+            else:  # the first outline alone is larger than the window
+                assert warnings.count("the files before it are already about") == 9, warnings
+                assert isinstance(end, GenerationError) and end.code == "context_overflow", end

@@ -19,11 +19,8 @@ import math
 import re
 from collections import Counter
 
-from ctxkeep.daemon.context.features import FEATURES, Vector
 from ctxkeep.daemon.store.records import Calibration
-
-#: A cautious prior: above most tokenizers on every kind of text until the first exact count.
-PRIOR = (0.25, 0.5, 1.0, 1.0, 1.0, 1.0, 0.1, 6.0)
+from ctxkeep.daemon.tokens import FEATURES, PRIOR, Vector
 #: The weights stay within these multiples of the prior.
 LOW, HIGH = 0.2, 3.0
 #: The prior's weight, in samples of the data's own average size.

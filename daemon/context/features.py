@@ -9,40 +9,15 @@ cached vector (a stored message never changes), in O(active messages) with no te
 re-read, and equals `prompt_features` of the built prompt exactly.
 """
 
-import re
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import NamedTuple
 
 from ctxkeep.daemon.context.fold import PrefixFold
 from ctxkeep.daemon.context.per_message import PerMessage
 from ctxkeep.daemon.store.records import ActiveContext, MessageRecord, SessionRecord
+from ctxkeep.daemon.tokens import FEATURES, ONE, ZERO, Vector, text_features
 
-#: Latin letters, Latin words, other letters, digits, symbols, newlines, other
-#: whitespace, messages.
-FEATURES = 8
-Vector = tuple[float, ...]
-ZERO: Vector = (0.0,) * FEATURES
-#: The template cost of one message.
-ONE: Vector = (0.0,) * (FEATURES - 1) + (1.0,)
-
-_LATIN = re.compile(r"[A-Za-z]")
-_LATIN_WORDS = re.compile(r"[A-Za-z]+")
-_LETTERS = re.compile(r"[^\W\d_]")
-_DIGITS = re.compile(r"\d")
-_SPACE = re.compile(r"[^\S\n]")
-
-
-def text_features(text: str) -> Vector:
-    """Features of a text, without any per-message cost."""
-    latin = len(_LATIN.findall(text))
-    words = len(_LATIN_WORDS.findall(text))
-    other = len(_LETTERS.findall(text)) - latin
-    digits = len(_DIGITS.findall(text))
-    newlines = text.count("\n")
-    space = len(_SPACE.findall(text))
-    symbols = len(text) - latin - other - digits - newlines - space
-    return (float(latin), float(words), float(other), float(digits), float(symbols),
-            float(newlines), float(space), 0.0)
+__all__ = ["FEATURES", "ONE", "Vector", "ZERO", "text_features"]
 
 
 def add(*vectors: Vector) -> Vector:
@@ -78,10 +53,12 @@ class MessageFeatures(NamedTuple):
 
 def message_features(m: MessageRecord) -> MessageFeatures:
     joins = scale(JOIN, len(m.files))
-    return MessageFeatures(
-        text_features(m.content),
-        add(joins, *(text_features(f.block) for f in m.files)),
-        add(joins, *(text_features(f.summary or f.block) for f in m.files)))
+    blocks = [tuple(f.features) if len(f.features) == FEATURES else text_features(f.block)
+              for f in m.files]  # computed where the file was read, when it was
+    summaries = [(tuple(f.summary_features) if len(f.summary_features) == FEATURES
+                  else text_features(f.summary)) if f.summary else block
+                 for f, block in zip(m.files, blocks)]
+    return MessageFeatures(text_features(m.content), add(joins, *blocks), add(joins, *summaries))
 
 
 class FeatureCache(PerMessage[MessageFeatures]):

@@ -10,6 +10,7 @@ from pathlib import Path
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from ctxkeep.daemon.tokens import text_features
 from ctxkeep.daemon.store.records import Attachment
 from ctxkeep.daemon.files.refs import FileRef, find_refs
 from ctxkeep.daemon.files.safe_read import Refused, inside, list_dir, read_text, shown
@@ -31,6 +32,14 @@ class FileSettings:
     #: References one message may expand, and bytes of files it may read in all.
     max_refs: int = 20
     max_total_bytes: int = 8 << 20
+    #: The session's window (0: no limit): a file that cannot fit it in full is refused
+    #: before it is read, and once the files expanded pass it the rest are not read.
+    window: int = 0
+
+
+#: More bytes than any tokenizer puts in one token: a text of more bytes than this many
+#: times the window cannot fit it.
+MAX_BYTES_PER_TOKEN = 8
 
 
 def _attr(value: str) -> str:
@@ -57,7 +66,7 @@ def expand(text: str, cwd: str, settings: FileSettings, count: Callable[[str], i
     A remote client never chooses: paths start at the first of `file_roots`, which must
     be set."""
     out: list[Attachment] = []
-    read = 0
+    read = tokens = 0
     where = working_dir(cwd, settings)
     for n, ref in enumerate(find_refs(text)):
         if n >= settings.max_refs:
@@ -66,9 +75,13 @@ def expand(text: str, cwd: str, settings: FileSettings, count: Callable[[str], i
         elif read >= settings.max_total_bytes:
             out.append(_refused(ref, f"the message already read {read:,} bytes of files, the limit "
                                      "(file_bytes_per_message)", count))
+        elif settings.window and tokens > settings.window:
+            out.append(_refused(ref, f"not read: the files before it are already about {tokens:,} "
+                                     f"tokens, more than the window of {settings.window:,}", count))
         else:
             attachment = _expand_one(ref, where, settings, count)
             read += attachment.size
+            tokens += attachment.tokens
             out.append(attachment)
     return out
 
@@ -107,7 +120,8 @@ def _expand_one(ref: FileRef, cwd: str, settings: FileSettings,
             text = block(ref.path, "listing", "\n".join(lines) or "(empty)")
             return Attachment(path=ref.path, mode="listing", block=text, tokens=count(text),
                               real_path=shown(str(listing.path)))
-        f = read_text(ref.path, cwd, settings.roots, settings.max_bytes)
+        fits = settings.window * MAX_BYTES_PER_TOKEN if ref.mode == "full" else 0
+        f = read_text(ref.path, cwd, settings.roots, settings.max_bytes, fits)
         mode = ref.label
         if ref.mode == "auto":
             mode = "summary" if f.size > settings.summary_threshold else "full"
@@ -126,6 +140,7 @@ def _expand_one(ref: FileRef, cwd: str, settings: FileSettings,
         return Attachment(path=ref.path, mode=mode, block=text, tokens=count(text), summary=summary,
                           summary_tokens=count(summary) if summary else 0, real_path=shown(str(f.path)),
                           sha256=hashlib.sha256(f.text.encode()).hexdigest(), size=f.size,
-                          mtime=f.mtime)
+                          mtime=f.mtime, features=list(text_features(text)),
+                          summary_features=list(text_features(summary)) if summary else [])
     except (Refused, chunker.ElementNotFound) as exc:
         return _refused(ref, str(exc), count)

@@ -81,8 +81,10 @@ def _check_real(fd: int, allowed: list[Path]) -> Path:
     return real
 
 
-def read_text(path_text: str, cwd: str, roots: list[str], max_bytes: int) -> ReadFile:
-    """The text of a regular file inside the roots, or Refused."""
+def read_text(path_text: str, cwd: str, roots: list[str], max_bytes: int,
+              fits_bytes: int = 0) -> ReadFile:
+    """The text of a regular file inside the roots, or Refused; with `fits_bytes`, a file
+    larger than that is refused as one that cannot fit the window, before it is read."""
     path, allowed = resolve(path_text, cwd, roots)
     fd = _open(path, directory=False)
     try:
@@ -97,6 +99,9 @@ def read_text(path_text: str, cwd: str, roots: list[str], max_bytes: int) -> Rea
         real = _check_real(fd, allowed)
         if info.st_size > max_bytes:
             raise Refused(f"too large ({info.st_size:,} bytes; the limit is {max_bytes:,})")
+        if fits_bytes and info.st_size > fits_bytes:
+            raise Refused(f"{info.st_size:,} bytes cannot fit this session's window in full: "
+                          f"ask for @{path_text}:summary (an outline) or @{path_text}:lines:A-B")
         chunks, left = [], max_bytes + 1
         try:
             while left > 0 and (chunk := os.read(fd, min(left, 1 << 20))):

@@ -1,9 +1,7 @@
 """send and cancel: user turns and stopping them."""
 
-import asyncio
-
 from ctxkeep.protocol import ErrorCode, requests
-from ctxkeep.daemon.files.expand import expand, find_refs
+from ctxkeep.daemon.files.expand import find_refs
 from ctxkeep.protocol.replies import Accepted, Cancelled
 from ctxkeep.daemon.services import Services
 from ctxkeep.daemon.store.records import SessionRecord
@@ -18,11 +16,10 @@ async def send(services: Services, req: requests.Send, record: SessionRecord) ->
     if not req.text.strip():
         raise RequestError(ErrorCode.INVALID_ARGUMENT, "the message is empty")
     # Files are read now, as they are when the user sends, off the event loop (a message
-    # that names none does not pay the thread hop).
-    files = await asyncio.to_thread(expand, req.text, req.cwd,
-                                    services.config.file_settings(remote=REMOTE.get()),
-                                    lambda text: services.estimator.text(record.model, text)
-                                    ) if find_refs(req.text) else []
+    # that names none does not pay the hop; large ones are read in a worker process).
+    files = await services.files.expand(
+        req.text, req.cwd, services.config.file_settings(remote=REMOTE.get(), window=record.window),
+        services.estimator.weights(record.model)) if find_refs(req.text) else []
     job, ahead, _ = await services.generations.accept(record, req.text, req.think, files)
     return Accepted(id=req.id, session_id=record.id, generation_id=job.id, ahead=ahead,
                     files=[f.info() for f in files],

@@ -210,6 +210,7 @@ class Daemon:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         await self.backend.close()
+        self.services.files.close()
         self.close()
         log.info("stopped")
 

@@ -26,6 +26,10 @@ class Attachment(msgspec.Struct, kw_only=True):
     sha256: str = ""
     size: int = 0
     mtime: float = 0.0
+    #: The text features of `block` and of `summary` (context/features.py), computed where
+    #: the file was read, so that a large file's text is not scanned again.
+    features: list[float] = []
+    summary_features: list[float] = []
 
     def info(self) -> AttachedFile:
         return AttachedFile(path=self.path, mode=self.mode, tokens=self.tokens, error=self.error,
