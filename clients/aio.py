@@ -13,8 +13,8 @@ from ..protocol.replies import Reply
 from .calls import Calls
 from .curve_keys import secure
 from .core import (
-    DaemonUnavailable, GapTracker, RequestIds, check_reachable, endpoints, open_subscriber,
-    read_event, read_reply, unwrap,
+    GapTracker, RequestIds, check_reachable, endpoints, no_answer,
+    open_subscriber, patience, read_event, read_reply, unanswered, unwrap,
 )
 
 R = TypeVar("R", bound=Reply)
@@ -71,11 +71,20 @@ class AsyncClient(Calls):
         future: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
         self._waiting[request.id] = future
         await self._dealer.send(encode(request))
+        waited = self.timeout
         try:
-            reply = await asyncio.wait_for(future, self.timeout)
+            reply = await asyncio.wait_for(asyncio.shield(future), self.timeout)
         except asyncio.TimeoutError:
-            self._waiting.pop(request.id, None)
-            raise DaemonUnavailable(self.control, f"no answer in {self.timeout:g} s") from None
+            more = patience(request, self.timeout, self.control)
+            if not more:  # only reads, or no daemon runs: give up now
+                self._waiting.pop(request.id, None)
+                raise no_answer(self.control, waited, unanswered(request)) from None
+            try:  # running, only slow, and the request may be under way: wait on
+                waited += more
+                reply = await asyncio.wait_for(future, more)
+            except asyncio.TimeoutError:
+                self._waiting.pop(request.id, None)
+                raise no_answer(self.control, waited, unanswered(request)) from None
         return unwrap(reply, expect)
 
     async def subscribe(self, *prefixes: str) -> DaemonStatusEvent:
@@ -90,7 +99,7 @@ class AsyncClient(Calls):
         try:
             return await asyncio.wait_for(greeting(), self.timeout)
         except asyncio.TimeoutError:
-            raise DaemonUnavailable(self.events_endpoint, f"no greeting in {self.timeout:g} s") from None
+            raise no_answer(self.events_endpoint, self.timeout) from None
 
     async def next_event(self) -> tuple[str, Event] | None:
         """The next published message as (topic, event); None for one this client cannot read."""

@@ -1,5 +1,6 @@
 """What the sync and asyncio clients share: request ids, reply checks, event gaps."""
 
+import fcntl
 import itertools
 import os
 
@@ -13,6 +14,7 @@ from ..protocol import ErrorCode, decode_event, decode_reply, paths, subjects
 from ..protocol.errors import CodedError
 from ..protocol.events import Event
 from ..protocol.replies import Error, Reply
+from ..protocol import requests
 from ..protocol.requests import Request
 
 R = TypeVar("R", bound=Reply)
@@ -29,6 +31,74 @@ class DaemonUnavailable(CtxkeepError):
         super().__init__("daemon_unavailable",
                          f"ctxkeepd is not running ({why} at {endpoint}): start it with "
                          "`ctxkeep daemon run` (or `ctxkeepd &`)")
+
+
+class DaemonNotAnswering(DaemonUnavailable):
+    """A daemon is running (it holds its lock) but did not answer in time: busy, not dead."""
+
+    def __init__(self, endpoint: str, pid: int, waited: float, what: str = "") -> None:
+        CtxkeepError.__init__(
+            self, "daemon_not_answering",
+            f"ctxkeepd (pid {pid}) is running but did not answer in {waited:g} s at {endpoint} "
+            f"(a busy machine?){what}: try again, or look at its log "
+            "(`journalctl --user -u ctxkeep`)")
+        self.pid = pid
+
+
+#: How long a client waits on past its timeout for a daemon that is running but slow, when
+#: the request may already be under way (one that changes something).
+PATIENCE_S = 60.0
+#: Requests that only read: one that got no answer did nothing, and is not waited on.
+READING = (requests.Hello, requests.Ping, requests.Status, requests.SessionList,
+           requests.SessionGet, requests.History, requests.Usage, requests.Files,
+           requests.GoalsGet, requests.SnapshotList, requests.ModelsList, requests.Search)
+
+
+def patience(request: Request, timeout: float, endpoint: str) -> float:
+    """Seconds more to wait for a request past its timeout: none for one that only reads,
+    or when no daemon runs; else PATIENCE_S (the daemon runs: it is only slow)."""
+    if isinstance(request, READING) or running_daemon(endpoint) is None:
+        return 0.0
+    return max(timeout, PATIENCE_S)
+
+
+def running_daemon(endpoint: str) -> int | None:
+    """The pid of the ctxkeepd holding the lock beside an ipc:// endpoint's socket (a daemon
+    runs there, whether or not it answers), or None: no daemon holds it, or the endpoint
+    is not local (TCP)."""
+    path = paths.ipc_path(endpoint)
+    if path is None:
+        return None
+    try:
+        fd = os.open(Path(path).parent / "ctxkeepd.lock", os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:  # held: by a running daemon, whose pid the file holds
+            text = os.pread(fd, 32, 0).decode(errors="replace").strip()
+            return int(text) if text.isdigit() else 0
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)
+
+
+def unanswered(request: Request) -> str:
+    """What a request with no answer may still have done (for the error's message)."""
+    if isinstance(request, requests.Send):
+        return ("; the message may have been received and stored all the same: "
+                f"`ctxkeep show {request.session} --last 2` tells")
+    return ""
+
+
+def no_answer(endpoint: str, waited: float, what: str = "") -> DaemonUnavailable:
+    """The error for a request that got no answer: a running daemon that is slow, or none."""
+    pid = running_daemon(endpoint)
+    if pid is not None:
+        return DaemonNotAnswering(endpoint, pid, waited, what)
+    return DaemonUnavailable(endpoint, f"no answer in {waited:g} s")
 
 
 def endpoints(control: str | None, events: str | None) -> tuple[str, str]:

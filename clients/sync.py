@@ -12,8 +12,8 @@ from ..protocol.replies import Reply
 from .calls import Calls
 from .curve_keys import secure
 from .core import (
-    CtxkeepError, DaemonUnavailable, GapTracker, RequestIds, check_reachable, endpoints, open_subscriber,
-    read_event, read_reply, unwrap,
+    CtxkeepError, DaemonUnavailable, GapTracker, RequestIds, check_reachable, endpoints, no_answer,
+    open_subscriber, patience, read_event, read_reply, running_daemon, unanswered, unwrap,
 )
 
 R = TypeVar("R", bound=Reply)
@@ -63,12 +63,17 @@ class Client(Calls):
         sock = self._socket()
         self._ids.stamp(request)
         sock.send(encode(request))
-        deadline = time.monotonic() + self.timeout
+        start = time.monotonic()
+        deadline, patient = start + self.timeout, False
         while request.id not in self._stash:  # replies to pipelined requests wait here
             left = deadline - time.monotonic()
             if left <= 0 or not sock.poll(left * 1000):
+                more = 0.0 if patient else patience(request, self.timeout, self.control)
+                if more:  # running, only slow, and the request may be under way: wait on
+                    deadline, patient = time.monotonic() + more, True
+                    continue
                 self.close()
-                raise DaemonUnavailable(self.control, f"no answer in {self.timeout:g} s")
+                raise no_answer(self.control, round(time.monotonic() - start, 1), unanswered(request))
             reply = read_reply(sock.recv())
             self._stash[reply.id] = reply
         return unwrap(self._stash.pop(request.id), expect)
@@ -88,7 +93,7 @@ class Client(Calls):
             if item and isinstance(item[1], DaemonStatusEvent):
                 self.daemon_identity = (item[1].status.pid, item[1].status.started)
                 return item[1]
-        raise DaemonUnavailable(self.events_endpoint, f"no greeting in {self.timeout:g} s")
+        raise no_answer(self.events_endpoint, self.timeout)
 
     def next_event(self, timeout: float | None = None) -> tuple[str, Event] | None:
         """The next event (topic, event), or None after `timeout` seconds."""
@@ -110,6 +115,9 @@ class Client(Calls):
             item = self.next_event(quiet)
             if item is not None:
                 return item
+            pid = running_daemon(self.control)
+            if pid is not None and self.daemon_identity and pid == self.daemon_identity[0]:
+                continue  # the same daemon runs (the lock says so): slow, not gone
             timeout, self.timeout = self.timeout, min(self.timeout, 2.0)
             try:
                 status = self.status().status  # raises DaemonUnavailable when none answers

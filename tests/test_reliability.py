@@ -128,6 +128,29 @@ def test_ask_stops_waiting_when_the_daemon_dies(daemon_process, standin):
     out, err = proc.communicate(timeout=60)
     assert proc.returncode != 0
     assert "ctxkeepd is not running" in err
+    assert "Your message was accepted and is stored" in err  # never reported as lost
+
+
+def test_a_busy_daemon_is_not_reported_as_dead(daemon_process, standin):
+    """A daemon that stops answering for a while (SIGSTOP: as an overloaded machine can
+    hold it) is running, and said to be so; an `ask` under way waits it out and prints
+    its answer (it exited with "not running" after 2 s before)."""
+    daemon = daemon_process
+    status = daemon.cli_process("status", "--timeout", "1")
+    assert status.returncode == 0
+    os.kill(daemon.proc.pid, signal.SIGSTOP)
+    try:
+        status = daemon.cli_process("status", "--timeout", "1", timeout=120)
+    finally:
+        os.kill(daemon.proc.pid, signal.SIGCONT)
+    assert status.returncode == 1 and f"ctxkeepd (pid {daemon.proc.pid}) is running but did not " \
+        "answer" in status.stderr and "not running" not in status.stderr, status.stderr
+    sid, proc = ask_while_streaming(daemon, standin)
+    os.kill(daemon.proc.pid, signal.SIGSTOP)
+    time.sleep(4)  # twice as long as the client waited before calling it dead
+    os.kill(daemon.proc.pid, signal.SIGCONT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0 and "You said" in out, (out, err)
 
 
 def test_ask_says_so_when_the_daemon_restarted(daemon_process, standin):

@@ -18,7 +18,7 @@ from ...protocol.events import (
 )
 from ...protocol.models import SessionInfo, Usage
 from ...protocol.replies import Accepted
-from ..core import CtxkeepError
+from ..core import CtxkeepError, DaemonUnavailable
 from ..sync import Client
 
 
@@ -144,7 +144,7 @@ def stream_turn(client: Client, session: str, text: str, out: TextIO,
     shown = {"thinking": False}
     while True:
         try:  # Ctrl-C anywhere while the answer streams (waiting or printing) cancels it
-            _, event = client.wait_event()
+            _, event = _next_event(client, accepted)
             if on_event is not None and getattr(event, "generation_id", None) == gen:
                 on_event(event)
             end = _show(event, accepted, out, style, notes, show_thinking, shown)
@@ -155,6 +155,18 @@ def stream_turn(client: Client, session: str, text: str, out: TextIO,
             continue
         if end is not None:
             return end
+
+
+def _next_event(client: Client, accepted: Accepted) -> tuple[str, Event]:
+    """The next event; a daemon that stops meanwhile is reported with what became of the
+    question (accepted, so stored: never lost)."""
+    try:
+        return client.wait_event()
+    except DaemonUnavailable as exc:
+        raise CtxkeepError(exc.code, f"{exc.message}. Your message was accepted and is stored in "
+                                     f"the session ({accepted.session_id}); ctxkeepd stopped before "
+                                     "answering it, and marks it interrupted when it starts again: "
+                                     "send it again then") from None
 
 
 def _send_holding_ctrl_c(client: Client, session: str, text: str, cwd: str,
