@@ -34,6 +34,7 @@ class MemoryBackend:
                  count: Callable[[str], int] = count_tokens) -> None:
         self.host = "memory://"
         self.status = OllamaStatus(host=self.host, reachable=True, version="memory")
+        self.changed = asyncio.Event()
         self.models = {m.name: m for m in DEFAULT_MODELS}
         self.reply = reply or (lambda messages: f"You said: {messages[-1]['content'][:60]}")
         self.chats: list[tuple[list[dict[str, Any]], dict[str, Any]]] = []

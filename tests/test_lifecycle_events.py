@@ -6,7 +6,8 @@ import time
 import zmq
 
 from ctxkeep.protocol.events import (
-    CompactionRequest, CompactionResult, ContextUsage, GenerationError, ResponseGeneration,
+    CompactionRequest, CompactionResult, ContextUsage, DaemonStatusEvent, GenerationError,
+    ResponseGeneration,
     SessionUpdated,
 )
 from ctxkeep.protocol.models import Goals
@@ -192,6 +193,25 @@ def test_reachability_follows_every_model_call(daemon_factory, standin):
         acc = c.send(s.id, "hello")
         until_idle(c, s.id, acc.generation_id)
         assert c.status().status.ollama.reachable  # at once, not at the next minute's check
+        # and its version, asked at once too (it said "reachable" with no version before)
+        deadline = time.monotonic() + 5
+        while not c.status().status.ollama.version and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert c.status().status.ollama.version == standin.version
+
+
+def test_ollama_coming_up_is_seen_within_seconds(daemon_factory, standin):
+    """With no call made, a check every few seconds while Ollama is unreachable finds it
+    (`status` said NOT REACHABLE for a minute after Ollama came up)."""
+    port = standin.port
+    standin.stop()
+    d = daemon_factory(f"http://127.0.0.1:{port}").start()
+    with d.client() as c:
+        c.subscribe("daemon.status")
+        wait_for(c, DaemonStatusEvent, where=lambda e: e.status.ollama.checked and not e.status.ollama.reachable)
+        standin.start(port=port)
+        event = wait_for(c, DaemonStatusEvent, timeout=15, where=lambda e: e.status.ollama.reachable)
+        assert event.status.ollama.version == standin.version
 
 
 def test_chat_slash_command_errors_do_not_end_the_chat(daemon):

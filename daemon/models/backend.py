@@ -61,6 +61,9 @@ class OllamaBackend:
         self._client: Any = None
         self._facts: dict[str, ModelFacts] = {}
         self.status = OllamaStatus(host=host, reachable=False, checked=False)
+        #: Set when a call finds Ollama reachable (or not) against what `status` said: the
+        #: daemon's watch then asks its version and tells clients at once.
+        self.changed = asyncio.Event()
 
     def preload(self) -> None:
         """Start importing the client in a worker thread (call from the event loop)."""
@@ -99,6 +102,7 @@ class OllamaBackend:
         """A call got an answer from Ollama: it is reachable (whatever the answer said)."""
         if not self.status.reachable:
             self.status = OllamaStatus(host=self.host, reachable=True, version=self.status.version)
+            self.changed.set()
 
     def known_facts(self, model: str) -> ModelFacts | None:
         """What /api/show said of the model, if it was already asked (no call)."""
@@ -216,6 +220,8 @@ class OllamaBackend:
         if isinstance(exc, ModelCallError):
             return exc
         if isinstance(exc, (ConnectionError, httpx.ConnectError, httpx.ConnectTimeout)):
+            if self.status.reachable:
+                self.changed.set()
             self.status = OllamaStatus(host=self.host, reachable=False, error="unreachable")
             return ModelCallError(
                 ErrorCode.OLLAMA_UNREACHABLE,

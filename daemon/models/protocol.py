@@ -5,6 +5,7 @@ compaction, relevance, summaries) and the handlers are typed against this
 Protocol, so another backend, or a test double, needs only these members.
 """
 
+import asyncio
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any, Protocol
 
@@ -18,6 +19,8 @@ class ModelBackend(Protocol):
 
     host: str
     status: OllamaStatus
+    #: Set when a call finds the server's reachability otherwise than `status` said.
+    changed: asyncio.Event
 
     def preload(self) -> None: ...
 

@@ -25,6 +25,9 @@ from ctxkeep.daemon.server.controller import Controller
 from ctxkeep.daemon.store.store import Store, StoreError
 
 log = logging.getLogger(__name__)
+#: Seconds between checks of Ollama while it answers, and while it does not.
+OLLAMA_CHECK_S = 60.0
+OLLAMA_RETRY_S = 5.0
 
 
 
@@ -241,19 +244,26 @@ class Daemon:
             self._store_lock.release()
 
     async def _watch_ollama(self) -> None:
-        """Check Ollama at start and every minute; say clearly when it is unreachable."""
-        was_reachable: bool | None = None
+        """Check Ollama at start, every minute (every few seconds while it is unreachable),
+        and at once when a model call finds it otherwise than the last check said; say
+        clearly when it is unreachable, and tell clients every change."""
+        known: tuple[bool, str] | None = None
         while True:
+            self.backend.changed.clear()
             status = await self.backend.check()
-            if status.reachable != was_reachable:
+            if (status.reachable, status.version) != known:
                 if status.reachable:
                     log.info("Ollama %s reachable at %s", status.version, status.host)
                 else:
                     log.warning("Ollama is not reachable at %s: %s", status.host, status.error)
-                was_reachable = status.reachable
+                known = (status.reachable, status.version)
                 systemd.notify(self._status_line())
                 self.bus.publish(DaemonStatusEvent(status=self.status()))  # clients learn it too
-            await asyncio.sleep(60)
+            interval = OLLAMA_CHECK_S if status.reachable else OLLAMA_RETRY_S
+            try:
+                await asyncio.wait_for(self.backend.changed.wait(), interval)
+            except asyncio.TimeoutError:
+                pass
 
     def status(self) -> DaemonStatus:
         return DaemonStatus(
