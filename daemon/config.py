@@ -48,6 +48,9 @@ class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     connect_timeout: Annotated[float, Meta(gt=0), _doc("Seconds to wait for a connection to Ollama.")] = 5.0
     read_timeout: Annotated[float, Meta(gt=0), _doc(
         "Seconds without a byte from Ollama before a call is given up (loading a model can be slow).")] = 600.0
+    first_token_timeout: Annotated[float, Meta(gt=0), _doc(
+        "Seconds a loaded model may take to send the first token of an answer before the turn "
+        "ends with ollama_not_answering (a model still loading gets read_timeout).")] = 120.0
     default_model: Annotated[str, _doc("The model of new sessions.")] = "llama3.2"
     num_ctx: Annotated[int, Meta(ge=256, le=2**24), _doc(
         "The context window of new sessions, in tokens; always sent to Ollama, capped by the "

@@ -230,6 +230,9 @@ def render_markdown() -> str:
         "model_not_found": "the model is not installed in Ollama (`ollama pull`)",
         "ollama_error": "Ollama answered with an error",
         "stream_interrupted": "the answer stream broke off; the partial answer is kept, marked interrupted",
+        "ollama_not_answering": "Ollama took the request but sent nothing back: a loaded model silent for "
+                                "`first_token_timeout`, or nothing at all for `read_timeout` (see "
+                                "`generation.waiting`)",
         "context_overflow": "the prompt does not fit the window",
         "cancelled": "a client cancelled the job (queued or running)",
         "storage_error": "the store could not write (disk full?); nothing was changed",

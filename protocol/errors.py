@@ -23,6 +23,7 @@ class ErrorCode(str, Enum):
     MODEL_NOT_FOUND = "model_not_found"
     OLLAMA_ERROR = "ollama_error"
     STREAM_INTERRUPTED = "stream_interrupted"
+    OLLAMA_NOT_ANSWERING = "ollama_not_answering"  # took the request, sent nothing back
     CONTEXT_OVERFLOW = "context_overflow"
     CANCELLED = "cancelled"
     # The daemon

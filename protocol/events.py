@@ -71,6 +71,23 @@ class GenerationThinking(Event, tag=subjects.GENERATION_THINKING):
     text: str
 
 
+class GenerationWaiting(Event, tag=subjects.GENERATION_WAITING):
+    """The model server took the request but has sent nothing yet: said after 2 s, then
+    every 5 s until the first token. `state` says what it is doing, as far as its list of
+    loaded models tells: `loading` the model into memory (this may take minutes), the model
+    is loaded and `processing` the prompt, or the server is `not_answering` that question
+    either. A loaded model that sends nothing for `first_token_timeout` seconds ends the
+    turn with `ollama_not_answering`."""
+
+    generation_id: str
+    model: str
+    #: Seconds since the request went out.
+    waited: float
+    state: Literal["loading", "processing", "not_answering"]
+    #: The same in words, for a status line.
+    message: str
+
+
 class ResponseGeneration(Event, tag=subjects.RESPONSE_GENERATION):
     """The answer is complete and stored. Terminal event of a generation."""
 
@@ -207,7 +224,7 @@ class ModelPullResult(Event, tag=subjects.MODEL_PULL_RESULT):
 
 AnyEvent = (
     DaemonStatusEvent | SessionCreated | SessionUpdated | SessionDeleted | QueryReceived
-    | GenerationToken | GenerationThinking | ResponseGeneration | GenerationError | ContextUsage
+    | GenerationToken | GenerationThinking | GenerationWaiting | ResponseGeneration | GenerationError | ContextUsage
     | CompactionRequest | CompactionProgress | CompactionResult | GoalUpdated | SnapshotCreated
     | SnapshotRestored | ContextWarning | ModelPullProgress | ModelPullResult
 )

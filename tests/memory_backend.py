@@ -147,6 +147,9 @@ class MemoryBackend:
                             eval_count=self.count(text),
                             message=Message(role="assistant", content=text))
 
+    async def loaded(self, model: str) -> bool | None:
+        return model in self.models
+
     async def embed(self, model: str, texts: list[str]) -> list[list[float]]:
         known = self.models.get(model)
         if known is None or not known.embedding:

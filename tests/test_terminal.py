@@ -62,3 +62,21 @@ def _umask():
     old = os.umask(0o022)
     yield
     os.umask(old)
+
+
+def test_ask_on_a_terminal_says_what_it_waits_for(daemon, standin, tmp_path):
+    """A model server that says nothing for a while: `ask` shows a status line with the
+    seconds (it printed nothing before), then the answer where the line was."""
+    sid = daemon.cli("new", "--model", "thinker:8b", "-q").stdout.strip()
+    standin.fail_next("delay", seconds=2.6)
+    env = dict(daemon.env, TERM="xterm")
+    child = pexpect.spawn(sys.executable, ["-m", "ctxkeep.clients.cli.main", "ask", sid, "hello"],
+                          env=env, cwd=str(tmp_path), encoding="utf-8", timeout=30)
+    child.logfile_read = io.StringIO()
+    child.expect(r"\[waiting: Ollama is loading thinker:8b into memory .* · 2 s\]")
+    child.expect("You said 1 words")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    shown = child.logfile_read.getvalue()
+    assert shown.index("\x1b7") < shown.index("[waiting") < shown.index("\x1b8\x1b[K") < shown.index("You said")

@@ -14,7 +14,7 @@ import msgspec
 
 from ...protocol.events import (
     CompactionResult, ContextWarning, Event, GenerationError, GenerationThinking,
-    GenerationToken, ResponseGeneration,
+    GenerationToken, GenerationWaiting, ResponseGeneration,
 )
 from ...protocol.models import SessionInfo, Usage
 from ...protocol.replies import Accepted
@@ -200,6 +200,10 @@ def _show(event: Event, accepted: Accepted, out: TextIO, style: "Styles", notes:
         return None
     if getattr(event, "generation_id", None) != accepted.generation_id:
         return None
+    if isinstance(event, GenerationWaiting):
+        _waiting_line(notes, style, shown, f"[waiting: {event.message} · {event.waited:.0f} s]")
+        return None
+    _waiting_line(notes, style, shown, "")  # the first token (or the end) clears it
     if isinstance(event, GenerationThinking) and show_thinking:
         out.write(f"{style.dim}{event.text}")
         shown["thinking"] = True
@@ -215,6 +219,17 @@ def _show(event: Event, accepted: Accepted, out: TextIO, style: "Styles", notes:
         return event
     out.flush()
     return None
+
+
+def _waiting_line(stream: TextIO, style: "Styles", shown: dict[str, bool], text: str) -> None:
+    """On a terminal, a status line in place (the cursor saved where it starts, so each
+    update and its clearing rewrite only it); elsewhere nothing (events say it all)."""
+    if not style.dim or not stream.isatty() or not (text or shown.get("waiting")):
+        return
+    stream.write(("\0338\033[K" if shown.get("waiting") else "\0337") +
+                 (f"{style.dim}{text}{style.reset}" if text else ""))
+    stream.flush()
+    shown["waiting"] = bool(text)
 
 
 def terminal_width() -> int:

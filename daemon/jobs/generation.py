@@ -31,6 +31,7 @@ from ctxkeep.daemon.server.bus import EventBus
 from ctxkeep.daemon.config import Config
 from ctxkeep.daemon.context.calibration import repetitive
 from ctxkeep.daemon.context.estimator import Estimate, Estimator
+from ctxkeep.daemon.jobs import waiting
 from ctxkeep.daemon.jobs.deferred import Deferred
 from ctxkeep.daemon.models.sent import ON_SENT
 from ctxkeep.daemon.jobs.endings import TurnEndings, Withdrawn
@@ -166,6 +167,9 @@ class Generations(TurnEndings, TurnLimits):
                                    return_when=asyncio.FIRST_COMPLETED)
                 commit.start()
                 user = await question()
+                await waiting.first_chunk(
+                    first, self.backend, session.model, job.id, self.config.first_token_timeout,
+                    lambda event: self.bus.publish(event, sid))
             except BaseException:
                 first.cancel()
                 raise

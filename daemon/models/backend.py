@@ -29,6 +29,8 @@ from ctxkeep.daemon.errors import RequestError
 from ctxkeep.daemon.models.facts import ModelFacts
 
 log = logging.getLogger(__name__)
+#: Seconds /api/ps may take when asked while a chat waits for its first token.
+PS_TIMEOUT_S = 3.0
 
 
 class ModelCallError(RequestError):
@@ -153,6 +155,16 @@ class OllamaBackend:
                                  context_length=length))
         return out
 
+    async def loaded(self, model: str) -> bool | None:
+        """Whether Ollama has `model` in memory now (/api/ps), or None when it does not
+        answer that within a few seconds either."""
+        try:
+            running = await asyncio.wait_for((await self.client()).ps(), PS_TIMEOUT_S)
+        except Exception:  # noqa: BLE001 - a timeout or an error: it does not answer
+            return None
+        wanted = model if ":" in model else f"{model}:latest"
+        return any(m.model in (model, wanted) for m in running.models)
+
     async def pull(self, model: str) -> AsyncIterator[tuple[str, int, int]]:
         """Have Ollama download `model` (/api/pull): (status, completed, total) as it goes;
         raises ModelCallError when it cannot."""
@@ -245,8 +257,12 @@ class OllamaBackend:
             status = f"HTTP {exc.status_code}" if exc.status_code > 0 else "an error"
             return ModelCallError(ErrorCode.OLLAMA_ERROR,
                                   f"Ollama answered {status}: {error}")
-        if isinstance(exc, (httpx.RemoteProtocolError, httpx.ReadError, httpx.ReadTimeout,
-                            httpx.WriteError)):
+        if isinstance(exc, httpx.ReadTimeout):
+            return ModelCallError(
+                ErrorCode.OLLAMA_NOT_ANSWERING,
+                f"Ollama at {self.host} sent nothing for {self._timeouts[1]:g} s (read_timeout): "
+                "check that it still runs (`ollama ps`, or restart it), then send again")
+        if isinstance(exc, (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)):
             return ModelCallError(
                 ErrorCode.STREAM_INTERRUPTED,
                 f"the connection to Ollama broke mid-answer ({str(exc) or type(exc).__name__}): "

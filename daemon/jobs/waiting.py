@@ -1,0 +1,60 @@
+"""Waiting for a model's first token, out loud.
+
+A model server that takes a request and sends nothing (a model loading, a stuck server)
+left clients silent for up to `read_timeout`. While a turn waits for its first chunk it
+says so every few seconds (`generation.waiting`), telling a model that is loading (not in
+/api/ps yet: this may take minutes) from a loaded one processing the prompt and from a
+server that does not answer /api/ps either; a model that is not loading and sends nothing
+for `first_token_timeout` seconds ends the turn with `ollama_not_answering`.
+"""
+
+import asyncio
+import time
+from collections.abc import Callable
+from typing import Any
+
+from ctxkeep.daemon.models.backend import ModelCallError
+from ctxkeep.daemon.models.protocol import ModelBackend
+from ctxkeep.protocol import ErrorCode
+from ctxkeep.protocol.events import GenerationWaiting
+
+#: The first report after this long, then one every REPORT_EVERY_S.
+FIRST_REPORT_S = 2.0
+REPORT_EVERY_S = 5.0
+
+WORDS = {
+    "loading": "Ollama is loading {model} into memory (a large model can take minutes)",
+    "processing": "{model} is loaded and reading the prompt",
+    "not_answering": "Ollama does not answer (not even which models it has loaded)",
+}
+
+
+async def first_chunk(first: "asyncio.Future[Any]", backend: ModelBackend, model: str,
+                      generation_id: str, timeout: float,
+                      publish: Callable[[GenerationWaiting], object]) -> None:
+    """Wait until `first` (the stream's first chunk) is done, reporting as it goes; raises
+    ModelCallError(ollama_not_answering) when a model that is not loading sends nothing
+    for `timeout` seconds (`first` is cancelled then)."""
+    start = time.monotonic()
+    report_at = FIRST_REPORT_S
+    while True:
+        done, _ = await asyncio.wait([first], timeout=max(0.0, report_at - (time.monotonic() - start)))
+        if done:
+            return
+        loaded = await backend.loaded(model)
+        state = "loading" if loaded is False else "processing" if loaded else "not_answering"
+        waited = time.monotonic() - start
+        if first.done():
+            return
+        publish(GenerationWaiting(generation_id=generation_id, model=model, waited=round(waited, 1),
+                                  state=state, message=WORDS[state].format(model=model)))
+        if state != "loading" and waited >= timeout:
+            first.cancel()
+            what = (f"{model} is loaded" if state == "processing" else
+                    "Ollama did not answer /api/ps either")
+            raise ModelCallError(
+                ErrorCode.OLLAMA_NOT_ANSWERING,
+                f"Ollama took the request but sent nothing for {waited:.0f} s ({what}): it "
+                "stopped answering. Restart it (`systemctl restart ollama`, or `ollama serve`) "
+                "and send again; first_token_timeout in config.toml sets how long to wait")
+        report_at = waited + REPORT_EVERY_S
