@@ -25,13 +25,19 @@ for _ in $(seq 50); do
     sleep 0.2
 done
 .venv/bin/ctxkeep status || { echo "ctxkeepd did not start: see $state/ctxkeepd.log" >&2; exit 1; }
+reachable=yes
 if ! .venv/bin/ctxkeep status --json | grep -q '"reachable":true'; then
+    reachable=no
     echo
     echo "Ollama is not reachable, so chats will fail until it is: install and start it"
     echo "(https://ollama.com), or set OLLAMA_HOST before running ./install.sh."
 fi
 echo
 echo "Ready. Put $here/.venv/bin on your PATH."
+if [ "$reachable" = no ]; then
+    echo "Then, once Ollama runs: ctxkeep status     (it says whether the default model is installed), then: ctxkeep chat"
+    exit 0
+fi
 # The next step names a model Ollama really has (or says how to get one).
 model=$(.venv/bin/ctxkeep models --json 2>/dev/null | .venv/bin/python -c '
 import json, sys
@@ -44,5 +50,5 @@ if [ "${model%% *}" = default ]; then
 elif [ -n "$model" ]; then
     echo "Then: ctxkeep models default ${model#* }     (the default model is not installed), then: ctxkeep chat"
 else
-    echo "Ollama has no chat model yet: ctxkeep models pull qwen2.5:7b && ctxkeep models default qwen2.5:7b, then: ctxkeep chat"
+    echo "Ollama has no chat model yet: ctxkeep models pull llama3.2 (or another), then: ctxkeep chat"
 fi

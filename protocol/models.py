@@ -176,6 +176,8 @@ class DaemonStatus(msgspec.Struct, kw_only=True):
     ollama: OllamaStatus
     #: The model of new sessions that name none (`models.default` changes it).
     default_model: str = ""
+    #: Whether Ollama has the default model, as its model list last said (null: not known).
+    default_model_installed: bool | None = None
 
 
 class Segments(msgspec.Struct, kw_only=True):

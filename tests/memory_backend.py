@@ -35,6 +35,7 @@ class MemoryBackend:
         self.host = "memory://"
         self.status = OllamaStatus(host=self.host, reachable=True, version="memory")
         self.changed = asyncio.Event()
+        self.listed: list[str] | None = None
         self.models = {m.name: m for m in DEFAULT_MODELS}
         self.reply = reply or (lambda messages: f"You said: {messages[-1]['content'][:60]}")
         self.chats: list[tuple[list[dict[str, Any]], dict[str, Any]]] = []

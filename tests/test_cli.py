@@ -4,6 +4,7 @@ import json
 import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -170,7 +171,7 @@ def test_chat_ctrl_c_cancels_the_generation_not_the_program(daemon, standin):
     assert "second answer" in out
 
 
-@pytest.mark.parametrize("args", [["show"], ["ask", "--json", "--jsonl", "hi"], ["bogus"]])
+@pytest.mark.parametrize("args", [["show", "--last", "x"], ["ask", "--json", "--jsonl", "hi"], ["bogus"]])
 def test_usage_errors(daemon, args):
     assert daemon.cli(*args).returncode == 2
 
@@ -511,3 +512,34 @@ def test_chat_asks_for_a_model_when_the_default_is_not_installed(daemon, standin
     assert "type a number from 1 to" in shown  # 9 is not on the list: asked again
     assert session.name == "ideas" and session.model == "small:1b"
     assert daemon.cli("models", "default").stdout.strip() == "small:1b"
+
+
+def test_a_first_run_says_what_to_do_next(daemon_factory, tmp_path):
+    """A fresh install's default model (llama3.2) that Ollama lacks: `status` says so with
+    what to do; `ask` says what ask can do (not --force, which it does not take); `show`
+    takes the latest session as `ask` does; `import` errors name its --name and --model."""
+    import json
+    daemon = daemon_factory()
+    daemon.write_config('default_model = "llama3.2"\n')
+    daemon.start()
+    deadline = time.monotonic() + 10
+    while "NOT INSTALLED" not in (status := daemon.cli("status")).stdout and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert "llama3.2 (the default of new sessions) — NOT INSTALLED in Ollama: `ctxkeep models pull " \
+        "llama3.2`" in status.stdout and "ctxkeep models default NAME" in status.stdout, status.stdout
+    asked = daemon.cli("ask", "hello")
+    assert asked.returncode == 1 and "--force" not in asked.stderr, asked.stderr
+    assert "the default model is not installed in Ollama (installed: qwen2.5:7b" in asked.stderr
+    assert "ask with --model NAME" in asked.stderr and "ctxkeep models default NAME" in asked.stderr
+    assert daemon.cli("ask", "--model", "qwen2.5:7b", "hello").returncode == 0
+    shown = daemon.cli("show")
+    assert shown.returncode == 0 and "hello" in shown.stdout, shown.stderr
+    conversation = tmp_path / "c.json"
+    conversation.write_text(json.dumps({"name": "mine", "messages": [{"role": "user", "content": "hi"}]}))
+    missing = daemon.cli("import", str(conversation))
+    assert missing.returncode == 1 and "--model NAME" in missing.stderr, missing.stderr
+    assert daemon.cli("import", str(conversation), "--model", "qwen2.5:7b", "--name", "mine").returncode == 0
+    taken = daemon.cli("import", str(conversation), "--model", "qwen2.5:7b", "--name", "mine")
+    assert taken.returncode == 1 and "--name NAME" in taken.stderr, taken.stderr
+    absent = daemon.cli("import", str(tmp_path / "nothing.json"))
+    assert absent.returncode == 1 and "cannot read" in absent.stderr and "Traceback" not in absent.stderr

@@ -8,6 +8,7 @@ import sys
 from ...protocol import encode
 from ...protocol.events import GenerationError
 from ..core import CtxkeepError
+from ..present import chat_models
 from .common import add_session_argument, connect, fail, stream_turn
 
 
@@ -43,11 +44,26 @@ def question(words: list[str], piped: str) -> str:
     return f"{text}\n\n{piped}" if text and piped else text or piped
 
 
+def _create(client, model: str, system: str):
+    """A new session; a model Ollama lacks is refused with what `ask` can do about it."""
+    try:
+        return client.create_session(model=model, system=system).session
+    except CtxkeepError as exc:
+        if exc.code != "model_not_found":
+            raise
+        which = f"the model {model!r}" if model else "the default model"
+        installed = ", ".join(m.name for m in chat_models(client.models().models)) or "none"
+        raise CtxkeepError(exc.code, f"{which} is not installed in Ollama (installed: "
+                                     f"{installed}): ask with --model NAME, make one the "
+                                     "default (`ctxkeep models default NAME`), or get it "
+                                     f"(`ctxkeep models pull {model or 'NAME'}`)") from None
+
+
 def pick_session(client, args: argparse.Namespace, words: list[str], piped: str
                  ) -> tuple[str, list[str]]:
     """(the session to ask, the words that are the question)."""
     if args.new or args.model or args.system:
-        created = client.create_session(model=args.model, system=args.system).session
+        created = _create(client, args.model, args.system)
         print(f"ctxkeep: new session {created.name} ({created.id}) on {created.model}", file=sys.stderr)
         return created.id, words
     if args.session:
@@ -61,7 +77,7 @@ def pick_session(client, args: argparse.Namespace, words: list[str], piped: str
     latest = client.sessions().sessions
     if latest:
         return latest[0].id, words
-    created = client.create_session().session
+    created = _create(client, "", "")
     print(f"ctxkeep: new session {created.name} ({created.id}) on {created.model}", file=sys.stderr)
     return created.id, words
 

@@ -41,6 +41,24 @@ def add_session_argument(parser: argparse.ArgumentParser, *flags: str, **how) ->
     return action
 
 
+def add_latest_session_argument(parser: argparse.ArgumentParser) -> argparse.Action:
+    """SESSION, optional: without it, the most recently used session (as `ask` takes it)."""
+    return add_session_argument(parser, nargs="?", default="",
+                                help="session id or name (default: the most recently used)")
+
+
+def session_or_latest(client: Client, ref: str) -> str:
+    """The session `ref` names, or the most recently used one; raises CtxkeepError when
+    there is none."""
+    if ref:
+        return ref
+    latest = client.sessions().sessions
+    if not latest:
+        raise CtxkeepError("unknown_session", "there are no sessions yet: start one with "
+                                              "`ctxkeep ask QUESTION` or `ctxkeep chat`")
+    return latest[0].id
+
+
 def session_names(prefix: str, parsed_args: argparse.Namespace, **_: object) -> list[str]:
     """Session names for completion, asked of the daemon (none when it does not answer)."""
     try:

@@ -5,7 +5,7 @@ import time
 
 import msgspec
 
-from .common import add_session_argument, connect
+from .common import add_latest_session_argument, connect, session_or_latest
 
 
 def add_parser(commands) -> argparse.ArgumentParser:
@@ -13,7 +13,7 @@ def add_parser(commands) -> argparse.ArgumentParser:
         "files", help="files referenced with @path in a session",
         description="List the files a session's messages referenced (@path), latest first, "
                     "with the mode and tokens of their latest expansion.")
-    add_session_argument(parser)
+    add_latest_session_argument(parser)
     parser.add_argument("--unused-in-last", type=int, default=0, metavar="N",
                         help="only files no message among the last N referenced")
     parser.add_argument("--json", action="store_true", help="print the list as one JSON array")
@@ -22,7 +22,8 @@ def add_parser(commands) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     with connect(args) as client:
-        files = client.files(args.session, unused_in_last=args.unused_in_last).files
+        files = client.files(session_or_latest(client, args.session),
+                             unused_in_last=args.unused_in_last).files
     if args.json:
         print(msgspec.json.encode(files).decode())
         return 0

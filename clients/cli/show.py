@@ -6,7 +6,9 @@ from collections.abc import Iterator
 
 import msgspec
 
-from .common import add_session_argument, Styles, connect, session_line, terminal_width, when
+from .common import (
+    Styles, add_latest_session_argument, connect, session_line, session_or_latest, terminal_width, when,
+)
 
 
 def add_parser(commands) -> argparse.ArgumentParser:
@@ -14,7 +16,7 @@ def add_parser(commands) -> argparse.ArgumentParser:
                                  description="Print a session's settings and its full history "
                                              "(every message ever stored, interrupted ones marked, "
                                              "summaries shown where compactions wrote them).")
-    add_session_argument(parser)
+    add_latest_session_argument(parser)
     parser.add_argument("--active", action="store_true",
                         help="only the active context: what the model sees now")
     parser.add_argument("--last", type=int, default=0, metavar="N",
@@ -32,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
         raise SystemExit("ctxkeep show: --last takes a number of messages, 1 or more")
     style = Styles(sys.stdout)
     with connect(args) as client:
-        session = client.session(args.session).session
+        session = client.session(session_or_latest(client, args.session)).session
         if args.json:
             chosen = list(messages(client, session, args.active, args.last))
             print(msgspec.json.encode({"session": session, "messages": chosen}).decode())

@@ -36,7 +36,10 @@ def run(args: argparse.Namespace) -> int:
     print(f"  events    {s.events_endpoint}")
     print(f"  store     {s.store_path}")
     print(f"  sessions  {s.sessions}, generations running: {s.generations_running}")
-    print(f"  model     {s.default_model} (the default of new sessions)")
+    missing = "" if s.default_model_installed is not False else (
+        f" — NOT INSTALLED in Ollama: `ctxkeep models pull {s.default_model}`, or make an "
+        "installed one the default (`ctxkeep models default NAME`; `ctxkeep models` lists them)")
+    print(f"  model     {s.default_model} (the default of new sessions){missing}")
     if o.reachable:
         print(f"  ollama    {o.version or 'reachable'} at {o.host}")
     elif not o.checked:

@@ -17,7 +17,8 @@ from typing import Any
 import msgspec
 
 from ...protocol.requests import ImportedMessage
-from .common import add_session_argument, connect, session_line
+from ..core import CtxkeepError
+from .common import add_latest_session_argument, connect, session_line, session_or_latest
 
 FORMAT = "ctxkeep.session"
 VERSION = 1
@@ -30,7 +31,7 @@ def add_export(commands) -> argparse.ArgumentParser:
         "export", help="write a session out as Markdown or JSON",
         description="Write a session's settings and full history as JSON (what `ctxkeep import` "
                     "reads back) or as a Markdown transcript.")
-    add_session_argument(parser)
+    add_latest_session_argument(parser)
     parser.add_argument("--format", choices=["json", "md"], default="json")
     parser.add_argument("-o", "--output", metavar="FILE", help="write to FILE (default: stdout)")
     parser.set_defaults(run=run_export)
@@ -83,7 +84,7 @@ def markdown(doc: dict[str, Any]) -> str:
 
 def run_export(args: argparse.Namespace) -> int:
     with connect(args) as client:
-        doc = exported(client, args.session)
+        doc = exported(client, session_or_latest(client, args.session))
     text = json.dumps(doc, ensure_ascii=False, indent=2) + "\n" if args.format == "json" else markdown(doc)
     if args.output:
         Path(args.output).write_text(text, encoding="utf-8")
@@ -159,21 +160,36 @@ def batches(messages: list[ImportedMessage]) -> list[list[ImportedMessage]]:
     return out
 
 
+def _import_hint(exc: CtxkeepError) -> str:
+    """What `import` takes to get past the daemon's refusal."""
+    if exc.code == "model_not_found":
+        return " (import it on an installed model with --model NAME, or keep this one with --force)"
+    if "name" in exc.message:
+        return " (give the new session another name with --name NAME)"
+    return ""
+
+
 def run_import(args: argparse.Namespace) -> int:
-    text = sys.stdin.read() if args.file == "-" else Path(args.file).read_text(encoding="utf-8")
     try:
+        text = sys.stdin.read() if args.file == "-" else Path(args.file).read_text(encoding="utf-8")
         doc = parse(text)
         messages = imported_messages(doc["messages"])
+    except (OSError, UnicodeDecodeError) as exc:
+        print(f"ctxkeep: cannot read {args.file}: {getattr(exc, 'strerror', None) or exc}", file=sys.stderr)
+        return 1
     except NotAConversation as exc:
         print(f"ctxkeep: cannot import {args.file}: {exc}", file=sys.stderr)
         return 1
     parts = batches(messages)
     with connect(args) as client:
-        session = client.import_session(
-            name=args.name if args.name is not None else doc["name"] or "",
-            model=args.model or doc["model"] or "", system=doc["system"] or "",
-            options=doc["options"] or {}, num_ctx=args.num_ctx or doc["num_ctx"], force=args.force,
-            messages=parts[0]).session
+        try:
+            session = client.import_session(
+                name=args.name if args.name is not None else doc["name"] or "",
+                model=args.model or doc["model"] or "", system=doc["system"] or "",
+                options=doc["options"] or {}, num_ctx=args.num_ctx or doc["num_ctx"],
+                force=args.force, messages=parts[0]).session
+        except CtxkeepError as exc:
+            raise CtxkeepError(exc.code, f"cannot import {args.file}: {exc.message}{_import_hint(exc)}") from None
         for part in parts[1:]:
             session = client.import_session(session=session.id, messages=part).session
     print(msgspec.json.encode(session).decode() if args.json else f"imported {session_line(session)}")

@@ -8,6 +8,7 @@ from ctxkeep.daemon.config import ConfigError
 from ctxkeep.daemon.config_file import set_top_level
 from ctxkeep.daemon.handlers.registry import RequestError, handles
 from ctxkeep.daemon.models.backend import ModelCallError
+from ctxkeep.daemon.models.facts import same_model
 from ctxkeep.daemon.services import Services
 
 
@@ -21,11 +22,6 @@ async def models_list(services: Services, req: requests.ModelsList) -> ModelsRep
     for m in installed:
         m.default = same_model(m.name, default)
     return ModelsReply(id=req.id, models=installed, default_model=default)
-
-
-def same_model(installed: str, asked: str) -> bool:
-    """Whether `asked` names `installed` (Ollama reads a name without a tag as `:latest`)."""
-    return installed == (asked if ":" in asked else f"{asked}:latest") or installed == asked
 
 
 async def check_installed(services: Services, model: str) -> None:

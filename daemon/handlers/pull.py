@@ -57,6 +57,7 @@ async def _run(services: Services, pull_id: str, model: str, ended: list[ModelPu
                                           completed=completed, total=total))
                 last, shown = now, status
         result = ModelPullResult(pull_id=pull_id, model=model, status="ok")
+        services.backend.changed.set()  # the daemon's watch lists the models again
     except ModelCallError as exc:
         result = ModelPullResult(pull_id=pull_id, model=model, status="failed",
                                  code=exc.code.value, message=exc.message)

@@ -63,9 +63,12 @@ class OllamaBackend:
         self._client: Any = None
         self._facts: dict[str, ModelFacts] = {}
         self.status = OllamaStatus(host=host, reachable=False, checked=False)
-        #: Set when a call finds Ollama reachable (or not) against what `status` said: the
-        #: daemon's watch then asks its version and tells clients at once.
+        #: Set when a call finds Ollama reachable (or not) against what `status` said, or a
+        #: model was pulled: the daemon's watch then asks its version and models, and
+        #: tells clients at once.
         self.changed = asyncio.Event()
+        #: The models Ollama listed last (None: never listed).
+        self.listed: list[str] | None = None
 
     def preload(self) -> None:
         """Start importing the client in a worker thread (call from the event loop)."""
@@ -140,6 +143,7 @@ class OllamaBackend:
         except Exception as exc:  # noqa: BLE001 - every failure becomes a ModelCallError
             raise self.explain(exc) from None
         self._reached()
+        self.listed = [m.model or "" for m in listed.models]
         loaded = {m.model for m in running.models} if running else set()
         out = []
         for m in listed.models:

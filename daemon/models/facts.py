@@ -9,3 +9,8 @@ class ModelFacts(msgspec.Struct, frozen=True):
     context_length: int
     parameter_size: str = ""
     capabilities: tuple[str, ...] = ()
+
+
+def same_model(installed: str, asked: str) -> bool:
+    """Whether `asked` names `installed` (Ollama reads a name without a tag as `:latest`)."""
+    return installed == (asked if ":" in asked else f"{asked}:latest") or installed == asked

@@ -21,6 +21,8 @@ class ModelBackend(Protocol):
     status: OllamaStatus
     #: Set when a call finds the server's reachability otherwise than `status` said.
     changed: asyncio.Event
+    #: The models the server listed last (None: never listed).
+    listed: list[str] | None
 
     def preload(self) -> None: ...
 

@@ -18,7 +18,8 @@ from ctxkeep.protocol.paths import ipc_path
 from ctxkeep.daemon import services
 from ctxkeep.daemon.config import Config, ConfigError, apply_live, load
 from ctxkeep.daemon.jobs.queue import SessionJobs
-from ctxkeep.daemon.models.backend import OllamaBackend
+from ctxkeep.daemon.models.facts import same_model
+from ctxkeep.daemon.models.backend import ModelCallError, OllamaBackend
 from ctxkeep.daemon.server import curve, runtime, systemd
 from ctxkeep.daemon.server.bus import EventBus
 from ctxkeep.daemon.server.controller import Controller
@@ -251,6 +252,11 @@ class Daemon:
         while True:
             self.backend.changed.clear()
             status = await self.backend.check()
+            if status.reachable:  # and which models it has (is the default one of them?)
+                try:
+                    await self.backend.installed(details=False)
+                except ModelCallError:
+                    pass
             if (status.reachable, status.version) != known:
                 if status.reachable:
                     log.info("Ollama %s reachable at %s", status.version, status.host)
@@ -272,6 +278,8 @@ class Daemon:
             sessions=self.store.session_count(), generations_running=self.jobs.running("generation"),
             control_endpoint=self.control_endpoint, events_endpoint=self.events_endpoint,
             store_path=str(self.store.path), last_seq=self.bus.last_seq,
-            ollama=self.backend.status, default_model=self.config.default_model)
+            ollama=self.backend.status, default_model=self.config.default_model,
+            default_model_installed=None if self.backend.listed is None else any(
+                same_model(name, self.config.default_model) for name in self.backend.listed))
 
     # -- requests ---------------------------------------------------------------
