@@ -117,6 +117,9 @@ def decode_request(frame: bytes, max_bytes: int = DEFAULT_MAX_FRAME_BYTES) -> re
             "upgrade ctxkeepd or use an older client",
             head.id,
         )
+    if not head.type:
+        raise DecodeFailure(ErrorCode.INVALID_REQUEST, "the request has no `type` field: every "
+                                                       "request names its type", head.id)
     if head.type not in requests.TYPES:
         known = ", ".join(sorted(requests.TYPES))
         raise DecodeFailure(

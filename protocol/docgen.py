@@ -109,14 +109,28 @@ def render_markdown() -> str:
     - `v`: the protocol version you speak (default 1). A request with a newer
       `v` than the daemon's gets the error `unsupported_version`.
 
-    Unknown fields are refused (`invalid_request`), so typos never pass silently.
+    A missing or mistyped field — `type` included — is `invalid_request`; a `type` no
+    daemon knows is `unknown_type`. Unknown fields are refused (`invalid_request`), so
+    typos never pass silently. A session is named by its id, a prefix of its id of at
+    least 4 characters that no other id starts with, or its name.
 
     Every request gets exactly one reply: its usual reply type, or an `error`
     reply with a `code` from the table below and a `message` that says what to
     do. Long work (a generation) is accepted at once (`accepted`) and then
     reported on the event socket. A frame over the daemon's limit
-    (`max_frame_bytes`, default 1 MiB) is answered with `frame_too_large`;
-    frames far beyond it make ZeroMQ drop the connection.
+    (`max_frame_bytes`, default 1 MiB) is answered with `frame_too_large`; a frame
+    over 8 times that (8 MiB by default) makes ZeroMQ drop the connection, with no
+    reply (reconnect, and send less).
+
+    **Busy sessions.** A session runs one job at a time (a generation or a compaction).
+    `send` and `compact` queue behind the session's running work (`ahead` in the reply
+    says how many jobs wait before it; only one compaction may be queued or running per
+    session, a second answers `busy`). `snapshot.restore` (undo included), `session.delete`
+    and `session.import` into an existing session answer `busy` while the session has work
+    queued or running. Every other request is answered at once, whatever runs. While the
+    daemon stops (after SIGTERM), `send`, `compact` and `models.pull` answer
+    `shutting_down`; other requests, `session.create` included, are answered until its
+    sockets close.
 
     ## Events
 

@@ -12,7 +12,7 @@ from msgspec import Meta
 from .models import GoalsInput, Options, Seq
 from .version import PROTOCOL_VERSION
 
-#: A session's id, or its name when no session has that id.
+#: A session's id, a unique prefix of its id (4+ characters), or its name.
 SessionRef = Annotated[str, Meta(min_length=1, max_length=200)]
 RequestId = Annotated[str, Meta(max_length=200)]
 NumCtx = Annotated[int, Meta(ge=256, le=2**24)]
@@ -114,7 +114,8 @@ class SetSystem(Request, tag="session.set_system"):
 
 
 class SetModel(Request, tag="session.set_model"):
-    """Change a session's model, Ollama options or num_ctx. Omitted fields stay as they are."""
+    """Change a session's model, Ollama options or num_ctx. Omitted fields stay as they are;
+    `options`, when given, replaces the session's options as a whole (it is not merged)."""
 
     session: SessionRef
     model: Annotated[str, Meta(max_length=200)] = ""
@@ -123,7 +124,8 @@ class SetModel(Request, tag="session.set_model"):
     #: The model that writes this session's summaries ("" = the default).
     compaction_model: Annotated[str, Meta(max_length=200)] | None = None
     #: Automatic compaction for this session: on/off (null: the daemon's setting) and its
-    #: three thresholds as fractions of the budget ([] = the daemon's).
+    #: thresholds as fractions of the budget: exactly three, rising, each in (0, 1], e.g.
+    #: [0.5, 0.65, 0.8] ([] = the daemon's).
     auto_compaction: bool | None = None
     thresholds: list[Annotated[float, Meta(gt=0, le=1)]] | None = None
     #: Skip the checks against Ollama: the model is installed, the options are ones it knows.
@@ -253,7 +255,10 @@ class SnapshotDelete(Request, tag="snapshot.delete"):
 
 
 class Usage(Request, tag="usage"):
-    """How full the session's context window is, split by segment."""
+    """How full the session's context window is, split by segment: `system` (the system
+    prompt), `pinned` (the goal record, its locked decisions, and pinned messages),
+    `files` (expanded @file references), `summaries` (summaries and checkpoints),
+    `recent` (the conversation's own messages)."""
 
     session: SessionRef
 

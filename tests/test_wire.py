@@ -40,6 +40,7 @@ def still_serving(sock) -> None:
     (b"\xff\xfe\xfd", "bad_json"),
     (b'{"type": "session.get", "id": "u", "session": "\xff\xfe"}', "bad_json"),
     (b'{"type": "no.such.thing", "id": "t"}', "unknown_type"),
+    (b'{"id": "no type"}', "invalid_request"),  # a missing field, as the protocol doc says
     (b'{"type": "session.get", "id": "w", "session": 42}', "invalid_request"),
     (b'{"type": "session.create", "id": "w", "num_ctx": "big"}', "invalid_request"),
     (b'{"type": "history", "id": "w", "session": "x", "limit": -1}', "invalid_request"),
