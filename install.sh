@@ -34,6 +34,13 @@ if ! .venv/bin/ctxkeep status --json | grep -q '"reachable":true'; then
 fi
 echo
 echo "Ready. Put $here/.venv/bin on your PATH."
+if command -v dpkg >/dev/null && [ -n "${DISPLAY:-}" ]; then
+    missing=""
+    for lib in libxcb-cursor0 libxcb-icccm4 libxcb-keysyms1; do
+        dpkg -s "$lib" >/dev/null 2>&1 || missing="$missing $lib"
+    done
+    [ -z "$missing" ] || echo "The window (ctxkeep-gui) needs:$missing — sudo apt-get install$missing"
+fi
 if [ "$reachable" = no ]; then
     echo "Then, once Ollama runs: ctxkeep status     (it says whether the default model is installed), then: ctxkeep chat"
     exit 0

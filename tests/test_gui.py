@@ -342,3 +342,32 @@ def test_a_message_typed_while_the_daemon_is_away_stays_in_the_box(window_withou
     QTest.keyClick(window.chat.composer, Qt.Key.Key_Return)
     wait_until(lambda: "Not sent" in window.statusBar().currentMessage())
     assert window.chat.composer.text() == "do not lose me" and not window.chat.composer.isReadOnly()
+
+
+def test_a_search_result_shows_its_match_and_opens_there(open_window, client):
+    """Ctrl+K on message text: the row shows an excerpt around the match, wraps instead of
+    scrolling sideways, and opening it shows that message (not the end of the chat) with
+    the word selected."""
+    messages = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"line {i} of the long talk"}
+                for i in range(200)]
+    messages[30]["content"] = "an old remark about the zebra crossing near the station, long ago"
+    far = client.import_session(name="a session with a rather long name that will not fit",
+                                model=MODEL, messages=messages).session
+    first = client.create_session(name="first", model=MODEL).session
+    window = open_window(first.id)
+    panel = window.panel
+    panel.resize(220, 400)
+    wait_until(lambda: panel.list.count() == 2)
+    QTest.keyClicks(panel.search, "zebra")
+    wait_until(lambda: panel.list.count() == 1 and "1 message match" in panel.list.item(0).text())
+    row = panel.list.item(0).text()
+    assert "“…old remark about the zebra crossing near the station" in row, row
+    assert panel.list.horizontalScrollBarPolicy() == Qt.ScrollBarPolicy.ScrollBarAlwaysOff
+    assert panel.list.wordWrap()
+    panel.list.itemActivated.emit(panel.list.item(0))
+    log = window.chat.log
+    wait_until(lambda: window.chat.session is not None and window.chat.session.id == far.id
+               and not window.chat.loading)
+    assert log.textCursor().selectedText() == "zebra"
+    assert 0 <= log.cursorRect().top() < log.viewport().height()  # in view, not at the end
+    assert not log.at_bottom()

@@ -217,3 +217,12 @@ def test_two_answers_streaming_alike_each_grow_their_own(log):
     text = log.plain()
     assert text.index("first\nsame words") < text.index("same words and more")
     assert [e.text for e in log.entries[-2:]] == ["same words", "same words and more"]
+
+
+def test_a_compaction_stopped_on_purpose_is_not_called_a_failure():
+    """Esc during an automatic compaction said "Compaction failed: cancelled"."""
+    from ctxkeep.clients.gui.words import compaction_outcome
+    for reason in ("cancelled", "cancelled: cancelled by a client"):
+        assert compaction_outcome("failed", reason) == "Compaction stopped — the context is as it was"
+    assert compaction_outcome("failed", "summary rejected: empty").startswith("Compaction failed")
+    assert compaction_outcome("skipped", "nothing to compact").startswith("Nothing to compact yet")

@@ -38,6 +38,8 @@ class Entry:
     role: str = ""
     note: str = ""
     who: str = ""
+    #: The message's seq in the history (-1: a marker, or not stored yet).
+    seq: int = -1
 
 
 class ChatLog(QTextBrowser):
@@ -137,6 +139,23 @@ class ChatLog(QTextBrowser):
 
     def plain(self) -> str:
         return self.toPlainText()
+
+    def show_message(self, seq: int, words: str = "") -> bool:
+        """Scroll to the message `seq` (its top at the view's top) and select the first of
+        `words` in it; False when it is not shown."""
+        index = next((i for i, e in enumerate(self.entries) if e.seq == seq), -1)
+        if index < 0:
+            return False
+        start = self._at(self._starts[index].position())
+        bar = self.verticalScrollBar()
+        bar.setValue(bar.value() + self.cursorRect(start).top() - 8)
+        for word in words.split():
+            found = self.document().find(word, start)
+            if not found.isNull() and found.position() <= self._end_of(index).position():
+                self.setTextCursor(found)  # selected: where the match is, at a glance
+                bar.setValue(bar.value() + self.cursorRect(start).top() - 8)
+                break
+        return True
 
     def at_bottom(self) -> bool:
         bar = self.verticalScrollBar()

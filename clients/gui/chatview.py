@@ -20,7 +20,7 @@ from ..present import chat_models
 from .dialogs import fill_models
 from .gauge import ContextGauge, usage_text
 from .theme import Theme
-from .words import COMPACTION, stopped
+from .words import compaction_outcome, stopped
 
 #: Messages per history page.
 PAGE = 40
@@ -45,7 +45,7 @@ def entries_of(messages: list[MessageInfo], marks: list[CompactionMark]) -> list
         if m.status == "interrupted":
             note = stopped(m.error)
         out.append(Entry("message", m.content, role=m.role, note=note,
-                         who=m.model if m.role == "assistant" else ""))
+                         who=m.model if m.role == "assistant" else "", seq=m.seq))
     out += [Entry("marker", mark.marker) for mark in at.values()]  # after the page's last
     return out
 
@@ -65,6 +65,8 @@ class ChatView(QWidget):
         self.first = self.end = 0  # the seqs shown: [first, end)
         self.loading = False
         self.held: list[object] = []
+        #: A message to show once the history is in: (its seq, words to select in it).
+        self.target: tuple[int, str] | None = None
         self.older: list[MessageInfo] = []
         self.older_marks: list[CompactionMark] = []
         self.streaming: set[str] = set()
@@ -108,10 +110,12 @@ class ChatView(QWidget):
 
     # -- the session ----------------------------------------------------------------------
 
-    def open(self, session: SessionInfo) -> None:
-        """Show `session` from its last page."""
+    def open(self, session: SessionInfo, at: int = -1, find: str = "") -> None:
+        """Show `session` from its last page, or (`at`) from just before that message to
+        the end, scrolled to it with `find`'s words selected."""
         self.show_info(session)
-        self.first = self.end = max(0, session.message_count - PAGE)
+        self.target = (at, find) if at >= 0 else None
+        self.first = self.end = max(0, session.message_count - PAGE) if at < 0 else max(0, at - 2)
         self.loading, self.held, self.streaming = True, [], set()
         self.older, self.older_marks = [], []  # an older page of another session in flight
         self.log.reset()
@@ -144,7 +148,11 @@ class ChatView(QWidget):
             self.end = max(self.end, reply.total)
             self.loading = False
             self.log.has_older = self.first > 0
-            self.log.scroll_to_bottom()
+            if self.target is not None:
+                self.log.show_message(*self.target)
+                self.target = None
+            else:
+                self.log.scroll_to_bottom()
             for event in self.held:
                 self.on_event(event)
             self.held = []
@@ -246,7 +254,7 @@ class ChatView(QWidget):
                 self._usage_changed()
                 self.status.emit("Compacted")
             else:
-                self.status.emit(f"{COMPACTION[event.status]}: {event.reason}")
+                self.status.emit(compaction_outcome(event.status, event.reason))
         elif isinstance(event, ContextUsage):
             self.gauge.set_window(event.usage.window)
             self.gauge.set_tokens(event.usage.tokens, exact=event.usage.exact)

@@ -8,16 +8,36 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ...protocol.models import SessionInfo
+from ...protocol.models import MessageInfo, SearchHit, SessionInfo
 
 #: Milliseconds of no typing before the message text is searched.
 SEARCH_DELAY_MS = 250
+#: Where a row keeps the seq of its session's newest matching message (-1: none).
+MATCH_ROLE = Qt.ItemDataRole.UserRole + 1
+#: Characters of a match shown in its row.
+SNIPPET_CHARS = 60
+
+
+def snippet(text: str, query: str) -> str:
+    """One line of `text` around the first word of `query` it holds."""
+    flat = " ".join(text.split())
+    lowered = flat.lower()
+    at = min((i for i in (lowered.find(w) for w in query.lower().split()) if i >= 0), default=0)
+    start = max(0, at - SNIPPET_CHARS // 3)
+    if start:  # whole words: from the start of the word it lands in
+        start = flat.rfind(" ", 0, start) + 1
+    end = start + SNIPPET_CHARS
+    if end < len(flat):
+        end = max(flat.rfind(" ", start, end), at + 1)
+    return ("…" if start else "") + flat[start:end] + ("…" if end < len(flat) else "")
 
 
 class SessionPanel(QWidget):
     """Signals carry session ids; the window turns them into requests."""
 
     open_requested = Signal(str)
+    #: A search result chosen: the session, the matching message's seq, the words searched.
+    match_requested = Signal(str, int, str)
     new_requested = Signal()
     rename_requested = Signal(str)
     delete_requested = Signal(str)
@@ -28,7 +48,8 @@ class SessionPanel(QWidget):
         super().__init__()
         self.sessions: list[SessionInfo] = []
         self.current = ""
-        self.matches: dict[str, int] = {}
+        #: Message-search results by session: (how many messages match, the newest one).
+        self.matches: dict[str, tuple[int, MessageInfo]] = {}
         self.search = QLineEdit()
         self.search.setPlaceholderText("Search (Ctrl+K)")
         self.search.setClearButtonEnabled(True)
@@ -38,6 +59,10 @@ class SessionPanel(QWidget):
         self.new_button.clicked.connect(self.new_requested)
         self.list = QListWidget()
         self.list.setObjectName("sessions")
+        # rows wrap to the panel's width and never scroll sideways (a long name is elided)
+        self.list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.list.setWordWrap(True)
+        self.list.setTextElideMode(Qt.TextElideMode.ElideRight)
         self.list.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.list.customContextMenuRequested.connect(self._menu)
         self.list.itemActivated.connect(self._activated)
@@ -66,10 +91,15 @@ class SessionPanel(QWidget):
                 return
         self.list.clearSelection()
 
-    def show_matches(self, query: str, counts: dict[str, int]) -> None:
-        """The daemon's answer to a message search (ignored when the text changed since)."""
+    def show_matches(self, query: str, hits: list[SearchHit]) -> None:
+        """The daemon's answer to a message search, newest first (ignored when the text
+        changed since)."""
         if query == self.search.text().strip():
-            self.matches = counts
+            matches: dict[str, tuple[int, MessageInfo]] = {}
+            for hit in hits:
+                count, newest = matches.get(hit.session_id, (0, hit.message))
+                matches[hit.session_id] = (count + 1, newest)
+            self.matches = matches
             self._refill()
 
     def selected_id(self) -> str:
@@ -88,20 +118,26 @@ class SessionPanel(QWidget):
         query = self.search.text().strip().lower()
         self.list.clear()
         for s in self.sessions:
-            hits = self.matches.get(s.id, 0)
+            hits, newest = self.matches.get(s.id, (0, None))
             if query and query not in s.name.lower() and not hits:
                 continue
             found = f" · {hits} message{'s' if hits != 1 else ''} match" if hits else ""
             busy = " · answering…" if s.busy else ""
-            item = QListWidgetItem(f"{s.name}\n{s.model} · {s.message_count} messages{found}{busy}")
+            excerpt = f"\n“{snippet(newest.content, query)}”" if newest is not None else ""
+            item = QListWidgetItem(f"{s.name}\n{s.model} · {s.message_count} messages{found}{busy}{excerpt}")
             item.setData(Qt.ItemDataRole.UserRole, s.id)
+            item.setData(MATCH_ROLE, newest.seq if newest is not None else -1)
             item.setToolTip(f"{s.name} ({s.id})\n{s.token_count:,} / {s.window or s.num_ctx:,} tokens")
             self.list.addItem(item)
             if s.id == self.current:
                 self.list.setCurrentItem(item)
 
     def _activated(self, item: QListWidgetItem) -> None:
-        self.open_requested.emit(item.data(Qt.ItemDataRole.UserRole))
+        seq = item.data(MATCH_ROLE)
+        if isinstance(seq, int) and seq >= 0:  # a search result: to the message that matched
+            self.match_requested.emit(item.data(Qt.ItemDataRole.UserRole), seq, self.search.text().strip())
+        else:
+            self.open_requested.emit(item.data(Qt.ItemDataRole.UserRole))
 
     def _menu(self, at: QPoint) -> None:
         item = self.list.itemAt(at)

@@ -33,6 +33,8 @@ class MainWindow(QMainWindow):
         super().__init__()
         self.worker = worker
         self.wanted_session = session
+        #: A search result being opened: (session id, the matching message's seq, the words).
+        self.wanted_match: tuple[str, int, str] | None = None
         self.theme_choice = theme
         self.theme = themes.pick(theme)
         self.models: list[ModelInfo] = []
@@ -79,6 +81,7 @@ class MainWindow(QMainWindow):
         QGuiApplication.styleHints().colorSchemeChanged.connect(lambda _: self.apply_theme())
 
         self.panel.open_requested.connect(self.open_session)
+        self.panel.match_requested.connect(self.open_match)
         self.panel.new_requested.connect(self.new_session)
         self.panel.rename_requested.connect(self.rename)
         self.panel.delete_requested.connect(self.delete)
@@ -159,7 +162,13 @@ class MainWindow(QMainWindow):
         self.dialog = None
 
     def open_session(self, ref: str) -> None:
+        self.wanted_match = None
         self.worker.submit(requests.SessionGet(session=ref))
+
+    def open_match(self, ref: str, seq: int, words: str) -> None:
+        """Open a session at a message that matched a search, its words selected."""
+        self.worker.submit(requests.SessionGet(session=ref))
+        self.wanted_match = (ref, seq, words)
 
     def rename(self, sid: str) -> None:
         current = next((s for s in self.panel.sessions if s.id == sid), None)
@@ -235,16 +244,17 @@ class MainWindow(QMainWindow):
             if self.dialog is not None:
                 self.dialog.set_models(reply.models, reply.default_model)
         elif isinstance(reply, SearchReply):
-            counts: dict[str, int] = {}
-            for hit in reply.hits:
-                counts[hit.session_id] = counts.get(hit.session_id, 0) + 1
-            self.panel.show_matches(request.query, counts)  # type: ignore[attr-defined]
+            self.panel.show_matches(request.query, reply.hits)  # type: ignore[attr-defined]
 
     def show_session(self, session: SessionInfo) -> None:
         self.setWindowTitle(f"{session.name} — ctxkeep")
         self.stack.setCurrentWidget(self.chat)
         self.panel.set_current(session.id)
-        self.chat.open(session)
+        match, self.wanted_match = self.wanted_match, None
+        if match is not None and match[0] == session.id:
+            self.chat.open(session, at=match[1], find=match[2])
+        else:
+            self.chat.open(session)
         self.chat.composer.setFocus()
 
     def on_event(self, topic: str, event: object) -> None:

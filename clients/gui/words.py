@@ -20,6 +20,14 @@ STOPPED = {
 COMPACTION = {"skipped": "Nothing to compact yet", "failed": "Compaction failed"}
 
 
+def compaction_outcome(status: str, reason: str) -> str:
+    """The status line for a compaction that changed nothing; one stopped on purpose (Esc,
+    Stop, another client's cancel) is not a failure."""
+    if status == "failed" and reason.startswith("cancelled"):
+        return "Compaction stopped — the context is as it was"
+    return f"{COMPACTION.get(status, status)}: {reason}"
+
+
 def stopped(code: str, message: str = "") -> str:
     """A short note for an answer that did not complete."""
     words = STOPPED.get(code)
