@@ -28,7 +28,7 @@ from ctxkeep.daemon.store.store import Store, StoreError
 log = logging.getLogger(__name__)
 #: Seconds between checks of Ollama while it answers, and while it does not.
 OLLAMA_CHECK_S = 60.0
-OLLAMA_RETRY_S = 5.0
+OLLAMA_RETRY_S = 2.0
 
 
 
@@ -245,7 +245,7 @@ class Daemon:
             self._store_lock.release()
 
     async def _watch_ollama(self) -> None:
-        """Check Ollama at start, every minute (every few seconds while it is unreachable),
+        """Check Ollama at start, every minute (every 2 s while it is unreachable),
         and at once when a model call finds it otherwise than the last check said; say
         clearly when it is unreachable, and tell clients every change."""
         known: tuple[bool, str] | None = None
