@@ -361,13 +361,15 @@ def test_cli_compact_show_active_and_chat(daemon, standin):
     assert failed.returncode == 1 and "compaction failed: ollama_error" in failed.stderr
 
 
-def test_a_big_imported_conversation_is_compacted_and_continued(daemon, standin, tmp_path):
+def test_a_big_imported_conversation_is_compacted_and_continued(daemon_factory, standin, tmp_path):
     """`ctxkeep import` of 10,000 messages into an 8,192 window, after another session's
     turns of one word repeated (which skewed the estimates before), then `compact` and
     `ask`: the summary calls all fit (counted by a tokenizer the estimator was not built
-    around), the question is answered, nothing was cut."""
+    around), the question is answered, nothing was cut. (Automatic compaction on, unlike
+    this module's other daemons.)"""
     import json
     import random
+    daemon = daemon_factory().start()
     rng = random.Random(4)
     words = ("plan module session answer question budget design parser refactor window "
              "history estimate decision because however meanwhile the of and to").split()
@@ -393,5 +395,11 @@ def test_a_big_imported_conversation_is_compacted_and_continued(daemon, standin,
     compacted = daemon.cli("compact", "big")
     assert compacted.returncode == 0 and "compacted" in compacted.stdout, (compacted.stdout, compacted.stderr)
     answered = daemon.cli("ask", "-s", "big", "what", "did", "we", "decide?")
+    assert answered.returncode == 0 and "An answer about the plan." in answered.stdout, answered.stderr
+    # and with no `compact`: the question's own automatic pass makes it fit (it compacted
+    # 202K to 134K tokens and refused before)
+    path.write_text(json.dumps({"messages": conversation[:4000]}))
+    assert daemon.cli("import", str(path), "--name", "big2").returncode == 0
+    answered = daemon.cli("ask", "-s", "big2", "what", "did", "we", "decide?")
     assert answered.returncode == 0 and "An answer about the plan." in answered.stdout, answered.stderr
     assert not standin.truncations and not standin.refusals
