@@ -239,3 +239,27 @@ def test_a_refusal_never_advises_a_window_past_the_models(tmp_path):
     assert at_max.code == "context_overflow" and "raise num_ctx" not in at_max.message
     assert "small:1b's whole context length (4,096 tokens) is in use" in at_max.message
     assert "raise num_ctx (up to 32,768" in below.message
+
+
+def test_a_kind_of_text_calibration_has_not_seen_gets_the_cautious_margin(tmp_path):
+    """Calibrated on prose alone (its measured error small), a new message of code is
+    allowed the uncalibrated 25 % on its code: its digits and symbols were never seen (the
+    long run's first @file reference was cut by Ollama before, its margin 2 %)."""
+    from ctxkeep.daemon.context.calibration import UNCALIBRATED_MARGIN
+    store = Store.open(tmp_path)
+    est = Estimator(store)
+    rng = random.Random(2)
+    for i in range(12):
+        s = store.create_session(name=f"s{i}", model="m", system="", options={}, num_ctx=8192)
+        text = english(rng, 60).replace(",", "").replace(".", "").replace(";", "")
+        prompt = [{"role": "user", "content": text}]
+        features = text_features(text)[:-1] + (2.0,)
+        guess = est.of_features(s, features)
+        est.save(est.observe(s, features, count_tokens(render(prompt)), guess, [(text, count_tokens(text))]))
+    assert est.margin("m") < 0.1
+    fresh = store.create_session(name="new", model="m", system="", options={}, num_ctx=8192)
+    code = "x = {'k': [1, 2, 3]}; y = f(x) * 42 - 7 # 0x1F\n" * 20
+    guess = est.of_features(fresh, text_features(code)[:-1] + (2.0,))
+    assert guess.novel > 0.3 * guess.uncertain  # its digits and symbols: never seen
+    assert est.allowance("m", guess) >= UNCALIBRATED_MARGIN * guess.novel
+    store.close()

@@ -299,7 +299,10 @@ def test_a_slow_subscriber_loses_the_newest_events_and_sees_the_gap(daemon_facto
     while slow.poll(500):
         seqs.append(decode_event(slow.recv_multipart()[1]).seq)
     assert len(seqs) < len(published)
-    assert seqs == list(range(seqs[0], seqs[0] + len(seqs)))  # the oldest are kept, in order
+    assert seqs == sorted(set(seqs))  # in order, none twice
+    # the oldest are kept: the first queue's worth arrives whole (later ones may slip in
+    # where the subscriber's own I/O thread made room meanwhile, on a busy machine)
+    assert seqs[:200] == list(range(seqs[0], seqs[0] + 200))
     with daemon.client() as c:
         c.create_session(model=MODEL)
     assert slow.poll(10_000)

@@ -101,9 +101,9 @@ class AutoCompactor(Checkpointing):
         return self.store.view(session_id)
 
     def fill(self, session: SessionRecord, budget: Budget) -> float:
-        """The fill that may trigger a lossy level: the estimate lowered by the measured
-        error of its uncertain part."""
-        return budget.lowered_fill(self.estimator.margin(session.model))
+        """The fill that may trigger a lossy level: the estimate lowered by its possible
+        error."""
+        return budget.lowered_fill
 
     def level_for(self, session: SessionRecord, budget: Budget) -> int:
         fill = self.fill(session, budget)

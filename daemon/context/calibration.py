@@ -23,8 +23,14 @@ from ctxkeep.daemon.store.records import Calibration
 from ctxkeep.daemon.tokens import FEATURES, PRIOR, Vector
 #: The weights stay within these multiples of the prior.
 LOW, HIGH = 0.2, 3.0
-#: The prior's weight, in samples of the data's own average size.
+#: The prior's weight, in samples of a typical message: TYPICAL of each feature (Latin
+#: letters, words, other letters, digits, symbols, newlines, spaces, messages). A feature
+#: seen little (a few digits) cannot move its weight far on its own.
 RIDGE = 2.0
+TYPICAL = (200.0, 40.0, 20.0, 10.0, 20.0, 5.0, 40.0, 1.0)
+#: A part of an estimate is covered by calibration once the samples held this many times
+#: as much of each of its features; an uncovered part is allowed the uncalibrated margin.
+COVERED = 3.0
 #: Older samples of a session weigh less, so its fit follows what it talks about.
 DECAY = 0.99
 #: The most samples one session weighs in its model's fit.
@@ -65,14 +71,23 @@ def learn(session: Calibration, model: Calibration, samples: list[tuple[Vector, 
     if not samples:
         return
     old_xtx, old_xty, old_n = capped(session)
+    old_n_raw = session.samples
+    old_mass = list(session.mass) if session.mass else [0.0] * FEATURES
+    session.mass = list(old_mass)
     for features, tokens in samples:
         for i in range(FEATURES):
+            session.mass[i] = session.mass[i] * DECAY + abs(features[i])
             session.xty[i] = session.xty[i] * DECAY + features[i] * tokens
             for j in range(FEATURES):
                 session.xtx[i][j] = session.xtx[i][j] * DECAY + features[i] * features[j]
         session.samples = session.samples * DECAY + 1.0
     new_xtx, new_xty, new_n = capped(session)
+    k_old = min(1.0, SESSION_CAP / max(old_n_raw, 1e-9)) if old_n_raw > 0 else 0.0
+    k_new = min(1.0, SESSION_CAP / session.samples)
+    if not model.mass:
+        model.mass = [0.0] * FEATURES
     for i in range(FEATURES):
+        model.mass[i] += session.mass[i] * k_new - old_mass[i] * k_old
         model.xty[i] += new_xty[i] - old_xty[i]
         for j in range(FEATURES):
             model.xtx[i][j] += new_xtx[i][j] - old_xtx[i][j]
@@ -86,8 +101,7 @@ def fit(model: Calibration) -> list[float]:
     solved again (an active set; at most one pass per feature)."""
     if model.samples <= 0:
         return list(PRIOR)
-    n = max(model.samples, 1.0)
-    ridge = [max(RIDGE * model.xtx[i][i] / n, 1e-9) for i in range(FEATURES)]
+    ridge = [RIDGE * t * t for t in TYPICAL]
     a = [[model.xtx[i][j] + (ridge[i] if i == j else 0.0) for j in range(FEATURES)]
          for i in range(FEATURES)]
     b = [model.xty[i] + ridge[i] * PRIOR[i] for i in range(FEATURES)]
@@ -124,10 +138,16 @@ def _solve(a: list[list[float]], b: list[float]) -> list[float]:
 
 #: Relative errors kept for the margin, and the margin before there are enough.
 ERRORS_KEPT = 64
-MIN_ERRORS = 3
+MIN_ERRORS = 8
 UNCALIBRATED_MARGIN = 0.25
 MIN_MARGIN = 0.02
 MAX_MARGIN = 0.5
+
+
+def uncovered(model: Calibration, weights: list[float], delta: Vector) -> float:
+    """Tokens of the part of `delta` whose features the samples have seen too little of."""
+    mass = model.mass if len(model.mass) == FEATURES else [0.0] * FEATURES
+    return sum(w * abs(d) for w, d, m in zip(weights, delta, mass) if m < COVERED * abs(d))
 
 
 def margin(model: Calibration) -> float:

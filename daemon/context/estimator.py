@@ -41,11 +41,12 @@ MIN_UNCERTAIN = 32
 
 @dataclass(frozen=True)
 class Estimate:
-    """A prompt's size: the best guess, and how much of it is estimated (the rest is an
-    exact count)."""
+    """A prompt's size: the best guess, how much of it is estimated (the rest is an exact
+    count), and how much of that is of features calibration has seen too little of."""
 
     tokens: int
     uncertain: int
+    novel: int = 0
 
 
 def session_key(model: str, session_id: str) -> str:
@@ -118,13 +119,13 @@ class Estimator:
         session's last exact count when it has one for its model."""
         w = self.weights(session.model)
         anchor = session.anchor_features
-        if session.anchor_model != session.model or len(anchor) != FEATURES:
-            tokens = self.estimate(session.model, features)
-            return Estimate(tokens, tokens)
-        delta = [f - a for f, a in zip(features, anchor)]
+        anchored = session.anchor_model == session.model and len(anchor) == FEATURES
+        delta = [f - a for f, a in zip(features, anchor)] if anchored else list(features)
         change = sum(wi * d for wi, d in zip(w, delta))
         uncertain = math.ceil(sum(wi * abs(d) for wi, d in zip(w, delta)))
-        return Estimate(max(0, round(session.anchor_tokens + change)), uncertain)
+        novel = math.ceil(fitting.uncovered(self._calibration(session.model), w, delta))
+        base = session.anchor_tokens if anchored else 0
+        return Estimate(max(0, round(base + change)), uncertain, min(novel, uncertain))
 
     def context_estimate(self, session: SessionRecord, context: ActiveContext,
                          active: Sequence[MessageRecord], user: MessageRecord | None = None) -> Estimate:
@@ -135,15 +136,21 @@ class Estimator:
         """The best guess of that prompt's tokens."""
         return self.context_estimate(session, context, active, user).tokens
 
+    def allowance(self, model: str, estimate: Estimate) -> int:
+        """The error to allow for: the measured margin on the estimated part, the cautious
+        one on its part of features calibration has seen too little of."""
+        known = estimate.uncertain - estimate.novel
+        return math.ceil(known * self.margin(model) + estimate.novel * fitting.UNCALIBRATED_MARGIN)
+
     def raised(self, model: str, estimate: Estimate | int) -> int:
-        """The estimate raised by the measured error on its uncertain part (a bare number is
-        all uncertain), and a few tokens more: what must fit is checked with this."""
-        est = estimate if isinstance(estimate, Estimate) else Estimate(estimate, estimate)
-        return est.tokens + math.ceil(est.uncertain * self.margin(model)) + SLACK
+        """The estimate raised by its allowance (a bare number is all uncertain and novel),
+        and a few tokens more: what must fit is checked with this."""
+        est = estimate if isinstance(estimate, Estimate) else Estimate(estimate, estimate, estimate)
+        return est.tokens + self.allowance(model, est) + SLACK
 
     def lowered(self, model: str, estimate: Estimate) -> int:
-        """The estimate lowered by the measured error: what may trigger a lossy step."""
-        return max(0, estimate.tokens - math.ceil(estimate.uncertain * self.margin(model)))
+        """The estimate lowered by its allowance: what may trigger a lossy step."""
+        return max(0, estimate.tokens - self.allowance(model, estimate))
 
     # -- learning --------------------------------------------------------------------
 

@@ -24,8 +24,9 @@ class Budget:
     files: int
     summaries: int
     conversation: int
-    #: How much of it is estimated (the rest: the session's last exact count).
-    uncertain: int = 0
+    #: The estimate's possible error (context/estimator.py `allowance`): 0 when the whole
+    #: prompt is the session's last exact count.
+    allowance: int = 0
 
     @property
     def available(self) -> int:
@@ -37,9 +38,10 @@ class Budget:
         """The conversation's share of its budget."""
         return self.conversation / self.available
 
-    def lowered_fill(self, margin: float) -> float:
-        """The fill with the conversation lowered by `margin` of the uncertain part."""
-        return max(0.0, self.conversation - self.uncertain * margin) / self.available
+    @property
+    def lowered_fill(self) -> float:
+        """The fill with the conversation lowered by the estimate's possible error."""
+        return max(0.0, self.conversation - self.allowance) / self.available
 
     @property
     def total(self) -> int:
@@ -55,7 +57,7 @@ def measure(session: SessionRecord, context: ActiveContext, active: list[Message
     """The budget of a session's context as it stands (folded on from the session's last
     measure when the context only grew: context/fold.py). The segments are estimates,
     scaled so that together they make the anchored estimate of the whole prompt (exact
-    when nothing changed since the last count); its uncertain part is the conversation's."""
+    when nothing changed since the last count); its possible error is the conversation's."""
     model = session.model
     key = (session.id, frozenset(context.pinned), frozenset(context.file_summaries))
     parts = estimator.segmented.fold(session.id, key, active)
@@ -75,7 +77,7 @@ def measure(session: SessionRecord, context: ActiveContext, active: list[Message
         rest = {name: round(v * k) for name, v in rest.items()}
     return Budget(window=session.window, reply=reply_room(config, session.window), **fixed,
                   files=rest["files"], summaries=rest["summaries"],
-                  conversation=sum(rest.values()), uncertain=whole.uncertain)
+                  conversation=sum(rest.values()), allowance=estimator.allowance(model, whole))
 
 
 def usage_of(session: SessionRecord, context: ActiveContext, active: list[MessageRecord],

@@ -245,9 +245,11 @@ class Generations(TurnEndings, TurnLimits):
         # most the window, or far fewer tokens than the calibrated estimate.
         truncated = token_count >= window or (
             self.estimator.calibrated(session.model) and token_count < 0.7 * turn.estimate.tokens)
-        calibrations = self.estimator.observe(session, turn.features, token_count, turn.estimate,
-                                              [(answer, eval_count)],
-                                              repeated=repetitive(user.prompt_content()))
+        # a count of a prompt Ollama cut is not the count of the prompt sent: not learnt,
+        # not an anchor
+        calibrations = [] if truncated else self.estimator.observe(
+            session, turn.features, token_count, turn.estimate, [(answer, eval_count)],
+            repeated=repetitive(user.prompt_content()))
         reply = NewMessage(role="assistant", content=answer, thinking=thinking,
                            model=session.model, eval_count=eval_count, reply_to=user.seq)
         goals = goal_markers.apply_markers(context.goals, answer)
@@ -259,7 +261,7 @@ class Generations(TurnEndings, TurnLimits):
         (session, (assistant,)), cancelled = await landed(self.store.append_async(
             session.id, [reply], activate_seqs=[user.seq], activate=[0], token_count=count,
             exact=exact, answered=[user.seq], calibrations=calibrations, goals=goals,
-            anchor=(token_count, list(turn.features), session.model)))
+            anchor=None if truncated else (token_count, list(turn.features), session.model)))
         if truncated:
             log.warning("session=%s prompt_eval_count %d (estimated %d, window %d): "
                         "Ollama may have cut the prompt", session.id, token_count, turn.estimate.tokens, window)

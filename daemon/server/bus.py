@@ -38,8 +38,6 @@ __all__ = ["EventBus", "MAX_PREFIX_BYTES", "EVENT_UNIT_BYTES", "high_water_mark"
 CURVE_MAX_MESSAGE = 1024
 #: Departed subscriptions after which freed memory is given back (normal clients hold a few).
 TRIM_AFTER = 32
-#: Subscriptions queued for the daemon per connection, at most.
-SUBSCRIPTION_QUEUE = 64
 #: What one queued event is counted as: a full token batch and its envelope.
 EVENT_UNIT_BYTES = MAX_BATCH_BYTES + 512
 
@@ -87,8 +85,6 @@ class EventBus:
         # broken subscriber) drops its connection before libzmq keeps a copy of it. The
         # cap covers the handshake's messages too, which CURVE's make larger.
         sock.setsockopt(zmq.MAXMSGSIZE, 1 + MAX_PREFIX_BYTES if secure is None else CURVE_MAX_MESSAGE)
-        # Subscriptions libzmq takes in ahead of the daemon reading them (each one kept).
-        sock.setsockopt(zmq.RCVHWM, SUBSCRIPTION_QUEUE)
         sock.setsockopt(zmq.LINGER, 500)
         if fd is not None:
             sock.setsockopt(zmq.USE_FD, fd)

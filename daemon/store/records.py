@@ -257,6 +257,9 @@ class Calibration(msgspec.Struct):
     xty: list[float] = []
     #: Samples summed (older ones decayed); for a model, the capped weights summed.
     samples: float = 0.0
+    #: Each feature's amount summed over the samples (decayed, capped alike): how much of it
+    #: calibration has seen.
+    mass: list[float] = []
     observations: int = 0
     #: Relative errors of the latest estimates' estimated parts, made before their exact counts.
     errors: list[float] = []
