@@ -48,6 +48,20 @@ class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     connect_timeout: Annotated[float, Meta(gt=0), _doc("Seconds to wait for a connection to Ollama.")] = 5.0
     read_timeout: Annotated[float, Meta(gt=0), _doc(
         "Seconds without a byte from Ollama before a call is given up (loading a model can be slow).")] = 600.0
+    recall: Annotated[bool, _doc(
+        "Recall: before each turn, the passages of the session's whole history that the new "
+        "message needs (and the active context no longer holds) open the message, in the room "
+        "the window leaves (per session: `ctxkeep set --recall on|off`).")] = True
+    recall_budget: Annotated[int, Meta(ge=0, le=2**24), _doc(
+        "The most tokens recall may add to a prompt; 0 = up to the level-1 threshold of the "
+        "conversation's budget (per session: `ctxkeep set --recall-budget N`).")] = 0
+    recall_share: Annotated[float, Meta(ge=0, le=0.8), _doc(
+        "The share of the conversation's budget kept free for recall while it is on: automatic "
+        "compaction keeps the active context within the rest (what it sets aside stays "
+        "recallable word for word).")] = 0.4
+    recall_embed_wait_ms: Annotated[float, Meta(ge=0, le=10_000), _doc(
+        "How long a turn waits for the embedding of its new message before recalling by words "
+        "alone (passages are embedded in the background; a turn never waits for those).")] = 50.0
     first_token_timeout: Annotated[float, Meta(gt=0), _doc(
         "Seconds a loaded model may take to send the first token of an answer before the turn "
         "ends with ollama_not_answering (a model still loading gets read_timeout).")] = 120.0

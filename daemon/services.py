@@ -15,6 +15,7 @@ from ctxkeep.daemon.context.estimator import Estimator
 from ctxkeep.daemon.jobs.generation import Generations
 from ctxkeep.daemon.jobs.queue import SessionJobs
 from ctxkeep.daemon.models.protocol import ModelBackend
+from ctxkeep.daemon.recall.recaller import Recaller
 from ctxkeep.daemon.server.bus import EventBus
 from ctxkeep.daemon.store.listing import SessionListing
 from ctxkeep.daemon.store.protocol import SessionStore
@@ -43,6 +44,8 @@ class Services:
     config_path: Path
     #: Reads @file references off the event loop (large ones in a worker process).
     files: FileReader
+    #: Recall's indexes and embeddings, for every session.
+    recaller: Recaller
 
 
 def build(config: Config, store: SessionStore, bus: EventBus, backend: ModelBackend,
@@ -57,10 +60,12 @@ def build(config: Config, store: SessionStore, bus: EventBus, backend: ModelBack
     announcer = Announcer(store, bus, estimator, config, jobs.busy)
     parts = (store, bus, backend, config, jobs, estimator)
     auto = AutoCompactor(store, bus, backend, config, estimator, announcer)
+    recaller = Recaller(store, backend, estimator, config)
     return Services(config=config, store=store, bus=bus, backend=backend, jobs=jobs,
                     estimator=estimator, announcer=announcer,
-                    generations=Generations(*parts, auto=auto, announcer=announcer),
+                    generations=Generations(*parts, auto=auto, announcer=announcer, recaller=recaller),
                     compactor=Compactor(*parts, announcer=announcer),
                     listing=SessionListing(store, jobs.busy_sessions),
                     status=status, stopping=stopping,
-                    config_path=config_path or paths.config_path(), files=FileReader())
+                    config_path=config_path or paths.config_path(), files=FileReader(),
+                    recaller=recaller)

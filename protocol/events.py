@@ -13,7 +13,9 @@ import msgspec
 from msgspec import Meta
 
 from . import subjects
-from .models import Count, DaemonStatus, Goals, MessageInfo, SessionInfo, SnapshotInfo, Usage
+from .models import (
+    Count, DaemonStatus, Goals, MessageInfo, RecalledPassage, SessionInfo, SnapshotInfo, Usage,
+)
 
 
 class Event(msgspec.Struct, tag_field="type", kw_only=True):
@@ -48,11 +50,16 @@ class SessionDeleted(Event, tag=subjects.SESSION_DELETED):
 
 
 class QueryReceived(Event, tag=subjects.QUERY_RECEIVED):
-    """A user turn was stored and its generation starts."""
+    """A user turn was stored and its generation starts. `recalled`: the passages of
+    earlier messages that recall put into its prompt (a block opening the new message,
+    oldest first), and the tokens they take (estimated; the turn's exact count includes
+    them)."""
 
     generation_id: str
     message: MessageInfo
     model: str
+    recalled: list[RecalledPassage] = []
+    recalled_tokens: Count = 0
 
 
 class GenerationToken(Event, tag=subjects.GENERATION_TOKEN):

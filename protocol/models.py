@@ -54,6 +54,10 @@ class SessionInfo(msgspec.Struct, kw_only=True):
     #: thresholds ([] = the daemon's).
     auto_compaction: bool | None = None
     thresholds: list[float] = []
+    #: Recall for this session (null: the daemon's setting), and the most tokens it may add
+    #: to a prompt (null: the daemon's recall_budget).
+    recall: bool | None = None
+    recall_budget: int | None = None
 
 
 class AttachedFile(msgspec.Struct, kw_only=True):
@@ -106,6 +110,21 @@ class MessageInfo(msgspec.Struct, kw_only=True):
     #: For an answer: the seq of the user message it answers (-1: none). A queued turn
     #: stores its question at once, so answers can follow later questions in history.
     reply_to: Annotated[int, Meta(ge=-1)] = -1
+    #: For an answer: the messages recall brought into the prompt it answered.
+    recalled: list[Seq] = []
+
+
+class RecalledPassage(msgspec.Struct, kw_only=True):
+    """A passage of an earlier message that recall put into a prompt (a whole message is
+    part 0 of 1)."""
+
+    seq: Seq
+    part: Count = 0
+    parts: Count = 1
+    role: Role
+    #: When the message was stored (Unix seconds), as the block shows it to the model.
+    created: float
+    text: str
 
 
 class CompactionMark(msgspec.Struct, kw_only=True):
@@ -178,6 +197,8 @@ class DaemonStatus(msgspec.Struct, kw_only=True):
     default_model: str = ""
     #: Whether Ollama has the default model, as its model list last said (null: not known).
     default_model_installed: bool | None = None
+    #: How recall ranks: by words and meaning, by words only (and why), or off.
+    recall: str = ""
 
 
 class Segments(msgspec.Struct, kw_only=True):
@@ -192,6 +213,8 @@ class Segments(msgspec.Struct, kw_only=True):
     summaries: Count = 0
     #: The conversation's own messages.
     recent: Count = 0
+    #: Passages of earlier messages that recall put into the last prompt (part of its count).
+    recalled: Count = 0
 
 
 class GoalCheckpoint(msgspec.Struct, kw_only=True):

@@ -128,6 +128,10 @@ class SetModel(Request, tag="session.set_model"):
     #: [0.5, 0.65, 0.8] ([] = the daemon's).
     auto_compaction: bool | None = None
     thresholds: list[Annotated[float, Meta(gt=0, le=1)]] | None = None
+    #: Recall for this session: on/off (null: leave as it is) — it follows the daemon's
+    #: setting until set — and the most tokens it may add to a prompt (0: the daemon's).
+    recall: bool | None = None
+    recall_budget: Annotated[int, Meta(ge=0, le=2**24)] | None = None
     #: Skip the checks against Ollama: the model is installed, the options are ones it knows.
     force: bool = False
 

@@ -170,7 +170,7 @@ def test_no_sessions_calibrations_move_another_sessions_estimate(tmp_path_factor
         answer = english(rng, 50)
         records = est.observe(b, features, exact, est.of_features(b, features), [(answer, count(answer))])
         store.append(b.id, [NewMessage(role="assistant", content=answer)], activate=[0],
-                     calibrations=records, anchor=(exact, list(features), "m"))
+                     calibrations=records, anchor=(exact, list(features), "m", []))
         history.append({"role": "assistant", "content": answer})
         b = store.session(b.id)
     nxt = NewMessage(role="user", content=english(rng, 60)).record(-1, 0.0)

@@ -86,6 +86,7 @@ def test_every_prompt_leaves_its_reply_room(client, standin):
 def test_a_pass_runs_the_cheapest_level_first(client, standin, tmp_path):
     (tmp_path / "big.py").write_text("\n".join(f"def f{i}(x):\n    return x + {i}\n" for i in range(80)))
     s = client.create_session(model=MODEL, num_ctx=8192).session
+    client.set_model(s.id, recall=False)  # the whole budget: no band is crossed before the last turn
     talkative(standin, 30)
     turn(client, s.id, "Look at @big.py:full", cwd=str(tmp_path))
     for i in range(3):

@@ -137,11 +137,14 @@ def _solve(a: list[list[float]], b: list[float]) -> list[float]:
 
 
 #: Relative errors kept for the margin, and the margin before there are enough.
-ERRORS_KEPT = 64
+ERRORS_KEPT = 32
 MIN_ERRORS = 8
 UNCALIBRATED_MARGIN = 0.25
-MIN_MARGIN = 0.02
+MIN_MARGIN = 0.04
 MAX_MARGIN = 0.5
+#: The margin is the largest recent error and this much more: a prompt that does not fit
+#: beside its answer loses text, so a percentile (one turn in twenty over it) is not enough.
+SAFETY = 1.5
 
 
 def uncovered(model: Calibration, weights: list[float], delta: Vector) -> float:
@@ -151,8 +154,8 @@ def uncovered(model: Calibration, weights: list[float], delta: Vector) -> float:
 
 
 def margin(model: Calibration) -> float:
-    """The relative error to allow for on an estimated part: p95 of the recent ones."""
+    """The relative error to allow for on an estimated part: the largest of the recent
+    ones, with SAFETY to spare."""
     if len(model.errors) < MIN_ERRORS:
         return UNCALIBRATED_MARGIN
-    ranked = sorted(model.errors)
-    return min(MAX_MARGIN, max(MIN_MARGIN, ranked[min(len(ranked) - 1, math.ceil(0.95 * len(ranked)) - 1)]))
+    return min(MAX_MARGIN, max(MIN_MARGIN, SAFETY * max(model.errors)))

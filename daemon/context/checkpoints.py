@@ -20,7 +20,7 @@ class Checkpointing:
     `estimator`, `_preserved` and `_keep_recent`)."""
 
     def _target(self, budget: Budget, age: str) -> int:
-        base = budget.window - budget.reply - budget.system - budget.goals
+        base = budget.window - budget.reply - budget.system - budget.goals - budget.reserved
         return max(48, int(base * AGE_SHARE[age]))
 
     async def _summarizer(self, session: SessionRecord) -> Summarizer:
@@ -107,7 +107,7 @@ class Checkpointing:
         cost = {m.seq: self.estimator.message(model, m.prompt_content()) for m in active}
         keep_recent = {m.seq for m in active[-keep_recent:]}
         total = sum(cost[s] for s in preserved if s in cost)
-        base = budget.window - budget.reply - budget.system - budget.goals - budget.checkpoints
+        base = budget.available + budget.pinned  # what the conversation and pins may take
         if total <= base / 2 and not force:
             return []
         out: list[MessageRecord] = []

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from ctxkeep.daemon.context import calibration as fitting
 from ctxkeep.daemon.context.features import (
-    FEATURES, FeatureCache, Folded, Segmented, Vector, context_features, fold_step,
+    FEATURES, ZERO, FeatureCache, Folded, Segmented, Vector, context_features, fold_step,
     prompt_features, segment_step, text_features,
 )
 from ctxkeep.daemon.context.fold import PrefixFold
@@ -114,18 +114,24 @@ class Estimator:
         return context_features(self.features, session, system_parts(session, context), context,
                                 active, user, self.folded)
 
-    def of_features(self, session: SessionRecord, features: Vector) -> Estimate:
-        """The estimate of a prompt of this session with these features: anchored on the
-        session's last exact count when it has one for its model."""
+    def of_features(self, session: SessionRecord, features: Vector, recall: Vector = ZERO) -> Estimate:
+        """The estimate of a prompt of this session with these features (and a recall
+        block of `recall`'s): anchored on the session's last exact count when it has one
+        for its model. The anchored prompt's own recall block is taken out and the new one
+        put in, each estimated whole (two different texts, however alike their features)."""
         w = self.weights(session.model)
+        calibration = self._calibration(session.model)
         anchor = session.anchor_features
         anchored = session.anchor_model == session.model and len(anchor) == FEATURES
-        delta = [f - a for f, a in zip(features, anchor)] if anchored else list(features)
-        change = sum(wi * d for wi, d in zip(w, delta))
-        uncertain = math.ceil(sum(wi * abs(d) for wi, d in zip(w, delta)))
-        novel = math.ceil(fitting.uncovered(self._calibration(session.model), w, delta))
-        base = session.anchor_tokens if anchored else 0
-        return Estimate(max(0, round(base + change)), uncertain, min(novel, uncertain))
+        old = tuple(session.anchor_recall) if anchored and len(session.anchor_recall) == FEATURES else ZERO
+        base = [a - r for a, r in zip(anchor, old)] if anchored else [0.0] * FEATURES
+        delta = [f - b for f, b in zip(features, base)]
+        cost = lambda v: sum(wi * abs(x) for wi, x in zip(w, v))  # noqa: E731
+        tokens = ((session.anchor_tokens - cost(old)) if anchored else 0) \
+            + sum(wi * d for wi, d in zip(w, delta)) + cost(recall)
+        uncertain = math.ceil(cost(delta) + cost(old) + cost(recall))
+        novel = math.ceil(sum(fitting.uncovered(calibration, w, v) for v in (delta, old, recall)))
+        return Estimate(max(0, round(tokens)), uncertain, min(novel, uncertain))
 
     def context_estimate(self, session: SessionRecord, context: ActiveContext,
                          active: Sequence[MessageRecord], user: MessageRecord | None = None) -> Estimate:
@@ -177,17 +183,17 @@ class Estimator:
     @staticmethod
     def _prompt_sample(session: SessionRecord, features: Vector, tokens: int,
                        repeated: bool) -> list[tuple[Vector, int]]:
-        """The prompt as a sample: what it added since the anchor (when the context only
-        grew), else the whole prompt when the session had no anchor."""
+        """The prompt as a sample: what it added since the anchor when the context only
+        grew (and the anchored prompt recalled nothing), else the whole prompt."""
         if repeated:
             return []
         anchor = session.anchor_features
-        if session.anchor_model != session.model or len(anchor) != FEATURES:
-            return [(features, tokens)]
-        delta = tuple(f - a for f, a in zip(features, anchor))
-        if min(delta) < 0 or tokens <= session.anchor_tokens:
-            return []  # something left the prompt too: not one clean sample
-        return [(delta, tokens - session.anchor_tokens)]
+        clean = (session.anchor_model == session.model and len(anchor) == FEATURES
+                 and not any(session.anchor_recall))
+        delta = tuple(f - a for f, a in zip(features, anchor)) if clean else ()
+        if delta and min(delta) >= 0 and tokens > session.anchor_tokens:
+            return [(delta, tokens - session.anchor_tokens)]
+        return [(features, tokens)]
 
     def save(self, records: list[tuple[str, Calibration]]) -> None:
         """Store calibration records now (outside a turn's own transaction)."""

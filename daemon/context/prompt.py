@@ -2,6 +2,8 @@
 
 from collections.abc import Hashable
 
+import msgspec
+
 from ctxkeep.daemon.context import goals as goal_markers
 from ctxkeep.daemon.context.fold import PrefixFold
 from ctxkeep.daemon.store.records import ActiveContext, Checkpoint, MessageRecord, SessionRecord
@@ -98,11 +100,15 @@ class TurnPrompts:
             lambda: ([], []), _normalize_step, lambda state: (list(state[0]), list(state[1])))
 
     def build(self, session: SessionRecord, context: ActiveContext, active: list[MessageRecord],
-              user: MessageRecord) -> list[Message]:
-        """Equal to `build_messages(session, context, active, user)`."""
+              user: MessageRecord, recalled: str = "") -> list[Message]:
+        """Equal to `build_messages(session, context, active, user)`; a `recalled` block
+        (recall/select.py) opens the new message (the prompt before it stays as the model
+        server last saw it, so its cache of that part stays good)."""
         summarized = frozenset(context.file_summaries)
         system, out = self.folded.fold(session.id, summarized, active)
         system, out = list(system), list(out)  # the kept state stays as it is
+        if recalled:
+            user = msgspec.structs.replace(user, content=f"{recalled}\n\n{user.content}")
         _normalize_step((system, out), user, frozenset())  # as build_messages shows it
         texts = [t for t in (system_text(session, context), *system) if t]
         return ([{"role": "system", "content": "\n\n".join(texts)}] if texts else []) + out

@@ -27,11 +27,14 @@ class Budget:
     #: The estimate's possible error (context/estimator.py `allowance`): 0 when the whole
     #: prompt is the session's last exact count.
     allowance: int = 0
+    #: Kept free for recall (config `recall_share`), so the active context leaves it room.
+    reserved: int = 0
 
     @property
     def available(self) -> int:
-        """window − reply room − system − goals/pins − checkpoints."""
-        return max(1, self.window - self.reply - self.system - self.goals - self.pinned - self.checkpoints)
+        """window − reply room − system − goals/pins − checkpoints − recall's share."""
+        return max(1, self.window - self.reply - self.system - self.goals - self.pinned
+                   - self.checkpoints - self.reserved)
 
     @property
     def fill(self) -> float:
@@ -75,9 +78,13 @@ def measure(session: SessionRecord, context: ActiveContext, active: list[Message
         k = whole.tokens / estimated
         fixed = {name: round(v * k) for name, v in fixed.items()}
         rest = {name: round(v * k) for name, v in rest.items()}
-    return Budget(window=session.window, reply=reply_room(config, session.window), **fixed,
+    reply = reply_room(config, session.window)
+    recalling = config.recall if session.recall is None else session.recall
+    reserved = int(config.recall_share * max(0, session.window - reply - sum(fixed.values()))) if recalling else 0
+    return Budget(window=session.window, reply=reply, **fixed,
                   files=rest["files"], summaries=rest["summaries"],
-                  conversation=sum(rest.values()), allowance=estimator.allowance(model, whole))
+                  conversation=sum(rest.values()), allowance=estimator.allowance(model, whole),
+                  reserved=reserved)
 
 
 def usage_of(session: SessionRecord, context: ActiveContext, active: list[MessageRecord],
@@ -95,11 +102,13 @@ def usage_of(session: SessionRecord, context: ActiveContext, active: list[Messag
     recorded = session.token_count > 0 or not active
     exact = session.tokens_exact and session.token_count > 0
     tokens = session.token_count if recorded else estimated
+    # the last prompt's exact count held its recall block; an estimate since does not
+    recalled = min(session.recalled_tokens, tokens) if exact else 0
     if recorded and estimated:
-        factor = tokens / estimated
+        factor = (tokens - recalled) / estimated
         scaled = {p: round(getattr(seg, p) * factor) for p in parts}
-        scaled["recent"] = max(0, scaled["recent"] + tokens - sum(scaled.values()))  # rounding
-        seg = Segments(**scaled)
+        scaled["recent"] = max(0, scaled["recent"] + tokens - recalled - sum(scaled.values()))
+        seg = Segments(**scaled, recalled=recalled)
     window = session.window
     return Usage(tokens=tokens, window=window, fill=tokens / window if window else 0.0,
                  exact=exact, segments=seg, messages=len(active), budget=b.available,

@@ -110,6 +110,7 @@ async def delete(services: Services, req: requests.SessionDelete, record: Sessio
         raise RequestError(ErrorCode.BUSY, f"session {record.name!r} is generating: "
                                            "cancel it first (`ctxkeep cancel`), then delete")
     await services.store.off_loop(services.store.delete_session, record.id)
+    services.recaller.forget(record.id)
     services.bus.publish(SessionDeleted(), record.id)
     return Deleted(id=req.id, session_id=record.id)
 
@@ -154,6 +155,10 @@ async def set_model(services: Services, req: requests.SetModel, record: SessionR
             r.auto_compaction = req.auto_compaction
         if req.thresholds is not None:
             r.thresholds = list(req.thresholds)
+        if req.recall is not None:
+            r.recall = req.recall
+        if req.recall_budget is not None:
+            r.recall_budget = req.recall_budget or None
     updated = await services.store.off_loop(services.store.update_session, record.id, change)
     # Only a new model changes what is counted (its tokenizer and template); a window,
     # options or thresholds change the budget, not the prompt, whose count stays exact.

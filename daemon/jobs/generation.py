@@ -20,6 +20,7 @@ from typing import Any, NamedTuple
 
 import msgspec
 
+from ctxkeep.protocol.models import RecalledPassage
 from ctxkeep.protocol.events import (
     GenerationThinking, GenerationToken, GoalUpdated, QueryReceived, ResponseGeneration,
 )
@@ -30,7 +31,7 @@ from ctxkeep.daemon.server.batcher import TextBatcher
 from ctxkeep.daemon.server.bus import EventBus
 from ctxkeep.daemon.config import Config
 from ctxkeep.daemon.context.calibration import repetitive
-from ctxkeep.daemon.context.estimator import Estimate, Estimator
+from ctxkeep.daemon.context.estimator import SLACK, Estimate, Estimator
 from ctxkeep.daemon.jobs import waiting
 from ctxkeep.daemon.jobs.deferred import Deferred
 from ctxkeep.daemon.models.sent import ON_SENT
@@ -39,7 +40,9 @@ from ctxkeep.daemon.jobs.limits import TurnLimits
 from ctxkeep.daemon.jobs.queue import Job, SessionJobs
 from ctxkeep.daemon.models.protocol import ModelBackend
 from ctxkeep.daemon.context.prompt import TurnPrompts
-from ctxkeep.daemon.context.features import Vector
+from ctxkeep.daemon.context.features import Vector, add
+from ctxkeep.daemon.context.usage import measure, reply_room
+from ctxkeep.daemon.recall.recaller import NONE as NO_RECALL, Recall, Recaller
 from ctxkeep.daemon.context.view import View
 from ctxkeep.daemon.store.records import (
     ActiveContext, Attachment, MessageRecord, NewMessage, SessionRecord,
@@ -71,6 +74,7 @@ class Turn(NamedTuple):
     user: MessageRecord
     features: Vector
     estimate: Estimate
+    recall: Recall
 
 
 @dataclass
@@ -85,6 +89,7 @@ class Generations(TurnEndings, TurnLimits):
     estimator: Estimator
     auto: AutoCompactor
     announcer: Announcer
+    recaller: Recaller
     #: Turn prompts, built on from each session's previous one.
     prompts: TurnPrompts = field(default_factory=TurnPrompts)
 
@@ -123,6 +128,8 @@ class Generations(TurnEndings, TurnLimits):
         if self.backend.known_facts(session.model) is None:
             commit.start()  # /api/show is asked first: `accepted` does not wait for it
 
+        recall = NO_RECALL
+
         async def question() -> MessageRecord:
             """The question once stored, announced (`query.received`) once."""
             nonlocal user
@@ -131,8 +138,11 @@ class Generations(TurnEndings, TurnLimits):
                 if stored_user is None:
                     raise Withdrawn
                 user = stored_user
-                self.bus.publish(QueryReceived(generation_id=job.id, message=user.info(),
-                                               model=session.model), sid)
+                self.bus.publish(QueryReceived(
+                    generation_id=job.id, message=user.info(), model=session.model,
+                    recalled=[RecalledPassage(seq=p.seq, part=p.part, parts=p.parts, role=p.role,  # type: ignore[arg-type]
+                                              created=p.created, text=p.text) for p in recall.passages],
+                    recalled_tokens=recall.tokens), sid)
             return user
         answer: list[str] = []
         thinking: list[str] = []
@@ -152,8 +162,9 @@ class Generations(TurnEndings, TurnLimits):
                 session, context, active = self.store.view(sid)
                 features = self.estimator.context_features(session, context, active, user)
             estimate = self.estimator.of_features(session, features)
+            recall, estimate = await self._recall(session, context, active, user, features, estimate)
             room = self._reply_room(session, estimate)
-            messages = self.prompts.build(session, context, active, user)
+            messages = self.prompts.build(session, context, active, user, recall.block)
             options = {**session.options, "num_ctx": session.window, "num_predict": room}
             final = None
             stream = self.backend.stream_chat(session.model, messages, options, think)
@@ -185,8 +196,8 @@ class Generations(TurnEndings, TurnLimits):
             thoughts.flush()
             tokens.flush()
             assert final is not None  # stream_chat raises when the final chunk is missing
-            view = await self._complete(job, Turn(session, context, active, user, features, estimate),
-                                        "".join(answer), "".join(thinking), final)
+            view = await self._complete(job, Turn(session, context, active, user, features, estimate,
+                                                  recall), "".join(answer), "".join(thinking), final)
         except Withdrawn:
             return  # the question could not be stored: no client was told of this turn
         except BaseException as exc:  # noqa: BLE001 - every ending ends the turn once
@@ -208,6 +219,32 @@ class Generations(TurnEndings, TurnLimits):
             pass
         except Exception:  # noqa: BLE001 - each level already published its own result
             log.exception("session=%s automatic compaction after the turn failed", sid)
+
+    async def _recall(self, session: SessionRecord, context: ActiveContext, active: list[MessageRecord],
+                      user: MessageRecord, features: Vector, estimate: Estimate) -> tuple[Recall, Estimate]:
+        """What the prompt recalls, and the prompt's estimate with it: within what the window
+        leaves beside the prompt and the reply room (so recall never makes a prompt compact
+        or not fit: a block that would not fit with its own allowance is asked again,
+        smaller), up to its cap."""
+        budget = measure(session, context, active, self.estimator, self.config)
+        reserve = reply_room(self.config, session.window)
+        room = self.recaller.room(session.window, reserve, self.estimator.raised(session.model, estimate),
+                                  self.recaller.cap(session, budget.available + budget.reserved),
+                                  self.estimator.margin(session.model))
+        for _ in range(3):
+            try:
+                recall = await self.recaller.recall(session, context, active, user, room)
+            except Exception:  # noqa: BLE001 - a turn goes on without recall rather than fail
+                log.exception("session=%s recall failed: the turn goes on without it", session.id)
+                return NO_RECALL, estimate
+            if not recall.block:
+                return NO_RECALL, estimate
+            with_recall = self.estimator.of_features(session, features, recall.features)
+            over = self.estimator.raised(session.model, with_recall) + reserve - session.window
+            if over <= 0:
+                return recall, with_recall
+            room -= max(over * 2, 32)
+        return NO_RECALL, estimate
 
     async def _take_back(self, session_id: str, compacted: Pass) -> None:
         """A turn that fails changes nothing: the pass made for its prompt is undone."""
@@ -243,15 +280,19 @@ class Generations(TurnEndings, TurnLimits):
         window = session.window
         # Ollama cut the prompt anyway (an old server ignoring `truncate`): it reports at
         # most the window, or far fewer tokens than the calibrated estimate.
-        truncated = token_count >= window or (
-            self.estimator.calibrated(session.model) and token_count < 0.7 * turn.estimate.tokens)
+        # far fewer tokens than the estimate allows for: Ollama cut the prompt after all
+        lowest = turn.estimate.tokens - 2 * self.estimator.allowance(session.model, turn.estimate) - SLACK
+        truncated = token_count >= window or (self.estimator.calibrated(session.model)
+                                              and token_count < lowest)
         # a count of a prompt Ollama cut is not the count of the prompt sent: not learnt,
         # not an anchor
+        sent = add(turn.features, turn.recall.features)  # the prompt as sent, its recall block in
         calibrations = [] if truncated else self.estimator.observe(
-            session, turn.features, token_count, turn.estimate, [(answer, eval_count)],
+            session, sent, token_count, turn.estimate, [(answer, eval_count)],
             repeated=repetitive(user.prompt_content()))
         reply = NewMessage(role="assistant", content=answer, thinking=thinking,
-                           model=session.model, eval_count=eval_count, reply_to=user.seq)
+                           model=session.model, eval_count=eval_count, reply_to=user.seq,
+                           recalled=turn.recall.seqs)
         goals = goal_markers.apply_markers(context.goals, answer)
         count, exact = token_count, True
         if goals is not None:  # what the model sees changed after the count: an estimate
@@ -261,7 +302,9 @@ class Generations(TurnEndings, TurnLimits):
         (session, (assistant,)), cancelled = await landed(self.store.append_async(
             session.id, [reply], activate_seqs=[user.seq], activate=[0], token_count=count,
             exact=exact, answered=[user.seq], calibrations=calibrations, goals=goals,
-            anchor=None if truncated else (token_count, list(turn.features), session.model)))
+            anchor=None if truncated else (token_count, list(sent), session.model,
+                                           list(turn.recall.features)),
+            recalled_tokens=turn.recall.tokens))
         if truncated:
             log.warning("session=%s prompt_eval_count %d (estimated %d, window %d): "
                         "Ollama may have cut the prompt", session.id, token_count, turn.estimate.tokens, window)
@@ -274,6 +317,7 @@ class Generations(TurnEndings, TurnLimits):
             prompt_eval_duration=int(final.prompt_eval_duration or 0),
             eval_duration=int(final.eval_duration or 0)))
         self.estimator.weights(session.model)  # refit now, not on the next turn's way out
+        self.recaller.stored(session.id)  # its index (when kept) takes the turn in
         context = msgspec.structs.replace(context, seqs=[*context.seqs, user.seq, assistant.seq],
                                           goals=goals if goals is not None else context.goals)
         view = View(session, context, [*active, user, assistant])

@@ -213,6 +213,7 @@ class Daemon:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        await self.services.recaller.close()
         await self.backend.close()
         self.services.files.close()
         self.close()
@@ -250,8 +251,11 @@ class Daemon:
         clearly when it is unreachable, and tell clients every change."""
         known: tuple[bool, str] | None = None
         while True:
+            woken = self.backend.changed.is_set()  # by a model call, or a model pulled
             self.backend.changed.clear()
             status = await self.backend.check()
+            if woken or (status.reachable, status.version) != known:
+                self.services.recaller.embedder.retry()  # it may have the embedding model now
             if status.reachable:  # and which models it has (is the default one of them?)
                 try:
                     await self.backend.installed(details=False)
@@ -280,6 +284,7 @@ class Daemon:
             store_path=str(self.store.path), last_seq=self.bus.last_seq,
             ollama=self.backend.status, default_model=self.config.default_model,
             default_model_installed=None if self.backend.listed is None else any(
-                same_model(name, self.config.default_model) for name in self.backend.listed))
+                same_model(name, self.config.default_model) for name in self.backend.listed),
+            recall=self.services.recaller.status())
 
     # -- requests ---------------------------------------------------------------

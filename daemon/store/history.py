@@ -40,7 +40,9 @@ class History(Sessions):
                   activate: Iterable[int] = (), activate_seqs: Iterable[int] = (),
                   token_count: int | None = None, exact: bool = True, pending: bool = False,
                   answered: Iterable[int] = (), calibrations: Iterable[tuple[str, Calibration]] = (),
-                  anchor: tuple[int, list[float], str] | None = None, goals: Goals | None = None
+                  anchor: tuple[int, list[float], str, list[float]] | None = None,
+                  goals: Goals | None = None,
+                  recalled_tokens: int | None = None
                   ) -> Callable[[lmdb.Transaction], tuple[SessionRecord, list[MessageRecord]]]:
         """The one message-append primitive, as a transaction function.
 
@@ -53,7 +55,8 @@ class History(Sessions):
         pending list and join the index;
         `calibrations` (key, record) and `goals` are saved in the same transaction (one
         sync for an answer and all it changed); `anchor` (the exact count, the features of
-        the prompt it counted, the model) becomes the session's anchor for estimates.
+        the prompt it counted, the model, the features of its recall block) becomes the
+        session's anchor for estimates.
         """
         batch = list(messages)
         activate = set(activate)
@@ -92,7 +95,10 @@ class History(Sessions):
             for key, calibration in saved:
                 txn.put(key.encode(), self._enc.encode(calibration), db=self.dbs["calibration"])
             if anchor is not None:
-                record.anchor_tokens, record.anchor_features, record.anchor_model = anchor
+                (record.anchor_tokens, record.anchor_features, record.anchor_model,
+                 record.anchor_recall) = anchor
+            if recalled_tokens is not None:
+                record.recalled_tokens = recalled_tokens
             record.updated = now
             self._put(txn, record)
             return record, stored

@@ -64,11 +64,18 @@ class SessionRecord(msgspec.Struct, kw_only=True):
     #: User messages stored and acknowledged whose answer has not been stored yet
     #: (queued or generating). Start-up recovery marks what a crash left here.
     pending: list[int] = []
+    #: Recall for this session: None = the daemon's setting; recall_budget None = the daemon's.
+    recall: bool | None = None
+    recall_budget: int | None = None
+    #: Tokens the last prompt's recall block took (part of its exact count).
+    recalled_tokens: int = 0
     #: The last exact count and the features of the prompt it counted (by `anchor_model`'s
     #: tokenizer): later estimates are that count plus the estimate of what changed since.
     anchor_tokens: int = 0
     anchor_features: list[float] = []
     anchor_model: str = ""
+    #: The part of `anchor_features` that was the prompt's recall block.
+    anchor_recall: list[float] = []
 
     @property
     def window(self) -> int:
@@ -87,6 +94,7 @@ class SessionRecord(msgspec.Struct, kw_only=True):
             compactions=self.compactions, compaction_model=self.compaction_model,
             reliability=round(reliability_score(self.parameter_size, self.compactions), 4),
             auto_compaction=self.auto_compaction, thresholds=self.thresholds,
+            recall=self.recall, recall_budget=self.recall_budget,
         )
 
 
@@ -106,6 +114,8 @@ class MessageRecord(msgspec.Struct, kw_only=True, frozen=True):
     files: list[Attachment] = []
     #: For an answer: the seq of the user message it answers (-1: none).
     reply_to: int = -1
+    #: For an answer: the messages recall brought into its prompt.
+    recalled: list[int] = []
 
     def prompt_content(self, file_summaries: bool = False) -> str:
         """The text the model sees: the message, then its expanded @file references
@@ -122,7 +132,7 @@ class MessageRecord(msgspec.Struct, kw_only=True, frozen=True):
             thinking=self.thinking, created=self.created, status=self.status,  # type: ignore[arg-type]
             error=self.error, model=self.model, eval_count=self.eval_count,
             kind=self.kind,  # type: ignore[arg-type]
-            files=[f.info() for f in self.files], reply_to=self.reply_to,
+            files=[f.info() for f in self.files], reply_to=self.reply_to, recalled=self.recalled,
         )
 
 
@@ -139,13 +149,14 @@ class NewMessage(msgspec.Struct, kw_only=True):
     kind: str = "message"
     files: list[Attachment] = []
     reply_to: int = -1
+    recalled: list[int] = []
 
     def record(self, seq: int, created: float) -> "MessageRecord":
         """The stored message, with its sequence number and time."""
         return MessageRecord(seq=seq, created=created, role=self.role, content=self.content,
                              thinking=self.thinking, status=self.status, error=self.error,
                              model=self.model, eval_count=self.eval_count, kind=self.kind,
-                             files=self.files, reply_to=self.reply_to)
+                             files=self.files, reply_to=self.reply_to, recalled=self.recalled)
 
 
 class FileRefRecord(msgspec.Struct, kw_only=True):

@@ -1,0 +1,229 @@
+"""Recall: what reaches the model when a question needs something said long before.
+
+    python bench/recall.py [--turns 500] [--windows 2048,4096,8192] [--seeds 1,2]
+
+Each conversation of tests/conversations.py (days of everyday chat with facts about
+people planted among it, some changed later; questions that paraphrase them, ask when,
+or need two facts) is replayed turn by turn through the real daemon on the stand-in,
+then every question is sent and the prompt the stand-in received is searched for the
+turns that hold the answer. Same-run baselines at the same token count as each of
+ctxkeepd's prompts: the newest turns alone (plain truncation), and half newest turns,
+half the turns BM25 ranks best for the question. Prints one JSON line per window and
+question kind (evidence in the prompt, %), and one for the time recall takes per turn at
+10,000 and 100,000 stored messages (in-process, the store on disk).
+
+Goals: evidence ≥ 80 % at 4,096 and ≥ 90 % at 8,192, above BM25 + recency in every
+kind; recall p50 ≤ 15 ms at 10,000 messages and ≤ 50 ms at 100,000.
+"""
+
+import argparse
+import asyncio
+import math
+import random
+import re
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections import Counter, defaultdict
+from pathlib import Path
+
+from common import emit
+from harness import DaemonProcess
+from ollama_standin import OllamaStandin, render
+
+import conversations
+from ctxkeep.protocol.events import GenerationError, ResponseGeneration, SessionUpdated
+
+MODEL = "qwen2.5:7b"
+SUMMARY_HEADERS = ("Conversation to summarize", "Summary to shorten", "Summaries of")
+
+
+def replier(conversation: conversations.Conversation):
+    """The stand-in answers each user message with the conversation's own answer (a summary
+    call with a short summary, a question with "I am not sure.")."""
+    answers = {t.user: t.assistant for t in conversation.turns}
+
+    def reply(messages):
+        last = messages[-1]["content"]
+        if last.startswith(SUMMARY_HEADERS):
+            return "Summary: the user and the assistant talked about everyday things."
+        said = last.rsplit("</recalled>\n\n", 1)[-1]
+        return answers.get(said, "I am not sure.")
+    return reply
+
+
+def turn(client, sid: str, text: str) -> object:
+    acc = client.send(sid, text)
+    end, done = None, False
+    while True:
+        item = client.next_event(timeout=60)
+        assert item is not None, "no event in 60 s"
+        e = item[1]
+        if isinstance(e, (ResponseGeneration, GenerationError)) and e.generation_id == acc.generation_id:
+            end, done = e, True
+        elif done and isinstance(e, SessionUpdated) and e.session_id == sid and not e.session.busy:
+            return end
+
+
+# -- the baselines, over the same turns, at the same token count ------------------------------
+
+_WORD = re.compile(r"\w+")
+
+
+def bm25_rank(docs: list[str], query: str) -> list[int]:
+    """Indexes of `docs` by plain BM25 for `query`, best first (no stemming: a baseline)."""
+    counted = [Counter(_WORD.findall(d.lower())) for d in docs]
+    n, avg = len(docs), sum(sum(c.values()) for c in counted) / max(1, len(docs))
+    df = Counter(w for c in counted for w in c)
+    q = set(_WORD.findall(query.lower()))
+    scores = []
+    for i, c in enumerate(counted):
+        length = sum(c.values())
+        s = sum(math.log(1 + (n - df[w] + 0.5) / (df[w] + 0.5)) * c[w] * 2.2 / (c[w] + 1.2 * (0.25 + 0.75 * length / avg))
+                for w in q if w in c)
+        scores.append(s)
+    return sorted(range(n), key=lambda i: -scores[i])
+
+
+def baselines(conversation, question: str, budget: int, count) -> dict[str, set[int]]:
+    """The turns each baseline would put in a prompt of `budget` tokens."""
+    turns = conversation.turns
+    cost = [count(render([{"role": "user", "content": t.user}, {"role": "assistant", "content": t.assistant}]))
+            for t in turns]
+    def newest(limit: int, taken: set[int]) -> set[int]:
+        used, out = 0, set()
+        for i in range(len(turns) - 1, -1, -1):
+            if i in taken:
+                continue
+            if used + cost[i] > limit:
+                break
+            out.add(i)
+            used += cost[i]
+        return out
+    truncation = newest(budget, set())
+    recent = newest(budget // 2, set())
+    used = sum(cost[i] for i in recent)
+    ranked = bm25_rank([t.user + "\n" + t.assistant for t in turns], question)
+    mixed = set(recent)
+    for i in ranked:
+        if i in mixed:
+            continue
+        if used + cost[i] > budget:
+            continue
+        mixed.add(i)
+        used += cost[i]
+        if used >= budget - 10:
+            break
+    return {"truncation": truncation, "bm25+recency": mixed}
+
+
+def run_window(window: int, turns: int, seed: int, config: str = "") -> dict[str, dict[str, list[bool]]]:
+    conversation = conversations.generate(seed, turns)
+    standin = OllamaStandin()
+    standin.reply_fn = replier(conversation)
+    standin.start()
+    root = Path(tempfile.mkdtemp(prefix="ckrc", dir="/tmp"))
+    daemon = DaemonProcess(root, standin.url, log_level="warning")
+    daemon.write_config(config)
+    found: dict[str, dict[str, list[bool]]] = defaultdict(lambda: defaultdict(list))
+    try:
+        daemon.start()
+        with daemon.client(timeout=60) as c:
+            c.subscribe("")
+            sid = c.create_session(model=MODEL, num_ctx=window).session.id
+            for t in conversation.turns:
+                turn(c, sid, t.user)
+            for q in conversation.questions:
+                end = turn(c, sid, q.text)
+                chat = [ch for ch in standin.chats if ch.body.get("stream", True)][-1]
+                prompt = "\n".join(m["content"] for m in chat.body["messages"])
+                hit = all(conversation.turns[i].user in prompt for i in q.evidence)
+                found["ctxkeepd"][q.kind].append(hit)
+                spent = chat.prompt_tokens if isinstance(end, ResponseGeneration) else window // 2
+                for name, taken in baselines(conversation, q.text, spent, standin.count).items():
+                    found[name][q.kind].append(all(i in taken for i in q.evidence))
+        found["ctxkeepd"]["cut or refused prompts"] = [False] * (len(standin.truncations) + len(standin.refusals))
+    finally:
+        daemon.stop()
+        standin.stop()
+        shutil.rmtree(root, ignore_errors=True)
+    return found
+
+
+# -- how long recall takes --------------------------------------------------------------------
+
+def time_recall(messages: int, turns_timed: int = 30) -> dict[str, float]:
+    """Recall's own time per turn (index kept, as between turns) over a session of
+    `messages` stored messages, in-process over the real store."""
+    from inprocess import InProcess
+    from memory_backend import MemoryBackend
+    from ctxkeep.daemon.store.records import NewMessage
+    from ctxkeep.protocol import requests
+    root = Path(tempfile.mkdtemp(prefix="ckrt", dir="/tmp"))
+    app = InProcess(root, MemoryBackend())
+    conversation = conversations.generate(7, messages // 2)
+    try:
+        async def go() -> list[float]:
+            sid = (await app.call(requests.SessionCreate(model=MODEL, num_ctx=8192))).session.id
+            batch = []
+            for t in conversation.turns:
+                batch += [NewMessage(role="user", content=t.user), NewMessage(role="assistant", content=t.assistant)]
+            app.store.append(sid, batch)  # history only: nothing active, everything a candidate
+            session, context, active = app.store.view(sid)
+            recaller = app.services.recaller
+            rng = random.Random(1)
+            user = NewMessage(role="user", content="warm").record(10**9, 0.0)
+            await recaller.recall(session, context, active, user, 2000)  # builds the index once
+            samples = []
+            asked = [q.text for q in conversation.questions] + [t.user for t in conversation.turns[:200]]
+            for _ in range(turns_timed):
+                q = rng.choice(asked)  # questions about facts, and everyday messages
+                user = NewMessage(role="user", content=q).record(10**9, 0.0)
+                start = time.perf_counter()
+                await recaller.recall(session, context, active, user, 2000)
+                samples.append(time.perf_counter() - start)
+            return samples
+        samples = asyncio.run(go())
+    finally:
+        app.close()
+        shutil.rmtree(root, ignore_errors=True)
+    ordered = sorted(samples)
+    return {"p50_ms": round(1000 * statistics.median(ordered), 2),
+            "p95_ms": round(1000 * ordered[int(0.95 * (len(ordered) - 1))], 2)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--turns", type=int, default=500)
+    parser.add_argument("--windows", default="2048,4096,8192")
+    parser.add_argument("--seeds", default="1")
+    parser.add_argument("--timing", default="10000,100000", help="stored messages to time recall at ('' skips)")
+    parser.add_argument("--embed", choices=["none", "standin"], default="none",
+                        help="recall by words only (none, the default: the stand-in's embeddings are a "
+                             "hash of the words, no better than words), or with them")
+    args = parser.parse_args()
+    config = 'embed_model = ""\n' if args.embed == "none" else ""
+    for window in map(int, args.windows.split(",")):
+        totals: dict[str, dict[str, list[bool]]] = defaultdict(lambda: defaultdict(list))
+        for seed in map(int, args.seeds.split(",")):
+            for method, kinds in run_window(window, args.turns, seed, config).items():
+                for kind, hits in kinds.items():
+                    totals[method][kind] += hits
+        bad = len(totals["ctxkeepd"].pop("cut or refused prompts", []))
+        emit(bench="recall", window=window, embed=args.embed, cut_or_refused_prompts=bad)
+        for kind in sorted({k for kinds in totals.values() for k in kinds}) + ["all"]:
+            row = {}
+            for method, kinds in totals.items():
+                hits = [h for k, v in kinds.items() for h in v] if kind == "all" else kinds[kind]
+                row[method] = round(100 * sum(hits) / len(hits), 1) if hits else None
+            emit(bench="recall", window=window, embed=args.embed, kind=kind, n=len(totals["ctxkeepd"][kind]) if kind != "all"
+                 else sum(len(v) for v in totals["ctxkeepd"].values()), evidence_pct=row)
+    for messages in filter(None, args.timing.split(",")):
+        emit(bench="recall_time", messages=int(messages), **time_recall(int(messages)))
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+    main()

@@ -1,0 +1,155 @@
+"""Lexical ranking for recall: BM25 over a session's passages, by word stems.
+
+Words are lower-cased, the most common English words left out, and reduced to their
+Snowball stems ("moved", "moves" and "moving" are one term), so that a question need not
+repeat the words of what it asks about. One index per session holds every passage of its
+history (a compact posting list per term); it grows as messages are stored, and the
+passages in the active context are left out when it ranks.
+"""
+
+import math
+import re
+from array import array
+from collections import Counter
+from collections.abc import Collection, Iterable, Mapping
+
+import numpy as np
+import snowballstemmer
+
+from ctxkeep.daemon.recall.passages import Passage
+
+_WORD = re.compile(r"[^\W_]{2,}|\d")
+#: Common English words that say nothing of what a text is about.
+STOP = frozenset("""a about above after again all also am an and any are as at be because been
+before being below between both but by can could did do does doing done down during each even
+ever few for from further get got had has have having he her here hers herself him himself his
+how i if in into is it its itself just let like me might more most much must my myself no nor
+not now of off on once one only or other our ours out over own same shall she should so some
+still such than that the their theirs them then there these they this those through to too
+under until up very was we well were what when where which while who whom why will with would
+yes yet you your yours yourself""".split())
+_STEMS: dict[str, str] = {}
+_STEMMER = snowballstemmer.stemmer("english")
+#: The query terms scored, the most telling (weight × rarity) first.
+MAX_TERMS = 24
+#: Stems remembered (the distinct words of many sessions), after which the memo starts over.
+_STEMS_KEPT = 200_000
+
+
+def stem(word: str) -> str:
+    found = _STEMS.get(word)
+    if found is None:
+        if len(_STEMS) >= _STEMS_KEPT:
+            _STEMS.clear()
+        found = _STEMS[word] = _STEMMER.stemWord(word)
+    return found
+
+
+def terms(text: str) -> list[str]:
+    """The text's terms: stems of its words, common words left out."""
+    return [stem(w) for w in _WORD.findall(text.lower()) if w not in STOP]
+
+
+#: What the turn before weighs in a query (when asked with it), in all, against the new
+#: message's terms: it points at what "it" or "she" is, and never outweighs the message.
+CONTEXT_SHARE = 0.5
+
+
+def query_terms(message: str, context: str = "") -> dict[str, float]:
+    """A query's terms and their weights: the new message's at 1 each time they occur, the
+    turn before's sharing CONTEXT_SHARE of the message's weight between them."""
+    own = terms(message)
+    weights: dict[str, float] = {}
+    around = terms(context)
+    if around:
+        each = CONTEXT_SHARE * max(1, len(own)) / len(around)
+        for term in around:
+            weights[term] = weights.get(term, 0.0) + each
+    for term in own:
+        weights[term] = weights.get(term, 0.0) + 1.0
+    return weights
+
+
+class LexicalIndex:
+    """BM25 over one session's passages (k1 = 1.2, b = 0.75)."""
+
+    K1, B = 1.2, 0.75
+
+    def __init__(self) -> None:
+        self.passages: list[Passage] = []
+        #: Each passage's message seq and length in terms, by passage id.
+        self.seqs = array("q")
+        self.lengths = array("I")
+        self.total = 0
+        #: term -> (passage ids, counts), in the order the passages were added.
+        self.postings: dict[str, tuple[array, array]] = {}
+        #: Seqs indexed so far run below this.
+        self.next_seq = 0
+
+    def add(self, passages: Iterable[Passage]) -> None:
+        for p in passages:
+            pid = len(self.passages)
+            counts = Counter(terms(p.text))
+            self.passages.append(p)
+            self.seqs.append(p.seq)
+            length = sum(counts.values())
+            self.lengths.append(length)
+            self.total += length
+            for term, n in counts.items():
+                found = self.postings.get(term)
+                if found is None:
+                    found = self.postings[term] = (array("I"), array("H"))
+                found[0].append(pid)
+                found[1].append(min(n, 65535))
+            self.next_seq = max(self.next_seq, p.seq + 1)
+
+    def expansion(self, ranked: list[tuple[int, float]], query: Mapping[str, float],
+                  top: int = 3, near: float = 0.8, rare: float = 0.02, most: int = 4) -> dict[str, float]:
+        """Pseudo-relevance feedback, for a second hop: the rarest terms of the best
+        passages (at most `top`, each within `near` of the best score) that the query lacks
+        (a name the first hop found: "the person who adopted the parrot" → the name, to
+        find where that person lives)."""
+        n = len(self.passages)
+        found: dict[str, int] = {}
+        best = ranked[0][1] if ranked else 0.0
+        for pid, _ in [(pid, s) for pid, s in ranked[:top] if s >= near * best]:
+            for term in set(terms(self.passages[pid].text)):
+                df = len(self.postings.get(term, ((), ()))[0])
+                if term not in query and 0 < df <= max(2, rare * n):
+                    found[term] = min(found.get(term, df), df)
+        return dict.fromkeys(sorted(found, key=found.__getitem__)[:most], 1.0)
+
+    def rank(self, query: Mapping[str, float], leave_out: Collection[int],
+             limit: int) -> list[tuple[int, float]]:
+        """(passage id, score) of the best `limit` passages for the query terms (each with
+        its weight), best first, leaving out passages of the messages `leave_out` names.
+        Scored with numpy over the posting lists of the query's terms (the most telling
+        MAX_TERMS of them), so its cost is the postings read, not the passages."""
+        n = len(self.passages)
+        if not n:
+            return []
+        lengths = np.frombuffer(self.lengths, dtype=np.uint32)
+        average = self.total / n or 1.0
+        scores = np.zeros(n, dtype=np.float64)
+        weighted = []
+        for term, times in query.items():
+            found = self.postings.get(term)
+            if found is None:
+                continue
+            df = len(found[0])
+            idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+            if idf >= 0.05:  # a term in nearly every passage says nothing
+                weighted.append((times * idf, found))
+        for weight, (ids, counts) in sorted(weighted, key=lambda item: -item[0])[:MAX_TERMS]:
+            pids = np.frombuffer(ids, dtype=np.uint32)
+            c = np.frombuffer(counts, dtype=np.uint16).astype(np.float64)
+            norm = self.K1 * (1 - self.B + self.B * lengths[pids] / average)
+            scores[pids] += weight * (self.K1 + 1) * c / (c + norm)
+        hits = np.flatnonzero(scores)
+        if leave_out and len(hits):
+            seqs = np.frombuffer(self.seqs, dtype=np.int64)[hits]
+            hits = hits[~np.isin(seqs, np.fromiter(leave_out, dtype=np.int64, count=len(leave_out)))]
+        if len(hits) > limit:
+            hits = hits[np.argpartition(-scores[hits], limit)[:limit]]
+        ordered = sorted(hits.tolist(), key=lambda pid: (-scores[pid], -pid))
+        return [(pid, float(scores[pid])) for pid in ordered]

@@ -1,0 +1,72 @@
+"""What recall can bring back: passages of stored messages, each pointing to its message.
+
+A message of the conversation (said by the user or the model, complete) is one passage
+when short; a long one is cut into passages of about PASSAGE_CHARS at paragraph, line or
+sentence ends, so that what a question needs comes back without the rest of a long answer.
+Summaries, interrupted answers and system texts are not recalled (the summary stands for
+what is recalled; the others were never the conversation).
+"""
+
+import re
+from dataclasses import dataclass
+
+from ctxkeep.daemon.store.records import MessageRecord
+
+#: About 100 tokens of prose.
+PASSAGE_CHARS = 450
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+@dataclass(frozen=True)
+class Passage:
+    """A piece of a message: `part` of `parts` (a whole message is part 0 of 1)."""
+
+    seq: int
+    part: int
+    parts: int
+    role: str
+    created: float
+    text: str
+    #: For an answer, the question it answers (-1: none).
+    reply_to: int = -1
+
+
+def recallable(m: MessageRecord) -> bool:
+    return (m.kind == "message" and m.status == "complete" and m.role in ("user", "assistant")
+            and bool(m.content.strip()))
+
+
+def _pieces(text: str) -> list[str]:
+    """`text` in pieces of at most PASSAGE_CHARS, cut where it ends a paragraph, a line or a
+    sentence (a run with none is cut where it must)."""
+    out: list[str] = []
+    for block in re.split(r"\n\s*\n", text):
+        units = [u for line in block.split("\n") for u in _SENTENCE_END.split(line)]
+        current = ""
+        for unit in units:
+            while len(unit) > PASSAGE_CHARS:  # a run with no end in sight
+                cut = unit.rfind(" ", 0, PASSAGE_CHARS)
+                cut = cut if cut > PASSAGE_CHARS // 2 else PASSAGE_CHARS
+                if current:
+                    out.append(current)
+                    current = ""
+                out.append(unit[:cut])
+                unit = unit[cut:].lstrip()
+            if current and len(current) + 1 + len(unit) > PASSAGE_CHARS:
+                out.append(current)
+                current = unit
+            else:
+                current = f"{current} {unit}" if current else unit
+        if current:
+            out.append(current)
+    return [p for p in (piece.strip() for piece in out) if p]
+
+
+def passages(m: MessageRecord) -> list[Passage]:
+    """The message's passages (none when it is not recallable)."""
+    if not recallable(m):
+        return []
+    text = m.content.strip()
+    pieces = [text] if len(text) <= PASSAGE_CHARS * 1.5 else _pieces(text)
+    return [Passage(seq=m.seq, part=i, parts=len(pieces), role=m.role, created=m.created,
+                    text=piece, reply_to=m.reply_to) for i, piece in enumerate(pieces)]

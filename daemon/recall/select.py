@@ -1,0 +1,98 @@
+"""What recall puts in the prompt: the query, the fused ranking, the passages that fit the
+budget, and the block they make. Pure functions of their inputs."""
+
+import re
+import time
+from collections.abc import Callable, Sequence
+
+from ctxkeep.daemon.recall.passages import Passage
+
+#: A new message with fewer terms than this (words that say what it is about), or one
+#: that refers back with fewer than REFERRING_TERMS, is asked with the turn before it.
+SHORT_TERMS = 3
+REFERRING_TERMS = 5
+_REFERS_BACK = re.compile(r"\b(it|its|that|this|those|these|them|they|he|she|him|her|his|"
+                          r"there|then|again|same|above|earlier|before|previous|last)\b", re.I)
+
+OPENING = ("<recalled from earlier in this conversation — not part of my new message; "
+           "oldest first, with who said it and when>")
+CLOSING = "</recalled>"
+
+
+def refers_back(message: str) -> bool:
+    return bool(_REFERS_BACK.search(message))
+
+
+def context_for(message: str, own_terms: int, last_turn: Sequence[str]) -> str:
+    """What recall searches with beside the new message: the last turn's texts when the
+    message says little of its own ("and then?") or refers back with little else ("what
+    did she say about it?"), else nothing (a specific question is its own best query)."""
+    if own_terms < SHORT_TERMS or (own_terms < REFERRING_TERMS and refers_back(message)):
+        return "\n".join(last_turn)
+    return ""
+
+
+#: How much newer weighs: the newest passage's fused score counts this much more than the
+#: oldest's (what was said last about a thing is what holds now, all else alike).
+RECENCY = 0.15
+
+
+def fuse(*rankings: Sequence[tuple[int, float]], weights: Sequence[float] = ()) -> list[int]:
+    """Passage ids by their fused score, best first: each ranking's scores divided by its
+    best (so 0..1), times its weight (default 1), then summed (CombSUM), and raised by up
+    to RECENCY the newer the passage (ids grow with the history). Unlike reciprocal rank
+    fusion it keeps how far ahead a ranking's best are: one decisive word match is not
+    outvoted by passages that both rankings find middling."""
+    scores: dict[int, float] = {}
+    for n, ranking in enumerate(rankings):
+        if not ranking or ranking[0][1] <= 0:
+            continue
+        weight = (weights[n] if n < len(weights) else 1.0) / ranking[0][1]
+        for pid, score in ranking:
+            scores[pid] = scores.get(pid, 0.0) + weight * max(0.0, score)
+    newest = max(scores, default=0) or 1
+    boosted = {pid: s * (1 + RECENCY * pid / newest) for pid, s in scores.items()}
+    return sorted(boosted, key=lambda pid: (-boosted[pid], -pid))
+
+
+def line(p: Passage) -> str:
+    """A passage as the block shows it: when, who, and the text (a part of a longer
+    message marked as one)."""
+    when = time.strftime("%Y-%m-%d %H:%M", time.localtime(p.created))
+    who = "user" if p.role == "user" else "assistant"
+    part = f" (part {p.part + 1} of {p.parts})" if p.parts > 1 else ""
+    return f"[{when}] {who}{part}: {p.text}"
+
+
+#: The fewest tokens a line takes (its time, speaker and a word): less room left ends
+#: the search.
+LEAST_LINE = 8
+
+
+def select(ranked: Sequence[int], passages: Sequence[Passage], budget: int, overhead: int,
+           cost: Callable[[int], int], partners: Callable[[Passage], list[int]]) -> list[Passage]:
+    """Passages best first while they fit `budget` tokens (each passage's line `cost`, the
+    block's own `overhead`); then, for each chosen one in that order, its partner (an
+    answer's question, a question's answer) when it fits too; no passage twice; in the
+    order they were said."""
+    used = overhead
+    chosen: dict[int, Passage] = {}
+    for pid in ranked:
+        if budget - used < LEAST_LINE:
+            break
+        price = cost(pid)
+        if pid not in chosen and used + price <= budget:
+            chosen[pid] = passages[pid]
+            used += price
+    for pid in [p for p in ranked if p in chosen]:
+        for other in partners(passages[pid]):
+            price = cost(other)
+            if other not in chosen and used + price <= budget:
+                chosen[other] = passages[other]
+                used += price
+    return sorted(chosen.values(), key=lambda p: (p.seq, p.part))
+
+
+def block(chosen: Sequence[Passage]) -> str:
+    """The recalled passages as one marked block (opening the new message)."""
+    return "\n".join([OPENING, *(line(p) for p in chosen), CLOSING]) if chosen else ""

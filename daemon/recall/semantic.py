@@ -1,0 +1,189 @@
+"""Meaning-based ranking for recall: embeddings of a session's passages, and their cosine
+to the new message's.
+
+Vectors come from the model server's embedding endpoint (`embed_model`, Ollama's
+/api/embed) and are kept in the store's embedding cache (by model and the text's
+SHA-256), so a passage is embedded once whatever session or restart asks again. They are
+computed in the background (`Embedder`), a batch at a time, as messages are stored and
+for a history that has none yet (an import, a store from before recall): a turn never
+waits for a passage's vector, and what has none yet is ranked by words alone.
+"""
+
+import asyncio
+import hashlib
+import logging
+from collections.abc import Callable, Collection
+
+import numpy as np
+
+from ctxkeep.daemon.models.backend import ModelCallError
+from ctxkeep.daemon.models.protocol import ModelBackend
+from ctxkeep.daemon.recall.passages import Passage
+from ctxkeep.daemon.store.protocol import SessionStore
+
+log = logging.getLogger(__name__)
+
+#: Texts sent to the embedding model in one call.
+BATCH = 32
+#: Characters of a passage that are embedded (about a passage and a half).
+EMBED_CHARS = 2000
+#: Standard deviations above the mean cosine a passage must be to be ranked.
+STAND_OUT = 3.0
+
+
+def digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+class SemanticIndex:
+    """Unit vectors of one session's passages (those that have one so far), rows of a
+    matrix that grows by doubling (a vector added costs one row, not a copy of all)."""
+
+    def __init__(self) -> None:
+        self.ids: list[int] = []
+        self._matrix: np.ndarray | None = None
+        #: Passage ids below this were looked at (embedded, or found in the cache).
+        self.done = 0
+
+    def add(self, pid: int, vector: list[float]) -> None:
+        v = np.asarray(vector, dtype=np.float32)
+        norm = float(np.linalg.norm(v))
+        if norm == 0 or v.ndim != 1:
+            return
+        if self._matrix is None:
+            self._matrix = np.empty((64, v.shape[0]), dtype=np.float32)
+        if v.shape[0] != self._matrix.shape[1]:
+            return  # another model's: left out
+        if len(self.ids) == self._matrix.shape[0]:
+            self._matrix = np.concatenate([self._matrix, np.empty_like(self._matrix)])
+        self._matrix[len(self.ids)] = v / norm
+        self.ids.append(pid)
+
+    def rank(self, query: list[float], passages: list[Passage], leave_out: Collection[int],
+             limit: int) -> list[tuple[int, float]]:
+        """(passage id, cosine) of the `limit` nearest passages, nearest first, of those
+        that stand out: STAND_OUT deviations nearer than the passages are on average
+        (embeddings find every text somewhat alike; a question about nothing said before
+        recalls nothing)."""
+        if self._matrix is None or not self.ids:
+            return []
+        q = np.asarray(query, dtype=np.float32)
+        if q.shape != (self._matrix.shape[1],) or not np.linalg.norm(q):
+            return []
+        scores = self._matrix[:len(self.ids)] @ (q / np.linalg.norm(q))
+        floor = float(scores.mean() + STAND_OUT * scores.std())
+        order = np.argsort(-scores)
+        out: list[tuple[int, float]] = []
+        for row in order:
+            if scores[row] < floor or scores[row] <= 0:
+                break
+            pid = self.ids[row]
+            if passages[pid].seq in leave_out:
+                continue
+            out.append((pid, float(scores[row])))
+            if len(out) == limit:
+                break
+        return out
+
+
+class Embedder:
+    """Computes passage vectors in the background, one session's batch at a time."""
+
+    def __init__(self, store: SessionStore, backend: ModelBackend, model: Callable[[], str]) -> None:
+        self.store = store
+        self.backend = backend
+        self.model = model
+        #: Why embeddings are not available ("" when they are, or not tried yet).
+        self.unavailable = ""
+        self.working = False
+        self._wanted: dict[str, Callable[[], tuple[list[Passage], SemanticIndex]]] = {}
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    def want(self, session_id: str, source: Callable[[], tuple[list[Passage], SemanticIndex]]) -> None:
+        """Have the session's passages embedded (`source` gives them and the index to fill)."""
+        self._wanted[session_id] = source
+        self._wake.set()
+        if self._task is None or self._task.done():
+            self._task = asyncio.get_running_loop().create_task(self._run(), name="embedder")
+
+    async def vector(self, text: str, wait: float) -> list[float] | None:
+        """The vector of one text (a new message), if the model answers within `wait`
+        seconds; None otherwise (the turn ranks by words alone)."""
+        model = self.model()
+        if not model or self.unavailable:
+            return None
+        cached = self.store.embedding(model, digest(text[:EMBED_CHARS]))
+        if cached is not None:
+            return cached
+        try:
+            (vector,) = await asyncio.wait_for(asyncio.shield(
+                self.backend.embed(model, [text[:EMBED_CHARS]])), wait)
+        except (asyncio.TimeoutError, ModelCallError, ValueError):
+            return None
+        return vector
+
+    async def _run(self) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            while self._wanted:
+                session_id, source = next(iter(self._wanted.items()))
+                try:
+                    more = await self._batch(session_id, source)
+                except ModelCallError as exc:
+                    self._failed(exc)
+                    self._wanted.clear()
+                    break
+                except Exception:  # noqa: BLE001 - never let the embedder die
+                    log.exception("session=%s embedding failed", session_id)
+                    more = False
+                if not more:
+                    self._wanted.pop(session_id, None)
+
+    def _failed(self, exc: ModelCallError) -> None:
+        if not self.unavailable:
+            log.info("recall ranks by words alone: %s", exc.message)
+        self.unavailable = exc.message
+
+    def retry(self) -> None:
+        """The model server changed (back, or a model pulled): try embeddings again."""
+        self.unavailable = ""
+
+    async def _batch(self, session_id: str, source: Callable[[], tuple[list[Passage], SemanticIndex]]) -> bool:
+        """One batch of the session's passages that have no vector yet; True while more
+        are left."""
+        model = self.model()
+        if not model or self.unavailable:
+            return False
+        passages, index = source()
+        start = index.done
+        batch = passages[start:start + BATCH]
+        if not batch:
+            return False
+        self.working = True
+        try:
+            texts = [p.text[:EMBED_CHARS] for p in batch]
+            digests = [digest(t) for t in texts]
+            cached = {d: v for d in set(digests) if (v := self.store.embedding(model, d)) is not None}
+            missing = {d: t for d, t in zip(digests, texts) if d not in cached}
+            if missing:
+                vectors = await self.backend.embed(model, list(missing.values()))
+                fresh = dict(zip(missing.keys(), vectors))
+                await self.store.off_loop(self.store.save_embeddings, model, fresh)
+                cached.update(fresh)
+        finally:
+            self.working = False
+        if index.done != start:  # rebuilt meanwhile
+            return True
+        for offset, d in enumerate(digests):
+            index.add(start + offset, cached[d])
+        index.done = start + len(batch)
+        if start + len(batch) >= 2000 and (start // 2000) != ((start + len(batch)) // 2000):
+            log.info("session=%s: %d passages embedded for recall", session_id, index.done)
+        return index.done < len(passages)
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
