@@ -50,16 +50,23 @@ class SessionDeleted(Event, tag=subjects.SESSION_DELETED):
 
 
 class QueryReceived(Event, tag=subjects.QUERY_RECEIVED):
-    """A user turn was stored and its generation starts. `recalled`: the passages of
-    earlier messages that recall put into its prompt (a block opening the new message,
-    oldest first), and the tokens they take (estimated; the turn's exact count includes
-    them)."""
+    """A user turn was stored and its generation starts."""
 
     generation_id: str
     message: MessageInfo
     model: str
-    recalled: list[RecalledPassage] = []
-    recalled_tokens: Count = 0
+
+
+class GenerationRecalled(Event, tag=subjects.GENERATION_RECALLED):
+    """Recall put passages of earlier messages into the turn's prompt (a marked block
+    opening the new message, oldest first): sent before the prompt goes out, only when
+    something was recalled. `tokens` is their estimate (the turn's exact count includes
+    them); `by_meaning`, whether embeddings ranked them beside their words."""
+
+    generation_id: str
+    recalled: list[RecalledPassage]
+    tokens: Count
+    by_meaning: bool = False
 
 
 class GenerationToken(Event, tag=subjects.GENERATION_TOKEN):
@@ -231,7 +238,7 @@ class ModelPullResult(Event, tag=subjects.MODEL_PULL_RESULT):
 
 AnyEvent = (
     DaemonStatusEvent | SessionCreated | SessionUpdated | SessionDeleted | QueryReceived
-    | GenerationToken | GenerationThinking | GenerationWaiting | ResponseGeneration | GenerationError | ContextUsage
+    | GenerationToken | GenerationThinking | GenerationWaiting | GenerationRecalled | ResponseGeneration | GenerationError | ContextUsage
     | CompactionRequest | CompactionProgress | CompactionResult | GoalUpdated | SnapshotCreated
     | SnapshotRestored | ContextWarning | ModelPullProgress | ModelPullResult
 )

@@ -226,3 +226,24 @@ def test_a_compaction_stopped_on_purpose_is_not_called_a_failure():
         assert compaction_outcome("failed", reason) == "Compaction stopped — the context is as it was"
     assert compaction_outcome("failed", "summary rejected: empty").startswith("Compaction failed")
     assert compaction_outcome("skipped", "nothing to compact").startswith("Nothing to compact yet")
+
+
+def test_a_recall_line_above_an_answer_opens_to_what_was_recalled(log):
+    """The small line recall leaves above an answer: closed, it says how many earlier
+    messages were recalled; a click on it shows which (and again hides them). A reopened
+    session's history shows the same line from the answer's `recalled`."""
+    from PySide6.QtCore import QUrl
+
+    from ctxkeep.clients.gui.chatview import recall_entry
+    log.append(Entry("message", "Where does Alice live?", role="user"))
+    line = recall_entry(2, "#4 user: my sister Alice moved to Lisbon\n#5 assistant: Noted!")
+    log.append(line)
+    log.append(Entry("message", "In Lisbon.", role="assistant"))
+    assert "recalled 2 earlier messages into this question's prompt" in log.plain()
+    assert "moved to Lisbon" not in log.plain()
+    log._link(QUrl(f"recall:{id(line)}"))
+    assert "#4 user: my sister Alice moved to Lisbon" in log.plain() and "In Lisbon." in log.plain()
+    log._link(QUrl(f"recall:{id(line)}"))
+    assert "moved to Lisbon" not in log.plain() and "In Lisbon." in log.plain()
+    page = entries_of([message(6, "user", "q"), message(7, "assistant", "a", recalled=[1, 2])], [])
+    assert [e.kind for e in page] == ["message", "recall", "message"] and page[1].details == "#1 #2"

@@ -105,7 +105,7 @@ def usage_lines(u: Usage) -> list[str]:
     """The gauge and the split by segment."""
     seg = u.segments
     parts = [("system", seg.system), ("goals & pins", seg.pinned), ("files", seg.files),
-             ("summaries", seg.summaries), ("messages", seg.recent)]
+             ("summaries", seg.summaries), ("messages", seg.recent), ("recalled", seg.recalled)]
     width = max(len(name) for name, _ in parts)
     lines = [gauge(u.tokens, u.window, u.exact)]
     lines += [f"  {name.ljust(width)}  {tokens(n, u.exact).rjust(9)}" for name, n in parts]

@@ -15,7 +15,9 @@ def add_parser(commands) -> argparse.ArgumentParser:
     parser = commands.add_parser("show", help="a session's full history",
                                  description="Print a session's settings and its full history "
                                              "(every message ever stored, interrupted ones marked, "
-                                             "summaries shown where compactions wrote them).")
+                                             "summaries shown where compactions wrote them; under "
+                                             "an answer, the earlier messages recall brought into "
+                                             "its prompt).")
     add_latest_session_argument(parser)
     parser.add_argument("--active", action="store_true",
                         help="only the active context: what the model sees now")
@@ -54,10 +56,17 @@ def run(args: argparse.Namespace) -> int:
                 " [summary]" if m.kind == "summary" else "")
             print(f"\n{style.bold}{m.role}{style.reset} {style.dim}#{m.seq} {when(m.created)}"
                   f"{mark}{style.reset}")
+            if m.recalled:  # what recall brought into the prompt this answered
+                print(f"  {style.dim}(its prompt recalled {recalled_list(m.recalled)}){style.reset}")
             for line in m.content.splitlines() or [""]:
                 print(textwrap.fill(line, width, initial_indent="  ", subsequent_indent="  ")
                       if line else "")
     return 0
+
+
+def recalled_list(seqs: list[int], most: int = 12) -> str:
+    shown = " ".join(f"#{s}" for s in seqs[:most])
+    return shown + (f" and {len(seqs) - most} more" if len(seqs) > most else "")
 
 
 def messages(client, session, active: bool, last: int) -> Iterator:

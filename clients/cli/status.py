@@ -40,6 +40,8 @@ def run(args: argparse.Namespace) -> int:
         f" — NOT INSTALLED in Ollama: `ctxkeep models pull {s.default_model}`, or make an "
         "installed one the default (`ctxkeep models default NAME`; `ctxkeep models` lists them)")
     print(f"  model     {s.default_model} (the default of new sessions){missing}")
+    if s.recall:
+        print(f"  recall    {s.recall}")
     if o.reachable:
         print(f"  ollama    {o.version or 'reachable'} at {o.host}")
     elif not o.checked:

@@ -40,6 +40,9 @@ class Entry:
     who: str = ""
     #: The message's seq in the history (-1: a marker, or not stored yet).
     seq: int = -1
+    #: A "recall" entry's excerpts, shown when it is opened (a click on its line).
+    details: str = ""
+    expanded: bool = False
 
 
 class ChatLog(QTextBrowser):
@@ -60,6 +63,7 @@ class ChatLog(QTextBrowser):
         #: Where each entry starts (Qt moves them as the text around them changes).
         self._starts: list[QTextCursor] = []
         self._streams: dict[str, Entry] = {}
+        self._recalls: dict[int, Entry] = {}
         self.has_older = False
         self.loading_older = False
         self.document().setDocumentMargin(12)
@@ -69,7 +73,7 @@ class ChatLog(QTextBrowser):
 
     def reset(self, has_older: bool = False) -> None:
         self.document().clear()
-        self.entries, self.code, self._starts, self._streams = [], [], [], {}
+        self.entries, self.code, self._starts, self._streams, self._recalls = [], [], [], {}, {}
         self.has_older, self.loading_older = has_older, False
 
     def append(self, entry: Entry) -> None:
@@ -235,7 +239,28 @@ class ChatLog(QTextBrowser):
     def _html(self, entry: Entry) -> str:
         if entry.kind == "marker":  # centred by its block format (`_insert`)
             return f'<p style="color:{self.theme.dim};">{html.escape(entry.text)}</p>'
+        if entry.kind == "recall":  # a small line above the answer; a click opens it
+            key = id(entry)
+            self._recalls[key] = entry
+            arrow = "▾" if entry.expanded else "▸"
+            line = (f'<p style="margin-top: 10px; margin-bottom: 0; color:{self.theme.dim};">'
+                    f'<a href="recall:{key}" style="color:{self.theme.dim}; text-decoration: none;">'
+                    f'{arrow} {html.escape(entry.text)}</a></p>')
+            if not entry.expanded:
+                return line
+            rows = "".join(f"<div>{html.escape(row)}</div>" for row in entry.details.splitlines())
+            return line + f'<div style="color:{self.theme.dim}; margin-left: 16px;">{rows}</div>'
         return self._header(entry) + to_html(entry.text, self.theme, self._keep_code)
+
+    def toggle(self, entry: Entry) -> None:
+        """Open or close a recall line (what recall brought into that answer's prompt)."""
+        entry.expanded = not entry.expanded
+        index = self.entries.index(entry)
+        with self._keeping_view():
+            cursor = self._at(self._starts[index].position())
+            cursor.setPosition(self._end_of(index).position(), QTextCursor.MoveMode.KeepAnchor)
+            cursor.removeSelectedText()
+            cursor.insertHtml(self._html(entry))
 
     def _keep_code(self, code: str) -> int:
         self.code.append(code)
@@ -257,7 +282,11 @@ class ChatLog(QTextBrowser):
             self.older_wanted.emit()
 
     def _link(self, url: QUrl) -> None:
-        if url.scheme() == "copy":
+        if url.scheme() == "recall":
+            entry = self._recalls.get(int(url.path()) if url.path().isdigit() else -1)
+            if entry is not None and entry in self.entries:
+                self.toggle(entry)
+        elif url.scheme() == "copy":
             index = int(url.path()) if url.path().isdigit() else -1
             if 0 <= index < len(self.code):
                 QGuiApplication.clipboard().setText(self.code[index])

@@ -10,7 +10,7 @@ from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QPushButton, QVBox
 from ...protocol import requests
 from ...protocol.events import (
     CompactionRequest, CompactionResult, ContextUsage, ContextWarning, GenerationError,
-    GenerationToken, QueryReceived, ResponseGeneration,
+    GenerationRecalled, GenerationToken, QueryReceived, ResponseGeneration,
 )
 from ...protocol.models import CompactionMark, MessageInfo, ModelInfo, SessionInfo
 from ...protocol.replies import HistoryReply
@@ -44,10 +44,24 @@ def entries_of(messages: list[MessageInfo], marks: list[CompactionMark]) -> list
             note = "attached " + ", ".join(f.path for f in m.files)
         if m.status == "interrupted":
             note = stopped(m.error)
+        if m.recalled:
+            out.append(recall_entry(len(m.recalled), " ".join(f"#{s}" for s in m.recalled)))
         out.append(Entry("message", m.content, role=m.role, note=note,
                          who=m.model if m.role == "assistant" else "", seq=m.seq))
     out += [Entry("marker", mark.marker) for mark in at.values()]  # after the page's last
     return out
+
+
+def recall_entry(count: int, details: str) -> Entry:
+    """The line above an answer that says what recall brought into its prompt."""
+    what = "an earlier message" if count == 1 else f"{count} earlier messages"
+    return Entry("recall", f"recalled {what} into this question's prompt", details=details)
+
+
+def recalled_details(passages) -> str:
+    """Each recalled passage on a line: which message, who, and its start."""
+    return "\n".join(f"#{p.seq} {p.role}: {p.text[:120]}{'…' if len(p.text) > 120 else ''}"
+                     for p in passages)
 
 
 class ChatView(QWidget):
@@ -67,6 +81,9 @@ class ChatView(QWidget):
         self.held: list[object] = []
         #: A message to show once the history is in: (its seq, words to select in it).
         self.target: tuple[int, str] | None = None
+        #: Generations whose question is shown, and recall lines waiting for theirs.
+        self.received: set[str] = set()
+        self.recalls: dict[str, Entry] = {}
         self.older: list[MessageInfo] = []
         self.older_marks: list[CompactionMark] = []
         self.streaming: set[str] = set()
@@ -117,6 +134,7 @@ class ChatView(QWidget):
         self.target = (at, find) if at >= 0 else None
         self.first = self.end = max(0, session.message_count - PAGE) if at < 0 else max(0, at - 2)
         self.loading, self.held, self.streaming = True, [], set()
+        self.received, self.recalls = set(), {}
         self.older, self.older_marks = [], []  # an older page of another session in flight
         self.log.reset()
         self._set_busy(session.busy)
@@ -219,6 +237,15 @@ class ChatView(QWidget):
             if event.message.seq >= self.end:
                 self.log.append(Entry("message", event.message.content, role="user"))
                 self.end = event.message.seq + 1
+            self.received.add(event.generation_id)
+            if event.generation_id in self.recalls:  # told before the question was stored
+                self.log.append(self.recalls.pop(event.generation_id))
+        elif isinstance(event, GenerationRecalled):  # the line goes under its question
+            line = recall_entry(len({p.seq for p in event.recalled}), recalled_details(event.recalled))
+            if event.generation_id in self.received:
+                self.log.append(line)
+            else:
+                self.recalls[event.generation_id] = line
         elif isinstance(event, GenerationToken):
             self.streaming.add(event.generation_id)
             self._set_busy(True)

@@ -159,11 +159,12 @@ class AutoCompactor(Checkpointing):
                context: ActiveContext, active: list[MessageRecord]) -> bool:
         """Whether a pass should run `level` now. A pass for a prompt that must fit runs
         until it fits and, once it changed anything, until the context is at most 80 %
-        of the window (so the next turn does not start over at once)."""
-        over_target = self.total(session, context, active) > PASS_TARGET * session.window
+        of the window less recall's share (so the next turn does not start over at once,
+        and recall has its room)."""
+        budget = measure(session, context, active, self.estimator, self.config)
+        over_target = self.total(session, context, active) > PASS_TARGET * session.window - budget.reserved
         if user is not None:
             return not self.fits(session, context, active, user) or bool(pass_.levels) and over_target
-        budget = measure(session, context, active, self.estimator, self.config)
         if level < 3:
             return self.fill(session, budget) >= self.thresholds(session)[level - 1]
         return self.level_for(session, budget) >= 3 or over_target

@@ -22,7 +22,8 @@ import msgspec
 
 from ctxkeep.protocol.models import RecalledPassage
 from ctxkeep.protocol.events import (
-    GenerationThinking, GenerationToken, GoalUpdated, QueryReceived, ResponseGeneration,
+    GenerationRecalled, GenerationThinking, GenerationToken, GoalUpdated, QueryReceived,
+    ResponseGeneration,
 )
 from ctxkeep.daemon.context import goals as goal_markers
 from ctxkeep.daemon.context.announce import Announcer
@@ -128,8 +129,6 @@ class Generations(TurnEndings, TurnLimits):
         if self.backend.known_facts(session.model) is None:
             commit.start()  # /api/show is asked first: `accepted` does not wait for it
 
-        recall = NO_RECALL
-
         async def question() -> MessageRecord:
             """The question once stored, announced (`query.received`) once."""
             nonlocal user
@@ -138,11 +137,8 @@ class Generations(TurnEndings, TurnLimits):
                 if stored_user is None:
                     raise Withdrawn
                 user = stored_user
-                self.bus.publish(QueryReceived(
-                    generation_id=job.id, message=user.info(), model=session.model,
-                    recalled=[RecalledPassage(seq=p.seq, part=p.part, parts=p.parts, role=p.role,  # type: ignore[arg-type]
-                                              created=p.created, text=p.text) for p in recall.passages],
-                    recalled_tokens=recall.tokens), sid)
+                self.bus.publish(QueryReceived(generation_id=job.id, message=user.info(),
+                                               model=session.model), sid)
             return user
         answer: list[str] = []
         thinking: list[str] = []
@@ -163,6 +159,11 @@ class Generations(TurnEndings, TurnLimits):
                 features = self.estimator.context_features(session, context, active, user)
             estimate = self.estimator.of_features(session, features)
             recall, estimate = await self._recall(session, context, active, user, features, estimate)
+            if recall.block:
+                self.bus.publish(GenerationRecalled(
+                    generation_id=job.id, tokens=recall.tokens, by_meaning=recall.semantic,
+                    recalled=[RecalledPassage(seq=p.seq, part=p.part, parts=p.parts, role=p.role,  # type: ignore[arg-type]
+                                              created=p.created, text=p.text) for p in recall.passages]), sid)
             room = self._reply_room(session, estimate)
             messages = self.prompts.build(session, context, active, user, recall.block)
             options = {**session.options, "num_ctx": session.window, "num_predict": room}
