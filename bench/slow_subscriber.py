@@ -17,7 +17,7 @@ from pathlib import Path
 import zmq
 
 from common import emit, running_daemon
-from ctxkeep.daemon.server.bus import EVENT_UNIT_BYTES, high_water_mark
+from ctxkeep.daemon.transports.zmq.publisher import EVENT_UNIT_BYTES, high_water_mark
 from ctxkeep.protocol.events import GenerationError, ResponseGeneration
 
 TERMINAL = (ResponseGeneration, GenerationError)

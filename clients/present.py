@@ -1,6 +1,6 @@
 """What every client shows the same way: sizes, and which models one can chat with."""
 
-from ..protocol.models import ModelInfo
+from ..protocol.structs import ModelInfo
 
 
 def size(n: int) -> str:

@@ -12,7 +12,7 @@ import zmq
 
 from ctxkeep.protocol import DAEMON_VERSION
 from ctxkeep.daemon.config import ConfigError, load
-from ctxkeep.daemon.server.curve import CurveError
+from ctxkeep.daemon.transports.zmq.curve import CurveError
 from ctxkeep.daemon.server.runtime import AlreadyRunning, RuntimeDirError
 from ctxkeep.daemon.server.daemon import Daemon
 from ctxkeep.daemon.store.store import StoreError

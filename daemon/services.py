@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ctxkeep.protocol import paths
-from ctxkeep.protocol.models import DaemonStatus
+from ctxkeep.protocol.structs import DaemonStatus
 from ctxkeep.daemon.config import Config
 from ctxkeep.daemon.context.announce import Announcer
 from ctxkeep.daemon.context.autocompact import AutoCompactor
@@ -14,9 +14,9 @@ from ctxkeep.daemon.jobs.compaction import Compactor
 from ctxkeep.daemon.context.estimator import Estimator
 from ctxkeep.daemon.jobs.generation import Generations
 from ctxkeep.daemon.jobs.queue import SessionJobs
-from ctxkeep.daemon.models.protocol import ModelBackend
+from ctxkeep.daemon.backends.protocol import ModelBackend
 from ctxkeep.daemon.recall.recaller import Recaller
-from ctxkeep.daemon.server.bus import EventBus
+from ctxkeep.daemon.events.bus import EventBus
 from ctxkeep.daemon.store.listing import SessionListing
 from ctxkeep.daemon.store.protocol import SessionStore
 

@@ -69,7 +69,7 @@ def run_backup(args: argparse.Namespace) -> int:
 
 
 def run_keys(args: argparse.Namespace) -> int:
-    from ctxkeep.daemon.server import curve
+    from ctxkeep.daemon.transports.zmq import curve
     try:
         folder = load(args.config).resolved_curve_dir()
     except ConfigError as exc:

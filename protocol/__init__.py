@@ -14,7 +14,7 @@ from .codec import (
     decode_request,
     encode,
 )
-from . import events, models, replies, requests, subjects
+from . import events, replies, requests, structs, subjects
 
 __all__ = [
     "PROTOCOL_VERSION",
@@ -27,8 +27,8 @@ __all__ = [
     "decode_request",
     "encode",
     "events",
-    "models",
     "replies",
     "requests",
+    "structs",
     "subjects",
 ]

@@ -15,7 +15,7 @@ import msgspec
 from . import events, replies, requests, subjects
 from .errors import ErrorCode
 from .examples import ERRORS, EXAMPLES
-from .models import (
+from .structs import (
     AttachedFile, CheckpointInfo, DaemonStatus, Decision, FileUse, GoalCheckpoint, Goals, GoalsInput,
     MessageInfo, OllamaStatus, Segments, SessionInfo, SnapshotInfo, Usage,
 )

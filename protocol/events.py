@@ -13,7 +13,7 @@ import msgspec
 from msgspec import Meta
 
 from . import subjects
-from .models import (
+from .structs import (
     Count, DaemonStatus, Goals, MessageInfo, RecalledPassage, SessionInfo, SnapshotInfo, Usage,
 )
 

@@ -5,7 +5,7 @@ import msgspec
 
 from . import events, replies, requests, subjects
 from .errors import ErrorCode
-from .models import (
+from .structs import (
     DaemonStatus, Decision, FileUse, GoalCheckpoint, Goals, GoalsInput, MessageInfo, ModelInfo,
     OllamaStatus, SearchHit, Segments, SessionInfo, SnapshotInfo, Usage,
 )

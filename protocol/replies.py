@@ -9,7 +9,7 @@ from typing import Annotated
 import msgspec
 from msgspec import Meta
 
-from .models import (
+from .structs import (
     AttachedFile, CheckpointInfo, CompactionMark, Count, DaemonStatus, FileUse, Goals, MessageInfo, ModelInfo,
     SearchHit, Seq,
     SessionInfo, SnapshotInfo, Usage,

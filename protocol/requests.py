@@ -9,7 +9,7 @@ from typing import Annotated, Literal
 import msgspec
 from msgspec import Meta
 
-from .models import GoalsInput, Options, Seq
+from .structs import GoalsInput, Options, Seq
 from .version import PROTOCOL_VERSION
 
 #: A session's id, a unique prefix of its id (4+ characters), or its name.

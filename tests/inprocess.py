@@ -6,29 +6,24 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import zmq.asyncio
-
 from ctxkeep.daemon import services as services_module
 from ctxkeep.daemon.config import Config
 from ctxkeep.daemon.handlers import HANDLERS
-from ctxkeep.daemon.models.protocol import ModelBackend
-from ctxkeep.daemon.server.bus import EventBus
+from ctxkeep.daemon.backends.protocol import ModelBackend
+from ctxkeep.daemon.events.bus import EventBus
 from ctxkeep.daemon.store.store import Store
 from ctxkeep.protocol import requests
 from ctxkeep.protocol.events import Event
-from ctxkeep.protocol.models import DaemonStatus
+from ctxkeep.protocol.structs import DaemonStatus
 
 
 class RecordingBus(EventBus):
-    """The event bus with no sockets, keeping what it publishes."""
+    """The engine's event bus with a listener that keeps what it publishes (no transport)."""
 
     def __init__(self) -> None:
-        super().__init__(zmq.asyncio.Context.instance(), 1 << 20, lambda: None)  # type: ignore[arg-type]
+        super().__init__()
         self.seen: list[Event] = []
-
-    def publish(self, event: Event, session_id: str = "") -> Event:
-        self.seen.append(super().publish(event, session_id))
-        return event
+        self.listen(self.seen.append)
 
 
 class InProcess:

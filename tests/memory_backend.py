@@ -19,11 +19,11 @@ from typing import Any
 
 from ollama import ChatResponse, Message
 
-from ctxkeep.daemon.models.backend import ModelCallError
-from ctxkeep.daemon.models.facts import ModelFacts
+from ctxkeep.daemon.backends.backend import ModelCallError
+from ctxkeep.daemon.backends.facts import ModelFacts
 from ctxkeep.protocol import ErrorCode
-from ctxkeep.protocol.models import ModelInfo, OllamaStatus
-from ctxkeep.daemon.models.sent import ON_SENT
+from ctxkeep.protocol.structs import ModelInfo, OllamaStatus
+from ctxkeep.daemon.backends.sent import ON_SENT
 from ollama_standin import DEFAULT_MODELS, Model, count_tokens, embed_vector, render, split_stream
 
 

@@ -5,13 +5,13 @@ import time
 import pytest
 
 from ctxkeep.daemon.context import goals as goal_markers
-from ctxkeep.daemon.context import reliability
+from ctxkeep.daemon import reliability
 from ctxkeep.daemon.context.relevance import bm25, cosine, words
 from ctxkeep.protocol.events import (
     CompactionResult, ContextWarning, GenerationError, GoalUpdated, ResponseGeneration, SnapshotCreated,
     SnapshotRestored,
 )
-from ctxkeep.protocol.models import Goals
+from ctxkeep.protocol.structs import Goals
 from conftest import talkative, until_idle, wait_for
 
 MODEL = "qwen2.5:7b"

@@ -4,10 +4,10 @@ import msgspec
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctxkeep.daemon.server import batcher as batcher_mod
-from ctxkeep.daemon.server.batcher import MAX_BATCH_BYTES, TextBatcher
-from ctxkeep.daemon.server.bus import EVENT_UNIT_BYTES, high_water_mark
-from ctxkeep.daemon.server.subscriptions import MAX_PREFIX_BYTES, SubscriptionLedger
+from ctxkeep.daemon.events import batcher as batcher_mod
+from ctxkeep.daemon.events.batcher import MAX_BATCH_BYTES, TextBatcher
+from ctxkeep.daemon.transports.zmq.publisher import EVENT_UNIT_BYTES, high_water_mark
+from ctxkeep.daemon.transports.zmq.subscriptions import MAX_PREFIX_BYTES, SubscriptionLedger
 
 
 def test_a_prefix_too_long_is_refused():
@@ -110,7 +110,7 @@ def test_no_batch_is_over_the_byte_bound_and_nothing_is_lost(pieces):
 
 
 def test_a_connection_refused_too_often_is_to_be_closed():
-    from ctxkeep.daemon.server.subscriptions import CUT_AFTER_REFUSALS
+    from ctxkeep.daemon.transports.zmq.subscriptions import CUT_AFTER_REFUSALS
     ledger = SubscriptionLedger(max_total=10, max_per_client=1)
     ledger.add("c", b"a")
     assert ledger.refusal("c", b"b")

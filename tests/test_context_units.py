@@ -120,7 +120,7 @@ TEXT = st.sampled_from(["", "hello world", "x = [1, 2]\n", "Größe über alles"
 def contexts(draw):
     """A session, its context state and active messages of every shape normalize meets."""
     from ctxkeep.daemon.store.records import Checkpoint, SessionRecord
-    from ctxkeep.protocol.models import Goals
+    from ctxkeep.protocol.structs import Goals
     messages = []
     for seq in range(draw(st.integers(0, 8))):
         files = [Attachment(path=f"f{seq}{i}", mode="full", block=draw(TEXT), summary=draw(TEXT))
@@ -238,7 +238,7 @@ def test_a_summary_call_refused_as_too_long_is_split_and_retried(tmp_path):
     import asyncio
 
     from ctxkeep.daemon.context.summarizer import Summarizer
-    from ctxkeep.daemon.models.backend import ModelCallError
+    from ctxkeep.daemon.backends.backend import ModelCallError
     from ctxkeep.protocol import ErrorCode
 
     class Refusing:

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ctxkeep.daemon.config import Config
-from ctxkeep.daemon.models.backend import ModelCallError
+from ctxkeep.daemon.backends.backend import ModelCallError
 from ctxkeep.daemon.store.errors import StoreError
 from ctxkeep.protocol import ErrorCode, requests
 from ctxkeep.protocol.events import CompactionResult, GenerationError, ResponseGeneration
@@ -228,7 +228,7 @@ def test_requests_that_write_commit_off_the_event_loop(tmp_path):
     never waits for the disk."""
     import threading
 
-    from ctxkeep.protocol.models import Goals
+    from ctxkeep.protocol.structs import Goals
 
     def reply(messages) -> str:  # long answers, short summaries
         asked = messages[-1]["content"]

@@ -19,7 +19,7 @@ from ctxkeep.clients.gui.chatview import PAGE  # noqa: E402
 from ctxkeep.clients.gui.dialogs import NewSessionDialog  # noqa: E402
 from ctxkeep.protocol import requests  # noqa: E402
 from ctxkeep.protocol.events import CompactionRequest, CompactionResult  # noqa: E402
-from ctxkeep.protocol.models import SessionInfo  # noqa: E402
+from ctxkeep.protocol.structs import SessionInfo  # noqa: E402
 from PySide6.QtWidgets import QMessageBox  # noqa: E402
 
 MODEL = "qwen2.5:7b"

@@ -13,7 +13,7 @@ from ctxkeep.clients.gui.composer import Composer
 from ctxkeep.clients.gui.gauge import ContextGauge, compact_count, usage_text
 from ctxkeep.clients.gui.markdown import to_html
 from ctxkeep.clients.gui.words import stopped
-from ctxkeep.protocol.models import AttachedFile, CompactionMark, MessageInfo
+from ctxkeep.protocol.structs import AttachedFile, CompactionMark, MessageInfo
 
 
 def message(seq, role="user", text="", **kw):

@@ -1,4 +1,4 @@
-"""The control socket's Inbox (daemon/server/inbox.py): no message is left waiting, however
+"""The control socket's Inbox (daemon/transports/zmq/inbox.py): no message is left waiting, however
 receives and sends interleave. libzmq's descriptor is edge-triggered and a send may take
 its signal; a missed wake-up would leave a request queued and this test waiting on it
 until its deadline."""
@@ -11,7 +11,7 @@ import zmq.asyncio
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctxkeep.daemon.server.inbox import BATCH, Inbox
+from ctxkeep.daemon.transports.zmq.inbox import BATCH, Inbox
 
 
 def client(endpoint: str, bursts: list[int], answered: list[int]) -> None:

@@ -10,7 +10,7 @@ from ctxkeep.protocol.events import (
     ResponseGeneration,
     SessionUpdated,
 )
-from ctxkeep.protocol.models import Goals
+from ctxkeep.protocol.structs import Goals
 from conftest import until_idle, wait_for
 
 MODEL = "qwen2.5:7b"

@@ -6,8 +6,8 @@ import sys
 
 import pytest
 
-from ctxkeep.daemon.models.backend import ModelCallError, OllamaBackend
-from ctxkeep.daemon.models.sent import ON_SENT
+from ctxkeep.daemon.backends.backend import ModelCallError, OllamaBackend
+from ctxkeep.daemon.backends.sent import ON_SENT
 from ctxkeep.protocol import ErrorCode
 from ollama_standin import OllamaStandin
 
@@ -122,7 +122,7 @@ def test_unreachable_and_unknown_model_say_what_to_do(standin: OllamaStandin):
 
 def test_the_backend_has_every_member_of_the_protocol():
     """The engine is typed against ModelBackend; OllamaBackend must provide all of it."""
-    from ctxkeep.daemon.models.protocol import ModelBackend
+    from ctxkeep.daemon.backends.protocol import ModelBackend
     members = {n for n in vars(ModelBackend) if not n.startswith("_")} | \
         set(ModelBackend.__annotations__)
     backend = OllamaBackend("http://127.0.0.1:9", 1.0, 1.0)
@@ -131,7 +131,7 @@ def test_the_backend_has_every_member_of_the_protocol():
 
 
 def test_a_proxied_host_keeps_its_proxy_and_no_proxy_is_respected(monkeypatch):
-    from ctxkeep.daemon.models.refuse_overflow import proxy_for
+    from ctxkeep.daemon.backends.refuse_overflow import proxy_for
     monkeypatch.setenv("HTTP_PROXY", "http://proxy.example:3128")
     monkeypatch.setenv("NO_PROXY", "localhost,127.0.0.1")
     assert proxy_for("http://ollama.lan:11434") == "http://proxy.example:3128"
@@ -145,7 +145,7 @@ def test_truncate_is_put_into_any_chat_body_and_nothing_else_changes(body):
     import json
 
     import httpx
-    from ctxkeep.daemon.models.refuse_overflow import RefuseOverflow
+    from ctxkeep.daemon.backends.refuse_overflow import RefuseOverflow
     seen: list[httpx.Request] = []
 
     def answer(request: httpx.Request) -> httpx.Response:

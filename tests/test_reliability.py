@@ -224,7 +224,7 @@ def test_subscriptions_are_bounded_and_released(daemon_factory):
     """A prefix too long ends its connection unread (no greeting, nothing kept); past the
     limits held at once (per connection and in all) a subscription costs nothing and gets
     no greeting; what a subscriber held is released when it leaves."""
-    from ctxkeep.daemon.server.bus import MAX_PREFIX_BYTES
+    from ctxkeep.daemon.transports.zmq.publisher import MAX_PREFIX_BYTES
     daemon = daemon_factory()
     daemon.write_config("max_subscriptions = 40\nmax_subscriptions_per_client = 30\n")
     daemon.start()

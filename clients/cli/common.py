@@ -16,7 +16,7 @@ from ...protocol.events import (
     CompactionResult, ContextWarning, Event, GenerationError, GenerationThinking,
     GenerationToken, GenerationWaiting, ResponseGeneration,
 )
-from ...protocol.models import SessionInfo, Usage
+from ...protocol.structs import SessionInfo, Usage
 from ...protocol.replies import Accepted
 from ..core import CtxkeepError, DaemonUnavailable
 from ..sync import Client

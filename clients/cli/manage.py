@@ -5,7 +5,7 @@ import sys
 
 import msgspec
 
-from ...protocol.models import OptionValue
+from ...protocol.structs import OptionValue
 from .common import add_session_argument, connect, session_line
 
 

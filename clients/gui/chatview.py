@@ -12,7 +12,7 @@ from ...protocol.events import (
     CompactionRequest, CompactionResult, ContextUsage, ContextWarning, GenerationError,
     GenerationRecalled, GenerationToken, QueryReceived, ResponseGeneration,
 )
-from ...protocol.models import CompactionMark, MessageInfo, ModelInfo, SessionInfo
+from ...protocol.structs import CompactionMark, MessageInfo, ModelInfo, SessionInfo
 from ...protocol.replies import HistoryReply
 from .chatlog import ChatLog, Entry
 from .composer import Composer

@@ -7,7 +7,7 @@ from PySide6.QtWidgets import (
     QPlainTextEdit, QProgressBar, QPushButton, QVBoxLayout, QWidget,
 )
 
-from ...protocol.models import ModelInfo
+from ...protocol.structs import ModelInfo
 from ..present import chat_models, size
 
 #: What the first-run path offers to pull.

@@ -8,7 +8,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ...protocol.models import MessageInfo, SearchHit, SessionInfo
+from ...protocol.structs import MessageInfo, SearchHit, SessionInfo
 
 #: Milliseconds of no typing before the message text is searched.
 SEARCH_DELAY_MS = 250

@@ -12,7 +12,7 @@ from ...protocol import DAEMON_VERSION, requests
 from ...protocol.events import (
     ModelPullProgress, ModelPullResult, SessionCreated, SessionDeleted, SessionUpdated,
 )
-from ...protocol.models import ModelInfo, SessionInfo
+from ...protocol.structs import ModelInfo, SessionInfo
 from ...protocol.replies import (
     Accepted, HistoryReply, ModelsReply, SearchReply, SessionReply, SessionsReply,
 )

@@ -13,9 +13,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ctxkeep.protocol.events import ContextUsage, ContextWarning, SessionUpdated
-from ctxkeep.protocol.models import SessionInfo, Usage
-from ctxkeep.daemon.context import reliability
-from ctxkeep.daemon.server.bus import EventBus
+from ctxkeep.protocol.structs import SessionInfo, Usage
+from ctxkeep.daemon import reliability
+from ctxkeep.daemon.events.bus import EventBus
 from ctxkeep.daemon.config import Config
 from ctxkeep.daemon.context.estimator import Estimator
 from ctxkeep.daemon.store.records import SessionRecord

@@ -36,7 +36,7 @@ import msgspec
 from ctxkeep.protocol.events import CompactionRequest, CompactionResult, ContextWarning, SnapshotRestored
 from ctxkeep.daemon.context import relevance
 from ctxkeep.daemon.context.announce import Announcer
-from ctxkeep.daemon.server.bus import EventBus
+from ctxkeep.daemon.events.bus import EventBus
 from ctxkeep.daemon.context.checkpoints import Checkpointing
 from ctxkeep.daemon.context.summarizer import SummaryRejected, compaction_marker, take_snapshot
 from ctxkeep.daemon.context.levels import (
@@ -46,7 +46,7 @@ from ctxkeep.daemon.context.levels import (
 from ctxkeep.daemon.config import Config
 from ctxkeep.daemon.errors import RequestError
 from ctxkeep.daemon.context.estimator import Estimate, Estimator
-from ctxkeep.daemon.models.protocol import ModelBackend
+from ctxkeep.daemon.backends.protocol import ModelBackend
 from ctxkeep.daemon.store.records import ActiveContext, CompactionRecord, MessageRecord, SessionRecord
 from ctxkeep.daemon.store.protocol import SessionStore
 from ctxkeep.daemon.store.store import StoreError

@@ -16,8 +16,8 @@ from itertools import chain
 
 from ctxkeep.daemon.context.postings import Postings
 from ctxkeep.daemon.context.per_message import PerMessage
-from ctxkeep.daemon.models.backend import ModelCallError
-from ctxkeep.daemon.models.protocol import ModelBackend
+from ctxkeep.daemon.backends.backend import ModelCallError
+from ctxkeep.daemon.backends.protocol import ModelBackend
 from ctxkeep.daemon.store.records import MessageRecord
 from ctxkeep.daemon.store.protocol import SessionStore
 from ctxkeep.daemon.store.search_index import STOP

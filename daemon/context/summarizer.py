@@ -12,11 +12,11 @@ from ctxkeep.protocol.events import (
     SnapshotCreated,
 )
 from ctxkeep.daemon.context import goals as goal_markers
-from ctxkeep.daemon.server.bus import EventBus
+from ctxkeep.daemon.events.bus import EventBus
 from ctxkeep.daemon.context.estimator import SLACK, Estimator
 from ctxkeep.daemon.errors import RequestError
-from ctxkeep.daemon.models.backend import ModelCallError
-from ctxkeep.daemon.models.protocol import ModelBackend
+from ctxkeep.daemon.backends.backend import ModelCallError
+from ctxkeep.daemon.backends.protocol import ModelBackend
 from ctxkeep.daemon.context.prompt import (
     COMPACTION_SYSTEM, MERGE_SYSTEM, summary_call, transcript_line,
 )

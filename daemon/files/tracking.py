@@ -1,6 +1,6 @@
 """Which files a session referenced, and which it has not used lately (for compaction)."""
 
-from ctxkeep.protocol.models import FileUse
+from ctxkeep.protocol.structs import FileUse
 from ctxkeep.daemon.store.records import FileRefRecord
 
 

@@ -3,7 +3,7 @@
 import msgspec
 
 from ctxkeep.protocol import requests
-from ctxkeep.protocol.models import CompactionMark
+from ctxkeep.protocol.structs import CompactionMark
 from ctxkeep.daemon.context.summarizer import compaction_marker
 from ctxkeep.protocol.replies import HistoryReply
 from ctxkeep.daemon.services import Services

@@ -1,7 +1,7 @@
 """search: words across every session's history, through the index kept as messages are stored."""
 
 from ctxkeep.protocol import requests
-from ctxkeep.protocol.models import SearchHit
+from ctxkeep.protocol.structs import SearchHit
 from ctxkeep.protocol.replies import SearchReply
 from ctxkeep.daemon.handlers.registry import handles
 from ctxkeep.daemon.services import Services

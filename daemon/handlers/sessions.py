@@ -4,14 +4,14 @@ import asyncio
 
 from ctxkeep.protocol import ErrorCode, requests
 from ctxkeep.protocol.events import ContextUsage, SessionCreated, SessionDeleted
-from ctxkeep.protocol.models import SessionInfo
+from ctxkeep.protocol.structs import SessionInfo
 from ctxkeep.protocol.replies import Deleted, SessionReply, SessionsReply
 from ctxkeep.daemon.store.records import SessionRecord
 from ctxkeep.daemon.services import Services
 from ctxkeep.daemon.handlers.models import check_installed
-from ctxkeep.daemon.models.backend import ModelCallError
-from ctxkeep.daemon.models.facts import ModelFacts
-from ctxkeep.daemon.models.options import check_options
+from ctxkeep.daemon.backends.backend import ModelCallError
+from ctxkeep.daemon.backends.facts import ModelFacts
+from ctxkeep.daemon.backends.options import check_options
 from ctxkeep.daemon.handlers.registry import RequestError, handles
 
 

@@ -5,7 +5,7 @@ import time
 import msgspec
 
 from ctxkeep.protocol import ErrorCode, requests
-from ctxkeep.protocol.models import Goals
+from ctxkeep.protocol.structs import Goals
 from ctxkeep.protocol.events import GoalUpdated, SnapshotCreated, SnapshotRestored
 from ctxkeep.protocol.replies import GoalsReply, SessionReply, SnapshotReply, SnapshotsReply
 from ctxkeep.daemon.services import Services

@@ -20,12 +20,12 @@ from ctxkeep.protocol import ErrorCode
 from ctxkeep.protocol.events import CompactionProgress, CompactionRequest, CompactionResult
 from ctxkeep.protocol.replies import CompactionPlan
 from ctxkeep.daemon.context.announce import Announcer
-from ctxkeep.daemon.server.bus import EventBus
+from ctxkeep.daemon.events.bus import EventBus
 from ctxkeep.daemon.config import Config
 from ctxkeep.daemon.context.estimator import Estimator
 from ctxkeep.daemon.jobs.queue import Job, SessionJobs
 from ctxkeep.daemon.errors import RequestError
-from ctxkeep.daemon.models.protocol import ModelBackend
+from ctxkeep.daemon.backends.protocol import ModelBackend
 from ctxkeep.daemon.context.prompt import COMPACTION_SYSTEM, SUMMARY_PREFIX
 from ctxkeep.daemon.store.records import (
     ActiveContext, CompactionRecord, MessageRecord, NewMessage, SessionRecord,

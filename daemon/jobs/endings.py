@@ -7,7 +7,7 @@ import logging
 
 from ctxkeep.daemon.errors import RequestError
 from ctxkeep.daemon.jobs.queue import Job
-from ctxkeep.daemon.server.batcher import TextBatcher
+from ctxkeep.daemon.events.batcher import TextBatcher
 from ctxkeep.daemon.store.protocol import SessionStore
 from ctxkeep.daemon.store.records import MessageRecord, NewMessage
 from ctxkeep.daemon.store.store import StoreError

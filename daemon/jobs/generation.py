@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 
 import msgspec
 
-from ctxkeep.protocol.models import RecalledPassage
+from ctxkeep.protocol.structs import RecalledPassage
 from ctxkeep.protocol.events import (
     GenerationRecalled, GenerationThinking, GenerationToken, GoalUpdated, QueryReceived,
     ResponseGeneration,
@@ -28,18 +28,18 @@ from ctxkeep.protocol.events import (
 from ctxkeep.daemon.context import goals as goal_markers
 from ctxkeep.daemon.context.announce import Announcer
 from ctxkeep.daemon.context.autocompact import AutoCompactor, Pass
-from ctxkeep.daemon.server.batcher import TextBatcher
-from ctxkeep.daemon.server.bus import EventBus
+from ctxkeep.daemon.events.batcher import TextBatcher
+from ctxkeep.daemon.events.bus import EventBus
 from ctxkeep.daemon.config import Config
 from ctxkeep.daemon.context.calibration import repetitive
 from ctxkeep.daemon.context.estimator import SLACK, Estimate, Estimator
 from ctxkeep.daemon.jobs import waiting
 from ctxkeep.daemon.jobs.deferred import Deferred
-from ctxkeep.daemon.models.sent import ON_SENT
+from ctxkeep.daemon.backends.sent import ON_SENT
 from ctxkeep.daemon.jobs.endings import TurnEndings, Withdrawn
 from ctxkeep.daemon.jobs.limits import TurnLimits
 from ctxkeep.daemon.jobs.queue import Job, SessionJobs
-from ctxkeep.daemon.models.protocol import ModelBackend
+from ctxkeep.daemon.backends.protocol import ModelBackend
 from ctxkeep.daemon.context.prompt import TurnPrompts
 from ctxkeep.daemon.context.features import Vector, add
 from ctxkeep.daemon.context.usage import measure, reply_room

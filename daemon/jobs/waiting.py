@@ -13,8 +13,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ctxkeep.daemon.models.backend import ModelCallError
-from ctxkeep.daemon.models.protocol import ModelBackend
+from ctxkeep.daemon.backends.backend import ModelCallError
+from ctxkeep.daemon.backends.protocol import ModelBackend
 from ctxkeep.protocol import ErrorCode
 from ctxkeep.protocol.events import GenerationWaiting
 

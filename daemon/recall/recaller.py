@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from ctxkeep.daemon.config import Config
 from ctxkeep.daemon.context.estimator import Estimator
 from ctxkeep.daemon.context.features import JOIN, add
-from ctxkeep.daemon.models.protocol import ModelBackend
+from ctxkeep.daemon.backends.protocol import ModelBackend
 from ctxkeep.daemon.recall import select
 from ctxkeep.daemon.recall.lexical import LexicalIndex, query_terms, terms
 from ctxkeep.daemon.recall.passages import Passage, passages

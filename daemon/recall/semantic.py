@@ -16,8 +16,8 @@ from collections.abc import Callable, Collection
 
 import numpy as np
 
-from ctxkeep.daemon.models.backend import ModelCallError
-from ctxkeep.daemon.models.protocol import ModelBackend
+from ctxkeep.daemon.backends.backend import ModelCallError
+from ctxkeep.daemon.backends.protocol import ModelBackend
 from ctxkeep.daemon.recall.passages import Passage
 from ctxkeep.daemon.store.protocol import SessionStore
 

@@ -1,1 +1,1 @@
-"""The daemon's process: sockets, requests, events, start-up and shutdown."""
+"""The daemon as a process: its life (locks, start-up, reload, the Ollama check, shutdown), its runtime folder and systemd."""

@@ -13,16 +13,18 @@ import zmq.asyncio
 
 from ctxkeep.protocol import DAEMON_VERSION, PROTOCOL_VERSION, ErrorCode
 from ctxkeep.protocol.events import DaemonStatusEvent
-from ctxkeep.protocol.models import DaemonStatus
+from ctxkeep.protocol.structs import DaemonStatus
 from ctxkeep.protocol.paths import ipc_path
 from ctxkeep.daemon import services
 from ctxkeep.daemon.config import Config, ConfigError, apply_live, load
 from ctxkeep.daemon.jobs.queue import SessionJobs
-from ctxkeep.daemon.models.facts import same_model
-from ctxkeep.daemon.models.backend import ModelCallError, OllamaBackend
-from ctxkeep.daemon.server import curve, runtime, systemd
-from ctxkeep.daemon.server.bus import EventBus
-from ctxkeep.daemon.server.controller import Controller
+from ctxkeep.daemon.backends.facts import same_model
+from ctxkeep.daemon.backends.backend import ModelCallError, OllamaBackend
+from ctxkeep.daemon.server import runtime, systemd
+from ctxkeep.daemon.transports.zmq import curve
+from ctxkeep.daemon.events.bus import EventBus
+from ctxkeep.daemon.transports.zmq.publisher import EventPublisher
+from ctxkeep.daemon.transports.zmq.controller import Controller
 from ctxkeep.daemon.store.store import Store, StoreError
 
 log = logging.getLogger(__name__)
@@ -52,6 +54,7 @@ class Daemon:
         self._control_tasks: list[asyncio.Task[None]] = []
         self.store: Store
         self.bus: EventBus
+        self.publisher: EventPublisher
         self.backend: OllamaBackend
         self.jobs: SessionJobs
         self.services: services.Services
@@ -85,9 +88,10 @@ class Daemon:
         self.context = zmq.asyncio.Context()
         self.router = self._router(self.control_endpoint, adopted.get("ctl"))
         self.routers = [(self.router, False)]
-        self.bus = EventBus(self.context, self.config.event_buffer_bytes, self.status,
-                            self.config.max_subscriptions, self.config.max_subscriptions_per_client)
-        self.bus.bind(self.events_endpoint, adopted.get("events"))
+        self.bus = EventBus()
+        self.publisher = EventPublisher(self.context, self.bus, self.config.event_buffer_bytes, self.status,
+                                        self.config.max_subscriptions, self.config.max_subscriptions_per_client)
+        self.publisher.bind(self.events_endpoint, adopted.get("events"))
         if adopted:
             log.info("adopted sockets from systemd: %s", ", ".join(sorted(adopted)))
         for endpoint in endpoints:
@@ -137,7 +141,7 @@ class Daemon:
         if cfg.tcp_control:
             self.routers.append((self._router(cfg.tcp_control, secure=True), True))
         if cfg.tcp_events:
-            self.bus.bind(cfg.tcp_events, secure=lambda sock: curve.make_server(sock, folder))
+            self.publisher.bind(cfg.tcp_events, secure=lambda sock: curve.make_server(sock, folder))
         log.info("remote clients on %s (CURVE; keys in %s)",
                  ", ".join(e for e in (cfg.tcp_control, cfg.tcp_events) if e), folder)
 
@@ -193,8 +197,8 @@ class Daemon:
             asyncio.create_task(self.controller.serve(router, remote), name="control")
             for router, remote in self.routers]
         tasks += [asyncio.create_task(serve(sock), name=serve.__name__)
-                  for sock in self.bus.sockets
-                  for serve in (self.bus.serve_subscriptions, self.bus.serve_connections)]
+                  for sock in self.publisher.sockets
+                  for serve in (self.publisher.serve_subscriptions, self.publisher.serve_connections)]
         tasks.append(asyncio.create_task(self._watch_ollama(), name="ollama-check"))
         interval = systemd.watchdog_interval()
         if interval:
@@ -229,8 +233,8 @@ class Daemon:
             self._auth = None
         for router, _ in self.routers:
             router.close()
-        if hasattr(self, "bus"):
-            self.bus.close()
+        if hasattr(self, "publisher"):
+            self.publisher.close()
         if self.context is not None:
             self.context.term()
         if hasattr(self, "store"):

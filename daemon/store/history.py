@@ -8,7 +8,7 @@ from typing import Any
 
 import lmdb
 
-from ctxkeep.protocol.models import Goals
+from ctxkeep.protocol.structs import Goals
 from ctxkeep.daemon.store.records import (
     ActiveContext, Calibration, FileRefRecord, MessageRecord, NewMessage, SessionRecord,
 )

@@ -3,8 +3,8 @@ the storage schema and the protocol can change apart."""
 
 import msgspec
 
-from ctxkeep.daemon.context.reliability import score as reliability_score
-from ctxkeep.protocol.models import (
+from ctxkeep.daemon.reliability import score as reliability_score
+from ctxkeep.protocol.structs import (
     AttachedFile, CheckpointInfo, Goals, MessageInfo, Options, SessionInfo, SnapshotInfo,
 )
 

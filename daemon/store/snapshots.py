@@ -7,7 +7,7 @@ import msgspec
 
 from ctxkeep.daemon.store.records import ActiveContext, SessionRecord, SnapshotRecord
 from ctxkeep.daemon.store.errors import UnknownSession, NoSuchSnapshot
-from ctxkeep.daemon.store.context import Contexts
+from ctxkeep.daemon.store.context_state import Contexts
 from ctxkeep.daemon.store.environment import _message_key, _prefix
 
 

@@ -19,7 +19,7 @@ from ctxkeep.protocol.requests import Request
 from ctxkeep.daemon.errors import RequestError
 from ctxkeep.daemon.handlers import HANDLERS
 from ctxkeep.daemon.handlers.registry import REMOTE, WAITING
-from ctxkeep.daemon.server.inbox import Inbox
+from ctxkeep.daemon.transports.zmq.inbox import Inbox
 from ctxkeep.daemon.services import Services
 from ctxkeep.daemon.store.store import StoreError
 

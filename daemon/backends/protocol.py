@@ -9,9 +9,9 @@ import asyncio
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any, Protocol
 
-from ctxkeep.protocol.models import OllamaStatus
-from ctxkeep.daemon.models.facts import ModelFacts
-from ctxkeep.protocol.models import ModelInfo
+from ctxkeep.protocol.structs import OllamaStatus
+from ctxkeep.daemon.backends.facts import ModelFacts
+from ctxkeep.protocol.structs import ModelInfo
 
 
 class ModelBackend(Protocol):

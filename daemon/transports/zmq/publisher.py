@@ -1,9 +1,10 @@
-"""The event socket: numbered events out, subscriptions in.
+"""The event sockets: the engine's events out, subscriptions in.
 
 An XPUB, so the daemon sees each new subscription and greets it with a
 `daemon.status` event (which also tells the subscriber its subscription is
-live). Every event gets the next per-daemon sequence number, so a subscriber
-whose queue overflowed (ZeroMQ drops, it does not block) sees the gap.
+live). It listens to the engine's event bus and sends each event, numbered
+there, on topic `<subject>/<session_id>`; a subscriber whose queue overflowed
+(ZeroMQ drops, it does not block) sees the gap in the numbers.
 
 A subscriber's queue is bounded in bytes: ZeroMQ counts messages, so the
 high-water mark is `event_buffer_bytes` divided by the size of a token batch
@@ -24,15 +25,16 @@ from zmq.utils.monitor import parse_monitor_message
 
 from ctxkeep.protocol import encode, subjects
 from ctxkeep.protocol.events import DaemonStatusEvent, Event
-from ctxkeep.protocol.models import DaemonStatus
-from ctxkeep.daemon.server.batcher import MAX_BATCH_BYTES
-from ctxkeep.daemon.server.inbox import Inbox
-from ctxkeep.daemon.server.memory import release_free_memory
-from ctxkeep.daemon.server.subscriptions import CUT_AFTER_REFUSALS, MAX_PREFIX_BYTES, SubscriptionLedger
+from ctxkeep.protocol.structs import DaemonStatus
+from ctxkeep.daemon.events.batcher import MAX_BATCH_BYTES
+from ctxkeep.daemon.events.bus import EventBus
+from ctxkeep.daemon.transports.zmq.inbox import Inbox
+from ctxkeep.daemon.transports.zmq.memory import release_free_memory
+from ctxkeep.daemon.transports.zmq.subscriptions import CUT_AFTER_REFUSALS, MAX_PREFIX_BYTES, SubscriptionLedger
 
 log = logging.getLogger(__name__)
 
-__all__ = ["EventBus", "MAX_PREFIX_BYTES", "EVENT_UNIT_BYTES", "high_water_mark"]
+__all__ = ["EventPublisher", "MAX_PREFIX_BYTES", "EVENT_UNIT_BYTES", "high_water_mark"]
 
 #: The largest message a CURVE subscriber may send (its handshake's INITIATE is ~300 bytes).
 CURVE_MAX_MESSAGE = 1024
@@ -47,13 +49,14 @@ def high_water_mark(buffer_bytes: int) -> int:
     return max(1, buffer_bytes // EVENT_UNIT_BYTES)
 
 
-class EventBus:
-    """Publishes events on the XPUB socket."""
+class EventPublisher:
+    """Sends the bus's events on XPUB sockets and serves their subscriptions."""
 
-    def __init__(self, context: zmq.asyncio.Context, buffer_bytes: int,
+    def __init__(self, context: zmq.asyncio.Context, bus: EventBus, buffer_bytes: int,
                  status: Callable[[], DaemonStatus], max_subscriptions: int = 4096,
                  max_per_client: int = 256) -> None:
         self.context = context
+        self.bus = bus
         self.hwm = high_water_mark(buffer_bytes)
         self.sockets: list[zmq.asyncio.Socket] = []
         #: Each socket read and written without zmq.asyncio's futures: a manual XPUB applies
@@ -61,7 +64,6 @@ class EventBus:
         #: touches the socket after each read (which may process a departed subscriber's
         #: end and forget that connection, so the subscription went nowhere).
         self._inboxes: dict[zmq.asyncio.Socket, Inbox] = {}
-        self.last_seq = 0
         self._status = status
         self.ledger = SubscriptionLedger(max_subscriptions, max_per_client)
         self._monitors: dict[zmq.asyncio.Socket, zmq.asyncio.Socket] = {}
@@ -71,6 +73,7 @@ class EventBus:
         self._freed = 0
         self._trim: asyncio.TimerHandle | None = None
         self._refusal_logged: dict[str, float] = {}
+        self._stop_listening = bus.listen(self.send)
 
     def bind(self, endpoint: str, fd: int | None = None,
              secure: Callable[[zmq.Socket], None] | None = None) -> None:
@@ -96,13 +99,8 @@ class EventBus:
         self.sockets.append(sock)
         self._inboxes[sock] = Inbox(sock)
 
-    def publish(self, event: Event, session_id: str = "") -> Event:
-        """Number, stamp and send an event on topic `<subject>/<session_id>`."""
-        self.last_seq += 1
-        event.seq = self.last_seq
-        event.time = time.time()
-        if session_id:
-            event.session_id = session_id
+    def send(self, event: Event) -> None:
+        """Send a published event on topic `<subject>/<session_id>` (never blocks)."""
         tag = type(event).__struct_config__.tag
         topic = subjects.topic(tag, event.session_id)  # type: ignore[arg-type]
         frames = [topic.encode(), encode(event)]
@@ -111,7 +109,6 @@ class EventBus:
                 self._inboxes[sock].send(frames)
             except zmq.ZMQError as exc:
                 self._failed(tag, event.seq, exc)
-        return event
 
     def _failed(self, tag: str, seq: int, exc: BaseException | None) -> None:
         log.warning("event %s #%d not sent: %s", tag, seq, exc)
@@ -157,7 +154,7 @@ class EventBus:
             self.ledger.add(client, prefix)
             log.debug("new subscription to %r from %s (%d held in all)",
                       prefix.decode(errors="replace"), client, self.ledger.total)
-            self.publish(DaemonStatusEvent(status=self._status()))
+            self.bus.publish(DaemonStatusEvent(status=self._status()))
 
     async def serve_connections(self, sock: zmq.asyncio.Socket) -> None:
         """Forget each connection that ends (also done before each subscription)."""
@@ -234,6 +231,7 @@ class EventBus:
             self._refusal_logged[kind] = now
 
     def close(self) -> None:
+        self._stop_listening()
         for sock in self.sockets:
             sock.disable_monitor()
             self._monitors[sock].close()

@@ -24,9 +24,9 @@ from typing import Any
 
 
 from ctxkeep.protocol import ErrorCode
-from ctxkeep.protocol.models import ModelInfo, OllamaStatus
+from ctxkeep.protocol.structs import ModelInfo, OllamaStatus
 from ctxkeep.daemon.errors import RequestError
-from ctxkeep.daemon.models.facts import ModelFacts
+from ctxkeep.daemon.backends.facts import ModelFacts
 
 log = logging.getLogger(__name__)
 #: Seconds /api/ps may take when asked while a chat waits for its first token.
@@ -47,7 +47,7 @@ def _make_client(host: str, connect_timeout: float, read_timeout: float) -> Any:
     import httpx
     import ollama
 
-    from ctxkeep.daemon.models.refuse_overflow import RefuseOverflow, proxy_for
+    from ctxkeep.daemon.backends.refuse_overflow import RefuseOverflow, proxy_for
     inner = httpx.AsyncHTTPTransport(proxy=proxy_for(host))
     return ollama.AsyncClient(host=host, timeout=httpx.Timeout(read_timeout, connect=connect_timeout),
                               transport=RefuseOverflow(inner), trust_env=False)

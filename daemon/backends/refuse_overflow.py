@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from ctxkeep.daemon.models.sent import ON_SENT, tracer
+from ctxkeep.daemon.backends.sent import ON_SENT, tracer
 
 
 class RefuseOverflow(httpx.AsyncBaseTransport):

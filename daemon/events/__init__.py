@@ -1,0 +1,1 @@
+"""The engine's event bus: events numbered and handed to whoever listens (the transports)."""
