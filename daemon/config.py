@@ -18,7 +18,6 @@ import msgspec
 from msgspec import Meta
 
 from ctxkeep.protocol import DEFAULT_MAX_FRAME_BYTES, paths
-from ctxkeep.daemon.files.expand import FileSettings
 
 #: Keys whose new value applies on SIGHUP without a restart.
 LIVE = frozenset({
@@ -143,14 +142,6 @@ class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         "\"\" = $XDG_CONFIG_HOME/ctxkeep/curve.")] = ""
     remote_file_refs: Annotated[bool, _doc(
         "Whether clients connected over TCP may have @file references read on the daemon's machine.")] = False
-
-    def file_settings(self, remote: bool = False, window: int = 0) -> FileSettings:
-        return FileSettings(roots=list(self.file_roots), max_bytes=self.file_max_bytes,
-                            max_refs=self.file_refs_per_message,
-                            max_total_bytes=self.file_bytes_per_message,
-                            summary_threshold=self.file_summary_threshold,
-                            allowed=self.remote_file_refs or not remote, remote=remote,
-                            window=window)
 
     def resolved_control(self) -> str:
         return os.environ.get("CTXKEEP_CONTROL") or self.control_endpoint or paths.control_endpoint()

@@ -53,11 +53,9 @@ def build(config: Config, store: SessionStore, bus: EventBus, backend: ModelBack
           config_path: Path | None = None) -> Services:
     """Wire the services together (the one place that does)."""
     estimator = Estimator(store)
-    # The queue tells the announcer when a session's busy state changes; the announcer asks
-    # the queue whether a session is busy: the lambda closes over the announcer made next.
-    announcer: Announcer
-    jobs = SessionJobs(bus.publish, lambda sid: announcer.busy_changed(sid))
+    jobs = SessionJobs(bus.publish)
     announcer = Announcer(store, bus, estimator, config, jobs.busy)
+    jobs.watch_busy(announcer.busy_changed)  # the announcer says when a session is busy
     parts = (store, bus, backend, config, jobs, estimator)
     auto = AutoCompactor(store, bus, backend, config, estimator, announcer)
     recaller = Recaller(store, backend, estimator, config)

@@ -23,7 +23,6 @@ from ctxkeep.daemon.backends.backend import ModelCallError
 from ctxkeep.daemon.backends.facts import ModelFacts
 from ctxkeep.protocol import ErrorCode
 from ctxkeep.protocol.structs import ModelInfo, OllamaStatus
-from ctxkeep.daemon.backends.sent import ON_SENT
 from ollama_standin import DEFAULT_MODELS, Model, count_tokens, embed_vector, render, split_stream
 
 
@@ -114,10 +113,10 @@ class MemoryBackend:
         return sent, tokens
 
     async def stream_chat(self, model: str, messages: Sequence[Mapping[str, Any]],
-                          options: Mapping[str, Any], think: bool | None) -> AsyncIterator[Any]:
+                          options: Mapping[str, Any], think: bool | None,
+                          on_sent: Callable[[], object] | None = None) -> AsyncIterator[Any]:
         await self.facts(model)
         sent, tokens = self._prompt(model, messages, options)
-        on_sent = ON_SENT.get()
         if on_sent is not None:  # the request is out, as the daemon's transport reports it
             on_sent()
         if self._gate is not None:

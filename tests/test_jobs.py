@@ -32,7 +32,8 @@ class Recorder:
 
 
 def make(recorder: Recorder) -> SessionJobs:
-    jobs = SessionJobs(recorder.publish, recorder.on_busy)
+    jobs = SessionJobs(recorder.publish)
+    jobs.watch_busy(recorder.on_busy)
     recorder.jobs = jobs
     return jobs
 

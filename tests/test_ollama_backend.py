@@ -7,7 +7,6 @@ import sys
 import pytest
 
 from ctxkeep.daemon.backends.backend import ModelCallError, OllamaBackend
-from ctxkeep.daemon.backends.sent import ON_SENT
 from ctxkeep.protocol import ErrorCode
 from ollama_standin import OllamaStandin
 
@@ -72,12 +71,11 @@ def test_the_transport_says_when_a_chat_request_is_out(standin: OllamaStandin):
     seen: list[str] = []
 
     async def body(backend: OllamaBackend):
-        stream = backend.stream_chat(MODEL, [{"role": "user", "content": "hi"}], {"num_ctx": 2048}, None)
-        reset = ON_SENT.set(lambda: seen.append(f"sent with {len(standin.chats)} chats in"))
-        first = asyncio.ensure_future(anext(stream))  # carries ON_SENT, as a turn's does
-        ON_SENT.reset(reset)
+        stream = backend.stream_chat(MODEL, [{"role": "user", "content": "hi"}], {"num_ctx": 2048}, None,
+                                     on_sent=lambda: seen.append(f"sent with {len(standin.chats)} chats in"))
+        first = asyncio.ensure_future(anext(stream))  # in a task of its own, as a turn's is
         seen.append(f"chunk: {(await first).message.content!r}")
-        async for _ in stream:  # the rest, read without ON_SENT: no second report
+        async for _ in stream:  # the rest, read in another task: no second report
             pass
         await backend.facts(MODEL)  # another request of the same client: not a chat, no report
     run(with_backend(standin.url, body))

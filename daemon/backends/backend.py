@@ -19,7 +19,7 @@ The package is used through its public API only (`AsyncClient.chat`, `show`,
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
 
 
@@ -27,6 +27,7 @@ from ctxkeep.protocol import ErrorCode
 from ctxkeep.protocol.structs import ModelInfo, OllamaStatus
 from ctxkeep.daemon.errors import RequestError
 from ctxkeep.daemon.backends.facts import ModelFacts
+from ctxkeep.daemon.backends.sent import sending
 
 log = logging.getLogger(__name__)
 #: Seconds /api/ps may take when asked while a chat waits for its first token.
@@ -188,14 +189,16 @@ class OllamaBackend:
             raise self.explain(exc, model) from None
 
     async def stream_chat(self, model: str, messages: Sequence[Mapping[str, Any]],
-                          options: Mapping[str, Any], think: bool | None) -> AsyncIterator[Any]:
-        """Stream a chat; raises ModelCallError on any failure, including a cut stream."""
+                          options: Mapping[str, Any], think: bool | None,
+                          on_sent: Callable[[], object] | None = None) -> AsyncIterator[Any]:
+        """Stream a chat; raises ModelCallError on any failure, including a cut stream.
+        `on_sent` is called once the request is written to the server's socket."""
         try:
             stream = await (await self.client()).chat(model, messages, stream=True,
                                                       options=options, think=think)
             self._reached()
             done = False
-            async for chunk in stream:
+            async for chunk in sending(stream, on_sent):
                 done = bool(chunk.done)
                 yield chunk
             if not done:

@@ -6,7 +6,7 @@ Protocol, so another backend, or a test double, needs only these members.
 """
 
 import asyncio
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from ctxkeep.protocol.structs import OllamaStatus
@@ -41,7 +41,9 @@ class ModelBackend(Protocol):
     def pull(self, model: str) -> AsyncIterator[tuple[str, int, int]]: ...
 
     def stream_chat(self, model: str, messages: Sequence[Mapping[str, Any]],
-                    options: Mapping[str, Any], think: bool | None) -> AsyncIterator[Any]: ...
+                    options: Mapping[str, Any], think: bool | None,
+                    on_sent: Callable[[], object] | None = None) -> AsyncIterator[Any]:
+        """The answer's chunks; `on_sent` is called once the request is out."""
 
     async def chat_once(self, model: str, messages: Sequence[Mapping[str, Any]],
                         options: Mapping[str, Any]) -> Any: ...

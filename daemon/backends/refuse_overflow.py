@@ -4,7 +4,7 @@ Ollama (0.12+) reads `truncate` on /api/chat: with `false` an overflowing prompt
 is answered with an error instead of having its oldest messages dropped. The
 `ollama` package's `chat()` has no parameter for it; httpx's transports are its
 documented extension point, and `ollama.AsyncClient(**kwargs)` passes them on.
-The same transport tells a turn when its chat request is out (`sent.ON_SENT`).
+The same transport tells a turn when its chat request is out (see sent.py).
 """
 
 import urllib.request
@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from ctxkeep.daemon.backends.sent import ON_SENT, tracer
+from ctxkeep.daemon.backends.sent import current_trace
 
 
 class RefuseOverflow(httpx.AsyncBaseTransport):
@@ -32,12 +32,8 @@ class RefuseOverflow(httpx.AsyncBaseTransport):
             body = b'{"truncate":false' + (b"}" if rest == b"}" else b"," + rest)
             headers = [(k, v) for k, v in request.headers.multi_items()
                        if k.lower() != "content-length"]
-            extensions = request.extensions
-            on_sent = ON_SENT.get()
-            if on_sent is not None:
-                extensions = {**extensions, "trace": tracer(on_sent, extensions.get("trace"))}
             request = httpx.Request("POST", request.url, headers=headers, content=body,
-                                    extensions=extensions)
+                                    extensions=current_trace(request.extensions))
         return await self.inner.handle_async_request(request)
 
     async def aclose(self) -> None:

@@ -1,24 +1,50 @@
 """When a model request has left the daemon.
 
 A turn has its question committed only once its model request is out, so that the
-writer thread does not take the GIL while the request is being sent. The turn sets
-`ON_SENT` while it creates the task that makes the request (a task carries the
-context it was created in); the daemon's transport (`refuse_overflow.RefuseOverflow`)
-passes it to httpx's `trace` request extension, which reports each step of the
-exchange: the callback runs once the request's body is written.
+writer thread does not take the GIL while the request is being sent; it passes an
+`on_sent` callback to `stream_chat`. The `ollama` package takes no per-request hook,
+so the backend hands the callback to its own transport (`refuse_overflow.RefuseOverflow`)
+through a context variable private to this package, set only while the first chunk is
+awaited (the request goes out then, in the task that awaits it); the transport passes
+it to httpx's `trace` request extension, which reports each step of the exchange: the
+callback runs once the request's body is written.
 """
 
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextvars import ContextVar
 from typing import Any
 
-#: Called once the current task's model request has been written to Ollama's socket.
-ON_SENT: ContextVar[Callable[[], object] | None] = ContextVar("on_sent", default=None)
+#: Read by the transport while a request is being made (see the module's docstring).
+_on_sent: ContextVar[Callable[[], object] | None] = ContextVar("on_sent", default=None)
 
 #: The `trace` events (httpcore's names) that mean the whole request is out.
 SENT_EVENTS = frozenset({"http11.send_request_body.complete", "http2.send_request_body.complete"})
 
 Trace = Callable[[str, dict[str, Any]], Awaitable[None]]
+
+
+async def sending(stream: AsyncIterator[Any], on_sent: Callable[[], object] | None) -> AsyncIterator[Any]:
+    """`stream`, whose request (made while its first chunk is awaited) calls `on_sent`
+    once it is out."""
+    token = _on_sent.set(on_sent)
+    try:
+        first = await anext(stream, None)
+    finally:
+        _on_sent.reset(token)
+    if first is None:
+        return
+    yield first
+    async for chunk in stream:
+        yield chunk
+
+
+def current_trace(extensions: dict[str, Any]) -> dict[str, Any]:
+    """A request's extensions with a `trace` that calls the awaiting turn's `on_sent`
+    when the request is out (the same extensions when no turn awaits one)."""
+    on_sent = _on_sent.get()
+    if on_sent is None:
+        return extensions
+    return {**extensions, "trace": tracer(on_sent, extensions.get("trace"))}
 
 
 def tracer(on_sent: Callable[[], object], outer: Trace | None = None) -> Trace:

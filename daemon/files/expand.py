@@ -10,6 +10,7 @@ from pathlib import Path
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from ctxkeep.daemon.config import Config
 from ctxkeep.daemon.tokens import text_features
 from ctxkeep.daemon.store.records import Attachment
 from ctxkeep.daemon.files.refs import FileRef, find_refs
@@ -35,6 +36,15 @@ class FileSettings:
     #: The session's window (0: no limit): a file that cannot fit it in full is refused
     #: before it is read, and once the files expanded pass it the rest are not read.
     window: int = 0
+
+    @classmethod
+    def of(cls, config: Config, remote: bool = False, window: int = 0) -> "FileSettings":
+        """What `config` allows a client (`remote`: one over TCP) in a session of `window`."""
+        return cls(roots=list(config.file_roots), max_bytes=config.file_max_bytes,
+                   max_refs=config.file_refs_per_message,
+                   max_total_bytes=config.file_bytes_per_message,
+                   summary_threshold=config.file_summary_threshold,
+                   allowed=config.remote_file_refs or not remote, remote=remote, window=window)
 
 
 #: More bytes than any tokenizer puts in one token: a text of more bytes than this many

@@ -3,6 +3,6 @@
 from ctxkeep.daemon.handlers import (  # noqa: F401  (importing registers the handlers)
     files, history, imports, meta, models, pull, search, sessions, state, turns, window,
 )
-from ctxkeep.daemon.handlers.registry import HANDLERS, RequestError, handles
+from ctxkeep.daemon.handlers.registry import HANDLERS, LOCAL, Caller, RequestError, handles
 
-__all__ = ["HANDLERS", "RequestError", "handles"]
+__all__ = ["Caller", "HANDLERS", "LOCAL", "RequestError", "handles"]

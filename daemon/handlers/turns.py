@@ -1,15 +1,16 @@
 """send and cancel: user turns and stopping them."""
 
 from ctxkeep.protocol import ErrorCode, requests
-from ctxkeep.daemon.files.expand import find_refs
+from ctxkeep.daemon.files.expand import FileSettings, find_refs
 from ctxkeep.protocol.replies import Accepted, Cancelled
 from ctxkeep.daemon.services import Services
 from ctxkeep.daemon.store.records import SessionRecord
-from ctxkeep.daemon.handlers.registry import REMOTE, RequestError, handles
+from ctxkeep.daemon.handlers.registry import Caller, RequestError, handles
 
 
-@handles(requests.Send, session=True, waits=True)
-async def send(services: Services, req: requests.Send, record: SessionRecord) -> Accepted:
+@handles(requests.Send, session=True, waits=True, caller=True)
+async def send(services: Services, req: requests.Send, record: SessionRecord, *,
+               caller: Caller) -> Accepted:
     if services.stopping():
         raise RequestError(ErrorCode.SHUTTING_DOWN, "ctxkeepd is shutting down: send again "
                                                     "once it is back")
@@ -18,7 +19,7 @@ async def send(services: Services, req: requests.Send, record: SessionRecord) ->
     # Files are read now, as they are when the user sends, off the event loop (a message
     # that names none does not pay the hop; large ones are read in a worker process).
     files = await services.files.expand(
-        req.text, req.cwd, services.config.file_settings(remote=REMOTE.get(), window=record.window),
+        req.text, req.cwd, FileSettings.of(services.config, caller.remote, record.window),
         services.estimator.weights(record.model)) if find_refs(req.text) else []
     job, ahead, _ = await services.generations.accept(record, req.text, req.think, files)
     return Accepted(id=req.id, session_id=record.id, generation_id=job.id, ahead=ahead,

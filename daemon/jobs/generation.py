@@ -35,7 +35,6 @@ from ctxkeep.daemon.context.calibration import repetitive
 from ctxkeep.daemon.context.estimator import SLACK, Estimate, Estimator
 from ctxkeep.daemon.jobs import waiting
 from ctxkeep.daemon.jobs.deferred import Deferred
-from ctxkeep.daemon.backends.sent import ON_SENT
 from ctxkeep.daemon.jobs.endings import TurnEndings, Withdrawn
 from ctxkeep.daemon.jobs.limits import TurnLimits
 from ctxkeep.daemon.jobs.queue import Job, SessionJobs
@@ -168,12 +167,11 @@ class Generations(TurnEndings, TurnLimits):
             messages = self.prompts.build(session, context, active, user, recall.block)
             options = {**session.options, "num_ctx": session.window, "num_predict": room}
             final = None
-            stream = self.backend.stream_chat(session.model, messages, options, think)
             # the request goes out from `first`; the question's commit starts the moment it
-            # is out (the transport calls back), else when `first` ends, or soon at the latest
-            reset = ON_SENT.set(commit.start)
+            # is out (the backend calls back), else when `first` ends, or soon at the latest
+            stream = self.backend.stream_chat(session.model, messages, options, think,
+                                              on_sent=commit.start)
             first = asyncio.ensure_future(anext(stream))
-            ON_SENT.reset(reset)
             try:
                 await asyncio.wait([first, commit.future], timeout=SENT_WAIT_S,
                                    return_when=asyncio.FIRST_COMPLETED)

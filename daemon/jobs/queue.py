@@ -16,8 +16,8 @@ event, however it ends:
 A job that was never accepted (its question could not be stored) is withdrawn:
 it ends with no event, as no client was told of it.
 
-A session is busy while its queue holds a job; `on_busy(session_id)` is
-called whenever that changes: when its first job is accepted (at `submit`, or
+A session is busy while its queue holds a job; the callback given to
+`watch_busy` is called with its id whenever that changes: when its first job is accepted (at `submit`, or
 for a job accepted later — a turn, once its question is stored — when its
 submitter calls `announce_busy`), and after the terminal event of the last job.
 """
@@ -84,13 +84,16 @@ class Job:
 class SessionJobs:
     """The queues of all sessions."""
 
-    def __init__(self, publish: Callable[[Event, str], object],
-                 on_busy: Callable[[str], None] = lambda _sid: None) -> None:
+    def __init__(self, publish: Callable[[Event, str], object]) -> None:
         self._publish = publish
-        self._on_busy = on_busy
+        self._on_busy: Callable[[str], None] = lambda _sid: None
         self._queues: dict[str, deque[Job]] = {}
         self._workers: dict[str, asyncio.Task[None]] = {}
         self.closing = False
+
+    def watch_busy(self, on_busy: Callable[[str], None]) -> None:
+        """Call `on_busy(session_id)` whenever a session becomes busy or idle."""
+        self._on_busy = on_busy
 
     def busy(self, session_id: str) -> bool:
         return session_id in self._queues

@@ -16,12 +16,10 @@ import zmq
 from ctxkeep.protocol import DecodeFailure, ErrorCode, decode_request, encode
 from ctxkeep.protocol.replies import Error, Reply
 from ctxkeep.protocol.requests import Request
-from ctxkeep.daemon.errors import RequestError
-from ctxkeep.daemon.handlers import HANDLERS
-from ctxkeep.daemon.handlers.registry import REMOTE, WAITING
+from ctxkeep.daemon.handlers.dispatch import dispatch
+from ctxkeep.daemon.handlers.registry import LOCAL, WAITING, Caller
 from ctxkeep.daemon.transports.zmq.inbox import Inbox
 from ctxkeep.daemon.services import Services
-from ctxkeep.daemon.store.store import StoreError
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +37,7 @@ class Controller:
         order sent (so its replies and its jobs keep that order); different clients are
         served at once, so one client's slow request (a file to read, a model to ask)
         never holds up another's. Requests that never wait are answered inline."""
-        REMOTE.set(remote)  # this task's requests came over TCP (or not)
+        caller = Caller(remote=remote)  # this socket's requests come over TCP (or not)
         router = Inbox(socket)
         last: dict[bytes, asyncio.Task[None]] = {}
         try:
@@ -49,9 +47,9 @@ class Controller:
                 envelope, request = self._unwrap(frames)
                 before = last.get(peer)
                 if before is None and type(request) not in WAITING:
-                    self._reply(router, peer, envelope, await self.dispatch(request))
+                    self._reply(router, peer, envelope, await self.dispatch(request, caller))
                     continue
-                task = asyncio.create_task(self._answer(router, peer, envelope, request, before))
+                task = asyncio.create_task(self._answer(router, peer, envelope, request, caller, before))
                 last[peer] = task
                 task.add_done_callback(lambda t, peer=peer: last.pop(peer) if last.get(peer) is t else None)
         finally:
@@ -69,11 +67,12 @@ class Controller:
         return envelope, self.decode(rest[0])
 
     async def _answer(self, router: Inbox, peer: bytes, envelope: list[bytes],
-                      request: "Request | Error", before: "asyncio.Task[None] | None") -> None:
+                      request: "Request | Error", caller: Caller,
+                      before: "asyncio.Task[None] | None") -> None:
         """Answer one request, after the same client's previous one; never raises."""
         if before is not None:
             await asyncio.wait([before])
-        self._reply(router, peer, envelope, await self.dispatch(request))
+        self._reply(router, peer, envelope, await self.dispatch(request, caller))
 
     def _reply(self, router: Inbox, peer: bytes, envelope: list[bytes], reply: Reply) -> None:
         try:
@@ -94,24 +93,11 @@ class Controller:
             log.exception("decoding a request failed")
             return Error(code=ErrorCode.BAD_JSON.value, message=f"the frame could not be read ({exc!r})")
 
-    async def dispatch(self, request: "Request | Error") -> Reply:
+    async def dispatch(self, request: "Request | Error", caller: Caller = LOCAL) -> Reply:
         """The reply to a decoded request (an Error passes through); never raises."""
         if isinstance(request, Error):
             return request
-        try:
-            return await HANDLERS[type(request)](self.services, request)
-        except RequestError as exc:
-            return Error(id=request.id, code=exc.code.value, message=exc.message)
-        except StoreError as exc:
-            if exc.code is not ErrorCode.STORAGE_ERROR:  # about the request, not the disk
-                return Error(id=request.id, code=exc.code.value, message=str(exc))
-            log.error("storage failure: %s", exc)
-            return Error(id=request.id, code=exc.code.value,
-                         message=f"{exc}; nothing was changed: free disk space, then retry")
-        except Exception as exc:  # noqa: BLE001 - the loop must keep serving
-            log.exception("handler for %s failed", type(request).__name__)
-            return Error(id=request.id, code=ErrorCode.INTERNAL.value,
-                         message=f"internal error ({exc!r}): see the daemon's log")
+        return await dispatch(self.services, request, caller)
 
     def _send(self, router: Inbox, peer: bytes, envelope: list[bytes], body: bytes) -> None:
         """Send a reply without waiting: a client that is gone or not reading loses it,
