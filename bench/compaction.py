@@ -42,7 +42,7 @@ WORDS = [w for f in sorted((REPO / "docs").glob("*.md")) + [REPO / "README.md"]
 
 def build(store: Store, messages: int, active: int) -> str:
     rng = random.Random(3)
-    s = store.create_session(name="", model="m", system="You are helpful.", options={}, num_ctx=1 << 20)
+    s = store.sessions.create(name="", model="m", system="You are helpful.", options={}, num_ctx=1 << 20)
     batch = []
     for i in range(messages):
         text = " ".join(rng.choice(WORDS) for _ in range(rng.randint(15, 60)))
@@ -52,11 +52,11 @@ def build(store: Store, messages: int, active: int) -> str:
                                 summary="<file>outline</file>", tokens=400, summary_tokens=20)]
         batch.append(NewMessage(role="user" if i % 2 == 0 else "assistant", content=text, files=files))
         if len(batch) == 500:
-            store.append(s.id, batch, activate=range(len(batch)))
+            store.history.append(s.id, batch, activate=range(len(batch)))
             batch = []
     if batch:
-        store.append(s.id, batch, activate=range(len(batch)))
-    store.update_context(s.id, lambda c, _: setattr(c, "seqs", c.seqs[-active:]))
+        store.history.append(s.id, batch, activate=range(len(batch)))
+    store.context.update(s.id, lambda c, _: setattr(c, "seqs", c.seqs[-active:]))
     return s.id
 
 
@@ -73,15 +73,15 @@ def main() -> None:
 
 def plan(messages: int, active_count: int, runs: int) -> None:
     root = Path(tempfile.mkdtemp(prefix="ckb", dir="/tmp"))
-    store = Store(root / "store")
+    store = Store.open(root / "store")
     sid = build(store, messages, active_count)
     estimator, config, terms = Estimator(store), Config(), TermCache()
     steps: dict[str, list[float]] = {k: [] for k in ("load", "measure", "level1", "level2", "total")}
     for _ in range(runs):
         t0 = time.perf_counter()
-        session = store.session(sid)
-        context = store.context(sid)
-        active = store.messages(sid, context.seqs)
+        session = store.sessions.get(sid)
+        context = store.context.get(sid)
+        active = store.history.messages(sid, context.seqs)
         t1 = time.perf_counter()
         measure(session, context, active, estimator, config)
         t2 = time.perf_counter()

@@ -41,9 +41,9 @@ def run(mix: str, turns: int, seed: int) -> dict[str, list[float]]:
     pick = {"prose": lambda r, i: r.choice(prose), "code": lambda r, i: r.choice(code),
             "mixed": lambda r, i: r.choice(prose if i % 2 else code)}[mix]
     rng = random.Random(seed)
-    store = Store(Path(tempfile.mkdtemp(prefix="ckest")) / "store")
+    store = Store.open(Path(tempfile.mkdtemp(prefix="ckest")) / "store")
     estimator = Estimator(store)
-    session = store.create_session(name="bench", model="m", system="You are a helpful assistant.",
+    session = store.sessions.create(name="bench", model="m", system="You are a helpful assistant.",
                                    options={}, num_ctx=32768)
     messages = [{"role": "system", "content": session.system}]
     errors: dict[str, list[float]] = {"anchored prompt": [], "new message alone": [], "chars/4": []}

@@ -170,8 +170,8 @@ def time_recall(messages: int, turns_timed: int = 30) -> dict[str, float]:
             batch = []
             for t in conversation.turns:
                 batch += [NewMessage(role="user", content=t.user), NewMessage(role="assistant", content=t.assistant)]
-            app.store.append(sid, batch)  # history only: nothing active, everything a candidate
-            session, context, active = app.store.view(sid)
+            app.store.history.append(sid, batch)  # history only: nothing active, everything a candidate
+            session, context, active = app.store.history.view(sid)
             recaller = app.services.recaller
             rng = random.Random(1)
             user = NewMessage(role="user", content="warm").record(10**9, 0.0)

@@ -75,7 +75,7 @@ def fill(store: Store, sid: str, count: int, words: list[str] | tuple[str, ...] 
         text = " ".join(rng.choice(words) for _ in range(rng.randint(15, 60)))
         batch.append(NewMessage(role="user" if i % 2 == 0 else "assistant", content=text))
         if len(batch) == 1000 or i == count - 1:
-            store.append(sid, batch, activate=range(len(batch)))
+            store.history.append(sid, batch, activate=range(len(batch)))
             batch = []
 
 
@@ -84,9 +84,9 @@ async def turns(active: int, runs: int) -> None:
     backend = TimedBackend()
     try:
         daemon = InProcess(root, backend, Config())
-        record = daemon.store.create_session(name="big", model=MODEL, system="Be brief.",
+        record = daemon.store.sessions.create(name="big", model=MODEL, system="Be brief.",
                                              options={}, num_ctx=1 << 30, context_length=1 << 30)
-        daemon.store.update_session(record.id, lambda r: setattr(r, "auto_compaction", False))
+        daemon.store.sessions.update(record.id, lambda r: setattr(r, "auto_compaction", False))
         fill(daemon.store, record.id, active)
         samples, floors = [], []
         for i in range(runs + 1):
@@ -97,7 +97,7 @@ async def turns(active: int, runs: int) -> None:
             samples.append(backend.called_at - t0)
             prompt = backend.chats[-1][0] if backend.chats else []
             await daemon.services.jobs.drain(60)
-            _, _, messages = daemon.store.view(record.id)
+            _, _, messages = daemon.store.history.view(record.id)
             t1 = time.perf_counter()
             msgspec.json.encode([{"role": m.role, "content": m.content} for m in messages])
             floors.append(time.perf_counter() - t1)
@@ -114,7 +114,7 @@ async def active_pages(active: int) -> None:
     root = Path(tempfile.mkdtemp(prefix="ckb", dir="/tmp"))
     try:
         daemon = InProcess(root, TimedBackend(), Config())
-        record = daemon.store.create_session(name="big", model=MODEL, system="", options={},
+        record = daemon.store.sessions.create(name="big", model=MODEL, system="", options={},
                                              num_ctx=1 << 30, context_length=1 << 30)
         fill(daemon.store, record.id, active)
         times = []
@@ -134,8 +134,8 @@ async def active_pages(active: int) -> None:
                 start = reply.next
             times.append(time.perf_counter() - t0 - client)
         t1 = time.perf_counter()
-        seqs = daemon.store.context(record.id).seqs
-        msgspec.json.encode([m.info() for m in daemon.store.messages(record.id, seqs)])
+        seqs = daemon.store.context.get(record.id).seqs
+        msgspec.json.encode([m.info() for m in daemon.store.history.messages(record.id, seqs)])
         bare = time.perf_counter() - t1
         assert seen == active, (seen, active)
         daemon.close()
@@ -153,7 +153,7 @@ async def search(total: int) -> None:
     try:
         daemon = InProcess(root, TimedBackend(), Config())
         for i in range(10):
-            record = daemon.store.create_session(name=f"s{i}", model=MODEL, system="", options={},
+            record = daemon.store.sessions.create(name=f"s{i}", model=MODEL, system="", options={},
                                                  num_ctx=1 << 30, context_length=1 << 30)
             fill(daemon.store, record.id, total // 10, PROSE)
         for query in ("session", "compaction", "daemon socket", "budget estimate level"):
@@ -164,7 +164,7 @@ async def search(total: int) -> None:
                 timings.append(time.perf_counter() - t0)
             wanted = set(query.split())
             t1 = time.perf_counter()
-            scanned = sum(1 for s in daemon.store.sessions() for m in daemon.store.history(s.id, 0, total)[0]
+            scanned = sum(1 for s in daemon.store.sessions.all() for m in daemon.store.history.page(s.id, 0, total)[0]
                           if wanted <= set(m.content.lower().split()))
             scan = time.perf_counter() - t1
             assert scanned == reply.total, (scanned, reply.total)

@@ -11,38 +11,13 @@ from typing import TypeVar
 import msgspec
 
 from ..protocol import ErrorCode, decode_event, decode_reply, paths, subjects
-from ..protocol.errors import CodedError
 from ..protocol.events import Event
 from ..protocol.replies import Error, Reply
 from ..protocol import requests
 from ..protocol.requests import Request
+from .errors import CtxkeepError, DaemonNotAnswering, DaemonUnavailable
 
 R = TypeVar("R", bound=Reply)
-
-
-class CtxkeepError(CodedError):
-    """The daemon answered with an error (or could not be reached)."""
-
-
-class DaemonUnavailable(CtxkeepError):
-    """No daemon answers on the control endpoint."""
-
-    def __init__(self, endpoint: str, why: str) -> None:
-        super().__init__("daemon_unavailable",
-                         f"ctxkeepd is not running ({why} at {endpoint}): start it with "
-                         "`ctxkeep daemon run` (or `ctxkeepd &`)")
-
-
-class DaemonNotAnswering(DaemonUnavailable):
-    """A daemon is running (it holds its lock) but did not answer in time: busy, not dead."""
-
-    def __init__(self, endpoint: str, pid: int, waited: float, what: str = "") -> None:
-        CtxkeepError.__init__(
-            self, "daemon_not_answering",
-            f"ctxkeepd (pid {pid}) is running but did not answer in {waited:g} s at {endpoint} "
-            f"(a busy machine?){what}: try again, or look at its log "
-            "(`journalctl --user -u ctxkeep`)")
-        self.pid = pid
 
 
 #: How long a client waits on past its timeout for a daemon that is running but slow, when

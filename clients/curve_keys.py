@@ -11,7 +11,7 @@ from pathlib import Path
 import zmq
 
 from ..protocol import paths
-from .core import CtxkeepError
+from .errors import CtxkeepError
 
 
 def client_pair(folder: Path | None = None) -> tuple[bytes, bytes]:

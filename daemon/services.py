@@ -18,7 +18,7 @@ from ctxkeep.daemon.backends.protocol import ModelBackend
 from ctxkeep.daemon.recall.recaller import Recaller
 from ctxkeep.daemon.events.bus import EventBus
 from ctxkeep.daemon.store.listing import SessionListing
-from ctxkeep.daemon.store.protocol import SessionStore
+from ctxkeep.daemon.store.store import Store
 
 
 @dataclass(frozen=True)
@@ -26,7 +26,7 @@ class Services:
     """The daemon's services, as the handlers see them (never the whole daemon)."""
 
     config: Config
-    store: SessionStore
+    store: Store
     bus: EventBus
     backend: ModelBackend
     jobs: SessionJobs
@@ -48,7 +48,7 @@ class Services:
     recaller: Recaller
 
 
-def build(config: Config, store: SessionStore, bus: EventBus, backend: ModelBackend,
+def build(config: Config, store: Store, bus: EventBus, backend: ModelBackend,
           status: Callable[[], DaemonStatus], stopping: Callable[[], bool],
           config_path: Path | None = None) -> Services:
     """Wire the services together (the one place that does)."""

@@ -165,8 +165,8 @@ def test_compaction_history_is_recorded(daemon, standin):
         assert c.history(s.id, start=0, limit=result.summary_seq).compactions == marks  # just after its last
         assert c.history(s.id, start=result.summary_seq, limit=5).compactions == []  # not twice
     daemon.stop()
-    store = Store(daemon.root / "data" / "ctxkeep" / "store")
-    records = store.compactions(s.id)
+    store = Store.open(daemon.root / "data" / "ctxkeep" / "store")
+    records = store.context.compactions(s.id)
     store.close()
     assert len(records) == 1
     r = records[0]

@@ -98,7 +98,7 @@ def test_the_estimator_fit_converges_to_a_tokenizer(tmp_path):
         for i in range(40):
             prompt = sample(rng.randint(20, 400))
             exact = count_tokens(render(prompt))
-            session = store.create_session(name=f"s{i}", model="m", system="", options={}, num_ctx=8192)
+            session = store.sessions.create(name=f"s{i}", model="m", system="", options={}, num_ctx=8192)
             guess = est.prompt("m", prompt)
             est.save(est.observe(session, prompt_features(prompt), exact, Estimate(guess, guess)))
         errors = []

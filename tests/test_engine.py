@@ -47,13 +47,13 @@ def check_invariants(app: InProcess, sid: str, accepted: list[str]) -> None:
     only stored messages."""
     for job_id in accepted:
         assert len(terminals(app, job_id)) == 1, job_id
-    history = app.store.history(sid)[0]
+    history = app.store.history.page(sid)[0]
     questions = [m.seq for m in history if m.role == "user"]
     answers = sorted(m.reply_to for m in history if m.role == "assistant")
     assert answers == questions
-    session = app.store.session(sid)
+    session = app.store.sessions.get(sid)
     assert session.pending == [] and not app.services.jobs.busy(sid)
-    assert set(app.store.context(sid).seqs) <= {m.seq for m in history}
+    assert set(app.store.context.get(sid).seqs) <= {m.seq for m in history}
 
 
 async def scenario(app: InProcess, steps: list[tuple]) -> tuple[str, list[str]]:
@@ -104,9 +104,9 @@ def test_a_failed_turn_keeps_its_partial_answer_and_leaves_the_context(tmp_path)
     (end,) = terminals(app, job)
     assert isinstance(end, GenerationError) and end.code == "stream_interrupted"
     assert end.partial == "one two three "
-    stored = app.store.history(sid)[0][-1]
+    stored = app.store.history.page(sid)[0][-1]
     assert stored.status == "interrupted" and stored.content == end.partial
-    assert app.store.context(sid).seqs == []  # neither the question nor the answer joined it
+    assert app.store.context.get(sid).seqs == []  # neither the question nor the answer joined it
     app.close()
 
 
@@ -171,9 +171,9 @@ def test_a_turn_is_two_synced_commits_both_off_the_event_loop(tmp_path):
     async def go() -> tuple[int, int]:
         sid = (await app.call(requests.SessionCreate(model=MODEL))).session.id
         await turn(sid)  # the first turn may record what /api/show says of the model
-        commits, by_writer = app.store.commits, app.store.writer.commits
+        commits, by_writer = app.store.commits, app.store.env.writer.commits
         await turn(sid)
-        return app.store.commits - commits, app.store.writer.commits - by_writer
+        return app.store.commits - commits, app.store.env.writer.commits - by_writer
     assert asyncio.run(go()) == (2, 2)
     app.close()
 
@@ -189,12 +189,12 @@ def test_an_append_reaches_the_writer_thread_before_the_event_loop_runs_again(tm
 
     async def go() -> int:
         sid = (await app.call(requests.SessionCreate(model=MODEL))).session.id
-        commits = app.store.writer.commits
-        stored = app.store.append_async(sid, [NewMessage(role="user", content="hi")], pending=True)
+        commits = app.store.env.writer.commits
+        stored = app.store.history.append_async(sid, [NewMessage(role="user", content="hi")], pending=True)
         deadline = time.monotonic() + 10
-        while app.store.writer.commits == commits and time.monotonic() < deadline:
+        while app.store.env.writer.commits == commits and time.monotonic() < deadline:
             time.sleep(0.001)  # the event loop does not run meanwhile
-        made = app.store.writer.commits - commits
+        made = app.store.env.writer.commits - commits
         await stored
         return made
     assert asyncio.run(go()) == 1
@@ -214,7 +214,7 @@ def test_a_turn_builds_only_its_new_messages(tmp_path):
             await app.services.jobs.drain(30)
         return sid
     sid = asyncio.run(go())
-    assert len(app.store.context(sid).seqs) == 12  # nothing was compacted
+    assert len(app.store.context.get(sid).seqs) == 12  # nothing was compacted
     prompts = app.services.generations.prompts.folded
     assert prompts.steps == 2 * 5  # turns 2..6 each fold the question and answer before them
     assert prompts.resumed == 4  # turn 2 folds from the start (turn 1's context was empty)
@@ -237,12 +237,12 @@ def test_requests_that_write_commit_off_the_event_loop(tmp_path):
         return " ".join(f"detail{i}" for i in range(80))
     app = InProcess(tmp_path, MemoryBackend(reply=reply))
     committed_in: list[str] = []
-    real_write = app.store.write
+    real_write = app.store.env.write
 
     def watched(fn):
         committed_in.append(threading.current_thread().name)
         return real_write(fn)
-    app.store.write = watched  # type: ignore[method-assign]
+    app.store.env.write = watched  # type: ignore[method-assign]
 
     async def go():
         sid = (await app.call(requests.SessionCreate(model=MODEL, name="w"))).session.id
@@ -279,10 +279,10 @@ def test_active_pages_seek_and_follow_changes(tmp_path):
     from ctxkeep.protocol import encode
     from ctxkeep.protocol.replies import HistoryReply
     app = InProcess(tmp_path, MemoryBackend())
-    sid = app.store.create_session(name="p", model=MODEL, system="", options={}, num_ctx=8192).id
-    app.store.append(sid, [NewMessage(role="user", content=f"m{i}") for i in range(25)], activate=range(25))
+    sid = app.store.sessions.create(name="p", model=MODEL, system="", options={}, num_ctx=8192).id
+    app.store.history.append(sid, [NewMessage(role="user", content=f"m{i}") for i in range(25)], activate=range(25))
     # as after a compaction: a summary (#24 here) before the messages it kept, not in seq order
-    app.store.update_context(sid, lambda c, _: setattr(c, "seqs", [24, *range(5, 24)]))
+    app.store.context.update(sid, lambda c, _: setattr(c, "seqs", [24, *range(5, 24)]))
 
     async def pages(start: int = 0) -> list[int]:
         seen: list[int] = []
@@ -293,9 +293,9 @@ def test_active_pages_seek_and_follow_changes(tmp_path):
             if reply.next is None:
                 return seen
             if len(seen) == 10:  # a turn lands between two pages
-                app.store.append(sid, [NewMessage(role="assistant", content="late")], activate=[0])
+                app.store.history.append(sid, [NewMessage(role="assistant", content="late")], activate=[0])
             start = reply.next
-    assert asyncio.run(pages()) == app.store.context(sid).seqs == [24, *range(5, 24), 25]
+    assert asyncio.run(pages()) == app.store.context.get(sid).seqs == [24, *range(5, 24), 25]
     app.close()
 
 
@@ -308,8 +308,8 @@ def test_a_page_over_the_frame_cap_is_cut_short_and_points_on(tmp_path):
     from ctxkeep.protocol import encode
     from ctxkeep.protocol.replies import HistoryReply
     app = InProcess(tmp_path, MemoryBackend(), Config(max_frame_bytes=8192))
-    sid = app.store.create_session(name="big", model=MODEL, system="", options={}, num_ctx=8192).id
-    app.store.append(sid, [NewMessage(role="user", content=f"{i} " + "x" * 900) for i in range(12)],
+    sid = app.store.sessions.create(name="big", model=MODEL, system="", options={}, num_ctx=8192).id
+    app.store.history.append(sid, [NewMessage(role="user", content=f"{i} " + "x" * 900) for i in range(12)],
                      activate=range(12))
 
     async def pages(active: bool) -> list[list[int]]:

@@ -79,10 +79,10 @@ def test_turns_in_another_session_do_not_move_an_imported_conversations_estimate
                                      content=english(rng, rng.randint(10, 60))) for i in range(400)]))
         sid = imported.session.id
         store, est = app.store, app.services.estimator
-        before = est.context(*store.view(sid))
+        before = est.context(*store.history.view(sid))
         other = (await app.call(requests.SessionCreate(model=MODEL))).session.id
         await turns(app, other, ["hello " * 40] * 6)
-        return before, est.context(*store.view(sid))
+        return before, est.context(*store.history.view(sid))
     before, after = asyncio.run(go())
     app.close()
     assert abs(after - before) / before < 0.03, (before, after)
@@ -96,7 +96,7 @@ def test_a_prompt_that_did_not_change_keeps_its_exact_count(tmp_path):
     async def go():
         sid = (await app.call(requests.SessionCreate(model=MODEL))).session.id
         await turns(app, sid, ["a first question about the plan", "and a second one"])
-        counted = app.store.session(sid)
+        counted = app.store.sessions.get(sid)
         reply = await app.call(requests.SetModel(session=sid, num_ctx=4096))
         return counted, reply.session
     counted, now = asyncio.run(go())
@@ -156,34 +156,34 @@ def test_no_sessions_calibrations_move_another_sessions_estimate(tmp_path_factor
     store = Store.open(tmp_path_factory.mktemp("est"))
     est = Estimator(store)
     rng = random.Random(1)
-    b = store.create_session(name="b", model="m", system="Be brief.", options={}, num_ctx=32768)
+    b = store.sessions.create(name="b", model="m", system="Be brief.", options={}, num_ctx=32768)
     history = [{"role": "system", "content": "Be brief."}]
     context_msgs = []
     for i in range(12):  # B's own turns: its context grows, each prompt counted exactly
         question = english(rng, rng.randint(20, 80))
         history.append({"role": "user", "content": question})
-        b, (q,) = store.append(b.id, [NewMessage(role="user", content=question)], activate=[0])
+        b, (q,) = store.history.append(b.id, [NewMessage(role="user", content=question)], activate=[0])
         context_msgs.append(q)
-        view = store.view(b.id)
+        view = store.history.view(b.id)
         features = est.context_features(*view)
         exact = count(render(history))
         answer = english(rng, 50)
         records = est.observe(b, features, exact, est.of_features(b, features), [(answer, count(answer))])
-        store.append(b.id, [NewMessage(role="assistant", content=answer)], activate=[0],
+        store.history.append(b.id, [NewMessage(role="assistant", content=answer)], activate=[0],
                      calibrations=records, anchor=(exact, list(features), "m", []))
         history.append({"role": "assistant", "content": answer})
-        b = store.session(b.id)
+        b = store.sessions.get(b.id)
     nxt = NewMessage(role="user", content=english(rng, 60)).record(-1, 0.0)
-    view = store.view(b.id)
+    view = store.history.view(b.id)
     before = est.context(*view, nxt)
-    a = store.create_session(name="a", model="m", system="", options={}, num_ctx=32768)
+    a = store.sessions.create(name="a", model="m", system="", options={}, num_ctx=32768)
     for text in texts:  # A's turns, unanchored prompts of one message each
         prompt = [{"role": "user", "content": text}]
-        feats = est.context_features(a, store.context(a.id), [], NewMessage(role="user", content=text).record(-1, 0.0))
+        feats = est.context_features(a, store.context.get(a.id), [], NewMessage(role="user", content=text).record(-1, 0.0))
         guess = est.of_features(a, feats)
         est.save(est.observe(a, feats, count(render(prompt)), guess, [(text, count(text))],
                              repeated=repetitive(text)))
-    after = est.context(*store.view(b.id), nxt)
+    after = est.context(*store.history.view(b.id), nxt)
     store.close()
     assert abs(after - before) / before <= 0.03, (before, after)
 
@@ -213,11 +213,11 @@ def test_a_send_refused_after_a_compaction_leaves_the_session_as_it_was(tmp_path
     async def go():
         sid = (await app.call(requests.SessionCreate(model=MODEL, num_ctx=2048))).session.id
         await turns(app, sid, [english(rng, 30) for _ in range(6)])
-        before = app.store.context(sid)
+        before = app.store.context.get(sid)
         backend.fail_at(0, ModelCallError(ErrorCode.CONTEXT_OVERFLOW, "the input length exceeds "
                                                                      "the context length"))
         (end,) = await turns(app, sid, [english(rng, 700)])
-        return before, app.store.context(sid), end
+        return before, app.store.context.get(sid), end
     before, after, end = asyncio.run(go())
     app.close()
     assert isinstance(end, GenerationError) and end.code == "context_overflow"
@@ -250,14 +250,14 @@ def test_a_kind_of_text_calibration_has_not_seen_gets_the_cautious_margin(tmp_pa
     est = Estimator(store)
     rng = random.Random(2)
     for i in range(12):
-        s = store.create_session(name=f"s{i}", model="m", system="", options={}, num_ctx=8192)
+        s = store.sessions.create(name=f"s{i}", model="m", system="", options={}, num_ctx=8192)
         text = english(rng, 60).replace(",", "").replace(".", "").replace(";", "")
         prompt = [{"role": "user", "content": text}]
         features = text_features(text)[:-1] + (2.0,)
         guess = est.of_features(s, features)
         est.save(est.observe(s, features, count_tokens(render(prompt)), guess, [(text, count_tokens(text))]))
     assert est.margin("m") < 0.1
-    fresh = store.create_session(name="new", model="m", system="", options={}, num_ctx=8192)
+    fresh = store.sessions.create(name="new", model="m", system="", options={}, num_ctx=8192)
     code = "x = {'k': [1, 2, 3]}; y = f(x) * 42 - 7 # 0x1F\n" * 20
     guess = est.of_features(fresh, text_features(code)[:-1] + (2.0,))
     assert guess.novel > 0.3 * guess.uncertain  # its digits and symbols: never seen

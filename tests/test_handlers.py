@@ -48,7 +48,7 @@ def test_a_session_is_resolved_once_by_id_prefix_or_name(app):
 
 def test_a_prompt_change_records_a_fresh_estimate(app):
     sid = run(app.call(requests.SessionCreate(model=MODEL))).session.id
-    before = app.store.session(sid).token_count
+    before = app.store.sessions.get(sid).token_count
     reply = run(app.call(requests.SetSystem(session=sid, system="Answer in French. " * 40)))
     assert reply.session.token_count > before and not reply.session.token_count_exact
     assert app.of_type(SessionUpdated)[-1].session.token_count == reply.session.token_count
@@ -70,14 +70,14 @@ def test_a_send_is_stored_before_it_is_accepted_and_ends_once(app, monkeypatch):
 
     def noting(event, session_id=""):
         if isinstance(event, SessionUpdated) and event.session.busy:
-            busy_with.append([m.content for m in app.store.history(event.session.id)[0]])
+            busy_with.append([m.content for m in app.store.history.page(event.session.id)[0]])
         return publish(event, session_id)
     monkeypatch.setattr(app.bus, "publish", noting)
 
     async def turn():
         sid = (await app.call(requests.SessionCreate(model=MODEL))).session.id
         accepted = await app.call(requests.Send(session=sid, text="hello there"))
-        stored = app.store.history(sid)[0]
+        stored = app.store.history.page(sid)[0]
         assert [m.content for m in stored] == ["hello there"]  # before the job has run
         await app.services.jobs.drain(30)
         return sid, accepted
@@ -88,28 +88,28 @@ def test_a_send_is_stored_before_it_is_accepted_and_ends_once(app, monkeypatch):
     assert busy_with[0] == ["hello there"]  # busy once accepted, that is once stored
     busy = [e.session.busy for e in app.of_type(SessionUpdated) if e.session.id == sid]
     assert busy[-1] is False and busy.index(True) < app.bus.seen.index(ends[0])
-    assert [m.role for m in app.store.history(sid)[0]] == ["user", "assistant"]
-    assert app.store.session(sid).tokens_exact
+    assert [m.role for m in app.store.history.page(sid)[0]] == ["user", "assistant"]
+    assert app.store.sessions.get(sid).tokens_exact
 
 
 def test_a_question_is_committed_once_its_model_request_is_out(app, monkeypatch):
     """A turn that starts at once sends its request first, then stores its question; a
     queued one's question is stored at once; `accepted` still waits for the commit."""
     requests_out: list[int] = []  # model requests made when each question's commit started
-    append = app.store.append_async
+    append = app.store.history.append_async
 
     def noting(session_id, messages, **how):
         if how.get("pending"):
             requests_out.append(len(app.backend.chats))
         return append(session_id, messages, **how)
-    monkeypatch.setattr(app.store, "append_async", noting)
+    monkeypatch.setattr(app.store.history, "append_async", noting)
 
     async def turns():
         sid = (await app.call(requests.SessionCreate(model=MODEL))).session.id
         app.backend.hold()  # the first answer waits: the second question queues behind it
         first = await app.call(requests.Send(session=sid, text="first question"))
         second = await app.call(requests.Send(session=sid, text="second question"))
-        assert [m.content for m in app.store.history(sid)[0]] == ["first question", "second question"]
+        assert [m.content for m in app.store.history.page(sid)[0]] == ["first question", "second question"]
         app.backend.release()
         await app.services.jobs.drain(30)
         return first, second
@@ -132,7 +132,7 @@ def test_a_question_is_stored_and_accepted_even_when_its_request_never_leaves(tm
     async def turn():
         sid = (await app.call(requests.SessionCreate(model=MODEL))).session.id
         accepted = await asyncio.wait_for(app.call(requests.Send(session=sid, text="anyone?")), 10)
-        assert [m.content for m in app.store.history(sid)[0]] == ["anyone?"]
+        assert [m.content for m in app.store.history.page(sid)[0]] == ["anyone?"]
         await app.call(requests.Cancel(session=sid))
         await app.services.jobs.drain(10)
         return accepted

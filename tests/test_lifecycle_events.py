@@ -12,6 +12,7 @@ from ctxkeep.protocol.events import (
 )
 from ctxkeep.protocol.structs import Goals
 from conftest import until_idle, wait_for
+from ollama_standin import Fault
 
 MODEL = "qwen2.5:7b"
 
@@ -42,7 +43,8 @@ def test_cancel_right_after_send_ends_the_turn_and_frees_the_session(client, sta
 
 
 def test_cancel_the_third_of_three_queued_sends(client, standin):
-    standin.chunk_delay = 0.005
+    # the first answer starts only after a second: the three sends are queued behind it
+    standin.faults.append(Fault("delay", seconds=1.0))
     s = client.create_session(model=MODEL).session
     accs = [client.send(s.id, f"question {i}") for i in range(3)]
     assert [a.ahead for a in accs] == [0, 1, 2]

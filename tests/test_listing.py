@@ -31,7 +31,7 @@ STEP = st.one_of(
 def fresh(app: InProcess) -> bytes:
     """The list as computed from the store and the queue, with no cache."""
     busy = app.services.jobs.busy
-    return encode([s.info(busy=busy(s.id)) for s in app.store.sessions()])
+    return encode([s.info(busy=busy(s.id)) for s in app.store.sessions.all()])
 
 
 async def run(app: InProcess, steps: list[tuple]) -> None:

@@ -99,7 +99,7 @@ def test_a_fact_gone_from_the_context_comes_back_for_a_question_about_it_only(tm
     async def go():
         sid = (await app.call(requests.SessionCreate(model=MODEL, num_ctx=2048))).session.id
         await _talk(app, sid, [FACT] + [" ".join(rng.choice(FILLER) for _ in range(25)) for _ in range(40)])
-        assert 0 not in app.store.context(sid).seqs  # the fact left the active context
+        assert 0 not in app.store.context.get(sid).seqs  # the fact left the active context
         asked = (await _talk(app, sid, ["Where does Alice live these days?"]))[-1]
         prompt = backend.chats[-1][0]
         unrelated = (await _talk(app, sid, ["What is the capital city of France, do you know?"]))[-1]

@@ -9,62 +9,62 @@ from ctxkeep.daemon.store.store import Store, StoreTooNew, UnknownSession
 
 
 def make(tmp_path, **kw) -> Store:
-    return Store(tmp_path / "store", **kw)
+    return Store.open(tmp_path / "store", **kw)
 
 
 def test_append_history_and_active_context(tmp_path):
     st = make(tmp_path)
-    s = st.create_session(name="", model="m", system="", options={}, num_ctx=8192)
-    _, (u,) = st.append(s.id, [NewMessage(role="user", content="q")])
-    assert st.active_messages(s.id) == []  # stored, not yet active
-    rec, (a,) = st.append(s.id, [NewMessage(role="assistant", content="a")],
+    s = st.sessions.create(name="", model="m", system="", options={}, num_ctx=8192)
+    _, (u,) = st.history.append(s.id, [NewMessage(role="user", content="q")])
+    assert st.history.active_messages(s.id) == []  # stored, not yet active
+    rec, (a,) = st.history.append(s.id, [NewMessage(role="assistant", content="a")],
                           activate_seqs=[u.seq], activate=[0], token_count=42)
-    assert [m.content for m in st.active_messages(s.id)] == ["q", "a"]
+    assert [m.content for m in st.history.active_messages(s.id)] == ["q", "a"]
     assert rec.token_count == 42 and rec.message_count == 2
-    msgs, nxt, total = st.history(s.id)
+    msgs, nxt, total = st.history.page(s.id)
     assert [m.seq for m in msgs] == [0, 1] and nxt is None and total == 2
 
 
 def test_history_keys_do_not_mix_sessions(tmp_path):
     st = make(tmp_path)
-    a = st.create_session(name="a", model="m", system="", options={}, num_ctx=8192)
-    b = st.create_session(name="b", model="m", system="", options={}, num_ctx=8192)
+    a = st.sessions.create(name="a", model="m", system="", options={}, num_ctx=8192)
+    b = st.sessions.create(name="b", model="m", system="", options={}, num_ctx=8192)
     for i in range(300):  # past one byte of sequence number
-        st.append(a.id, [NewMessage(role="user", content=f"a{i}")])
-    st.append(b.id, [NewMessage(role="user", content="b0")])
-    msgs, nxt, total = st.history(a.id, start=250, limit=100)
+        st.history.append(a.id, [NewMessage(role="user", content=f"a{i}")])
+    st.history.append(b.id, [NewMessage(role="user", content="b0")])
+    msgs, nxt, total = st.history.page(a.id, start=250, limit=100)
     assert [m.content for m in msgs] == [f"a{i}" for i in range(250, 300)] and nxt is None
-    assert [m.content for m in st.history(b.id)[0]] == ["b0"]
-    st.delete_session(a.id)
-    assert [m.content for m in st.history(b.id)[0]] == ["b0"]
+    assert [m.content for m in st.history.page(b.id)[0]] == ["b0"]
+    st.sessions.delete(a.id)
+    assert [m.content for m in st.history.page(b.id)[0]] == ["b0"]
     with pytest.raises(UnknownSession):
-        st.history(a.id)
+        st.history.page(a.id)
 
 
 def test_map_grows_when_full(tmp_path):
     st = make(tmp_path, map_size=64 * 1024)
-    s = st.create_session(name="", model="m", system="", options={}, num_ctx=8192)
+    s = st.sessions.create(name="", model="m", system="", options={}, num_ctx=8192)
     for _ in range(200):
-        st.append(s.id, [NewMessage(role="user", content="x" * 2000)])
-    assert st.env.info()["map_size"] > 64 * 1024
-    assert st.session(s.id).message_count == 200
+        st.history.append(s.id, [NewMessage(role="user", content="x" * 2000)])
+    assert st.env.env.info()["map_size"] > 64 * 1024
+    assert st.sessions.get(s.id).message_count == 200
 
 
 def test_reopen_keeps_everything(tmp_path):
     st = make(tmp_path)
-    s = st.create_session(name="kept", model="m", system="sys", options={"temperature": 0.5},
+    s = st.sessions.create(name="kept", model="m", system="sys", options={"temperature": 0.5},
                           num_ctx=4096)
-    st.append(s.id, [NewMessage(role="user", content="hello")], activate=[0])
+    st.history.append(s.id, [NewMessage(role="user", content="hello")], activate=[0])
     st.close()
     st = make(tmp_path)
-    again = st.session("kept")
+    again = st.sessions.get("kept")
     assert (again.system, again.options, again.num_ctx) == ("sys", {"temperature": 0.5}, 4096)
-    assert [m.content for m in st.active_messages(s.id)] == ["hello"]
+    assert [m.content for m in st.history.active_messages(s.id)] == ["hello"]
 
 
 def test_newer_schema_is_refused(tmp_path):
     st = make(tmp_path)
-    st.write(lambda txn: txn.put(b"schema_version", b"99", db=st.dbs["meta"]))
+    st.env.write(lambda txn: txn.put(b"schema_version", b"99", db=st.env.dbs["meta"]))
     st.close()
     with pytest.raises(StoreTooNew, match="schema version 99"):
         make(tmp_path)
@@ -72,7 +72,7 @@ def test_newer_schema_is_refused(tmp_path):
 
 def test_upgrade_backs_up_then_migrates(tmp_path, monkeypatch):
     st = make(tmp_path)
-    s = st.create_session(name="old", model="m", system="", options={}, num_ctx=8192)
+    s = st.sessions.create(name="old", model="m", system="", options={}, num_ctx=8192)
     st.close()
 
     def add_marker(txn, dbs):
@@ -81,8 +81,8 @@ def test_upgrade_backs_up_then_migrates(tmp_path, monkeypatch):
     monkeypatch.setattr(store_module, "SCHEMA_VERSION", 3)
     monkeypatch.setattr(store_module, "MIGRATIONS", [*migrations.MIGRATIONS, step])
     st = make(tmp_path)
-    assert st.schema_version() == 3
-    assert st.read(lambda txn: txn.get(b"migrated", db=st.dbs["meta"])) == b"yes"
+    assert st.env.schema_version() == 3
+    assert st.env.read(lambda txn: txn.get(b"migrated", db=st.env.dbs["meta"])) == b"yes"
     backups = list((tmp_path / "backups").iterdir())
     assert len(backups) == 1 and backups[0].name.startswith("schema-v2-")
     old = lmdb.open(str(backups[0]), max_dbs=8, readonly=True)
@@ -90,121 +90,122 @@ def test_upgrade_backs_up_then_migrates(tmp_path, monkeypatch):
     with old.begin() as txn:
         assert txn.get(b"schema_version", db=meta) == b"2"
     old.close()
-    assert st.session("old").id == s.id
+    assert st.sessions.get("old").id == s.id
 
 
 def test_failed_write_changes_nothing(tmp_path):
     st = make(tmp_path)
-    s = st.create_session(name="", model="m", system="", options={}, num_ctx=8192)
+    s = st.sessions.create(name="", model="m", system="", options={}, num_ctx=8192)
 
     def boom(txn):
-        txn.put(b"half", b"written", db=st.dbs["meta"])
+        txn.put(b"half", b"written", db=st.env.dbs["meta"])
         raise RuntimeError("crash mid-transaction")
     with pytest.raises(RuntimeError):
-        st.write(boom)
-    assert st.read(lambda txn: txn.get(b"half", db=st.dbs["meta"])) is None
-    assert st.session(s.id).message_count == 0
+        st.env.write(boom)
+    assert st.env.read(lambda txn: txn.get(b"half", db=st.env.dbs["meta"])) is None
+    assert st.sessions.get(s.id).message_count == 0
 
 
 def test_compaction_records_are_never_overwritten(tmp_path):
     from ctxkeep.daemon.store.records import CompactionRecord
     st = make(tmp_path)
-    s = st.create_session(name="", model="m", system="", options={}, num_ctx=8192)
-    st.append(s.id, [NewMessage(role="user", content=f"q{i}") for i in range(4)])
+    s = st.sessions.create(name="", model="m", system="", options={}, num_ctx=8192)
+    st.history.append(s.id, [NewMessage(role="user", content=f"q{i}") for i in range(4)])
 
     def record(n: int) -> CompactionRecord:
         return CompactionRecord(time=float(n), level=3, strategy="checkpoint", tokens_before=10,
                                 tokens_after=5, tokens_freed=5, summarized=[], kept=[],
                                 summary_seq=-1, model="m")
     for n in range(5):  # automatic ones write through update_context, manual through compact
-        st.update_context(s.id, lambda c, r: None, audit=record(n))
-    st.compact(s.id, expected=[], summary=NewMessage(role="user", content="[SUMMARY] s", kind="summary"),
+        st.context.update(s.id, lambda c, r: None, audit=record(n))
+    st.context.compact(s.id, expected=[], summary=NewMessage(role="user", content="[SUMMARY] s", kind="summary"),
                keep=[], record=record(5), token_estimate=3)
-    snapshot = st.save_snapshot(s.id, "before compaction (manual)")
-    st.restore_snapshot(s.id, snapshot.id, undo=True)  # an undo resets the counter it used to key by
-    st.update_context(s.id, lambda c, r: None, audit=record(6))
-    assert [r.time for r in st.compactions(s.id)] == [float(n) for n in range(7)]
+    snapshot = st.snapshots.save(s.id, "before compaction (manual)")
+    st.snapshots.restore(s.id, snapshot.id, undo=True)  # an undo resets the counter it used to key by
+    st.context.update(s.id, lambda c, r: None, audit=record(6))
+    assert [r.time for r in st.context.compactions(s.id)] == [float(n) for n in range(7)]
 
 
 def test_append_keeps_the_kind_and_the_answer_link(tmp_path):
     st = make(tmp_path)
-    s = st.create_session(name="", model="m", system="", options={}, num_ctx=8192)
-    _, (u,) = st.append(s.id, [NewMessage(role="user", content="q")], pending=True)
-    assert st.session(s.id).pending == [u.seq]
-    _, (a,) = st.append(s.id, [NewMessage(role="assistant", content="a", kind="summary", reply_to=u.seq)],
+    s = st.sessions.create(name="", model="m", system="", options={}, num_ctx=8192)
+    _, (u,) = st.history.append(s.id, [NewMessage(role="user", content="q")], pending=True)
+    assert st.sessions.get(s.id).pending == [u.seq]
+    _, (a,) = st.history.append(s.id, [NewMessage(role="assistant", content="a", kind="summary", reply_to=u.seq)],
                         answered=[u.seq])
-    (stored,) = st.messages(s.id, [a.seq])
+    (stored,) = st.history.messages(s.id, [a.seq])
     assert stored.kind == "summary" and stored.reply_to == u.seq
-    assert st.session(s.id).pending == []
+    assert st.sessions.get(s.id).pending == []
 
 
 def test_recovery_marks_every_pending_question(tmp_path):
     st = make(tmp_path)
-    s = st.create_session(name="", model="m", system="", options={}, num_ctx=8192)
-    st.append(s.id, [NewMessage(role="user", content=f"q{i}") for i in range(3)], pending=True)
-    assert st.recover("daemon_restarted") == [(s.id, [0, 1, 2])]
-    answers = [m for m in st.history(s.id)[0] if m.role == "assistant"]
+    s = st.sessions.create(name="", model="m", system="", options={}, num_ctx=8192)
+    st.history.append(s.id, [NewMessage(role="user", content=f"q{i}") for i in range(3)], pending=True)
+    assert st.history.recover("daemon_restarted") == [(s.id, [0, 1, 2])]
+    answers = [m for m in st.history.page(s.id)[0] if m.role == "assistant"]
     assert [(m.reply_to, m.status, m.error) for m in answers] == [
         (q, "interrupted", "daemon_restarted") for q in range(3)]
-    assert st.recover("daemon_restarted") == []  # nothing left to do
+    assert st.history.recover("daemon_restarted") == []  # nothing left to do
 
 
 def test_undo_walks_back_and_keeps_later_turns(tmp_path):
     st = make(tmp_path)
-    s = st.create_session(name="", model="m", system="", options={}, num_ctx=8192)
-    _, msgs = st.append(s.id, [NewMessage(role="user", content=f"m{i}") for i in range(6)], activate=range(6))
-    first = st.save_snapshot(s.id, "before compaction (automatic: x)")
-    st.update_context(s.id, lambda c, r: setattr(c, "seqs", [4, 5]))  # a pass dropped 0-3
-    second = st.save_snapshot(s.id, "before compaction (automatic: y)")
-    st.update_context(s.id, lambda c, r: setattr(c, "seqs", [5]))  # another dropped 4
-    st.append(s.id, [NewMessage(role="user", content="later")], activate=[0])  # a later turn: #6
-    st.restore_snapshot(s.id, second.id, undo=True)
-    assert st.context(s.id).seqs == [4, 5, 6]
-    st.restore_snapshot(s.id, first.id, undo=True)
-    assert st.context(s.id).seqs == [0, 1, 2, 3, 4, 5, 6]
-    assert [x.undone for x in st.snapshots(s.id)] == [True, True]
-    assert not st.session(s.id).tokens_exact  # a later turn makes the snapshot's count stale
+    s = st.sessions.create(name="", model="m", system="", options={}, num_ctx=8192)
+    _, msgs = st.history.append(s.id, [NewMessage(role="user", content=f"m{i}") for i in range(6)], activate=range(6))
+    first = st.snapshots.save(s.id, "before compaction (automatic: x)")
+    st.context.update(s.id, lambda c, r: setattr(c, "seqs", [4, 5]))  # a pass dropped 0-3
+    second = st.snapshots.save(s.id, "before compaction (automatic: y)")
+    st.context.update(s.id, lambda c, r: setattr(c, "seqs", [5]))  # another dropped 4
+    st.history.append(s.id, [NewMessage(role="user", content="later")], activate=[0])  # a later turn: #6
+    st.snapshots.restore(s.id, second.id, undo=True)
+    assert st.context.get(s.id).seqs == [4, 5, 6]
+    st.snapshots.restore(s.id, first.id, undo=True)
+    assert st.context.get(s.id).seqs == [0, 1, 2, 3, 4, 5, 6]
+    assert [x.undone for x in st.snapshots.all(s.id)] == [True, True]
+    assert not st.sessions.get(s.id).tokens_exact  # a later turn makes the snapshot's count stale
 
 
 def test_only_the_newest_snapshots_are_kept_per_session(tmp_path):
     st = make(tmp_path)
-    a = st.create_session(name="a", model="m", system="", options={}, num_ctx=8192)
-    b = st.create_session(name="b", model="m", system="", options={}, num_ctx=8192)
-    other = st.save_snapshot(b.id, "b's own")
-    saved = [st.save_snapshot(a.id, f"pass {i}", keep=3).id for i in range(7)]
-    assert [x.id for x in st.snapshots(a.id)] == saved[::-1][:3]  # newest first, 3 kept
-    assert [x.id for x in st.snapshots(b.id)] == [other.id]  # another session's are untouched
-    st.restore_snapshot(a.id, saved[-3], undo=True)  # the oldest kept one still restores
+    a = st.sessions.create(name="a", model="m", system="", options={}, num_ctx=8192)
+    b = st.sessions.create(name="b", model="m", system="", options={}, num_ctx=8192)
+    other = st.snapshots.save(b.id, "b's own")
+    saved = [st.snapshots.save(a.id, f"pass {i}", keep=3).id for i in range(7)]
+    assert [x.id for x in st.snapshots.all(a.id)] == saved[::-1][:3]  # newest first, 3 kept
+    assert [x.id for x in st.snapshots.all(b.id)] == [other.id]  # another session's are untouched
+    st.snapshots.restore(a.id, saved[-3], undo=True)  # the oldest kept one still restores
 
 
-def test_the_store_has_every_member_of_the_protocol(tmp_path):
-    """The services and the engine are typed against SessionStore; Store must provide it."""
-    from ctxkeep.daemon.store.protocol import SessionStore
-    members = {n for n in vars(SessionStore) if not n.startswith("_")} | \
-        set(SessionStore.__annotations__)
+def test_the_store_is_composed_of_layers_each_with_one_job(tmp_path):
+    """No inheritance tower: the store is its members, each a class of its own over the
+    one environment, sharing it (and no state of each other's but the message cache)."""
     store = Store.open(tmp_path)
     try:
-        missing = [n for n in members if not hasattr(store, n)]
-        assert not missing and len(members) >= 25
+        members = {name: value for name, value in vars(store).items()
+                   if name in {"sessions", "history", "context", "snapshots", "search", "caches"}}
+        assert len(members) == 6 and Store.__mro__[1:] == (object,)
+        for member in members.values():
+            assert type(member).__mro__[1:] == (object,) and member.env is store.env
     finally:
         store.close()
 
 
 def test_search_finds_every_word_in_any_session_and_follows_deletes(tmp_path):
     st = make(tmp_path)
-    a = st.create_session(name="a", model="m", system="", options={}, num_ctx=8192)
-    b = st.create_session(name="b", model="m", system="", options={}, num_ctx=8192)
-    st.append(a.id, [NewMessage(role="user", content="The LMDB store keeps every message"),
+    a = st.sessions.create(name="a", model="m", system="", options={}, num_ctx=8192)
+    b = st.sessions.create(name="b", model="m", system="", options={}, num_ctx=8192)
+    st.history.append(a.id, [NewMessage(role="user", content="The LMDB store keeps every message"),
                      NewMessage(role="assistant", content="Größe: the store grows its map")])
-    st.append(b.id, [NewMessage(role="user", content="A store of LMDB pages, elsewhere")])
-    hits, total = st.search("lmdb STORE")
+    st.history.append(b.id, [NewMessage(role="user", content="A store of LMDB pages, elsewhere")])
+    hits, total = st.search.find("lmdb STORE")
     assert total == 2 and {(sid, m.seq) for sid, m in hits} == {(a.id, 0), (b.id, 0)}
-    assert [m.seq for _, m in st.search("größe", a.id)[0]] == [1]  # any script, any case
-    assert st.search("store", b.id)[1] == 1 and st.search("the")[1] == 0  # stop words are not kept
-    assert st.search("lmdb nowhere")[1] == 0
-    st.delete_session(b.id)
-    assert st.search("lmdb")[1] == 1
-    assert st.read(lambda txn: txn.stat(st.dbs["search"])["entries"]) == len(
+    assert [m.seq for _, m in st.search.find("größe", a.id)[0]] == [1]  # any script, any case
+    assert st.search.find("store", b.id)[1] == 1 and st.search.find("the")[1] == 0  # stop words are not kept
+    assert st.search.find("lmdb nowhere")[1] == 0
+    st.sessions.delete(b.id)
+    assert st.search.find("lmdb")[1] == 1
+    assert st.env.read(lambda txn: txn.stat(st.env.dbs["search"])["entries"]) == len(
         {"lmdb", "store", "keeps", "every", "message"}) + len({"größe", "store", "grows", "its", "map"}) - 1
 
 
@@ -212,30 +213,30 @@ def test_a_question_joins_the_search_index_when_its_turn_ends_however_it_ends(tm
     """The commit that `accepted` waits for leaves the question's words out; the answer's
     commit, a failure's, or recovery after a crash puts them in."""
     st = make(tmp_path)
-    s = st.create_session(name="", model="m", system="", options={}, num_ctx=8192)
-    _, (q0, q1) = st.append(s.id, [NewMessage(role="user", content="walrus tusks"),
+    s = st.sessions.create(name="", model="m", system="", options={}, num_ctx=8192)
+    _, (q0, q1) = st.history.append(s.id, [NewMessage(role="user", content="walrus tusks"),
                                    NewMessage(role="user", content="narwhal horns")], pending=True)
-    entries = lambda: st.read(lambda txn: txn.stat(st.dbs["search"])["entries"])  # noqa: E731
-    assert entries() == 0 and st.search("walrus")[1] == 0
-    st.append(s.id, [NewMessage(role="assistant", content="ivory", reply_to=q0.seq)],
+    entries = lambda: st.env.read(lambda txn: txn.stat(st.env.dbs["search"])["entries"])  # noqa: E731
+    assert entries() == 0 and st.search.find("walrus")[1] == 0
+    st.history.append(s.id, [NewMessage(role="assistant", content="ivory", reply_to=q0.seq)],
               answered=[q0.seq])
-    assert st.search("walrus")[1] == 1 and st.search("narwhal")[1] == 0
+    assert st.search.find("walrus")[1] == 1 and st.search.find("narwhal")[1] == 0
     assert entries() == 3  # walrus, tusks, ivory
-    assert st.recover("daemon_restarted") == [(s.id, [q1.seq])]
-    assert [m.seq for _, m in st.search("narwhal horns")[0]] == [q1.seq]
+    assert st.history.recover("daemon_restarted") == [(s.id, [q1.seq])]
+    assert [m.seq for _, m in st.search.find("narwhal horns")[0]] == [q1.seq]
     assert entries() == 5
 
 
 def test_the_search_index_is_built_for_a_store_written_before_it(tmp_path):
     st = make(tmp_path)
-    s = st.create_session(name="old", model="m", system="", options={}, num_ctx=8192)
-    st.append(s.id, [NewMessage(role="user", content="remember the walrus")])
+    s = st.sessions.create(name="old", model="m", system="", options={}, num_ctx=8192)
+    st.history.append(s.id, [NewMessage(role="user", content="remember the walrus")])
 
     def as_version_1(txn):  # what a store of schema 1 had: no index
-        txn.drop(st.dbs["search"], delete=False)
-        txn.put(b"schema_version", b"1", db=st.dbs["meta"])
-    st.write(as_version_1)
-    assert st.search("walrus")[1] == 0
+        txn.drop(st.env.dbs["search"], delete=False)
+        txn.put(b"schema_version", b"1", db=st.env.dbs["meta"])
+    st.env.write(as_version_1)
+    assert st.search.find("walrus")[1] == 0
     st.close()
     st = make(tmp_path)
-    assert st.schema_version() == 2 and st.search("walrus")[1] == 1
+    assert st.env.schema_version() == 2 and st.search.find("walrus")[1] == 1

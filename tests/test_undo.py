@@ -32,8 +32,8 @@ def _record() -> CompactionRecord:
 
 
 def _session_of_twelve(st: Store) -> str:
-    s = st.create_session(name="", model="m", system="", options={}, num_ctx=8192)
-    st.append(s.id, [NewMessage(role="user" if i % 2 == 0 else "assistant", content=f"m{i}")
+    s = st.sessions.create(name="", model="m", system="", options={}, num_ctx=8192)
+    st.history.append(s.id, [NewMessage(role="user" if i % 2 == 0 else "assistant", content=f"m{i}")
                      for i in range(12)], activate=range(12))
     return s.id
 
@@ -43,16 +43,16 @@ def test_undo_drops_the_summary_the_compaction_wrote_and_keeps_later_turns(tmp_p
     one more turn (#13, #14), undo: 0-11, 13, 14 — not the summary beside what it replaced."""
     st = Store.open(tmp_path)
     sid = _session_of_twelve(st)
-    snapshot = st.save_snapshot(sid, "before compaction (manual)")
-    _, summary = st.compact(sid, expected=list(range(12)), keep=list(range(4, 12)), record=_record(),
+    snapshot = st.snapshots.save(sid, "before compaction (manual)")
+    _, summary = st.context.compact(sid, expected=list(range(12)), keep=list(range(4, 12)), record=_record(),
                             token_estimate=50, summary=NewMessage(role="user", content="[SUMMARY] s",
                                                                   kind="summary"))
     assert summary.seq == 12
-    st.append(sid, [NewMessage(role="user", content="q"), NewMessage(role="assistant", content="a")],
+    st.history.append(sid, [NewMessage(role="user", content="q"), NewMessage(role="assistant", content="a")],
               activate=[0, 1])
-    assert st.context(sid).seqs == [12, *range(4, 12), 13, 14]
-    st.restore_snapshot(sid, snapshot.id, undo=True)
-    assert st.context(sid).seqs == [*range(12), 13, 14]
+    assert st.context.get(sid).seqs == [12, *range(4, 12), 13, 14]
+    st.snapshots.restore(sid, snapshot.id, undo=True)
+    assert st.context.get(sid).seqs == [*range(12), 13, 14]
     st.close()
 
 
@@ -60,28 +60,28 @@ def test_undo_keeps_a_question_stored_before_the_pass_and_answered_after_it(tmp_
     """A pass made to fit a prompt runs while its question is stored but not yet active."""
     st = Store.open(tmp_path)
     sid = _session_of_twelve(st)
-    _, (question,) = st.append(sid, [NewMessage(role="user", content="q")], pending=True)
-    snapshot = st.save_snapshot(sid, "before compaction (automatic: the next prompt would not fit)")
-    st.update_context(sid, lambda c, r: setattr(c, "seqs", list(range(6, 12))))
-    st.append(sid, [NewMessage(role="assistant", content="a", reply_to=question.seq)],
+    _, (question,) = st.history.append(sid, [NewMessage(role="user", content="q")], pending=True)
+    snapshot = st.snapshots.save(sid, "before compaction (automatic: the next prompt would not fit)")
+    st.context.update(sid, lambda c, r: setattr(c, "seqs", list(range(6, 12))))
+    st.history.append(sid, [NewMessage(role="assistant", content="a", reply_to=question.seq)],
               activate_seqs=[question.seq], activate=[0], answered=[question.seq])
-    st.restore_snapshot(sid, snapshot.id, undo=True)
-    assert st.context(sid).seqs == [*range(12), question.seq, question.seq + 1]
+    st.snapshots.restore(sid, snapshot.id, undo=True)
+    assert st.context.get(sid).seqs == [*range(12), question.seq, question.seq + 1]
     st.close()
 
 
 def test_restore_by_id_puts_back_the_snapshots_context_exactly(tmp_path):
     st = Store.open(tmp_path)
     sid = _session_of_twelve(st)
-    snapshot = st.save_snapshot(sid, "manual")
-    st.append(sid, [NewMessage(role="user", content="q"), NewMessage(role="assistant", content="a")],
+    snapshot = st.snapshots.save(sid, "manual")
+    st.history.append(sid, [NewMessage(role="user", content="q"), NewMessage(role="assistant", content="a")],
               activate=[0, 1])
-    st.update_context(sid, lambda c, r: setattr(c, "pinned", [3]))
-    st.restore_snapshot(sid, snapshot.id)
-    assert st.context(sid).seqs == list(range(12))  # the later turn left the active context
-    assert [m.seq for m in st.history(sid)[0]] == list(range(14))  # and stays in history
-    assert st.context(sid).pinned == [3]  # pins (and goals) stay as they are now
-    assert not st.snapshots(sid)[0].undone  # a restore by id is not an undo
+    st.context.update(sid, lambda c, r: setattr(c, "pinned", [3]))
+    st.snapshots.restore(sid, snapshot.id)
+    assert st.context.get(sid).seqs == list(range(12))  # the later turn left the active context
+    assert [m.seq for m in st.history.page(sid)[0]] == list(range(14))  # and stays in history
+    assert st.context.get(sid).pinned == [3]  # pins (and goals) stay as they are now
+    assert not st.snapshots.all(sid)[0].undone  # a restore by id is not an undo
     st.close()
 
 
@@ -110,7 +110,7 @@ class Passes:
     def follow(self) -> None:
         for event in self.app.bus.seen[self.seen:]:
             if isinstance(event, SnapshotCreated) and event.snapshot.reason.startswith("before compaction"):
-                record = next(s for s in self.app.store.snapshots(self.sid) if s.id == event.snapshot.id)
+                record = next(s for s in self.app.store.snapshots.all(self.sid) if s.id == event.snapshot.id)
                 self.passes.append({"id": event.snapshot.id, "before": list(record.context.seqs),
                                     "checkpoints": [c.id for c in record.context.checkpoints],
                                     "joined": [], "undone": False, "wrote": []})
@@ -151,7 +151,7 @@ async def _run(app: InProcess, steps: list[tuple]) -> None:
         assert expected is not None and reply.snapshot.id == expected["id"]
         seen.follow()
         expected["undone"] = True
-        context = app.store.context(sid)
+        context = app.store.context.get(sid)
         # the context before the pass plus the turns added since, nothing the pass wrote
         assert context.seqs == expected["before"] + [s for s in expected["joined"]
                                                      if s not in expected["before"]]

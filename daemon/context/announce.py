@@ -19,10 +19,10 @@ from ctxkeep.daemon.events.bus import EventBus
 from ctxkeep.daemon.config import Config
 from ctxkeep.daemon.context.estimator import Estimator
 from ctxkeep.daemon.store.records import SessionRecord
-from ctxkeep.daemon.store.protocol import SessionStore
+from ctxkeep.daemon.store.store import Store
 from ctxkeep.daemon.store.store import UnknownSession
 from ctxkeep.daemon.context.usage import usage_of
-from ctxkeep.daemon.context.view import View
+from ctxkeep.daemon.store.records import View
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +31,7 @@ log = logging.getLogger(__name__)
 class Announcer:
     """Publishes session changes; reads state fresh from the store each time."""
 
-    store: SessionStore
+    store: Store
     bus: EventBus
     estimator: Estimator
     config: Config
@@ -41,16 +41,16 @@ class Announcer:
         return session.info(busy=self.busy(session.id))
 
     def usage(self, session: SessionRecord, view: View | None = None) -> Usage:
-        _, context, active = view or self.store.view(session.id)
+        _, context, active = view or self.store.history.view(session.id)
         return usage_of(session, context, active, self.estimator, self.config)
 
     async def prompt_changed(self, session_id: str) -> SessionRecord:
         """What the model would see may have changed: record a fresh estimate in place of
         the count (committed by the writer thread). A prompt that is the one last counted
         (a new window, a name: nothing the model sees) keeps its exact count."""
-        session, context, active = self.store.view(session_id)
+        session, context, active = self.store.history.view(session_id)
         estimate = self.estimator.context_estimate(session, context, active)
-        return await self.store.off_loop(self.store.set_estimate, session_id, estimate.tokens,
+        return await self.store.off_loop(self.store.context.set_estimate, session_id, estimate.tokens,
                                          estimate.uncertain == 0)
 
     def changed(self, session_id: str, usage: bool = True, view: View | None = None
@@ -58,7 +58,7 @@ class Announcer:
         """Publish `session.updated` (and `context.usage`) as the session is now (as
         `view` says, when the caller has just read or written it)."""
         try:
-            session = view.session if view else self.store.session(session_id)
+            session = view.session if view else self.store.sessions.get(session_id)
         except UnknownSession:
             return None  # deleted meanwhile: session.deleted said so
         info = self.info(session)
@@ -75,7 +75,7 @@ class Announcer:
         warning when the score just fell below its threshold."""
         if self.changed(session_id) is None:
             return
-        session = self.store.session(session_id)
+        session = self.store.sessions.get(session_id)
         now = reliability.score(session.parameter_size, session.compactions)
         before = reliability.score(session.parameter_size, session.compactions - 1)
         if now < reliability.WARNING_BELOW <= before:

@@ -48,11 +48,11 @@ from ctxkeep.daemon.errors import RequestError
 from ctxkeep.daemon.context.estimator import Estimate, Estimator
 from ctxkeep.daemon.backends.protocol import ModelBackend
 from ctxkeep.daemon.store.records import ActiveContext, CompactionRecord, MessageRecord, SessionRecord
-from ctxkeep.daemon.store.protocol import SessionStore
+from ctxkeep.daemon.store.store import Store
 from ctxkeep.daemon.store.store import StoreError
 from ctxkeep.daemon.store.writer import landed
 from ctxkeep.daemon.context.usage import Budget, measure, reply_room
-from ctxkeep.daemon.context.view import View
+from ctxkeep.daemon.store.records import View
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +82,7 @@ class AutoCompactor(Checkpointing):
     """Runs inside a session's job (the queue runs one at a time), so it never interleaves
     with other work of that session."""
 
-    store: SessionStore
+    store: Store
     bus: EventBus
     backend: ModelBackend
     config: Config
@@ -98,7 +98,7 @@ class AutoCompactor(Checkpointing):
         return self.config.auto_compaction if session.auto_compaction is None else session.auto_compaction
 
     def load(self, session_id: str) -> tuple[SessionRecord, ActiveContext, list[MessageRecord]]:
-        return self.store.view(session_id)
+        return self.store.history.view(session_id)
 
     def fill(self, session: SessionRecord, budget: Budget) -> float:
         """The fill that may trigger a lossy level: the estimate lowered by its possible
@@ -140,7 +140,7 @@ class AutoCompactor(Checkpointing):
         or the server, failed, cancelled): a turn that fails changes nothing."""
         if not pass_.snapshot_id:
             return
-        _, snapshot = await self.store.off_loop(self.store.restore_snapshot, session_id,
+        _, snapshot = await self.store.off_loop(self.store.snapshots.restore, session_id,
                                                 pass_.snapshot_id, undo=True)
         self.bus.publish(SnapshotRestored(snapshot=snapshot.info()), session_id)
         await self.announcer.prompt_changed(session_id)
@@ -257,7 +257,7 @@ class AutoCompactor(Checkpointing):
                                  summarized=gone, kept=change.seqs, summary_seq=-1, model=session.model,
                                  requested_by="auto", reason=change.note)
         _, cancelled = await landed(self.store.off_loop(
-            self.store.update_context, session.id, update, expected=context.seqs, audit=audit))
+            self.store.context.update, session.id, update, expected=context.seqs, audit=audit))
         return cancelled
 
     def _result(self, cid: str, session_id: str, status: str, level: int, reason: str,

@@ -30,7 +30,7 @@ from ctxkeep.daemon.context.features import (
 from ctxkeep.daemon.context.fold import PrefixFold
 from ctxkeep.daemon.context.prompt import system_parts
 from ctxkeep.daemon.store.records import ActiveContext, Calibration, MessageRecord, SessionRecord
-from ctxkeep.daemon.store.protocol import SessionStore
+from ctxkeep.daemon.store.store import Store
 
 PRIOR = fitting.PRIOR
 #: Tokens added to every raised estimate (a short text's error is in tokens, not percent).
@@ -57,7 +57,7 @@ def session_key(model: str, session_id: str) -> str:
 class Estimator:
     """Per-model weights and margins, kept in the store so calibration survives restarts."""
 
-    def __init__(self, store: SessionStore) -> None:
+    def __init__(self, store: Store) -> None:
         self.store = store
         self._weights: dict[str, list[float]] = {}
         self._sums: dict[str, Calibration] = {}
@@ -72,7 +72,7 @@ class Estimator:
 
     def _calibration(self, key: str) -> Calibration:
         if key not in self._sums:
-            self._sums[key] = fitting.usable(self.store.calibration(key))
+            self._sums[key] = fitting.usable(self.store.caches.calibration(key))
         return self._sums[key]
 
     def weights(self, model: str) -> list[float]:
@@ -198,4 +198,4 @@ class Estimator:
     def save(self, records: list[tuple[str, Calibration]]) -> None:
         """Store calibration records now (outside a turn's own transaction)."""
         for key, record in records:
-            self.store.save_calibration(key, record)
+            self.store.caches.save_calibration(key, record)

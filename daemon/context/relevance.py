@@ -19,8 +19,8 @@ from ctxkeep.daemon.context.per_message import PerMessage
 from ctxkeep.daemon.backends.backend import ModelCallError
 from ctxkeep.daemon.backends.protocol import ModelBackend
 from ctxkeep.daemon.store.records import MessageRecord
-from ctxkeep.daemon.store.protocol import SessionStore
-from ctxkeep.daemon.store.search_index import STOP
+from ctxkeep.daemon.store.store import Store
+from ctxkeep.daemon.store.word_index import STOP
 
 log = logging.getLogger(__name__)
 _WORD = re.compile(r"[a-z0-9_]{2,}")
@@ -96,13 +96,13 @@ def _boost(message: MessageRecord) -> float:
     return 1.5 if message.files or "```" in message.content else 1.0
 
 
-async def embeddings(backend: ModelBackend, store: SessionStore, model: str,
+async def embeddings(backend: ModelBackend, store: Store, model: str,
                      texts: list[str]) -> list[list[float]] | None:
     """Vectors for `texts`, from the cache or one /api/embed call; None on any failure."""
     digests = [hashlib.sha256(t.encode()).hexdigest() for t in texts]
     vectors: dict[str, list[float]] = {}
     for digest in set(digests):
-        cached = store.embedding(model, digest)
+        cached = store.caches.embedding(model, digest)
         if cached is not None:
             vectors[digest] = cached
     missing = [(d, t) for d, t in zip(digests, texts) if d not in vectors]
@@ -114,13 +114,13 @@ async def embeddings(backend: ModelBackend, store: SessionStore, model: str,
             log.info("embeddings unavailable (%s): keywords alone", exc.message)
             return None
         fresh = dict(zip(unique.keys(), got))
-        await store.off_loop(store.save_embeddings, model, fresh)
+        await store.off_loop(store.caches.save_embeddings, model, fresh)
         vectors.update(fresh)
     return [vectors[d] for d in digests]
 
 
 async def score(candidates: list[MessageRecord], recent: list[MessageRecord], *,
-                backend: ModelBackend | None, store: SessionStore, embed_model: str,
+                backend: ModelBackend | None, store: Store, embed_model: str,
                 terms: TermCache, session_id: str) -> list[float]:
     """A relevance score per candidate (higher: keep): BM25 normalized, plus cosine when
     embeddings work, times the boost for file references and code. The candidates are

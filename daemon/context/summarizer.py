@@ -21,7 +21,7 @@ from ctxkeep.daemon.context.prompt import (
     COMPACTION_SYSTEM, MERGE_SYSTEM, summary_call, transcript_line,
 )
 from ctxkeep.daemon.store.records import ActiveContext, MessageRecord
-from ctxkeep.daemon.store.protocol import SessionStore
+from ctxkeep.daemon.store.store import Store
 
 
 log = logging.getLogger(__name__)
@@ -47,11 +47,11 @@ def compaction_marker(before: int, after: int, level: int = 0) -> str:
     return f"── compacted{how}: {before:,} → ~{after:,} tokens ({before - after:,} freed) ──"
 
 
-async def take_snapshot(store: SessionStore, bus: EventBus, session_id: str, reason: str,
+async def take_snapshot(store: Store, bus: EventBus, session_id: str, reason: str,
                         keep: int) -> str:
     """Save the session's context state before a compaction changes it (keeping the newest
     `keep` snapshots; committed by the writer thread), and say so; returns its id."""
-    snapshot = await store.off_loop(store.save_snapshot, session_id, reason, keep)
+    snapshot = await store.off_loop(store.snapshots.save, session_id, reason, keep)
     bus.publish(SnapshotCreated(snapshot=snapshot.info()), session_id)
     return snapshot.id
 

@@ -10,5 +10,5 @@ from ctxkeep.daemon.handlers.registry import handles
 
 @handles(requests.Files, session=True)
 async def files(services: Services, req: requests.Files, record: SessionRecord) -> FilesReply:
-    uses = file_uses(services.store.file_refs(record.id), record.next_seq, req.unused_in_last)
+    uses = file_uses(services.store.history.file_refs(record.id), record.next_seq, req.unused_in_last)
     return FilesReply(id=req.id, session_id=record.id, files=uses)

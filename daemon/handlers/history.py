@@ -16,13 +16,13 @@ async def history(services: Services, req: requests.History, record: SessionReco
     if req.active:
         # The active context is in prompt order (a summary before the messages it kept),
         # so a page starts at the position of `start` in it, not at seqs >= start.
-        messages, nxt, total = services.store.active_page(record.id, req.start, req.limit)
+        messages, nxt, total = services.store.history.active_page(record.id, req.start, req.limit)
     else:
-        messages, nxt, total = services.store.history(record.id, req.start, req.limit)
+        messages, nxt, total = services.store.history.page(record.id, req.start, req.limit)
     # Each message's JSON is encoded once and kept (stored messages never change); the
     # page goes into the reply as it is (msgspec.Raw), under the frame cap: a shorter
     # page, with `next` pointing on.
-    parts = services.store.message_cache.encoded_infos(record.id, messages)
+    parts = services.store.history.message_cache.encoded_infos(record.id, messages)
     budget, size, kept = services.config.max_frame_bytes // 2, 0, len(parts)
     for i, part in enumerate(parts):
         size += len(part) + 1
@@ -41,4 +41,4 @@ def compaction_marks(services: Services, record: SessionRecord, first: int, last
     line the live `compaction.result` showed."""
     return [CompactionMark(at=c.at_seq, marker=compaction_marker(c.tokens_before, c.tokens_after, c.level),
                            level=c.level, time=c.time)
-            for c in services.store.compactions(record.id) if first < c.at_seq <= last + 1]
+            for c in services.store.context.compactions(record.id) if first < c.at_seq <= last + 1]

@@ -17,14 +17,14 @@ async def import_session(services: Services, req: requests.SessionImport) -> Ses
     messages appended to that session."""
     store = services.store
     if req.session:
-        record = store.session(req.session)
+        record = store.sessions.get(req.session)
         if services.jobs.busy(record.id):
             raise RequestError(ErrorCode.BUSY, f"session {record.name!r} is busy: import into it "
                                                "once its turn or compaction is done")
     else:
         record = await new_session(services, req)
     if req.messages:
-        await store.off_loop(store.append, record.id, [
+        await store.off_loop(store.history.append, record.id, [
             NewMessage(role=m.role, content=m.content, thinking=m.thinking, kind=m.kind,
                        status=m.status, error=m.error) for m in req.messages],
             activate=range(len(req.messages)))

@@ -63,10 +63,10 @@ def _calling(fn: Callable[..., Awaitable[Reply]], session: bool, caller: bool) -
     """`fn` called the one way transports call a handler."""
     if session and caller:
         async def handler(services: "Services", req: Any, who: Caller = LOCAL) -> Reply:
-            return await fn(services, req, services.store.session(req.session), caller=who)
+            return await fn(services, req, services.store.sessions.get(req.session), caller=who)
     elif session:
         async def handler(services: "Services", req: Any, who: Caller = LOCAL) -> Reply:
-            return await fn(services, req, services.store.session(req.session))
+            return await fn(services, req, services.store.sessions.get(req.session))
     elif caller:
         async def handler(services: "Services", req: Any, who: Caller = LOCAL) -> Reply:
             return await fn(services, req, caller=who)

@@ -65,7 +65,7 @@ async def new_session(services: Services, req: requests.SessionCreate) -> Sessio
         known = await model_facts(services, model)  # the window is capped from the start
     empty = [{"role": "system", "content": req.system}] if req.system else []
     return await services.store.off_loop(
-        services.store.create_session,
+        services.store.sessions.create,
         name=req.name, model=model, system=req.system,
         options=req.options or dict(cfg.default_options), num_ctx=req.num_ctx or cfg.num_ctx,
         # what a first turn would otherwise record with a second commit, when known already
@@ -100,7 +100,7 @@ async def rename(services: Services, req: requests.SessionRename, record: Sessio
 
     def change(r: SessionRecord) -> None:
         r.name = req.name
-    updated = await services.store.off_loop(services.store.update_session, record.id, change)
+    updated = await services.store.off_loop(services.store.sessions.update, record.id, change)
     return await _updated(services, req, updated, False)
 
 
@@ -109,7 +109,7 @@ async def delete(services: Services, req: requests.SessionDelete, record: Sessio
     if services.jobs.busy(record.id):
         raise RequestError(ErrorCode.BUSY, f"session {record.name!r} is generating: "
                                            "cancel it first (`ctxkeep cancel`), then delete")
-    await services.store.off_loop(services.store.delete_session, record.id)
+    await services.store.off_loop(services.store.sessions.delete, record.id)
     services.recaller.forget(record.id)
     services.bus.publish(SessionDeleted(), record.id)
     return Deleted(id=req.id, session_id=record.id)
@@ -120,7 +120,7 @@ async def set_system(services: Services, req: requests.SetSystem, record: Sessio
 
     def change(r: SessionRecord) -> None:
         r.system = req.system
-    updated = await services.store.off_loop(services.store.update_session, record.id, change)
+    updated = await services.store.off_loop(services.store.sessions.update, record.id, change)
     return await _updated(services, req, updated, True)
 
 
@@ -159,7 +159,7 @@ async def set_model(services: Services, req: requests.SetModel, record: SessionR
             r.recall = req.recall
         if req.recall_budget is not None:
             r.recall_budget = req.recall_budget or None
-    updated = await services.store.off_loop(services.store.update_session, record.id, change)
+    updated = await services.store.off_loop(services.store.sessions.update, record.id, change)
     # Only a new model changes what is counted (its tokenizer and template); a window,
     # options or thresholds change the budget, not the prompt, whose count stays exact.
     return await _updated(services, req, updated, prompt_changed=updated.model != record.model,

@@ -21,20 +21,20 @@ def _idle(services: Services, session_id: str, what: str) -> None:
 
 @handles(requests.Pin, session=True, waits=True)
 async def pin(services: Services, req: requests.Pin, record: SessionRecord) -> SessionReply:
-    if not services.store.messages(record.id, [req.seq]):
+    if not services.store.history.messages(record.id, [req.seq]):
         raise RequestError(ErrorCode.INVALID_ARGUMENT, f"the session has no message #{req.seq}")
 
     def change(context, _session) -> None:
         pinned = [s for s in context.pinned if s != req.seq]
         context.pinned = sorted(pinned + [req.seq]) if req.pinned else pinned
-    await services.store.off_loop(services.store.update_context, record.id, change)
+    await services.store.off_loop(services.store.context.update, record.id, change)
     await services.announcer.prompt_changed(record.id)  # a pinned message moves to the pinned segment
     return SessionReply(id=req.id, session=services.announcer.changed(record.id))
 
 
 @handles(requests.GoalsGet, session=True)
 async def goals_get(services: Services, req: requests.GoalsGet, record: SessionRecord) -> GoalsReply:
-    return GoalsReply(id=req.id, session_id=record.id, goals=services.store.context(record.id).goals)
+    return GoalsReply(id=req.id, session_id=record.id, goals=services.store.context.get(record.id).goals)
 
 
 @handles(requests.GoalsSet, session=True, waits=True)
@@ -45,7 +45,7 @@ async def goals_set(services: Services, req: requests.GoalsSet, record: SessionR
 
     def change(context, _session) -> None:
         context.goals = goals
-    await services.store.off_loop(services.store.update_context, record.id, change)
+    await services.store.off_loop(services.store.context.update, record.id, change)
     services.bus.publish(GoalUpdated(goals=goals), record.id)
     await services.announcer.prompt_changed(record.id)
     services.announcer.changed(record.id)
@@ -54,7 +54,7 @@ async def goals_set(services: Services, req: requests.GoalsSet, record: SessionR
 
 @handles(requests.SnapshotCreate, session=True, waits=True)
 async def snapshot_create(services: Services, req: requests.SnapshotCreate, record: SessionRecord) -> SnapshotReply:
-    snapshot = (await services.store.off_loop(services.store.save_snapshot, record.id, req.reason,
+    snapshot = (await services.store.off_loop(services.store.snapshots.save, record.id, req.reason,
                                               services.config.snapshots_kept)).info()
     services.bus.publish(SnapshotCreated(snapshot=snapshot), record.id)
     return SnapshotReply(id=req.id, session_id=record.id, snapshot=snapshot)
@@ -63,7 +63,7 @@ async def snapshot_create(services: Services, req: requests.SnapshotCreate, reco
 @handles(requests.SnapshotList, session=True)
 async def snapshot_list(services: Services, req: requests.SnapshotList, record: SessionRecord) -> SnapshotsReply:
     return SnapshotsReply(id=req.id, session_id=record.id,
-                          snapshots=[s.info() for s in services.store.snapshots(record.id)])
+                          snapshots=[s.info() for s in services.store.snapshots.all(record.id)])
 
 
 @handles(requests.SnapshotRestore, session=True, waits=True)
@@ -73,12 +73,12 @@ async def snapshot_restore(services: Services, req: requests.SnapshotRestore, re
     _idle(services, record.id, "restore")
     snapshot_id = req.snapshot_id
     if not snapshot_id:
-        before = [s for s in services.store.snapshots(record.id)
+        before = [s for s in services.store.snapshots.all(record.id)
                   if s.reason.startswith("before compaction") and not s.undone]
         if not before:
             raise RequestError(ErrorCode.INVALID_ARGUMENT, "no compaction to undo in this session")
         snapshot_id = before[0].id
-    record, snapshot = await services.store.off_loop(services.store.restore_snapshot, record.id,
+    record, snapshot = await services.store.off_loop(services.store.snapshots.restore, record.id,
                                                      snapshot_id, undo=not req.snapshot_id)
     info = snapshot.info()
     services.bus.publish(SnapshotRestored(snapshot=info), record.id)
@@ -89,6 +89,6 @@ async def snapshot_restore(services: Services, req: requests.SnapshotRestore, re
 
 @handles(requests.SnapshotDelete, session=True, waits=True)
 async def snapshot_delete(services: Services, req: requests.SnapshotDelete, record: SessionRecord) -> SnapshotReply:
-    snapshot = await services.store.off_loop(services.store.delete_snapshot, record.id,
+    snapshot = await services.store.off_loop(services.store.snapshots.delete, record.id,
                                              req.snapshot_id)  # NoSuchSnapshot: its code
     return SnapshotReply(id=req.id, session_id=record.id, snapshot=snapshot.info())

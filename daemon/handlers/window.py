@@ -9,7 +9,7 @@ from ctxkeep.daemon.handlers.registry import RequestError, handles
 
 @handles(requests.Usage, session=True)
 async def usage(services: Services, req: requests.Usage, record: SessionRecord) -> UsageReply:
-    context = services.store.context(record.id)
+    context = services.store.context.get(record.id)
     return UsageReply(id=req.id, session_id=record.id, usage=services.announcer.usage(record),
                       checkpoints=[c.info() for c in context.checkpoints], pinned=context.pinned)
 

@@ -30,7 +30,7 @@ from ctxkeep.daemon.context.prompt import COMPACTION_SYSTEM, SUMMARY_PREFIX
 from ctxkeep.daemon.store.records import (
     ActiveContext, CompactionRecord, MessageRecord, NewMessage, SessionRecord,
 )
-from ctxkeep.daemon.store.protocol import SessionStore
+from ctxkeep.daemon.store.store import Store
 from ctxkeep.daemon.store.store import StoreError
 from ctxkeep.daemon.store.writer import landed
 from ctxkeep.daemon.context.summarizer import (
@@ -76,7 +76,7 @@ class Plan:
 class Compactor:
     """Plans and runs manual compactions through the session job queue."""
 
-    store: SessionStore
+    store: Store
     bus: EventBus
     backend: ModelBackend
     config: Config
@@ -101,8 +101,8 @@ class Compactor:
     async def plan(self, session: SessionRecord, tail_turns: int | None) -> Plan:
         """What compacting now would do (asks /api/show for the compaction model's window)."""
         tail = self.config.compaction_tail_turns if tail_turns is None else tail_turns
-        context = self.store.context(session.id)
-        active = self.store.messages(session.id, context.seqs)
+        context = self.store.context.get(session.id)
+        active = self.store.history.messages(session.id, context.seqs)
         older, tail_messages = split_tail(active, tail)
         pinned = set(context.pinned)
         head = [m for m in older if m.seq not in pinned]
@@ -149,7 +149,7 @@ class Compactor:
 
     async def _execute(self, job: Job, tail_turns: int | None, instructions: str,
                        requested_by: str) -> None:
-        session = self.store.session(job.session_id)
+        session = self.store.sessions.get(job.session_id)
         try:
             plan = await self.plan(session, tail_turns)
         except RequestError as exc:
@@ -203,7 +203,7 @@ class Compactor:
                             self.config.snapshots_kept)
         # once the summary is being stored it lands (a cancel then comes too late)
         (session, summary), _ = await landed(self.store.off_loop(
-            self.store.compact, session.id, expected=[m.seq for m in plan.active],
+            self.store.context.compact, session.id, expected=[m.seq for m in plan.active],
             summary=NewMessage(role=role, content=content, model=plan.summarizer.model,
                                eval_count=tokens, kind="summary"),
             keep=[m.seq for m in plan.keep], record=record, token_estimate=after))

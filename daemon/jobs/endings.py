@@ -8,7 +8,7 @@ import logging
 from ctxkeep.daemon.errors import RequestError
 from ctxkeep.daemon.jobs.queue import Job
 from ctxkeep.daemon.events.batcher import TextBatcher
-from ctxkeep.daemon.store.protocol import SessionStore
+from ctxkeep.daemon.store.store import Store
 from ctxkeep.daemon.store.records import MessageRecord, NewMessage
 from ctxkeep.daemon.store.store import StoreError
 from ctxkeep.protocol import ErrorCode
@@ -25,7 +25,7 @@ class Withdrawn(Exception):
 class TurnEndings:
     """The failure paths of a turn; needs `store`."""
 
-    store: SessionStore
+    store: Store
 
     @staticmethod
     def _stored_question(stored: "asyncio.Future") -> MessageRecord | None:
@@ -82,7 +82,7 @@ class TurnEndings:
         """Keep what there is of the answer, marked interrupted; the terminal error event."""
         stored_seq = -1
         try:
-            _, (record,) = self.store.append(job.session_id, [NewMessage(
+            _, (record,) = self.store.history.append(job.session_id, [NewMessage(
                 role="assistant", content=partial, thinking=thinking, status="interrupted",
                 error=code.value, reply_to=user.seq)], answered=[user.seq])
             stored_seq = record.seq

@@ -43,11 +43,11 @@ from ctxkeep.daemon.context.prompt import TurnPrompts
 from ctxkeep.daemon.context.features import Vector, add
 from ctxkeep.daemon.context.usage import measure, reply_room
 from ctxkeep.daemon.recall.recaller import NONE as NO_RECALL, Recall, Recaller
-from ctxkeep.daemon.context.view import View
+from ctxkeep.daemon.store.records import View
 from ctxkeep.daemon.store.records import (
     ActiveContext, Attachment, MessageRecord, NewMessage, SessionRecord,
 )
-from ctxkeep.daemon.store.protocol import SessionStore
+from ctxkeep.daemon.store.store import Store
 from ctxkeep.daemon.store.writer import landed
 
 log = logging.getLogger(__name__)
@@ -81,7 +81,7 @@ class Turn(NamedTuple):
 class Generations(TurnEndings, TurnLimits):
     """Accepts user turns and runs them through the session job queue."""
 
-    store: SessionStore
+    store: Store
     bus: EventBus
     backend: ModelBackend
     config: Config
@@ -103,7 +103,7 @@ class Generations(TurnEndings, TurnLimits):
         (no event: no client was told of it) and the error raised. Returns the job, how
         many jobs are ahead of it, and the stored question."""
         question = NewMessage(role="user", content=text, files=files)
-        commit = Deferred(lambda: self.store.append_async(session.id, [question], pending=True))
+        commit = Deferred(lambda: self.store.history.append_async(session.id, [question], pending=True))
         job = Job(session_id=session.id, kind="generation",
                   body=lambda j: self._execute(j, commit, question.record(-1, 0.0), think),
                   fail=lambda j, code, message: self._failed(j, commit.start(), code, message))
@@ -124,7 +124,7 @@ class Generations(TurnEndings, TurnLimits):
         it was; the commit starts once the model request is out, or before anything that
         waits (a call to /api/show, a compaction, a failure)."""
         sid = job.session_id
-        session, context, active = self.store.view(sid)  # read once; each step passes it on
+        session, context, active = self.store.history.view(sid)  # read once; each step passes it on
         if self.backend.known_facts(session.model) is None:
             commit.start()  # /api/show is asked first: `accepted` does not wait for it
 
@@ -154,7 +154,7 @@ class Generations(TurnEndings, TurnLimits):
                 user = await question()
                 self._refuse_impossible(session, context, user)  # before any compaction
                 await self.auto.before_send(sid, user, compacted)
-                session, context, active = self.store.view(sid)
+                session, context, active = self.store.history.view(sid)
                 features = self.estimator.context_features(session, context, active, user)
             estimate = self.estimator.of_features(session, features)
             recall, estimate = await self._recall(session, context, active, user, features, estimate)
@@ -262,7 +262,7 @@ class Generations(TurnEndings, TurnLimits):
                 r.context_length = facts.context_length or r.context_length
                 r.parameter_size = facts.parameter_size
             window = session.window
-            session = await self.store.off_loop(self.store.update_session, session.id, record)
+            session = await self.store.off_loop(self.store.sessions.update, session.id, record)
             if session.window != window:  # the model allows less than num_ctx: a new window
                 self.announcer.changed(session.id)
         return session
@@ -298,7 +298,7 @@ class Generations(TurnEndings, TurnLimits):
             changed = msgspec.structs.replace(context, goals=goals)
             count, exact = self.estimator.context(session, changed, [*active, user, reply.record(-1, 0.0)]), False
         # too late to cancel once the answer is being stored: it lands
-        (session, (assistant,)), cancelled = await landed(self.store.append_async(
+        (session, (assistant,)), cancelled = await landed(self.store.history.append_async(
             session.id, [reply], activate_seqs=[user.seq], activate=[0], token_count=count,
             exact=exact, answered=[user.seq], calibrations=calibrations, goals=goals,
             anchor=None if truncated else (token_count, list(sent), session.model,

@@ -8,7 +8,7 @@ from ctxkeep.daemon.context.autocompact import AutoCompactor
 from ctxkeep.daemon.context.estimator import Estimate, Estimator
 from ctxkeep.daemon.context.usage import reply_room
 from ctxkeep.daemon.errors import RequestError
-from ctxkeep.daemon.store.protocol import SessionStore
+from ctxkeep.daemon.store.store import Store
 from ctxkeep.daemon.store.records import ActiveContext, MessageRecord, SessionRecord
 from ctxkeep.protocol import ErrorCode
 
@@ -26,7 +26,7 @@ def more_room(session: SessionRecord) -> str:
 class TurnLimits:
     """Needs `store`, `estimator`, `config` and `auto`."""
 
-    store: SessionStore
+    store: Store
     estimator: Estimator
     config: Config
     auto: AutoCompactor
@@ -36,7 +36,7 @@ class TurnLimits:
         """Refuse a question that cannot fit however much is compacted: the system prompt,
         goals, pins and the question itself, plus the reply room, over the window."""
         floor_context = msgspec.structs.replace(context, seqs=[], checkpoints=[])
-        pinned = self.store.messages(session.id, context.pinned)
+        pinned = self.store.history.messages(session.id, context.pinned)
         floor = self.estimator.raised(session.model, self.estimator.estimate(
             session.model, self.estimator.context_features(session, floor_context, pinned, user)))
         room = reply_room(self.config, session.window)

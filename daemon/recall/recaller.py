@@ -23,7 +23,7 @@ from ctxkeep.daemon.recall import select
 from ctxkeep.daemon.recall.lexical import LexicalIndex, query_terms, terms
 from ctxkeep.daemon.recall.passages import Passage, passages
 from ctxkeep.daemon.recall.semantic import Embedder, SemanticIndex
-from ctxkeep.daemon.store.protocol import SessionStore
+from ctxkeep.daemon.store.store import Store
 from ctxkeep.daemon.store.records import ActiveContext, MessageRecord, SessionRecord
 from ctxkeep.daemon.tokens import ZERO, Vector, text_features
 
@@ -93,7 +93,7 @@ class SessionIndex:
 class Recaller:
     """Recall for the turns of every session."""
 
-    def __init__(self, store: SessionStore, backend: ModelBackend, estimator: Estimator,
+    def __init__(self, store: Store, backend: ModelBackend, estimator: Estimator,
                  config: Config) -> None:
         self.store = store
         self.estimator = estimator
@@ -181,7 +181,7 @@ class Recaller:
         self._indexes[session_id] = index
         while len(self._indexes) > SESSIONS_KEPT:
             self._indexes.popitem(last=False)
-        behind = self.store.session(session_id).next_seq - index.lexical.next_seq
+        behind = self.store.sessions.get(session_id).next_seq - index.lexical.next_seq
         if behind > INLINE_MESSAGES:
             log.info("session=%s: indexing %d messages for recall", session_id, behind)
             await asyncio.to_thread(self._catch_up, session_id, index)
@@ -194,7 +194,7 @@ class Recaller:
     def _catch_up(self, session_id: str, index: SessionIndex) -> None:
         start: int | None = index.lexical.next_seq
         while start is not None:
-            page, start, _ = self.store.history(session_id, start=start, limit=1000)
+            page, start, _ = self.store.history.page(session_id, start=start, limit=1000)
             index.add(page)
             if not page:
                 break

@@ -19,7 +19,7 @@ import numpy as np
 from ctxkeep.daemon.backends.backend import ModelCallError
 from ctxkeep.daemon.backends.protocol import ModelBackend
 from ctxkeep.daemon.recall.passages import Passage
-from ctxkeep.daemon.store.protocol import SessionStore
+from ctxkeep.daemon.store.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -89,7 +89,7 @@ class SemanticIndex:
 class Embedder:
     """Computes passage vectors in the background, one session's batch at a time."""
 
-    def __init__(self, store: SessionStore, backend: ModelBackend, model: Callable[[], str]) -> None:
+    def __init__(self, store: Store, backend: ModelBackend, model: Callable[[], str]) -> None:
         self.store = store
         self.backend = backend
         self.model = model
@@ -113,7 +113,7 @@ class Embedder:
         model = self.model()
         if not model or self.unavailable:
             return None
-        cached = self.store.embedding(model, digest(text[:EMBED_CHARS]))
+        cached = self.store.caches.embedding(model, digest(text[:EMBED_CHARS]))
         if cached is not None:
             return cached
         try:
@@ -165,12 +165,12 @@ class Embedder:
         try:
             texts = [p.text[:EMBED_CHARS] for p in batch]
             digests = [digest(t) for t in texts]
-            cached = {d: v for d in set(digests) if (v := self.store.embedding(model, d)) is not None}
+            cached = {d: v for d in set(digests) if (v := self.store.caches.embedding(model, d)) is not None}
             missing = {d: t for d, t in zip(digests, texts) if d not in cached}
             if missing:
                 vectors = await self.backend.embed(model, list(missing.values()))
                 fresh = dict(zip(missing.keys(), vectors))
-                await self.store.off_loop(self.store.save_embeddings, model, fresh)
+                await self.store.off_loop(self.store.caches.save_embeddings, model, fresh)
                 cached.update(fresh)
         finally:
             self.working = False

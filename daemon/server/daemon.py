@@ -106,7 +106,7 @@ class Daemon:
                                        self.status, lambda: self.stopping, self.config_path)
         self.jobs = self.services.jobs
         self.controller = Controller(self.services, self.config.max_frame_bytes)
-        for session_id, seqs in self.store.recover(ErrorCode.DAEMON_RESTARTED.value):
+        for session_id, seqs in self.store.history.recover(ErrorCode.DAEMON_RESTARTED.value):
             log.warning("session=%s: %d question(s) were left unanswered when ctxkeepd stopped; "
                         "marked interrupted", session_id, len(seqs))
 
@@ -149,7 +149,7 @@ class Daemon:
         ollama = self.backend.status
         reach = (f"Ollama {ollama.version} reachable".replace("  ", " ") if ollama.reachable
                  else "Ollama NOT reachable")
-        return f"STATUS={self.store.session_count()} sessions, {reach} at {ollama.host}"
+        return f"STATUS={self.store.sessions.count()} sessions, {reach} at {ollama.host}"
 
     async def _watchdog(self, interval: float) -> None:
         """WATCHDOG=1 from the event loop itself, only while every control loop runs: if
@@ -283,7 +283,7 @@ class Daemon:
         return DaemonStatus(
             version=DAEMON_VERSION, protocol=PROTOCOL_VERSION, pid=os.getpid(),
             started=self.started, uptime=time.time() - self.started,
-            sessions=self.store.session_count(), generations_running=self.jobs.running("generation"),
+            sessions=self.store.sessions.count(), generations_running=self.jobs.running("generation"),
             control_endpoint=self.control_endpoint, events_endpoint=self.events_endpoint,
             store_path=str(self.store.path), last_seq=self.bus.last_seq,
             ollama=self.backend.status, default_model=self.config.default_model,

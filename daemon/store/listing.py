@@ -12,13 +12,13 @@ from collections.abc import Callable
 import msgspec
 
 from ctxkeep.protocol import encode
-from ctxkeep.daemon.store.protocol import SessionStore
+from ctxkeep.daemon.store.store import Store
 
 
 class SessionListing:
     """The sessions as `session.list` shows them, most recently updated first."""
 
-    def __init__(self, store: SessionStore, busy: Callable[[], frozenset[str]]) -> None:
+    def __init__(self, store: Store, busy: Callable[[], frozenset[str]]) -> None:
         self.store = store
         self.busy = busy
         self._key: tuple[int, frozenset[str]] | None = None
@@ -31,6 +31,6 @@ class SessionListing:
         key = (self.store.commits, self.busy())
         if key != self._key:
             busy = key[1]
-            self._encoded = msgspec.Raw(encode([s.info(busy=s.id in busy) for s in self.store.sessions()]))
+            self._encoded = msgspec.Raw(encode([s.info(busy=s.id in busy) for s in self.store.sessions.all()]))
             self._key = key
         return self._encoded

@@ -9,6 +9,8 @@ from typing import Any
 
 import msgspec
 
+from ctxkeep.daemon.store import codecs, keys, word_index
+
 #: The schema this code writes.
 SCHEMA_VERSION = 2
 
@@ -24,14 +26,9 @@ class Migration(msgspec.Struct, frozen=True):
 
 def _index_every_message(txn: Any, dbs: dict[str, Any]) -> None:
     """Version 2 searches history through a word index: build it for what is stored."""
-    from ctxkeep.daemon.store import search_index
-    from ctxkeep.daemon.store.environment import _SEQ
-    from ctxkeep.daemon.store.records import MessageRecord
-    decode = msgspec.msgpack.Decoder(MessageRecord).decode
     for key, raw in txn.cursor(db=dbs["messages"]):
-        session_id = key[:-_SEQ.size - 1].decode()
-        m = decode(raw)
-        search_index.add(txn, dbs["search"], session_id, m.seq, m.content)
+        m = codecs.message(raw)
+        word_index.add(txn, dbs["search"], keys.session_of(key), m.seq, m.content)
 
 
 #: Steps in order, from version 1 (the first released schema).

@@ -1,6 +1,8 @@
 """What the store keeps, as MessagePack Structs. Separate from the wire types so
 the storage schema and the protocol can change apart."""
 
+from typing import NamedTuple
+
 import msgspec
 
 from ctxkeep.daemon.reliability import score as reliability_score
@@ -276,3 +278,12 @@ class Calibration(msgspec.Struct):
     errors: list[float] = []
     #: 1: sums over whole prompts with every turn weighing alike (earlier versions: not used).
     version: int = 1
+
+
+class View(NamedTuple):
+    """A session as one step of work sees it, read once and passed from step to step: the
+    session record, its context state and its active messages, oldest first."""
+
+    session: SessionRecord
+    context: ActiveContext
+    active: list[MessageRecord]

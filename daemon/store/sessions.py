@@ -6,57 +6,59 @@ from collections.abc import Callable
 
 import lmdb
 
+from ctxkeep.daemon.store import codecs, keys, word_index
+from ctxkeep.daemon.store.environment import Environment
+from ctxkeep.daemon.store.errors import AmbiguousSession, NameTaken, UnknownSession
+from ctxkeep.daemon.store.message_cache import MessageCache
 from ctxkeep.daemon.store.records import ActiveContext, SessionRecord
-from ctxkeep.daemon.store.errors import UnknownSession, AmbiguousSession, NameTaken
-from ctxkeep.daemon.store.environment import Environment, _prefix
-from ctxkeep.daemon.store import search_index
+
+#: The per-session databases a deleted session leaves.
+PER_SESSION = ("messages", "compactions", "file_refs", "snapshots")
 
 
-class Sessions(Environment):
-    """Sessions and their unique names."""
+class Sessions:
+    """Session records and their unique names."""
 
-    def _get(self, txn: lmdb.Transaction, session_id: str) -> SessionRecord | None:
-        raw = txn.get(session_id.encode(), db=self.dbs["sessions"])
-        return self._session_dec.decode(raw) if raw else None
+    def __init__(self, env: Environment, message_cache: MessageCache) -> None:
+        self.env = env
+        self.dbs = env.dbs
+        self._message_cache = message_cache
 
-    def _put(self, txn: lmdb.Transaction, record: SessionRecord) -> None:
-        txn.put(record.id.encode(), self._enc.encode(record), db=self.dbs["sessions"])
+    def get(self, ref: str) -> SessionRecord:
+        """The session whose id, name or unique id prefix (4+ characters) is `ref`."""
+        return self.env.read(lambda txn: self._resolve(txn, ref))
 
     def _resolve(self, txn: lmdb.Transaction, ref: str) -> SessionRecord:
-        record = self._get(txn, ref)
-        if record is None:
+        raw = txn.get(keys.session_key(ref), db=self.dbs["sessions"])
+        if raw is None:
             by_name = txn.get(ref.encode(), db=self.dbs["names"])
-            record = self._get(txn, by_name.decode()) if by_name else None
-        if record is None:
+            raw = txn.get(by_name, db=self.dbs["sessions"]) if by_name else None
+        if raw is None and len(ref) >= 4:
             matches = [key for key, _ in txn.cursor(db=self.dbs["sessions"]).iternext()
-                       if key.startswith(ref.encode())] if len(ref) >= 4 else []
+                       if key.startswith(ref.encode())]
             if len(matches) > 1:
                 raise AmbiguousSession(f"{ref!r} is the start of {len(matches)} session ids: "
                                        "give more of the id")
-            record = self._get(txn, matches[0].decode()) if matches else None
-        if record is None:
+            raw = txn.get(matches[0], db=self.dbs["sessions"]) if matches else None
+        if raw is None:
             raise UnknownSession(f"no session with id or name {ref!r}: "
                                  "`ctxkeep sessions` lists them")
-        return record
+        return codecs.session(raw)
 
-    def session(self, ref: str) -> SessionRecord:
-        """The session whose id, name or unique id prefix (4+ characters) is `ref`."""
-        return self.read(lambda txn: self._resolve(txn, ref))
-
-    def session_count(self) -> int:
+    def count(self) -> int:
         """How many sessions there are (without reading them)."""
-        return self.read(lambda txn: txn.stat(self.dbs["sessions"])["entries"])
+        return self.env.read(lambda txn: txn.stat(self.dbs["sessions"])["entries"])
 
-    def sessions(self) -> list[SessionRecord]:
+    def all(self) -> list[SessionRecord]:
         """Every session, most recently updated first."""
         def collect(txn: lmdb.Transaction) -> list[SessionRecord]:
             cursor = txn.cursor(db=self.dbs["sessions"])
-            return [self._session_dec.decode(value) for _, value in cursor.iternext()]
-        return sorted(self.read(collect), key=lambda s: s.updated, reverse=True)
+            return [codecs.session(value) for _, value in cursor.iternext()]
+        return sorted(self.env.read(collect), key=lambda s: s.updated, reverse=True)
 
-    def create_session(self, *, name: str, model: str, system: str, options: dict,
-                       num_ctx: int, context_length: int = 0, parameter_size: str = "",
-                       token_estimate: int = 0) -> SessionRecord:
+    def create(self, *, name: str, model: str, system: str, options: dict,
+               num_ctx: int, context_length: int = 0, parameter_size: str = "",
+               token_estimate: int = 0) -> SessionRecord:
         """A new, empty session. An empty name becomes `chat-N`, N the first free number
         past the number of sessions."""
         def create(txn: lmdb.Transaction) -> SessionRecord:
@@ -75,18 +77,16 @@ class Sessions(Environment):
                                    context_length=context_length, parameter_size=parameter_size,
                                    created=now, updated=now,
                                    token_count=token_estimate, tokens_exact=False)
-            self._put(txn, record)
+            self.env.put_session(txn, record)
             txn.put(chosen.encode(), record.id.encode(), db=names)
-            txn.put(record.id.encode(), self._enc.encode(ActiveContext()), db=self.dbs["active"])
+            self.env.put_context(txn, record.id, ActiveContext())
             return record
-        return self.write(create)
+        return self.env.write(create)
 
-    def update_session(self, session_id: str, change: Callable[[SessionRecord], None]) -> SessionRecord:
+    def update(self, session_id: str, change: Callable[[SessionRecord], None]) -> SessionRecord:
         """Apply `change` to the session's record in one transaction; renames keep names unique."""
         def update(txn: lmdb.Transaction) -> SessionRecord:
-            record = self._get(txn, session_id)
-            if record is None:
-                raise UnknownSession(f"session {session_id!r} no longer exists")
+            record = self.env.session_in(txn, session_id)
             old_name = record.name
             change(record)
             if record.name != old_name:
@@ -95,34 +95,31 @@ class Sessions(Environment):
                 txn.delete(old_name.encode(), db=self.dbs["names"])
                 txn.put(record.name.encode(), record.id.encode(), db=self.dbs["names"])
             record.updated = time.time()
-            self._put(txn, record)
+            self.env.put_session(txn, record)
             return record
-        return self.write(update)
+        return self.env.write(update)
 
-    def delete_session(self, session_id: str) -> None:
-        """Remove a session, its history and its active context."""
+    def delete(self, session_id: str) -> None:
+        """Remove a session, its history (and its words from the search index), its
+        context state, compactions, file references and snapshots."""
         def delete(txn: lmdb.Transaction) -> None:
-            record = self._get(txn, session_id)
-            if record is None:
-                raise UnknownSession(f"session {session_id!r} no longer exists")
-            prefix = _prefix(session_id)
+            record = self.env.session_in(txn, session_id)
+            start = keys.prefix(session_id)
             cursor = txn.cursor(db=self.dbs["messages"])
-            if cursor.set_range(prefix):  # its words leave the search index first
+            if cursor.set_range(start):  # its words leave the search index first
                 for key, raw in cursor:
-                    if not key.startswith(prefix):
+                    if not key.startswith(start):
                         break
-                    m = self._message_dec.decode(raw)
-                    search_index.remove(txn, self.dbs["search"], session_id, m.seq, m.content)
-            for db in ("messages", "compactions", "file_refs", "snapshots"):
+                    m = codecs.message(raw)
+                    word_index.remove(txn, self.dbs["search"], session_id, m.seq, m.content)
+            for db in PER_SESSION:
                 cursor = txn.cursor(db=self.dbs[db])
-                if cursor.set_range(prefix):
-                    while cursor.key().startswith(prefix):
+                if cursor.set_range(start):
+                    while cursor.key().startswith(start):
                         if not cursor.delete():
                             break
             txn.delete(record.name.encode(), db=self.dbs["names"])
-            txn.delete(session_id.encode(), db=self.dbs["active"])
-            txn.delete(session_id.encode(), db=self.dbs["sessions"])
-        self.write(delete)
-        self.message_cache.drop(session_id)
-
-    # -- messages -------------------------------------------------------------
+            txn.delete(keys.session_key(session_id), db=self.dbs["active"])
+            txn.delete(keys.session_key(session_id), db=self.dbs["sessions"])
+        self.env.write(delete)
+        self._message_cache.drop(session_id)

@@ -5,10 +5,11 @@ import time
 import lmdb
 import msgspec
 
+from ctxkeep.daemon.store import codecs, keys
+from ctxkeep.daemon.store.environment import Environment
+from ctxkeep.daemon.store.errors import NoSuchSnapshot
+from ctxkeep.daemon.store.history import History
 from ctxkeep.daemon.store.records import ActiveContext, SessionRecord, SnapshotRecord
-from ctxkeep.daemon.store.errors import UnknownSession, NoSuchSnapshot
-from ctxkeep.daemon.store.context_state import Contexts
-from ctxkeep.daemon.store.environment import _message_key, _prefix
 
 
 def _snapshot_stamp(snapshot_id: str) -> int:
@@ -23,46 +24,49 @@ def _snapshot_stamp(snapshot_id: str) -> int:
     return stamp
 
 
-class Snapshots(Contexts):
+class Snapshots:
     """Snapshots of the active context, and restoring them (undo)."""
 
-    def save_snapshot(self, session_id: str, reason: str, keep: int = 50) -> SnapshotRecord:
+    def __init__(self, env: Environment, history: History) -> None:
+        self.env = env
+        self.dbs = env.dbs
+        self.history = history
+
+    def save(self, session_id: str, reason: str, keep: int = 50) -> SnapshotRecord:
         """Save the session's context state; returns the snapshot. Only the newest `keep`
         of the session's snapshots stay (the oldest are deleted in the same commit)."""
         def save(txn: lmdb.Transaction) -> SnapshotRecord:
-            session = self._get(txn, session_id)
-            if session is None:
-                raise UnknownSession(f"session {session_id!r} no longer exists")
+            session = self.env.session_in(txn, session_id)
             stamp = time.time_ns()
             snapshot = SnapshotRecord(
                 id=f"{stamp:x}", created=stamp / 1e9, reason=reason,
-                context=self._active(txn, session_id), token_count=session.token_count,
+                context=self.env.context_in(txn, session_id), token_count=session.token_count,
                 tokens_exact=session.tokens_exact, compactions=session.compactions,
                 next_seq=session.next_seq)
-            txn.put(_message_key(session_id, stamp), self._enc.encode(snapshot), db=self.dbs["snapshots"])
-            self._prune_snapshots(txn, session_id, keep)
+            txn.put(keys.numbered(session_id, stamp), codecs.encode(snapshot), db=self.dbs["snapshots"])
+            self._prune(txn, session_id, keep)
             return snapshot
-        return self.write(save)
+        return self.env.write(save)
 
-    def _prune_snapshots(self, txn: lmdb.Transaction, session_id: str, keep: int) -> None:
+    def _prune(self, txn: lmdb.Transaction, session_id: str, keep: int) -> None:
         """Delete the session's oldest snapshots beyond the newest `keep`."""
-        prefix = _prefix(session_id)
+        within = keys.prefix(session_id)
         cursor = txn.cursor(db=self.dbs["snapshots"])
-        keys = []
-        if cursor.set_range(prefix):
+        found = []
+        if cursor.set_range(within):
             for key in cursor.iternext(values=False):
-                if not key.startswith(prefix):
+                if not key.startswith(within):
                     break
-                keys.append(key)
-        for key in keys[:max(0, len(keys) - keep)]:  # keys sort oldest first
+                found.append(key)
+        for key in found[:max(0, len(found) - keep)]:  # keys sort oldest first
             txn.delete(key, db=self.dbs["snapshots"])
 
-    def snapshots(self, session_id: str) -> list[SnapshotRecord]:
+    def all(self, session_id: str) -> list[SnapshotRecord]:
         """The session's snapshots, newest first."""
-        return self._scan("snapshots", session_id, self._snapshot_dec)[::-1]
+        return self.env.scan("snapshots", session_id, codecs.snapshot)[::-1]
 
-    def restore_snapshot(self, session_id: str, snapshot_id: str, *, undo: bool = False
-                         ) -> tuple[SessionRecord, SnapshotRecord]:
+    def restore(self, session_id: str, snapshot_id: str, *, undo: bool = False
+                ) -> tuple[SessionRecord, SnapshotRecord]:
         """Put a snapshot's active messages, checkpoints and file summaries back; the
         history is never touched, and the goal record and pins stay as they are now (they
         are the user's edits, which no compaction makes).
@@ -77,33 +81,34 @@ class Snapshots(Contexts):
 
         The session's count becomes an estimate: call `set_estimate` after."""
         def restore(txn: lmdb.Transaction) -> tuple[SessionRecord, SnapshotRecord]:
-            session = self._get(txn, session_id)
-            if session is None:
-                raise UnknownSession(f"session {session_id!r} no longer exists")
-            key = _message_key(session_id, _snapshot_stamp(snapshot_id))
-            raw = txn.get(key, db=self.dbs["snapshots"])
-            if raw is None:
-                raise NoSuchSnapshot(f"no snapshot {snapshot_id!r} in this session: "
-                                     "`ctxkeep snapshot SESSION list` lists them")
-            snapshot = self._snapshot_dec.decode(raw)
-            current = self._active(txn, session_id)
+            session = self.env.session_in(txn, session_id)
+            key, snapshot = self._find(txn, session_id, snapshot_id)
+            current = self.env.context_in(txn, session_id)
             later = self._joined_since(txn, session_id, snapshot, current) if undo else []
             restored = msgspec.structs.replace(
                 snapshot.context, seqs=[*snapshot.context.seqs, *later], goals=current.goals,
                 pinned=current.pinned,
                 file_summaries=[*snapshot.context.file_summaries,
                                 *(s for s in current.file_summaries if s in set(later))])
-            txn.put(session_id.encode(), self._enc.encode(restored), db=self.dbs["active"])
+            self.env.put_context(txn, session_id, restored)
             if undo:
                 snapshot.undone = True
-                txn.put(key, self._enc.encode(snapshot), db=self.dbs["snapshots"])
+                txn.put(key, codecs.encode(snapshot), db=self.dbs["snapshots"])
             session.token_count = snapshot.token_count
             session.tokens_exact = snapshot.tokens_exact and not later
             session.compactions = snapshot.compactions
             session.updated = time.time()
-            self._put(txn, session)
+            self.env.put_session(txn, session)
             return session, snapshot
-        return self.write(restore)
+        return self.env.write(restore)
+
+    def _find(self, txn: lmdb.Transaction, session_id: str, snapshot_id: str) -> tuple[bytes, SnapshotRecord]:
+        key = keys.numbered(session_id, _snapshot_stamp(snapshot_id))
+        raw = txn.get(key, db=self.dbs["snapshots"])
+        if raw is None:
+            raise NoSuchSnapshot(f"no snapshot {snapshot_id!r} in this session: "
+                                 "`ctxkeep snapshot SESSION list` lists them")
+        return key, codecs.snapshot(raw)
 
     def _joined_since(self, txn: lmdb.Transaction, session_id: str, snapshot: SnapshotRecord,
                       current: ActiveContext) -> list[int]:
@@ -112,15 +117,11 @@ class Snapshots(Contexts):
         summaries written since are the compactions' own, and are left out."""
         taken = set(snapshot.context.seqs)
         since = [s for s in current.seqs if s not in taken]
-        return [m.seq for m in self._messages(txn, session_id, since) if m.kind == "message"]
+        return [m.seq for m in self.history.messages_in(txn, session_id, since) if m.kind == "message"]
 
-    def delete_snapshot(self, session_id: str, snapshot_id: str) -> SnapshotRecord:
+    def delete(self, session_id: str, snapshot_id: str) -> SnapshotRecord:
         def delete(txn: lmdb.Transaction) -> SnapshotRecord:
-            key = _message_key(session_id, _snapshot_stamp(snapshot_id))
-            raw = txn.get(key, db=self.dbs["snapshots"])
-            if raw is None:
-                raise NoSuchSnapshot(f"no snapshot {snapshot_id!r} in this session: "
-                                     "`ctxkeep snapshot SESSION list` lists them")
+            key, snapshot = self._find(txn, session_id, snapshot_id)
             txn.delete(key, db=self.dbs["snapshots"])
-            return self._snapshot_dec.decode(raw)
-        return self.write(delete)
+            return snapshot
+        return self.env.write(delete)
