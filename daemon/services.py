@@ -8,11 +8,18 @@ from ctxkeep.protocol import paths
 from ctxkeep.protocol.structs import DaemonStatus
 from ctxkeep.daemon.config import Config
 from ctxkeep.daemon.context.announce import Announcer
-from ctxkeep.daemon.context.autocompact import AutoCompactor
+from ctxkeep.daemon.compaction.applier import Applier
+from ctxkeep.daemon.compaction.automatic import AutoCompactor
+from ctxkeep.daemon.compaction.checkpoints import Checkpointer
 from ctxkeep.daemon.files.workers import FileReader
-from ctxkeep.daemon.jobs.compaction import Compactor
+from ctxkeep.daemon.compaction.manual import Compactor
 from ctxkeep.daemon.context.estimator import Estimator
-from ctxkeep.daemon.jobs.generation import Generations
+from ctxkeep.daemon.context.parts import Parts
+from ctxkeep.daemon.context.prompt import TurnPrompts
+from ctxkeep.daemon.turns.complete import Completer
+from ctxkeep.daemon.turns.endings import Endings
+from ctxkeep.daemon.turns.generation import Generations
+from ctxkeep.daemon.turns.prepare import Preparer
 from ctxkeep.daemon.jobs.queue import SessionJobs
 from ctxkeep.daemon.backends.protocol import ModelBackend
 from ctxkeep.daemon.recall.recaller import Recaller
@@ -56,13 +63,15 @@ def build(config: Config, store: Store, bus: EventBus, backend: ModelBackend,
     jobs = SessionJobs(bus.publish)
     announcer = Announcer(store, bus, estimator, config, jobs.busy)
     jobs.watch_busy(announcer.busy_changed)  # the announcer says when a session is busy
-    parts = (store, bus, backend, config, jobs, estimator)
-    auto = AutoCompactor(store, bus, backend, config, estimator, announcer)
+    parts = Parts(store, bus, backend, config, estimator, announcer)
+    applier = Applier(parts)
+    auto = AutoCompactor(parts, applier, Checkpointer(parts))
     recaller = Recaller(store, backend, estimator, config)
+    generations = Generations(parts, jobs, auto, Preparer(parts, auto, recaller, TurnPrompts()),
+                              Completer(parts, recaller), Endings(store))
     return Services(config=config, store=store, bus=bus, backend=backend, jobs=jobs,
-                    estimator=estimator, announcer=announcer,
-                    generations=Generations(*parts, auto=auto, announcer=announcer, recaller=recaller),
-                    compactor=Compactor(*parts, announcer=announcer),
+                    estimator=estimator, announcer=announcer, generations=generations,
+                    compactor=Compactor(parts, jobs, applier),
                     listing=SessionListing(store, jobs.busy_sessions),
                     status=status, stopping=stopping,
                     config_path=config_path or paths.config_path(), files=FileReader(),

@@ -16,10 +16,12 @@ from . import events, replies, requests, subjects
 from .errors import ErrorCode
 from .examples import ERRORS, EXAMPLES
 from .structs import (
-    AttachedFile, CheckpointInfo, DaemonStatus, Decision, FileUse, GoalCheckpoint, Goals, GoalsInput,
-    MessageInfo, OllamaStatus, Segments, SessionInfo, SnapshotInfo, Usage,
+    AttachedFile, CheckpointInfo, DaemonStatus, FileUse, MessageInfo, OllamaStatus,
+    Segments, SessionInfo, SnapshotInfo, Usage,
 )
+from .goals import Decision, GoalCheckpoint, Goals, GoalsInput
 from .guarantees import GUARANTEES
+from .schema import render_schema
 from .version import PROTOCOL_VERSION
 
 
@@ -259,38 +261,6 @@ def render_markdown() -> str:
         add(f"| `{code.value}` | {meanings[code.value]} |")
     add("")
     return "\n".join(out)
-
-
-def render_schema() -> str:
-    """JSON Schema of every request, reply and event."""
-    (req, rep, ev), components = msgspec.json.schema_components(
-        [requests.AnyRequest, replies.AnyReply, events.AnyEvent],
-        ref_template="#/$defs/{name}")
-    schema = {
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "title": f"ctxkeep protocol {PROTOCOL_VERSION}",
-        "$defs": {**components, "Request": req, "Reply": rep, "Event": ev},
-    }
-    text = json.dumps(schema, indent=2, sort_keys=True)
-    for python, protocol in _schema_names(components).items():
-        text = text.replace(f'"#/$defs/{python}"', f'"#/$defs/{protocol}"')
-        text = text.replace(f'"{python}": {{', f'"{protocol}": {{')
-    return json.dumps(json.loads(text), indent=2, sort_keys=True) + "\n"
-
-
-def _schema_names(components: dict) -> dict[str, str]:
-    """Protocol names for the schema's definitions: `request:usage`, `reply:error`,
-    `event:context.usage`, records by their own name — never a Python module path."""
-    names: dict[str, str] = {}
-    for kind, classes in (("request", requests.ALL), ("reply", replies.ALL), ("event", events.ALL)):
-        for cls in classes:
-            for python in (cls.__name__, f"{cls.__module__}.{cls.__qualname__}"):
-                if python in components:
-                    names[python] = f"{kind}:{requests.tag_of(cls)}"
-    for python in components:
-        if python not in names and "." in python:
-            names[python] = python.rsplit(".", 1)[1]
-    return names
 
 
 def write(folder: Path) -> None:

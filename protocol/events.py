@@ -14,8 +14,9 @@ from msgspec import Meta
 
 from . import subjects
 from .structs import (
-    Count, DaemonStatus, Goals, MessageInfo, RecalledPassage, SessionInfo, SnapshotInfo, Usage,
+    Count, DaemonStatus, MessageInfo, RecalledPassage, SessionInfo, SnapshotInfo, Usage,
 )
+from .goals import Goals
 
 
 class Event(msgspec.Struct, tag_field="type", kw_only=True):

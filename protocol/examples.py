@@ -6,9 +6,10 @@ import msgspec
 from . import events, replies, requests, subjects
 from .errors import ErrorCode
 from .structs import (
-    DaemonStatus, Decision, FileUse, GoalCheckpoint, Goals, GoalsInput, MessageInfo, ModelInfo,
-    OllamaStatus, SearchHit, Segments, SessionInfo, SnapshotInfo, Usage,
+    DaemonStatus, FileUse, ImportedMessage, MessageInfo, ModelInfo, OllamaStatus, SearchHit,
+    Segments, SessionInfo, SnapshotInfo, Usage,
 )
+from .goals import Decision, GoalCheckpoint, Goals, GoalsInput
 from .version import PROTOCOL_VERSION
 
 _T = 1795000000.0
@@ -165,8 +166,8 @@ EXAMPLES: dict[type, tuple[requests.Request, replies.Reply, list[events.Event]]]
              _SESSION, token_count=1480, token_count_exact=False, compactions=1, busy=False))]),
     requests.SessionImport: (
         requests.SessionImport(id="31", name="imported", model="qwen2.5:7b", messages=[
-            requests.ImportedMessage(role="user", content="Why is the sky blue?"),
-            requests.ImportedMessage(role="assistant", content="Rayleigh scattering.")]),
+            ImportedMessage(role="user", content="Why is the sky blue?"),
+            ImportedMessage(role="assistant", content="Rayleigh scattering.")]),
         replies.SessionReply(id="31", session=msgspec.structs.replace(
             _NEW, name="imported", model="qwen2.5:7b", message_count=2, token_count=31)),
         [events.SessionCreated(seq=60, time=_T, session_id=_SID, session=msgspec.structs.replace(

@@ -10,10 +10,10 @@ import msgspec
 from msgspec import Meta
 
 from .structs import (
-    AttachedFile, CheckpointInfo, CompactionMark, Count, DaemonStatus, FileUse, Goals, MessageInfo, ModelInfo,
-    SearchHit, Seq,
-    SessionInfo, SnapshotInfo, Usage,
+    AttachedFile, CheckpointInfo, CompactionMark, Count, DaemonStatus, FileUse,
+    MessageInfo, ModelInfo, SearchHit, Seq, SessionInfo, SnapshotInfo, Usage,
 )
+from .goals import Goals
 from .version import PROTOCOL_VERSION
 
 

@@ -9,7 +9,8 @@ from typing import Annotated, Literal
 import msgspec
 from msgspec import Meta
 
-from .structs import GoalsInput, Options, Seq
+from .structs import ImportedMessage, Options, Seq
+from .goals import GoalsInput
 from .version import PROTOCOL_VERSION
 
 #: A session's id, a unique prefix of its id (4+ characters), or its name.
@@ -134,18 +135,6 @@ class SetModel(Request, tag="session.set_model"):
     recall_budget: Annotated[int, Meta(ge=0, le=2**24)] | None = None
     #: Skip the checks against Ollama: the model is installed, the options are ones it knows.
     force: bool = False
-
-
-class ImportedMessage(msgspec.Struct, kw_only=True):
-    """A message of a conversation brought in from elsewhere (an export, another tool)."""
-
-    role: Literal["system", "user", "assistant", "tool"]
-    content: str
-    thinking: str = ""
-    kind: Literal["message", "summary"] = "message"
-    #: "interrupted" for an answer that was cut off.
-    status: Literal["complete", "interrupted"] = "complete"
-    error: str = ""
 
 
 class SessionImport(SessionCreate, tag="session.import"):

@@ -217,49 +217,6 @@ class Segments(msgspec.Struct, kw_only=True):
     recalled: Count = 0
 
 
-class GoalCheckpoint(msgspec.Struct, kw_only=True):
-    """A step toward the goal (`[CHECKPOINT] text - COMPLETED`)."""
-
-    description: str
-    status: Literal["pending", "in-progress", "completed"] = "pending"
-
-
-class Decision(msgspec.Struct, kw_only=True):
-    """A decision (`[DECISION] text - LOCKED`); locked ones are never compressed."""
-
-    description: str
-    locked: bool = False
-
-
-class Goals(msgspec.Struct, kw_only=True):
-    """A session's goal record (seed 002), updated from markers in the model's answers,
-    kept verbatim at the top of every prompt and handed to every summarizer."""
-
-    goal: str = ""
-    checkpoints: list[GoalCheckpoint] = []
-    decisions: list[Decision] = []
-    artifacts: list[str] = []
-    next_steps: list[str] = []
-    updated: float = 0.0
-
-
-class GoalCheckpointInput(GoalCheckpoint, forbid_unknown_fields=True):
-    """A goal checkpoint as a client sends it: an unknown field is an error (a typo)."""
-
-
-class DecisionInput(Decision, forbid_unknown_fields=True):
-    """A decision as a client sends it: an unknown field is an error (a typo)."""
-
-
-class GoalsInput(Goals, forbid_unknown_fields=True):
-    """The goal record as a client sends it (`goals.set`): unknown fields, here and in its
-    checkpoints and decisions, are refused, so a typo never passes silently. (What the
-    daemon sends back is a `Goals`, which a client reads leniently.)"""
-
-    checkpoints: list[GoalCheckpointInput] = []
-    decisions: list[DecisionInput] = []
-
-
 class CheckpointInfo(msgspec.Struct, kw_only=True):
     """A summary of older history made by automatic compaction; it ages as more follow."""
 
@@ -314,3 +271,15 @@ class Usage(msgspec.Struct, kw_only=True):
     budget_fill: float = 0.0
     #: Seed 002's reliability score, 0..1 (model size × 15 % less per compaction, floor 30 %).
     reliability: float = 1.0
+
+
+class ImportedMessage(msgspec.Struct, kw_only=True):
+    """A message of a conversation brought in from elsewhere (an export, another tool)."""
+
+    role: Literal["system", "user", "assistant", "tool"]
+    content: str
+    thinking: str = ""
+    kind: Literal["message", "summary"] = "message"
+    #: "interrupted" for an answer that was cut off.
+    status: Literal["complete", "interrupted"] = "complete"
+    error: str = ""

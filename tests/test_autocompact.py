@@ -6,12 +6,12 @@ import pytest
 
 from ctxkeep.daemon.context import goals as goal_markers
 from ctxkeep.daemon import reliability
-from ctxkeep.daemon.context.relevance import bm25, cosine, words
+from ctxkeep.daemon.compaction.relevance import bm25, cosine, words
 from ctxkeep.protocol.events import (
     CompactionResult, ContextWarning, GenerationError, GoalUpdated, ResponseGeneration, SnapshotCreated,
     SnapshotRestored,
 )
-from ctxkeep.protocol.structs import Goals
+from ctxkeep.protocol.goals import Goals
 from conftest import talkative, until_idle, wait_for
 
 MODEL = "qwen2.5:7b"

@@ -9,12 +9,12 @@ from hypothesis import strategies as st
 
 from ctxkeep.daemon.context.estimator import Estimator
 from ctxkeep.daemon.context.features import prompt_features
-from ctxkeep.daemon.context.levels import (
+from ctxkeep.daemon.compaction.planner import (
     plan_file_summaries, plan_prune, preserved_seqs, prune_candidates,
 )
 from ctxkeep.daemon.context.prompt import normalize
-from ctxkeep.daemon.context.relevance import TermCache, bm25_counts
-from ctxkeep.daemon.context.summarizer import split_tail
+from ctxkeep.daemon.compaction.relevance import TermCache, bm25_counts
+from ctxkeep.daemon.compaction.planner import split_tail
 from ctxkeep.daemon.store.records import ActiveContext, Attachment, MessageRecord
 from ctxkeep.daemon.store.store import Store
 from ollama_standin import count_tokens, render
@@ -120,7 +120,7 @@ TEXT = st.sampled_from(["", "hello world", "x = [1, 2]\n", "Größe über alles"
 def contexts(draw):
     """A session, its context state and active messages of every shape normalize meets."""
     from ctxkeep.daemon.store.records import Checkpoint, SessionRecord
-    from ctxkeep.protocol.structs import Goals
+    from ctxkeep.protocol.goals import Goals
     messages = []
     for seq in range(draw(st.integers(0, 8))):
         files = [Attachment(path=f"f{seq}{i}", mode="full", block=draw(TEXT), summary=draw(TEXT))
@@ -237,7 +237,7 @@ def test_a_summary_call_refused_as_too_long_is_split_and_retried(tmp_path):
     cut in two at a paragraph and each half summarized (halves of halves if need be)."""
     import asyncio
 
-    from ctxkeep.daemon.context.summarizer import Summarizer
+    from ctxkeep.daemon.compaction.summarizer import Summarizer
     from ctxkeep.daemon.backends.backend import ModelCallError
     from ctxkeep.protocol import ErrorCode
 

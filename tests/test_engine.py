@@ -215,7 +215,7 @@ def test_a_turn_builds_only_its_new_messages(tmp_path):
         return sid
     sid = asyncio.run(go())
     assert len(app.store.context.get(sid).seqs) == 12  # nothing was compacted
-    prompts = app.services.generations.prompts.folded
+    prompts = app.services.generations.preparer.prompts.folded
     assert prompts.steps == 2 * 5  # turns 2..6 each fold the question and answer before them
     assert prompts.resumed == 4  # turn 2 folds from the start (turn 1's context was empty)
     assert app.services.estimator.folded.resumed >= 4
@@ -228,7 +228,7 @@ def test_requests_that_write_commit_off_the_event_loop(tmp_path):
     never waits for the disk."""
     import threading
 
-    from ctxkeep.protocol.structs import Goals
+    from ctxkeep.protocol.goals import Goals
 
     def reply(messages) -> str:  # long answers, short summaries
         asked = messages[-1]["content"]

@@ -16,6 +16,7 @@ from ctxkeep.daemon.context.features import text_features
 from ctxkeep.daemon.store.records import NewMessage
 from ctxkeep.daemon.store.store import Store
 from ctxkeep.protocol import requests
+from ctxkeep.protocol.structs import ImportedMessage
 from ctxkeep.protocol.events import GenerationError, ResponseGeneration
 from inprocess import InProcess
 from memory_backend import MemoryBackend
@@ -75,7 +76,7 @@ def test_turns_in_another_session_do_not_move_an_imported_conversations_estimate
 
     async def go():
         imported = await app.call(requests.SessionImport(model=MODEL, num_ctx=32768, messages=[
-            requests.ImportedMessage(role="user" if i % 2 == 0 else "assistant",
+            ImportedMessage(role="user" if i % 2 == 0 else "assistant",
                                      content=english(rng, rng.randint(10, 60))) for i in range(400)]))
         sid = imported.session.id
         store, est = app.store, app.services.estimator

@@ -7,8 +7,9 @@ from PySide6.QtGui import QColor, QFontMetricsF, QGuiApplication, QTextCursor
 from PySide6.QtWidgets import QApplication
 
 from ctxkeep.clients.gui import theme as themes
-from ctxkeep.clients.gui.chatlog import ChatLog, Entry
-from ctxkeep.clients.gui.chatview import entries_of
+from ctxkeep.clients.gui.chatlog import ChatLog
+from ctxkeep.clients.gui.entries import Entry
+from ctxkeep.clients.gui.entries import entries_of
 from ctxkeep.clients.gui.composer import Composer
 from ctxkeep.clients.gui.gauge import ContextGauge, compact_count, usage_text
 from ctxkeep.clients.gui.markdown import to_html
@@ -234,7 +235,7 @@ def test_a_recall_line_above_an_answer_opens_to_what_was_recalled(log):
     session's history shows the same line from the answer's `recalled`."""
     from PySide6.QtCore import QUrl
 
-    from ctxkeep.clients.gui.chatview import recall_entry
+    from ctxkeep.clients.gui.entries import recall_entry
     log.append(Entry("message", "Where does Alice live?", role="user"))
     line = recall_entry(2, "#4 user: my sister Alice moved to Lisbon\n#5 assistant: Noted!")
     log.append(line)

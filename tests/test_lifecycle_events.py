@@ -10,7 +10,7 @@ from ctxkeep.protocol.events import (
     ResponseGeneration,
     SessionUpdated,
 )
-from ctxkeep.protocol.structs import Goals
+from ctxkeep.protocol.goals import Goals
 from conftest import until_idle, wait_for
 from ollama_standin import Fault
 

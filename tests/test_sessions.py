@@ -104,7 +104,7 @@ def test_the_window_is_capped_by_the_model_from_creation(client):
 def test_setting_goals_stamps_them(client):
     import time
 
-    from ctxkeep.protocol.structs import Goals
+    from ctxkeep.protocol.goals import Goals
     s = client.create_session().session
     before = time.time()
     goals = client.set_goals(s.id, Goals(goal="ship it")).goals

@@ -29,7 +29,7 @@ from ctxkeep.protocol.events import (
     CompactionResult, ContextUsage, DaemonStatusEvent, Event, GenerationError, ResponseGeneration,
     SessionUpdated,
 )
-from ctxkeep.protocol.structs import Goals
+from ctxkeep.protocol.goals import Goals
 from harness import DaemonProcess
 from ollama_standin import OllamaStandin
 

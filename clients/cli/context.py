@@ -5,7 +5,7 @@ import sys
 
 import msgspec
 
-from ...protocol.structs import Decision, Goals
+from ...protocol.goals import Decision, Goals
 from .common import add_session_argument, connect, fail, when
 
 MARK = {"completed": "[x]", "in-progress": "[~]", "pending": "[ ]"}

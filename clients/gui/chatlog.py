@@ -11,7 +11,6 @@ view follows the newest text only while it is scrolled to the bottom.
 import html
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 
 from PySide6.QtCore import Qt, QUrl, Signal
 from PySide6.QtGui import (
@@ -19,6 +18,7 @@ from PySide6.QtGui import (
 )
 from PySide6.QtWidgets import QTextBrowser
 
+from .entries import Entry
 from .markdown import to_html
 from .theme import DARK, Theme
 
@@ -26,23 +26,6 @@ from .theme import DARK, Theme
 MAX_TEXT_WIDTH = 860
 #: Pixels from the top at which older history is asked for.
 NEAR_TOP = 48
-
-
-@dataclass(eq=False)  # an entry is itself: two alike are still two
-class Entry:
-    """What one entry of the log shows: a message (`role`, `text`, a `note` beside the
-    name) or a `marker` line."""
-
-    kind: str  # "message" | "marker"
-    text: str
-    role: str = ""
-    note: str = ""
-    who: str = ""
-    #: The message's seq in the history (-1: a marker, or not stored yet).
-    seq: int = -1
-    #: A "recall" entry's excerpts, shown when it is opened (a click on its line).
-    details: str = ""
-    expanded: bool = False
 
 
 class ChatLog(QTextBrowser):

@@ -14,54 +14,17 @@ from ...protocol.events import (
 )
 from ...protocol.structs import CompactionMark, MessageInfo, ModelInfo, SessionInfo
 from ...protocol.replies import HistoryReply
-from .chatlog import ChatLog, Entry
+from .chatlog import ChatLog
 from .composer import Composer
 from ..present import chat_models
 from .dialogs import fill_models
+from .entries import Entry, entries_of, recall_entry, recalled_details
 from .gauge import ContextGauge, usage_text
 from .theme import Theme
 from .words import compaction_outcome, stopped
 
 #: Messages per history page.
 PAGE = 40
-
-
-def entries_of(messages: list[MessageInfo], marks: list[CompactionMark]) -> list[Entry]:
-    """A history page as the log shows it: each compaction's line where it happened (in
-    place of the summary it wrote), the messages in between."""
-    at = {m.at: m for m in marks}
-    out: list[Entry] = []
-    for m in messages:
-        if m.seq in at:
-            out.append(Entry("marker", at.pop(m.seq).marker))
-            if m.kind == "summary":
-                continue
-        if m.kind == "summary":
-            out.append(Entry("marker", "── the earlier conversation, summarized ──"))
-            continue
-        note = ""
-        if m.files:
-            note = "attached " + ", ".join(f.path for f in m.files)
-        if m.status == "interrupted":
-            note = stopped(m.error)
-        if m.recalled:
-            out.append(recall_entry(len(m.recalled), " ".join(f"#{s}" for s in m.recalled)))
-        out.append(Entry("message", m.content, role=m.role, note=note,
-                         who=m.model if m.role == "assistant" else "", seq=m.seq))
-    out += [Entry("marker", mark.marker) for mark in at.values()]  # after the page's last
-    return out
-
-
-def recall_entry(count: int, details: str) -> Entry:
-    """The line above an answer that says what recall brought into its prompt."""
-    what = "an earlier message" if count == 1 else f"{count} earlier messages"
-    return Entry("recall", f"recalled {what} into this question's prompt", details=details)
-
-
-def recalled_details(passages) -> str:
-    """Each recalled passage on a line: which message, who, and its start."""
-    return "\n".join(f"#{p.seq} {p.role}: {p.text[:120]}{'…' if len(p.text) > 120 else ''}"
-                     for p in passages)
 
 
 class ChatView(QWidget):

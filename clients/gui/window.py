@@ -51,15 +51,7 @@ class MainWindow(QMainWindow):
         self.chat = ChatView(self.worker.submit, self.theme)
         self.chat.status.connect(self.say)
         self.chat.shown.connect(self.ready)
-        self.empty = QWidget()
-        self.empty_text = QLabel(objectName="empty", alignment=Qt.AlignmentFlag.AlignCenter, wordWrap=True)
-        start = QPushButton("New chat")
-        start.clicked.connect(self.new_session)
-        box = QVBoxLayout(self.empty)
-        box.addStretch()
-        box.addWidget(self.empty_text)
-        box.addWidget(start, alignment=Qt.AlignmentFlag.AlignHCenter)
-        box.addStretch()
+        self.empty, self.empty_text = self._empty_page()
         self.stack = QStackedWidget()
         self.stack.addWidget(self.empty)
         self.stack.addWidget(self.chat)
@@ -90,6 +82,19 @@ class MainWindow(QMainWindow):
         worker.reply.connect(self.on_reply)
         worker.failed.connect(self.on_failed)
         worker.connection.connect(self.on_connection)
+
+    def _empty_page(self) -> tuple[QWidget, QLabel]:
+        """The page shown with no session open: a line of text and a "New chat" button."""
+        page = QWidget()
+        text = QLabel(objectName="empty", alignment=Qt.AlignmentFlag.AlignCenter, wordWrap=True)
+        start = QPushButton("New chat")
+        start.clicked.connect(self.new_session)
+        box = QVBoxLayout(page)
+        box.addStretch()
+        box.addWidget(text)
+        box.addWidget(start, alignment=Qt.AlignmentFlag.AlignHCenter)
+        box.addStretch()
+        return page, text
 
     # -- menus, theme ----------------------------------------------------------------------
 

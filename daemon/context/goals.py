@@ -15,7 +15,7 @@ import time
 
 import msgspec
 
-from ctxkeep.protocol.structs import Decision, GoalCheckpoint, Goals
+from ctxkeep.protocol.goals import Decision, GoalCheckpoint, Goals
 
 _MARKER = re.compile(r"^\s*[-*]?\s*\[(GOAL|CHECKPOINT|DECISION|ARTIFACT|NEXT)\]\s*(.+?)\s*$", re.M)
 _STATUS = re.compile(r"\s+[-–—:]\s*(COMPLETED|DONE|IN[ -]PROGRESS|PENDING|LOCKED)\s*$", re.I)

@@ -4,7 +4,7 @@ import msgspec
 
 from ctxkeep.protocol import requests
 from ctxkeep.protocol.structs import CompactionMark
-from ctxkeep.daemon.context.summarizer import compaction_marker
+from ctxkeep.daemon.compaction.planner import compaction_marker
 from ctxkeep.protocol.replies import HistoryReply
 from ctxkeep.daemon.services import Services
 from ctxkeep.daemon.store.records import SessionRecord

@@ -5,11 +5,12 @@ import time
 import msgspec
 
 from ctxkeep.protocol import ErrorCode, requests
-from ctxkeep.protocol.structs import Goals
+from ctxkeep.protocol.goals import Goals
 from ctxkeep.protocol.events import GoalUpdated, SnapshotCreated, SnapshotRestored
 from ctxkeep.protocol.replies import GoalsReply, SessionReply, SnapshotReply, SnapshotsReply
 from ctxkeep.daemon.services import Services
-from ctxkeep.daemon.store.records import SessionRecord
+from ctxkeep.daemon.context.prompt_change import change_prompt
+from ctxkeep.daemon.store.records import ActiveContext, SessionRecord
 from ctxkeep.daemon.handlers.registry import RequestError, handles
 
 
@@ -24,12 +25,11 @@ async def pin(services: Services, req: requests.Pin, record: SessionRecord) -> S
     if not services.store.history.messages(record.id, [req.seq]):
         raise RequestError(ErrorCode.INVALID_ARGUMENT, f"the session has no message #{req.seq}")
 
-    def change(context, _session) -> None:
+    def change(context: ActiveContext) -> None:
         pinned = [s for s in context.pinned if s != req.seq]
         context.pinned = sorted(pinned + [req.seq]) if req.pinned else pinned
-    await services.store.off_loop(services.store.context.update, record.id, change)
-    await services.announcer.prompt_changed(record.id)  # a pinned message moves to the pinned segment
-    return SessionReply(id=req.id, session=services.announcer.changed(record.id))
+    view = await change_prompt(services.store, services.estimator, record.id, change)
+    return SessionReply(id=req.id, session=services.announcer.changed(record.id, view=view))
 
 
 @handles(requests.GoalsGet, session=True)
@@ -39,16 +39,14 @@ async def goals_get(services: Services, req: requests.GoalsGet, record: SessionR
 
 @handles(requests.GoalsSet, session=True, waits=True)
 async def goals_set(services: Services, req: requests.GoalsSet, record: SessionRecord) -> GoalsReply:
-
     goals = msgspec.convert(msgspec.to_builtins(req.goals), Goals)
     goals.updated = time.time()
 
-    def change(context, _session) -> None:
+    def change(context: ActiveContext) -> None:
         context.goals = goals
-    await services.store.off_loop(services.store.context.update, record.id, change)
+    view = await change_prompt(services.store, services.estimator, record.id, change)
     services.bus.publish(GoalUpdated(goals=goals), record.id)
-    await services.announcer.prompt_changed(record.id)
-    services.announcer.changed(record.id)
+    services.announcer.changed(record.id, view=view)
     return GoalsReply(id=req.id, session_id=record.id, goals=goals)
 
 

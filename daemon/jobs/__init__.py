@@ -1,1 +1,1 @@
-"""Work that takes time: the per-session job queue and generations."""
+"""The per-session job queue: one job at a time per session, one terminal event each."""

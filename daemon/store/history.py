@@ -8,7 +8,7 @@ from typing import Any
 
 import lmdb
 
-from ctxkeep.protocol.structs import Goals
+from ctxkeep.protocol.goals import Goals
 from ctxkeep.daemon.store import codecs, keys, word_index
 from ctxkeep.daemon.store.environment import Environment
 from ctxkeep.daemon.store.message_cache import MessageCache

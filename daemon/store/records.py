@@ -7,8 +7,9 @@ import msgspec
 
 from ctxkeep.daemon.reliability import score as reliability_score
 from ctxkeep.protocol.structs import (
-    AttachedFile, CheckpointInfo, Goals, MessageInfo, Options, SessionInfo, SnapshotInfo,
+    AttachedFile, CheckpointInfo, MessageInfo, Options, SessionInfo, SnapshotInfo,
 )
+from ctxkeep.protocol.goals import Goals
 
 
 class Attachment(msgspec.Struct, kw_only=True):

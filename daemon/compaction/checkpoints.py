@@ -5,36 +5,41 @@ re-compressed smaller."""
 
 import secrets
 import time
+from dataclasses import dataclass
 
 import msgspec
 
-from ctxkeep.daemon.context.summarizer import Summarizer, chunk_lines, instructions_for
-from ctxkeep.daemon.context.levels import AGE_SHARE, AGES, Change, outline_line
+from ctxkeep.daemon.compaction.summarizer import Summarizer, chunk_lines, instructions_for
+from ctxkeep.daemon.compaction.planner import AGE_SHARE, AGES, Change, outline_line
+from ctxkeep.daemon.context.parts import Parts
 from ctxkeep.daemon.context.prompt import AGE_SYSTEM, CHECKPOINT_SYSTEM, USER_SUMMARY_SYSTEM
 from ctxkeep.daemon.context.usage import Budget
-from ctxkeep.daemon.store.records import ActiveContext, Checkpoint, MessageRecord, SessionRecord
+from ctxkeep.daemon.store.records import ActiveContext, Checkpoint, MessageRecord, SessionRecord, View
 
 
-class Checkpointing:
-    """Level 3, as a part of the AutoCompactor (which gives it `backend`, `config`,
-    `estimator`, `_preserved` and `_keep_recent`)."""
+def target(budget: Budget, age: str) -> int:
+    """The size a checkpoint of `age` is compressed to."""
+    base = budget.window - budget.reply - budget.system - budget.goals - budget.reserved
+    return max(48, int(base * AGE_SHARE[age]))
 
-    def _target(self, budget: Budget, age: str) -> int:
-        base = budget.window - budget.reply - budget.system - budget.goals - budget.reserved
-        return max(48, int(base * AGE_SHARE[age]))
 
-    async def _summarizer(self, session: SessionRecord) -> Summarizer:
-        return await Summarizer.for_model(
-            self.backend, self.estimator,
-            session.compaction_model or self.config.compaction_model or session.model,
-            session.num_ctx, self.config.summary_max_tokens)
+@dataclass
+class Checkpointer:
+    """Level 3: checkpoints made, the user's share summarized, checkpoints aged."""
 
-    async def _checkpoint(self, session, context, active, budget, pass_) -> Change | str:
-        preserved = self._preserved(context, active, pass_)
+    parts: Parts
+
+    async def checkpoint(self, view: View, budget: Budget, preserved: set[int], keep_recent: int,
+                         extra: bool) -> Change | str:
+        """Level 3's change (or why there is none): the messages outside `preserved`
+        become a checkpoint, the user's oldest ones too when they pass half the budget (or,
+        past the levels (`extra`), when nothing else is left), existing checkpoints age."""
+        session, context, active = view
         older = [m for m in active if m.seq not in preserved]
         users = self._user_share(session.model, context, active, budget, preserved,
-                                 self._keep_recent(pass_), force=pass_.extra and not older)
-        summarizer = await self._summarizer(session)
+                                 keep_recent, force=extra and not older)
+        summarizer = await Summarizer.for_session(self.parts.backend, self.parts.estimator,
+                                                  self.parts.config, session)
         instructions = instructions_for(context)
         checkpoints = list(context.checkpoints)
         notes: list[str] = []
@@ -81,13 +86,13 @@ class Checkpointing:
         """A checkpoint of `group` (their files as outlines), or None when it would not be
         smaller than the messages themselves."""
         summarizer.check_room()
-        room = min(summarizer.room, self._target(budget, "recent"))
-        lines = [(transcript, self.estimator.text(summarizer.model, transcript))
+        room = min(summarizer.room, target(budget, "recent"))
+        lines = [(transcript, self.parts.estimator.text(summarizer.model, transcript))
                  for transcript in (outline_line(m, m.seq in summaries) for m in group)]
         chunks = chunk_lines(lines, summarizer.budget)
         text, tokens = await summarizer.summarize(
             chunks, USER_SUMMARY_SYSTEM if of_user else CHECKPOINT_SYSTEM, instructions, room=room)
-        original = sum(self.estimator.message(session.model, m.prompt_content(m.seq in summaries))
+        original = sum(self.parts.estimator.message(session.model, m.prompt_content(m.seq in summaries))
                        for m in group)
         if tokens >= original:
             return None
@@ -104,7 +109,7 @@ class Checkpointing:
         """The oldest user messages to summarize when the preserved ones pass half the
         budget (down to 40 % of it), or with `force` whenever there are any (at least
         one); the last and the pinned messages always stay."""
-        cost = {m.seq: self.estimator.message(model, m.prompt_content()) for m in active}
+        cost = {m.seq: self.parts.estimator.message(model, m.prompt_content()) for m in active}
         keep_recent = {m.seq for m in active[-keep_recent:]}
         total = sum(cost[s] for s in preserved if s in cost)
         base = budget.available + budget.pinned  # what the conversation and pins may take
@@ -129,7 +134,7 @@ class Checkpointing:
                 aged.append(c)
                 continue
             age = AGES[min(AGES.index(c.age) + 1, len(AGES) - 1)]
-            aged.append(await self._shrink(c, age, self._target(budget, age), summarizer, instructions))
+            aged.append(await self._shrink(c, age, target(budget, age), summarizer, instructions))
         ancient = [c for c in aged if c.age in ("ancient", "merged") and not c.verbatim]
         if len(ancient) > 1:
             merged = Checkpoint(
@@ -142,7 +147,7 @@ class Checkpointing:
                 files=sorted({f for c in ancient for f in c.files}),
                 next_steps=ancient[-1].next_steps, created=ancient[0].created,
                 of_user=any(c.of_user for c in ancient))
-            merged = await self._shrink(merged, "merged", self._target(budget, "merged"),
+            merged = await self._shrink(merged, "merged", target(budget, "merged"),
                                         summarizer, instructions, force=True)
             aged = [merged] + [c for c in aged if c not in ancient]
         return aged

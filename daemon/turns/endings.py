@@ -1,59 +1,43 @@
-"""How a turn ends when it does not complete: one `generation.error`, the partial
-answer kept in history marked `interrupted`, and a turn whose question was never stored
-withdrawn with no event (the mixin `Generations` ends its turns with)."""
+"""How a turn ends when it does not complete: one `generation.error`, the partial answer
+kept in history marked `interrupted`; a turn whose question was never stored is
+withdrawn with no event (question.py)."""
 
 import asyncio
 import logging
+from dataclasses import dataclass
 
 from ctxkeep.daemon.errors import RequestError
+from ctxkeep.daemon.turns.output import Output
+from ctxkeep.daemon.turns.question import stored_question
 from ctxkeep.daemon.jobs.queue import Job
-from ctxkeep.daemon.events.batcher import TextBatcher
-from ctxkeep.daemon.store.store import Store
 from ctxkeep.daemon.store.records import MessageRecord, NewMessage
-from ctxkeep.daemon.store.store import StoreError
+from ctxkeep.daemon.store.store import Store, StoreError
 from ctxkeep.protocol import ErrorCode
 from ctxkeep.protocol.events import GenerationError
 
-log = logging.getLogger("ctxkeep.daemon.jobs.generation")
+log = logging.getLogger("ctxkeep.daemon.turns.generation")
 
 
-class Withdrawn(Exception):
-    """The question's commit failed: the turn ends without an event (its `send` got the
-    error)."""
-
-
-class TurnEndings:
-    """The failure paths of a turn; needs `store`."""
+@dataclass
+class Endings:
+    """The failure paths of a turn."""
 
     store: Store
 
-    @staticmethod
-    def _stored_question(stored: "asyncio.Future") -> MessageRecord | None:
-        """The stored question, once its commit succeeded (else None)."""
-        if not stored.done() or stored.cancelled() or stored.exception() is not None:
-            return None
-        return stored.result()[1][0]
-
-    async def _settled_question(self, stored: "asyncio.Future") -> MessageRecord | None:
-        """The question once its commit is done (however this task was stopped)."""
-        await asyncio.wait([stored])
-        return self._stored_question(stored)
-
-    def _failed(self, job: Job, stored: "asyncio.Future", code: ErrorCode,
-                message: str) -> GenerationError:
+    def before_start(self, job: Job, commit: "asyncio.Future", code: ErrorCode,
+                     message: str) -> GenerationError:
         """The terminal event of a turn that ended before its body could end it."""
-        user = self._stored_question(stored)
+        user = stored_question(commit)
         if user is None:  # still being stored: its interrupted answer follows it
             def later(f: "asyncio.Future") -> None:
-                question = self._stored_question(f)
+                question = stored_question(f)
                 if question is not None:
-                    self._interrupted(job, question, code, message, "", "")
-            stored.add_done_callback(later)
+                    self.interrupted(job, question, code, message, "", "")
+            commit.add_done_callback(later)
             return GenerationError(generation_id=job.id, code=code.value, message=message)
-        return self._interrupted(job, user, code, message, "", "")
+        return self.interrupted(job, user, code, message, "", "")
 
-    def _fail_with(self, job: Job, user: MessageRecord, exc: BaseException, answer: list[str],
-                   thinking: list[str], *batchers: TextBatcher) -> None:
+    def fail(self, job: Job, user: MessageRecord, exc: BaseException, output: Output) -> None:
         """End the turn for what stopped it: a cancel, a coded error, or a bug."""
         if isinstance(exc, RequestError):  # a ModelCallError too
             code, message = exc.code, exc.message
@@ -65,20 +49,15 @@ class TurnEndings:
                                                  "log, and report it")
         else:
             code, message = job.cancel_reason
-        self._fail(job, user, code, message, answer, thinking, *batchers)
-
-    def _fail(self, job: Job, user: MessageRecord, code: ErrorCode, message: str,
-              answer: list[str], thinking: list[str], *batchers: TextBatcher) -> None:
-        for batcher in batchers:
-            batcher.flush()
+        output.flush()
         if job.ended:  # the answer was stored and announced; what failed came after it
             log.error("session=%s generation=%s failed after its answer: %s", job.session_id,
                       job.id, message)
             return
-        job.end(self._interrupted(job, user, code, message, "".join(answer), "".join(thinking)))
+        job.end(self.interrupted(job, user, code, message, output.text, output.thought))
 
-    def _interrupted(self, job: Job, user: MessageRecord, code: ErrorCode, message: str,
-                     partial: str, thinking: str) -> GenerationError:
+    def interrupted(self, job: Job, user: MessageRecord, code: ErrorCode, message: str,
+                    partial: str, thinking: str) -> GenerationError:
         """Keep what there is of the answer, marked interrupted; the terminal error event."""
         stored_seq = -1
         try:

@@ -19,24 +19,19 @@ from dataclasses import dataclass, field
 from ctxkeep.protocol import ErrorCode
 from ctxkeep.protocol.events import CompactionProgress, CompactionRequest, CompactionResult
 from ctxkeep.protocol.replies import CompactionPlan
-from ctxkeep.daemon.context.announce import Announcer
-from ctxkeep.daemon.events.bus import EventBus
-from ctxkeep.daemon.config import Config
-from ctxkeep.daemon.context.estimator import Estimator
-from ctxkeep.daemon.jobs.queue import Job, SessionJobs
-from ctxkeep.daemon.errors import RequestError
-from ctxkeep.daemon.backends.protocol import ModelBackend
+from ctxkeep.daemon.compaction.applier import Applier
+from ctxkeep.daemon.compaction.planner import compaction_marker, manual_parts
+from ctxkeep.daemon.compaction.summarizer import (
+    MIN_CALL_BUDGET, Summarizer, SummaryRejected, instructions_for,
+)
+from ctxkeep.daemon.context.parts import Parts
 from ctxkeep.daemon.context.prompt import COMPACTION_SYSTEM, SUMMARY_PREFIX
+from ctxkeep.daemon.errors import RequestError
+from ctxkeep.daemon.jobs.queue import Job, SessionJobs
 from ctxkeep.daemon.store.records import (
     ActiveContext, CompactionRecord, MessageRecord, NewMessage, SessionRecord,
 )
-from ctxkeep.daemon.store.store import Store
 from ctxkeep.daemon.store.store import StoreError
-from ctxkeep.daemon.store.writer import landed
-from ctxkeep.daemon.context.summarizer import (
-    MIN_CALL_BUDGET, Summarizer, SummaryRejected, compaction_marker, instructions_for,
-    split_tail, take_snapshot,
-)
 
 log = logging.getLogger(__name__)
 
@@ -76,43 +71,29 @@ class Plan:
 class Compactor:
     """Plans and runs manual compactions through the session job queue."""
 
-    store: Store
-    bus: EventBus
-    backend: ModelBackend
-    config: Config
+    parts: Parts
     jobs: SessionJobs
-    estimator: Estimator
-    announcer: Announcer
-
-    def model_for(self, session: SessionRecord) -> str:
-        return session.compaction_model or self.config.compaction_model or session.model
-
-    async def summarizer(self, session: SessionRecord) -> Summarizer:
-        return await Summarizer.for_model(self.backend, self.estimator, self.model_for(session),
-                                          session.num_ctx, self.config.summary_max_tokens)
+    applier: Applier
 
     def tokens_now(self, session: SessionRecord, context: ActiveContext,
                    active: list[MessageRecord]) -> tuple[int, bool]:
         """The context's size: the last exact count, or an estimate when there is none."""
         if session.tokens_exact and session.token_count:
             return session.token_count, True
-        return self.estimator.context(session, context, active), False
+        return self.parts.estimator.context(session, context, active), False
 
     async def plan(self, session: SessionRecord, tail_turns: int | None) -> Plan:
         """What compacting now would do (asks /api/show for the compaction model's window)."""
-        tail = self.config.compaction_tail_turns if tail_turns is None else tail_turns
-        context = self.store.context.get(session.id)
-        active = self.store.history.messages(session.id, context.seqs)
-        older, tail_messages = split_tail(active, tail)
-        pinned = set(context.pinned)
-        head = [m for m in older if m.seq not in pinned]
-        keep = [m for m in older if m.seq in pinned] + tail_messages
-        summarizer = await self.summarizer(session)
+        config = self.parts.config
+        tail = config.compaction_tail_turns if tail_turns is None else tail_turns
+        _, context, active = self.parts.store.history.view(session.id)
+        head, keep = manual_parts(context, active, tail)
+        summarizer = await Summarizer.for_session(self.parts.backend, self.parts.estimator, config, session)
         before, exact = self.tokens_now(session, context, active)
-        summarized = sum(self.estimator.message(session.model, m.content) for m in head)
+        summarized = sum(self.parts.estimator.message(session.model, m.content) for m in head)
         # A summary typically takes about a quarter of what it replaces, within its room.
         projected = min(summarizer.room, max(16, summarized // 4))
-        after = self.estimator.context(session, context, keep) + projected
+        after = self.parts.estimator.context(session, context, keep) + projected
         plan = Plan(session=session, context=context, active=active, head=head, keep=keep,
                     summarizer=summarizer, tokens_before=before, before_exact=exact,
                     tokens_summarized=summarized, tokens_after=min(after, before) if head else before)
@@ -149,13 +130,13 @@ class Compactor:
 
     async def _execute(self, job: Job, tail_turns: int | None, instructions: str,
                        requested_by: str) -> None:
-        session = self.store.sessions.get(job.session_id)
+        session = self.parts.store.sessions.get(job.session_id)
         try:
             plan = await self.plan(session, tail_turns)
         except RequestError as exc:
             self._result(job, "failed", reason=_reason(exc.code, exc.message))
             return
-        self.bus.publish(CompactionRequest(
+        self.parts.bus.publish(CompactionRequest(
             compaction_id=job.id, requested_by=requested_by or "client",
             tokens_before=plan.tokens_before, messages=len(plan.head),
             calls=0 if plan.skip_reason else plan.calls), session.id)
@@ -166,7 +147,7 @@ class Compactor:
         failure = dict(tokens_before=plan.tokens_before, tokens_after=plan.tokens_before)
         try:
             def progress(step: int, steps: int, detail: str) -> None:
-                self.bus.publish(CompactionProgress(compaction_id=job.id, step=step, steps=steps,
+                self.parts.bus.publish(CompactionProgress(compaction_id=job.id, step=step, steps=steps,
                                                     detail=detail), job.session_id)
             text, tokens = await plan.summarizer.summarize(
                 plan.chunks, COMPACTION_SYSTEM, instructions_for(plan.context, instructions), progress)
@@ -181,15 +162,15 @@ class Compactor:
             self._result(job, "failed", reason=_reason(exc.code, str(exc)), **failure)
 
     async def _accept(self, job: Job, plan: Plan, text: str, tokens: int, requested_by: str) -> None:
-        summary_tokens = self.estimator.message(plan.session.model, SUMMARY_PREFIX + text)
+        summary_tokens = self.parts.estimator.message(plan.session.model, SUMMARY_PREFIX + text)
         if max(tokens, summary_tokens) >= plan.tokens_summarized:
             raise SummaryRejected(f"it is not smaller than what it replaces "
                                   f"({max(tokens, summary_tokens):,} ≥ {plan.tokens_summarized:,} tokens)")
         session = plan.session
         content = SUMMARY_PREFIX + text
-        role = self.config.summary_role
+        role = self.parts.config.summary_role
         standin = MessageRecord(seq=-1, role=role, content=content, created=0.0, kind="summary")
-        after = self.estimator.context(session, plan.context, [standin, *plan.keep])
+        after = self.parts.estimator.context(session, plan.context, [standin, *plan.keep])
         if after >= plan.tokens_before:
             raise SummaryRejected(f"the context would not shrink ({plan.tokens_before:,} → "
                                   f"~{after:,} tokens)")
@@ -199,18 +180,17 @@ class Compactor:
             tokens_after=after, tokens_freed=freed, summarized=[m.seq for m in plan.head],
             kept=[m.seq for m in plan.keep], summary_seq=-1, model=plan.summarizer.model,
             requested_by=requested_by)
-        await take_snapshot(self.store, self.bus, session.id, "before compaction (manual)",
-                            self.config.snapshots_kept)
+        await self.applier.snapshot(session.id, "before compaction (manual)")
         # once the summary is being stored it lands (a cancel then comes too late)
-        (session, summary), _ = await landed(self.store.off_loop(
-            self.store.context.compact, session.id, expected=[m.seq for m in plan.active],
-            summary=NewMessage(role=role, content=content, model=plan.summarizer.model,
-                               eval_count=tokens, kind="summary"),
-            keep=[m.seq for m in plan.keep], record=record, token_estimate=after))
+        session, summary, _ = await self.applier.summary(
+            session, [m.seq for m in plan.active],
+            NewMessage(role=role, content=content, model=plan.summarizer.model, eval_count=tokens,
+                       kind="summary"),
+            [m.seq for m in plan.keep], record, after)
         self._result(job, "ok", tokens_before=plan.tokens_before, tokens_after=after,
                      tokens_freed=freed, marker=compaction_marker(plan.tokens_before, after),
                      summarized=len(plan.head), kept=len(plan.keep), summary_seq=summary.seq)
-        self.announcer.compacted(session.id)
+        self.parts.announcer.compacted(session.id)
 
 
 def _reason(code: ErrorCode, message: str) -> str:

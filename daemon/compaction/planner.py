@@ -1,11 +1,13 @@
-"""The automatic levels' pure planning: what each level would touch, and the shape of a
-change. No I/O; the AutoCompactor (autocompact.py) applies what these decide."""
+"""Compaction's pure planning: which model compacts, what a manual compaction summarizes
+and keeps, what each automatic level would touch, the shape of a change, and the marker a
+compaction leaves. No I/O: manual.py and automatic.py carry out what these decide."""
 
 import math
 from dataclasses import dataclass, field
 
+from ctxkeep.daemon.config import Config
 from ctxkeep.daemon.context.prompt import transcript_line
-from ctxkeep.daemon.store.records import ActiveContext, Checkpoint, MessageRecord
+from ctxkeep.daemon.store.records import ActiveContext, Checkpoint, MessageRecord, SessionRecord
 
 STRATEGY = {1: "file_compress", 2: "message_prune", 3: "checkpoint"}
 AGES = ("recent", "old", "ancient", "merged")
@@ -13,6 +15,43 @@ AGES = ("recent", "old", "ancient", "merged")
 #: ~2000 / 1200 / 800 / 400 tokens of a 6,800-token budget, scaled to the window).
 AGE_SHARE = {"recent": 0.15, "old": 0.09, "ancient": 0.06, "merged": 0.03}
 RECENT_FILE_MESSAGES = 3
+#: Automatic levels in the user's words.
+LEVEL_WORDS = {1: "files as summaries", 2: "older messages set aside", 3: "checkpoint"}
+
+
+def compaction_model(session: SessionRecord, config: Config) -> str:
+    """The model that writes a session's summaries: the session's choice, else the
+    daemon's, else the session's own model."""
+    return session.compaction_model or config.compaction_model or session.model
+
+
+def compaction_marker(before: int, after: int, level: int = 0) -> str:
+    """Seed 000's log line: `── compacted: 82,400 → ~14,200 tokens (68,200 freed) ──`
+    (with the level in words for an automatic one)."""
+    how = f" ({LEVEL_WORDS[level]})" if level else ""
+    return f"── compacted{how}: {before:,} → ~{after:,} tokens ({before - after:,} freed) ──"
+
+
+def split_tail(active: list[MessageRecord], tail_turns: int) -> tuple[list[MessageRecord], list[MessageRecord]]:
+    """(head to summarize, tail kept): the tail starts at the user message that opens
+    the `tail_turns`-th turn from the end; whatever follows it (tool calls too) stays."""
+    starts = [i for i, m in enumerate(active) if m.role == "user" and m.kind == "message"]
+    if tail_turns == 0:
+        return active, []
+    if len(starts) < tail_turns:
+        return [], active
+    cut = starts[-tail_turns]
+    return active[:cut], active[cut:]
+
+
+def manual_parts(context: ActiveContext, active: list[MessageRecord], tail_turns: int
+                 ) -> tuple[list[MessageRecord], list[MessageRecord]]:
+    """A manual compaction's (head summarized, messages kept): all but the last
+    `tail_turns` turns are summarized, pinned messages aside; the kept ones are the
+    pinned (in order), then the tail."""
+    older, tail = split_tail(active, tail_turns)
+    pinned = set(context.pinned)
+    return [m for m in older if m.seq not in pinned], [m for m in older if m.seq in pinned] + tail
 
 
 @dataclass

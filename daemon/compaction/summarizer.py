@@ -1,6 +1,5 @@
 """Summaries for every kind of compaction: chunks sized to the compaction model's window,
-one call per chunk then merge calls, the marker a compaction leaves, the snapshot taken
-before one, and the verbatim tail a manual compaction keeps."""
+one call per chunk then merge calls; a call the model refuses as too long is split."""
 
 import logging
 import math
@@ -8,11 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ctxkeep.protocol import ErrorCode
-from ctxkeep.protocol.events import (
-    SnapshotCreated,
-)
 from ctxkeep.daemon.context import goals as goal_markers
-from ctxkeep.daemon.events.bus import EventBus
 from ctxkeep.daemon.context.estimator import SLACK, Estimator
 from ctxkeep.daemon.errors import RequestError
 from ctxkeep.daemon.backends.backend import ModelCallError
@@ -20,8 +15,9 @@ from ctxkeep.daemon.backends.protocol import ModelBackend
 from ctxkeep.daemon.context.prompt import (
     COMPACTION_SYSTEM, MERGE_SYSTEM, summary_call, transcript_line,
 )
-from ctxkeep.daemon.store.records import ActiveContext, MessageRecord
-from ctxkeep.daemon.store.store import Store
+from ctxkeep.daemon.compaction.planner import compaction_model
+from ctxkeep.daemon.config import Config
+from ctxkeep.daemon.store.records import ActiveContext, MessageRecord, SessionRecord
 
 
 log = logging.getLogger(__name__)
@@ -34,38 +30,6 @@ _MERGE_HEADER = "Summaries of consecutive parts of the conversation, in order:"
 
 class SummaryRejected(Exception):
     """The model's summary cannot stand for what it would replace."""
-
-
-#: Automatic levels in the user's words.
-LEVEL_WORDS = {1: "files as summaries", 2: "older messages set aside", 3: "checkpoint"}
-
-
-def compaction_marker(before: int, after: int, level: int = 0) -> str:
-    """Seed 000's log line: `── compacted: 82,400 → ~14,200 tokens (68,200 freed) ──`
-    (with the level in words for an automatic one)."""
-    how = f" ({LEVEL_WORDS[level]})" if level else ""
-    return f"── compacted{how}: {before:,} → ~{after:,} tokens ({before - after:,} freed) ──"
-
-
-async def take_snapshot(store: Store, bus: EventBus, session_id: str, reason: str,
-                        keep: int) -> str:
-    """Save the session's context state before a compaction changes it (keeping the newest
-    `keep` snapshots; committed by the writer thread), and say so; returns its id."""
-    snapshot = await store.off_loop(store.snapshots.save, session_id, reason, keep)
-    bus.publish(SnapshotCreated(snapshot=snapshot.info()), session_id)
-    return snapshot.id
-
-
-def split_tail(active: list[MessageRecord], tail_turns: int) -> tuple[list[MessageRecord], list[MessageRecord]]:
-    """(head to summarize, tail kept): the tail starts at the user message that opens
-    the `tail_turns`-th turn from the end; whatever follows it (tool calls too) stays."""
-    starts = [i for i, m in enumerate(active) if m.role == "user" and m.kind == "message"]
-    if tail_turns == 0:
-        return active, []
-    if len(starts) < tail_turns:
-        return [], active
-    cut = starts[-tail_turns]
-    return active[:cut], active[cut:]
 
 
 def chunk_lines(lines: list[tuple[str, int]], budget: int) -> list[str]:
@@ -104,6 +68,13 @@ class Summarizer:
     room: int
     #: Estimated tokens of text one call may be given.
     budget: int
+
+    @classmethod
+    async def for_session(cls, backend: ModelBackend, estimator: Estimator, config: Config,
+                          session: SessionRecord) -> "Summarizer":
+        """The summarizer of `session`'s compactions (planner.compaction_model)."""
+        return await cls.for_model(backend, estimator, compaction_model(session, config),
+                                   session.num_ctx, config.summary_max_tokens)
 
     @classmethod
     async def for_model(cls, backend: ModelBackend, estimator: Estimator, model: str,

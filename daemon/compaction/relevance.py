@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Sequence
 from itertools import chain
 
-from ctxkeep.daemon.context.postings import Postings
+from ctxkeep.daemon.compaction.postings import Postings
 from ctxkeep.daemon.context.per_message import PerMessage
 from ctxkeep.daemon.backends.backend import ModelCallError
 from ctxkeep.daemon.backends.protocol import ModelBackend

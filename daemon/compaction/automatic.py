@@ -1,0 +1,284 @@
+"""Automatic graduated compaction (seeds 001 and 002).
+
+The conversation's budget is window − reply room − system − goals/pins − checkpoints;
+its fill is the conversation's tokens over it. Checked after every turn (with a cooldown
+of 2 messages) and before every prompt is sent (then regardless of the cooldown, until
+the prompt plus its reply room fits). A pass runs the levels cheapest first and stops
+as soon as the fill is under the next level's threshold (for a prompt that must fit: as
+soon as it fits); the fill that triggers a lossy level is the estimate lowered by the
+estimator's measured error, so an over-estimate never costs the user text.
+
+- level 1 (50 %), `file_compress`: full @file references not used in the last 3
+  messages are shown as their summaries (outlines);
+- level 2 (65 %), `message_prune`: older messages outside the preserved set are scored
+  for relevance to the recent turns (BM25, plus embeddings when Ollama has the model);
+  the more relevant half stays, the rest leaves the active context (never the history);
+- level 3 (80 %), `checkpoint`: older messages become a new checkpoint (a goal-aware
+  summary, their files as outlines); existing checkpoints age — recent, old, ancient,
+  merged — each step re-compressed smaller.
+
+Never compressed: the system prompt, the goal record, pinned messages, the last
+messages and, by default, the user's own messages, which stay verbatim in place until
+they alone pass half the budget: then the oldest of them are summarized into a
+checkpoint marked as the user's, with a `user_summary` warning that says so. Every level
+must shrink the context, or it fails and changes nothing. One snapshot is taken before a
+pass's first change, so `undo` takes back a whole pass.
+"""
+
+import asyncio
+import logging
+import secrets
+import time
+from dataclasses import dataclass, field
+
+import msgspec
+
+from ctxkeep.protocol.events import CompactionRequest, CompactionResult, ContextWarning
+from ctxkeep.daemon.compaction import relevance
+from ctxkeep.daemon.compaction.applier import Applier
+from ctxkeep.daemon.compaction.checkpoints import Checkpointer
+from ctxkeep.daemon.compaction.planner import (
+    RECENT_FILE_MESSAGES, STRATEGY, Change, compaction_marker, plan_file_summaries, plan_prune,
+    preserved_seqs, prune_candidates,
+)
+from ctxkeep.daemon.compaction.summarizer import SummaryRejected
+from ctxkeep.daemon.context.estimator import Estimate
+from ctxkeep.daemon.context.parts import Parts
+from ctxkeep.daemon.context.usage import Budget, measure, reply_room
+from ctxkeep.daemon.errors import RequestError
+from ctxkeep.daemon.store.records import CompactionRecord, MessageRecord, SessionRecord, View
+from ctxkeep.daemon.store.store import StoreError
+
+log = logging.getLogger(__name__)
+
+#: After a pass the whole context should be at most this share of the window.
+PASS_TARGET = 0.8
+#: Extra level-3 steps a pass may take to reach PASS_TARGET.
+EXTRA_CHECKPOINTS = 3
+
+
+@dataclass
+class Pass:
+    """One automatic compaction pass: one snapshot, taken before its first change."""
+
+    reason: str
+    #: The last messages this pass keeps (None: keep_recent_messages). A prompt that must
+    #: fit may take the recent ones too, two at a time, before it is refused.
+    keep_recent: int | None = None
+    #: Past levels 1-3: the context is still too large, so the user's share may be
+    #: summarized below half the budget (shown as such) rather than stay over target.
+    extra: bool = False
+    snapshot_id: str = ""
+    levels: list[int] = field(default_factory=list)
+
+
+@dataclass
+class AutoCompactor:
+    """Runs inside a session's job (the queue runs one at a time), so it never interleaves
+    with other work of that session. A pass reads the session once and carries it from
+    level to level."""
+
+    parts: Parts
+    applier: Applier
+    checkpointer: Checkpointer
+    #: Stored messages' word counts, for level 2's BM25.
+    terms: relevance.TermCache = field(default_factory=relevance.TermCache)
+
+    def thresholds(self, session: SessionRecord) -> list[float]:
+        return session.thresholds or self.parts.config.compaction_thresholds
+
+    def enabled(self, session: SessionRecord) -> bool:
+        auto = session.auto_compaction
+        return self.parts.config.auto_compaction if auto is None else auto
+
+    def level_for(self, session: SessionRecord, budget: Budget) -> int:
+        """The highest level whose threshold the fill reached (the estimate lowered by its
+        possible error: an over-estimate never costs the user text)."""
+        fill = budget.lowered_fill
+        return max((i + 1 for i, t in enumerate(self.thresholds(session)) if fill >= t), default=0)
+
+    def total(self, view: View) -> int:
+        """The context as it would be sent now, estimated."""
+        return self.parts.estimator.context(*view)
+
+    def budget(self, view: View) -> Budget:
+        return measure(*view, self.parts.estimator, self.parts.config)
+
+    # -- entry points ------------------------------------------------------------
+
+    async def after_turn(self, view: View) -> None:
+        """A pass when the budget crossed a threshold, respecting the cooldown (`view`:
+        the session as the turn left it)."""
+        session, context, _ = view
+        if not self.enabled(session):
+            return
+        cooling = context.last_auto_at >= 0 and \
+            session.message_count - context.last_auto_at < self.parts.config.compaction_cooldown
+        if self.level_for(session, self.budget(view)) and not cooling:
+            await self.compact(view, Pass("threshold crossed"))
+
+    async def before_send(self, view: View, user: MessageRecord, pass_: Pass) -> View:
+        """Run `pass_` (cooldown or not) when the prompt plus the reply room would not fit;
+        the caller rolls it back if the turn then fails (even part-way through the pass).
+        Returns the session as the pass left it."""
+        if not self.enabled(view.session) or self.fits(view, user):
+            return view
+        return await self.compact(view, pass_, user)
+
+    async def roll_back(self, session_id: str, pass_: Pass) -> None:
+        """Undo a pass made for a prompt that was then not answered (refused by the window
+        or the server, failed, cancelled): a turn that fails changes nothing."""
+        if pass_.snapshot_id:
+            await self.applier.roll_back(session_id, pass_.snapshot_id)
+
+    def fits(self, view: View, user: MessageRecord) -> bool:
+        return self.fits_estimate(view.session, self.parts.estimator.context_estimate(*view, user))
+
+    def fits_estimate(self, session: SessionRecord, prompt: Estimate) -> bool:
+        """Whether a prompt of this estimate, raised by its error, leaves the reply room."""
+        room = reply_room(self.parts.config, session.window)
+        return self.parts.estimator.raised(session.model, prompt) + room <= session.window
+
+    def needed(self, level: int, pass_: Pass, user: MessageRecord | None, view: View) -> bool:
+        """Whether a pass should run `level` now. A pass for a prompt that must fit runs
+        until it fits and, once it changed anything, until the context is at most 80 %
+        of the window less recall's share (so the next turn does not start over at once,
+        and recall has its room)."""
+        budget = self.budget(view)
+        over_target = self.total(view) > PASS_TARGET * view.session.window - budget.reserved
+        if user is not None:
+            return not self.fits(view, user) or bool(pass_.levels) and over_target
+        if level < 3:
+            return budget.lowered_fill >= self.thresholds(view.session)[level - 1]
+        return self.level_for(view.session, budget) >= 3 or over_target
+
+    async def compact(self, view: View, pass_: Pass, user: MessageRecord | None = None) -> View:
+        """Levels 1, 2, 3 in turn, each only while still needed; then more level-3 steps
+        (checkpoints, aging) while the context stays above the level-3 threshold or
+        80 % of the window (for a prompt that must fit: until it fits). Returns the
+        session as the pass left it."""
+        for level in (1, 2, 3):
+            if self.needed(level, pass_, user, view):
+                view = await self.run(view, level, pass_)
+        pass_.extra = True
+        for step in range(EXTRA_CHECKPOINTS):
+            if not self.needed(3, pass_, user, view):
+                break
+            if user is not None:
+                pass_.keep_recent = max(1, self.parts.config.keep_recent_messages - 2 * (step + 1))
+            changed = await self.run(view, 3, pass_)
+            if changed is view and user is None:
+                break
+            view = changed
+        return view
+
+    # -- one level -----------------------------------------------------------------
+
+    async def run(self, view: View, level: int, pass_: Pass) -> View:
+        """Run one level: exactly one compaction.request and one compaction.result.
+        Returns the session as it left it (`view` itself when nothing changed)."""
+        session, context, active = view
+        before = self.total(view)
+        cid = secrets.token_hex(6)
+        self.parts.bus.publish(CompactionRequest(
+            compaction_id=cid, requested_by=f"auto ({pass_.reason})", tokens_before=before,
+            messages=len(active), level=level, strategy=STRATEGY[level]), session.id)
+        status, note, after = "failed", "", before
+        try:
+            change = await self._change(view, level, pass_)
+            if isinstance(change, str):
+                status, note = "skipped", change
+                return view
+            new = msgspec.structs.replace(context, seqs=change.seqs, checkpoints=change.checkpoints,
+                                          file_summaries=change.file_summaries)
+            after = self.total(View(session, new, [m for m in active if m.seq in set(change.seqs)]))
+            if after >= before:
+                note = (f"it would not shrink the context ({before:,} → ~{after:,} tokens): "
+                        "nothing was changed")
+                after = before
+                return view
+            changed, cancelled = await self._commit(view, change, level, pass_, before, after)
+            status, note = "ok", change.note
+            pass_.levels.append(level)
+            for kind, message in change.warnings:
+                self.parts.bus.publish(ContextWarning(kind=kind, message=message), session.id)
+            if cancelled:  # it landed before the cancel could stop it: say so, then stop
+                raise asyncio.CancelledError
+            return changed
+        except asyncio.CancelledError:
+            if status != "ok":
+                note = "cancelled"
+            raise
+        except (RequestError, SummaryRejected, StoreError) as exc:
+            note = str(exc)
+            return view
+        except Exception as exc:  # noqa: BLE001 - a bug must still end the compaction
+            log.exception("session=%s automatic compaction level %d failed", session.id, level)
+            note = f"internal error ({exc!r}): see the daemon's log"
+            return view
+        finally:
+            self._result(cid, session.id, status, level, note, before, after)
+            if status == "ok":
+                self.parts.announcer.compacted(session.id)
+
+    async def _change(self, view: View, level: int, pass_: Pass) -> Change | str:
+        """What `level` would change now (or why nothing)."""
+        keep_recent = self.parts.config.keep_recent_messages if pass_.keep_recent is None \
+            else pass_.keep_recent
+        preserved = preserved_seqs(view.context, view.active, keep_recent,
+                                   self.parts.config.preserve_user_messages)
+        if level == 1:
+            return self._files(view)
+        if level == 2:
+            return await self._prune(view, preserved)
+        return await self.checkpointer.checkpoint(view, self.budget(view), preserved, keep_recent,
+                                                  pass_.extra)
+
+    async def _commit(self, view: View, change: Change, level: int, pass_: Pass, before: int,
+                      after: int) -> tuple[View, bool]:
+        """Snapshot (once per pass), then the change with its audit record."""
+        session = view.session
+        if not pass_.snapshot_id:
+            pass_.snapshot_id = await self.applier.snapshot(
+                session.id, f"before compaction (automatic: {pass_.reason})")
+        audit = CompactionRecord(
+            time=time.time(), level=level, strategy=STRATEGY[level], tokens_before=before,
+            tokens_after=after, tokens_freed=before - after,
+            summarized=[s for s in view.context.seqs if s not in set(change.seqs)],
+            kept=change.seqs, summary_seq=-1, model=session.model, requested_by="auto",
+            reason=change.note)
+        return await self.applier.level(view, change, audit, after)
+
+    def _result(self, cid: str, session_id: str, status: str, level: int, reason: str,
+                before: int, after: int) -> None:
+        marker = compaction_marker(before, after, level) if status == "ok" else ""
+        self.parts.bus.publish(CompactionResult(
+            compaction_id=cid, status=status, reason=reason, tokens_before=before,  # type: ignore[arg-type]
+            tokens_after=after, tokens_freed=max(0, before - after), level=level,
+            strategy=STRATEGY[level], marker=marker), session_id)
+        log.info("session=%s auto compaction level %d %s %s", session_id, level, status, reason or marker)
+
+    # -- levels 1 and 2 ---------------------------------------------------------------
+
+    def _files(self, view: View) -> Change | str:
+        """Level 1: file references to their summaries."""
+        context = view.context
+        seqs = plan_file_summaries(context, view.active)
+        if not seqs:
+            return "no full file references unused in the last 3 messages"
+        return Change(list(context.seqs), [*context.file_summaries, *seqs], list(context.checkpoints),
+                      f"{len(seqs)} message(s) now show their files as summaries")
+
+    async def _prune(self, view: View, preserved: set[int]) -> Change | str:
+        """Level 2: the less relevant half of the older messages leaves the active context."""
+        session, context, active = view
+        candidates = prune_candidates(context, active, preserved)
+        if len(candidates) < 2:
+            return "no older messages outside the preserved ones"
+        scores = await relevance.score(candidates, active[-RECENT_FILE_MESSAGES:], backend=self.parts.backend,
+                                       store=self.parts.store, embed_model=self.parts.config.embed_model,
+                                       terms=self.terms, session_id=session.id)
+        pruned = plan_prune(candidates, scores)
+        return Change([s for s in context.seqs if s not in pruned],
+                      [s for s in context.file_summaries if s not in pruned], list(context.checkpoints),
+                      f"{len(pruned)} low-relevance message(s) left the active context")

@@ -1,0 +1,24 @@
+"""What the engine's workers are built from, wired once (services.build)."""
+
+from dataclasses import dataclass
+
+from ctxkeep.daemon.backends.protocol import ModelBackend
+from ctxkeep.daemon.config import Config
+from ctxkeep.daemon.context.announce import Announcer
+from ctxkeep.daemon.context.estimator import Estimator
+from ctxkeep.daemon.events.bus import EventBus
+from ctxkeep.daemon.store.store import Store
+
+
+@dataclass(frozen=True)
+class Parts:
+    """The parts every worker of the engine (a turn, a compaction) uses: the store, the
+    event bus, the model backend, the configuration, the token estimator and the
+    announcer that tells clients a session changed."""
+
+    store: Store
+    bus: EventBus
+    backend: ModelBackend
+    config: Config
+    estimator: Estimator
+    announcer: Announcer

@@ -1,0 +1,91 @@
+"""A turn's last step: the answer stored with all it changed, in one commit.
+
+Ollama's exact count calibrates the estimator (unless Ollama cut the prompt after all:
+then it is neither learnt nor an anchor), goal markers in the answer update the goal
+record, the question and answer join the active context, and the job ends with
+`response.generation`."""
+
+import logging
+from dataclasses import dataclass
+
+import msgspec
+
+from ctxkeep.protocol.events import GoalUpdated, ResponseGeneration
+from ctxkeep.daemon.context import goals as goal_markers
+from ctxkeep.daemon.context.calibration import repetitive
+from ctxkeep.daemon.context.estimator import SLACK
+from ctxkeep.daemon.context.features import add
+from ctxkeep.daemon.context.parts import Parts
+from ctxkeep.daemon.turns.output import Output
+from ctxkeep.daemon.turns.prepare import Turn
+from ctxkeep.daemon.jobs.queue import Job
+from ctxkeep.daemon.recall.recaller import Recaller
+from ctxkeep.daemon.store.records import MessageRecord, NewMessage, View
+from ctxkeep.daemon.store.writer import landed
+
+log = logging.getLogger("ctxkeep.daemon.turns.generation")
+
+
+@dataclass
+class Completer:
+    """Stores each answered turn."""
+
+    parts: Parts
+    recaller: Recaller
+
+    def truncated(self, turn: Turn, token_count: int) -> bool:
+        """Whether Ollama cut the prompt anyway (an old server ignoring `truncate`): it
+        reports at most the window, or far fewer tokens than the estimate allows for."""
+        session, estimator = turn.view.session, self.parts.estimator
+        lowest = turn.estimate.tokens - 2 * estimator.allowance(session.model, turn.estimate) - SLACK
+        return token_count >= session.window or (estimator.calibrated(session.model)
+                                                 and token_count < lowest)
+
+    async def complete(self, job: Job, turn: Turn, user: MessageRecord, output: Output) -> View | None:
+        """Store the answer, end the job, announce; returns the session as it now is (None
+        when the turn was cancelled while its answer was being stored: too late, it
+        completes, but no compaction follows)."""
+        (session, context, active), final = turn.view, output.final
+        estimator = self.parts.estimator
+        token_count, eval_count = int(final.prompt_eval_count or 0), int(final.eval_count or 0)
+        truncated = self.truncated(turn, token_count)
+        sent = add(turn.features, turn.recall.features)  # the prompt as sent, its recall block in
+        calibrations = [] if truncated else estimator.observe(
+            session, sent, token_count, turn.estimate, [(output.text, eval_count)],
+            repeated=repetitive(user.prompt_content()))
+        reply = NewMessage(role="assistant", content=output.text, thinking=output.thought,
+                           model=session.model, eval_count=eval_count, reply_to=user.seq,
+                           recalled=turn.recall.seqs)
+        goals = goal_markers.apply_markers(context.goals, output.text)
+        count, exact = token_count, True
+        if goals is not None:  # what the model sees changed after the count: an estimate
+            changed = msgspec.structs.replace(context, goals=goals)
+            count, exact = estimator.context(session, changed, [*active, user, reply.record(-1, 0.0)]), False
+        # too late to cancel once the answer is being stored: it lands
+        (session, (assistant,)), cancelled = await landed(self.parts.store.history.append_async(
+            session.id, [reply], activate_seqs=[user.seq], activate=[0], token_count=count,
+            exact=exact, answered=[user.seq], calibrations=calibrations, goals=goals,
+            anchor=None if truncated else (token_count, list(sent), session.model,
+                                           list(turn.recall.features)),
+            recalled_tokens=turn.recall.tokens))
+        if truncated:
+            log.warning("session=%s prompt_eval_count %d (estimated %d, window %d): Ollama may "
+                        "have cut the prompt", session.id, token_count, turn.estimate.tokens, session.window)
+        job.end(ResponseGeneration(
+            generation_id=job.id, message=assistant.info(), token_count=token_count,
+            eval_count=eval_count, window=session.window, truncated=truncated,
+            prompt_estimate=turn.estimate.tokens, total_duration=int(final.total_duration or 0),
+            load_duration=int(final.load_duration or 0),
+            prompt_eval_duration=int(final.prompt_eval_duration or 0),
+            eval_duration=int(final.eval_duration or 0)))
+        estimator.weights(session.model)  # refit now, not on the next turn's way out
+        self.recaller.stored(session.id)  # its index (when kept) takes the turn in
+        context = msgspec.structs.replace(context, seqs=[*context.seqs, user.seq, assistant.seq],
+                                          goals=goals if goals is not None else context.goals)
+        view = View(session, context, [*active, user, assistant])
+        if goals is not None:
+            self.parts.bus.publish(GoalUpdated(goals=goals), session.id)
+        self.parts.announcer.changed(session.id, view=view)
+        log.info("session=%s generation=%s done: %d prompt tokens (estimated %d), %d answer tokens",
+                 session.id, job.id, token_count, turn.estimate.tokens, eval_count)
+        return None if cancelled else view

@@ -1,0 +1,163 @@
+"""Generations: one user turn through the model, streamed out as events.
+
+The question is stored (and synced) before `accepted` goes out, queued or
+not; the answer after the call, and only then do both join the active
+context. A prompt that, with its estimate raised by the estimator's measured
+error, leaves less than the reserved reply room is never sent: the turn ends
+with `context_overflow` (decided before any compaction when no compaction
+could make it fit). `num_predict` is what the window leaves, so prompt plus
+answer always fit and Ollama never cuts or shifts the context. A failure or
+cancel leaves the active context as it was, keeps any partial answer in
+history marked `interrupted`, and ends with one `generation.error`. Each
+completed turn calibrates the token estimator.
+
+A turn reads top to bottom in `_execute`: prepare (prepare.py), stream (here),
+complete (complete.py); how it ends otherwise is endings.py's.
+"""
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ctxkeep.protocol.events import QueryReceived
+from ctxkeep.daemon.compaction.automatic import AutoCompactor, Pass
+from ctxkeep.daemon.context.parts import Parts
+from ctxkeep.daemon.turns import waiting
+from ctxkeep.daemon.turns.complete import Completer
+from ctxkeep.daemon.jobs.deferred import Deferred
+from ctxkeep.daemon.turns.endings import Endings
+from ctxkeep.daemon.turns.output import Output
+from ctxkeep.daemon.turns.prepare import Preparer, Turn
+from ctxkeep.daemon.turns.question import Question, Withdrawn
+from ctxkeep.daemon.jobs.queue import Job, SessionJobs
+from ctxkeep.daemon.store.records import Attachment, MessageRecord, NewMessage, SessionRecord, View
+
+log = logging.getLogger(__name__)
+
+#: The longest a question's commit waits for its model request to be out (building a
+#: request of many thousands of messages takes the ollama package longer).
+SENT_WAIT_S = 0.02
+
+
+async def _chain(first: "asyncio.Future", rest: AsyncIterator[Any]) -> AsyncIterator[Any]:
+    """The stream whose first chunk was already asked for."""
+    yield await first
+    async for chunk in rest:
+        yield chunk
+
+
+@dataclass
+class Generations:
+    """Accepts user turns and runs them through the session job queue."""
+
+    parts: Parts
+    jobs: SessionJobs
+    auto: AutoCompactor
+    preparer: Preparer
+    completer: Completer
+    endings: Endings
+
+    async def accept(self, session: SessionRecord, text: str, think: bool | None,
+                     files: list[Attachment]) -> tuple[Job, int, MessageRecord]:
+        """Store the question (committed and synced: `accepted` means stored) and queue its
+        turn. A turn that can start at once builds its prompt and sends its model request
+        first, then has the question committed (in the writer thread, while the model
+        works); a queued one's question is committed at once. Nothing of the turn is
+        published before the commit returns. If the commit fails, the turn is withdrawn
+        (no event: no client was told of it) and the error raised. Returns the job, how
+        many jobs are ahead of it, and the stored question."""
+        new = NewMessage(role="user", content=text, files=files)
+        history = self.parts.store.history
+        commit = Deferred(lambda: history.append_async(session.id, [new], pending=True))
+        job = Job(session_id=session.id, kind="generation", body=lambda j: self._execute(
+                      j, Question(commit, new.record(-1, 0.0), self._announcer(j, session)), think),
+                  fail=lambda j, code, message: self.endings.before_start(j, commit.start(), code, message))
+        ahead = self.jobs.submit(job, announce=False)  # busy once accepted: below
+        stored = commit.start() if ahead else commit.future
+        try:
+            _, (user,) = await asyncio.shield(stored)
+        except BaseException:
+            self.jobs.withdraw(job)
+            raise
+        if ahead == 0:  # after the model request went out (published events wake threads)
+            self.jobs.announce_busy(session.id)
+        return job, ahead, user
+
+    def _announcer(self, job: Job, session: SessionRecord) -> Callable[[MessageRecord], object]:
+        """What says a turn's question is stored (`query.received`)."""
+        return lambda user: self.parts.bus.publish(QueryReceived(
+            generation_id=job.id, message=user.info(), model=session.model), session.id)
+
+    async def _execute(self, job: Job, question: Question, think: bool | None) -> None:
+        """The turn, top to bottom. Its question is committed once the model request is
+        out, or before anything that waits (a call to /api/show, a compaction, a failure)."""
+        sid = job.session_id
+        view = self.parts.store.history.view(sid)  # read once; each step passes it on
+        if self.parts.backend.known_facts(view.session.model) is None:
+            question.start()  # /api/show is asked first: `accepted` does not wait for it
+        output = Output(self.parts.bus, sid, job.id, self.parts.config.token_batch_ms / 1000.0)
+        compacted = Pass("the next prompt would not fit")  # taken back if the turn fails
+        try:
+            turn = await self.preparer.prepare(job.id, view, question, compacted)
+            await self._stream(job, turn, question, output, think)
+            done = await self.completer.complete(job, turn, await question.settled(), output)
+        except Withdrawn:
+            return  # the question could not be stored: no client was told of this turn
+        except BaseException as exc:  # noqa: BLE001 - every ending ends the turn once
+            await self._end(job, question, compacted, output, exc)
+            if not isinstance(exc, (Exception, asyncio.CancelledError)):
+                raise
+            return
+        if done is not None:
+            await self._after(done)
+
+    async def _stream(self, job: Job, turn: Turn, question: Question, output: Output,
+                      think: bool | None) -> None:
+        """Send the request and read the answer into `output`. The request goes out from
+        `first`; the question's commit starts the moment it is out (the backend calls
+        back), else when `first` ends, or soon at the latest."""
+        session = turn.view.session
+        backend = self.parts.backend
+        stream = backend.stream_chat(session.model, turn.messages, turn.options, think,
+                                     on_sent=question.start)
+        first = asyncio.ensure_future(anext(stream))
+        try:
+            await asyncio.wait([first, question.commit.future], timeout=SENT_WAIT_S,
+                               return_when=asyncio.FIRST_COMPLETED)
+            await question.settled()
+            await waiting.first_chunk(first, backend, session.model, job.id,
+                                      self.parts.config.first_token_timeout,
+                                      lambda event: self.parts.bus.publish(event, session.id))
+        except BaseException:
+            first.cancel()
+            raise
+        async for chunk in _chain(first, stream):
+            output.add(chunk)
+        output.flush()
+        assert output.final is not None  # stream_chat raises when the final chunk is missing
+
+    async def _end(self, job: Job, question: Question, compacted: Pass, output: Output,
+                   exc: BaseException) -> None:
+        """A turn that did not complete: the pass made for it taken back, one error event."""
+        try:
+            user = await question.settled()  # stopped beside the question's commit: wait for it
+        except Withdrawn:
+            return
+        if not job.ended:
+            try:  # a turn that fails changes nothing
+                await asyncio.shield(self.auto.roll_back(job.session_id, compacted))
+            except Exception:  # noqa: BLE001 - the turn's own failure is what it reports
+                log.exception("session=%s could not take back the compaction made for a failed "
+                              "turn (`ctxkeep undo` does it)", job.session_id)
+        self.endings.fail(job, user, exc, output)
+
+    async def _after(self, view: View) -> None:
+        """The answer is stored and announced; now keep the context within its budget."""
+        try:
+            await self.auto.after_turn(view)
+        except asyncio.CancelledError:
+            pass
+        except Exception:  # noqa: BLE001 - each level already published its own result
+            log.exception("session=%s automatic compaction after the turn failed", view.session.id)

@@ -1,0 +1,68 @@
+"""What a prompt may be: refused when it cannot fit, and the room it leaves for the answer."""
+
+import msgspec
+
+from ctxkeep.daemon.context.estimator import Estimate
+from ctxkeep.daemon.context.parts import Parts
+from ctxkeep.daemon.context.usage import reply_room
+from ctxkeep.daemon.errors import RequestError
+from ctxkeep.daemon.store.records import MessageRecord, SessionRecord, View
+from ctxkeep.protocol import ErrorCode
+
+
+def more_room(session: SessionRecord) -> str:
+    """How to get a larger window, or that there is none to get with this model."""
+    limit = session.context_length
+    if limit and session.window >= limit:
+        return (f"use a model with a longer context: {session.model}'s whole context length "
+                f"({limit:,} tokens) is in use")
+    upto = f" (up to {limit:,}, {session.model}'s context length)" if limit else ""
+    return f"raise num_ctx{upto}: `ctxkeep set {session.name} --num-ctx N`"
+
+
+def refuse_impossible(parts: Parts, view: View, user: MessageRecord) -> None:
+    """Refuse a question that cannot fit however much is compacted: the system prompt,
+    goals, pins and the question itself, plus the reply room, over the window."""
+    session, context, _ = view
+    estimator = parts.estimator
+    floor_context = msgspec.structs.replace(context, seqs=[], checkpoints=[])
+    pinned = parts.store.history.messages(session.id, context.pinned)
+    floor = estimator.raised(session.model, estimator.estimate(
+        session.model, estimator.context_features(session, floor_context, pinned, user)))
+    room = reply_room(parts.config, session.window)
+    if floor + room > session.window:
+        mine = estimator.message(session.model, user.prompt_content())
+        raise RequestError(
+            ErrorCode.CONTEXT_OVERFLOW,
+            f"this message is about {mine:,} tokens; with the system prompt, goals and pins "
+            f"the prompt cannot be smaller than about {floor:,} tokens, and the window of "
+            f"{session.window:,} must keep {room:,} for the answer. Nothing was compacted or "
+            f"sent, and the context is as it was: send less (@file:summary instead of the "
+            f"whole file), or {more_room(session)}")
+
+
+def answer_room(parts: Parts, session: SessionRecord, estimate: Estimate, compacted: bool) -> int:
+    """num_predict for this prompt: all the room the window leaves (at most what the
+    session's own num_predict allows), never less than the reserved reply room, so
+    that prompt plus answer always fit and Ollama never shifts or cuts the context.
+    The room is what the raised estimate leaves, and the refusal says so (`compacted`:
+    automatic compaction is on, so the context is already as small as it gets)."""
+    raised = parts.estimator.raised(session.model, estimate)
+    room = session.window - raised
+    reserve = reply_room(parts.config, session.window)
+    if room < reserve:
+        advice = (f"send less (@file:summary instead of a whole file), or {more_room(session)}"
+                  if compacted else f"compact the session (`ctxkeep compact {session.name}`), "
+                  f"send less, or {more_room(session)}")
+        size = (f"about {estimate.tokens:,} tokens (up to {raised:,} with the estimate's "
+                f"measured error)" if estimate.uncertain else f"{raised:,} tokens")
+        raise RequestError(
+            ErrorCode.CONTEXT_OVERFLOW,
+            f"the prompt would be {size}, leaving {max(room, 0):,} of the "
+            f"window of {session.window:,} for the answer (at least {reserve:,} are kept)"
+            f"{', even with the context compacted as far as it goes' if compacted else ''}. "
+            f"Nothing was sent and the context is as it was: {advice}")
+    wanted = session.options.get("num_predict")
+    if isinstance(wanted, int) and wanted > 0:
+        room = min(room, wanted)
+    return room

@@ -1,0 +1,116 @@
+"""A turn's first step: from the session as read once to the request ready to send.
+
+The window's facts recorded (/api/show), the prompt estimated, a question that cannot
+fit refused before anything is compacted, the pass that makes room when automatic
+compaction is on, the passages recalled into the room left, and the reply room."""
+
+import logging
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from ctxkeep.protocol.events import GenerationRecalled
+from ctxkeep.protocol.structs import RecalledPassage
+from ctxkeep.daemon.compaction.automatic import AutoCompactor, Pass
+from ctxkeep.daemon.context.estimator import Estimate
+from ctxkeep.daemon.context.features import Vector
+from ctxkeep.daemon.context.parts import Parts
+from ctxkeep.daemon.context.prompt import TurnPrompts
+from ctxkeep.daemon.context.usage import measure, reply_room
+from ctxkeep.daemon.turns.limits import answer_room, refuse_impossible
+from ctxkeep.daemon.turns.question import Question
+from ctxkeep.daemon.recall.recaller import NONE as NO_RECALL, Recall, Recaller
+from ctxkeep.daemon.store.records import MessageRecord, SessionRecord, View
+
+log = logging.getLogger("ctxkeep.daemon.turns.generation")
+
+
+class Turn(NamedTuple):
+    """A turn as it is sent: the session as read once (as compaction left it), the
+    prompt's features and estimate, what it recalled, the messages and options of the
+    request."""
+
+    view: View
+    features: Vector
+    estimate: Estimate
+    recall: Recall
+    messages: list[dict[str, Any]]
+    options: dict[str, Any]
+
+
+@dataclass
+class Preparer:
+    """Builds each turn's request."""
+
+    parts: Parts
+    auto: AutoCompactor
+    recaller: Recaller
+    #: Turn prompts, built on from each session's previous one.
+    prompts: TurnPrompts
+
+    async def prepare(self, generation_id: str, view: View, question: Question, compacted: Pass) -> Turn:
+        """The turn's request. The question's commit is started (and its announcement
+        awaited) before anything that changes the context; `compacted` is the pass made
+        to fit the prompt, which the caller takes back if the turn fails."""
+        estimator = self.parts.estimator
+        view = view._replace(session=await self._window(view.session))
+        features = estimator.context_features(*view, question.record)
+        if not self.auto.fits_estimate(view.session, estimator.of_features(view.session, features)):
+            user = await question.settled()
+            refuse_impossible(self.parts, view, user)  # before any compaction
+            view = await self.auto.before_send(view, user, compacted)
+            features = estimator.context_features(*view, user)
+        session = view.session
+        estimate = estimator.of_features(session, features)
+        recall, estimate = await self._recall(view, question.record, features, estimate)
+        if recall.block:
+            self.parts.bus.publish(GenerationRecalled(
+                generation_id=generation_id, tokens=recall.tokens, by_meaning=recall.semantic,
+                recalled=[RecalledPassage(seq=p.seq, part=p.part, parts=p.parts, role=p.role,  # type: ignore[arg-type]
+                                          created=p.created, text=p.text) for p in recall.passages]), session.id)
+        room = answer_room(self.parts, session, estimate, self.auto.enabled(session))
+        messages = self.prompts.build(*view, question.record, recall.block)
+        options = {**session.options, "num_ctx": session.window, "num_predict": room}
+        return Turn(view, features, estimate, recall, messages, options)
+
+    async def _window(self, session: SessionRecord) -> SessionRecord:
+        """The session with its model's context_length and size (from /api/show) recorded."""
+        facts = await self.parts.backend.facts(session.model)
+        if (facts.context_length and facts.context_length != session.context_length) or \
+                facts.parameter_size != session.parameter_size:
+            def record(r: SessionRecord) -> None:
+                r.context_length = facts.context_length or r.context_length
+                r.parameter_size = facts.parameter_size
+            window = session.window
+            store = self.parts.store
+            session = await store.off_loop(store.sessions.update, session.id, record)
+            if session.window != window:  # the model allows less than num_ctx: a new window
+                self.parts.announcer.changed(session.id)
+        return session
+
+    async def _recall(self, view: View, user: MessageRecord, features: Vector,
+                      estimate: Estimate) -> tuple[Recall, Estimate]:
+        """What the prompt recalls, and the prompt's estimate with it: within what the window
+        leaves beside the prompt and the reply room (so recall never makes a prompt compact
+        or not fit: a block that would not fit with its own allowance is asked again,
+        smaller), up to its cap."""
+        session = view.session
+        estimator, config = self.parts.estimator, self.parts.config
+        budget = measure(*view, estimator, config)
+        reserve = reply_room(config, session.window)
+        room = self.recaller.room(session.window, reserve, estimator.raised(session.model, estimate),
+                                  self.recaller.cap(session, budget.available + budget.reserved),
+                                  estimator.margin(session.model))
+        for _ in range(3):
+            try:
+                recall = await self.recaller.recall(*view, user, room)
+            except Exception:  # noqa: BLE001 - a turn goes on without recall rather than fail
+                log.exception("session=%s recall failed: the turn goes on without it", session.id)
+                return NO_RECALL, estimate
+            if not recall.block:
+                return NO_RECALL, estimate
+            with_recall = estimator.of_features(session, features, recall.features)
+            over = estimator.raised(session.model, with_recall) + reserve - session.window
+            if over <= 0:
+                return recall, with_recall
+            room -= max(over * 2, 32)
+        return NO_RECALL, estimate
