@@ -2,7 +2,7 @@
 
     python bench/soak_states.py [--examples 200] [--steps 25]
 
-Runs tests/test_state_machine.py (hypothesis, randomized) with more and longer programs
+Runs tests/daemon/test_state_machine.py (hypothesis, randomized) with more and longer programs
 than CI does, and prints one JSON line: examples, steps, outcome, wall time.
 """
 
@@ -27,7 +27,7 @@ def main() -> None:
                CTXKEEP_STATE_STEPS=str(args.steps), CTXKEEP_STATE_RANDOM="1")
     started = time.monotonic()
     result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "--timeout", "0",
-                             "-p", "no:cacheprovider", "tests/test_state_machine.py"],
+                             "-p", "no:cacheprovider", "tests/daemon/test_state_machine.py"],
                             cwd=ROOT, env=env, capture_output=True, text=True)
     emit(bench="state_machine", examples=args.examples, steps=args.steps,
          passed=result.returncode == 0, seconds=round(time.monotonic() - started, 1))

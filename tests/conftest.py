@@ -1,4 +1,16 @@
-"""Fixtures: the Ollama stand-in, and the real daemon as a subprocess on temporary XDG folders."""
+"""Fixtures (the Ollama stand-in, the real daemon in a thread or a process of its own, on
+temporary XDG folders) and the pyramid: each test is marked with its level, the folder it
+lives in, so `pytest -m unit` (or engine, daemon, process, window) runs one level.
+
+- unit/     pure functions and single classes, the store on a temporary LMDB; no daemon
+- engine/   the engine in-process (tests/inprocess.py): services and handlers on its
+            EventBus, no transport, a model backend in memory or the stand-in
+- daemon/   the real daemon served from a thread of the test's process, driven over its
+            ZeroMQ sockets by the client library and the CLI, the stand-in as Ollama
+- process/  ctxkeepd as a process of its own: signals, SIGKILLs, restarts, systemd units,
+            the CLI in a terminal, what its log and its memory say
+- window/   the Qt window (offscreen), its parts alone and against the daemon
+"""
 
 from __future__ import annotations
 
@@ -15,8 +27,12 @@ from ctxkeep.clients import Client
 from ctxkeep.protocol.events import (
     CompactionResult, Event, GenerationError, ResponseGeneration, SessionUpdated,
 )
+from file_tree import write_tree
 from harness import DaemonProcess, DaemonThread
 from ollama_standin import OllamaStandin
+
+#: The pyramid's levels, cheapest first: each is a folder of tests/ and a marker.
+LEVELS = ("unit", "engine", "daemon", "process", "window")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -31,6 +47,17 @@ def pytest_configure(config: pytest.Config) -> None:
     for name in ("OLLAMA_HOST", "CTXKEEP_CONTROL", "CTXKEEP_EVENTS", "CTXKEEP_SERVER_KEY"):
         os.environ.pop(name, None)
     config.add_cleanup(lambda: shutil.rmtree(home, ignore_errors=True))
+    for level in LEVELS:
+        config.addinivalue_line("markers", f"{level}: a test of the {level} level (tests/{level}/)")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark each test with its level: the folder it lives in."""
+    for item in items:
+        level = item.path.parent.name
+        if level not in LEVELS:
+            raise pytest.UsageError(f"{item.nodeid}: tests live in one of tests/{{{','.join(LEVELS)}}}/")
+        item.add_marker(getattr(pytest.mark, level))
 
 
 def events_until(client: Client, done, timeout: float, what: str) -> list[Event]:
@@ -94,6 +121,12 @@ def standin() -> Iterator[OllamaStandin]:
     server = OllamaStandin().start()
     yield server
     server.stop()
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    """A folder of small files of every kind that @file references read (tests/file_tree.py)."""
+    return write_tree(tmp_path)
 
 
 @pytest.fixture

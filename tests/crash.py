@@ -1,6 +1,6 @@
 """Kill the daemon at random points and check that nothing acknowledged was lost.
 
-Shared by tests/test_crash.py (a bounded run in CI) and bench/crash.py (the soak).
+Shared by tests/process/test_crash.py (a bounded run in CI) and bench/crash.py (the soak).
 Each round starts the daemon on the same store, does one kind of work — idle
 turns, a streaming answer, queued questions, a compaction — SIGKILLs it at a
 random moment, checks the store read-only, restarts it, and reads every

@@ -1,4 +1,4 @@
-"""Random control frames for fuzzing the daemon (tests/test_reliability.py, bench/fuzz.py):
+"""Random control frames for fuzzing the daemon (tests/process/test_reliability.py, bench/fuzz.py):
 raw bytes, requests of every real type with random fields of random types, and deep nesting."""
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from ctxkeep.clients import Client, CtxkeepError
 from ctxkeep.daemon.server import systemd
 from ctxkeep.protocol.events import ResponseGeneration
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def free_port() -> int:

@@ -11,7 +11,7 @@ from ctxkeep.protocol import (
     replies, requests, schema, subjects,
 )
 
-DOCS = Path(__file__).resolve().parent.parent / "docs"
+DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 
 def test_every_request_type_has_a_handler():

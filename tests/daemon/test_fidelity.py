@@ -14,7 +14,7 @@ from ctxkeep.protocol.events import CompactionResult, GenerationError, ResponseG
 from conftest import talkative, until_idle
 from ollama_standin import OllamaStandin, count_tokens_bpe
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 import fidelity  # noqa: E402  (its content generator)
 
 MODEL = "small:1b"

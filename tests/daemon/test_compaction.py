@@ -16,7 +16,7 @@ from ctxkeep.protocol.events import (
 
 MODEL = "qwen2.5:7b"
 MARKER = re.compile(r"^── compacted: [\d,]+ → ~[\d,]+ tokens \([\d,]+ freed\) ──$")
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 PROSE = [p for p in (REPO / "README.md").read_text().split("\n\n") if len(p) > 120]
 CODE = [c for f in sorted((REPO / "daemon").glob("*.py"))
         for c in f.read_text().split("\n\n\n") if len(c) > 120]

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 #: The daemon's layers, lowest first: (name, the modules or packages under ctxkeep.daemon).
 LAYERS: list[tuple[str, tuple[str, ...]]] = [

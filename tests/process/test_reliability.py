@@ -341,7 +341,7 @@ def test_a_hostile_subscriber_cannot_grow_the_daemon(daemon_factory, size):
     with daemon.client() as c:  # warm: the model client imported, a subscriber greeted
         c.subscribe("")
     start = _settled_rss(pid)
-    hostile = subprocess.Popen([sys.executable, str(Path(__file__).with_name("hostile_subscriber.py")),
+    hostile = subprocess.Popen([sys.executable, str(Path(__file__).parents[1] / "hostile_subscriber.py"),
                                 daemon.events, "--size", str(size)], stdin=subprocess.PIPE,
                                stdout=subprocess.PIPE, text=True)
     peaks = []

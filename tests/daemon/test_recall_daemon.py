@@ -1,0 +1,101 @@
+"""Recall through the real daemon and the stand-in: what a prompt recalled is said and recorded, ranking by words alone without an embedding model, the CLI, an imported history recalled after a restart."""
+
+import random
+
+
+from conftest import until_idle, wait_for
+from ctxkeep.daemon.recall import select
+from ctxkeep.protocol.events import GenerationRecalled, ResponseGeneration
+
+MODEL = "qwen2.5:7b"
+FILLER = "weather tea garden walk book music film cooking travel sleep coffee bread river cloud".split()
+FACT = "By the way, my sister Alice moved to Lisbon in March."
+
+
+def _reply(messages):
+    if messages[-1]["content"].startswith(("Conversation to summarize", "Summary to shorten", "Summaries of")):
+        return "Summary: they chatted."
+    return "Sure. " + " ".join(random.Random(len(messages)).choice(FILLER) for _ in range(30))
+
+
+def test_the_daemon_says_what_the_prompt_recalled(client, standin):
+    """Over the real daemon: `generation.recalled` lists the recalled passages; they are the
+    block the stand-in received; the answer records them; usage shows their share; status
+    says how recall ranks."""
+    rng = random.Random(5)
+    standin.reply_fn = _reply
+    s = client.create_session(model=MODEL, num_ctx=2048).session
+    for text in [FACT] + [" ".join(rng.choice(FILLER) for _ in range(25)) for _ in range(40)]:
+        acc = client.send(s.id, text)
+        until_idle(client, s.id, acc.generation_id)
+    acc = client.send(s.id, "Where does Alice live these days?")
+    received = wait_for(client, GenerationRecalled, where=lambda e: e.generation_id == acc.generation_id)
+    end = wait_for(client, ResponseGeneration, where=lambda e: e.generation_id == acc.generation_id)
+    sent = [c for c in standin.chats if c.body.get("stream", True)][-1].body["messages"][-1]["content"]
+    assert received.recalled and all(p.text in sent for p in received.recalled)
+    assert FACT in sent and end.message.recalled == sorted({p.seq for p in received.recalled})
+    usage = client.usage(s.id).usage
+    assert usage.exact and 0 < usage.segments.recalled < usage.tokens
+    assert client.status().status.recall.startswith("by words and meaning (nomic-embed-text)")
+    client.set_model(s.id, recall=False)
+    acc = client.send(s.id, "And where does Alice work?")
+    until_idle(client, s.id, acc.generation_id)
+    sent = [c for c in standin.chats if c.body.get("stream", True)][-1].body["messages"][-1]["content"]
+    assert not sent.startswith(select.OPENING)
+
+
+def test_without_an_embedding_model_recall_ranks_by_words_and_says_so(daemon_factory, standin):
+    daemon = daemon_factory()
+    daemon.write_config('embed_model = "nosuch-embedder"\n')
+    daemon.start()
+    with daemon.client() as c:
+        c.subscribe("")
+        s = c.create_session(model=MODEL, num_ctx=2048).session
+        for text in [FACT] + [" ".join(FILLER) for _ in range(30)]:
+            acc = c.send(s.id, text)
+            until_idle(c, s.id, acc.generation_id)
+        acc = c.send(s.id, "Where does Alice live these days?")
+        received = wait_for(c, GenerationRecalled, where=lambda e: e.generation_id == acc.generation_id)
+        assert 0 in [p.seq for p in received.recalled] and not received.by_meaning
+        status = c.status().status.recall
+        assert status.startswith("by words only") and "ollama pull nosuch-embedder" in status
+
+
+def test_the_cli_sets_recall_and_shows_it(daemon, standin):
+    import json
+    sid = daemon.cli("new", "--model", MODEL, "-q").stdout.strip()
+    off = daemon.cli("set", sid, "--recall", "off", "--recall-budget", "500", "--json")
+    assert off.returncode == 0, off.stderr
+    assert json.loads(off.stdout)["recall"] is False and json.loads(off.stdout)["recall_budget"] == 500
+    on = json.loads(daemon.cli("set", sid, "--recall", "on", "--recall-budget", "0", "--json").stdout)
+    assert on["recall"] is True and on["recall_budget"] is None  # 0: the daemon's budget again
+    assert "  recall    by words and meaning (nomic-embed-text)" in daemon.cli("status").stdout
+    chat = daemon.cli("chat", sid, input="hello\n/usage\n/quit\n")
+    assert "recalled" in chat.stdout  # /usage lists recall's share (none yet)
+
+
+def test_an_imported_history_is_recalled_after_a_restart(daemon_factory, standin, tmp_path):
+    """A conversation brought in with `import` (its early part never in any prompt the
+    daemon sent), then a restart: its first turn recalls from the whole history (the index
+    is built from the store; embeddings follow in the background)."""
+    import json
+    rng = random.Random(6)
+    conversation = [{"role": "user", "content": FACT}, {"role": "assistant", "content": "Noted!"}]
+    for _ in range(300):
+        conversation += [{"role": "user", "content": " ".join(rng.choice(FILLER) for _ in range(25))},
+                         {"role": "assistant", "content": " ".join(rng.choice(FILLER) for _ in range(25))}]
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps({"messages": conversation}))
+    daemon = daemon_factory().start()
+    assert daemon.cli("import", str(path), "--name", "old", "--model", MODEL,
+                      "--num-ctx", "4096").returncode == 0
+    daemon.stop()
+    daemon.start()
+    standin.reply_fn = _reply
+    asked = daemon.cli("ask", "-s", "old", "--jsonl", "Where", "does", "Alice", "live", "these", "days?")
+    assert asked.returncode == 0, asked.stderr
+    received = next(json.loads(line) for line in asked.stdout.splitlines()
+                    if json.loads(line)["type"] == "generation.recalled")
+    assert 0 in [p["seq"] for p in received["recalled"]]
+    sent = [c for c in standin.chats if c.body.get("stream", True)][-1].body["messages"][-1]["content"]
+    assert FACT in sent

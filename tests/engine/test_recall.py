@@ -1,0 +1,79 @@
+"""Recall (issue 27): the passages of a session's whole history that a new message needs,
+brought into its prompt. Selection as a pure function (hypothesis), the index and the
+engine in-process, and the real daemon with the stand-in."""
+
+import asyncio
+import random
+
+
+from ctxkeep.daemon.config import Config
+from ctxkeep.daemon.recall import select
+from ctxkeep.protocol import requests
+from ctxkeep.protocol.events import GenerationRecalled
+from inprocess import InProcess
+from memory_backend import MemoryBackend
+
+MODEL = "qwen2.5:7b"
+FILLER = "weather tea garden walk book music film cooking travel sleep coffee bread river cloud".split()
+FACT = "By the way, my sister Alice moved to Lisbon in March."
+
+
+def _reply(messages):
+    if messages[-1]["content"].startswith(("Conversation to summarize", "Summary to shorten", "Summaries of")):
+        return "Summary: they chatted."
+    return "Sure. " + " ".join(random.Random(len(messages)).choice(FILLER) for _ in range(30))
+
+
+async def _talk(app: InProcess, sid: str, texts: list[str]) -> list[list]:
+    """Each turn's recalled passages (none: [])."""
+    out = []
+    for text in texts:
+        accepted = await app.call(requests.Send(session=sid, text=text))
+        await app.services.jobs.drain(30)
+        out.append(next((e.recalled for e in app.bus.seen if isinstance(e, GenerationRecalled)
+                         and e.generation_id == accepted.generation_id), []))
+    return out
+
+
+def test_a_fact_gone_from_the_context_comes_back_for_a_question_about_it_only(tmp_path):
+    rng = random.Random(3)
+    backend = MemoryBackend(reply=_reply)
+    app = InProcess(tmp_path, backend, Config(embed_model=""))  # by words alone
+
+    async def go():
+        sid = (await app.call(requests.SessionCreate(model=MODEL, num_ctx=2048))).session.id
+        await _talk(app, sid, [FACT] + [" ".join(rng.choice(FILLER) for _ in range(25)) for _ in range(40)])
+        assert 0 not in app.store.context.get(sid).seqs  # the fact left the active context
+        asked = (await _talk(app, sid, ["Where does Alice live these days?"]))[-1]
+        prompt = backend.chats[-1][0]
+        unrelated = (await _talk(app, sid, ["What is the capital city of France, do you know?"]))[-1]
+        return asked, prompt, unrelated
+    asked, prompt, unrelated = asyncio.run(go())
+    app.close()
+    assert 0 in [p.seq for p in asked]
+    last = prompt[-1]["content"]
+    assert last.startswith(select.OPENING) and FACT in last and last.endswith("Where does Alice live these days?")
+    assert not any(FACT in m["content"] for m in prompt[:-1])  # only in the block, once
+    assert 0 not in [p.seq for p in unrelated]
+
+
+def test_recall_never_makes_a_prompt_compact_or_not_fit(tmp_path):
+    """In a small window with a long history, every prompt leaves its reply room (the
+    in-memory backend refuses any over the window) and recall adds to none that is full."""
+    rng = random.Random(4)
+    backend = MemoryBackend(reply=_reply)
+    app = InProcess(tmp_path, backend, Config(embed_model=""))
+
+    async def go():
+        sid = (await app.call(requests.SessionCreate(model=MODEL, num_ctx=1024))).session.id
+        texts = [f"Fact {i}: Person{i} keeps a {rng.choice(FILLER)} collection." for i in range(10)]
+        texts += [" ".join(rng.choice(FILLER) for _ in range(20)) for _ in range(30)]
+        texts += [f"What does Person{i} collect?" for i in range(10)]
+        return await _talk(app, sid, texts)
+    received = asyncio.run(go())
+    app.close()
+    assert not [e for e in app.bus.seen if type(e).__name__ == "GenerationError"]
+    turns = [options for messages, options in backend.chats
+             if not messages[-1]["content"].startswith(("Conversation to", "Summary to", "Summaries of"))]
+    assert turns and all(options["num_predict"] >= 128 for options in turns)  # the reply room (1024 // 8)
+    assert any(received[-10:])

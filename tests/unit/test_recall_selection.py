@@ -1,0 +1,64 @@
+"""Recall's selection as a pure function (hypothesis): the budget, time order, answers with their questions, passages of long messages, stems."""
+
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ctxkeep.daemon.recall import select
+from ctxkeep.daemon.recall.lexical import query_terms, terms
+from ctxkeep.daemon.recall.passages import PASSAGE_CHARS, Passage, passages
+from ctxkeep.daemon.recall.recaller import SessionIndex
+from ctxkeep.daemon.store.records import NewMessage
+
+MODEL = "qwen2.5:7b"
+FILLER = "weather tea garden walk book music film cooking travel sleep coffee bread river cloud".split()
+FACT = "By the way, my sister Alice moved to Lisbon in March."
+
+
+def _passage(seq: int, text: str, role: str = "user", reply_to: int = -1) -> Passage:
+    return Passage(seq=seq, part=0, parts=1, role=role, created=1.7e9 + seq, text=text, reply_to=reply_to)
+
+
+@settings(max_examples=200)
+@given(lengths=st.lists(st.integers(1, 60), min_size=1, max_size=30), budget=st.integers(0, 400),
+       order=st.randoms(use_true_random=False))
+def test_selection_never_passes_its_budget_nor_repeats_and_keeps_time_order(lengths, budget, order):
+    found = [_passage(i, "word " * n, role="user" if i % 2 == 0 else "assistant",
+                      reply_to=i - 1 if i % 2 else -1) for i, n in enumerate(lengths)]
+    ranked = list(range(len(found)))
+    order.shuffle(ranked)
+    cost = lambda pid: len(found[pid].text.split()) + 3  # noqa: E731
+    partners = lambda p: [p.reply_to] if p.reply_to >= 0 else ([p.seq + 1] if p.seq + 1 < len(found) else [])  # noqa: E731
+    chosen = select.select(ranked, found, budget, 5, cost, partners)
+    assert 5 + sum(cost(p.seq) for p in chosen) <= max(budget, 5) or not chosen
+    assert len({p.seq for p in chosen}) == len(chosen)
+    assert [p.seq for p in chosen] == sorted(p.seq for p in chosen)
+
+
+def test_an_answer_brings_its_question_when_both_fit():
+    found = [_passage(0, "what is the capital of portugal"), _passage(1, "Lisbon.", "assistant", 0),
+             _passage(2, "unrelated filler " * 5)]
+    cost = lambda pid: 10  # noqa: E731
+    partners = lambda p: [0] if p.seq == 1 else ([1] if p.seq == 0 else [])  # noqa: E731
+    assert [p.seq for p in select.select([1, 2], found, 100, 0, cost, partners)] == [0, 1, 2]
+    assert [p.seq for p in select.select([1, 2], found, 25, 0, cost, partners)] == [1, 2]  # the question no longer fits
+
+
+def test_long_messages_are_recalled_in_passages_that_point_to_them():
+    long = NewMessage(role="assistant", content="\n\n".join(f"Paragraph {i}. " + "words of it " * 30
+                                                           for i in range(6))).record(7, 0.0)
+    parts = passages(long)
+    assert len(parts) > 2 and all(p.seq == 7 and len(p.text) <= PASSAGE_CHARS for p in parts)
+    assert [p.part for p in parts] == list(range(len(parts))) and parts[0].parts == len(parts)
+    assert not passages(NewMessage(role="assistant", content="[SUMMARY] x", kind="summary").record(1, 0.0))
+    assert not passages(NewMessage(role="assistant", content="cut", status="interrupted").record(2, 0.0))
+
+
+def test_words_are_matched_by_their_stems_and_the_new_message_outweighs_the_last_turn():
+    index = SessionIndex()
+    index.add([NewMessage(role="user", content=FACT).record(0, 0.0),
+               *(NewMessage(role="user", content=" ".join(FILLER)).record(i, 0.0) for i in range(1, 30))])
+    assert "move" in terms("she moves") and terms("moved") == terms("moving")
+    ranked = index.lexical.rank(query_terms("Where did Alice move?", " ".join(FILLER * 3)), set(), 5)
+    assert index.lexical.passages[ranked[0][0]].seq == 0
+    assert index.lexical.rank(query_terms("Alice"), {0}, 5) == []  # the active context is left out
