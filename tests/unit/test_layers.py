@@ -192,3 +192,23 @@ def test_files_and_functions_stay_small(package):
                 if length > 60 and path.name != "docgen.py":
                     large.append(f"{path.relative_to(ROOT)}: {node.name} is {length} lines")
     assert not large, "\n".join(large)
+
+
+def test_the_readme_maps_the_same_layers_in_the_same_order():
+    """The README's table of layers names each layer of LAYERS, in order, with its members."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    table = text.split("| layer | where | what |", 1)[1].split("\n\n", 1)[0]
+    rows = [line.split("|")[1:3] for line in table.strip().splitlines()[1:]]
+    assert [name.strip() for name, _ in rows] == [name for name, _ in LAYERS]
+    for (name, where), (_, members) in zip(rows, LAYERS):
+        for member in members:
+            assert f"`{member}" in where, f"README: the {name} layer should name {member}"
+
+
+def test_every_package_is_installed():
+    """pyproject.toml lists every package folder (a missing one is absent from a wheel)."""
+    listed = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    for package in PACKAGES:
+        for init in (ROOT / package).rglob("__init__.py"):
+            name = module_name(init)
+            assert f'"{name}"' in listed, f"pyproject.toml: add {name} to packages"
