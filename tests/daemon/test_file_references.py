@@ -1,4 +1,5 @@
-"""@file references through the daemon: a question's block and its record, tracking, the CLI, a file read as it was when sent, and heavy files read outside the daemon's process."""
+"""@file references through the daemon: a question's block and its record, tracking, the
+CLI, a file read as it was when sent, and heavy files read outside the daemon's process."""
 
 import os
 from pathlib import Path

@@ -1,21 +1,15 @@
-"""Recall through the real daemon and the stand-in: what a prompt recalled is said and recorded, ranking by words alone without an embedding model, the CLI, an imported history recalled after a restart."""
+"""Recall through the real daemon and the stand-in: what a prompt recalled is said and
+recorded, ranking by words alone without an embedding model, the CLI, an imported history
+recalled after a restart."""
 
 import random
 
-
+from chatter import FACT, FILLER, filler_reply
 from conftest import until_idle, wait_for
 from ctxkeep.daemon.recall import select
 from ctxkeep.protocol.events import GenerationRecalled, ResponseGeneration
 
 MODEL = "qwen2.5:7b"
-FILLER = "weather tea garden walk book music film cooking travel sleep coffee bread river cloud".split()
-FACT = "By the way, my sister Alice moved to Lisbon in March."
-
-
-def _reply(messages):
-    if messages[-1]["content"].startswith(("Conversation to summarize", "Summary to shorten", "Summaries of")):
-        return "Summary: they chatted."
-    return "Sure. " + " ".join(random.Random(len(messages)).choice(FILLER) for _ in range(30))
 
 
 def test_the_daemon_says_what_the_prompt_recalled(client, standin):
@@ -23,7 +17,7 @@ def test_the_daemon_says_what_the_prompt_recalled(client, standin):
     block the stand-in received; the answer records them; usage shows their share; status
     says how recall ranks."""
     rng = random.Random(5)
-    standin.reply_fn = _reply
+    standin.reply_fn = filler_reply
     s = client.create_session(model=MODEL, num_ctx=2048).session
     for text in [FACT] + [" ".join(rng.choice(FILLER) for _ in range(25)) for _ in range(40)]:
         acc = client.send(s.id, text)
@@ -91,7 +85,7 @@ def test_an_imported_history_is_recalled_after_a_restart(daemon_factory, standin
                       "--num-ctx", "4096").returncode == 0
     daemon.stop()
     daemon.start()
-    standin.reply_fn = _reply
+    standin.reply_fn = filler_reply
     asked = daemon.cli("ask", "-s", "old", "--jsonl", "Where", "does", "Alice", "live", "these", "days?")
     assert asked.returncode == 0, asked.stderr
     received = next(json.loads(line) for line in asked.stdout.splitlines()

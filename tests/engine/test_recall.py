@@ -1,11 +1,11 @@
-"""Recall (issue 27): the passages of a session's whole history that a new message needs,
-brought into its prompt. Selection as a pure function (hypothesis), the index and the
-engine in-process, and the real daemon with the stand-in."""
+"""Recall (issue 27) in the engine, in-process: the passages of a session's whole history
+that a new message needs, brought into its prompt (selection alone: unit/test_recall_selection.py;
+through the daemon: daemon/test_recall_daemon.py)."""
 
 import asyncio
 import random
 
-
+from chatter import FACT, FILLER, filler_reply
 from ctxkeep.daemon.config import Config
 from ctxkeep.daemon.recall import select
 from ctxkeep.protocol import requests
@@ -14,14 +14,6 @@ from inprocess import InProcess
 from memory_backend import MemoryBackend
 
 MODEL = "qwen2.5:7b"
-FILLER = "weather tea garden walk book music film cooking travel sleep coffee bread river cloud".split()
-FACT = "By the way, my sister Alice moved to Lisbon in March."
-
-
-def _reply(messages):
-    if messages[-1]["content"].startswith(("Conversation to summarize", "Summary to shorten", "Summaries of")):
-        return "Summary: they chatted."
-    return "Sure. " + " ".join(random.Random(len(messages)).choice(FILLER) for _ in range(30))
 
 
 async def _talk(app: InProcess, sid: str, texts: list[str]) -> list[list]:
@@ -37,7 +29,7 @@ async def _talk(app: InProcess, sid: str, texts: list[str]) -> list[list]:
 
 def test_a_fact_gone_from_the_context_comes_back_for_a_question_about_it_only(tmp_path):
     rng = random.Random(3)
-    backend = MemoryBackend(reply=_reply)
+    backend = MemoryBackend(reply=filler_reply)
     app = InProcess(tmp_path, backend, Config(embed_model=""))  # by words alone
 
     async def go():
@@ -61,7 +53,7 @@ def test_recall_never_makes_a_prompt_compact_or_not_fit(tmp_path):
     """In a small window with a long history, every prompt leaves its reply room (the
     in-memory backend refuses any over the window) and recall adds to none that is full."""
     rng = random.Random(4)
-    backend = MemoryBackend(reply=_reply)
+    backend = MemoryBackend(reply=filler_reply)
     app = InProcess(tmp_path, backend, Config(embed_model=""))
 
     async def go():

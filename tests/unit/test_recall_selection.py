@@ -1,5 +1,5 @@
-"""Recall's selection as a pure function (hypothesis): the budget, time order, answers with their questions, passages of long messages, stems."""
-
+"""Recall's selection as a pure function (hypothesis): the budget, time order, answers
+with their questions, passages of long messages, stems."""
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
