@@ -142,6 +142,14 @@ class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         "\"\" = $XDG_CONFIG_HOME/ctxkeep/curve.")] = ""
     remote_file_refs: Annotated[bool, _doc(
         "Whether clients connected over TCP may have @file references read on the daemon's machine.")] = False
+    http_listen: Annotated[str, _doc(
+        "A TCP address for the HTTP front door (Ollama's and OpenAI's APIs), e.g. "
+        "127.0.0.1:11435; \"\" = only its Unix socket, http.sock beside the control socket.")] = ""
+    http_auth: Annotated[Literal["token", "none"], _doc(
+        "Whether HTTP over TCP needs the bearer token kept in the config folder (http-token; "
+        "OpenAI clients send it as their API key); \"none\" only on a loopback address.")] = "token"
+    http_max_body_bytes: Annotated[int, Meta(ge=1024), _doc(
+        "The largest HTTP request body taken in; a larger one is refused with 413.")] = 32 * 1024 * 1024
 
     def resolved_control(self) -> str:
         return os.environ.get("CTXKEEP_CONTROL") or self.control_endpoint or paths.control_endpoint()

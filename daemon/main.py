@@ -81,7 +81,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         daemon.open()
-    except (AlreadyRunning, RuntimeDirError, StoreError, CurveError, OSError, zmq.ZMQError) as exc:
+    except (AlreadyRunning, RuntimeDirError, StoreError, CurveError, ConfigError, OSError,
+            zmq.ZMQError) as exc:
         log.error("%s", exc)
         daemon.close()
         return 1

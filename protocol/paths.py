@@ -58,6 +58,18 @@ def events_endpoint(env: dict[str, str] | None = None) -> str:
     return env.get("CTXKEEP_EVENTS") or f"ipc://{runtime_dir(env) / 'events'}"
 
 
+def http_socket(control: str) -> Path:
+    """The HTTP front door's Unix socket: `http.sock` beside an `ipc://` control socket,
+    else in the runtime folder."""
+    path = ipc_path(control)
+    return (path.parent if path is not None else runtime_dir()) / "http.sock"
+
+
+def http_token_path(env: dict[str, str] | None = None) -> Path:
+    """`$XDG_CONFIG_HOME/ctxkeep/http-token`: the bearer token HTTP clients over TCP send."""
+    return config_path(env).parent / "http-token"
+
+
 def ipc_path(endpoint: str) -> Path | None:
     """The filesystem path of an `ipc://` endpoint, or None for other transports."""
     return Path(endpoint[len("ipc://"):]) if endpoint.startswith("ipc://") else None

@@ -148,8 +148,9 @@ class DaemonThread:
     for the tests that need no process of its own (no signals, restarts or log file), so
     that they start in milliseconds. Same endpoints and environment as a DaemonProcess."""
 
-    def __init__(self, root: Path, ollama_url: str) -> None:
+    def __init__(self, root: Path, ollama_url: str, **settings: Any) -> None:
         self._twin = DaemonProcess(root, ollama_url)  # its folders, endpoints and environment
+        self.settings = settings  # more configuration (e.g. http_listen)
         self.root, self.env = root, self._twin.env
         self.ollama_url = ollama_url
         self._thread: threading.Thread | None = None
@@ -161,13 +162,24 @@ class DaemonThread:
     events = property(lambda self: self._twin.events)
     config_file = property(lambda self: self._twin.config_file)
 
+    @property
+    def http_socket(self) -> Path:
+        """The HTTP front door's Unix socket."""
+        from ctxkeep.protocol.paths import http_socket
+        return http_socket(self.control)
+
+    @property
+    def front_door(self) -> Any:
+        """The daemon's HTTP front door (its URL and token)."""
+        return self._daemon.front_door
+
     def start(self) -> "DaemonThread":
         from ctxkeep.daemon.config import Config
         from ctxkeep.daemon.server.daemon import Daemon
         config = Config(control_endpoint=self.control, events_endpoint=self.events,
                         default_model=TEST_MODEL,
                         store_path=str(self.root / "data" / "ctxkeep" / "store"),
-                        ollama_host=self.ollama_url, drain_timeout=0.0)
+                        ollama_host=self.ollama_url, drain_timeout=0.0, **self.settings)
         self._daemon = Daemon(config, self.config_file)  # `models.default` writes there
         opened = threading.Event()
 

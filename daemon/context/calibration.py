@@ -15,7 +15,6 @@ within [`LOW`, `HIGH`] times the prior: a feature no sample has shown (a script 
 seen, say) keeps its prior weight, so the first estimate of an unseen shape is cautious.
 """
 
-import math
 import re
 from collections import Counter
 

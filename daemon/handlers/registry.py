@@ -32,6 +32,9 @@ class Caller:
     machine (TCP), which may be allowed less (e.g. no @file references)."""
 
     remote: bool = False
+    #: Whether `@path` in its messages names files to read: not for HTTP clients, whose
+    #: users type text for a model, not paths on the daemon's machine (an `@` stays text).
+    files: bool = True
 
 
 LOCAL = Caller()

@@ -20,7 +20,7 @@ async def send(services: Services, req: requests.Send, record: SessionRecord, *,
     # that names none does not pay the hop; large ones are read in a worker process).
     files = await services.files.expand(
         req.text, req.cwd, FileSettings.of(services.config, caller.remote, record.window),
-        services.estimator.weights(record.model)) if find_refs(req.text) else []
+        services.estimator.weights(record.model)) if caller.files and find_refs(req.text) else []
     job, ahead, _ = await services.generations.accept(record, req.text, req.think, files)
     return Accepted(id=req.id, session_id=record.id, generation_id=job.id, ahead=ahead,
                     files=[f.info() for f in files],

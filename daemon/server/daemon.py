@@ -14,23 +14,22 @@ import zmq.asyncio
 from ctxkeep.protocol import DAEMON_VERSION, PROTOCOL_VERSION, ErrorCode
 from ctxkeep.protocol.events import DaemonStatusEvent
 from ctxkeep.protocol.structs import DaemonStatus
-from ctxkeep.protocol.paths import ipc_path
+from ctxkeep.protocol.paths import http_socket, http_token_path, ipc_path
 from ctxkeep.daemon import services
 from ctxkeep.daemon.config import Config, ConfigError, apply_live, load
 from ctxkeep.daemon.jobs.queue import SessionJobs
 from ctxkeep.daemon.backends.facts import same_model
-from ctxkeep.daemon.backends.backend import ModelCallError, OllamaBackend
+from ctxkeep.daemon.backends.backend import OllamaBackend
 from ctxkeep.daemon.server import runtime, systemd
+from ctxkeep.daemon.server.ollama_watch import watch_ollama
 from ctxkeep.daemon.transports.zmq import curve
 from ctxkeep.daemon.events.bus import EventBus
 from ctxkeep.daemon.transports.zmq.publisher import EventPublisher
 from ctxkeep.daemon.transports.zmq.controller import Controller
+from ctxkeep.daemon.transports.http.server import FrontDoor
 from ctxkeep.daemon.store.store import Store, StoreError
 
 log = logging.getLogger(__name__)
-#: Seconds between checks of Ollama while it answers, and while it does not.
-OLLAMA_CHECK_S = 60.0
-OLLAMA_RETRY_S = 2.0
 
 
 
@@ -106,6 +105,7 @@ class Daemon:
                                        self.status, lambda: self.stopping, self.config_path)
         self.jobs = self.services.jobs
         self.controller = Controller(self.services, self.config.max_frame_bytes)
+        self.front_door = FrontDoor(self.services, http_socket(self.control_endpoint), http_token_path())
         for session_id, seqs in self.store.history.recover(ErrorCode.DAEMON_RESTARTED.value):
             log.warning("session=%s: %d question(s) were left unanswered when ctxkeepd stopped; "
                         "marked interrupted", session_id, len(seqs))
@@ -193,13 +193,20 @@ class Daemon:
             raise runtime.RuntimeDirError(
                 f"cannot listen on {self.config.tcp_control or self.config.tcp_events}: {exc}: "
                 "free the port or change tcp_control / tcp_events in config.toml") from None
+        try:
+            await self.front_door.start()
+        except OSError as exc:
+            where = self.config.http_listen or self.front_door.socket_path
+            raise runtime.RuntimeDirError(f"cannot serve HTTP on {where}: {exc.strerror}: free the "
+                                          "port or change http_listen in config.toml") from None
         tasks = self._control_tasks = [
             asyncio.create_task(self.controller.serve(router, remote), name="control")
             for router, remote in self.routers]
         tasks += [asyncio.create_task(serve(sock), name=serve.__name__)
                   for sock in self.publisher.sockets
                   for serve in (self.publisher.serve_subscriptions, self.publisher.serve_connections)]
-        tasks.append(asyncio.create_task(self._watch_ollama(), name="ollama-check"))
+        tasks.append(asyncio.create_task(watch_ollama(
+            self.backend, self.services.recaller.embedder.retry, self._ollama_changed), name="ollama-check"))
         interval = systemd.watchdog_interval()
         if interval:
             tasks.append(asyncio.create_task(self._watchdog(interval), name="watchdog"))
@@ -213,6 +220,7 @@ class Daemon:
         systemd.notify("STOPPING=1", "STATUS=stopping: finishing running work")
         log.info("stopping: finishing running generations")
         await self.jobs.drain(self.config.drain_timeout)
+        await self.front_door.close()
         self.bus.publish(DaemonStatusEvent(status=self.status(), stopping=True))
         for task in tasks:
             task.cancel()
@@ -249,35 +257,9 @@ class Daemon:
         if self._store_lock is not None:
             self._store_lock.release()
 
-    async def _watch_ollama(self) -> None:
-        """Check Ollama at start, every minute (every 2 s while it is unreachable),
-        and at once when a model call finds it otherwise than the last check said; say
-        clearly when it is unreachable, and tell clients every change."""
-        known: tuple[bool, str] | None = None
-        while True:
-            woken = self.backend.changed.is_set()  # by a model call, or a model pulled
-            self.backend.changed.clear()
-            status = await self.backend.check()
-            if woken or (status.reachable, status.version) != known:
-                self.services.recaller.embedder.retry()  # it may have the embedding model now
-            if status.reachable:  # and which models it has (is the default one of them?)
-                try:
-                    await self.backend.installed(details=False)
-                except ModelCallError:
-                    pass
-            if (status.reachable, status.version) != known:
-                if status.reachable:
-                    log.info("Ollama %s reachable at %s", status.version, status.host)
-                else:
-                    log.warning("Ollama is not reachable at %s: %s", status.host, status.error)
-                known = (status.reachable, status.version)
-                systemd.notify(self._status_line())
-                self.bus.publish(DaemonStatusEvent(status=self.status()))  # clients learn it too
-            interval = OLLAMA_CHECK_S if status.reachable else OLLAMA_RETRY_S
-            try:
-                await asyncio.wait_for(self.backend.changed.wait(), interval)
-            except asyncio.TimeoutError:
-                pass
+    def _ollama_changed(self) -> None:
+        systemd.notify(self._status_line())
+        self.bus.publish(DaemonStatusEvent(status=self.status()))  # clients learn it too
 
     def status(self) -> DaemonStatus:
         return DaemonStatus(

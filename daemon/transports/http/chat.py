@@ -1,0 +1,179 @@
+"""A chat request from a stateless client, run as a turn of a session: the session its
+conversation continues (or a new one, or a branch), the model and options it names, the
+new message sent through the same handler as `send`, and the turn's events as they come."""
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from ctxkeep.protocol import ErrorCode, requests
+from ctxkeep.protocol.events import (
+    Event, GenerationError, GenerationThinking, GenerationToken, ResponseGeneration,
+)
+from ctxkeep.protocol.replies import Accepted, Error, Reply, SessionReply
+from ctxkeep.protocol.structs import ImportedMessage
+from ctxkeep.daemon.handlers.dispatch import dispatch
+from ctxkeep.daemon.handlers.registry import Caller
+from ctxkeep.daemon.services import Services
+from ctxkeep.daemon.store.records import SessionRecord
+from ctxkeep.daemon.store.store import UnknownSession
+from ctxkeep.daemon.transports.http.conversations import ConversationIndex, in_conversation
+from ctxkeep.daemon.transports.http.errors import HttpError
+
+#: How much of the first message names a new session.
+NAME_CHARS = 48
+
+
+@dataclass
+class ChatRequest:
+    """What an Ollama or OpenAI chat request asks, in the engine's terms."""
+
+    model: str
+    system: str
+    #: The conversation before the new message: (role, content), oldest first.
+    history: list[tuple[str, str]]
+    text: str
+    options: dict[str, Any] = field(default_factory=dict)
+    num_ctx: int | None = None
+    think: bool | None = None
+    #: A session picked by name (X-Ctxkeep-Session or a `session` field): "" = match.
+    session: str = ""
+
+
+def split_messages(messages: list[tuple[str, str]]) -> tuple[str, list[tuple[str, str]], str]:
+    """(system prompt, the conversation before the new message, the new message's text)."""
+    system = "\n\n".join(c for r, c in messages if r == "system")
+    talk = [(r, c) for r, c in messages if r in ("user", "assistant")]
+    if len(talk) != len([m for m in messages if m[0] != "system"]):
+        raise HttpError(ErrorCode.INVALID_REQUEST.value, "messages may only be system, user and "
+                        "assistant messages here (tool messages are not supported yet)")
+    if not talk or talk[-1][0] != "user" or not talk[-1][1].strip():
+        raise HttpError(ErrorCode.INVALID_REQUEST.value,
+                        "the last message must be the user's, and not empty: it is the new turn")
+    return system, talk[:-1], talk[-1][1]
+
+
+class Chats:
+    """Runs chat requests as session turns, for every HTTP API."""
+
+    def __init__(self, services: Services, caller: Caller) -> None:
+        self.services = services
+        self.caller = caller
+        self.index = ConversationIndex(services.store)
+        self._stop_listening = services.bus.listen(self.index.seen)
+
+    def close(self) -> None:
+        self._stop_listening()
+
+    async def call(self, request: requests.Request) -> Reply:
+        """A request through the handlers (as any transport makes one); errors raised."""
+        reply = await dispatch(self.services, request, self.caller)
+        if isinstance(reply, Error):
+            raise HttpError(reply.code, reply.message)
+        return reply
+
+    async def session_for(self, chat: ChatRequest) -> str:
+        """The session this conversation continues, branches from, or starts; its model
+        and options set as the request names them."""
+        if chat.session:
+            session = await self._named(chat)
+        else:
+            await self.services.store.off_loop(self.index.refresh)
+            match = self.index.find(chat.system, chat.history)
+            if match.continues and match.session:
+                session = self.services.store.sessions.get(match.session)
+            else:
+                session = await self._start(chat, match.session, match.shared, match.at_seq)
+        return await self._configure(session, chat)
+
+    async def _named(self, chat: ChatRequest) -> SessionRecord:
+        try:
+            return self.services.store.sessions.get(chat.session)
+        except UnknownSession:
+            pass  # made with that name, the conversation imported
+        reply = await self.call(requests.SessionImport(
+            name=chat.session, model=chat.model, system=chat.system,
+            messages=[ImportedMessage(role=r, content=c) for r, c in chat.history]))
+        assert isinstance(reply, SessionReply)
+        return self.services.store.sessions.get(reply.session.id)
+
+    async def _start(self, chat: ChatRequest, source: str | None, shared: int, at_seq: int
+                     ) -> SessionRecord:
+        """A new session: the conversation imported; when it shares its start with a stored
+        one (an edited or regenerated message), that one's messages up to where they part
+        are copied from its history and the session is named as its branch."""
+        copied: list[ImportedMessage] = []
+        name = " ".join(chat.text.split())[:NAME_CHARS] if not chat.history else \
+            " ".join(chat.history[0][1].split())[:NAME_CHARS]
+        if source is not None:
+            origin = self.services.store.sessions.get(source)
+            page, _, _ = await self.services.store.off_loop(
+                self.services.store.history.page, source, 0, at_seq + 1)
+            copied = [ImportedMessage(role=m.role, content=m.content, thinking=m.thinking)
+                      for m in page if in_conversation(m)][:shared]
+            name = f"{origin.name or origin.id[:8]} (branch)"
+        rest = [ImportedMessage(role=r, content=c) for r, c in chat.history[len(copied):]]
+        for attempt in range(1, 100):
+            try:
+                reply = await self.call(requests.SessionImport(
+                    name=name if attempt == 1 else f"{name} {attempt}", model=chat.model,
+                    system=chat.system, messages=copied + rest))
+                break
+            except HttpError as exc:
+                if "exists already" not in exc.message:  # another session has that name
+                    raise
+        assert isinstance(reply, SessionReply)
+        return self.services.store.sessions.get(reply.session.id)
+
+    async def _configure(self, session: SessionRecord, chat: ChatRequest) -> str:
+        change = requests.SetModel(session=session.id)
+        if chat.model and chat.model != session.model:
+            change.model = chat.model
+        if chat.options and chat.options != session.options:
+            change.options = chat.options
+        if chat.num_ctx and chat.num_ctx != session.num_ctx:
+            change.num_ctx = chat.num_ctx
+        if change.model or change.options is not None or change.num_ctx is not None:
+            await self.call(change)
+        return session.id
+
+    async def run(self, session_id: str, chat: ChatRequest) -> AsyncIterator[Event]:
+        """Send the new message and yield the turn's events up to its terminal one. If the
+        caller stops listening first (its client went away), the turn is cancelled: its
+        partial answer stays in history, marked interrupted."""
+        events: asyncio.Queue[Event] = asyncio.Queue()
+        stop = self.services.bus.listen(
+            lambda e: events.put_nowait(e) if e.session_id == session_id else None)
+        generation = ""
+        ended = False
+        try:
+            accepted = await self.call(requests.Send(session=session_id, text=chat.text, think=chat.think))
+            assert isinstance(accepted, Accepted)
+            generation = accepted.generation_id
+            while not ended:
+                event = await events.get()
+                if getattr(event, "generation_id", None) != generation:
+                    continue
+                ended = isinstance(event, (ResponseGeneration, GenerationError))
+                yield event
+        finally:
+            stop()
+            if generation and not ended:
+                await asyncio.shield(dispatch(self.services, requests.Cancel(
+                    session=session_id, generation_id=generation), self.caller))
+
+    async def answer(self, chat: ChatRequest) -> AsyncIterator[tuple[str, Any]]:
+        """The answer as it streams: ("thinking", text), ("token", text), then ("done",
+        the ResponseGeneration). A turn that fails raises HttpError (before anything was
+        yielded, the client gets an error status; after, an error in the stream)."""
+        session_id = await self.session_for(chat)
+        async for event in self.run(session_id, chat):
+            if isinstance(event, GenerationError):
+                raise HttpError(event.code, event.message)
+            if isinstance(event, ResponseGeneration):
+                yield "done", event
+            elif isinstance(event, GenerationToken):
+                yield "token", event.text
+            elif isinstance(event, GenerationThinking):
+                yield "thinking", event.text

@@ -1,0 +1,166 @@
+"""Ollama's HTTP API (docs/api.md of the Ollama project), answered by ctxkeepd: `/api/chat`
+runs as a session turn; `/api/generate` is passed through once it is known to fit; the
+endpoints that hold no conversation are Ollama's own answers, forwarded."""
+
+import time
+from contextlib import aclosing
+from typing import Any
+
+import msgspec
+from aiohttp import web
+
+from ctxkeep.protocol import ErrorCode
+from ctxkeep.protocol.events import ResponseGeneration
+from ctxkeep.daemon.transports.http.chat import ChatRequest, Chats, split_messages
+from ctxkeep.daemon.transports.http.errors import HttpError, ollama_error
+from ctxkeep.daemon.transports.http.passthrough import Passthrough
+from ctxkeep.daemon.transports.http.wire import NDJSON, decode_body, rfc3339
+
+
+class OllamaMessage(msgspec.Struct, kw_only=True):
+    role: str
+    content: str = ""
+    thinking: str | None = None
+    images: list[str] | None = None
+    tool_calls: list[Any] | None = None
+
+
+class OllamaChat(msgspec.Struct, kw_only=True):
+    """POST /api/chat's body."""
+
+    model: str
+    messages: list[OllamaMessage] = []
+    stream: bool = True
+    options: dict[str, Any] | None = None
+    think: bool | str | None = None
+    format: Any = None
+    keep_alive: Any = None
+    tools: list[Any] | None = None
+    #: ctxkeep's own: a session by name (as the X-Ctxkeep-Session header).
+    session: str = ""
+
+
+class OllamaGenerate(msgspec.Struct, kw_only=True):
+    """The fields of POST /api/generate's body that its window check reads."""
+
+    model: str
+    prompt: str = ""
+    system: str = ""
+    options: dict[str, Any] | None = None
+
+
+def chat_request(body: OllamaChat, header_session: str) -> ChatRequest:
+    """The chat as the engine runs it; what it cannot run yet refused by name."""
+    for name, given in (("images", any(m.images for m in body.messages)), ("tools", bool(body.tools)),
+                        ("tool calls", any(m.tool_calls for m in body.messages)),
+                        ("format", body.format not in (None, ""))):
+        if given:
+            raise HttpError(ErrorCode.INVALID_REQUEST.value, f"{name} are not supported by ctxkeepd yet: "
+                            "send the conversation without them, or ask Ollama directly")
+    system, history, text = split_messages([(m.role, m.content) for m in body.messages])
+    options = dict(body.options or {})
+    num_ctx = options.pop("num_ctx", None)
+    think = body.think if isinstance(body.think, bool) or body.think is None else True
+    return ChatRequest(model=body.model, system=system, history=history, text=text, options=options,
+                       num_ctx=int(num_ctx) if num_ctx else None, think=think,
+                       session=header_session or body.session)
+
+
+def _chunk(model: str, content: str = "", thinking: str = "", **final: Any) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if thinking:
+        message["thinking"] = thinking
+    return {"model": model, "created_at": rfc3339(), "message": message, "done": bool(final), **final}
+
+
+def _final(model: str, done: ResponseGeneration, started: int, first: int) -> dict[str, Any]:
+    now = time.monotonic_ns()
+    return {"done_reason": "stop", "total_duration": now - started, "load_duration": 0,
+            "prompt_eval_count": done.token_count, "prompt_eval_duration": max(first - started, 0),
+            "eval_count": done.eval_count, "eval_duration": max(now - first, 0)}
+
+
+class OllamaApi:
+    """The routes of Ollama's API."""
+
+    def __init__(self, chats: Chats, passthrough: Passthrough) -> None:
+        self.chats = chats
+        self.passthrough = passthrough
+
+    def routes(self) -> list[web.RouteDef]:
+        forward = self._forward
+        return [web.get("/", self.root),  # GET routes answer HEAD too
+                web.post("/api/chat", self.chat), web.post("/api/generate", self.generate),
+                web.get("/api/tags", forward), web.post("/api/show", forward), web.get("/api/ps", forward),
+                web.get("/api/version", forward), web.post("/api/embed", forward),
+                web.post("/api/embeddings", forward), web.post("/api/pull", forward)]
+
+    async def root(self, request: web.Request) -> web.Response:
+        return web.Response(text="Ollama is running")  # what Ollama answers; clients probe it
+
+    async def _forward(self, request: web.Request) -> web.StreamResponse:
+        try:
+            return await self.passthrough.forward(request, request.path)
+        except HttpError as error:
+            return ollama_error(error)
+
+    async def generate(self, request: web.Request) -> web.StreamResponse:
+        """Stateless: passed through, but refused when the prompt cannot fit its window
+        (Ollama would cut its start silently)."""
+        try:
+            raw = await request.read()
+            body = decode_body(raw, OllamaGenerate)
+            num_ctx = int((body.options or {}).get("num_ctx") or self.chats.services.config.num_ctx)
+            messages = [{"role": "system", "content": body.system}] if body.system else []
+            estimate = self.chats.services.estimator.prompt(body.model, messages + [
+                {"role": "user", "content": body.prompt}])
+            if estimate > num_ctx:
+                raise HttpError(ErrorCode.CONTEXT_OVERFLOW.value, f"the prompt is about {estimate} tokens, "
+                                f"over num_ctx {num_ctx}: Ollama would silently drop its start; shorten "
+                                "it or raise options.num_ctx")
+            return await self.passthrough.forward(request, request.path, raw)
+        except HttpError as error:
+            return ollama_error(error)
+
+    async def chat(self, request: web.Request) -> web.StreamResponse:
+        started = time.monotonic_ns()
+        try:
+            body = decode_body(await request.read(), OllamaChat)
+            chat = chat_request(body, request.headers.get("X-Ctxkeep-Session", ""))
+        except HttpError as error:
+            return ollama_error(error)
+        async with aclosing(self.chats.answer(chat)) as answer:
+            try:
+                kind, value = await anext(answer)
+            except HttpError as error:
+                return ollama_error(error)
+            first = time.monotonic_ns()
+            if not body.stream:
+                return await self._whole(body.model, kind, value, answer, started, first)
+            response = web.StreamResponse(headers={"Content-Type": NDJSON})
+            await response.prepare(request)
+            try:
+                while True:
+                    if kind == "done":
+                        await response.write(msgspec.json.encode(_chunk(body.model, **_final(
+                            body.model, value, started, first))) + b"\n")
+                        break
+                    await response.write(msgspec.json.encode(_chunk(
+                        body.model, **{("content" if kind == "token" else "thinking"): value})) + b"\n")
+                    kind, value = await anext(answer)
+            except HttpError as error:  # Ollama's way: an error line in the stream
+                await response.write(msgspec.json.encode({"error": error.message}) + b"\n")
+            await response.write_eof()
+            return response
+
+    async def _whole(self, model: str, kind: str, value: Any, answer, started: int, first: int) -> web.Response:
+        """stream: false — the answer as one object."""
+        content, thinking = [], []
+        try:
+            while kind != "done":
+                (content if kind == "token" else thinking).append(value)
+                kind, value = await anext(answer)
+        except HttpError as error:
+            return ollama_error(error)
+        return web.json_response(_chunk(model, "".join(content), "".join(thinking),
+                                        **_final(model, value, started, first)))

@@ -1,0 +1,194 @@
+"""OpenAI's HTTP API as its clients use it against a local server: `/v1/models`,
+`/v1/chat/completions` (server-sent events, or one object) run as a session turn with
+`usage.prompt_tokens` the exact count, and `/v1/embeddings` through Ollama's /api/embed.
+`num_ctx` (top level or in `options`, as extra body fields) is honoured."""
+
+import time
+import uuid
+from contextlib import aclosing
+from datetime import datetime
+from typing import Any
+
+import msgspec
+from aiohttp import web
+
+from ctxkeep.protocol import ErrorCode
+from ctxkeep.daemon.transports.http.chat import ChatRequest, Chats, split_messages
+from ctxkeep.daemon.transports.http.errors import HttpError, openai_error
+from ctxkeep.daemon.transports.http.passthrough import Passthrough
+from ctxkeep.daemon.transports.http.wire import decode_body
+
+
+class OpenAIMessage(msgspec.Struct, kw_only=True):
+    role: str
+    content: str | list[dict[str, Any]] | None = None
+
+
+class StreamOptions(msgspec.Struct, kw_only=True):
+    include_usage: bool = False
+
+
+class ChatCompletion(msgspec.Struct, kw_only=True):
+    """POST /v1/chat/completions' body (the fields ctxkeepd reads; others are ignored)."""
+
+    model: str
+    messages: list[OpenAIMessage]
+    stream: bool = False
+    stream_options: StreamOptions | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    max_tokens: int | None = None
+    max_completion_tokens: int | None = None
+    stop: str | list[str] | None = None
+    seed: int | None = None
+    frequency_penalty: float | None = None
+    presence_penalty: float | None = None
+    tools: list[Any] | None = None
+    response_format: dict[str, Any] | None = None
+    num_ctx: int | None = None
+    options: dict[str, Any] | None = None
+    session: str = ""
+
+
+def _text(message: OpenAIMessage) -> str:
+    if message.content is None or isinstance(message.content, str):
+        return message.content or ""
+    if any(part.get("type") != "text" for part in message.content):
+        raise HttpError(ErrorCode.INVALID_REQUEST.value, "only text content parts are supported by "
+                        "ctxkeepd yet (no images or audio)")
+    return "".join(str(part.get("text", "")) for part in message.content)
+
+
+def chat_request(body: ChatCompletion, header_session: str) -> ChatRequest:
+    if body.tools:
+        raise HttpError(ErrorCode.INVALID_REQUEST.value, "tools are not supported by ctxkeepd yet")
+    if body.response_format and body.response_format.get("type") not in (None, "text"):
+        raise HttpError(ErrorCode.INVALID_REQUEST.value, "response_format is not supported by ctxkeepd yet")
+    system, history, text = split_messages([("system" if m.role == "developer" else m.role, _text(m))
+                                            for m in body.messages])
+    options = dict(body.options or {})
+    for name, value in (("temperature", body.temperature), ("top_p", body.top_p), ("seed", body.seed),
+                        ("num_predict", body.max_completion_tokens or body.max_tokens),
+                        ("frequency_penalty", body.frequency_penalty),
+                        ("presence_penalty", body.presence_penalty),
+                        ("stop", [body.stop] if isinstance(body.stop, str) else body.stop)):
+        if value is not None:
+            options[name] = value
+    num_ctx = body.num_ctx or options.pop("num_ctx", None)
+    options.pop("num_ctx", None)
+    return ChatRequest(model=body.model, system=system, history=history, text=text, options=options,
+                       num_ctx=int(num_ctx) if num_ctx else None, session=header_session or body.session)
+
+
+def _usage(done: Any) -> dict[str, int]:
+    return {"prompt_tokens": done.token_count, "completion_tokens": done.eval_count,
+            "total_tokens": done.token_count + done.eval_count}
+
+
+class OpenAIApi:
+    """The routes of OpenAI's API."""
+
+    def __init__(self, chats: Chats, passthrough: Passthrough) -> None:
+        self.chats = chats
+        self.passthrough = passthrough
+
+    def routes(self) -> list[web.RouteDef]:
+        return [web.get("/v1/models", self.models), web.post("/v1/chat/completions", self.completions),
+                web.post("/v1/embeddings", self.embeddings)]
+
+    async def _ollama(self, path: str, body: dict[str, Any] | None = None) -> Any:
+        """Ollama's JSON answer to `path` (GET, or POST with `body`)."""
+        return await self.passthrough.json(path, body)
+
+    async def models(self, request: web.Request) -> web.Response:
+        try:
+            tags = await self._ollama("/api/tags")
+        except HttpError as error:
+            return openai_error(error)
+        return web.json_response({"object": "list", "data": [
+            {"id": m["name"], "object": "model", "owned_by": "library",
+             "created": _created(m.get("modified_at", ""))} for m in tags.get("models", [])]})
+
+    async def embeddings(self, request: web.Request) -> web.Response:
+        try:
+            body = decode_body(await request.read(), dict)
+            if "model" not in body or "input" not in body:
+                raise HttpError(ErrorCode.INVALID_REQUEST.value, "model and input are required")
+            answer = await self._ollama("/api/embed", {"model": body["model"], "input": body["input"]})
+        except HttpError as error:
+            return openai_error(error)
+        vectors = answer.get("embeddings", [])
+        count = answer.get("prompt_eval_count", 0)
+        return web.json_response({"object": "list", "model": body["model"], "data": [
+            {"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(vectors)],
+            "usage": {"prompt_tokens": count, "total_tokens": count}})
+
+    async def completions(self, request: web.Request) -> web.StreamResponse:
+        try:
+            body = decode_body(await request.read(), ChatCompletion)
+            chat = chat_request(body, request.headers.get("X-Ctxkeep-Session", ""))
+        except HttpError as error:
+            return openai_error(error)
+        created = int(time.time())
+        async with aclosing(self.chats.answer(chat)) as answer:
+            try:
+                kind, value = await anext(answer)
+            except HttpError as error:
+                return openai_error(error)
+            if not body.stream:
+                return await self._whole(body, kind, value, answer, created)
+            return await self._stream(request, body, kind, value, answer, created)
+
+    async def _whole(self, body: ChatCompletion, kind: str, value: Any, answer, created: int) -> web.Response:
+        content = []
+        try:
+            while kind != "done":
+                if kind == "token":
+                    content.append(value)
+                kind, value = await anext(answer)
+        except HttpError as error:
+            return openai_error(error)
+        return web.json_response({
+            "id": f"chatcmpl-{value.generation_id}", "object": "chat.completion", "created": created,
+            "model": body.model, "system_fingerprint": "ctxkeep",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": "".join(content)},
+                         "finish_reason": "stop", "logprobs": None}],
+            "usage": _usage(value)})
+
+    async def _stream(self, request: web.Request, body: ChatCompletion, kind: str, value: Any,
+                      answer, created: int) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream",
+                                               "Cache-Control": "no-cache"})
+        await response.prepare(request)
+        ident = f"chatcmpl-{uuid.uuid4().hex[:24]}"
+
+        async def send(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> None:
+            chunk = {"id": ident, "object": "chat.completion.chunk", "created": created, "model": body.model,
+                     "system_fingerprint": "ctxkeep",
+                     "choices": [{"index": 0, "delta": delta, "finish_reason": finish}], **extra}
+            if "usage" in extra:
+                chunk["choices"] = []
+            await response.write(b"data: " + msgspec.json.encode(chunk) + b"\n\n")
+        try:
+            await send({"role": "assistant", "content": ""})
+            while kind != "done":
+                if kind == "token":
+                    await send({"content": value})
+                kind, value = await anext(answer)
+            await send({}, "stop")
+            if body.stream_options and body.stream_options.include_usage:
+                await send({}, usage=_usage(value))
+        except HttpError as error:
+            await response.write(b"data: " + msgspec.json.encode({"error": {
+                "message": error.message, "type": "server_error", "param": None, "code": error.code}}) + b"\n\n")
+        await response.write(b"data: [DONE]\n\n")
+        await response.write_eof()
+        return response
+
+
+def _created(stamp: str) -> int:
+    """Ollama's modified_at as seconds since the epoch (0 when it cannot be read)."""
+    try:
+        return int(datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp())
+    except ValueError:
+        return 0

@@ -1,0 +1,68 @@
+"""Ollama's own endpoints that hold no conversation (the model list, a model's facts, the
+loaded models, the version, embeddings, pulls), forwarded to the Ollama ctxkeepd uses: the
+client gets Ollama's answer as Ollama sent it, streamed as it comes."""
+
+from typing import Any
+
+import aiohttp
+from aiohttp import web
+
+from ctxkeep.protocol import ErrorCode
+from ctxkeep.daemon.transports.http.errors import HttpError
+
+#: Request headers passed on (others, such as the front door's Authorization, are not).
+FORWARDED = ("Content-Type", "Accept")
+
+
+class Passthrough:
+    """One connection pool to Ollama, for the daemon's lifetime."""
+
+    def __init__(self, host: str) -> None:
+        self.host = host.rstrip("/")
+        self._session: aiohttp.ClientSession | None = None
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+
+    def _client(self) -> aiohttp.ClientSession:
+        if self._session is None:
+            self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None, sock_connect=5))
+        return self._session
+
+    def _unreachable(self, exc: Exception) -> HttpError:
+        return HttpError(ErrorCode.OLLAMA_UNREACHABLE.value,
+                         f"Ollama at {self.host} is not reachable ({exc}): start it "
+                         "(`ollama serve`) or set ollama_host in ctxkeep's config.toml")
+
+    async def json(self, path: str, body: dict[str, Any] | None = None) -> Any:
+        """Ollama's JSON answer to GET `path` (POST, with `body`); its error raised as HttpError."""
+        try:
+            async with self._client().request("POST" if body is not None else "GET", self.host + path,
+                                              json=body) as answer:
+                data = await answer.json(content_type=None)
+                if answer.status >= 400:
+                    message = data.get("error", "") if isinstance(data, dict) else str(data)
+                    code = ErrorCode.MODEL_NOT_FOUND if answer.status == 404 else ErrorCode.OLLAMA_ERROR
+                    raise HttpError(code.value, f"Ollama: {message}", answer.status)
+                return data
+        except aiohttp.ClientError as exc:
+            raise self._unreachable(exc) from None
+
+    async def forward(self, request: web.Request, path: str, body: bytes | None = None) -> web.StreamResponse:
+        """`request` sent on to Ollama's `path`; its answer streamed back."""
+        data = body if body is not None else await request.read()
+        headers = {k: request.headers[k] for k in FORWARDED if k in request.headers}
+        try:
+            upstream = await self._client().request(request.method, self.host + path, data=data or None,
+                                                   headers=headers)
+        except aiohttp.ClientError as exc:
+            raise self._unreachable(exc) from None
+        async with upstream:
+            response = web.StreamResponse(status=upstream.status)
+            response.content_type = upstream.content_type
+            await response.prepare(request)
+            async for piece in upstream.content.iter_any():
+                await response.write(piece)
+            await response.write_eof()
+            return response
