@@ -53,10 +53,13 @@ def standin_process(first_token_ms: float = 0.0, token_ms: float = 0.0) -> Itera
 
 
 @contextmanager
-def daemon_for(url: str) -> Iterator[DaemonProcess]:
-    """ctxkeepd in its own process on a throw-away store (removed after), logging warnings."""
+def daemon_for(url: str, config: str = "") -> Iterator[DaemonProcess]:
+    """ctxkeepd in its own process on a throw-away store (removed after), logging warnings;
+    `config`: lines for its config.toml."""
     root = Path(tempfile.mkdtemp(prefix="ckb", dir="/tmp"))
     daemon = DaemonProcess(root, url, log_level="warning")
+    if config:
+        daemon.write_config(config)
     try:
         yield daemon.start()
     finally:

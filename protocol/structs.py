@@ -199,6 +199,10 @@ class DaemonStatus(msgspec.Struct, kw_only=True):
     default_model_installed: bool | None = None
     #: How recall ranks: by words and meaning, by words only (and why), or off.
     recall: str = ""
+    #: The HTTP front door (Ollama's and OpenAI's APIs): its Unix socket, and its TCP URL
+    #: ("" when http_listen is not set).
+    http_socket: str = ""
+    http_url: str = ""
 
 
 class Segments(msgspec.Struct, kw_only=True):

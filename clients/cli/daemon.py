@@ -1,4 +1,4 @@
-"""`ctxkeep daemon run|install|uninstall|status`: run ctxkeepd, or manage it as a systemd user service."""
+"""`ctxkeep daemon run|install|uninstall|status|backup|http`: run ctxkeepd, or manage it as a systemd user service."""
 
 import argparse
 import os
@@ -41,6 +41,10 @@ def add_parser(commands) -> argparse.ArgumentParser:
                                             "into DEST (a new folder). See docs/operations.md "
                                             "for restoring it.")
     backup.add_argument("dest", metavar="DEST", help="a new, empty folder")
+    http = actions.add_parser("http", help="where the HTTP front door (Ollama and OpenAI APIs) listens",
+                              description="Print the HTTP front door's Unix socket and TCP URL, and "
+                                          "how to point Ollama and OpenAI clients at it (docs/http.md).")
+    http.add_argument("--show-token", action="store_true", help="print the bearer token too")
     return parser
 
 
@@ -162,6 +166,9 @@ def run(args: argparse.Namespace) -> int:
     if args.action == "status":
         args.json = False
         return status(args)
+    if args.action == "http":
+        from . import http
+        return http.show(args)
     if args.action == "backup":
         return subprocess.run([sys.executable, "-m", "ctxkeep.daemon.main", "backup",
                                args.dest]).returncode
