@@ -333,7 +333,7 @@ def _settled_rss(pid: int) -> float:
 @pytest.mark.parametrize("size", [200, 40])
 def test_a_hostile_subscriber_cannot_grow_the_daemon(daemon_factory, size):
     """20,000 subscriptions of `size` bytes, then ten of 1 MiB: the daemon's memory stays
-    within 32 MiB of where it was, falls back once the subscriber is gone, and it serves
+    within 40 MiB of where it was, falls back once the subscriber is gone, and it serves
     on. (libzmq keeps a copy of every subscription a connection sends: prefixes over the
     limit now end their connection unread, and a connection refused too often is closed.)"""
     daemon = daemon_factory().start()
@@ -352,7 +352,7 @@ def test_a_hostile_subscriber_cannot_grow_the_daemon(daemon_factory, size):
         hostile.stdin.flush()
     hostile.wait(30)
     after = _settled_rss(pid) - start
-    assert max(peaks) <= 32, (start, peaks)
+    assert max(peaks) <= 40, (start, peaks)
     assert after <= 8, (start, peaks, after)
     with daemon.client() as c:
         assert c.subscribe("").status.pid == pid
