@@ -203,6 +203,8 @@ class DaemonStatus(msgspec.Struct, kw_only=True):
     #: ("" when http_listen is not set).
     http_socket: str = ""
     http_url: str = ""
+    #: Whether HTTP over TCP needs the bearer token ("token") or not ("none").
+    http_auth: str = ""
 
 
 class Segments(msgspec.Struct, kw_only=True):

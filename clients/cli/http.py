@@ -15,18 +15,20 @@ def show(args: argparse.Namespace) -> int:
     except CtxkeepError as exc:
         return fail(f"{exc}")
     token_file = paths.http_token_path()
-    token = token_file.read_text().strip() if status.http_url and token_file.exists() else ""
+    needs_token = status.http_auth == "token"
+    token = token_file.read_text().strip() if needs_token and token_file.exists() else ""
     print(f"Unix socket (no token): {status.http_socket}")
     print(f"  curl --unix-socket {status.http_socket} http://localhost/api/tags")
     if not status.http_url:
         print('TCP: off. To serve Ollama and OpenAI clients over TCP, set in config.toml\n'
               '  http_listen = "127.0.0.1:11435"\nthen restart ctxkeepd.')
         return 0
-    print(f"TCP: {status.http_url}" + (f"  (token in {token_file})" if token else "  (no token)"))
+    print(f"TCP: {status.http_url}" + (f"  (bearer token in {token_file})" if needs_token else "  (no token)"))
     print("Point clients at it:")
     print(f"  Ollama clients:  OLLAMA_HOST={status.http_url}" +
-          ("  (and send `Authorization: Bearer TOKEN`)" if token else ""))
-    print(f"  OpenAI clients:  base URL {status.http_url}/v1, API key " + ("the token" if token else "anything"))
+          ("  (and send `Authorization: Bearer TOKEN`)" if needs_token else ""))
+    print(f"  OpenAI clients:  base URL {status.http_url}/v1, API key " +
+          ("the token" if needs_token else "anything"))
     if token and getattr(args, "show_token", False):
         print(f"token: {token}")
     return 0

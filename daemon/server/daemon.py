@@ -272,6 +272,7 @@ class Daemon:
             default_model_installed=None if self.backend.listed is None else any(
                 same_model(name, self.config.default_model) for name in self.backend.listed),
             recall=self.services.recaller.status(),
-            http_socket=str(self.front_door.socket_path), http_url=self.front_door.url)
+            http_socket=str(self.front_door.socket_path), http_url=self.front_door.url,
+            http_auth="token" if self.front_door.token else "none")
 
     # -- requests ---------------------------------------------------------------

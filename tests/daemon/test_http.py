@@ -203,3 +203,4 @@ def test_the_cli_says_where_the_front_door_listens(door):
     assert result.returncode == 0, result.stderr
     assert str(door.http_socket) in result.stdout
     assert f"OLLAMA_HOST={door.front_door.url}" in result.stdout and "/v1" in result.stdout
+    assert "bearer token in" in result.stdout and "API key the token" in result.stdout

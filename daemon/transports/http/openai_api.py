@@ -74,8 +74,7 @@ def chat_request(body: ChatCompletion, header_session: str) -> ChatRequest:
                         ("stop", [body.stop] if isinstance(body.stop, str) else body.stop)):
         if value is not None:
             options[name] = value
-    num_ctx = body.num_ctx or options.pop("num_ctx", None)
-    options.pop("num_ctx", None)
+    num_ctx = options.pop("num_ctx", None) or body.num_ctx
     return ChatRequest(model=body.model, system=system, history=history, text=text, options=options,
                        num_ctx=int(num_ctx) if num_ctx else None, session=header_session or body.session)
 
@@ -96,13 +95,9 @@ class OpenAIApi:
         return [web.get("/v1/models", self.models), web.post("/v1/chat/completions", self.completions),
                 web.post("/v1/embeddings", self.embeddings)]
 
-    async def _ollama(self, path: str, body: dict[str, Any] | None = None) -> Any:
-        """Ollama's JSON answer to `path` (GET, or POST with `body`)."""
-        return await self.passthrough.json(path, body)
-
     async def models(self, request: web.Request) -> web.Response:
         try:
-            tags = await self._ollama("/api/tags")
+            tags = await self.passthrough.json("/api/tags")
         except HttpError as error:
             return openai_error(error)
         return web.json_response({"object": "list", "data": [
@@ -114,7 +109,7 @@ class OpenAIApi:
             body = decode_body(await request.read(), dict)
             if "model" not in body or "input" not in body:
                 raise HttpError(ErrorCode.INVALID_REQUEST.value, "model and input are required")
-            answer = await self._ollama("/api/embed", {"model": body["model"], "input": body["input"]})
+            answer = await self.passthrough.json("/api/embed", {"model": body["model"], "input": body["input"]})
         except HttpError as error:
             return openai_error(error)
         vectors = answer.get("embeddings", [])
