@@ -4,7 +4,7 @@ Every request is one JSON object with `type` (the tag below), `id` (chosen by
 the client, echoed in the reply) and `v` (the protocol version).
 """
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 from msgspec import Meta
@@ -96,8 +96,14 @@ class Send(Request, tag="send"):
     #: The client's working directory: `@file` references resolve against it, and
     #: by default only files below it may be read.
     cwd: str = ""
-    #: Ask a thinking model to think (None: the model's default).
-    think: bool | None = None
+    #: Ask a thinking model to think, or how hard (None: the model's default).
+    think: bool | Literal["low", "medium", "high"] | None = None
+    #: The answer's shape: "json", or a JSON schema it must follow (None: free text).
+    #: Passed to the model as Ollama's `format`.
+    format: Literal["json"] | dict[str, Any] | None = None
+    #: How long the model stays loaded after this turn: a duration ("5m", "1h") or
+    #: seconds (0 unloads it at once, negative keeps it); None: Ollama's default.
+    keep_alive: str | float | None = None
 
 
 class Cancel(Request, tag="cancel"):

@@ -113,7 +113,7 @@ class MemoryBackend:
         return sent, tokens
 
     async def stream_chat(self, model: str, messages: Sequence[Mapping[str, Any]],
-                          options: Mapping[str, Any], think: bool | None,
+                          options: Mapping[str, Any], extras: Any,
                           on_sent: Callable[[], object] | None = None) -> AsyncIterator[Any]:
         await self.facts(model)
         sent, tokens = self._prompt(model, messages, options)

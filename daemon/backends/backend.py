@@ -27,6 +27,7 @@ from ctxkeep.protocol import ErrorCode
 from ctxkeep.protocol.structs import ModelInfo, OllamaStatus
 from ctxkeep.daemon.errors import RequestError
 from ctxkeep.daemon.backends.facts import ModelFacts
+from ctxkeep.daemon.backends.protocol import ChatExtras
 from ctxkeep.daemon.backends.sent import sending
 
 log = logging.getLogger(__name__)
@@ -189,13 +190,13 @@ class OllamaBackend:
             raise self.explain(exc, model) from None
 
     async def stream_chat(self, model: str, messages: Sequence[Mapping[str, Any]],
-                          options: Mapping[str, Any], think: bool | None,
+                          options: Mapping[str, Any], extras: ChatExtras,
                           on_sent: Callable[[], object] | None = None) -> AsyncIterator[Any]:
         """Stream a chat; raises ModelCallError on any failure, including a cut stream.
         `on_sent` is called once the request is written to the server's socket."""
         try:
             stream = await (await self.client()).chat(model, messages, stream=True,
-                                                      options=options, think=think)
+                                                      options=options, **extras.fields())
             self._reached()
             done = False
             async for chunk in sending(stream, on_sent):

@@ -7,11 +7,30 @@ Protocol, so another backend, or a test double, needs only these members.
 
 import asyncio
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
+
+import msgspec
 
 from ctxkeep.protocol.structs import OllamaStatus
 from ctxkeep.daemon.backends.facts import ModelFacts
 from ctxkeep.protocol.structs import ModelInfo
+
+
+class ChatExtras(msgspec.Struct, frozen=True):
+    """What a turn asks of its one model call besides the prompt and the session's options,
+    passed to Ollama's /api/chat as its fields of the same names."""
+
+    #: Ask a thinking model to think, or how hard ("low", "medium", "high"; None: the
+    #: model's default).
+    think: bool | Literal["low", "medium", "high"] | None = None
+    #: "json", or a JSON schema the answer must follow (None: free text).
+    format: str | dict[str, Any] | None = None
+    #: How long the model stays loaded after the call ("5m", seconds; None: Ollama's default).
+    keep_alive: str | float | None = None
+
+    def fields(self) -> dict[str, Any]:
+        """The fields that are set, as keyword arguments of the client's `chat`."""
+        return {k: v for k, v in msgspec.structs.asdict(self).items() if v is not None}
 
 
 class ModelBackend(Protocol):
@@ -41,7 +60,7 @@ class ModelBackend(Protocol):
     def pull(self, model: str) -> AsyncIterator[tuple[str, int, int]]: ...
 
     def stream_chat(self, model: str, messages: Sequence[Mapping[str, Any]],
-                    options: Mapping[str, Any], think: bool | None,
+                    options: Mapping[str, Any], extras: ChatExtras,
                     on_sent: Callable[[], object] | None = None) -> AsyncIterator[Any]:
         """The answer's chunks; `on_sent` is called once the request is out."""
 

@@ -1,6 +1,7 @@
 """send and cancel: user turns and stopping them."""
 
 from ctxkeep.protocol import ErrorCode, requests
+from ctxkeep.daemon.backends.protocol import ChatExtras
 from ctxkeep.daemon.files.expand import FileSettings, find_refs
 from ctxkeep.protocol.replies import Accepted, Cancelled
 from ctxkeep.daemon.services import Services
@@ -21,7 +22,8 @@ async def send(services: Services, req: requests.Send, record: SessionRecord, *,
     files = await services.files.expand(
         req.text, req.cwd, FileSettings.of(services.config, caller.remote, record.window),
         services.estimator.weights(record.model)) if caller.files and find_refs(req.text) else []
-    job, ahead, _ = await services.generations.accept(record, req.text, req.think, files)
+    job, ahead, _ = await services.generations.accept(
+        record, req.text, ChatExtras(think=req.think, format=req.format, keep_alive=req.keep_alive), files)
     return Accepted(id=req.id, session_id=record.id, generation_id=job.id, ahead=ahead,
                     files=[f.info() for f in files],
                     warnings=[f"@{f.path}: {f.error}" for f in files if f.error])

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ctxkeep.protocol.events import QueryReceived
+from ctxkeep.daemon.backends.protocol import ChatExtras
 from ctxkeep.daemon.compaction.automatic import AutoCompactor, Pass
 from ctxkeep.daemon.context.parts import Parts
 from ctxkeep.daemon.turns import waiting
@@ -59,7 +60,7 @@ class Generations:
     completer: Completer
     endings: Endings
 
-    async def accept(self, session: SessionRecord, text: str, think: bool | None,
+    async def accept(self, session: SessionRecord, text: str, extras: ChatExtras,
                      files: list[Attachment]) -> tuple[Job, int, MessageRecord]:
         """Store the question (committed and synced: `accepted` means stored) and queue its
         turn. A turn that can start at once builds its prompt and sends its model request
@@ -72,7 +73,7 @@ class Generations:
         history = self.parts.store.history
         commit = Deferred(lambda: history.append_async(session.id, [new], pending=True))
         job = Job(session_id=session.id, kind="generation", body=lambda j: self._execute(
-                      j, Question(commit, new.record(-1, 0.0), self._announcer(j, session)), think),
+                      j, Question(commit, new.record(-1, 0.0), self._announcer(j, session)), extras),
                   fail=lambda j, code, message: self.endings.before_start(j, commit.start(), code, message))
         ahead = self.jobs.submit(job, announce=False)  # busy once accepted: below
         stored = commit.start() if ahead else commit.future
@@ -90,7 +91,7 @@ class Generations:
         return lambda user: self.parts.bus.publish(QueryReceived(
             generation_id=job.id, message=user.info(), model=session.model), session.id)
 
-    async def _execute(self, job: Job, question: Question, think: bool | None) -> None:
+    async def _execute(self, job: Job, question: Question, extras: ChatExtras) -> None:
         """The turn, top to bottom. Its question is committed once the model request is
         out, or before anything that waits (a call to /api/show, a compaction, a failure)."""
         sid = job.session_id
@@ -101,7 +102,7 @@ class Generations:
         compacted = Pass("the next prompt would not fit")  # taken back if the turn fails
         try:
             turn = await self.preparer.prepare(job.id, view, question, compacted)
-            await self._stream(job, turn, question, output, think)
+            await self._stream(job, turn, question, output, extras)
             done = await self.completer.complete(job, turn, await question.settled(), output)
         except Withdrawn:
             return  # the question could not be stored: no client was told of this turn
@@ -114,13 +115,13 @@ class Generations:
             await self._after(done)
 
     async def _stream(self, job: Job, turn: Turn, question: Question, output: Output,
-                      think: bool | None) -> None:
+                      extras: ChatExtras) -> None:
         """Send the request and read the answer into `output`. The request goes out from
         `first`; the question's commit starts the moment it is out (the backend calls
         back), else when `first` ends, or soon at the latest."""
         session = turn.view.session
         backend = self.parts.backend
-        stream = backend.stream_chat(session.model, turn.messages, turn.options, think,
+        stream = backend.stream_chat(session.model, turn.messages, turn.options, extras,
                                      on_sent=question.start)
         first = asyncio.ensure_future(anext(stream))
         try:

@@ -137,6 +137,28 @@ def test_num_ctx_reaches_ollama_through_openai(door, standin):
     assert standin.chats[-1].num_ctx == 4096 and standin.chats[-1].num_ctx_sent
 
 
+def test_format_think_and_keep_alive_reach_the_model_as_each_library_names_them(door, standin):
+    schema = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+    ollama_client(door).chat(model="thinker:8b", messages=[{"role": "user", "content": "Where?"}],
+                             format=schema, think="low", keep_alive="10m")
+    sent = standin.chats[-1].body
+    assert (sent["format"], sent["think"], sent["keep_alive"]) == (schema, "low", "10m")
+    openai_client(door).chat.completions.create(
+        model=MODEL, messages=[{"role": "user", "content": "Where?"}], reasoning_effort="high",
+        response_format={"type": "json_schema", "json_schema": {"name": "where", "schema": schema}})
+    sent = standin.chats[-1].body
+    assert (sent["format"], sent["think"]) == (schema, "high")
+    openai_client(door).chat.completions.create(
+        model=MODEL, messages=[{"role": "user", "content": "Where?"}], response_format={"type": "json_object"})
+    assert standin.chats[-1].body["format"] == "json"
+    with pytest.raises(openai.BadRequestError, match="response_format"):
+        openai_client(door).chat.completions.create(
+            model=MODEL, messages=[{"role": "user", "content": "x"}], response_format={"type": "yaml"})
+    status, body = curl(door, "/api/chat", {"model": MODEL, "format": "xml",
+                                            "messages": [{"role": "user", "content": "x"}]})
+    assert status == 400 and "format" in json.loads(body)["error"]
+
+
 def test_curl_speaks_both_apis_over_the_unix_socket_without_a_token(door, standin):
     assert curl(door, "/") == (200, "Ollama is running")
     status, body = curl(door, "/api/chat", {"model": MODEL, "messages": [{"role": "user", "content": "Hi"}]})

@@ -121,7 +121,7 @@ def test_a_question_is_committed_once_its_model_request_is_out(app, monkeypatch)
 class Unsendable(MemoryBackend):
     """A model call whose request never leaves (a connect that hangs)."""
 
-    async def stream_chat(self, model, messages, options, think, on_sent=None):
+    async def stream_chat(self, model, messages, options, extras, on_sent=None):
         await asyncio.Event().wait()
         yield  # pragma: no cover - never reached
 

@@ -7,6 +7,7 @@ import sys
 import pytest
 
 from ctxkeep.daemon.backends.backend import ModelCallError, OllamaBackend
+from ctxkeep.daemon.backends.protocol import ChatExtras
 from ctxkeep.protocol import ErrorCode
 from ollama_standin import OllamaStandin
 
@@ -28,12 +29,26 @@ async def with_backend(url: str, body):
 def test_a_chat_streams_and_asks_ollama_to_refuse_overflow(standin: OllamaStandin):
     async def body(backend: OllamaBackend):
         chunks = [c async for c in backend.stream_chat(
-            MODEL, [{"role": "user", "content": "hi"}], {"num_ctx": 2048}, None)]
+            MODEL, [{"role": "user", "content": "hi"}], {"num_ctx": 2048}, ChatExtras())]
         return "".join(c.message.content for c in chunks), chunks[-1]
     text, last = run(with_backend(standin.url, body))
     assert text and last.done and last.prompt_eval_count > 0
     sent = standin.chats[-1]
     assert sent.body["truncate"] is False and sent.body["options"]["num_ctx"] == 2048
+    assert not {"think", "format", "keep_alive"} & set(sent.body)  # unset: Ollama's defaults
+
+
+def test_a_chat_passes_think_format_and_keep_alive_as_ollama_names_them(standin: OllamaStandin):
+    schema = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+    extras = ChatExtras(think="low", format=schema, keep_alive="10m")
+
+    async def body(backend: OllamaBackend):
+        async for _ in backend.stream_chat(MODEL, [{"role": "user", "content": "hi"}],
+                                           {"num_ctx": 2048}, extras):
+            pass
+    run(with_backend(standin.url, body))
+    sent = standin.chats[-1].body
+    assert (sent["think"], sent["format"], sent["keep_alive"]) == ("low", schema, "10m")
 
 
 class ImportsSeen:
@@ -55,7 +70,7 @@ def test_a_streamed_chat_imports_nothing_once_warm(standin: OllamaStandin, monke
 
     async def chat(backend: OllamaBackend) -> None:
         async for _ in backend.stream_chat(MODEL, [{"role": "user", "content": "hi"}],
-                                           {"num_ctx": 2048}, None):
+                                           {"num_ctx": 2048}, ChatExtras()):
             pass
 
     async def body(backend: OllamaBackend) -> None:
@@ -71,7 +86,7 @@ def test_the_transport_says_when_a_chat_request_is_out(standin: OllamaStandin):
     seen: list[str] = []
 
     async def body(backend: OllamaBackend):
-        stream = backend.stream_chat(MODEL, [{"role": "user", "content": "hi"}], {"num_ctx": 2048}, None,
+        stream = backend.stream_chat(MODEL, [{"role": "user", "content": "hi"}], {"num_ctx": 2048}, ChatExtras(),
                                      on_sent=lambda: seen.append(f"sent with {len(standin.chats)} chats in"))
         first = asyncio.ensure_future(anext(stream))  # in a task of its own, as a turn's is
         seen.append(f"chunk: {(await first).message.content!r}")

@@ -36,9 +36,23 @@ class ChatRequest:
     text: str
     options: dict[str, Any] = field(default_factory=dict)
     num_ctx: int | None = None
-    think: bool | None = None
+    think: bool | str | None = None
+    #: "json" or a JSON schema for the answer (Ollama's `format`).
+    format: str | dict[str, Any] | None = None
+    #: How long the model stays loaded after the turn (Ollama's `keep_alive`).
+    keep_alive: str | float | None = None
     #: A session picked by name (X-Ctxkeep-Session or a `session` field): "" = match.
     session: str = ""
+
+
+def check_extras(think: object, format: object) -> None:
+    """Refuse a `think` or `format` Ollama would not take, saying what it takes."""
+    if not (think is None or isinstance(think, bool) or think in ("low", "medium", "high")):
+        raise HttpError(ErrorCode.INVALID_REQUEST.value,
+                        f'think must be true, false, "low", "medium" or "high", not {think!r}')
+    if not (format is None or format == "json" or isinstance(format, dict)):
+        raise HttpError(ErrorCode.INVALID_REQUEST.value,
+                        f'format must be "json" or a JSON schema (an object), not {format!r}')
 
 
 def split_messages(messages: list[tuple[str, str]]) -> tuple[str, list[tuple[str, str]], str]:
@@ -148,7 +162,9 @@ class Chats:
         generation = ""
         ended = False
         try:
-            accepted = await self.call(requests.Send(session=session_id, text=chat.text, think=chat.think))
+            accepted = await self.call(requests.Send(
+                session=session_id, text=chat.text, think=chat.think,  # type: ignore[arg-type]
+                format=chat.format, keep_alive=chat.keep_alive))  # type: ignore[arg-type]
             assert isinstance(accepted, Accepted)
             generation = accepted.generation_id
             while not ended:

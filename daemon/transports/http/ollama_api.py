@@ -11,7 +11,7 @@ from aiohttp import web
 
 from ctxkeep.protocol import ErrorCode
 from ctxkeep.protocol.events import ResponseGeneration
-from ctxkeep.daemon.transports.http.chat import ChatRequest, Chats, split_messages
+from ctxkeep.daemon.transports.http.chat import ChatRequest, Chats, check_extras, split_messages
 from ctxkeep.daemon.transports.http.errors import HttpError, ollama_error
 from ctxkeep.daemon.transports.http.passthrough import Passthrough
 from ctxkeep.daemon.transports.http.wire import NDJSON, decode_body, rfc3339
@@ -33,8 +33,8 @@ class OllamaChat(msgspec.Struct, kw_only=True):
     stream: bool = True
     options: dict[str, Any] | None = None
     think: bool | str | None = None
-    format: Any = None
-    keep_alive: Any = None
+    format: str | dict[str, Any] | None = None
+    keep_alive: str | float | None = None
     tools: list[Any] | None = None
     #: ctxkeep's own: a session by name (as the X-Ctxkeep-Session header).
     session: str = ""
@@ -52,18 +52,18 @@ class OllamaGenerate(msgspec.Struct, kw_only=True):
 def chat_request(body: OllamaChat, header_session: str) -> ChatRequest:
     """The chat as the engine runs it; what it cannot run yet refused by name."""
     for name, given in (("images", any(m.images for m in body.messages)), ("tools", bool(body.tools)),
-                        ("tool calls", any(m.tool_calls for m in body.messages)),
-                        ("format", body.format not in (None, ""))):
+                        ("tool calls", any(m.tool_calls for m in body.messages))):
         if given:
             raise HttpError(ErrorCode.INVALID_REQUEST.value, f"{name} are not supported by ctxkeepd yet: "
                             "send the conversation without them, or ask Ollama directly")
     system, history, text = split_messages([(m.role, m.content) for m in body.messages])
     options = dict(body.options or {})
     num_ctx = options.pop("num_ctx", None)
-    think = body.think if isinstance(body.think, bool) or body.think is None else True
+    format = body.format or None  # "" is Ollama's "no format"
+    check_extras(body.think, format)
     return ChatRequest(model=body.model, system=system, history=history, text=text, options=options,
-                       num_ctx=int(num_ctx) if num_ctx else None, think=think,
-                       session=header_session or body.session)
+                       num_ctx=int(num_ctx) if num_ctx else None, think=body.think, format=format,
+                       keep_alive=body.keep_alive, session=header_session or body.session)
 
 
 def _chunk(model: str, content: str = "", thinking: str = "", **final: Any) -> dict[str, Any]:

@@ -13,7 +13,7 @@ import msgspec
 from aiohttp import web
 
 from ctxkeep.protocol import ErrorCode
-from ctxkeep.daemon.transports.http.chat import ChatRequest, Chats, split_messages
+from ctxkeep.daemon.transports.http.chat import ChatRequest, Chats, check_extras, split_messages
 from ctxkeep.daemon.transports.http.errors import HttpError, openai_error
 from ctxkeep.daemon.transports.http.passthrough import Passthrough
 from ctxkeep.daemon.transports.http.wire import decode_body
@@ -45,6 +45,7 @@ class ChatCompletion(msgspec.Struct, kw_only=True):
     presence_penalty: float | None = None
     tools: list[Any] | None = None
     response_format: dict[str, Any] | None = None
+    reasoning_effort: str | None = None
     num_ctx: int | None = None
     options: dict[str, Any] | None = None
     session: str = ""
@@ -62,8 +63,6 @@ def _text(message: OpenAIMessage) -> str:
 def chat_request(body: ChatCompletion, header_session: str) -> ChatRequest:
     if body.tools:
         raise HttpError(ErrorCode.INVALID_REQUEST.value, "tools are not supported by ctxkeepd yet")
-    if body.response_format and body.response_format.get("type") not in (None, "text"):
-        raise HttpError(ErrorCode.INVALID_REQUEST.value, "response_format is not supported by ctxkeepd yet")
     system, history, text = split_messages([("system" if m.role == "developer" else m.role, _text(m))
                                             for m in body.messages])
     options = dict(body.options or {})
@@ -75,8 +74,26 @@ def chat_request(body: ChatCompletion, header_session: str) -> ChatRequest:
         if value is not None:
             options[name] = value
     num_ctx = options.pop("num_ctx", None) or body.num_ctx
+    think = {None: None, "none": False}.get(body.reasoning_effort, body.reasoning_effort)
+    format = _format(body.response_format)
+    check_extras(think, format)
     return ChatRequest(model=body.model, system=system, history=history, text=text, options=options,
-                       num_ctx=int(num_ctx) if num_ctx else None, session=header_session or body.session)
+                       num_ctx=int(num_ctx) if num_ctx else None, think=think, format=format,
+                       session=header_session or body.session)
+
+
+def _format(response_format: dict[str, Any] | None) -> str | dict[str, Any] | None:
+    """OpenAI's `response_format` as Ollama's `format`, the way Ollama's own /v1 maps it."""
+    kind = (response_format or {}).get("type", "text")
+    if kind == "text":
+        return None
+    if kind == "json_object":
+        return "json"
+    schema = (response_format or {}).get("json_schema") or {}
+    if kind == "json_schema" and isinstance(schema.get("schema"), dict):
+        return schema["schema"]
+    raise HttpError(ErrorCode.INVALID_REQUEST.value, 'response_format must be {"type": "text"}, '
+                    '{"type": "json_object"} or {"type": "json_schema", "json_schema": {"schema": {...}}}')
 
 
 def _usage(done: Any) -> dict[str, int]:
