@@ -38,9 +38,7 @@ def standin_process(first_token_ms: float = 0.0, token_ms: float = 0.0) -> Itera
     """The stand-in in a process of its own (so that it shares no GIL with what is
     measured), its first chunk after `first_token_ms` and each later one `token_ms` after
     the one before; yields its URL."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     proc = subprocess.Popen([sys.executable, str(TESTS / "ollama_standin.py"), "--port", str(port),
                              "--chunk-delay", str(token_ms / 1000), "--first-token-ms", str(first_token_ms)],
                             stdout=subprocess.PIPE, text=True)
@@ -84,6 +82,34 @@ def bare_relay(url: str, durable: bool = False) -> Iterator[tuple[str, str]]:
         proc.terminate()
         proc.wait(10)
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@contextmanager
+def bare_http_relay(url: str, server: str = "aiohttp") -> Iterator[str]:
+    """bench/bare_http_relay.py in its own process against `url` (on aiohttp, or Starlette
+    and uvicorn); yields its URL once it answers."""
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, str(Path(__file__).parent / "bare_http_relay.py"), url,
+                             str(port), server], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), 0.2).close()
+                break
+            except OSError:
+                time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        proc.wait(10)
 
 
 def lmdb_commit_floor(folder: Path, n: int = 200) -> dict[str, float]:

@@ -9,11 +9,14 @@ from importlib import resources
 from pathlib import Path
 
 from ...protocol import paths
+from ...protocol.http_token import read_or_make
 from ..core import CtxkeepError
 from .common import connect, fail
 
 UNITS = ("ctxkeep.service", "ctxkeep-ctl.socket", "ctxkeep-events.socket")
 ENABLE = ("ctxkeep-ctl.socket", "ctxkeep-events.socket", "ctxkeep.service")
+#: The HTTP front door's TCP socket: written and enabled with `install --http`.
+HTTP_UNIT = "ctxkeep-http.socket"
 
 
 def add_parser(commands) -> argparse.ArgumentParser:
@@ -32,6 +35,10 @@ def add_parser(commands) -> argparse.ArgumentParser:
                     "`enable --now`. Without systemd, print what to run instead.")
     install.add_argument("--print", dest="print_only", action="store_true",
                          help="print the service unit and change nothing")
+    install.add_argument("--http", metavar="HOST:PORT",
+                         help="also serve Ollama's and OpenAI's APIs on this TCP address, "
+                              "socket-activated (ctxkeep-http.socket; e.g. 127.0.0.1:11435), "
+                              "and make the bearer token clients send")
     actions.add_parser("uninstall", help="stop the service and remove its units",
                        description="Disable and stop the systemd user service, and remove its units.")
     actions.add_parser("status", help="the daemon's status and systemd's view of it",
@@ -62,17 +69,26 @@ def daemon_command() -> str:
     return found or f"{sys.executable} -m ctxkeep.daemon.main"
 
 
-def render(name: str) -> str:
-    """A unit as shipped, made to point at this installation and its data folder."""
+def render(name: str, listen: str = "") -> str:
+    """A unit as shipped, made to point at this installation, its data folder and its
+    config folder (where the daemon keeps the HTTP token), and `listen` for the HTTP one."""
     text = (resources.files("ctxkeep.systemd") / name).read_text()
     lines = []
     for line in text.splitlines():
         if line.startswith("ExecStart="):
             line = f"ExecStart={daemon_command()}"
         elif line.startswith("ReadWritePaths="):
-            line = f"ReadWritePaths={paths.data_dir()}"
+            line = f"ReadWritePaths={paths.data_dir()} {paths.config_path().parent}"
+        elif line.startswith("ListenStream=") and listen:
+            line = f"ListenStream={listen}"
         lines.append(line)
     return "\n".join(lines) + "\n"
+
+
+def is_address(value: str) -> bool:
+    """Whether `--http` is HOST:PORT, as systemd's ListenStream takes it."""
+    host, _, port = value.rpartition(":")
+    return bool(host) and port.isdigit() and 0 < int(port) < 65536
 
 
 def user_systemd() -> bool:
@@ -92,13 +108,22 @@ def install(args: argparse.Namespace) -> int:
     if args.print_only:
         print(render(UNITS[0]), end="")
         return 0
+    listen = args.http or ""
+    if listen and not is_address(listen):
+        return fail(f"--http {listen}: write it as HOST:PORT, e.g. 127.0.0.1:11435")
     folder = unit_folder()
     folder.mkdir(parents=True, exist_ok=True)
     paths.data_dir().mkdir(parents=True, exist_ok=True, mode=0o700)
-    for name in UNITS:
-        (folder / name).write_text(render(name))
+    paths.config_path().parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    units = UNITS + ((HTTP_UNIT,) if listen else ())
+    for name in units:
+        (folder / name).write_text(render(name, listen))
         print(f"wrote {folder / name}")
-    steps = [("daemon-reload",), ("enable", "--now", *ENABLE)]
+    if listen:
+        read_or_make(paths.http_token_path())
+        print(f"HTTP clients over TCP send the bearer token in {paths.http_token_path()} "
+              "(`ctxkeep daemon http --show-token`)")
+    steps = [("daemon-reload",), ("enable", "--now", *ENABLE, *((HTTP_UNIT,) if listen else ()))]
     if not user_systemd():
         print("\nno systemd user manager answers here; to start the service, run:")
         for step in steps:
@@ -121,11 +146,12 @@ def install(args: argparse.Namespace) -> int:
 
 def uninstall(args: argparse.Namespace) -> int:
     folder = unit_folder()
-    steps = [("disable", "--now", *ENABLE), ("daemon-reload",)]
+    http = (HTTP_UNIT,) if (folder / HTTP_UNIT).exists() else ()
+    steps = [("disable", "--now", *ENABLE, *http), ("daemon-reload",)]
     managed = user_systemd()
     if managed:
         systemctl(*steps[0])
-    for name in UNITS:
+    for name in UNITS + http:
         if (folder / name).exists():
             (folder / name).unlink()
             print(f"removed {folder / name}")

@@ -20,8 +20,9 @@ def show(args: argparse.Namespace) -> int:
     print(f"Unix socket (no token): {status.http_socket}")
     print(f"  curl --unix-socket {status.http_socket} http://localhost/api/tags")
     if not status.http_url:
-        print('TCP: off. To serve Ollama and OpenAI clients over TCP, set in config.toml\n'
-              '  http_listen = "127.0.0.1:11435"\nthen restart ctxkeepd.')
+        print('TCP: off. To serve Ollama and OpenAI clients over TCP, either let systemd hold '
+              'the port\n  ctxkeep daemon install --http 127.0.0.1:11435\nor set in config.toml\n'
+              '  http_listen = "127.0.0.1:11435"\nand restart ctxkeepd.')
         return 0
     print(f"TCP: {status.http_url}" + (f"  (bearer token in {token_file})" if needs_token else "  (no token)"))
     print("Point clients at it:")

@@ -105,7 +105,8 @@ class Daemon:
                                        self.status, lambda: self.stopping, self.config_path)
         self.jobs = self.services.jobs
         self.controller = Controller(self.services, self.config.max_frame_bytes)
-        self.front_door = FrontDoor(self.services, http_socket(self.control_endpoint), http_token_path())
+        self.front_door = FrontDoor(self.services, http_socket(self.control_endpoint), http_token_path(),
+                                    adopted.get("http"))
         for session_id, seqs in self.store.history.recover(ErrorCode.DAEMON_RESTARTED.value):
             log.warning("session=%s: %d question(s) were left unanswered when ctxkeepd stopped; "
                         "marked interrupted", session_id, len(seqs))
@@ -196,7 +197,7 @@ class Daemon:
         try:
             await self.front_door.start()
         except OSError as exc:
-            where = self.config.http_listen or self.front_door.socket_path
+            where = self.front_door.listen or self.front_door.socket_path
             raise runtime.RuntimeDirError(f"cannot serve HTTP on {where}: {exc.strerror}: free the "
                                           "port or change http_listen in config.toml") from None
         tasks = self._control_tasks = [

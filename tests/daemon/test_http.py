@@ -13,7 +13,7 @@ import openai
 import pytest
 
 from conftest import events_until, talkative, wait_for
-from ctxkeep.daemon.config import Config, ConfigError
+from ctxkeep.daemon.config import ConfigError
 from ctxkeep.daemon.transports.http.server import check
 from ctxkeep.protocol.events import GenerationError, ResponseGeneration
 from harness import DaemonThread
@@ -180,9 +180,11 @@ def test_over_tcp_a_token_is_refused_or_accepted(door):
 
 
 def test_no_token_is_refused_on_an_address_other_machines_reach():
-    check(Config(http_listen="127.0.0.1:11435", http_auth="none"))
+    check("127.0.0.1:11435", "none")
+    check("[::1]:11435", "none")
+    check("0.0.0.0:11435", "token")
     with pytest.raises(ConfigError, match="loopback"):
-        check(Config(http_listen="0.0.0.0:11435", http_auth="none"))
+        check("0.0.0.0:11435", "none")
 
 
 def test_http_turns_are_published_on_zeromq_and_a_client_that_leaves_cancels_its_turn(door, standin):
@@ -201,6 +203,19 @@ def test_http_turns_are_published_on_zeromq_and_a_client_that_leaves_cancels_its
         assert isinstance(seen[-1], GenerationError) and seen[-1].code == "cancelled"
         session = next(s for s in sessions(door) if s.name == "Go away")
         assert watcher.history(session.id).messages[-1].status == "interrupted"
+
+
+def test_a_client_that_sends_half_a_request_and_stops_stalls_no_other(door, standin):
+    host, port = door.front_door.url.removeprefix("http://").rsplit(":", 1)
+    with socket.create_connection((host, int(port))) as slow, \
+            socket.socket(socket.AF_UNIX) as slower:
+        slow.sendall(b"POST /api/chat HTTP/1.1\r\nHost: x\r\nContent-Length: 5000\r\n\r\n{\"mo")
+        slower.connect(str(door.http_socket))
+        slower.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHo")
+        answer = ollama_client(door).chat(model=MODEL, messages=[{"role": "user", "content": "Still here?"}])
+        assert answer.done and answer.message.content
+        status, _ = curl(door, "/api/tags")
+        assert status == 200
 
 
 def test_fifty_concurrent_chats_all_answered(door, standin):

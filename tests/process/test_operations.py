@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+import ollama
 import pytest
 import zmq
 import zmq.auth
@@ -18,6 +19,7 @@ from conftest import wait_terminal
 from ctxkeep.clients import Client, CtxkeepError
 from ctxkeep.daemon.server import systemd
 from ctxkeep.protocol.events import ResponseGeneration
+from ctxkeep.protocol.http_token import read_or_make
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -42,15 +44,20 @@ def needs(tool: str) -> None:
 def test_installed_units_pass_systemd_analyze_verify(daemon_factory, short_tmp):
     needs("systemd-analyze")
     d = daemon_factory()
-    result = d.cli("daemon", "install")
+    result = d.cli("daemon", "install", "--http", "127.0.0.1:11999")
     assert result.returncode == 0, result.stderr
     folder = Path(d.env["XDG_CONFIG_HOME"]) / "systemd" / "user"
     units = sorted(str(p) for p in folder.iterdir())
     assert [Path(u).name for u in units] == ["ctxkeep-ctl.socket", "ctxkeep-events.socket",
-                                              "ctxkeep.service"]
+                                              "ctxkeep-http.socket", "ctxkeep.service"]
     service = (folder / "ctxkeep.service").read_text()
     assert f"ExecStart={Path(sys.executable).parent / 'ctxkeepd'}" in service
-    assert f"ReadWritePaths={short_tmp}/data/ctxkeep" in service
+    # the daemon writes its store, and the HTTP token in the config folder
+    config = Path(d.env["XDG_CONFIG_HOME"]) / "ctxkeep"
+    assert f"ReadWritePaths={short_tmp}/data/ctxkeep {config}" in service
+    assert "ListenStream=127.0.0.1:11999" in (folder / "ctxkeep-http.socket").read_text()
+    token = config / "http-token"  # made now: the client that starts the daemon sends it
+    assert token.stat().st_mode & 0o777 == 0o600 and len(token.read_text().strip()) >= 32
     assert "Type=notify" in service and "WatchdogSec=" in service
     # System-mode verification: user mode needs a running user manager, which CI lacks.
     check = subprocess.run(["systemd-analyze", "verify", *units], capture_output=True, text=True)
@@ -65,6 +72,8 @@ def test_install_without_systemd_prints_what_to_run(daemon_factory):
     assert "  systemctl --user daemon-reload\n" in result.stdout
     assert ("  systemctl --user enable --now ctxkeep-ctl.socket ctxkeep-events.socket "
             "ctxkeep.service\n") in result.stdout
+    bad = d.cli("daemon", "install", "--http", "11435")
+    assert bad.returncode != 0 and "HOST:PORT" in bad.stderr
 
 
 def test_install_and_uninstall_drive_systemctl(daemon_factory, short_tmp):
@@ -75,15 +84,17 @@ def test_install_and_uninstall_drive_systemctl(daemon_factory, short_tmp):
     (fake / "systemctl").write_text(f'#!/bin/sh\necho "$*" >> {log}\nexit 0\n')
     (fake / "systemctl").chmod(0o755)
     d.env["PATH"] = f"{fake}:{d.env['PATH']}"
-    assert d.cli("daemon", "install").returncode == 0
+    assert d.cli("daemon", "install", "--http", "127.0.0.1:11435").returncode == 0
     calls = log.read_text().splitlines()
     assert calls == ["--user show-environment", "--user daemon-reload",
-                     "--user enable --now ctxkeep-ctl.socket ctxkeep-events.socket ctxkeep.service"]
+                     "--user enable --now ctxkeep-ctl.socket ctxkeep-events.socket ctxkeep.service "
+                     "ctxkeep-http.socket"]
     log.unlink()
     assert d.cli("daemon", "uninstall").returncode == 0
     assert log.read_text().splitlines() == [
         "--user show-environment",
-        "--user disable --now ctxkeep-ctl.socket ctxkeep-events.socket ctxkeep.service",
+        "--user disable --now ctxkeep-ctl.socket ctxkeep-events.socket ctxkeep.service "
+        "ctxkeep-http.socket",
         "--user daemon-reload"]
     assert not list((Path(d.env["XDG_CONFIG_HOME"]) / "systemd" / "user").iterdir())
 
@@ -148,6 +159,40 @@ def test_socket_activation_adopts_systemds_sockets(daemon_factory, short_tmp, st
             end, _ = wait_terminal(c, acc.generation_id)
             assert isinstance(end, ResponseGeneration)
         assert "adopted sockets from systemd: ctl, events" in d.log.read_text()
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(30)
+
+
+def test_the_first_http_client_starts_a_socket_activated_daemon(daemon_factory, short_tmp, standin):
+    """ctxkeep-http.socket: systemd holds the TCP port; an Ollama client's request starts
+    ctxkeepd, which serves it on that socket, with the token `install --http` made."""
+    needs("systemd-socket-activate")
+    d = daemon_factory()
+    run = Path(d.env["XDG_RUNTIME_DIR"]) / "ctxkeep"
+    run.mkdir(mode=0o700)
+    token = read_or_make(Path(d.env["XDG_CONFIG_HOME"]) / "ctxkeep" / "http-token")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    keep = ("XDG_RUNTIME_DIR", "XDG_DATA_HOME", "XDG_CONFIG_HOME", "OLLAMA_HOST", "PATH", "HOME")
+    command = ["systemd-socket-activate", "-l", str(run / "ctl"), "-l", str(run / "events"),
+               "-l", f"127.0.0.1:{port}", "--fdname=ctl:events:http",
+               *(f"-E{k}={d.env[k]}" for k in keep if k in d.env),
+               sys.executable, "-m", "ctxkeep.daemon.main", "--log-level", "debug"]
+    proc = subprocess.Popen(command, env=d.env, stdout=d.log.open("a"), stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 20
+        while not (run / "events").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        client = ollama.Client(host=f"http://127.0.0.1:{port}", timeout=30,
+                               headers={"Authorization": f"Bearer {token}"})
+        answer = client.chat(model="qwen2.5:7b", messages=[{"role": "user", "content": "Wake up"}])
+        assert answer.done and answer.prompt_eval_count > 0
+        assert "adopted sockets from systemd: ctl, events, http" in d.log.read_text()
+        with Client(d.control, d.events, timeout=15) as c:
+            status = c.status().status
+            assert status.http_url == f"http://127.0.0.1:{port}" and status.http_auth == "token"
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(30)

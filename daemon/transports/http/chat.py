@@ -21,6 +21,8 @@ from ctxkeep.daemon.store.store import UnknownSession
 from ctxkeep.daemon.transports.http.conversations import ConversationIndex, in_conversation
 from ctxkeep.daemon.transports.http.errors import HttpError
 
+#: Messages the conversation index may read on the event loop (more: in the writer thread).
+FOLD_ON_LOOP = 64
 #: How much of the first message names a new session.
 NAME_CHARS = 48
 
@@ -75,6 +77,7 @@ class Chats:
         self.services = services
         self.caller = caller
         self.index = ConversationIndex(services.store)
+        self._folding = asyncio.Lock()
         self._stop_listening = services.bus.listen(self.index.seen)
 
     def close(self) -> None:
@@ -93,7 +96,11 @@ class Chats:
         if chat.session:
             session = await self._named(chat)
         else:
-            await self.services.store.off_loop(self.index.refresh)
+            async with self._folding:  # one fold at a time, on the loop or off it
+                if self.index.unread() <= FOLD_ON_LOOP:  # a turn's few messages: no thread hop
+                    self.index.refresh()
+                else:
+                    await self.services.store.off_loop(self.index.refresh)
             match = self.index.find(chat.system, chat.history)
             if match.continues and match.session:
                 session = self.services.store.sessions.get(match.session)

@@ -97,9 +97,24 @@ class ConversationIndex:
         else:
             self._dirty.add(event.session_id)
 
+    def unread(self) -> int:
+        """How many stored messages `refresh` would read (a cheap look at the sessions the
+        events named; every session's, the first time, counted as more than any limit)."""
+        if not self._loaded:
+            return 1 << 62
+        total = 0
+        for session_id in self._dirty:
+            folded = self.folded.get(session_id)
+            try:
+                stored = self.store.sessions.get(session_id).next_seq
+            except UnknownSession:
+                continue
+            total += stored - (folded.next_seq if folded else 0)
+        return total
+
     def refresh(self) -> None:
         """Fold what changed since the last lookup (every session, the first time). Reads
-        the store: run it off the event loop."""
+        the store: off the event loop unless `unread` is small."""
         if not self._loaded:
             self._dirty.update(s.id for s in self.store.sessions.all())
             self._loaded = True

@@ -5,13 +5,13 @@ TCP, where a bearer token is required unless `http_auth = "none"` (loopback only
 import hmac
 import ipaddress
 import logging
-import os
-import secrets
+import socket
 from pathlib import Path
 
 from aiohttp import web
 
 from ctxkeep.protocol import ErrorCode
+from ctxkeep.protocol.http_token import read_or_make
 from ctxkeep.daemon.config import Config, ConfigError
 from ctxkeep.daemon.handlers.registry import Caller
 from ctxkeep.daemon.services import Services
@@ -34,40 +34,45 @@ def host_port(listen: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
-def check(config: Config) -> None:
+def check(listen: str, auth: str) -> None:
     """Refuse what would expose sessions: no token on an address other machines reach."""
-    if config.http_listen and config.http_auth == "none":
-        host, _ = host_port(config.http_listen)
+    if listen and auth == "none":
+        host, _ = host_port(listen)
         try:
             loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
         except ValueError:
             loopback = False
         if not loopback:
-            raise ConfigError(f'http_auth = "none" is refused on {config.http_listen}: other machines '
+            raise ConfigError(f'http_auth = "none" is refused on {listen}: other machines '
                               'could read and drive every session; use a loopback address or the token')
 
 
-def token(path: Path) -> str:
-    """The bearer token, made on first use (0600 in the config folder)."""
-    if path.exists():
-        return path.read_text().strip()
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    value = secrets.token_urlsafe(32)
-    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(descriptor, "w") as out:
-        out.write(value + "\n")
-    return value
+def adopted_listen(sock: socket.socket) -> str:
+    """A socket systemd passed (ctxkeep-http.socket) as an `http_listen` value."""
+    name = sock.getsockname()
+    if not isinstance(name, tuple):
+        raise ConfigError("ctxkeep-http.socket must listen on TCP (HOST:PORT); the Unix socket "
+                          "http.sock is ctxkeepd's own")
+    host, port = name[0], name[1]
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 class FrontDoor:
     """Serves Ollama's and OpenAI's APIs over the engine's handlers."""
 
-    def __init__(self, services: Services, socket_path: Path, token_path: Path) -> None:
+    def __init__(self, services: Services, socket_path: Path, token_path: Path,
+                 adopted: int | None = None) -> None:
+        """`adopted`: a listening TCP socket's descriptor that systemd passed (it is served
+        instead of `http_listen`)."""
         config = services.config
-        check(config)
         self.socket_path = socket_path
-        self.listen = config.http_listen
-        self.token = token(token_path) if config.http_listen and config.http_auth == "token" else ""
+        self.adopted = socket.socket(fileno=adopted) if adopted is not None else None
+        self.listen = adopted_listen(self.adopted) if self.adopted else config.http_listen
+        if self.adopted and config.http_listen and config.http_listen != self.listen:
+            log.warning("HTTP: serving %s, the socket systemd passed (ctxkeep-http.socket), "
+                        "not http_listen = %s", self.listen, config.http_listen)
+        check(self.listen, config.http_auth)
+        self.token = read_or_make(token_path) if self.listen and config.http_auth == "token" else ""
         self.chats = Chats(services, HTTP_CALLER)
         self.passthrough = Passthrough(services.backend.host)
         self.app = web.Application(client_max_size=config.http_max_body_bytes, middlewares=[self._auth])
@@ -85,7 +90,9 @@ class FrontDoor:
             self.socket_path.unlink()  # a stale one: the instance lock says none serves it
         await web.UnixSite(self.runner, str(self.socket_path)).start()
         self.socket_path.chmod(0o600)
-        if self.listen:
+        if self.adopted is not None:
+            await web.SockSite(self.runner, self.adopted).start()
+        elif self.listen:
             host, port = host_port(self.listen)
             await web.TCPSite(self.runner, host, port).start()
         log.info("HTTP (Ollama and OpenAI APIs) on %s%s", self.socket_path,
