@@ -98,11 +98,9 @@ class Send(Request, tag="send"):
     cwd: str = ""
     #: Ask a thinking model to think, or how hard (None: the model's default).
     think: bool | Literal["low", "medium", "high"] | None = None
-    #: The answer's shape: "json", or a JSON schema it must follow (None: free text).
-    #: Passed to the model as Ollama's `format`.
+    #: The answer's shape, passed as Ollama's `format`: "json" or a JSON schema.
     format: Literal["json"] | dict[str, Any] | None = None
-    #: How long the model stays loaded after this turn: a duration ("5m", "1h") or
-    #: seconds (0 unloads it at once, negative keeps it); None: Ollama's default.
+    #: How long the model stays loaded after this turn ("5m", or seconds; 0 unloads it).
     keep_alive: str | float | None = None
 
 
@@ -150,6 +148,9 @@ class SessionImport(SessionCreate, tag="session.import"):
 
     session: Annotated[str, Meta(max_length=200)] = ""
     messages: list[ImportedMessage] = []
+    #: A branch of this session (id or name), sharing its history up to seq `branched_at`.
+    branched_from: Annotated[str, Meta(max_length=200)] = ""
+    branched_at: Annotated[int, Meta(ge=-1)] = -1
 
 
 class Search(Request, tag="search"):

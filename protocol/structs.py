@@ -58,6 +58,10 @@ class SessionInfo(msgspec.Struct, kw_only=True):
     #: to a prompt (null: the daemon's recall_budget).
     recall: bool | None = None
     recall_budget: int | None = None
+    #: A branch: the id of the session it was taken from ("" if none; that session may
+    #: have been deleted since), and the seq of the last message of its history it shares.
+    branched_from: str = ""
+    branched_at: int = -1
 
 
 class AttachedFile(msgspec.Struct, kw_only=True):

@@ -24,10 +24,16 @@ def run(args: argparse.Namespace) -> int:
     if not sessions:
         print("no sessions yet: start one with `ctxkeep chat` or `ctxkeep new`")
         return 0
-    rows = [("ID", "NAME", "MODEL", "MSGS", "TOKENS", "UPDATED")]
+    names = {s.id: s.name for s in sessions}
+    branches = any(s.branched_from for s in sessions)
+    rows = [("ID", "NAME", "MODEL", "MSGS", "TOKENS", "UPDATED") + (("BRANCH OF",) if branches else ())]
     for s in sessions:
         fill = f"{tokens(s.token_count, s.token_count_exact)}/{s.window:,}"
-        rows.append((s.id, s.name, s.model, str(s.message_count), fill, when(s.updated)))
+        row = (s.id, s.name, s.model, str(s.message_count), fill, when(s.updated))
+        if branches:
+            source = names.get(s.branched_from, f"{s.branched_from} (deleted)") if s.branched_from else ""
+            row += (f"{source} @{s.branched_at}" if source else "",)
+        rows.append(row)
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for r in rows:
         print("  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip())

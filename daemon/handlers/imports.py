@@ -22,7 +22,8 @@ async def import_session(services: Services, req: requests.SessionImport) -> Ses
             raise RequestError(ErrorCode.BUSY, f"session {record.name!r} is busy: import into it "
                                                "once its turn or compaction is done")
     else:
-        record = await new_session(services, req)
+        source = store.sessions.get(req.branched_from).id if req.branched_from else ""
+        record = await new_session(services, req, source, req.branched_at if source else -1)
     if req.messages:
         await store.off_loop(store.history.append, record.id, [
             NewMessage(role=m.role, content=m.content, thinking=m.thinking, kind=m.kind,

@@ -50,9 +50,11 @@ def announce_new(services: Services, record: SessionRecord) -> SessionInfo:
     return info
 
 
-async def new_session(services: Services, req: requests.SessionCreate) -> SessionRecord:
+async def new_session(services: Services, req: requests.SessionCreate,
+                      branched_from: str = "", branched_at: int = -1) -> SessionRecord:
     """A session as `req` asks, its name and model checked (and, unless forced, the model
-    and options against Ollama's), stored by the writer thread; not yet announced."""
+    and options against Ollama's), stored by the writer thread; not yet announced.
+    `branched_from`: the id of the session it is a branch of."""
     cfg = services.config
     model = req.model or cfg.default_model
     _check_bytes("name", req.name)
@@ -71,7 +73,8 @@ async def new_session(services: Services, req: requests.SessionCreate) -> Sessio
         # what a first turn would otherwise record with a second commit, when known already
         context_length=known.context_length if known else 0,
         parameter_size=known.parameter_size if known else "",
-        token_estimate=services.estimator.prompt(model, empty))  # the empty prompt, estimated
+        token_estimate=services.estimator.prompt(model, empty),  # the empty prompt, estimated
+        branched_from=branched_from, branched_at=branched_at)
 
 
 async def model_facts(services: Services, model: str) -> ModelFacts | None:

@@ -79,6 +79,10 @@ class SessionRecord(msgspec.Struct, kw_only=True):
     anchor_model: str = ""
     #: The part of `anchor_features` that was the prompt's recall block.
     anchor_recall: list[float] = []
+    #: A branch: the session it was taken from ("" if none) and the seq of the last
+    #: message of that session's history it shares.
+    branched_from: str = ""
+    branched_at: int = -1
 
     @property
     def window(self) -> int:
@@ -98,6 +102,7 @@ class SessionRecord(msgspec.Struct, kw_only=True):
             reliability=round(reliability_score(self.parameter_size, self.compactions), 4),
             auto_compaction=self.auto_compaction, thresholds=self.thresholds,
             recall=self.recall, recall_budget=self.recall_budget,
+            branched_from=self.branched_from, branched_at=self.branched_at,
         )
 
 

@@ -58,7 +58,8 @@ class Sessions:
 
     def create(self, *, name: str, model: str, system: str, options: dict,
                num_ctx: int, context_length: int = 0, parameter_size: str = "",
-               token_estimate: int = 0) -> SessionRecord:
+               token_estimate: int = 0, branched_from: str = "", branched_at: int = -1
+               ) -> SessionRecord:
         """A new, empty session. An empty name becomes `chat-N`, N the first free number
         past the number of sessions."""
         def create(txn: lmdb.Transaction) -> SessionRecord:
@@ -76,7 +77,8 @@ class Sessions:
                                    system=system, options=options, num_ctx=num_ctx,
                                    context_length=context_length, parameter_size=parameter_size,
                                    created=now, updated=now,
-                                   token_count=token_estimate, tokens_exact=False)
+                                   token_count=token_estimate, tokens_exact=False,
+                                   branched_from=branched_from, branched_at=branched_at)
             self.env.put_session(txn, record)
             txn.put(chosen.encode(), record.id.encode(), db=names)
             self.env.put_context(txn, record.id, ActiveContext())

@@ -95,6 +95,9 @@ def test_a_conversation_continued_is_one_session_and_an_edited_one_branches(door
     client.chat(model=MODEL, messages=edited)
     branch = next(s for s in sessions(door) if s.id != one.id)
     assert branch.name == "Tell me about tea (branch)"
+    assert (branch.branched_from, branch.branched_at) == (one.id, history[1].seq)
+    listed = door.cli("sessions").stdout
+    assert f"Tell me about tea @{history[1].seq}" in listed  # `ctxkeep sessions` shows it
     with door.client() as c:
         assert [m.content for m in c.history(branch.id).messages][:3] == ["Tell me about tea", a1, "And cocoa?"]
         assert len(c.history(one.id).messages) == 4  # the original is untouched

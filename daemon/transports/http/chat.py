@@ -139,7 +139,8 @@ class Chats:
             try:
                 reply = await self.call(requests.SessionImport(
                     name=name if attempt == 1 else f"{name} {attempt}", model=chat.model,
-                    system=chat.system, messages=copied + rest))
+                    system=chat.system, messages=copied + rest, branched_from=source or "",
+                    branched_at=at_seq if source else -1))
                 break
             except HttpError as exc:
                 if "exists already" not in exc.message:  # another session has that name

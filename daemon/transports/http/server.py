@@ -12,7 +12,7 @@ from aiohttp import web
 
 from ctxkeep.protocol import ErrorCode
 from ctxkeep.protocol.http_token import read_or_make
-from ctxkeep.daemon.config import Config, ConfigError
+from ctxkeep.daemon.config import ConfigError
 from ctxkeep.daemon.handlers.registry import Caller
 from ctxkeep.daemon.services import Services
 from ctxkeep.daemon.transports.http.chat import Chats
