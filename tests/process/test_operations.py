@@ -8,6 +8,8 @@ import stat
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import ollama
@@ -138,46 +140,18 @@ def test_watchdog_interval_is_half_the_period():
     assert systemd.notify("READY=1", env={}) is False
 
 
-def test_socket_activation_adopts_systemds_sockets(daemon_factory, short_tmp, standin):
+@contextmanager
+def socket_activated(d, *tcp: str) -> Iterator[Path]:
+    """ctxkeepd behind systemd-socket-activate, which holds its control and event sockets
+    (and `tcp`'s addresses, named `http`) and starts it on the first connection; yields
+    its runtime folder once the sockets exist."""
     needs("systemd-socket-activate")
-    d = daemon_factory()
     run = Path(d.env["XDG_RUNTIME_DIR"]) / "ctxkeep"
     run.mkdir(mode=0o700)
     keep = ("XDG_RUNTIME_DIR", "XDG_DATA_HOME", "XDG_CONFIG_HOME", "OLLAMA_HOST", "PATH", "HOME")
-    command = ["systemd-socket-activate", "-l", str(run / "ctl"), "-l", str(run / "events"),
-               "--fdname=ctl:events", *(f"-E{k}={d.env[k]}" for k in keep if k in d.env),
-               sys.executable, "-m", "ctxkeep.daemon.main", "--log-level", "debug"]
-    proc = subprocess.Popen(command, env=d.env, stdout=d.log.open("a"), stderr=subprocess.STDOUT)
-    try:
-        deadline = time.monotonic() + 20
-        while not (run / "events").exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        with Client(d.control, d.events, timeout=15) as c:  # the first connection starts it
-            c.subscribe("")
-            s = c.create_session(model="qwen2.5:7b").session
-            acc = c.send(s.id, "hello through adopted sockets")
-            end, _ = wait_terminal(c, acc.generation_id)
-            assert isinstance(end, ResponseGeneration)
-        assert "adopted sockets from systemd: ctl, events" in d.log.read_text()
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(30)
-
-
-def test_the_first_http_client_starts_a_socket_activated_daemon(daemon_factory, short_tmp, standin):
-    """ctxkeep-http.socket: systemd holds the TCP port; an Ollama client's request starts
-    ctxkeepd, which serves it on that socket, with the token `install --http` made."""
-    needs("systemd-socket-activate")
-    d = daemon_factory()
-    run = Path(d.env["XDG_RUNTIME_DIR"]) / "ctxkeep"
-    run.mkdir(mode=0o700)
-    token = read_or_make(Path(d.env["XDG_CONFIG_HOME"]) / "ctxkeep" / "http-token")
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    keep = ("XDG_RUNTIME_DIR", "XDG_DATA_HOME", "XDG_CONFIG_HOME", "OLLAMA_HOST", "PATH", "HOME")
-    command = ["systemd-socket-activate", "-l", str(run / "ctl"), "-l", str(run / "events"),
-               "-l", f"127.0.0.1:{port}", "--fdname=ctl:events:http",
+    listen = [str(run / "ctl"), str(run / "events"), *tcp]
+    command = ["systemd-socket-activate", *(f"-l{where}" for where in listen),
+               "--fdname=" + ":".join(["ctl", "events"] + ["http"] * len(tcp)),
                *(f"-E{k}={d.env[k]}" for k in keep if k in d.env),
                sys.executable, "-m", "ctxkeep.daemon.main", "--log-level", "debug"]
     proc = subprocess.Popen(command, env=d.env, stdout=d.log.open("a"), stderr=subprocess.STDOUT)
@@ -185,6 +159,32 @@ def test_the_first_http_client_starts_a_socket_activated_daemon(daemon_factory, 
         deadline = time.monotonic() + 20
         while not (run / "events").exists() and time.monotonic() < deadline:
             time.sleep(0.05)
+        yield run
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(30)
+
+
+def test_socket_activation_adopts_systemds_sockets(daemon_factory, short_tmp, standin):
+    d = daemon_factory()
+    with socket_activated(d), Client(d.control, d.events, timeout=15) as c:  # the first connection starts it
+        c.subscribe("")
+        s = c.create_session(model="qwen2.5:7b").session
+        acc = c.send(s.id, "hello through adopted sockets")
+        end, _ = wait_terminal(c, acc.generation_id)
+        assert isinstance(end, ResponseGeneration)
+        assert "adopted sockets from systemd: ctl, events" in d.log.read_text()
+
+
+def test_the_first_http_client_starts_a_socket_activated_daemon(daemon_factory, short_tmp, standin):
+    """ctxkeep-http.socket: systemd holds the TCP port; an Ollama client's request starts
+    ctxkeepd, which serves it on that socket, with the token `install --http` made."""
+    d = daemon_factory()
+    token = read_or_make(Path(d.env["XDG_CONFIG_HOME"]) / "ctxkeep" / "http-token")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    with socket_activated(d, f"127.0.0.1:{port}"):
         client = ollama.Client(host=f"http://127.0.0.1:{port}", timeout=30,
                                headers={"Authorization": f"Bearer {token}"})
         answer = client.chat(model="qwen2.5:7b", messages=[{"role": "user", "content": "Wake up"}])
@@ -193,9 +193,6 @@ def test_the_first_http_client_starts_a_socket_activated_daemon(daemon_factory, 
         with Client(d.control, d.events, timeout=15) as c:
             status = c.status().status
             assert status.http_url == f"http://127.0.0.1:{port}" and status.http_auth == "token"
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(30)
 
 
 # -- reload, config, logs ------------------------------------------------------------------------
