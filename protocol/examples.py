@@ -172,6 +172,16 @@ EXAMPLES: dict[type, tuple[requests.Request, replies.Reply, list[events.Event]]]
             _NEW, name="imported", model="qwen2.5:7b", message_count=2, token_count=31)),
         [events.SessionCreated(seq=60, time=_T, session_id=_SID, session=msgspec.structs.replace(
             _NEW, name="imported", model="qwen2.5:7b", message_count=2, token_count=31))]),
+    requests.Branch: (
+        requests.Branch(id="36", session="chat-1", at=1),
+        replies.SessionReply(id="36", session=msgspec.structs.replace(
+            _NEW, id="77c01e5a9b42", name="chat-1 (branch)", message_count=2, token_count=412,
+            token_count_exact=False,
+            branched_from=_SID, branched_at=1)),
+        [events.SessionCreated(seq=61, time=_T, session_id="77c01e5a9b42", session=msgspec.structs.replace(
+            _NEW, id="77c01e5a9b42", name="chat-1 (branch)", message_count=2, token_count=412,
+            token_count_exact=False,
+            branched_from=_SID, branched_at=1))]),
     requests.Search: (
         requests.Search(id="32", query="rayleigh scattering"),
         replies.SearchReply(id="32", total=1, words=["rayleigh", "scattering"], hits=[SearchHit(
@@ -252,6 +262,9 @@ ERRORS: dict[type, list[tuple[str, str]]] = {
                                                   "(the message says where); it was not changed"),
                              ("storage_error", "config.toml could not be written")],
     requests.ModelsPull: [("shutting_down", "the daemon is stopping")],
+    requests.Branch: [*_SESSION_ERRORS, ("invalid_argument", "the session has no such message, "
+                                                             "or the name is taken"),
+                      ("busy", "a question at or before `at` is still being answered"), *_STORE],
     requests.SessionImport: [("invalid_argument", "the name is taken"),
                              ("model_not_found", "Ollama does not have the model; `force` skips "
                                                  "the check"),

@@ -4,27 +4,15 @@ Every request is one JSON object with `type` (the tag below), `id` (chosen by
 the client, echoed in the reply) and `v` (the protocol version).
 """
 
-from typing import Annotated, Any, Literal
+from typing import Annotated
 
 import msgspec
 from msgspec import Meta
 
 from .structs import ImportedMessage, Options, Seq
 from .goals import GoalsInput
-from .version import PROTOCOL_VERSION
-
-#: A session's id, a unique prefix of its id (4+ characters), or its name.
-SessionRef = Annotated[str, Meta(min_length=1, max_length=200)]
-RequestId = Annotated[str, Meta(max_length=200)]
-NumCtx = Annotated[int, Meta(ge=256, le=2**24)]
-
-
-class Request(msgspec.Struct, tag_field="type", kw_only=True, forbid_unknown_fields=True):
-    """Fields every request carries."""
-
-    id: RequestId = ""
-    v: Annotated[int, Meta(ge=1, le=2**31)] = PROTOCOL_VERSION
-
+from .request_base import NumCtx, Request, SessionRef
+from .turn_requests import Branch, Cancel, Send
 
 class Hello(Request, tag="hello"):
     """Introduce a client. The reply tells the daemon's version and protocol."""
@@ -86,29 +74,6 @@ class History(Request, tag="history"):
     start: Seq = 0
     limit: Annotated[int, Meta(ge=1, le=1000)] = 100
     active: bool = False
-
-
-class Send(Request, tag="send"):
-    """A user turn. Accepted at once; the answer arrives as events."""
-
-    session: SessionRef
-    text: Annotated[str, Meta(min_length=1)]
-    #: The client's working directory: `@file` references resolve against it, and
-    #: by default only files below it may be read.
-    cwd: str = ""
-    #: Ask a thinking model to think, or how hard (None: the model's default).
-    think: bool | Literal["low", "medium", "high"] | None = None
-    #: The answer's shape, passed as Ollama's `format`: "json" or a JSON schema.
-    format: Literal["json"] | dict[str, Any] | None = None
-    #: How long the model stays loaded after this turn ("5m", or seconds; 0 unloads it).
-    keep_alive: str | float | None = None
-
-
-class Cancel(Request, tag="cancel"):
-    """Stop the session's running generation or compaction (or the one whose id is given)."""
-
-    session: SessionRef
-    generation_id: str = ""
 
 
 class SetSystem(Request, tag="session.set_system"):
@@ -284,7 +249,7 @@ class Compact(Request, tag="compact"):
 AnyRequest = (
     Hello | Ping | Status | SessionCreate | SessionList | SessionGet | SessionRename
     | SessionDelete | History | Send | Cancel | SetSystem | SetModel | Usage | Compact | Files | Pin | GoalsGet | GoalsSet
-    | SnapshotCreate | SnapshotList | SnapshotRestore | SnapshotDelete | ModelsList | SessionImport
+    | SnapshotCreate | SnapshotList | SnapshotRestore | SnapshotDelete | ModelsList | SessionImport | Branch
     | Search | ModelsPull | ModelsDefault
 )
 

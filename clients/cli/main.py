@@ -35,6 +35,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "daemon": ("daemon", "add_parser"),
     "set": ("manage", "add_set"),
     "rename": ("manage", "add_rename"),
+    "branch": ("branch", "add_parser"),
     "delete": ("manage", "add_delete"),
     "cancel": ("manage", "add_cancel"),
     "goals": ("context", "add_goals"),

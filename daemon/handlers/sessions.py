@@ -29,6 +29,11 @@ async def _updated(services: Services, req, record: SessionRecord, prompt_change
 MAX_NAME_BYTES = 255
 
 
+def check_name(name: str) -> None:
+    """A session name the store can key."""
+    _check_bytes("name", name)
+
+
 def _check_bytes(what: str, value: str) -> None:
     size = len(value.encode("utf-8", "surrogatepass"))
     if size > MAX_NAME_BYTES:

@@ -63,27 +63,31 @@ class Sessions:
         """A new, empty session. An empty name becomes `chat-N`, N the first free number
         past the number of sessions."""
         def create(txn: lmdb.Transaction) -> SessionRecord:
-            names = self.dbs["names"]
-            chosen = name
-            if not chosen:  # chat-N, N past the number of sessions: free at once, usually
-                n = txn.stat(self.dbs["sessions"])["entries"] + 1
-                while txn.get(f"chat-{n}".encode(), db=names):
-                    n += 1
-                chosen = f"chat-{n}"
-            elif txn.get(chosen.encode(), db=names):
-                raise NameTaken(f"a session named {chosen!r} exists already: choose another name")
             now = time.time()
-            record = SessionRecord(id=secrets.token_hex(6), name=chosen, model=model,
+            record = SessionRecord(id=secrets.token_hex(6), name=name, model=model,
                                    system=system, options=options, num_ctx=num_ctx,
                                    context_length=context_length, parameter_size=parameter_size,
                                    created=now, updated=now,
                                    token_count=token_estimate, tokens_exact=False,
                                    branched_from=branched_from, branched_at=branched_at)
-            self.env.put_session(txn, record)
-            txn.put(chosen.encode(), record.id.encode(), db=names)
-            self.env.put_context(txn, record.id, ActiveContext())
+            self.add(txn, record, ActiveContext())
             return record
         return self.env.write(create)
+
+    def add(self, txn: lmdb.Transaction, record: SessionRecord, context: ActiveContext) -> None:
+        """Store a new session's record and context state, its name made unique: an empty
+        one becomes `chat-N` (N past the number of sessions); a taken one is refused."""
+        names = self.dbs["names"]
+        if not record.name:  # chat-N, N past the number of sessions: free at once, usually
+            n = txn.stat(self.dbs["sessions"])["entries"] + 1
+            while txn.get(f"chat-{n}".encode(), db=names):
+                n += 1
+            record.name = f"chat-{n}"
+        elif txn.get(record.name.encode(), db=names):
+            raise NameTaken(f"a session named {record.name!r} exists already: choose another name")
+        self.env.put_session(txn, record)
+        txn.put(record.name.encode(), record.id.encode(), db=names)
+        self.env.put_context(txn, record.id, context)
 
     def update(self, session_id: str, change: Callable[[SessionRecord], None]) -> SessionRecord:
         """Apply `change` to the session's record in one transaction; renames keep names unique."""

@@ -7,6 +7,7 @@ layers over it, each a member with one job:
 - `context`: the active context, what the model sees, and compaction commits with their
   audit trail (context_state.py);
 - `snapshots`: saved context states and restoring them (snapshots.py);
+- `branches`: a new session holding another's history up to a message (branches.py);
 - `search`: messages by their words (search.py over word_index.py);
 - `caches`: calibrations and embeddings (caches.py).
 
@@ -17,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+from ctxkeep.daemon.store.branches import Branches
 from ctxkeep.daemon.store.caches import Caches
 from ctxkeep.daemon.store.context_state import ContextState
 from ctxkeep.daemon.store.environment import Environment
@@ -47,6 +49,7 @@ class Store:
         self.history = History(env, messages)
         self.context = ContextState(env, self.history)
         self.snapshots = Snapshots(env, self.history)
+        self.branches = Branches(env, self.sessions)
         self.search = Search(env)
         self.caches = Caches(env)
 

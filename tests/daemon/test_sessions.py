@@ -110,3 +110,20 @@ def test_setting_goals_stamps_them(client):
     goals = client.set_goals(s.id, Goals(goal="ship it")).goals
     assert goals.updated >= before
     assert client.goals(s.id).goals.updated == goals.updated
+
+
+def test_branch_from_the_cli_and_the_list_shows_it(daemon, client):
+    s = client.create_session(name="trip").session
+    for text in ("Plan a trip to Porto", "Three days, by train"):
+        acc = client.send(s.id, text)
+        wait_terminal(client, acc.generation_id)
+    made = daemon.cli("branch", "trip", "--at", "1")
+    assert made.returncode == 0, made.stderr
+    assert "trip (branch)" in made.stdout and "at #1" in made.stdout
+    branch = client.session("trip (branch)").session
+    assert (branch.branched_from, branch.branched_at, branch.message_count) == (s.id, 1, 2)
+    assert [m.content for m in client.history(branch.id).messages] == \
+        [m.content for m in client.history(s.id).messages][:2]
+    assert "trip @1" in daemon.cli("sessions").stdout
+    refused = daemon.cli("branch", "trip", "--at", "9")
+    assert refused.returncode != 0 and "#0 to #3" in refused.stderr

@@ -18,7 +18,7 @@ from ctxkeep.daemon.handlers.registry import Caller
 from ctxkeep.daemon.services import Services
 from ctxkeep.daemon.store.records import SessionRecord
 from ctxkeep.daemon.store.store import UnknownSession
-from ctxkeep.daemon.transports.http.conversations import ConversationIndex, in_conversation
+from ctxkeep.daemon.transports.http.conversations import ConversationIndex
 from ctxkeep.daemon.transports.http.errors import HttpError
 
 #: Messages the conversation index may read on the event loop (more: in the writer thread).
@@ -121,26 +121,25 @@ class Chats:
 
     async def _start(self, chat: ChatRequest, source: str | None, shared: int, at_seq: int
                      ) -> SessionRecord:
-        """A new session: the conversation imported; when it shares its start with a stored
-        one (an edited or regenerated message), that one's messages up to where they part
-        are copied from its history and the session is named as its branch."""
-        copied: list[ImportedMessage] = []
-        name = " ".join(chat.text.split())[:NAME_CHARS] if not chat.history else \
-            " ".join(chat.history[0][1].split())[:NAME_CHARS]
+        """A new session. When the conversation shares its start with a stored one (an
+        edited or regenerated message), a branch of that one at the last message they share
+        (its context as it stood then, compactions included) with the client's later
+        messages added; else the conversation imported, named after its first message."""
         if source is not None:
-            origin = self.services.store.sessions.get(source)
-            page, _, _ = await self.services.store.off_loop(
-                self.services.store.history.page, source, 0, at_seq + 1)
-            copied = [ImportedMessage(role=m.role, content=m.content, thinking=m.thinking)
-                      for m in page if in_conversation(m)][:shared]
-            name = f"{origin.name or origin.id[:8]} (branch)"
-        rest = [ImportedMessage(role=r, content=c) for r, c in chat.history[len(copied):]]
+            reply = await self.call(requests.Branch(session=source, at=at_seq))
+            assert isinstance(reply, SessionReply)
+            if len(chat.history) > shared:
+                await self.call(requests.SessionImport(session=reply.session.id, messages=[
+                    ImportedMessage(role=r, content=c) for r, c in chat.history[shared:]]))
+            return self.services.store.sessions.get(reply.session.id)
+        first = chat.history[0][1] if chat.history else chat.text
+        name = " ".join(first.split())[:NAME_CHARS]
         for attempt in range(1, 100):
             try:
                 reply = await self.call(requests.SessionImport(
                     name=name if attempt == 1 else f"{name} {attempt}", model=chat.model,
-                    system=chat.system, messages=copied + rest, branched_from=source or "",
-                    branched_at=at_seq if source else -1))
+                    system=chat.system, messages=[ImportedMessage(role=r, content=c)
+                                                  for r, c in chat.history]))
                 break
             except HttpError as exc:
                 if "exists already" not in exc.message:  # another session has that name

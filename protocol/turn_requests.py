@@ -1,0 +1,44 @@
+"""Requests that make or change a conversation: a turn, stopping it, and branching."""
+
+from typing import Annotated, Any, Literal
+
+from msgspec import Meta
+
+from .structs import Seq
+from .request_base import Request, SessionRef
+
+
+class Send(Request, tag="send"):
+    """A user turn. Accepted at once; the answer arrives as events."""
+
+    session: SessionRef
+    text: Annotated[str, Meta(min_length=1)]
+    #: The client's working directory: `@file` references resolve against it, and
+    #: by default only files below it may be read.
+    cwd: str = ""
+    #: Ask a thinking model to think, or how hard (None: the model's default).
+    think: bool | Literal["low", "medium", "high"] | None = None
+    #: The answer's shape, passed as Ollama's `format`: "json" or a JSON schema.
+    format: Literal["json"] | dict[str, Any] | None = None
+    #: How long the model stays loaded after this turn ("5m", or seconds; 0 unloads it).
+    keep_alive: str | float | None = None
+
+
+class Cancel(Request, tag="cancel"):
+    """Stop the session's running generation or compaction (or the one whose id is given)."""
+
+    session: SessionRef
+    generation_id: str = ""
+
+
+class Branch(Request, tag="session.branch"):
+    """A new session whose history is this one's up to a message (its last one unless
+    `at` is given), with the context as it stood then (compactions, checkpoints, pins
+    and goals); marked as a branch (`branched_from`, `branched_at`). The source is not
+    changed, and nothing mutable is shared with it."""
+
+    session: SessionRef
+    #: The seq of the last message the branch keeps (None: the session's last message).
+    at: Seq | None = None
+    #: The branch's name ("": the source's name and "(branch)").
+    name: Annotated[str, Meta(max_length=200)] = ""
