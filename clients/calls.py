@@ -100,6 +100,10 @@ class Calls:
     def delete_snapshot(self, ref: str, snapshot_id: str) -> Any:
         return self.request(requests.SnapshotDelete(session=ref, snapshot_id=snapshot_id), SnapshotReply)
 
+    def regenerate(self, ref: str, think: bool | None = None) -> Any:
+        """A new answer to the session's last question (see `regenerate`)."""
+        return self.request(requests.Regenerate(session=ref, think=think), Accepted)
+
     def branch(self, ref: str, at: int | None = None, name: str = "") -> Any:
         """A new session with `ref`'s history up to message `at` (see `session.branch`)."""
         return self.request(requests.Branch(session=ref, at=at, name=name), SessionReply)

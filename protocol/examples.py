@@ -93,6 +93,20 @@ EXAMPLES: dict[type, tuple[requests.Request, replies.Reply, list[events.Event]]]
                              usage=Usage(tokens=431, window=8192, fill=431 / 8192, exact=True,
                                          messages=4, segments=Segments(system=6, recent=425))),
          events.SessionUpdated(seq=26, time=_T, session_id=_SID, session=_AFTER)]),
+    requests.Regenerate: (
+        requests.Regenerate(id="12", session=_SID),
+        replies.Accepted(id="12", session_id=_SID, generation_id="c4d1e07b9a3f", ahead=0),
+        [events.SessionUpdated(seq=40, time=_T, session_id=_SID, session=_BUSY),
+         events.QueryReceived(seq=41, time=_T, session_id=_SID, generation_id="c4d1e07b9a3f",
+                              message=_USER, model="llama3.2"),
+         events.GenerationToken(seq=42, time=_T, session_id=_SID, generation_id="c4d1e07b9a3f",
+                                index=0, text="Air scatters blue light most."),
+         events.ResponseGeneration(seq=43, time=_T, session_id=_SID, generation_id="c4d1e07b9a3f",
+                                   message=msgspec.structs.replace(
+                                       _ANSWER, seq=4, content="Air scatters blue light most.",
+                                       eval_count=6, alternative_of=3),
+                                   token_count=431, eval_count=6, window=8192),
+         events.SessionUpdated(seq=44, time=_T, session_id=_SID, session=_AFTER)]),
     requests.Cancel: (
         requests.Cancel(id="11", session=_SID),
         replies.Cancelled(id="11", session_id=_SID, cancelled=True, generation_id=_GEN),
@@ -230,6 +244,11 @@ ERRORS: dict[type, list[tuple[str, str]]] = {
     requests.SessionDelete: [*_SESSION_ERRORS, ("busy", "the session has a job queued or running: "
                                                 "cancel it, or wait for its terminal event"), *_STORE],
     requests.History: _SESSION_ERRORS,
+    requests.Regenerate: [*_SESSION_ERRORS, ("busy", "a turn or compaction of the session is "
+                                                     "queued or running"),
+                          ("invalid_argument", "no answered question ends the session, or its "
+                                               "answer was compacted away"),
+                          ("shutting_down", "the daemon is stopping")],
     requests.Send: [*_SESSION_ERRORS, ("invalid_argument", "the text is empty"),
                     ("shutting_down", "the daemon is stopping"), *_STORE],
     requests.Cancel: _SESSION_ERRORS,

@@ -114,6 +114,8 @@ class MessageInfo(msgspec.Struct, kw_only=True):
     #: For an answer: the seq of the user message it answers (-1: none). A queued turn
     #: stores its question at once, so answers can follow later questions in history.
     reply_to: Annotated[int, Meta(ge=-1)] = -1
+    #: For a regenerated answer: the seq of the answer it replaced (-1: none).
+    alternative_of: Annotated[int, Meta(ge=-1)] = -1
     #: For an answer: the messages recall brought into the prompt it answered.
     recalled: list[Seq] = []
 

@@ -8,20 +8,32 @@ from .structs import Seq
 from .request_base import Request, SessionRef
 
 
-class Send(Request, tag="send"):
-    """A user turn. Accepted at once; the answer arrives as events."""
+class Turn(Request, kw_only=True):
+    """What every request that asks the model for an answer carries."""
 
     session: SessionRef
-    text: Annotated[str, Meta(min_length=1)]
-    #: The client's working directory: `@file` references resolve against it, and
-    #: by default only files below it may be read.
-    cwd: str = ""
     #: Ask a thinking model to think, or how hard (None: the model's default).
     think: bool | Literal["low", "medium", "high"] | None = None
     #: The answer's shape, passed as Ollama's `format`: "json" or a JSON schema.
     format: Literal["json"] | dict[str, Any] | None = None
     #: How long the model stays loaded after this turn ("5m", or seconds; 0 unloads it).
     keep_alive: str | float | None = None
+
+
+class Send(Turn, tag="send", kw_only=True):
+    """A user turn. Accepted at once; the answer arrives as events."""
+
+    text: Annotated[str, Meta(min_length=1)]
+    #: The client's working directory: `@file` references resolve against it, and
+    #: by default only files below it may be read.
+    cwd: str = ""
+
+
+class Regenerate(Turn, tag="regenerate"):
+    """A new answer to the session's last question, as a turn (accepted at once, the
+    answer as events). The answer it replaces stays in history and leaves the active
+    context; the new one records it as `alternative_of`. If the new turn fails, the
+    previous answer stays where it was."""
 
 
 class Cancel(Request, tag="cancel"):

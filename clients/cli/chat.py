@@ -14,6 +14,7 @@ from .new import add_session_options, create_or_choose
 HELP = """commands:
   /help      this text
   /usage     how full the context window is, by segment
+  /retry     a new answer to the last question (the old one stays in history)
   /compact   summarize older turns to free the window (the history keeps them)
   /pin [N]   pin message N (default: the last answer) so no compaction touches it
   /goals     the goal record
@@ -39,7 +40,7 @@ def add_parser(commands) -> argparse.ArgumentParser:
     return parser
 
 
-COMMANDS = ("/help", "/usage", "/goals", "/undo", "/pin", "/compact")
+COMMANDS = ("/help", "/usage", "/goals", "/undo", "/pin", "/compact", "/retry")
 
 
 def _command(client, session_id: str, text: str, out, style: Styles) -> None:
@@ -104,7 +105,8 @@ def run(args: argparse.Namespace) -> int:
             text = line.strip()
             if not text:
                 continue
-            if text.startswith("/") and not text.startswith("//"):
+            retry = text == "/retry"
+            if text.startswith("/") and not text.startswith("//") and not retry:
                 try:
                     _command(client, session.id, text, out, style)
                 except DaemonUnavailable:
@@ -116,11 +118,18 @@ def run(args: argparse.Namespace) -> int:
                 line = line.replace("//", "/", 1)
             out.write(f"{style.bold}{session.model}>{style.reset} ")
             out.flush()
-            end = stream_turn(client, session.id, line, out, show_thinking=args.think,
-                              think=True if args.think else None,
-                              cwd=os.getcwd(),
-                              on_interrupt=lambda: out.write(f"{style.dim} [cancelling]{style.reset}"),
-                              notes=out)
+            try:
+                end = stream_turn(client, session.id, line, out, show_thinking=args.think,
+                                  think=True if args.think else None, cwd=os.getcwd(),
+                                  on_interrupt=lambda: out.write(f"{style.dim} [cancelling]{style.reset}"),
+                                  notes=out, regenerate=retry)
+            except DaemonUnavailable:
+                raise
+            except CtxkeepError as exc:
+                if not retry:
+                    raise
+                print(f"\n{style.red}/retry: {exc.message}{style.reset}")  # the chat goes on
+                continue
             out.write("\n")
             if isinstance(end, ResponseGeneration):
                 warn = f" {style.red}(Ollama cut the prompt){style.reset}" if end.truncated else ""

@@ -137,8 +137,9 @@ def stream_turn(client: Client, session: str, text: str, out: TextIO,
                 show_thinking: bool = False, cwd: str = "", think: bool | None = None,
                 on_interrupt: Callable[[], None] | None = None,
                 notes: TextIO | None = None,
-                on_event: Callable[[Event], None] | None = None) -> Event:
-    """Send a turn and print its answer as it streams; returns the terminal event.
+                on_event: Callable[[Event], None] | None = None, regenerate: bool = False) -> Event:
+    """Send a turn (with `regenerate`, ask a new answer to the last question instead) and
+    print its answer as it streams; returns the terminal event.
 
     The caller must have subscribed. Ctrl-C cancels the generation (the
     daemon then ends it with generation.error `cancelled`) instead of exiting.
@@ -147,7 +148,9 @@ def stream_turn(client: Client, session: str, text: str, out: TextIO,
     """
     style = Styles(out)
     notes = notes or sys.stderr
-    accepted, interrupted = _send_holding_ctrl_c(client, session, text, cwd, think)
+    accepted, interrupted = _send_holding_ctrl_c(
+        lambda: client.regenerate(session, think=think) if regenerate else
+        client.send(session, text, cwd=cwd, think=think))
     if interrupted:  # Ctrl-C before the daemon said which generation: cancel it now
         client.cancel(session, accepted.generation_id)
         if on_interrupt:
@@ -187,8 +190,7 @@ def _next_event(client: Client, accepted: Accepted) -> tuple[str, Event]:
                                      "send it again then") from None
 
 
-def _send_holding_ctrl_c(client: Client, session: str, text: str, cwd: str,
-                         think: bool | None) -> tuple[Accepted, bool]:
+def _send_holding_ctrl_c(send: Callable[[], Accepted]) -> tuple[Accepted, bool]:
     """Send the turn with Ctrl-C held back until `accepted` is in (then it can cancel the
     generation it names): (the reply, whether Ctrl-C was pressed meanwhile)."""
     pressed: list[bool] = []
@@ -199,7 +201,7 @@ def _send_holding_ctrl_c(client: Client, session: str, text: str, cwd: str,
     if held:
         signal.signal(signal.SIGINT, lambda *_: pressed.append(True))
     try:
-        accepted = client.send(session, text, cwd=cwd, think=think)
+        accepted = send()
     finally:
         if held:
             signal.signal(signal.SIGINT, signal.default_int_handler)

@@ -54,6 +54,8 @@ def run(args: argparse.Namespace) -> int:
                 continue
             mark = f" [interrupted: {m.error}]" if m.status == "interrupted" else (
                 " [summary]" if m.kind == "summary" else "")
+            if m.alternative_of >= 0:  # a regenerated answer
+                mark += f" [alternative to #{m.alternative_of}]"
             print(f"\n{style.bold}{m.role}{style.reset} {style.dim}#{m.seq} {when(m.created)}"
                   f"{mark}{style.reset}")
             if m.recalled:  # what recall brought into the prompt this answered

@@ -16,6 +16,11 @@ class Deferred(Generic[T]):
         self.future: "asyncio.Future[T]" = asyncio.get_running_loop().create_future()
         self._make: Callable[[], Awaitable[T]] | None = make
 
+    @property
+    def started(self) -> bool:
+        """Whether the work has started."""
+        return self._make is None
+
     def start(self) -> "asyncio.Future[T]":
         """Start the work unless it has started; returns `future`."""
         if self._make is not None:

@@ -131,10 +131,12 @@ class Recaller:
 
     async def recall(self, session: SessionRecord, context: ActiveContext,
                      active: Sequence[MessageRecord], user: MessageRecord, budget: int) -> Recall:
-        """What the turn with the question `user` recalls within `budget` tokens."""
+        """What the turn with the question `user` recalls within `budget` tokens. Nothing
+        said after the question is (a regenerated turn's: the answers it replaces)."""
         if budget < MIN_ROOM or not self.enabled(session):
             return NONE
-        in_context = {*context.seqs, *session.pending, user.seq}
+        after = range(user.seq + 1, session.next_seq) if user.seq >= 0 else range(0)
+        in_context = {*context.seqs, *session.pending, user.seq, *after}
         if session.message_count <= len(in_context):
             return NONE  # everything said is in the prompt already
         index = await self._index(session.id)

@@ -109,3 +109,26 @@ class ContextState:
             self.env.put_session(txn, record)
             return record
         return self.env.write(change)
+
+    def reopen(self, session_id: str, question: int, answer: int, active: bool
+               ) -> tuple[SessionRecord, list[MessageRecord]]:
+        """A regenerate's commit: the last question and its answer leave the active context
+        (`active`: they are its last two; else a failed turn's, never in it), both staying
+        in history, and the question waits for an answer again, as a question just asked
+        does. Refused with ContextChanged when they are no longer where they were."""
+        def apply(txn: lmdb.Transaction) -> tuple[SessionRecord, list[MessageRecord]]:
+            session = self.env.session_in(txn, session_id)
+            context = self.env.context_in(txn, session_id)
+            where = context.seqs[-2:] == [question, answer] if active else question not in context.seqs
+            if not where or session.pending:
+                raise ContextChanged("the session's last exchange changed: regenerate again")
+            if active:
+                context.seqs = context.seqs[:-2]
+            self.env.put_context(txn, session_id, context)
+            session.pending = [question]
+            session.updated = time.time()
+            self.env.put_session(txn, session)
+            raw = txn.get(keys.numbered(session_id, question), db=self.dbs["messages"])
+            return session, [codecs.message(raw)]
+        return self.env.write(apply)
+

@@ -124,6 +124,8 @@ class MessageRecord(msgspec.Struct, kw_only=True, frozen=True):
     reply_to: int = -1
     #: For an answer: the messages recall brought into its prompt.
     recalled: list[int] = []
+    #: For a regenerated answer: the answer it replaced (-1: none).
+    alternative_of: int = -1
 
     def prompt_content(self, file_summaries: bool = False) -> str:
         """The text the model sees: the message, then its expanded @file references
@@ -141,6 +143,7 @@ class MessageRecord(msgspec.Struct, kw_only=True, frozen=True):
             error=self.error, model=self.model, eval_count=self.eval_count,
             kind=self.kind,  # type: ignore[arg-type]
             files=[f.info() for f in self.files], reply_to=self.reply_to, recalled=self.recalled,
+            alternative_of=self.alternative_of,
         )
 
 
@@ -158,13 +161,15 @@ class NewMessage(msgspec.Struct, kw_only=True):
     files: list[Attachment] = []
     reply_to: int = -1
     recalled: list[int] = []
+    alternative_of: int = -1
 
     def record(self, seq: int, created: float) -> "MessageRecord":
         """The stored message, with its sequence number and time."""
         return MessageRecord(seq=seq, created=created, role=self.role, content=self.content,
                              thinking=self.thinking, status=self.status, error=self.error,
                              model=self.model, eval_count=self.eval_count, kind=self.kind,
-                             files=self.files, reply_to=self.reply_to, recalled=self.recalled)
+                             files=self.files, reply_to=self.reply_to, recalled=self.recalled,
+                             alternative_of=self.alternative_of)
 
 
 class FileRefRecord(msgspec.Struct, kw_only=True):

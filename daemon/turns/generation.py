@@ -21,7 +21,8 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ctxkeep.protocol.events import QueryReceived
+from ctxkeep.protocol import ErrorCode
+from ctxkeep.protocol.events import GenerationError, QueryReceived
 from ctxkeep.daemon.backends.protocol import ChatExtras
 from ctxkeep.daemon.compaction.automatic import AutoCompactor, Pass
 from ctxkeep.daemon.context.parts import Parts
@@ -31,8 +32,9 @@ from ctxkeep.daemon.jobs.deferred import Deferred
 from ctxkeep.daemon.turns.endings import Endings
 from ctxkeep.daemon.turns.output import Output
 from ctxkeep.daemon.turns.prepare import Preparer, Turn
-from ctxkeep.daemon.turns.question import Question, Withdrawn
+from ctxkeep.daemon.turns.question import Question, Reopened, Withdrawn
 from ctxkeep.daemon.jobs.queue import Job, SessionJobs
+from ctxkeep.daemon.store.errors import StoreError
 from ctxkeep.daemon.store.records import Attachment, MessageRecord, NewMessage, SessionRecord, View
 
 log = logging.getLogger(__name__)
@@ -86,6 +88,32 @@ class Generations:
             self.jobs.announce_busy(session.id)
         return job, ahead, user
 
+    def regenerate(self, session: SessionRecord, reopened: Reopened, extras: ChatExtras) -> Job:
+        """Queue a new answer to the last question. Its turn first takes the question and
+        its answer out of the active context (one synced commit, so the prompt is built
+        without them: `store.context.reopen`), then runs as the question's turn did; if it
+        fails, even while that commit is on its way, the two go back."""
+        store = self.parts.store
+        commit = Deferred(lambda: store.off_loop(store.context.reopen, session.id, reopened.question,
+                                                 reopened.answer, reopened.active))
+
+        async def body(job: Job) -> None:
+            try:
+                _, (user,) = await asyncio.shield(commit.start())
+            except StoreError as exc:  # the exchange changed meanwhile: nothing was done
+                job.end(GenerationError(generation_id=job.id, code=exc.code.value, message=str(exc)))
+                return
+            question = Question(commit, user, self._announcer(job, session), reopened=reopened)
+            await self._execute(job, question, extras)
+
+        def failed(job: Job, code: ErrorCode, message: str) -> GenerationError:
+            if not commit.started:
+                return GenerationError(generation_id=job.id, code=code.value, message=message)
+            return self.endings.before_start(job, commit.future, code, message, reopened)
+        job = Job(session_id=session.id, kind="generation", body=body, fail=failed)
+        self.jobs.submit(job)
+        return job
+
     def _announcer(self, job: Job, session: SessionRecord) -> Callable[[MessageRecord], object]:
         """What says a turn's question is stored (`query.received`)."""
         return lambda user: self.parts.bus.publish(QueryReceived(
@@ -103,7 +131,8 @@ class Generations:
         try:
             turn = await self.preparer.prepare(job.id, view, question, compacted)
             await self._stream(job, turn, question, output, extras)
-            done = await self.completer.complete(job, turn, await question.settled(), output)
+            done = await self.completer.complete(job, turn, await question.settled(), output,
+                                                 question.reopened)
         except Withdrawn:
             return  # the question could not be stored: no client was told of this turn
         except BaseException as exc:  # noqa: BLE001 - every ending ends the turn once
@@ -152,7 +181,7 @@ class Generations:
             except Exception:  # noqa: BLE001 - the turn's own failure is what it reports
                 log.exception("session=%s could not take back the compaction made for a failed "
                               "turn (`ctxkeep undo` does it)", job.session_id)
-        self.endings.fail(job, user, exc, output)
+        self.endings.fail(job, user, exc, output, question.reopened)
 
     async def _after(self, view: View) -> None:
         """The answer is stored and announced; now keep the context within its budget."""

@@ -24,6 +24,16 @@ def stored_question(commit: "asyncio.Future") -> MessageRecord | None:
     return commit.result()[1][0]
 
 
+@dataclass(frozen=True)
+class Reopened:
+    """A regenerated turn's exchange: the answer the new one replaces; when the two were in
+    the active context (`active`: the answer was complete), they go back if the new one fails."""
+
+    question: int
+    answer: int
+    active: bool = True
+
+
 @dataclass
 class Question:
     """The turn's question: `draft` until `stored`."""
@@ -33,6 +43,8 @@ class Question:
     #: Called once with the stored question (publishes `query.received`).
     announce: Callable[[MessageRecord], object]
     stored: MessageRecord | None = None
+    #: Set for a regenerated turn.
+    reopened: Reopened | None = None
 
     @property
     def record(self) -> MessageRecord:

@@ -223,3 +223,20 @@ def test_chat_slash_command_errors_do_not_end_the_chat(daemon):
     assert "/undo: no compaction to undo" in chat.stdout
     assert "/pin: the session has no message #999" in chat.stdout
     assert "unknown command /nosuch" in chat.stdout and "/compact" in chat.stdout
+
+
+def test_chat_retry_asks_again_and_keeps_the_old_answer(daemon, standin):
+    sid = daemon.cli("new", "--model", MODEL, "-q").stdout.strip()
+    standin.script("The first take.", "The second take.")
+    chat = daemon.cli("chat", sid, input="/retry\nName a colour\n/retry\n/quit\n")
+    assert chat.returncode == 0, chat.stderr
+    assert "/retry: session" in chat.stdout and "nothing to regenerate" in chat.stdout
+    assert "The first take." in chat.stdout and "The second take." in chat.stdout
+    with daemon.client() as c:
+        messages = c.history(sid).messages
+        active = c.history(sid, active=True).messages
+    first, second = messages[1], messages[2]
+    assert (second.reply_to, second.alternative_of) == (first.reply_to, first.seq)
+    assert [m.content for m in active] == ["Name a colour", "The second take."]
+    shown = daemon.cli("show", sid).stdout
+    assert f"#{second.seq}" in shown and f"[alternative to #{first.seq}]" in shown

@@ -1,0 +1,46 @@
+"""regenerate: a new answer to the session's last question."""
+
+from ctxkeep.protocol import ErrorCode, requests
+from ctxkeep.protocol.replies import Accepted
+from ctxkeep.daemon.backends.protocol import ChatExtras
+from ctxkeep.daemon.handlers.registry import RequestError, handles
+from ctxkeep.daemon.services import Services
+from ctxkeep.daemon.store.records import SessionRecord
+from ctxkeep.daemon.turns.question import Reopened
+
+#: How far back from the end of the history the last answer is looked for (compaction
+#: summaries may follow it).
+LOOK_BACK = 8
+
+
+def last_exchange(services: Services, record: SessionRecord) -> Reopened:
+    """The session's last question and its answer (complete, or a failed turn's)."""
+    start = max(0, record.next_seq - LOOK_BACK)
+    page, _, _ = services.store.history.page(record.id, start, LOOK_BACK)
+    answers = [m for m in page if m.kind == "message" and m.role == "assistant" and m.reply_to >= 0]
+    later = [m for m in page if m.kind == "message" and m.role == "user" and
+             (not answers or m.seq > answers[-1].seq)]
+    if not answers or later:
+        raise RequestError(ErrorCode.INVALID_ARGUMENT, f"session {record.name!r} has no answered question "
+                                                       "at its end: there is nothing to regenerate")
+    answer = answers[-1]
+    context = services.store.context.get(record.id)
+    active = context.seqs[-2:] == [answer.reply_to, answer.seq]
+    if not active and (answer.status == "complete" or answer.reply_to in context.seqs):
+        raise RequestError(ErrorCode.INVALID_ARGUMENT, "the last answer is no longer in what the model "
+                                                       "sees (compacted, or a snapshot restored): send a "
+                                                       "message instead")
+    return Reopened(answer.reply_to, answer.seq, active)
+
+
+@handles(requests.Regenerate, session=True)
+async def regenerate(services: Services, req: requests.Regenerate, record: SessionRecord) -> Accepted:
+    if services.stopping():
+        raise RequestError(ErrorCode.SHUTTING_DOWN, "ctxkeepd is shutting down: regenerate once it is back")
+    if services.jobs.busy(record.id):
+        raise RequestError(ErrorCode.BUSY, f"session {record.name!r} is busy: regenerate once its turn "
+                                           "or compaction is done, or cancel it")
+    job = services.generations.regenerate(
+        record, last_exchange(services, record),
+        ChatExtras(think=req.think, format=req.format, keep_alive=req.keep_alive))
+    return Accepted(id=req.id, session_id=record.id, generation_id=job.id, ahead=0)

@@ -1,0 +1,103 @@
+"""regenerate in-process (issue 30): a new answer to the last question from the prompt the
+first one had; the old answer stays in history as its alternative and leaves the active
+context; a regenerate that fails puts the old exchange back; a failed turn can be retried."""
+
+import asyncio
+
+import pytest
+
+from ctxkeep.daemon.backends.backend import ModelCallError
+from ctxkeep.daemon.errors import RequestError
+from ctxkeep.protocol import ErrorCode, requests
+from ctxkeep.protocol.events import GenerationError, ResponseGeneration
+from inprocess import InProcess
+from memory_backend import MemoryBackend
+
+MODEL = "qwen2.5:7b"
+
+
+def answers() -> MemoryBackend:
+    """A model whose every answer differs (a counter), as a sampled one's do."""
+    said = iter(range(1000))
+    return MemoryBackend(reply=lambda messages: f"take {next(said)} on {messages[-1]['content'][:20]}")
+
+
+async def turn(app: InProcess, sid: str, request) -> object:
+    accepted = await app.call(request)
+    await app.services.jobs.drain(30)
+    return next(e for e in reversed(app.bus.seen) if getattr(e, "generation_id", "") == accepted.generation_id
+                and isinstance(e, (ResponseGeneration, GenerationError)))
+
+
+def test_a_regenerated_answer_replaces_the_last_one_which_stays_as_its_alternative(tmp_path):
+    app = InProcess(tmp_path, answers())
+
+    async def scenario():
+        sid = (await app.call(requests.SessionCreate(model=MODEL))).session.id
+        await turn(app, sid, requests.Send(session=sid, text="Name a colour"))
+        first = await turn(app, sid, requests.Send(session=sid, text="And a fruit?"))
+        sent_first = app.backend.chats[-1][0]
+        again = await turn(app, sid, requests.Regenerate(session=sid))
+        assert isinstance(again, ResponseGeneration)
+        assert app.backend.chats[-1][0] == sent_first  # the same prompt, the old answer not in it
+        new, old = again.message, first.message
+        assert (new.reply_to, new.alternative_of) == (old.reply_to, old.seq) and new.content != old.content
+        context = app.store.context.get(sid).seqs
+        assert context[-2:] == [old.reply_to, new.seq] and old.seq not in context
+        assert app.store.history.page(sid, old.seq, 1)[0][0].content == old.content  # kept
+        assert not app.store.sessions.get(sid).pending
+    asyncio.run(scenario())
+    app.close()
+
+
+def test_a_regenerate_that_fails_leaves_the_old_exchange_where_it_was(tmp_path):
+    app = InProcess(tmp_path, answers())
+
+    async def scenario():
+        sid = (await app.call(requests.SessionCreate(model=MODEL))).session.id
+        first = await turn(app, sid, requests.Send(session=sid, text="Name a colour"))
+        before = app.store.context.get(sid).seqs
+        app.backend.fail_at(1, ModelCallError(ErrorCode.STREAM_INTERRUPTED, "cut"))
+        failed = await turn(app, sid, requests.Regenerate(session=sid))
+        assert isinstance(failed, GenerationError) and failed.code == "stream_interrupted"
+        assert app.store.context.get(sid).seqs == before
+        partial = app.store.history.page(sid, failed.stored_seq, 1)[0][0]
+        assert (partial.status, partial.alternative_of) == ("interrupted", first.message.seq)
+        assert not app.store.sessions.get(sid).pending
+    asyncio.run(scenario())
+    app.close()
+
+
+def test_a_failed_turn_is_retried_and_joins_the_context(tmp_path):
+    app = InProcess(tmp_path, answers())
+
+    async def scenario():
+        sid = (await app.call(requests.SessionCreate(model=MODEL))).session.id
+        app.backend.fail_at(0, ModelCallError(ErrorCode.OLLAMA_UNREACHABLE, "down"))
+        failed = await turn(app, sid, requests.Send(session=sid, text="Name a colour"))
+        assert isinstance(failed, GenerationError) and app.store.context.get(sid).seqs == []
+        retried = await turn(app, sid, requests.Regenerate(session=sid))
+        assert isinstance(retried, ResponseGeneration)
+        assert app.store.context.get(sid).seqs == [retried.message.reply_to, retried.message.seq]
+    asyncio.run(scenario())
+    app.close()
+
+
+def test_nothing_to_regenerate_and_a_busy_session_are_refused(tmp_path):
+    app = InProcess(tmp_path, answers())
+
+    async def scenario():
+        sid = (await app.call(requests.SessionCreate(model=MODEL))).session.id
+        with pytest.raises(RequestError, match="nothing to regenerate"):
+            await app.call(requests.Regenerate(session=sid))
+        await turn(app, sid, requests.Send(session=sid, text="Name a colour"))
+        app.backend.hold()
+        await app.call(requests.Send(session=sid, text="And a fruit?"))
+        await app.backend.parked.wait()
+        with pytest.raises(RequestError) as busy:
+            await app.call(requests.Regenerate(session=sid))
+        assert busy.value.code is ErrorCode.BUSY
+        app.backend.release()
+        await app.services.jobs.drain(30)
+    asyncio.run(scenario())
+    app.close()
