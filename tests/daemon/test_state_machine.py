@@ -99,6 +99,21 @@ class Lifecycle(RuleBasedStateMachine):
             self.accepted[acc.generation_id] = self.sessions[i]
 
     @rule(i=st.integers(0, 1))
+    def regenerate(self, i: int) -> None:
+        acc = self.call(lambda: self.client.regenerate(self.sessions[i]))
+        if acc is not None:
+            self.accepted[acc.generation_id] = self.sessions[i]
+
+    @rule(i=st.integers(0, 1), at=st.integers(0, 8))
+    def branch(self, i: int, at: int) -> None:
+        made = self.call(lambda: self.client.branch(self.sessions[i], at=at))
+        if made is not None:  # the branch holds the source's history up to `at`
+            assert (made.session.message_count, made.session.branched_from) == (at + 1, self.sessions[i])
+            source = self.client.history(self.sessions[i], limit=at + 1).messages
+            copied = self.client.history(made.session.id, limit=at + 1).messages
+            assert [(m.seq, m.content) for m in copied] == [(m.seq, m.content) for m in source]
+
+    @rule(i=st.integers(0, 1))
     def cancel_first(self, i: int) -> None:
         self.call(lambda: self.client.cancel(self.sessions[i]))
 
