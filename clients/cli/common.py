@@ -97,7 +97,7 @@ def when(timestamp: float) -> str:
 def session_line(s: SessionInfo) -> str:
     plural = "" if s.compactions == 1 else "s"
     extra = f" · {s.compactions} compaction{plural} · reliability {s.reliability:.0%}" if s.compactions else ""
-    return (f"{s.name} ({s.id}) · {s.model} · {s.message_count} messages · "
+    return (f"{s.name} ({s.id}) · {s.model} · {s.message_count} message{'' if s.message_count == 1 else 's'} · "
             f"{tokens(s.token_count, s.token_count_exact)} / {s.window:,} tokens{extra}")
 
 
