@@ -104,6 +104,10 @@ class Calls:
         """A new answer to the session's last question (see `regenerate`)."""
         return self.request(requests.Regenerate(session=ref, think=think), Accepted)
 
+    def edit(self, ref: str, seq: int, text: str, cwd: str = "", think: bool | None = None) -> Any:
+        """Question `seq` asked again as `text` (see `edit`)."""
+        return self.request(requests.Edit(session=ref, seq=seq, text=text, cwd=cwd, think=think), Accepted)
+
     def branch(self, ref: str, at: int | None = None, name: str = "") -> Any:
         """A new session with `ref`'s history up to message `at` (see `session.branch`)."""
         return self.request(requests.Branch(session=ref, at=at, name=name), SessionReply)

@@ -14,7 +14,8 @@ import msgspec
 
 from . import events, replies, requests, subjects
 from .errors import ErrorCode
-from .examples import ERRORS, EXAMPLES
+from .example_errors import ERRORS
+from .examples import EXAMPLES
 from .structs import (
     AttachedFile, CheckpointInfo, DaemonStatus, FileUse, MessageInfo, OllamaStatus,
     Segments, SessionInfo, SnapshotInfo, Usage,

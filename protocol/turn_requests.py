@@ -36,6 +36,21 @@ class Regenerate(Turn, tag="regenerate"):
     previous answer stays where it was."""
 
 
+class Edit(Turn, tag="edit", kw_only=True):
+    """Ask one of your questions again, in other words (a turn: accepted at once, the answer
+    as events). The last question: the edited one takes its place in the active context
+    with a new answer (the old question and answer stay in history; the new question
+    records `alternative_of`). An earlier one: a new branch holding the history before it
+    asks the edited question there, and the session is not changed; the reply's
+    `session_id` is the branch's."""
+
+    #: The seq of the question (a user message) to edit.
+    seq: Seq
+    text: Annotated[str, Meta(min_length=1)]
+    #: As `send`'s: where `@file` references resolve.
+    cwd: str = ""
+
+
 class Cancel(Request, tag="cancel"):
     """Stop the session's running generation or compaction (or the one whose id is given)."""
 

@@ -15,6 +15,7 @@ HELP = """commands:
   /help      this text
   /usage     how full the context window is, by segment
   /retry     a new answer to the last question (the old one stays in history)
+  /edit TEXT ask the last question again as TEXT (the old one stays in history)
   /compact   summarize older turns to free the window (the history keeps them)
   /pin [N]   pin message N (default: the last answer) so no compaction touches it
   /goals     the goal record
@@ -40,7 +41,7 @@ def add_parser(commands) -> argparse.ArgumentParser:
     return parser
 
 
-COMMANDS = ("/help", "/usage", "/goals", "/undo", "/pin", "/compact", "/retry")
+COMMANDS = ("/help", "/usage", "/goals", "/undo", "/pin", "/compact", "/retry", "/edit")
 
 
 def _command(client, session_id: str, text: str, out, style: Styles) -> None:
@@ -61,6 +62,8 @@ def _command(client, session_id: str, text: str, out, style: Styles) -> None:
         seq = int(arg) if arg.isdigit() else client.session(session_id).session.message_count - 1
         client.pin(session_id, seq)
         print(f"pinned #{seq}")
+    elif name == "/edit":
+        print("give the new text: /edit YOUR QUESTION, REWORDED")
     elif name == "/compact":
         result = run_compaction(client, session_id, out, requested_by="chat")
         print(result.marker if result.status == "ok" else
@@ -68,6 +71,24 @@ def _command(client, session_id: str, text: str, out, style: Styles) -> None:
     else:
         print(f"{style.red}unknown command {name}: {', '.join(COMMANDS)} and /quit are known "
               f"(start a message with // to send it with one slash){style.reset}")
+
+
+def _redo(client, session_id: str, text: str, args: argparse.Namespace):
+    """For /retry and /edit TEXT: the request that asks the last question again (None for
+    anything else). /edit without TEXT is left to the other commands, which say so."""
+    name, _, rest = text.partition(" ")
+    think = True if args.think else None
+    if name == "/retry":
+        return lambda: client.regenerate(session_id, think=think)
+    if name == "/edit" and rest.strip():
+        def edit():
+            asked = [m for m in client.history(session_id, active=True, limit=1000).messages
+                     if m.role == "user" and m.kind == "message"]
+            if not asked:
+                raise CtxkeepError("invalid_argument", "no question of yours is in the conversation yet")
+            return client.edit(session_id, asked[-1].seq, rest.strip(), cwd=os.getcwd(), think=think)
+        return edit
+    return None
 
 
 def open_session(client, args: argparse.Namespace, ask: Reader | None = None):
@@ -105,8 +126,8 @@ def run(args: argparse.Namespace) -> int:
             text = line.strip()
             if not text:
                 continue
-            retry = text == "/retry"
-            if text.startswith("/") and not text.startswith("//") and not retry:
+            redo = _redo(client, session.id, text, args)
+            if text.startswith("/") and not text.startswith("//") and redo is None:
                 try:
                     _command(client, session.id, text, out, style)
                 except DaemonUnavailable:
@@ -122,13 +143,13 @@ def run(args: argparse.Namespace) -> int:
                 end = stream_turn(client, session.id, line, out, show_thinking=args.think,
                                   think=True if args.think else None, cwd=os.getcwd(),
                                   on_interrupt=lambda: out.write(f"{style.dim} [cancelling]{style.reset}"),
-                                  notes=out, regenerate=retry)
+                                  notes=out, request=redo)
             except DaemonUnavailable:
                 raise
             except CtxkeepError as exc:
-                if not retry:
+                if redo is None:
                     raise
-                print(f"\n{style.red}/retry: {exc.message}{style.reset}")  # the chat goes on
+                print(f"\n{style.red}{text.split()[0]}: {exc.message}{style.reset}")  # the chat goes on
                 continue
             out.write("\n")
             if isinstance(end, ResponseGeneration):

@@ -137,9 +137,10 @@ def stream_turn(client: Client, session: str, text: str, out: TextIO,
                 show_thinking: bool = False, cwd: str = "", think: bool | None = None,
                 on_interrupt: Callable[[], None] | None = None,
                 notes: TextIO | None = None,
-                on_event: Callable[[Event], None] | None = None, regenerate: bool = False) -> Event:
-    """Send a turn (with `regenerate`, ask a new answer to the last question instead) and
-    print its answer as it streams; returns the terminal event.
+                on_event: Callable[[Event], None] | None = None,
+                request: Callable[[], Accepted] | None = None) -> Event:
+    """Send a turn (or make the request `request` makes: a regenerate, an edit) and print
+    its answer as it streams; returns the terminal event.
 
     The caller must have subscribed. Ctrl-C cancels the generation (the
     daemon then ends it with generation.error `cancelled`) instead of exiting.
@@ -149,8 +150,7 @@ def stream_turn(client: Client, session: str, text: str, out: TextIO,
     style = Styles(out)
     notes = notes or sys.stderr
     accepted, interrupted = _send_holding_ctrl_c(
-        lambda: client.regenerate(session, think=think) if regenerate else
-        client.send(session, text, cwd=cwd, think=think))
+        request or (lambda: client.send(session, text, cwd=cwd, think=think)))
     if interrupted:  # Ctrl-C before the daemon said which generation: cancel it now
         client.cancel(session, accepted.generation_id)
         if on_interrupt:

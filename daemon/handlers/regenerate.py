@@ -2,8 +2,8 @@
 
 from ctxkeep.protocol import ErrorCode, requests
 from ctxkeep.protocol.replies import Accepted
-from ctxkeep.daemon.backends.protocol import ChatExtras
 from ctxkeep.daemon.handlers.registry import RequestError, handles
+from ctxkeep.daemon.handlers.turns import extras
 from ctxkeep.daemon.services import Services
 from ctxkeep.daemon.store.records import SessionRecord
 from ctxkeep.daemon.turns.question import Reopened
@@ -40,7 +40,5 @@ async def regenerate(services: Services, req: requests.Regenerate, record: Sessi
     if services.jobs.busy(record.id):
         raise RequestError(ErrorCode.BUSY, f"session {record.name!r} is busy: regenerate once its turn "
                                            "or compaction is done, or cancel it")
-    job = services.generations.regenerate(
-        record, last_exchange(services, record),
-        ChatExtras(think=req.think, format=req.format, keep_alive=req.keep_alive))
+    job = services.generations.regenerate(record, last_exchange(services, record), extras(req))
     return Accepted(id=req.id, session_id=record.id, generation_id=job.id, ahead=0)

@@ -1,12 +1,31 @@
 """send and cancel: user turns and stopping them."""
 
 from ctxkeep.protocol import ErrorCode, requests
+from ctxkeep.protocol.turn_requests import Turn
 from ctxkeep.daemon.backends.protocol import ChatExtras
 from ctxkeep.daemon.files.expand import FileSettings, find_refs
 from ctxkeep.protocol.replies import Accepted, Cancelled
 from ctxkeep.daemon.services import Services
-from ctxkeep.daemon.store.records import SessionRecord
+from ctxkeep.daemon.store.records import Attachment, SessionRecord
 from ctxkeep.daemon.handlers.registry import Caller, RequestError, handles
+
+
+def extras(req: Turn) -> ChatExtras:
+    """What a turn asks of its model call besides the prompt."""
+    return ChatExtras(think=req.think, format=req.format, keep_alive=req.keep_alive)
+
+
+async def attachments(services: Services, record: SessionRecord, text: str, cwd: str,
+                      caller: Caller) -> list[Attachment]:
+    """A new message's @file references, read now, as they are when the user sends, off the
+    event loop (a message that names none does not pay the hop; large ones are read in a
+    worker process). An empty message is refused."""
+    if not text.strip():
+        raise RequestError(ErrorCode.INVALID_ARGUMENT, "the message is empty")
+    if not (caller.files and find_refs(text)):
+        return []
+    return await services.files.expand(text, cwd, FileSettings.of(services.config, caller.remote, record.window),
+                                       services.estimator.weights(record.model))
 
 
 @handles(requests.Send, session=True, waits=True, caller=True)
@@ -15,15 +34,9 @@ async def send(services: Services, req: requests.Send, record: SessionRecord, *,
     if services.stopping():
         raise RequestError(ErrorCode.SHUTTING_DOWN, "ctxkeepd is shutting down: send again "
                                                     "once it is back")
-    if not req.text.strip():
-        raise RequestError(ErrorCode.INVALID_ARGUMENT, "the message is empty")
-    # Files are read now, as they are when the user sends, off the event loop (a message
-    # that names none does not pay the hop; large ones are read in a worker process).
-    files = await services.files.expand(
-        req.text, req.cwd, FileSettings.of(services.config, caller.remote, record.window),
-        services.estimator.weights(record.model)) if caller.files and find_refs(req.text) else []
+    files = await attachments(services, record, req.text, req.cwd, caller)
     job, ahead, _ = await services.generations.accept(
-        record, req.text, ChatExtras(think=req.think, format=req.format, keep_alive=req.keep_alive), files)
+        record, req.text, extras(req), files)
     return Accepted(id=req.id, session_id=record.id, generation_id=job.id, ahead=ahead,
                     files=[f.info() for f in files],
                     warnings=[f"@{f.path}: {f.error}" for f in files if f.error])

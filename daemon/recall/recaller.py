@@ -71,6 +71,11 @@ class SessionIndex:
     answers: dict[int, int] = field(default_factory=dict)
     #: Each passage's line in the block, as features (by passage id).
     lines: list[Vector] = field(default_factory=list)
+    #: Every answer's seq, by the question it answers.
+    answered_by: dict[int, list[int]] = field(default_factory=dict)
+    #: Messages a regenerate or an edit replaced (with an edited question's answers): the
+    #: conversation the user kept does not hold them, so they are never recalled.
+    replaced: set[int] = field(default_factory=set)
 
     def add(self, messages: Sequence[MessageRecord]) -> None:
         start = len(self.lexical.passages)
@@ -81,6 +86,19 @@ class SessionIndex:
             self.by_seq.setdefault(p.seq, []).append(pid)
             if p.role == "assistant" and p.reply_to >= 0:
                 self.answers[p.reply_to] = p.seq
+        for m in messages:
+            if m.role == "assistant" and m.reply_to >= 0:
+                self.answered_by.setdefault(m.reply_to, []).append(m.seq)
+            self.replaced |= self.replaced_by(m)
+
+    def replaced_by(self, m: MessageRecord) -> set[int]:
+        """What message `m` replaced: a regenerated answer its predecessor; an edited
+        question the question it rewords, and that one's answers."""
+        if m.alternative_of < 0:
+            return set()
+        if m.role == "user":
+            return {m.alternative_of, *self.answered_by.get(m.alternative_of, ())}
+        return {m.alternative_of}
         if messages:
             self.lexical.next_seq = max(self.lexical.next_seq, messages[-1].seq + 1)
 
@@ -140,6 +158,7 @@ class Recaller:
         if session.message_count <= len(in_context):
             return NONE  # everything said is in the prompt already
         index = await self._index(session.id)
+        in_context |= index.replaced | index.replaced_by(user)
         last_turn = [m.content for m in active[-2:] if m.role in ("user", "assistant")]
         context_text = select.context_for(user.content, len(set(terms(user.content))), last_turn)
         query = query_terms(user.content, context_text)

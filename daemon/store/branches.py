@@ -38,10 +38,10 @@ class Branches:
 
     def branch(self, source_id: str, last: int, name: str = "") -> SessionRecord:
         """A branch of the session holding its history up to seq `last` (which must be
-        stored), named `name` or, when that is empty, after the source."""
+        stored; -1: none of it), named `name` or, when that is empty, after the source."""
         def apply(txn: lmdb.Transaction) -> SessionRecord:
             source = self.env.session_in(txn, source_id)
-            assert 0 <= last < source.next_seq, "the handler checks the seq"
+            assert -1 <= last < source.next_seq, "the handler checks the seq"
             now = time.time()
             record = SessionRecord(
                 id=secrets.token_hex(6), name=name or self._free_name(txn, f"{source.name} (branch)"),

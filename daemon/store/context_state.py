@@ -110,12 +110,13 @@ class ContextState:
             return record
         return self.env.write(change)
 
-    def reopen(self, session_id: str, question: int, answer: int, active: bool
-               ) -> tuple[SessionRecord, list[MessageRecord]]:
+    def reopen(self, session_id: str, question: int, answer: int, active: bool,
+               edited: NewMessage | None = None) -> tuple[SessionRecord, list[MessageRecord]]:
         """A regenerate's commit: the last question and its answer leave the active context
         (`active`: they are its last two; else a failed turn's, never in it), both staying
         in history, and the question waits for an answer again, as a question just asked
-        does. Refused with ContextChanged when they are no longer where they were."""
+        does; or, `edited`, that new question (stored here) in its place.
+        Refused with ContextChanged when they are no longer where they were."""
         def apply(txn: lmdb.Transaction) -> tuple[SessionRecord, list[MessageRecord]]:
             session = self.env.session_in(txn, session_id)
             context = self.env.context_in(txn, session_id)
@@ -125,10 +126,13 @@ class ContextState:
             if active:
                 context.seqs = context.seqs[:-2]
             self.env.put_context(txn, session_id, context)
-            session.pending = [question]
             session.updated = time.time()
+            if edited is not None:  # its words join the search index when its turn ends
+                asked = self.history.put_message(txn, session, edited, session.updated, indexed=False)
+            else:
+                asked = codecs.message(txn.get(keys.numbered(session_id, question), db=self.dbs["messages"]))
+            session.pending = [asked.seq]
             self.env.put_session(txn, session)
-            raw = txn.get(keys.numbered(session_id, question), db=self.dbs["messages"])
-            return session, [codecs.message(raw)]
+            return session, [asked]
         return self.env.write(apply)
 

@@ -88,14 +88,16 @@ class Generations:
             self.jobs.announce_busy(session.id)
         return job, ahead, user
 
-    def regenerate(self, session: SessionRecord, reopened: Reopened, extras: ChatExtras) -> Job:
-        """Queue a new answer to the last question. Its turn first takes the question and
-        its answer out of the active context (one synced commit, so the prompt is built
-        without them: `store.context.reopen`), then runs as the question's turn did; if it
-        fails, even while that commit is on its way, the two go back."""
+    def regenerate(self, session: SessionRecord, reopened: Reopened, extras: ChatExtras,
+                   edited: NewMessage | None = None) -> Job:
+        """Queue a new answer to the last question (or to `edited`, asked in its place). Its
+        turn first takes the question and its answer out of the active context (one synced
+        commit, so the prompt is built without them: `store.context.reopen`), then runs as
+        the question's turn did; if it fails, even while that commit is on its way, the two
+        go back."""
         store = self.parts.store
         commit = Deferred(lambda: store.off_loop(store.context.reopen, session.id, reopened.question,
-                                                 reopened.answer, reopened.active))
+                                                 reopened.answer, reopened.active, edited))
 
         async def body(job: Job) -> None:
             try:

@@ -240,3 +240,15 @@ def test_chat_retry_asks_again_and_keeps_the_old_answer(daemon, standin):
     assert [m.content for m in active] == ["Name a colour", "The second take."]
     shown = daemon.cli("show", sid).stdout
     assert f"#{second.seq}" in shown and f"[alternative to #{first.seq}]" in shown
+
+
+def test_chat_edit_asks_the_last_question_again_in_other_words(daemon, standin):
+    sid = daemon.cli("new", "--model", MODEL, "-q").stdout.strip()
+    standin.script("Blue.", "Carrot.")
+    chat = daemon.cli("chat", sid, input="Name a colour\n/edit\n/edit Name a vegetable\n/quit\n")
+    assert chat.returncode == 0, chat.stderr
+    assert "give the new text" in chat.stdout and "Carrot." in chat.stdout
+    with daemon.client() as c:
+        active = c.history(sid, active=True).messages
+    assert [m.content for m in active] == ["Name a vegetable", "Carrot."]
+    assert active[0].alternative_of == 0

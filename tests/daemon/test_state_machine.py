@@ -104,6 +104,12 @@ class Lifecycle(RuleBasedStateMachine):
         if acc is not None:
             self.accepted[acc.generation_id] = self.sessions[i]
 
+    @rule(i=st.integers(0, 1), seq=st.integers(0, 8), text=TEXTS)
+    def edit(self, i: int, seq: int, text: str) -> None:
+        acc = self.call(lambda: self.client.edit(self.sessions[i], seq, text))
+        if acc is not None and acc.session_id == self.sessions[i]:  # else asked in a branch
+            self.accepted[acc.generation_id] = self.sessions[i]
+
     @rule(i=st.integers(0, 1), at=st.integers(0, 8))
     def branch(self, i: int, at: int) -> None:
         made = self.call(lambda: self.client.branch(self.sessions[i], at=at))

@@ -101,3 +101,44 @@ def test_nothing_to_regenerate_and_a_busy_session_are_refused(tmp_path):
         await app.services.jobs.drain(30)
     asyncio.run(scenario())
     app.close()
+
+
+def test_editing_the_last_question_asks_it_in_place(tmp_path):
+    app = InProcess(tmp_path, answers())
+
+    async def scenario():
+        sid = (await app.call(requests.SessionCreate(model=MODEL))).session.id
+        await turn(app, sid, requests.Send(session=sid, text="Name a colour"))
+        first = await turn(app, sid, requests.Send(session=sid, text="And a fruit?"))
+        question = first.message.reply_to
+        edited = await turn(app, sid, requests.Edit(session=sid, seq=question, text="And a vegetable?"))
+        assert isinstance(edited, ResponseGeneration)
+        assert app.backend.chats[-1][0][-1]["content"] == "And a vegetable?"
+        assert "And a fruit?" not in str(app.backend.chats[-1][0])  # the old exchange is not sent
+        new_question = app.store.history.page(sid, edited.message.reply_to, 1)[0][0]
+        assert (new_question.content, new_question.alternative_of) == ("And a vegetable?", question)
+        assert edited.message.alternative_of == first.message.seq
+        assert app.store.context.get(sid).seqs[-2:] == [new_question.seq, edited.message.seq]
+    asyncio.run(scenario())
+    app.close()
+
+
+def test_editing_an_earlier_question_asks_it_in_a_branch(tmp_path):
+    app = InProcess(tmp_path, answers())
+
+    async def scenario():
+        sid = (await app.call(requests.SessionCreate(model=MODEL, name="talk"))).session.id
+        await turn(app, sid, requests.Send(session=sid, text="Name a colour"))
+        await turn(app, sid, requests.Send(session=sid, text="And a fruit?"))
+        before = app.store.history.page(sid, 0, 100)[0]
+        accepted = await app.call(requests.Edit(session=sid, seq=0, text="Name a city"))
+        await app.services.jobs.drain(30)
+        assert accepted.session_id != sid and "talk" in accepted.warnings[0]
+        branch = app.store.sessions.get(accepted.session_id)
+        assert (branch.branched_from, branch.branched_at) == (sid, -1)
+        assert [m.content for m in app.store.history.page(branch.id, 0, 100)[0]][0] == "Name a city"
+        assert app.store.history.page(sid, 0, 100)[0] == before  # the session is unchanged
+        with pytest.raises(RequestError, match="not one of your questions"):
+            await app.call(requests.Edit(session=sid, seq=1, text="x"))
+    asyncio.run(scenario())
+    app.close()
