@@ -90,6 +90,8 @@ class SessionIndex:
             if m.role == "assistant" and m.reply_to >= 0:
                 self.answered_by.setdefault(m.reply_to, []).append(m.seq)
             self.replaced |= self.replaced_by(m)
+        if messages:
+            self.lexical.next_seq = max(self.lexical.next_seq, messages[-1].seq + 1)
 
     def replaced_by(self, m: MessageRecord) -> set[int]:
         """What message `m` replaced: a regenerated answer its predecessor; an edited
@@ -99,8 +101,6 @@ class SessionIndex:
         if m.role == "user":
             return {m.alternative_of, *self.answered_by.get(m.alternative_of, ())}
         return {m.alternative_of}
-        if messages:
-            self.lexical.next_seq = max(self.lexical.next_seq, messages[-1].seq + 1)
 
     def partners(self, p: Passage) -> list[int]:
         """The passage's partner: an answer's question, a question's answer (first parts)."""
