@@ -62,3 +62,18 @@ def test_words_are_matched_by_their_stems_and_the_new_message_outweighs_the_last
     ranked = index.lexical.rank(query_terms("Where did Alice move?", " ".join(FILLER * 3)), set(), 5)
     assert index.lexical.passages[ranked[0][0]].seq == 0
     assert index.lexical.rank(query_terms("Alice"), {0}, 5) == []  # the active context is left out
+
+
+def test_the_index_reads_each_message_once_and_knows_what_was_replaced():
+    said = [NewMessage(role="user", content="Which city is Maya in?"),
+            NewMessage(role="assistant", content="Porto, since the spring.", reply_to=0),
+            NewMessage(role="assistant", content="Maya lives in Porto.", reply_to=0, alternative_of=1),
+            NewMessage(role="user", content="Which city is Maya living in?", alternative_of=0),
+            NewMessage(role="assistant", content="Porto.", reply_to=3)]
+    records = [m.record(seq, 0.0) for seq, m in enumerate(said)]
+    index = SessionIndex()
+    index.add(records[:2])
+    index.add(records[2:])
+    assert index.lexical.next_seq == 5 and len(index.lexical.passages) == 5
+    # the regenerated answer replaced #1; the edited question replaced #0 and its answers
+    assert index.replaced == {0, 1, 2}
