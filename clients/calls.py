@@ -108,6 +108,10 @@ class Calls:
         """Question `seq` asked again as `text` (see `edit`)."""
         return self.request(requests.Edit(session=ref, seq=seq, text=text, cwd=cwd, think=think), Accepted)
 
+    def alternative(self, ref: str, seq: int) -> Any:
+        """Answer `seq` made the one the model sees (see `alternative`)."""
+        return self.request(requests.Alternative(session=ref, seq=seq), SessionReply)
+
     def branch(self, ref: str, at: int | None = None, name: str = "") -> Any:
         """A new session with `ref`'s history up to message `at` (see `session.branch`)."""
         return self.request(requests.Branch(session=ref, at=at, name=name), SessionReply)

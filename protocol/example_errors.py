@@ -25,6 +25,10 @@ ERRORS: dict[type, list[tuple[str, str]]] = {
                                                "running"),
                     ("invalid_argument", "`seq` is not a question of the session, or the text is "
                                          "empty"), ("shutting_down", "the daemon is stopping"), *_STORE],
+    requests.Alternative: [*_SESSION_ERRORS, ("busy", "a turn or compaction of the session is queued "
+                                                      "or running"),
+                           ("invalid_argument", "`seq` is not a whole answer to the last question, "
+                                                "or that question's turn failed"), *_STORE],
     requests.Regenerate: [*_SESSION_ERRORS, ("busy", "a turn or compaction of the session is "
                                                      "queued or running"),
                           ("invalid_argument", "no answered question ends the session, or its "

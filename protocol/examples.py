@@ -123,6 +123,12 @@ EXAMPLES: dict[type, tuple[requests.Request, replies.Reply, list[events.Event]]]
                                        reply_to=4, alternative_of=3),
                                    token_count=420, eval_count=4, window=8192),
          events.SessionUpdated(seq=49, time=_T, session_id=_SID, session=_AFTER)]),
+    requests.Alternative: (
+        requests.Alternative(id="14", session=_SID, seq=3),
+        replies.SessionReply(id="14", session=msgspec.structs.replace(
+            _AFTER, message_count=5, token_count=431, token_count_exact=False)),
+        [events.SessionUpdated(seq=50, time=_T, session_id=_SID, session=msgspec.structs.replace(
+            _AFTER, message_count=5, token_count=431, token_count_exact=False))]),
     requests.Cancel: (
         requests.Cancel(id="11", session=_SID),
         replies.Cancelled(id="11", session_id=_SID, cancelled=True, generation_id=_GEN),

@@ -12,7 +12,7 @@ from msgspec import Meta
 from .structs import ImportedMessage, Options, Seq
 from .goals import GoalsInput
 from .request_base import NumCtx, Request, SessionRef
-from .turn_requests import Branch, Cancel, Edit, Regenerate, Send
+from .turn_requests import Alternative, Branch, Cancel, Edit, Regenerate, Send
 
 class Hello(Request, tag="hello"):
     """Introduce a client. The reply tells the daemon's version and protocol."""
@@ -248,7 +248,7 @@ class Compact(Request, tag="compact"):
 
 AnyRequest = (
     Hello | Ping | Status | SessionCreate | SessionList | SessionGet | SessionRename
-    | SessionDelete | History | Send | Regenerate | Edit | Cancel | SetSystem | SetModel | Usage | Compact | Files | Pin | GoalsGet | GoalsSet
+    | SessionDelete | History | Send | Regenerate | Edit | Alternative | Cancel | SetSystem | SetModel | Usage | Compact | Files | Pin | GoalsGet | GoalsSet
     | SnapshotCreate | SnapshotList | SnapshotRestore | SnapshotDelete | ModelsList | SessionImport | Branch
     | Search | ModelsPull | ModelsDefault
 )

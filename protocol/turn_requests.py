@@ -51,6 +51,16 @@ class Edit(Turn, tag="edit", kw_only=True):
     cwd: str = ""
 
 
+class Alternative(Request, tag="alternative"):
+    """Make another answer to the last question the one the model sees (an answer a
+    regenerate replaced, or the newest again). Nothing is generated; the history is not
+    changed; the token count becomes an estimate until the next turn."""
+
+    session: SessionRef
+    #: The seq of the answer to put back.
+    seq: Seq
+
+
 class Cancel(Request, tag="cancel"):
     """Stop the session's running generation or compaction (or the one whose id is given)."""
 

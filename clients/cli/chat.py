@@ -16,6 +16,7 @@ HELP = """commands:
   /usage     how full the context window is, by segment
   /retry     a new answer to the last question (the old one stays in history)
   /edit TEXT ask the last question again as TEXT (the old one stays in history)
+  /alt [N]   the answers to the last question; with N, make answer #N the one the model sees
   /compact   summarize older turns to free the window (the history keeps them)
   /pin [N]   pin message N (default: the last answer) so no compaction touches it
   /goals     the goal record
@@ -41,7 +42,7 @@ def add_parser(commands) -> argparse.ArgumentParser:
     return parser
 
 
-COMMANDS = ("/help", "/usage", "/goals", "/undo", "/pin", "/compact", "/retry", "/edit")
+COMMANDS = ("/help", "/usage", "/goals", "/undo", "/pin", "/compact", "/retry", "/edit", "/alt")
 
 
 def _command(client, session_id: str, text: str, out, style: Styles) -> None:
@@ -62,6 +63,8 @@ def _command(client, session_id: str, text: str, out, style: Styles) -> None:
         seq = int(arg) if arg.isdigit() else client.session(session_id).session.message_count - 1
         client.pin(session_id, seq)
         print(f"pinned #{seq}")
+    elif name == "/alt":
+        _alternatives(client, session_id, arg.strip())
     elif name == "/edit":
         print("give the new text: /edit YOUR QUESTION, REWORDED")
     elif name == "/compact":
@@ -71,6 +74,24 @@ def _command(client, session_id: str, text: str, out, style: Styles) -> None:
     else:
         print(f"{style.red}unknown command {name}: {', '.join(COMMANDS)} and /quit are known "
               f"(start a message with // to send it with one slash){style.reset}")
+
+
+def _alternatives(client, session_id: str, arg: str) -> None:
+    """/alt: list the last question's answers, or (/alt N) put answer N back."""
+    if arg.isdigit():
+        client.alternative(session_id, int(arg))
+        print(f"answer #{arg} is the one the model sees now")
+        return
+    active = client.history(session_id, active=True, limit=1000).messages
+    if not active or active[-1].role != "assistant":
+        print("no answered question ends the conversation")
+        return
+    seen = active[-1]
+    later = client.history(session_id, start=seen.reply_to, limit=100).messages
+    for m in later:
+        if m.role == "assistant" and m.reply_to == seen.reply_to and m.status == "complete":
+            mark = "*" if m.seq == seen.seq else " "
+            print(f"{mark} #{m.seq}  {' '.join(m.content.split())[:70]}")
 
 
 def _redo(client, session_id: str, text: str, args: argparse.Namespace):

@@ -23,14 +23,15 @@ def last_exchange(services: Services, record: SessionRecord) -> Reopened:
     if not answers or later:
         raise RequestError(ErrorCode.INVALID_ARGUMENT, f"session {record.name!r} has no answered question "
                                                        "at its end: there is nothing to regenerate")
-    answer = answers[-1]
-    context = services.store.context.get(record.id)
-    active = context.seqs[-2:] == [answer.reply_to, answer.seq]
-    if not active and (answer.status == "complete" or answer.reply_to in context.seqs):
+    question = answers[-1].reply_to
+    context = services.store.context.get(record.id).seqs
+    if len(context) >= 2 and context[-2] == question:  # its answer the model sees: the newest
+        return Reopened(question, context[-1], True)  # or one put back (`alternative`)
+    if answers[-1].status == "complete" or question in context:
         raise RequestError(ErrorCode.INVALID_ARGUMENT, "the last answer is no longer in what the model "
                                                        "sees (compacted, or a snapshot restored): send a "
                                                        "message instead")
-    return Reopened(answer.reply_to, answer.seq, active)
+    return Reopened(question, answers[-1].seq, False)  # a failed turn: retried
 
 
 @handles(requests.Regenerate, session=True)

@@ -136,3 +136,14 @@ class ContextState:
             return session, [asked]
         return self.env.write(apply)
 
+    def switch_answer(self, session_id: str, question: int, current: int, chosen: int) -> None:
+        """Put answer `chosen` in place of `current`, the last question's answer in the
+        active context. Refused with ContextChanged when that is no longer the end of it."""
+        def apply(txn: lmdb.Transaction) -> None:
+            context = self.env.context_in(txn, session_id)
+            if context.seqs[-2:] != [question, current]:
+                raise ContextChanged("the session's last exchange changed: choose again")
+            context.seqs = [*context.seqs[:-1], chosen]
+            self.env.put_context(txn, session_id, context)
+        self.env.write(apply)
+

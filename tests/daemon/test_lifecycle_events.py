@@ -252,3 +252,16 @@ def test_chat_edit_asks_the_last_question_again_in_other_words(daemon, standin):
         active = c.history(sid, active=True).messages
     assert [m.content for m in active] == ["Name a vegetable", "Carrot."]
     assert active[0].alternative_of == 0
+
+
+def test_chat_alt_lists_the_answers_and_puts_one_back(daemon, standin):
+    sid = daemon.cli("new", "--model", MODEL, "-q").stdout.strip()
+    standin.script("Blue.", "Teal.")
+    chat = daemon.cli("chat", sid, input="Name a colour\n/retry\n/alt\n/alt 1\n/alt\n/alt 0\n/quit\n")
+    assert chat.returncode == 0, chat.stderr
+    assert "* #2  Teal." in chat.stdout and "  #1  Blue." in chat.stdout
+    assert "answer #1 is the one the model sees now" in chat.stdout and "* #1  Blue." in chat.stdout
+    assert "/alt: #0 is not an answer to the last question" in chat.stdout
+    with daemon.client() as c:
+        assert [m.content for m in c.history(sid, active=True).messages] == ["Name a colour", "Blue."]
+

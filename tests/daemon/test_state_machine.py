@@ -110,6 +110,10 @@ class Lifecycle(RuleBasedStateMachine):
         if acc is not None and acc.session_id == self.sessions[i]:  # else asked in a branch
             self.accepted[acc.generation_id] = self.sessions[i]
 
+    @rule(i=st.integers(0, 1), seq=st.integers(0, 12))
+    def alternative(self, i: int, seq: int) -> None:
+        self.call(lambda: self.client.alternative(self.sessions[i], seq))
+
     @rule(i=st.integers(0, 1), at=st.integers(0, 8))
     def branch(self, i: int, at: int) -> None:
         made = self.call(lambda: self.client.branch(self.sessions[i], at=at))

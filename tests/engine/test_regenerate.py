@@ -142,3 +142,23 @@ def test_editing_an_earlier_question_asks_it_in_a_branch(tmp_path):
             await app.call(requests.Edit(session=sid, seq=1, text="x"))
     asyncio.run(scenario())
     app.close()
+
+
+def test_an_answer_a_regenerate_replaced_can_be_put_back_and_regenerated_from(tmp_path):
+    app = InProcess(tmp_path, answers())
+
+    async def scenario():
+        sid = (await app.call(requests.SessionCreate(model=MODEL))).session.id
+        first = (await turn(app, sid, requests.Send(session=sid, text="Name a colour"))).message
+        second = (await turn(app, sid, requests.Regenerate(session=sid))).message
+        info = (await app.call(requests.Alternative(session=sid, seq=first.seq))).session
+        assert app.store.context.get(sid).seqs == [first.reply_to, first.seq]
+        assert not info.token_count_exact  # an estimate until the next turn
+        with pytest.raises(RequestError, match="not an answer to the last question"):
+            await app.call(requests.Alternative(session=sid, seq=first.reply_to))
+        third = (await turn(app, sid, requests.Regenerate(session=sid))).message
+        assert third.alternative_of == first.seq  # the one the model saw, put back
+        await app.call(requests.Alternative(session=sid, seq=second.seq))
+        assert app.store.context.get(sid).seqs == [first.reply_to, second.seq]
+    asyncio.run(scenario())
+    app.close()
