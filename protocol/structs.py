@@ -295,3 +295,8 @@ class ImportedMessage(msgspec.Struct, kw_only=True):
     #: "interrupted" for an answer that was cut off.
     status: Literal["complete", "interrupted"] = "complete"
     error: str = ""
+    #: The seq (in the session it joins) of the question an answer answers, and of the
+    #: message a regenerated answer or an edited question replaced: an export's own seqs,
+    #: when it is imported into a new session. -1: none.
+    reply_to: Annotated[int, Meta(ge=-1)] = -1
+    alternative_of: Annotated[int, Meta(ge=-1)] = -1

@@ -4,7 +4,8 @@ APIs take.
 
 The JSON export is the exchange format: `export → import → export` gives the same
 document apart from the session's id and the times. It holds the session's settings and
-every message of its history (role, text, thinking, kind, status); the @file blocks a
+every message of its history (role, text, thinking, kind, status, what it answers and what it
+replaced), and a branch's link to its source; the @file blocks a
 message carried are not part of it.
 """
 
@@ -64,12 +65,22 @@ def exported(client, ref: str) -> dict[str, Any]:
     while start is not None:
         page = client.history(session.id, start=start, limit=500)
         messages += [{"role": m.role, "content": m.content, "thinking": m.thinking, "kind": m.kind,
-                      "status": m.status, "error": m.error, "created": m.created}
+                      "status": m.status, "error": m.error, "created": m.created,
+                      "reply_to": m.reply_to, "alternative_of": m.alternative_of}
                      for m in page.messages]
         start = page.next
+    branch = {"branched_from": {"id": session.branched_from, "name": _name_of(client, session.branched_from)},
+              "branched_at": session.branched_at} if session.branched_from else {}
     return {"format": FORMAT, "version": VERSION, "id": session.id, "name": session.name,
             "model": session.model, "system": session.system, "options": session.options,
-            "num_ctx": session.num_ctx, "messages": messages}
+            "num_ctx": session.num_ctx, **branch, "messages": messages}
+
+
+def _name_of(client, session_id: str) -> str:
+    try:
+        return client.session(session_id).session.name
+    except CtxkeepError:
+        return ""  # deleted since
 
 
 def markdown(doc: dict[str, Any]) -> str:
@@ -118,8 +129,8 @@ def parse(text: str) -> dict[str, Any]:
     if isinstance(data, dict) and data.get("format") == FORMAT:
         if data.get("version") != VERSION:
             raise NotAConversation(f"an export of version {data.get('version')}; this ctxkeep reads {VERSION}")
-        return {k: data.get(k) for k in ("name", "model", "system", "options", "num_ctx")} | {
-            "messages": data.get("messages") or []}
+        return {k: data.get(k) for k in ("name", "model", "system", "options", "num_ctx",
+                                         "branched_from", "branched_at")} | {"messages": data.get("messages") or []}
     source = data.get("messages") if isinstance(data, dict) else data
     if not isinstance(source, list):
         raise NotAConversation("no messages: expected a list of {role, content}, or an object with `messages`")
@@ -138,7 +149,8 @@ def imported_messages(raw: list[dict[str, Any]]) -> list[ImportedMessage]:
         role = "system" if m.get("role") == "developer" else m.get("role")
         fields = {"role": role, "content": m.get("content", ""), "thinking": m.get("thinking") or "",
                   "kind": m.get("kind") or "message", "status": m.get("status") or "complete",
-                  "error": m.get("error") or ""}
+                  "error": m.get("error") or "",
+                  **{k: m[k] for k in ("reply_to", "alternative_of") if isinstance(m.get(k), int)}}
         try:
             out.append(msgspec.convert(fields, ImportedMessage))
         except msgspec.ValidationError as exc:
@@ -169,6 +181,22 @@ def _import_hint(exc: CtxkeepError) -> str:
     return ""
 
 
+def _branch_source(client, link: Any) -> str:
+    """The session an exported branch was taken from, here (by id, else by name); "" when
+    it is not here (said on stderr) or the export is no branch."""
+    if not isinstance(link, dict):
+        return ""
+    for ref in (link.get("id"), link.get("name")):
+        if ref:
+            try:
+                return client.session(str(ref)).session.id
+            except CtxkeepError:
+                pass
+    print(f"ctxkeep: note: the session this one was branched from ({link.get('name') or link.get('id')}) "
+          "is not here: imported without the link", file=sys.stderr)
+    return ""
+
+
 def run_import(args: argparse.Namespace) -> int:
     try:
         text = sys.stdin.read() if args.file == "-" else Path(args.file).read_text(encoding="utf-8")
@@ -182,12 +210,14 @@ def run_import(args: argparse.Namespace) -> int:
         return 1
     parts = batches(messages)
     with connect(args) as client:
+        source = _branch_source(client, doc.get("branched_from"))
         try:
             session = client.import_session(
                 name=args.name if args.name is not None else doc["name"] or "",
                 model=args.model or doc["model"] or "", system=doc["system"] or "",
                 options=doc["options"] or {}, num_ctx=args.num_ctx or doc["num_ctx"],
-                force=args.force, messages=parts[0]).session
+                force=args.force, messages=parts[0], branched_from=source,
+                branched_at=int(doc.get("branched_at") or -1) if source else -1).session
         except CtxkeepError as exc:
             raise CtxkeepError(exc.code, f"cannot import {args.file}: {exc.message}{_import_hint(exc)}") from None
         for part in parts[1:]:

@@ -8,6 +8,23 @@ from ctxkeep.daemon.handlers.registry import RequestError, handles
 from ctxkeep.daemon.handlers.sessions import announce_new, new_session
 from ctxkeep.daemon.services import Services
 from ctxkeep.daemon.store.records import NewMessage
+from ctxkeep.protocol.structs import ImportedMessage
+
+
+def kept(messages: list[ImportedMessage], first: int) -> list[int]:
+    """Which of the messages (the first to be seq `first`) join the active context: all
+    but those a later one replaced (a regenerated answer's predecessor; an edited
+    question and its answers). Links that do not point back are refused."""
+    replaced: set[int] = set()
+    for i, m in enumerate(messages):
+        if max(m.reply_to, m.alternative_of) >= first + i:
+            raise RequestError(ErrorCode.INVALID_ARGUMENT, f"message {i + 1}: reply_to and alternative_of "
+                                                           "must name an earlier message (its seq)")
+        if m.alternative_of >= 0:
+            replaced.add(m.alternative_of)
+            if m.role == "user":
+                replaced |= {first + j for j, a in enumerate(messages) if a.reply_to == m.alternative_of}
+    return [i for i in range(len(messages)) if first + i not in replaced]
 
 
 @handles(requests.SessionImport, waits=True)
@@ -26,9 +43,9 @@ async def import_session(services: Services, req: requests.SessionImport) -> Ses
         record = await new_session(services, req, source, req.branched_at if source else -1)
     if req.messages:
         await store.off_loop(store.history.append, record.id, [
-            NewMessage(role=m.role, content=m.content, thinking=m.thinking, kind=m.kind,
-                       status=m.status, error=m.error) for m in req.messages],
-            activate=range(len(req.messages)))
+            NewMessage(role=m.role, content=m.content, thinking=m.thinking, kind=m.kind, status=m.status,
+                       error=m.error, reply_to=m.reply_to, alternative_of=m.alternative_of)
+            for m in req.messages], activate=kept(req.messages, record.next_seq))
         record = await services.announcer.prompt_changed(record.id)  # the count is now an estimate
         # indexed for recall now (a worker thread for a large one; embeddings in the background)
         asyncio.get_running_loop().create_task(services.recaller.prepare(record.id), name="recall-index")

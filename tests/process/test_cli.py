@@ -543,3 +543,30 @@ def test_a_first_run_says_what_to_do_next(daemon_factory, tmp_path):
     assert taken.returncode == 1 and "--name NAME" in taken.stderr, taken.stderr
     absent = daemon.cli("import", str(tmp_path / "nothing.json"))
     assert absent.returncode == 1 and "cannot read" in absent.stderr and "Traceback" not in absent.stderr
+
+
+def test_export_import_keeps_alternatives_what_the_model_sees_and_branch_links(daemon, standin, tmp_path):
+    sid = daemon.cli("new", "--name", "pick", "--model", "qwen2.5:7b", "-q").stdout.strip()
+    standin.script("Blue.", "Teal.", "Carrot.")
+    daemon.cli("chat", sid, input="Name a colour\n/retry\n/edit Name a vegetable\n/quit\n")
+    daemon.cli("branch", "pick", "--at", "0", "--name", "pick-2")
+    with daemon.client() as c:
+        seen = [m.content for m in c.history(sid, active=True).messages]
+    assert seen == ["Name a vegetable", "Carrot."]
+    exported = tmp_path / "pick.json"
+    daemon.cli("export", "pick-2", "-o", str(tmp_path / "pick-2.json"))
+    daemon.cli("export", "pick", "-o", str(exported))
+    daemon.cli("delete", "pick-2")
+    daemon.cli("delete", "pick")
+    assert daemon.cli("import", str(exported)).returncode == 0
+    with daemon.client() as c:
+        again = c.session("pick").session
+        assert [m.content for m in c.history(again.id, active=True).messages] == seen
+        links = [(m.reply_to, m.alternative_of) for m in c.history(again.id).messages]
+    assert links == [(-1, -1), (0, -1), (0, 1), (-1, 0), (3, 2)]
+    # the branch, imported after its source: linked to it again, by name
+    branch = daemon.cli("import", str(tmp_path / "pick-2.json"), "--json")
+    assert json.loads(branch.stdout)["branched_from"] == again.id, branch.stderr
+    daemon.cli("delete", "pick")
+    alone = daemon.cli("import", str(tmp_path / "pick-2.json"), "--name", "orphan")
+    assert alone.returncode == 0 and "imported without the link" in alone.stderr
