@@ -292,11 +292,9 @@ class ImportedMessage(msgspec.Struct, kw_only=True):
     content: str
     thinking: str = ""
     kind: Literal["message", "summary"] = "message"
-    #: "interrupted" for an answer that was cut off.
-    status: Literal["complete", "interrupted"] = "complete"
+    status: Literal["complete", "interrupted"] = "complete"  # interrupted: an answer cut off
     error: str = ""
-    #: The seq (in the session it joins) of the question an answer answers, and of the
-    #: message a regenerated answer or an edited question replaced: an export's own seqs,
-    #: when it is imported into a new session. -1: none.
+    #: Seqs in the session it joins (an export's own, into a new one): what it answers and
+    #: what it replaced (-1: none).
     reply_to: Annotated[int, Meta(ge=-1)] = -1
     alternative_of: Annotated[int, Meta(ge=-1)] = -1
