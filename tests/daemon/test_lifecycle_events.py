@@ -225,16 +225,24 @@ def test_chat_slash_command_errors_do_not_end_the_chat(daemon):
     assert "unknown command /nosuch" in chat.stdout and "/compact" in chat.stdout
 
 
-def test_chat_retry_asks_again_and_keeps_the_old_answer(daemon, standin):
+def chatted(daemon, standin, replies: tuple[str, ...], typed: str) -> tuple[str, str, list]:
+    """A new session, a chat in which the model says `replies` in turn and the user types
+    `typed`: (the session's id, what the chat printed, what the model now sees)."""
     sid = daemon.cli("new", "--model", MODEL, "-q").stdout.strip()
-    standin.script("The first take.", "The second take.")
-    chat = daemon.cli("chat", sid, input="/retry\nName a colour\n/retry\n/quit\n")
+    standin.script(*replies)
+    chat = daemon.cli("chat", sid, input=typed + "/quit\n")
     assert chat.returncode == 0, chat.stderr
-    assert "/retry: session" in chat.stdout and "nothing to regenerate" in chat.stdout
-    assert "The first take." in chat.stdout and "The second take." in chat.stdout
+    with daemon.client() as c:
+        return sid, chat.stdout, c.history(sid, active=True).messages
+
+
+def test_chat_retry_asks_again_and_keeps_the_old_answer(daemon, standin):
+    sid, printed, active = chatted(daemon, standin, ("The first take.", "The second take."),
+                                   "/retry\nName a colour\n/retry\n")
+    assert "/retry: session" in printed and "nothing to regenerate" in printed
+    assert "The first take." in printed and "The second take." in printed
     with daemon.client() as c:
         messages = c.history(sid).messages
-        active = c.history(sid, active=True).messages
     first, second = messages[1], messages[2]
     assert (second.reply_to, second.alternative_of) == (first.reply_to, first.seq)
     assert [m.content for m in active] == ["Name a colour", "The second take."]
@@ -243,25 +251,17 @@ def test_chat_retry_asks_again_and_keeps_the_old_answer(daemon, standin):
 
 
 def test_chat_edit_asks_the_last_question_again_in_other_words(daemon, standin):
-    sid = daemon.cli("new", "--model", MODEL, "-q").stdout.strip()
-    standin.script("Blue.", "Carrot.")
-    chat = daemon.cli("chat", sid, input="Name a colour\n/edit\n/edit Name a vegetable\n/quit\n")
-    assert chat.returncode == 0, chat.stderr
-    assert "give the new text" in chat.stdout and "Carrot." in chat.stdout
-    with daemon.client() as c:
-        active = c.history(sid, active=True).messages
+    _, printed, active = chatted(daemon, standin, ("Blue.", "Carrot."),
+                                 "Name a colour\n/edit\n/edit Name a vegetable\n")
+    assert "give the new text" in printed and "Carrot." in printed
     assert [m.content for m in active] == ["Name a vegetable", "Carrot."]
     assert active[0].alternative_of == 0
 
 
 def test_chat_alt_lists_the_answers_and_puts_one_back(daemon, standin):
-    sid = daemon.cli("new", "--model", MODEL, "-q").stdout.strip()
-    standin.script("Blue.", "Teal.")
-    chat = daemon.cli("chat", sid, input="Name a colour\n/retry\n/alt\n/alt 1\n/alt\n/alt 0\n/quit\n")
-    assert chat.returncode == 0, chat.stderr
-    assert "* #2  Teal." in chat.stdout and "  #1  Blue." in chat.stdout
-    assert "answer #1 is the one the model sees now" in chat.stdout and "* #1  Blue." in chat.stdout
-    assert "/alt: #0 is not an answer to the last question" in chat.stdout
-    with daemon.client() as c:
-        assert [m.content for m in c.history(sid, active=True).messages] == ["Name a colour", "Blue."]
-
+    _, printed, active = chatted(daemon, standin, ("Blue.", "Teal."),
+                                 "Name a colour\n/retry\n/alt\n/alt 1\n/alt\n/alt 0\n")
+    assert "* #2  Teal." in printed and "  #1  Blue." in printed
+    assert "answer #1 is the one the model sees now" in printed and "* #1  Blue." in printed
+    assert "/alt: #0 is not an answer to the last question" in printed
+    assert [m.content for m in active] == ["Name a colour", "Blue."]
