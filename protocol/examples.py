@@ -5,9 +5,10 @@ import msgspec
 
 from . import events, replies, requests, subjects
 from .errors import ErrorCode
+from .imported import ImportedMessage
 from .structs import (
-    DaemonStatus, FileUse, ImportedMessage, MessageInfo, ModelInfo, OllamaStatus, SearchHit,
-    Segments, SessionInfo, SnapshotInfo, Usage,
+    DaemonStatus, FileUse, MessageInfo, ModelInfo, OllamaStatus, SearchHit, Segments, SessionInfo,
+    SnapshotInfo, Usage,
 )
 from .goals import Decision, GoalCheckpoint, Goals, GoalsInput
 from .version import PROTOCOL_VERSION

@@ -9,7 +9,8 @@ from typing import Annotated
 import msgspec
 from msgspec import Meta
 
-from .structs import ImportedMessage, Options, Seq
+from .imported import ImportedMessage
+from .structs import Options, Seq
 from .goals import GoalsInput
 from .request_base import NumCtx, Request, SessionRef
 from .turn_requests import Alternative, Branch, Cancel, Edit, Regenerate, Send

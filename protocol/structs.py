@@ -283,18 +283,3 @@ class Usage(msgspec.Struct, kw_only=True):
     budget_fill: float = 0.0
     #: Seed 002's reliability score, 0..1 (model size × 15 % less per compaction, floor 30 %).
     reliability: float = 1.0
-
-
-class ImportedMessage(msgspec.Struct, kw_only=True):
-    """A message of a conversation brought in from elsewhere (an export, another tool)."""
-
-    role: Literal["system", "user", "assistant", "tool"]
-    content: str
-    thinking: str = ""
-    kind: Literal["message", "summary"] = "message"
-    status: Literal["complete", "interrupted"] = "complete"  # interrupted: an answer cut off
-    error: str = ""
-    #: Seqs in the session it joins (an export's own, into a new one): what it answers and
-    #: what it replaced (-1: none).
-    reply_to: Annotated[int, Meta(ge=-1)] = -1
-    alternative_of: Annotated[int, Meta(ge=-1)] = -1

@@ -17,7 +17,7 @@ from typing import Any
 
 import msgspec
 
-from ...protocol.structs import ImportedMessage
+from ...protocol.imported import ImportedMessage
 from ..core import CtxkeepError
 from .common import add_latest_session_argument, connect, session_line, session_or_latest
 

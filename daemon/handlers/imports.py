@@ -8,7 +8,7 @@ from ctxkeep.daemon.handlers.registry import RequestError, handles
 from ctxkeep.daemon.handlers.sessions import announce_new, new_session
 from ctxkeep.daemon.services import Services
 from ctxkeep.daemon.store.records import NewMessage
-from ctxkeep.protocol.structs import ImportedMessage
+from ctxkeep.protocol.imported import ImportedMessage
 
 
 def kept(messages: list[ImportedMessage], first: int) -> list[int]:

@@ -16,7 +16,7 @@ from ctxkeep.daemon.context.features import text_features
 from ctxkeep.daemon.store.records import NewMessage
 from ctxkeep.daemon.store.store import Store
 from ctxkeep.protocol import requests
-from ctxkeep.protocol.structs import ImportedMessage
+from ctxkeep.protocol.imported import ImportedMessage
 from ctxkeep.protocol.events import GenerationError, ResponseGeneration
 from inprocess import InProcess
 from memory_backend import MemoryBackend

@@ -12,7 +12,7 @@ from ctxkeep.protocol.events import (
     Event, GenerationError, GenerationThinking, GenerationToken, ResponseGeneration,
 )
 from ctxkeep.protocol.replies import Accepted, Error, Reply, SessionReply
-from ctxkeep.protocol.structs import ImportedMessage
+from ctxkeep.protocol.imported import ImportedMessage
 from ctxkeep.daemon.handlers.dispatch import dispatch
 from ctxkeep.daemon.handlers.registry import Caller
 from ctxkeep.daemon.services import Services

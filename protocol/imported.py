@@ -1,0 +1,23 @@
+"""A message of a conversation brought in (`session.import`): from an export, another
+tool, or an HTTP client's copy of its conversation."""
+
+from typing import Annotated, Literal
+
+import msgspec
+from msgspec import Meta
+
+
+class ImportedMessage(msgspec.Struct, kw_only=True):
+    """A message of a conversation brought in from elsewhere (an export, another tool)."""
+
+    role: Literal["system", "user", "assistant", "tool"]
+    content: str
+    thinking: str = ""
+    kind: Literal["message", "summary"] = "message"
+    #: "interrupted" for an answer that was cut off.
+    status: Literal["complete", "interrupted"] = "complete"
+    error: str = ""
+    #: Seqs in the session it joins (an export's own, into a new one): what it answers and
+    #: what it replaced (-1: none).
+    reply_to: Annotated[int, Meta(ge=-1)] = -1
+    alternative_of: Annotated[int, Meta(ge=-1)] = -1
