@@ -159,16 +159,35 @@ class History:
                 if not session.pending:
                     continue
                 now = time.time()
+                context = self.env.context_in(txn, session.id)
                 for seq in session.pending:
                     self._index_question(txn, session.id, seq)
                     self.put_message(txn, session, NewMessage(
                         role="assistant", content="", status="interrupted", error=error,
                         reply_to=seq), now)
+                    context.seqs += self._replaced_exchange(txn, session, seq, context.seqs)
+                self.env.put_context(txn, session.id, context)
                 out.append((session.id, list(session.pending)))
                 session.pending = []
                 self.env.put_session(txn, session)
             return out
         return self.env.write(fix)
+
+    def _replaced_exchange(self, txn: lmdb.Transaction, session: SessionRecord, seq: int,
+                           active: list[int]) -> list[int]:
+        """A regenerated (or edited) question left pending by a crash: the exchange its turn
+        took out of the active context (the question and its newest whole answer), to put
+        back as a failed regenerate does; [] for any other question."""
+        def message(at: int) -> MessageRecord | None:
+            raw = txn.get(keys.numbered(session.id, at), db=self.dbs["messages"])
+            return codecs.message(raw) if raw is not None else None
+        asked = message(seq)
+        question = asked.alternative_of if asked is not None and asked.alternative_of >= 0 else seq
+        answers = [m for at in range(question + 1, session.next_seq) if (m := message(at)) is not None
+                   and m.role == "assistant" and m.reply_to == question and m.status == "complete"]
+        if not answers or question in active:
+            return []
+        return [question, answers[-1].seq]
 
     def page(self, session_id: str, start: int = 0, limit: int = 100
              ) -> tuple[list[MessageRecord], int | None, int]:
