@@ -162,3 +162,23 @@ def test_an_answer_a_regenerate_replaced_can_be_put_back_and_regenerated_from(tm
         assert app.store.context.get(sid).seqs == [first.reply_to, second.seq]
     asyncio.run(scenario())
     app.close()
+
+
+def test_a_regenerate_after_a_compaction_keeps_the_summary_and_replaces_the_last_answer(tmp_path):
+    app = InProcess(tmp_path, answers())
+
+    async def scenario():
+        sid = (await app.call(requests.SessionCreate(model=MODEL))).session.id
+        for i in range(4):
+            last = await turn(app, sid, requests.Send(session=sid, text=f"question {i} " + "word " * 80))
+        await app.call(requests.Compact(session=sid, tail_turns=1))
+        await app.services.jobs.drain(30)
+        before = app.store.context.get(sid).seqs
+        assert before[-2:] == [last.message.reply_to, last.message.seq] and len(before) < 8
+        again = await turn(app, sid, requests.Regenerate(session=sid))
+        assert app.store.context.get(sid).seqs == [*before[:-1], again.message.seq]
+        summary = app.store.history.page(sid, before[0], 1)[0][0]
+        sent = [m["content"] for m in app.backend.chats[-1][0]]
+        assert summary.kind == "summary" and any(summary.content in text for text in sent)
+    asyncio.run(scenario())
+    app.close()
