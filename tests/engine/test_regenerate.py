@@ -22,6 +22,18 @@ def answers() -> MemoryBackend:
     return MemoryBackend(reply=lambda messages: f"take {next(said)} on {messages[-1]['content'][:20]}")
 
 
+def in_session(tmp_path, body) -> None:
+    """`body(app, sid)` against a daemon in-process (closed after), on a new session "talk"."""
+    app = InProcess(tmp_path, answers())
+
+    async def run() -> None:
+        await body(app, (await app.call(requests.SessionCreate(model=MODEL, name="talk"))).session.id)
+    try:
+        asyncio.run(run())
+    finally:
+        app.close()
+
+
 async def turn(app: InProcess, sid: str, request) -> object:
     accepted = await app.call(request)
     await app.services.jobs.drain(30)
@@ -30,10 +42,7 @@ async def turn(app: InProcess, sid: str, request) -> object:
 
 
 def test_a_regenerated_answer_replaces_the_last_one_which_stays_as_its_alternative(tmp_path):
-    app = InProcess(tmp_path, answers())
-
-    async def scenario():
-        sid = (await app.call(requests.SessionCreate(model=MODEL))).session.id
+    async def body(app: InProcess, sid: str) -> None:
         await turn(app, sid, requests.Send(session=sid, text="Name a colour"))
         first = await turn(app, sid, requests.Send(session=sid, text="And a fruit?"))
         sent_first = app.backend.chats[-1][0]
@@ -46,15 +55,11 @@ def test_a_regenerated_answer_replaces_the_last_one_which_stays_as_its_alternati
         assert context[-2:] == [old.reply_to, new.seq] and old.seq not in context
         assert app.store.history.page(sid, old.seq, 1)[0][0].content == old.content  # kept
         assert not app.store.sessions.get(sid).pending
-    asyncio.run(scenario())
-    app.close()
+    in_session(tmp_path, body)
 
 
 def test_a_regenerate_that_fails_leaves_the_old_exchange_where_it_was(tmp_path):
-    app = InProcess(tmp_path, answers())
-
-    async def scenario():
-        sid = (await app.call(requests.SessionCreate(model=MODEL))).session.id
+    async def body(app: InProcess, sid: str) -> None:
         first = await turn(app, sid, requests.Send(session=sid, text="Name a colour"))
         before = app.store.context.get(sid).seqs
         app.backend.fail_at(1, ModelCallError(ErrorCode.STREAM_INTERRUPTED, "cut"))
@@ -64,30 +69,22 @@ def test_a_regenerate_that_fails_leaves_the_old_exchange_where_it_was(tmp_path):
         partial = app.store.history.page(sid, failed.stored_seq, 1)[0][0]
         assert (partial.status, partial.alternative_of) == ("interrupted", first.message.seq)
         assert not app.store.sessions.get(sid).pending
-    asyncio.run(scenario())
-    app.close()
+    in_session(tmp_path, body)
 
 
 def test_a_failed_turn_is_retried_and_joins_the_context(tmp_path):
-    app = InProcess(tmp_path, answers())
-
-    async def scenario():
-        sid = (await app.call(requests.SessionCreate(model=MODEL))).session.id
+    async def body(app: InProcess, sid: str) -> None:
         app.backend.fail_at(0, ModelCallError(ErrorCode.OLLAMA_UNREACHABLE, "down"))
         failed = await turn(app, sid, requests.Send(session=sid, text="Name a colour"))
         assert isinstance(failed, GenerationError) and app.store.context.get(sid).seqs == []
         retried = await turn(app, sid, requests.Regenerate(session=sid))
         assert isinstance(retried, ResponseGeneration)
         assert app.store.context.get(sid).seqs == [retried.message.reply_to, retried.message.seq]
-    asyncio.run(scenario())
-    app.close()
+    in_session(tmp_path, body)
 
 
 def test_nothing_to_regenerate_and_a_busy_session_are_refused(tmp_path):
-    app = InProcess(tmp_path, answers())
-
-    async def scenario():
-        sid = (await app.call(requests.SessionCreate(model=MODEL))).session.id
+    async def body(app: InProcess, sid: str) -> None:
         with pytest.raises(RequestError, match="nothing to regenerate"):
             await app.call(requests.Regenerate(session=sid))
         await turn(app, sid, requests.Send(session=sid, text="Name a colour"))
@@ -99,15 +96,11 @@ def test_nothing_to_regenerate_and_a_busy_session_are_refused(tmp_path):
         assert busy.value.code is ErrorCode.BUSY
         app.backend.release()
         await app.services.jobs.drain(30)
-    asyncio.run(scenario())
-    app.close()
+    in_session(tmp_path, body)
 
 
 def test_editing_the_last_question_asks_it_in_place(tmp_path):
-    app = InProcess(tmp_path, answers())
-
-    async def scenario():
-        sid = (await app.call(requests.SessionCreate(model=MODEL))).session.id
+    async def body(app: InProcess, sid: str) -> None:
         await turn(app, sid, requests.Send(session=sid, text="Name a colour"))
         first = await turn(app, sid, requests.Send(session=sid, text="And a fruit?"))
         question = first.message.reply_to
@@ -119,15 +112,11 @@ def test_editing_the_last_question_asks_it_in_place(tmp_path):
         assert (new_question.content, new_question.alternative_of) == ("And a vegetable?", question)
         assert edited.message.alternative_of == first.message.seq
         assert app.store.context.get(sid).seqs[-2:] == [new_question.seq, edited.message.seq]
-    asyncio.run(scenario())
-    app.close()
+    in_session(tmp_path, body)
 
 
 def test_editing_an_earlier_question_asks_it_in_a_branch(tmp_path):
-    app = InProcess(tmp_path, answers())
-
-    async def scenario():
-        sid = (await app.call(requests.SessionCreate(model=MODEL, name="talk"))).session.id
+    async def body(app: InProcess, sid: str) -> None:
         await turn(app, sid, requests.Send(session=sid, text="Name a colour"))
         await turn(app, sid, requests.Send(session=sid, text="And a fruit?"))
         before = app.store.history.page(sid, 0, 100)[0]
@@ -140,15 +129,11 @@ def test_editing_an_earlier_question_asks_it_in_a_branch(tmp_path):
         assert app.store.history.page(sid, 0, 100)[0] == before  # the session is unchanged
         with pytest.raises(RequestError, match="not one of your questions"):
             await app.call(requests.Edit(session=sid, seq=1, text="x"))
-    asyncio.run(scenario())
-    app.close()
+    in_session(tmp_path, body)
 
 
 def test_an_answer_a_regenerate_replaced_can_be_put_back_and_regenerated_from(tmp_path):
-    app = InProcess(tmp_path, answers())
-
-    async def scenario():
-        sid = (await app.call(requests.SessionCreate(model=MODEL))).session.id
+    async def body(app: InProcess, sid: str) -> None:
         first = (await turn(app, sid, requests.Send(session=sid, text="Name a colour"))).message
         second = (await turn(app, sid, requests.Regenerate(session=sid))).message
         info = (await app.call(requests.Alternative(session=sid, seq=first.seq))).session
@@ -160,15 +145,11 @@ def test_an_answer_a_regenerate_replaced_can_be_put_back_and_regenerated_from(tm
         assert third.alternative_of == first.seq  # the one the model saw, put back
         await app.call(requests.Alternative(session=sid, seq=second.seq))
         assert app.store.context.get(sid).seqs == [first.reply_to, second.seq]
-    asyncio.run(scenario())
-    app.close()
+    in_session(tmp_path, body)
 
 
 def test_a_regenerate_after_a_compaction_keeps_the_summary_and_replaces_the_last_answer(tmp_path):
-    app = InProcess(tmp_path, answers())
-
-    async def scenario():
-        sid = (await app.call(requests.SessionCreate(model=MODEL))).session.id
+    async def body(app: InProcess, sid: str) -> None:
         for i in range(4):
             last = await turn(app, sid, requests.Send(session=sid, text=f"question {i} " + "word " * 80))
         await app.call(requests.Compact(session=sid, tail_turns=1))
@@ -180,5 +161,4 @@ def test_a_regenerate_after_a_compaction_keeps_the_summary_and_replaces_the_last
         summary = app.store.history.page(sid, before[0], 1)[0][0]
         sent = [m["content"] for m in app.backend.chats[-1][0]]
         assert summary.kind == "summary" and any(summary.content in text for text in sent)
-    asyncio.run(scenario())
-    app.close()
+    in_session(tmp_path, body)
