@@ -18,7 +18,7 @@ from PySide6.QtGui import (
 )
 from PySide6.QtWidgets import QTextBrowser
 
-from .entries import Entry
+from .entries import Entry, actions_html
 from .markdown import to_html
 from .theme import DARK, Theme
 
@@ -33,6 +33,8 @@ class ChatLog(QTextBrowser):
 
     older_wanted = Signal()
     copied = Signal(str)
+    #: A message's action was chosen: (its name — edit, retry, pin, branch — and the seq).
+    action = Signal(str, int)
 
     def __init__(self, theme: Theme = DARK) -> None:
         super().__init__()
@@ -82,14 +84,16 @@ class ChatLog(QTextBrowser):
             entry.text += text
             self._end_of(self._index_of(entry)).insertText(text, QTextCharFormat())
 
-    def end_stream(self, generation_id: str, text: str, note: str = "", who: str = "") -> None:
-        """The answer is complete (or stopped): rendered as Markdown in its place."""
+    def end_stream(self, generation_id: str, text: str, note: str = "", who: str = "",
+                   seq: int = -1) -> None:
+        """The answer is complete (or stopped, stored as `seq`): rendered as Markdown in
+        its place, with its actions."""
         entry = self._streams.pop(generation_id, None)
         if entry is None:
             if text or note:
-                self.append(Entry("message", text, role="assistant", note=note, who=who))
+                self.append(Entry("message", text, role="assistant", note=note, who=who, seq=seq))
             return
-        entry.text, entry.note, entry.who = text, note, who or entry.who
+        entry.text, entry.note, entry.who, entry.seq = text, note, who or entry.who, seq
         index = self._index_of(entry)
         with self._keeping_view():
             cursor = self._at(self._starts[index].position())
@@ -217,7 +221,8 @@ class ChatLog(QTextBrowser):
         colour = t.user if entry.role == "user" else t.model
         note = f' &nbsp;<span style="color:{t.dim};">{html.escape(entry.note)}</span>' if entry.note else ""
         return (f'<p style="margin-top: 16px; margin-bottom: 0;"><b style="color:{colour};">'
-                f'{html.escape(who)}</b>{note}</p>')
+                f'{html.escape(who)}</b>{note}{actions_html(entry, t.dim)}</p>')
+
 
     def _html(self, entry: Entry) -> str:
         if entry.kind == "marker":  # centred by its block format (`_insert`)
@@ -269,6 +274,17 @@ class ChatLog(QTextBrowser):
             entry = self._recalls.get(int(url.path()) if url.path().isdigit() else -1)
             if entry is not None and entry in self.entries:
                 self.toggle(entry)
+        elif url.scheme() == "act":
+            name, _, seq = url.path().partition(":")
+            if not seq.isdigit():
+                return
+            if name == "copy":
+                entry = next((e for e in self.entries if e.seq == int(seq)), None)
+                if entry is not None:
+                    QGuiApplication.clipboard().setText(entry.text)
+                    self.copied.emit(entry.text)
+            else:
+                self.action.emit(name, int(seq))
         elif url.scheme() == "copy":
             index = int(url.path()) if url.path().isdigit() else -1
             if 0 <= index < len(self.code):

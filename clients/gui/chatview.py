@@ -5,7 +5,9 @@ older ones as the reader scrolls up; live events are held until the first page i
 import os
 
 from PySide6.QtCore import Signal
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QComboBox, QHBoxLayout, QInputDialog, QLabel, QPushButton, QVBoxLayout, QWidget,
+)
 
 from ...protocol import requests
 from ...protocol.events import (
@@ -63,6 +65,7 @@ class ChatView(QWidget):
         self.gauge.compact_requested.connect(self.compact)
         self.log = ChatLog(theme)
         self.log.older_wanted.connect(self._load_older)
+        self.log.action.connect(self.act)
         self.composer = Composer()
         self.composer.send_requested.connect(self.send)
         self.composer.stop_requested.connect(self.stop)
@@ -184,6 +187,29 @@ class ChatView(QWidget):
         if self.session is not None:
             self.submit(requests.Compact(session=self.session.id, requested_by="gui"))
 
+    def act(self, name: str, seq: int) -> None:
+        """A message's action: ask the last question again (retry), reword a question
+        (edit: the last in place, an earlier one in a new branch), pin it, or branch here."""
+        if self.session is None:
+            return
+        sid = self.session.id
+        if name == "retry":
+            answers = [e.seq for e in self.log.entries if e.role == "assistant" and e.seq >= 0]
+            if answers and seq != answers[-1]:
+                self.status.emit("Only the last answer can be regenerated: branch from here to ask again")
+                return
+            self.submit(requests.Regenerate(session=sid))
+        elif name == "edit":
+            entry = next((e for e in self.log.entries if e.seq == seq), None)
+            text, ok = QInputDialog.getMultiLineText(self, "Edit your question", "Ask it again as:",
+                                                     entry.text if entry else "")
+            if ok and text.strip():
+                self.submit(requests.Edit(session=sid, seq=seq, text=text, cwd=_cwd()))
+        elif name == "pin":
+            self.submit(requests.Pin(session=sid, seq=seq))
+        elif name == "branch":
+            self.submit(requests.Branch(session=sid, at=seq))
+
     def _model_chosen(self, index: int) -> None:
         name = self.model.itemData(index)
         if self.session is not None and name and name != self.session.model:
@@ -198,7 +224,8 @@ class ChatView(QWidget):
         who = self.session.model if self.session else ""
         if isinstance(event, QueryReceived):
             if event.message.seq >= self.end:
-                self.log.append(Entry("message", event.message.content, role="user"))
+                self.log.append(Entry("message", event.message.content, role="user",
+                                      seq=event.message.seq))
                 self.end = event.message.seq + 1
             self.received.add(event.generation_id)
             if event.generation_id in self.recalls:  # told before the question was stored
@@ -216,7 +243,8 @@ class ChatView(QWidget):
         elif isinstance(event, ResponseGeneration):
             self._ended(event.generation_id)
             if event.message.seq >= self.end:
-                self.log.end_stream(event.generation_id, event.message.content, who=event.message.model)
+                self.log.end_stream(event.generation_id, event.message.content, who=event.message.model,
+                                    seq=event.message.seq)
                 self.end = event.message.seq + 1
             else:  # the page shown already has it
                 self.log.drop_stream(event.generation_id)
@@ -229,7 +257,7 @@ class ChatView(QWidget):
                 self.log.drop_stream(event.generation_id)
             else:
                 self.log.end_stream(event.generation_id, event.partial,
-                                    note=stopped(event.code, event.message), who=who)
+                                    note=stopped(event.code, event.message), who=who, seq=event.stored_seq)
                 self.end = max(self.end, event.stored_seq + 1)
             if event.code != "cancelled":
                 self.status.emit(f"The answer stopped: {stopped(event.code, event.message)}")

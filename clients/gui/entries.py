@@ -25,6 +25,20 @@ class Entry:
 
 
 
+#: What can be done with a stored message, by its role.
+ACTIONS = {"user": ("copy", "edit", "pin", "branch"), "assistant": ("copy", "retry", "pin", "branch")}
+
+
+def actions_html(entry: Entry, colour: str) -> str:
+    """A stored message's actions, as small links after its name (`act:NAME:SEQ`; Tab
+    reaches them)."""
+    if entry.kind != "message" or entry.seq < 0:
+        return ""
+    links = " · ".join(f'<a href="act:{name}:{entry.seq}" style="color:{colour}; '
+                       f'text-decoration: none;">{name}</a>' for name in ACTIONS.get(entry.role, ()))
+    return f' &nbsp;<span style="font-size: small;">{links}</span>' if links else ""
+
+
 def entries_of(messages: list[MessageInfo], marks: list[CompactionMark]) -> list[Entry]:
     """A history page as the log shows it: each compaction's line where it happened (in
     place of the summary it wrote), the messages in between."""

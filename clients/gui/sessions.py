@@ -117,14 +117,16 @@ class SessionPanel(QWidget):
     def _refill(self) -> None:
         query = self.search.text().strip().lower()
         self.list.clear()
-        for s in self.sessions:
+        for s, depth in as_tree(self.sessions):
             hits, newest = self.matches.get(s.id, (0, None))
             if query and query not in s.name.lower() and not hits:
                 continue
             found = f" · {hits} message{'s' if hits != 1 else ''} match" if hits else ""
             busy = " · answering…" if s.busy else ""
             excerpt = f"\n“{snippet(newest.content, query)}”" if newest is not None else ""
-            item = QListWidgetItem(f"{s.name}\n{s.model} · {s.message_count} messages{found}{busy}{excerpt}")
+            indent = "    " * (depth - 1) + "↳ " if depth else ""
+            item = QListWidgetItem(f"{indent}{s.name}\n{indent and ' ' * len(indent)}{s.model} · "
+                                   f"{s.message_count} messages{found}{busy}{excerpt}")
             item.setData(Qt.ItemDataRole.UserRole, s.id)
             item.setData(MATCH_ROLE, newest.seq if newest is not None else -1)
             item.setToolTip(f"{s.name} ({s.id})\n{s.token_count:,} / {s.window or s.num_ctx:,} tokens")
@@ -149,3 +151,24 @@ class SessionPanel(QWidget):
         menu.addAction("Rename…", lambda: self.rename_requested.emit(sid))
         menu.addAction("Delete…", lambda: self.delete_requested.emit(sid))
         menu.exec(self.list.mapToGlobal(at))
+
+
+def as_tree(sessions: list[SessionInfo]) -> list[tuple[SessionInfo, int]]:
+    """The sessions in their order (most recent first), each branch right under the session
+    it was taken from (a branch of a deleted one stands on its own): (session, depth)."""
+    here = {s.id for s in sessions}
+    children: dict[str, list[SessionInfo]] = {}
+    for s in sessions:
+        if s.branched_from in here and s.branched_from != s.id:
+            children.setdefault(s.branched_from, []).append(s)
+    out: list[tuple[SessionInfo, int]] = []
+
+    def place(s: SessionInfo, depth: int) -> None:
+        out.append((s, depth))
+        for child in children.get(s.id, ()):
+            place(child, depth + 1)
+    for s in sessions:
+        if s.branched_from not in here:
+            place(s, 0)
+    return out
+

@@ -235,14 +235,20 @@ class MainWindow(QMainWindow):
                     self._empty("No chats yet.\nStart one with New chat (Ctrl+N).")
                     self.ready.emit()
         elif isinstance(reply, SessionReply):
-            if isinstance(request, (requests.SessionGet, requests.SessionCreate)):
+            if isinstance(request, (requests.SessionGet, requests.SessionCreate, requests.Branch)):
                 self.show_session(reply.session)
+                if isinstance(request, requests.Branch):
+                    self.say(f"A new branch, {reply.session.name}: the history up to #{reply.session.branched_at}")
             elif self.chat.session and reply.session.id == self.chat.session.id:
                 self.chat.show_info(reply.session)
         elif isinstance(reply, HistoryReply):
             self.chat.on_history(request, reply)  # type: ignore[arg-type]
         elif isinstance(reply, Accepted):
-            self.chat.sent(True)
+            if isinstance(request, requests.Send):
+                self.chat.sent(True)
+            elif self.chat.session is not None and reply.session_id != self.chat.session.id:
+                self.say(" ".join(reply.warnings))  # an earlier question, edited: in a branch
+                self.open_session(reply.session_id)
         elif isinstance(reply, ModelsReply):
             self.models, self.default_model, self.models_problem = reply.models, reply.default_model, ""
             self.chat.set_models(reply.models)

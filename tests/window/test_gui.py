@@ -6,8 +6,8 @@ import time
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 import pytest  # noqa: E402
-from PySide6.QtCore import QPoint, Qt  # noqa: E402
-from PySide6.QtGui import QColor  # noqa: E402
+from PySide6.QtCore import QPoint, Qt, QUrl  # noqa: E402
+from PySide6.QtGui import QColor, QGuiApplication  # noqa: E402
 from PySide6.QtTest import QTest  # noqa: E402
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
@@ -371,3 +371,36 @@ def test_a_search_result_shows_its_match_and_opens_there(open_window, client):
     assert log.textCursor().selectedText() == "zebra"
     assert 0 <= log.cursorRect().top() < log.viewport().height()  # in view, not at the end
     assert not log.at_bottom()
+
+
+def test_each_message_offers_its_actions_and_each_does_what_it_says(open_window, client, standin, monkeypatch):
+    s = client.create_session(model=MODEL, name="acts").session
+    standin.script("Blue.", "Teal.", "Carrot.")
+    acc = client.send(s.id, "Name a colour")
+    wait_terminal(client, acc.generation_id)
+    window = open_window(s.id)
+    wait_until(lambda: window.chat.session is not None and "Blue." in window.chat.log.plain())
+    html = window.chat.log.toHtml()
+    for action in ("act:copy:0", "act:edit:0", "act:pin:0", "act:branch:0", "act:retry:1", "act:copy:1"):
+        assert action in html, action
+    assert "act:edit:1" not in html and "act:retry:0" not in html  # an answer is not edited
+    window.chat.log.anchorClicked.emit(QUrl("act:copy:1"))
+    assert QGuiApplication.clipboard().text() == "Blue."
+    window.chat.log.anchorClicked.emit(QUrl("act:retry:1"))  # a new answer, the old one kept
+    wait_until(lambda: "Teal." in window.chat.log.plain())
+    wait_until(lambda: [m.content for m in client.history(s.id, active=True).messages][-1] == "Teal.")
+    assert "act:retry:2" in window.chat.log.toHtml()  # the new answer has its actions too
+    window.chat.log.anchorClicked.emit(QUrl("act:pin:0"))
+    wait_until(lambda: client.usage(s.id).usage.segments.pinned > 0)  # the question, pinned
+    monkeypatch.setattr("ctxkeep.clients.gui.chatview.QInputDialog.getMultiLineText",
+                        lambda *a, **k: ("Name a vegetable", True))
+    window.chat.log.anchorClicked.emit(QUrl("act:edit:0"))  # the last question: in place
+    wait_until(lambda: [m.content for m in client.history(s.id, active=True).messages] ==
+               ["Name a vegetable", "Carrot."])
+    window.chat.log.anchorClicked.emit(QUrl("act:branch:0"))  # opens the branch
+    wait_until(lambda: window.chat.session is not None and window.chat.session.branched_from == s.id)
+    assert window.chat.session.message_count == 1
+    panel = window.panel  # the branch is listed right under its source
+    wait_until(lambda: [panel.list.item(i).text().split("\n")[0] for i in range(panel.list.count())]
+               == ["acts", "↳ acts (branch)"])
+

@@ -248,3 +248,16 @@ def test_a_recall_line_above_an_answer_opens_to_what_was_recalled(log):
     assert "moved to Lisbon" not in log.plain() and "In Lisbon." in log.plain()
     page = entries_of([message(6, "user", "q"), message(7, "assistant", "a", recalled=[1, 2])], [])
     assert [e.kind for e in page] == ["message", "recall", "message"] and page[1].details == "#1 #2"
+
+
+def test_branches_are_listed_under_the_session_they_were_taken_from():
+    from ctxkeep.clients.gui.sessions import as_tree
+    from ctxkeep.protocol.structs import SessionInfo
+
+    def made(sid, source=""):
+        return SessionInfo(id=sid, name=sid, model="m", num_ctx=8192, created=0.0, updated=0.0,
+                           branched_from=source)
+    newest_first = [made("b2", "a"), made("c"), made("a"), made("b1", "a"), made("b1x", "b1"),
+                    made("orphan", "gone")]
+    assert [(s.id, depth) for s, depth in as_tree(newest_first)] == [
+        ("c", 0), ("a", 0), ("b2", 1), ("b1", 1), ("b1x", 2), ("orphan", 0)]
