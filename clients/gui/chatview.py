@@ -240,27 +240,8 @@ class ChatView(QWidget):
             self.streaming.add(event.generation_id)
             self._set_busy(True)
             self.log.stream(event.generation_id, event.text, who)
-        elif isinstance(event, ResponseGeneration):
-            self._ended(event.generation_id)
-            if event.message.seq >= self.end:
-                self.log.end_stream(event.generation_id, event.message.content, who=event.message.model,
-                                    seq=event.message.seq)
-                self.end = event.message.seq + 1
-            else:  # the page shown already has it
-                self.log.drop_stream(event.generation_id)
-            self.gauge.set_window(event.window)
-            self.gauge.set_tokens(event.token_count, exact=True)
-            self._usage_changed()
-        elif isinstance(event, GenerationError):
-            self._ended(event.generation_id)
-            if 0 <= event.stored_seq < self.end:  # the page shown already has it
-                self.log.drop_stream(event.generation_id)
-            else:
-                self.log.end_stream(event.generation_id, event.partial,
-                                    note=stopped(event.code, event.message), who=who, seq=event.stored_seq)
-                self.end = max(self.end, event.stored_seq + 1)
-            if event.code != "cancelled":
-                self.status.emit(f"The answer stopped: {stopped(event.code, event.message)}")
+        elif isinstance(event, (ResponseGeneration, GenerationError)):
+            self._answer_ended(event, who)
         elif isinstance(event, CompactionRequest):
             self.gauge.set_compacting(True)
             self.status.emit(f"Compacting {event.messages} messages…")
@@ -279,6 +260,29 @@ class ChatView(QWidget):
             self._usage_changed()
         elif isinstance(event, ContextWarning):
             self.status.emit(event.message)
+
+    def _answer_ended(self, event: "ResponseGeneration | GenerationError", who: str) -> None:
+        """An answer is stored whole, or stopped: in its place in the log, with its actions."""
+        self._ended(event.generation_id)
+        if isinstance(event, ResponseGeneration):
+            if event.message.seq >= self.end:
+                self.log.end_stream(event.generation_id, event.message.content, who=event.message.model,
+                                    seq=event.message.seq)
+                self.end = event.message.seq + 1
+            else:  # the page shown already has it
+                self.log.drop_stream(event.generation_id)
+            self.gauge.set_window(event.window)
+            self.gauge.set_tokens(event.token_count, exact=True)
+            self._usage_changed()
+            return
+        if 0 <= event.stored_seq < self.end:  # the page shown already has it
+            self.log.drop_stream(event.generation_id)
+        else:
+            self.log.end_stream(event.generation_id, event.partial,
+                                note=stopped(event.code, event.message), who=who, seq=event.stored_seq)
+            self.end = max(self.end, event.stored_seq + 1)
+        if event.code != "cancelled":
+            self.status.emit(f"The answer stopped: {stopped(event.code, event.message)}")
 
     def _ended(self, generation_id: str) -> None:
         self.streaming.discard(generation_id)
