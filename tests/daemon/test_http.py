@@ -191,12 +191,12 @@ def test_no_token_is_refused_on_an_address_other_machines_reach():
 
 
 def test_http_turns_are_published_on_zeromq_and_a_client_that_leaves_cancels_its_turn(door, standin):
-    talkative(standin, words=400)
-    standin.chunk_delay = 0.02
     with door.client() as watcher:
         watcher.subscribe("")
         ollama_client(door).chat(model=MODEL, messages=[{"role": "user", "content": "Watch me"}])
         wait_for(watcher, ResponseGeneration, timeout=30)
+        talkative(standin, words=400)  # a long, slow answer to leave in the middle of
+        standin.chunk_delay = 0.02
         with httpx.stream("POST", door.front_door.url + "/api/chat", timeout=30,
                           headers={"Authorization": f"Bearer {door.front_door.token}"},
                           json={"model": MODEL, "messages": [{"role": "user", "content": "Go away"}]}) as r:
