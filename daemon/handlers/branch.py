@@ -5,6 +5,7 @@ import asyncio
 
 from ctxkeep.protocol import ErrorCode, requests
 from ctxkeep.protocol.replies import SessionReply
+from ctxkeep.protocol.structs import SessionInfo
 from ctxkeep.daemon.handlers.registry import RequestError, handles
 from ctxkeep.daemon.handlers.sessions import announce_new, check_name
 from ctxkeep.daemon.services import Services
@@ -29,13 +30,21 @@ def branch_point(record: SessionRecord, at: int | None) -> int:
     return last
 
 
+async def made_branch(services: Services, record: SessionRecord, last: int, name: str = ""
+                      ) -> tuple[SessionRecord, SessionInfo]:
+    """A branch of `record` up to seq `last` (-1: none of its history), stored, estimated,
+    announced and indexed for recall (in the background): (its record, as clients see it)."""
+    store = services.store
+    made = await store.off_loop(store.branches.branch, record.id, last, name)
+    made = await services.announcer.prompt_changed(made.id)  # the count: an estimate until a turn
+    # indexed for recall (a worker thread for a long one; embeddings in the background)
+    asyncio.get_running_loop().create_task(services.recaller.prepare(made.id), name="recall-index")
+    return made, announce_new(services, made)
+
+
 @handles(requests.Branch, session=True, waits=True)
 async def branch(services: Services, req: requests.Branch, record: SessionRecord) -> SessionReply:
     last = branch_point(record, req.at)
     check_name(req.name)
-    store = services.store
-    made = await store.off_loop(store.branches.branch, record.id, last, req.name)
-    made = await services.announcer.prompt_changed(made.id)  # the count: an estimate until a turn
-    # indexed for recall (a worker thread for a long one; embeddings in the background)
-    asyncio.get_running_loop().create_task(services.recaller.prepare(made.id), name="recall-index")
-    return SessionReply(id=req.id, session=announce_new(services, made))
+    _, info = await made_branch(services, record, last, req.name)
+    return SessionReply(id=req.id, session=info)

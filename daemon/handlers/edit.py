@@ -4,16 +4,16 @@ from ctxkeep.protocol import ErrorCode, requests
 from ctxkeep.protocol.replies import Accepted
 from ctxkeep.daemon.handlers.registry import Caller, RequestError, handles
 from ctxkeep.daemon.handlers.regenerate import last_exchange
-from ctxkeep.daemon.handlers.sessions import announce_new
-from ctxkeep.daemon.handlers.turns import attachments, extras
+from ctxkeep.daemon.handlers.branch import made_branch
+from ctxkeep.daemon.handlers.turns import attachments, extras, refuse_unless_idle
 from ctxkeep.daemon.services import Services
 from ctxkeep.daemon.store.records import NewMessage, SessionRecord
 
 
 def question_at(services: Services, record: SessionRecord, seq: int) -> None:
     """Refuse a seq that is not one of the session's questions."""
-    page = services.store.history.page(record.id, seq, 1)[0] if seq < record.next_seq else []
-    if not page or page[0].seq != seq or page[0].role != "user" or page[0].kind != "message":
+    found = services.store.history.messages(record.id, [seq])
+    if not found or found[0].role != "user" or found[0].kind != "message":
         raise RequestError(ErrorCode.INVALID_ARGUMENT, f"message #{seq} of {record.name!r} is not one of "
                                                        "your questions: `ctxkeep show` numbers them")
 
@@ -21,11 +21,7 @@ def question_at(services: Services, record: SessionRecord, seq: int) -> None:
 @handles(requests.Edit, session=True, waits=True, caller=True)
 async def edit(services: Services, req: requests.Edit, record: SessionRecord, *,
                caller: Caller) -> Accepted:
-    if services.stopping():
-        raise RequestError(ErrorCode.SHUTTING_DOWN, "ctxkeepd is shutting down: edit once it is back")
-    if services.jobs.busy(record.id):
-        raise RequestError(ErrorCode.BUSY, f"session {record.name!r} is busy: edit once its turn or "
-                                           "compaction is done, or cancel it")
+    refuse_unless_idle(services, record, "edit")
     question_at(services, record, req.seq)
     files = await attachments(services, record, req.text, req.cwd, caller)
     try:
@@ -37,10 +33,7 @@ async def edit(services: Services, req: requests.Edit, record: SessionRecord, *,
             role="user", content=req.text, files=files, alternative_of=req.seq))
         return Accepted(id=req.id, session_id=record.id, generation_id=job.id, ahead=0,
                         files=[f.info() for f in files])
-    store = services.store
-    branch = await store.off_loop(store.branches.branch, record.id, req.seq - 1, "")
-    branch = await services.announcer.prompt_changed(branch.id)
-    announce_new(services, branch)
+    branch, _ = await made_branch(services, record, req.seq - 1)
     job, ahead, _ = await services.generations.accept(branch, req.text, extras(req), files)
     return Accepted(id=req.id, session_id=branch.id, generation_id=job.id, ahead=ahead,
                     files=[f.info() for f in files], warnings=[

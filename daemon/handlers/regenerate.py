@@ -3,7 +3,7 @@
 from ctxkeep.protocol import ErrorCode, requests
 from ctxkeep.protocol.replies import Accepted
 from ctxkeep.daemon.handlers.registry import RequestError, handles
-from ctxkeep.daemon.handlers.turns import extras
+from ctxkeep.daemon.handlers.turns import extras, refuse_unless_idle
 from ctxkeep.daemon.services import Services
 from ctxkeep.daemon.store.records import SessionRecord
 from ctxkeep.daemon.turns.question import Reopened
@@ -36,10 +36,6 @@ def last_exchange(services: Services, record: SessionRecord) -> Reopened:
 
 @handles(requests.Regenerate, session=True)
 async def regenerate(services: Services, req: requests.Regenerate, record: SessionRecord) -> Accepted:
-    if services.stopping():
-        raise RequestError(ErrorCode.SHUTTING_DOWN, "ctxkeepd is shutting down: regenerate once it is back")
-    if services.jobs.busy(record.id):
-        raise RequestError(ErrorCode.BUSY, f"session {record.name!r} is busy: regenerate once its turn "
-                                           "or compaction is done, or cancel it")
+    refuse_unless_idle(services, record, "regenerate")
     job = services.generations.regenerate(record, last_exchange(services, record), extras(req))
     return Accepted(id=req.id, session_id=record.id, generation_id=job.id, ahead=0)

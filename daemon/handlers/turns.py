@@ -10,6 +10,15 @@ from ctxkeep.daemon.store.records import Attachment, SessionRecord
 from ctxkeep.daemon.handlers.registry import Caller, RequestError, handles
 
 
+def refuse_unless_idle(services: Services, record: SessionRecord, doing: str) -> None:
+    """Refuse to `doing` (regenerate, edit, ...) while the daemon stops or the session works."""
+    if services.stopping():
+        raise RequestError(ErrorCode.SHUTTING_DOWN, f"ctxkeepd is shutting down: {doing} once it is back")
+    if services.jobs.busy(record.id):
+        raise RequestError(ErrorCode.BUSY, f"session {record.name!r} is busy: {doing} once its turn or "
+                                           "compaction is done, or cancel it")
+
+
 def extras(req: Turn) -> ChatExtras:
     """What a turn asks of its model call besides the prompt."""
     return ChatExtras(think=req.think, format=req.format, keep_alive=req.keep_alive)
