@@ -104,8 +104,8 @@ class Calls:
         """A new answer to the session's last question (see `regenerate`)."""
         return self.request(requests.Regenerate(session=ref, think=think), Accepted)
 
-    def edit(self, ref: str, seq: int, text: str, cwd: str = "", think: bool | None = None) -> Any:
-        """Question `seq` asked again as `text` (see `edit`)."""
+    def edit(self, ref: str, seq: int | None, text: str, cwd: str = "", think: bool | None = None) -> Any:
+        """Question `seq` (None: the last one) asked again as `text` (see `edit`)."""
         return self.request(requests.Edit(session=ref, seq=seq, text=text, cwd=cwd, think=think), Accepted)
 
     def alternative(self, ref: str, seq: int) -> Any:

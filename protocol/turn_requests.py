@@ -44,9 +44,9 @@ class Edit(Turn, tag="edit", kw_only=True):
     asks the edited question there, and the session is not changed; the reply's
     `session_id` is the branch's."""
 
-    #: The seq of the question (a user message) to edit.
-    seq: Seq
     text: Annotated[str, Meta(min_length=1)]
+    #: The seq of the question (a user message) to edit (None: the last question).
+    seq: Seq | None = None
     #: As `send`'s: where `@file` references resolve.
     cwd: str = ""
 

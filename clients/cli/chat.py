@@ -82,15 +82,18 @@ def _alternatives(client, session_id: str, arg: str) -> None:
         client.alternative(session_id, int(arg))
         print(f"answer #{arg} is the one the model sees now")
         return
-    active = client.history(session_id, active=True, limit=1000).messages
-    if not active or active[-1].role != "assistant":
+    count = client.session(session_id).session.message_count
+    tail = client.history(session_id, start=max(0, count - 8), limit=8).messages  # as the daemon looks
+    answered = [m.reply_to for m in tail if m.role == "assistant" and m.reply_to >= 0]
+    if not answered:
         print("no answered question ends the conversation")
         return
-    seen = active[-1]
-    later = client.history(session_id, start=seen.reply_to, limit=100).messages
-    for m in later:
-        if m.role == "assistant" and m.reply_to == seen.reply_to and m.status == "complete":
-            mark = "*" if m.seq == seen.seq else " "
+    question = answered[-1]
+    shown = client.history(session_id, active=True, start=question, limit=2).messages  # [it, its answer]
+    seen = shown[-1].seq if len(shown) == 2 and shown[0].seq == question else -1
+    for m in client.history(session_id, start=question, limit=100).messages:
+        if m.role == "assistant" and m.reply_to == question and m.status == "complete":
+            mark = "*" if m.seq == seen else " "
             print(f"{mark} #{m.seq}  {' '.join(m.content.split())[:70]}")
 
 
@@ -101,14 +104,8 @@ def _redo(client, session_id: str, text: str, args: argparse.Namespace):
     think = True if args.think else None
     if name == "/retry":
         return lambda: client.regenerate(session_id, think=think)
-    if name == "/edit" and rest.strip():
-        def edit():
-            asked = [m for m in client.history(session_id, active=True, limit=1000).messages
-                     if m.role == "user" and m.kind == "message"]
-            if not asked:
-                raise CtxkeepError("invalid_argument", "no question of yours is in the conversation yet")
-            return client.edit(session_id, asked[-1].seq, rest.strip(), cwd=os.getcwd(), think=think)
-        return edit
+    if name == "/edit" and rest.strip():  # the last question
+        return lambda: client.edit(session_id, None, rest.strip(), cwd=os.getcwd(), think=think)
     return None
 
 

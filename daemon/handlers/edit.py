@@ -22,20 +22,24 @@ def question_at(services: Services, record: SessionRecord, seq: int) -> None:
 async def edit(services: Services, req: requests.Edit, record: SessionRecord, *,
                caller: Caller) -> Accepted:
     refuse_unless_idle(services, record, "edit")
-    question_at(services, record, req.seq)
-    files = await attachments(services, record, req.text, req.cwd, caller)
     try:
         last = last_exchange(services, record)
     except RequestError:  # the session does not end with an answered question
+        if req.seq is None:
+            raise
         last = None
-    if last is not None and last.question == req.seq:  # in place: the last exchange
+    seq = last.question if req.seq is None and last is not None else req.seq
+    assert seq is not None
+    question_at(services, record, seq)
+    files = await attachments(services, record, req.text, req.cwd, caller)
+    if last is not None and last.question == seq:  # in place: the last exchange
         job = services.generations.regenerate(record, last, extras(req), NewMessage(
-            role="user", content=req.text, files=files, alternative_of=req.seq))
+            role="user", content=req.text, files=files, alternative_of=seq))
         return Accepted(id=req.id, session_id=record.id, generation_id=job.id, ahead=0,
                         files=[f.info() for f in files])
-    branch, _ = await made_branch(services, record, req.seq - 1)
+    branch, _ = await made_branch(services, record, seq - 1)
     job, ahead, _ = await services.generations.accept(branch, req.text, extras(req), files)
     return Accepted(id=req.id, session_id=branch.id, generation_id=job.id, ahead=ahead,
                     files=[f.info() for f in files], warnings=[
-                        f"#{req.seq} is not the last question: asked in a new branch, {branch.name!r} "
+                        f"#{seq} is not the last question: asked in a new branch, {branch.name!r} "
                         f"({branch.id}); {record.name!r} is unchanged"])

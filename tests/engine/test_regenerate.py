@@ -112,6 +112,8 @@ def test_editing_the_last_question_asks_it_in_place(tmp_path):
         assert (new_question.content, new_question.alternative_of) == ("And a vegetable?", question)
         assert edited.message.alternative_of == first.message.seq
         assert app.store.context.get(sid).seqs[-2:] == [new_question.seq, edited.message.seq]
+        again = await turn(app, sid, requests.Edit(session=sid, text="And a nut?"))  # no seq: the last
+        assert app.store.history.messages(sid, [again.message.reply_to])[0].alternative_of == new_question.seq
     in_session(tmp_path, body)
 
 
