@@ -15,7 +15,8 @@ HELP = """commands:
   /help      this text
   /usage     how full the context window is, by segment
   /retry     a new answer to the last question (the old one stays in history)
-  /edit TEXT ask the last question again as TEXT (the old one stays in history)
+  /edit TEXT ask the last question again as TEXT (the old one stays in history);
+             /edit alone opens the last question in $EDITOR
   /alt [N]   the answers to the last question; with N, make answer #N the one the model sees
   /compact   summarize older turns to free the window (the history keeps them)
   /pin [N]   pin message N (default: the last answer) so no compaction touches it
@@ -66,7 +67,8 @@ def _command(client, session_id: str, text: str, out, style: Styles) -> None:
     elif name == "/alt":
         _alternatives(client, session_id, arg.strip())
     elif name == "/edit":
-        print("give the new text: /edit YOUR QUESTION, REWORDED")
+        print("give the new text: /edit YOUR QUESTION, REWORDED (on a terminal with $EDITOR set, "
+              "/edit alone opens the last question in it)")
     elif name == "/compact":
         result = run_compaction(client, session_id, out, requested_by="chat")
         print(result.marker if result.status == "ok" else
@@ -104,9 +106,39 @@ def _redo(client, session_id: str, text: str, args: argparse.Namespace):
     think = True if args.think else None
     if name == "/retry":
         return lambda: client.regenerate(session_id, think=think)
+    if name == "/edit" and not rest.strip():  # on a terminal: the last question in $EDITOR
+        rest = _in_editor(client, session_id) or ""
     if name == "/edit" and rest.strip():  # the last question
         return lambda: client.edit(session_id, None, rest.strip(), cwd=os.getcwd(), think=think)
     return None
+
+
+def _in_editor(client, session_id: str) -> str | None:
+    """The last question as reworded in $VISUAL or $EDITOR (None: no terminal or editor,
+    or left as it was)."""
+    editor = os.environ.get("VISUAL") or os.environ.get("EDITOR")
+    if not (editor and sys.stdin.isatty()):
+        return None
+    count = client.session(session_id).session.message_count
+    tail = client.history(session_id, start=max(0, count - 8), limit=8).messages
+    asked = [m.content for m in tail if m.role == "user" and m.kind == "message"]
+    if not asked:
+        return None
+    import shlex
+    import subprocess
+    import tempfile
+    from pathlib import Path
+    descriptor, name = tempfile.mkstemp(suffix=".md", text=True)
+    draft = Path(name)
+    try:
+        with os.fdopen(descriptor, "w", encoding="utf-8") as out:
+            out.write(asked[-1])
+        if subprocess.run([*shlex.split(editor), name]).returncode != 0:
+            return None
+        text = draft.read_text(encoding="utf-8").strip()  # by name: editors often save a new file
+    finally:
+        draft.unlink(missing_ok=True)
+    return text if text and text != asked[-1].strip() else None
 
 
 def open_session(client, args: argparse.Namespace, ask: Reader | None = None):

@@ -80,3 +80,24 @@ def test_ask_on_a_terminal_says_what_it_waits_for(daemon, standin, tmp_path):
     assert child.exitstatus == 0
     shown = child.logfile_read.getvalue()
     assert shown.index("\x1b7") < shown.index("[waiting") < shown.index("\x1b8\x1b[K") < shown.index("You said")
+
+
+def test_edit_alone_opens_the_last_question_in_the_editor(daemon, tmp_path):
+    editor = tmp_path / "reword.sh"  # an "editor" that rewords what it is given
+    editor.write_text("#!/bin/sh\nsed -i 's/colour/vegetable/' \"$1\"\n")  # a new file, as vim may
+    editor.chmod(0o755)
+    daemon.env["EDITOR"] = str(editor)
+    child = spawn_chat(daemon, tmp_path, tmp_path / "state", "reword")
+    child.expect("you>")
+    child.sendline("Name a colour")
+    child.expect("tokens")
+    child.expect("you>")
+    child.sendline("/edit")
+    child.expect("tokens")
+    child.expect("you>")
+    child.sendeof()
+    child.expect(pexpect.EOF)
+    with daemon.client() as c:
+        session = c.session("reword").session
+        asked = [m.content for m in c.history(session.id, active=True).messages if m.role == "user"]
+    assert asked == ["Name a vegetable"]
