@@ -1,6 +1,7 @@
 """`ctxkeep branch`: a new session holding a session's history up to a message."""
 
 import argparse
+import shlex
 
 from .common import add_session_argument, connect, session_line
 
@@ -26,5 +27,5 @@ def run(args: argparse.Namespace) -> int:
         made = client.branch(args.session, at=args.at, name=args.name).session
     print(session_line(made))
     print(f"branched from {args.session} at #{made.branched_at}; continue it with "
-          f"`ctxkeep chat {made.name}`")
+          f"`ctxkeep chat {shlex.quote(made.name)}`")
     return 0
