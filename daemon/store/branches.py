@@ -5,6 +5,7 @@ mutable afterwards (every record is copied under the branch's own keys)."""
 import secrets
 import time
 from collections.abc import Iterator
+from itertools import takewhile
 
 import lmdb
 
@@ -89,18 +90,17 @@ class Branches:
 
     def _copy_messages(self, txn: lmdb.Transaction, source_id: str, target_id: str, last: int) -> None:
         """Messages up to `last`, with their file references and search words."""
-        for key, raw in list(self._records(txn, "messages", source_id)):
+        start = len(keys.prefix(source_id))
+
+        def upto(db: str) -> list[tuple[bytes, bytes]]:  # read whole before anything is written
+            seq_of = lambda key: keys.NUMBER.unpack(key[start:start + keys.NUMBER.size])[0]  # noqa: E731
+            return list(takewhile(lambda kv: seq_of(kv[0]) <= last, self._records(txn, db, source_id)))
+        for key, raw in upto("messages"):
             seq = keys.number_of(key)
-            if seq > last:
-                break
             txn.put(keys.numbered(target_id, seq), raw, db=self.dbs["messages"])
             word_index.add(txn, self.dbs["search"], target_id, seq, codecs.message(raw).content)
-        start = len(keys.prefix(source_id))
-        for key, raw in list(self._records(txn, "file_refs", source_id)):
-            seq = keys.NUMBER.unpack(key[start:start + keys.NUMBER.size])[0]
-            if seq <= last:
-                txn.put(keys.numbered(target_id, seq) + key[start + keys.NUMBER.size:], raw,
-                        db=self.dbs["file_refs"])
+        for key, raw in upto("file_refs"):  # keyed by their message's seq, then an index
+            txn.put(keys.prefix(target_id) + key[start:], raw, db=self.dbs["file_refs"])
 
     def _copy_compactions(self, txn: lmdb.Transaction, source_id: str, target_id: str, last: int) -> int:
         """The audit records of compactions made up to `last`; how many."""

@@ -79,3 +79,20 @@ def test_a_branch_point_that_is_not_there_is_refused(tmp_path):
             await app.call(requests.Branch(session=sid, name="mine"))
     asyncio.run(scenario())
     app.close()
+
+
+def test_a_branch_copies_the_file_references_up_to_its_point(tmp_path):
+    from ctxkeep.daemon.store.records import Attachment, NewMessage
+    from ctxkeep.daemon.store.store import Store
+    store = Store.open(tmp_path)
+    s = store.sessions.create(name="src", model=MODEL, system="", options={}, num_ctx=8192)
+    attached = [Attachment(path=f"{name}.py", mode="full", block="x", real_path=f"/p/{name}.py")
+                for name in ("a", "b")]
+    store.history.append(s.id, [NewMessage(role="user", content="look at @a.py", files=attached[:1]),
+                                NewMessage(role="assistant", content="ok", reply_to=0),
+                                NewMessage(role="user", content="and @b.py", files=attached[1:])],
+                         activate=range(3))
+    branch = store.branches.branch(s.id, 1)
+    assert [r.path for r in store.history.file_refs(branch.id)] == ["a.py"]
+    assert [r.path for r in store.history.file_refs(s.id)] == ["a.py", "b.py"]
+    store.close()
