@@ -33,7 +33,8 @@ class Regenerate(Turn, tag="regenerate"):
     """A new answer to the session's last question, as a turn (accepted at once, the
     answer as events). The answer it replaces stays in history and leaves the active
     context; the new one records it as `alternative_of`. If the new turn fails, the
-    previous answer stays where it was."""
+    previous answer stays where it was. After a failed turn, its question is asked again
+    (a failed edit's reworded question, in place of the exchange it rewords)."""
 
 
 class Edit(Turn, tag="edit", kw_only=True):

@@ -112,6 +112,13 @@ class MemoryBackend:
                                  f"Ollama refused a prompt of {tokens} tokens")
         return sent, tokens
 
+    async def _wait_if_held(self) -> None:
+        if self._gate is not None:
+            gate, self._gate = self._gate, None
+            self._parked_at.append(gate)
+            self.parked.set()
+            await gate.wait()
+
     async def stream_chat(self, model: str, messages: Sequence[Mapping[str, Any]],
                           options: Mapping[str, Any], extras: Any,
                           on_sent: Callable[[], object] | None = None) -> AsyncIterator[Any]:
@@ -119,11 +126,7 @@ class MemoryBackend:
         sent, tokens = self._prompt(model, messages, options)
         if on_sent is not None:  # the request is out, as the daemon's transport reports it
             on_sent()
-        if self._gate is not None:
-            gate, self._gate = self._gate, None
-            self._parked_at.append(gate)
-            self.parked.set()
-            await gate.wait()
+        await self._wait_if_held()
         fail_at, error = self._faults.popleft() if self._faults else (-1, None)
         text = self.reply(sent)
         for index, piece in enumerate(split_stream(text)):
@@ -142,6 +145,7 @@ class MemoryBackend:
                         options: Mapping[str, Any]) -> Any:
         await self.facts(model)
         sent, tokens = self._prompt(model, messages, options)
+        await self._wait_if_held()
         text = self.reply(sent)
         return ChatResponse(model=model, done=True, prompt_eval_count=tokens,
                             eval_count=self.count(text),

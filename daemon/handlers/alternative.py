@@ -13,7 +13,7 @@ from ctxkeep.daemon.store.records import SessionRecord
 async def alternative(services: Services, req: requests.Alternative, record: SessionRecord) -> SessionReply:
     refuse_unless_idle(services, record, "choose an answer")
     last = last_exchange(services, record)
-    if not last.active:
+    if not last.in_context:
         raise RequestError(ErrorCode.INVALID_ARGUMENT, "the last question's answer is not in what the model "
                                                        "sees (its turn failed): /retry it")
     chosen = next(iter(services.store.history.messages(record.id, [req.seq])), None)

@@ -26,12 +26,15 @@ def last_exchange(services: Services, record: SessionRecord) -> Reopened:
     question = answers[-1].reply_to
     context = services.store.context.get(record.id).seqs
     if len(context) >= 2 and context[-2] == question:  # its answer the model sees: the newest
-        return Reopened(question, context[-1], True)  # or one put back (`alternative`)
+        return Reopened(question, context[-1], (question, context[-1]))  # or one put back
     if answers[-1].status == "complete" or question in context:
         raise RequestError(ErrorCode.INVALID_ARGUMENT, "the last answer is no longer in what the model "
                                                        "sees (compacted, or a snapshot restored): send a "
                                                        "message instead")
-    return Reopened(question, answers[-1].seq, False)  # a failed turn: retried
+    # a failed turn, retried; a failed edit's in place of the exchange it was to replace
+    asked = next(iter(services.store.history.messages(record.id, [question])), None)
+    edited = asked is not None and asked.alternative_of >= 0 and context[-2:-1] == [asked.alternative_of]
+    return Reopened(question, answers[-1].seq, tuple(context[-2:]) if edited else ())
 
 
 @handles(requests.Regenerate, session=True)

@@ -1,7 +1,7 @@
 """The active context (what the model sees) and compaction commits with their audit trail."""
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 import lmdb
 
@@ -110,21 +110,20 @@ class ContextState:
             return record
         return self.env.write(change)
 
-    def reopen(self, session_id: str, question: int, answer: int, active: bool,
+    def reopen(self, session_id: str, question: int, back: Sequence[int],
                edited: NewMessage | None = None) -> tuple[SessionRecord, list[MessageRecord]]:
-        """A regenerate's commit: the last question and its answer leave the active context
-        (`active`: they are its last two; else a failed turn's, never in it), both staying
-        in history, and the question waits for an answer again, as a question just asked
+        """A regenerate's commit: the exchange `back` (the last question and its answer; or
+        none, for a failed turn's question) leaves the end of the active context, staying
+        in history, and `question` waits for an answer again, as a question just asked
         does; or, `edited`, that new question (stored here) in its place.
         Refused with ContextChanged when they are no longer where they were."""
         def apply(txn: lmdb.Transaction) -> tuple[SessionRecord, list[MessageRecord]]:
             session = self.env.session_in(txn, session_id)
             context = self.env.context_in(txn, session_id)
-            where = context.seqs[-2:] == [question, answer] if active else question not in context.seqs
-            if not where or session.pending:
+            kept = context.seqs[:len(context.seqs) - len(back)]
+            if context.seqs[len(kept):] != list(back) or question in kept or session.pending:
                 raise ContextChanged("the session's last exchange changed: regenerate again")
-            if active:
-                context.seqs = context.seqs[:-2]
+            context.seqs = kept
             self.env.put_context(txn, session_id, context)
             session.updated = time.time()
             if edited is not None:  # its words join the search index when its turn ends

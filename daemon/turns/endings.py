@@ -67,7 +67,7 @@ class Endings:
                 role="assistant", content=partial, thinking=thinking, status="interrupted",
                 error=code.value, reply_to=user.seq,
                 alternative_of=reopened.answer if reopened else -1)], answered=[user.seq],
-                activate_seqs=[reopened.question, reopened.answer] if reopened and reopened.active else ())
+                activate_seqs=reopened.back if reopened else ())
             stored_seq = record.seq
         except StoreError as exc:
             log.error("session=%s could not keep the interrupted answer: %s", job.session_id, exc)

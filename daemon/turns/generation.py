@@ -97,7 +97,7 @@ class Generations:
         go back."""
         store = self.parts.store
         commit = Deferred(lambda: store.off_loop(store.context.reopen, session.id, reopened.question,
-                                                 reopened.answer, reopened.active, edited))
+                                                 reopened.back, edited))
 
         async def body(job: Job) -> None:
             try:

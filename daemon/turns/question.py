@@ -26,12 +26,19 @@ def stored_question(commit: "asyncio.Future") -> MessageRecord | None:
 
 @dataclass(frozen=True)
 class Reopened:
-    """A regenerated turn's exchange: the answer the new one replaces; when the two were in
-    the active context (`active`: the answer was complete), they go back if the new one fails."""
+    """A regenerated turn's question and the answer the new one replaces; `back` is the
+    exchange it takes out of the end of the active context (the two themselves, or the
+    exchange a failed edit of the question was to replace; none for a failed turn), which
+    goes back if the new answer fails."""
 
     question: int
     answer: int
-    active: bool = True
+    back: tuple[int, ...] = ()
+
+    @property
+    def in_context(self) -> bool:
+        """The question and this answer are what the model sees last."""
+        return self.back == (self.question, self.answer)
 
 
 @dataclass

@@ -247,11 +247,11 @@ def test_a_crash_during_a_regenerate_or_an_edit_puts_the_old_exchange_back(tmp_p
     s = st.sessions.create(name="", model="m", system="", options={}, num_ctx=8192)
     st.history.append(s.id, [NewMessage(role="user", content="Name a colour"),
                              NewMessage(role="assistant", content="Blue.", reply_to=0)], activate=[0, 1])
-    st.context.reopen(s.id, 0, 1, True)  # a regenerate's turn took them out, then the crash
+    st.context.reopen(s.id, 0, (0, 1))  # a regenerate's turn took them out, then the crash
     assert st.context.get(s.id).seqs == [] and st.sessions.get(s.id).pending == [0]
     st.history.recover("daemon_restarted")
     assert st.context.get(s.id).seqs == [0, 1]
-    st.context.reopen(s.id, 0, 1, True, NewMessage(role="user", content="Name a fruit", alternative_of=0))
+    st.context.reopen(s.id, 0, (0, 1), NewMessage(role="user", content="Name a fruit", alternative_of=0))
     st.history.recover("daemon_restarted")  # an edit's, likewise
     assert st.context.get(s.id).seqs == [0, 1]
     assert [m.status for m in st.history.page(s.id)[0]] == ["complete"] * 2 + ["interrupted", "complete",
