@@ -16,30 +16,28 @@ from PySide6.QtCore import Qt, QUrl, Signal
 from PySide6.QtGui import (
     QDesktopServices, QGuiApplication, QTextBlockFormat, QTextCharFormat, QTextCursor,
 )
-from PySide6.QtWidgets import QTextBrowser
 
-from .entries import Entry, actions_html
+from .entries import Entry, actions_html, time_title
+from .logview import LogView
 from .markdown import to_html
 from .theme import DARK, Theme
 
-#: The widest the text runs, in pixels; wider windows get margins.
-MAX_TEXT_WIDTH = 860
 #: Pixels from the top at which older history is asked for.
 NEAR_TOP = 48
 
 
-class ChatLog(QTextBrowser):
+class ChatLog(LogView):
     """Entries oldest first; `stream` grows an answer in place."""
 
     older_wanted = Signal()
     copied = Signal(str)
-    #: A message's action was chosen: (its name — edit, retry, pin, branch — and the seq).
+    #: A message's action was chosen: its name (edit, retry, pin, unpin, branch, alt) and seq.
     action = Signal(str, int)
 
     def __init__(self, theme: Theme = DARK) -> None:
         super().__init__()
         self.setObjectName("log")
-        self.setFrameShape(QTextBrowser.Shape.NoFrame)
+        self.setFrameShape(LogView.Shape.NoFrame)
         self.setOpenLinks(False)
         self.anchorClicked.connect(self._link)
         self.theme = theme
@@ -85,15 +83,17 @@ class ChatLog(QTextBrowser):
             self._end_of(self._index_of(entry)).insertText(text, QTextCharFormat())
 
     def end_stream(self, generation_id: str, text: str, note: str = "", who: str = "",
-                   seq: int = -1) -> None:
-        """The answer is complete (or stopped, stored as `seq`): rendered as Markdown in
-        its place, with its actions."""
+                   seq: int = -1, reply_to: int = -1, created: float = 0.0) -> None:
+        """The answer is complete (or stopped — `note` says why —, stored as `seq`):
+        rendered as Markdown in its place, with its actions."""
         entry = self._streams.pop(generation_id, None)
         if entry is None:
             if text or note:
-                self.append(Entry("message", text, role="assistant", note=note, who=who, seq=seq))
+                self.append(Entry("message", text, role="assistant", note=note, who=who, seq=seq,
+                                  reply_to=reply_to, created=created, whole=not note))
             return
         entry.text, entry.note, entry.who, entry.seq = text, note, who or entry.who, seq
+        entry.reply_to, entry.created, entry.whole = reply_to, created, not note
         index = self._index_of(entry)
         with self._keeping_view():
             cursor = self._at(self._starts[index].position())
@@ -220,9 +220,8 @@ class ChatLog(QTextBrowser):
         who = entry.who or {"user": "You", "assistant": "Model"}.get(entry.role, entry.role.title())
         colour = t.user if entry.role == "user" else t.model
         note = f' &nbsp;<span style="color:{t.dim};">{html.escape(entry.note)}</span>' if entry.note else ""
-        return (f'<p style="margin-top: 16px; margin-bottom: 0;"><b style="color:{colour};">'
-                f'{html.escape(who)}</b>{note}{actions_html(entry, t.dim)}</p>')
-
+        return (f'<p style="margin-top: 16px; margin-bottom: 0;"><b style="color:{colour};"'
+                f'{time_title(entry)}>{html.escape(who)}</b>{note}{actions_html(entry, t.dim)}</p>')
 
     def _html(self, entry: Entry) -> str:
         if entry.kind == "marker":  # centred by its block format (`_insert`)
@@ -243,6 +242,10 @@ class ChatLog(QTextBrowser):
     def toggle(self, entry: Entry) -> None:
         """Open or close a recall line (what recall brought into that answer's prompt)."""
         entry.expanded = not entry.expanded
+        self.redraw(entry)
+
+    def redraw(self, entry: Entry) -> None:
+        """Draw an entry again, in its place (it changed: another alternative, a pin)."""
         index = self.entries.index(entry)
         with self._keeping_view():
             cursor = self._at(self._starts[index].position())
@@ -292,9 +295,3 @@ class ChatLog(QTextBrowser):
                 self.copied.emit(self.code[index])
         else:
             QDesktopServices.openUrl(url)
-
-    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt's name (the viewport's resize)
-        side = max(0, (self.width() - MAX_TEXT_WIDTH) // 2)
-        if self.viewportMargins().left() != side:
-            self.setViewportMargins(side, 0, side, 0)
-        super().resizeEvent(event)

@@ -6,7 +6,7 @@ import os
 
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (
-    QComboBox, QHBoxLayout, QInputDialog, QLabel, QPushButton, QVBoxLayout, QWidget,
+    QComboBox, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget,
 )
 
 from ...protocol import requests
@@ -21,6 +21,7 @@ from .composer import Composer
 from ..present import chat_models
 from .dialogs import fill_models
 from .entries import Entry, entries_of, recall_entry, recalled_details
+from .message_actions import MessageActions
 from .gauge import ContextGauge, usage_text
 from .theme import Theme
 from .words import compaction_outcome, stopped
@@ -66,6 +67,7 @@ class ChatView(QWidget):
         self.log = ChatLog(theme)
         self.log.older_wanted.connect(self._load_older)
         self.log.action.connect(self.act)
+        self.actions = MessageActions(self.log, submit, self.status.emit, self)
         self.composer = Composer()
         self.composer.send_requested.connect(self.send)
         self.composer.stop_requested.connect(self.stop)
@@ -105,6 +107,7 @@ class ChatView(QWidget):
         self.log.reset()
         self._set_busy(session.busy)
         self.submit(requests.History(session=session.id, start=self.first, limit=PAGE))
+        self.actions.opened(session.id)
 
     def show_info(self, session: SessionInfo) -> None:
         self.session = session
@@ -122,8 +125,11 @@ class ChatView(QWidget):
     def on_history(self, request: requests.History, reply: HistoryReply) -> None:
         if self.session is None or reply.session_id != self.session.id:
             return
+        if request.active:  # which answer to the last question the model sees
+            self.actions.on_seen(reply)
+            return
         if request.start >= self.end:  # the newest pages (one, unless a page was cut short)
-            for entry in entries_of(reply.messages, reply.compactions):
+            for entry in entries_of(reply.messages, reply.compactions, self.actions.pinned):
                 self.log.append(entry)
             self.end = reply.next if reply.next is not None else request.start + len(reply.messages)
             if reply.next is not None and reply.next < reply.total:
@@ -141,6 +147,7 @@ class ChatView(QWidget):
                 self.on_event(event)
             self.held = []
             self.log.want_more_if_short()
+            self.actions.shown()
             self.shown.emit()
             return
         # an older page: gathered until it reaches what is shown, then put above it
@@ -151,7 +158,8 @@ class ChatView(QWidget):
                                          limit=self.first - reply.next))
             return
         self.first = self.older[0].seq if self.older else request.start
-        self.log.prepend(entries_of(self.older, self.older_marks), has_older=self.first > 0)
+        self.log.prepend(entries_of(self.older, self.older_marks, self.actions.pinned),
+                         has_older=self.first > 0)
         self.older, self.older_marks = [], []
 
     def _load_older(self) -> None:
@@ -188,27 +196,10 @@ class ChatView(QWidget):
             self.submit(requests.Compact(session=self.session.id, requested_by="gui"))
 
     def act(self, name: str, seq: int) -> None:
-        """A message's action: ask the last question again (retry), reword a question
-        (edit: the last in place, an earlier one in a new branch), pin it, or branch here."""
-        if self.session is None:
-            return
-        sid = self.session.id
-        if name == "retry":
-            answers = [e.seq for e in self.log.entries if e.role == "assistant" and e.seq >= 0]
-            if answers and seq != answers[-1]:
-                self.status.emit("Only the last answer can be regenerated: branch from here to ask again")
-                return
-            self.submit(requests.Regenerate(session=sid))
-        elif name == "edit":
+        """A message's action (its link in the log)."""
+        if self.session is not None:
             entry = next((e for e in self.log.entries if e.seq == seq), None)
-            text, ok = QInputDialog.getMultiLineText(self, "Edit your question", "Ask it again as:",
-                                                     entry.text if entry else "")
-            if ok and text.strip():
-                self.submit(requests.Edit(session=sid, seq=seq, text=text, cwd=_cwd()))
-        elif name == "pin":
-            self.submit(requests.Pin(session=sid, seq=seq))
-        elif name == "branch":
-            self.submit(requests.Branch(session=sid, at=seq))
+            self.actions.act(name, seq, entry.text if entry else "")
 
     def _model_chosen(self, index: int) -> None:
         name = self.model.itemData(index)
@@ -224,8 +215,7 @@ class ChatView(QWidget):
         who = self.session.model if self.session else ""
         if isinstance(event, QueryReceived):
             if event.message.seq >= self.end:
-                self.log.append(Entry("message", event.message.content, role="user",
-                                      seq=event.message.seq))
+                self.log.append(entries_of([event.message], [])[0])
                 self.end = event.message.seq + 1
             self.received.add(event.generation_id)
             if event.generation_id in self.recalls:  # told before the question was stored
@@ -265,9 +255,12 @@ class ChatView(QWidget):
         """An answer is stored whole, or stopped: in its place in the log, with its actions."""
         self._ended(event.generation_id)
         if isinstance(event, ResponseGeneration):
-            if event.message.seq >= self.end:
-                self.log.end_stream(event.generation_id, event.message.content, who=event.message.model,
-                                    seq=event.message.seq)
+            if event.message.seq >= self.end and self.actions.answered(event.generation_id, event.message):
+                self.end = event.message.seq + 1
+            elif event.message.seq >= self.end:
+                m = event.message
+                self.log.end_stream(event.generation_id, m.content, who=m.model, seq=m.seq,
+                                    reply_to=m.reply_to, created=m.created)
                 self.end = event.message.seq + 1
             else:  # the page shown already has it
                 self.log.drop_stream(event.generation_id)

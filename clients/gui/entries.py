@@ -1,10 +1,10 @@
 """What the log shows, entry by entry: a message, a compaction's marker line, or the line
 that says what recall brought into a prompt; and a history page turned into entries."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 from ...protocol.structs import CompactionMark, MessageInfo
-from .words import stopped
+from .words import stopped, when
 
 
 @dataclass(eq=False)  # an entry is itself: two alike are still two
@@ -22,7 +22,31 @@ class Entry:
     #: A "recall" entry's excerpts, shown when it is opened (a click on its line).
     details: str = ""
     expanded: bool = False
+    #: When the message was stored (Unix seconds; 0: not stored yet), shown on hover.
+    created: float = 0.0
+    #: An answer's question (-1: none).
+    reply_to: int = -1
+    #: False for an answer cut short.
+    whole: bool = True
+    pinned: bool = False
+    #: An answer with alternatives: each whole answer to its question, oldest first (the
+    #: one shown among them); empty when it has none.
+    choices: list["Entry"] = field(default_factory=list)
 
+    def choose(self, seq: int) -> None:
+        """Show the alternative `seq` in this entry."""
+        chosen = next(c for c in self.choices if c.seq == seq)
+        self.text, self.who, self.seq, self.note, self.created = (
+            chosen.text, chosen.who, chosen.seq, chosen.note, chosen.created)
+
+    def add_choice(self, answer: "Entry") -> None:
+        """Another whole answer to this one's question joins it, and is shown."""
+        self.choices = self.choices or [replace(self, choices=[])]
+        self.choices.append(replace(answer, choices=[]))
+        self.choose(answer.seq)
+
+    def choice_index(self) -> int:
+        return next(i for i, c in enumerate(self.choices) if c.seq == self.seq)
 
 
 #: What can be done with a stored message, by its role.
@@ -31,17 +55,34 @@ ACTIONS = {"user": ("copy", "edit", "pin", "branch"), "assistant": ("copy", "ret
 
 def actions_html(entry: Entry, colour: str) -> str:
     """A stored message's actions, as small links after its name (`act:NAME:SEQ`; Tab
-    reaches them)."""
+    reaches them, Enter follows one): an answer with alternatives starts with arrows
+    between them (‹ 2/3 ›), a pinned message offers unpin."""
     if entry.kind != "message" or entry.seq < 0:
         return ""
-    links = " · ".join(f'<a href="act:{name}:{entry.seq}" style="color:{colour}; '
-                       f'text-decoration: none;">{name}</a>' for name in ACTIONS.get(entry.role, ()))
-    return f' &nbsp;<span style="font-size: small;">{links}</span>' if links else ""
+
+    def link(name: str, seq: int, text: str = "") -> str:
+        return (f'<a href="act:{name}:{seq}" style="color:{colour}; text-decoration: none;">'
+                f'{text or name}</a>')
+    names = ["unpin" if name == "pin" and entry.pinned else name for name in ACTIONS.get(entry.role, ())]
+    links = [link(name, entry.seq) for name in names]
+    if len(entry.choices) > 1:
+        i, seqs = entry.choice_index(), [c.seq for c in entry.choices]
+        arrows = (link("alt", seqs[i - 1], "‹") if i else "‹") + f" {i + 1}/{len(seqs)} " + \
+            (link("alt", seqs[i + 1], "›") if i + 1 < len(seqs) else "›")
+        links.insert(0, arrows)
+    return f' &nbsp;<span style="font-size: small;">{" · ".join(links)}</span>' if links else ""
 
 
-def entries_of(messages: list[MessageInfo], marks: list[CompactionMark]) -> list[Entry]:
+def time_title(entry: Entry) -> str:
+    """The hover text of a message's name: when it was stored."""
+    return f' title="{when(entry.created)}"' if entry.created else ""
+
+
+def entries_of(messages: list[MessageInfo], marks: list[CompactionMark],
+               pinned: set[int] = frozenset()) -> list[Entry]:  # type: ignore[assignment]
     """A history page as the log shows it: each compaction's line where it happened (in
-    place of the summary it wrote), the messages in between."""
+    place of the summary it wrote), the messages in between; the whole answers to one
+    question as one entry with its alternatives, showing the newest."""
     at = {m.at: m for m in marks}
     out: list[Entry] = []
     for m in messages:
@@ -52,17 +93,39 @@ def entries_of(messages: list[MessageInfo], marks: list[CompactionMark]) -> list
         if m.kind == "summary":
             out.append(Entry("marker", "── the earlier conversation, summarized ──"))
             continue
-        note = ""
-        if m.files:
-            note = "attached " + ", ".join(f.path for f in m.files)
-        if m.status == "interrupted":
-            note = stopped(m.error)
+        entry = Entry("message", m.content, role=m.role, note=_note(m), seq=m.seq, created=m.created,
+                      who=m.model if m.role == "assistant" else "", reply_to=m.reply_to,
+                      pinned=m.seq in pinned, whole=m.status == "complete")
+        if joined(out, entry):
+            continue
         if m.recalled:
             out.append(recall_entry(len(m.recalled), " ".join(f"#{s}" for s in m.recalled)))
-        out.append(Entry("message", m.content, role=m.role, note=note,
-                         who=m.model if m.role == "assistant" else "", seq=m.seq))
+        out.append(entry)
     out += [Entry("marker", mark.marker) for mark in at.values()]  # after the page's last
     return out
+
+
+def joined(entries: list[Entry], answer: Entry) -> Entry | None:
+    """The entry of `answer`'s question's answers, which it joins as an alternative
+    (None: it is its question's first whole answer shown, or cut short)."""
+    if answer.role != "assistant" or answer.reply_to < 0 or not answer.whole:
+        return None
+    for entry in reversed(entries):
+        if entry.role == "assistant" and entry.whole and entry.reply_to == answer.reply_to >= 0:
+            entry.add_choice(answer)
+            return entry
+        if 0 <= entry.seq < answer.reply_to:  # back past the question
+            return None
+    return None
+
+
+def _note(m: MessageInfo) -> str:
+    """What a message's name has beside it: its files, why it stopped, what it rewords."""
+    if m.status == "interrupted":
+        return stopped(m.error)
+    if m.role == "user" and m.alternative_of >= 0:
+        return f"reworded #{m.alternative_of}"
+    return "attached " + ", ".join(f.path for f in m.files) if m.files else ""
 
 
 def recall_entry(count: int, details: str) -> Entry:

@@ -14,7 +14,7 @@ from ...protocol.events import (
 )
 from ...protocol.structs import ModelInfo, SessionInfo
 from ...protocol.replies import (
-    Accepted, HistoryReply, ModelsReply, SearchReply, SessionReply, SessionsReply,
+    Accepted, HistoryReply, ModelsReply, SearchReply, SessionReply, SessionsReply, UsageReply,
 )
 from . import theme as themes
 from .chatview import ChatView
@@ -241,6 +241,7 @@ class MainWindow(QMainWindow):
                     self.say(f"A new branch, {reply.session.name}: the history up to #{reply.session.branched_at}")
             elif self.chat.session and reply.session.id == self.chat.session.id:
                 self.chat.show_info(reply.session)
+                self.chat.actions.done(request)  # a pin, an unpin, an answer switched
         elif isinstance(reply, HistoryReply):
             self.chat.on_history(request, reply)  # type: ignore[arg-type]
         elif isinstance(reply, Accepted):
@@ -254,6 +255,8 @@ class MainWindow(QMainWindow):
             self.chat.set_models(reply.models)
             if self.dialog is not None:
                 self.dialog.set_models(reply.models, reply.default_model)
+        elif isinstance(reply, UsageReply):
+            self.chat.actions.on_usage(reply)
         elif isinstance(reply, SearchReply):
             self.panel.show_matches(request.query, reply.hits)  # type: ignore[attr-defined]
 

@@ -1,6 +1,8 @@
 """The window's words for the protocol's codes: what happened and what to do, never the
 code itself."""
 
+import time
+
 #: Why an answer stopped, by error code.
 STOPPED = {
     "ollama_unreachable": "Ollama is not running — start it (`ollama serve`), then send again",
@@ -36,3 +38,8 @@ def stopped(code: str, message: str = "") -> str:
     if code in ("ollama_error", "internal") and message:
         return f"{words}: {message}"
     return words
+
+
+def when(created: float) -> str:
+    """A message's time as the window shows it on hover."""
+    return time.strftime("%a %d %b %Y, %H:%M", time.localtime(created))

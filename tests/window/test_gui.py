@@ -373,6 +373,12 @@ def test_a_search_result_shows_its_match_and_opens_there(open_window, client):
     assert not log.at_bottom()
 
 
+def last_seen(client, sid: str) -> str:
+    """The last message the model sees ("" while a turn has taken it out)."""
+    seen = client.history(sid, active=True).messages
+    return seen[-1].content if seen else ""
+
+
 def test_each_message_offers_its_actions_and_each_does_what_it_says(open_window, client, standin, monkeypatch):
     s = client.create_session(model=MODEL, name="acts").session
     standin.script("Blue.", "Teal.", "Carrot.")
@@ -388,11 +394,21 @@ def test_each_message_offers_its_actions_and_each_does_what_it_says(open_window,
     assert QGuiApplication.clipboard().text() == "Blue."
     window.chat.log.anchorClicked.emit(QUrl("act:retry:1"))  # a new answer, the old one kept
     wait_until(lambda: "Teal." in window.chat.log.plain())
-    wait_until(lambda: [m.content for m in client.history(s.id, active=True).messages][-1] == "Teal.")
+    wait_until(lambda: last_seen(client, s.id) == "Teal.")
     wait_until(lambda: "act:retry:2" in window.chat.log.toHtml())  # the new answer has its actions too
-    window.chat.log.anchorClicked.emit(QUrl("act:pin:0"))
-    wait_until(lambda: client.usage(s.id).usage.segments.pinned > 0)  # the question, pinned
-    monkeypatch.setattr("ctxkeep.clients.gui.chatview.QInputDialog.getMultiLineText",
+    log = window.chat.log
+    assert "Blue." not in log.plain() and "‹ 2/2 ›" in log.plain()  # one answer, arrows to the other
+    log.anchorClicked.emit(QUrl("act:alt:1"))  # the first answer, back in what the model sees
+    wait_until(lambda: last_seen(client, s.id) == "Blue.")
+    wait_until(lambda: "Blue." in log.plain() and "‹ 1/2 ›" in log.plain() and "Teal." not in log.plain())
+    log.anchorClicked.emit(QUrl("act:alt:2"))
+    wait_until(lambda: last_seen(client, s.id) == "Teal.")
+    log.anchorClicked.emit(QUrl("act:pin:0"))
+    wait_until(lambda: client.usage(s.id).pinned == [0])  # the question, pinned
+    wait_until(lambda: "act:unpin:0" in log.toHtml() and "act:pin:0" not in log.toHtml())
+    log.anchorClicked.emit(QUrl("act:unpin:0"))
+    wait_until(lambda: client.usage(s.id).pinned == [] and "act:pin:0" in log.toHtml())
+    monkeypatch.setattr("ctxkeep.clients.gui.message_actions.QInputDialog.getMultiLineText",
                         lambda *a, **k: ("Name a vegetable", True))
     window.chat.log.anchorClicked.emit(QUrl("act:edit:0"))  # the last question: in place
     wait_until(lambda: [m.content for m in client.history(s.id, active=True).messages] ==
@@ -404,3 +420,30 @@ def test_each_message_offers_its_actions_and_each_does_what_it_says(open_window,
     wait_until(lambda: [panel.list.item(i).text().split("\n")[0] for i in range(panel.list.count())]
                == ["acts", "↳ acts (branch)"])
 
+
+
+def test_a_reopened_session_shows_the_answer_the_model_sees_its_pins_and_message_times(
+        open_window, client, standin):
+    s = client.create_session(model=MODEL, name="times").session
+    standin.script("Blue.", "Teal.")
+    wait_terminal(client, client.send(s.id, "Name a colour").generation_id)
+    wait_terminal(client, client.regenerate(s.id).generation_id)
+    client.alternative(s.id, 1)  # the first answer put back, by another client
+    client.pin(s.id, 0)
+    window = open_window(s.id)
+    log = window.chat.log
+    wait_until(lambda: "‹ 1/2 ›" in log.plain() and "Blue." in log.plain())  # asked of the daemon
+    wait_until(lambda: "act:unpin:0" in log.toHtml())
+    stored = client.history(s.id).messages[0].created
+    cursor = log.document().find("You")  # the question's name: its time on hover
+    at = log.cursorRect(cursor).center()
+    assert log.tip_at(at) == time.strftime("%a %d %b %Y, %H:%M", time.localtime(stored))
+    assert log.tip_at(QPoint(at.x(), at.y() + 200)) == ""
+    log.setFocus()  # every action is reachable from the keyboard: Tab to it, Enter
+    for _ in range(40):
+        QTest.keyClick(log, Qt.Key.Key_Tab)
+        if log.textCursor().charFormat().anchorHref() == "act:copy:0":
+            break
+    assert log.textCursor().charFormat().anchorHref() == "act:copy:0"
+    QTest.keyClick(log, Qt.Key.Key_Return)
+    assert QGuiApplication.clipboard().text() == "Name a colour"

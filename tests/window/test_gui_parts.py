@@ -9,7 +9,7 @@ from PySide6.QtWidgets import QApplication
 from ctxkeep.clients.gui import theme as themes
 from ctxkeep.clients.gui.chatlog import ChatLog
 from ctxkeep.clients.gui.entries import Entry
-from ctxkeep.clients.gui.entries import entries_of
+from ctxkeep.clients.gui.entries import actions_html, entries_of
 from ctxkeep.clients.gui.composer import Composer
 from ctxkeep.clients.gui.gauge import ContextGauge, compact_count, usage_text
 from ctxkeep.clients.gui.markdown import to_html
@@ -261,3 +261,21 @@ def test_branches_are_listed_under_the_session_they_were_taken_from():
                     made("orphan", "gone")]
     assert [(s.id, depth) for s, depth in as_tree(newest_first)] == [
         ("c", 0), ("a", 0), ("b2", 1), ("b1", 1), ("b1x", 2), ("orphan", 0)]
+
+
+def test_the_whole_answers_to_a_question_are_one_entry_with_arrows_between_them():
+    page = [message(0, "user", "q"), message(1, "assistant", "first", reply_to=0),
+            message(2, "assistant", "cut", reply_to=0, status="interrupted", error="cancelled"),
+            message(3, "assistant", "second", reply_to=0, alternative_of=1),
+            message(4, "user", "q reworded", alternative_of=0), message(5, "assistant", "third", reply_to=4)]
+    entries = entries_of(page, [], pinned={4})
+    assert [(e.role, e.text, e.note) for e in entries] == [
+        ("user", "q", ""), ("assistant", "second", ""), ("assistant", "cut", "stopped"),
+        ("user", "q reworded", "reworded #0"), ("assistant", "third", "")]
+    answers = entries[1]
+    assert [c.seq for c in answers.choices] == [1, 3] and answers.seq == 3  # the newest shown
+    html = actions_html(answers, "#888")
+    assert 'href="act:alt:1"' in html and "2/2" in html and 'href="act:alt:3"' not in html
+    answers.choose(1)
+    assert (answers.text, answers.seq) == ("first", 1) and 'href="act:alt:3"' in actions_html(answers, "#888")
+    assert 'act:unpin:4' in actions_html(entries[3], "#888") and 'act:pin:0' in actions_html(entries[0], "#888")
