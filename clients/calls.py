@@ -48,8 +48,12 @@ class Calls:
         return self.request(requests.History(session=ref, start=start, limit=limit, active=active),
                             HistoryReply)
 
-    def send(self, ref: str, text: str, cwd: str = "", think: bool | None = None) -> Any:
-        return self.request(requests.Send(session=ref, text=text, cwd=cwd, think=think), Accepted)
+    def send(self, ref: str, text: str = "", cwd: str = "", think: bool | None = None, **turn: Any) -> Any:
+        """A turn; `turn` takes `send`'s other fields (tools, tool_results, format, ...)."""
+        return self.request(requests.Send(session=ref, text=text, cwd=cwd, think=think, **turn), Accepted)
+
+    def set_tools(self, ref: str, tools: list) -> Any:
+        return self.request(requests.SetTools(session=ref, tools=tools), SessionReply)
 
     def cancel(self, ref: str, generation_id: str = "") -> Any:
         return self.request(requests.Cancel(session=ref, generation_id=generation_id), Cancelled)

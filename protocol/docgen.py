@@ -16,6 +16,8 @@ from . import events, replies, requests, subjects
 from .errors import ErrorCode
 from .example_errors import ERRORS
 from .examples import EXAMPLES
+from .tool_examples import TOOL_LOOP
+from .tools import FunctionCall, FunctionSpec, ToolCall, ToolResult, ToolSpec
 from .structs import (
     AttachedFile, CheckpointInfo, DaemonStatus, FileUse, MessageInfo, OllamaStatus,
     Segments, SessionInfo, SnapshotInfo, Usage,
@@ -214,6 +216,23 @@ def render_markdown() -> str:
                                     msgspec.json.encode(event).decode()]))
         add("```")
     add("")
+    add("## Tool calling, worked")
+    add("")
+    add("A turn offers tools (`tools` of `send`, or the session's, `session.set_tools`); an answer "
+        "that calls them ends its generation with `message.tool_calls`. The client runs each "
+        "call and sends what it returned as `tool_results` (a `tool` message; no text), which "
+        "starts the next generation. Tokens and other events are left out below.")
+    add("")
+    add("```")
+    for direction, frame in TOOL_LOOP:
+        if direction == "*":
+            tag = requests.tag_of(type(frame))
+            out.extend(_frame("*", [subjects.topic(tag, frame.session_id),  # type: ignore[attr-defined]
+                                    msgspec.json.encode(frame).decode()]))
+        else:
+            out.extend(_frame(direction, [msgspec.json.encode(frame).decode()]))
+    add("```")
+    add("")
     add("## Reply types")
     for cls in replies.ALL:
         _describe(out, cls, requests.tag_of(cls))
@@ -223,7 +242,7 @@ def render_markdown() -> str:
         _describe(out, cls, requests.tag_of(cls))
     add("")
     add("## Records")
-    for cls in (SessionInfo, MessageInfo, AttachedFile, FileUse, Usage, Segments, Goals,
+    for cls in (SessionInfo, MessageInfo, ToolSpec, FunctionSpec, ToolCall, FunctionCall, ToolResult, AttachedFile, FileUse, Usage, Segments, Goals,
                 GoalCheckpoint, Decision, GoalsInput, CheckpointInfo, SnapshotInfo, DaemonStatus,
                 OllamaStatus):
         _describe(out, cls, cls.__name__)

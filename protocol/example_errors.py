@@ -34,10 +34,14 @@ ERRORS: dict[type, list[tuple[str, str]]] = {
                           ("invalid_argument", "no answered question ends the session, or its "
                                                "answer was compacted away"),
                           ("shutting_down", "the daemon is stopping")],
-    requests.Send: [*_SESSION_ERRORS, ("invalid_argument", "the text is empty"),
+    requests.Send: [*_SESSION_ERRORS, ("invalid_argument", "the text is empty; or `tool_results` come "
+                                                           "with text, or the session's last message "
+                                                           "is not an answer calling those tools"),
+                    ("busy", "`tool_results` while the session's turn is still running"),
                     ("shutting_down", "the daemon is stopping"), *_STORE],
     requests.Cancel: _SESSION_ERRORS,
     requests.SetSystem: [*_SESSION_ERRORS, *_STORE],
+    requests.SetTools: [*_SESSION_ERRORS, *_STORE],
     requests.SetModel: [*_SESSION_ERRORS, ("invalid_argument", "thresholds are not three rising "
                                                                "fractions"),
                         ("model_not_found", "Ollama does not have the model; `force` skips the check"),

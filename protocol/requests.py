@@ -13,7 +13,9 @@ from .imported import ImportedMessage
 from .structs import Options, Seq
 from .goals import GoalsInput
 from .request_base import NumCtx, Request, SessionRef
+from .tools import ToolSpec
 from .turn_requests import Alternative, Branch, Cancel, Edit, Regenerate, Send
+
 
 class Hello(Request, tag="hello"):
     """Introduce a client. The reply tells the daemon's version and protocol."""
@@ -37,6 +39,8 @@ class SessionCreate(Request, tag="session.create"):
     system: str = ""
     options: Options = {}
     num_ctx: NumCtx | None = None
+    #: The tools its turns offer the model when a `send` names none.
+    tools: list[ToolSpec] = []
     #: Skip the checks against Ollama: the model is installed, the options are ones it knows.
     force: bool = False
 
@@ -82,6 +86,14 @@ class SetSystem(Request, tag="session.set_system"):
 
     session: SessionRef
     system: str
+
+
+class SetTools(Request, tag="session.set_tools"):
+    """Replace the tools a session's turns offer the model when a `send` names none
+    ([]: none)."""
+
+    session: SessionRef
+    tools: list[ToolSpec]
 
 
 class SetModel(Request, tag="session.set_model"):
@@ -249,7 +261,7 @@ class Compact(Request, tag="compact"):
 
 AnyRequest = (
     Hello | Ping | Status | SessionCreate | SessionList | SessionGet | SessionRename
-    | SessionDelete | History | Send | Regenerate | Edit | Alternative | Cancel | SetSystem | SetModel | Usage | Compact | Files | Pin | GoalsGet | GoalsSet
+    | SessionDelete | History | Send | Regenerate | Edit | Alternative | Cancel | SetSystem | SetTools | SetModel | Usage | Compact | Files | Pin | GoalsGet | GoalsSet
     | SnapshotCreate | SnapshotList | SnapshotRestore | SnapshotDelete | ModelsList | SessionImport | Branch
     | Search | ModelsPull | ModelsDefault
 )

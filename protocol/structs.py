@@ -5,6 +5,8 @@ from typing import Annotated, Literal
 import msgspec
 from msgspec import Meta
 
+from .tools import ToolCall, ToolResult, ToolSpec
+
 #: A non-negative integer that every JSON implementation represents exactly.
 Count = Annotated[int, Meta(ge=0, le=2**53)]
 #: A sequence number of a message inside its session.
@@ -62,6 +64,8 @@ class SessionInfo(msgspec.Struct, kw_only=True):
     #: have been deleted since), and the seq of the last message of its history it shares.
     branched_from: str = ""
     branched_at: int = -1
+    #: The tools its turns offer the model when a `send` names none (`session.set_tools`).
+    tools: list[ToolSpec] = []
 
 
 class AttachedFile(msgspec.Struct, kw_only=True):
@@ -118,6 +122,13 @@ class MessageInfo(msgspec.Struct, kw_only=True):
     alternative_of: Annotated[int, Meta(ge=-1)] = -1
     #: For an answer: the messages recall brought into the prompt it answered.
     recalled: list[Seq] = []
+    #: For an answer: the tools it calls (its generation ended to have them run).
+    tool_calls: list[ToolCall] = []
+    #: For a `tool` message: what each call of the answer before it returned (`content`
+    #: is them as one text).
+    tool_results: list[ToolResult] = []
+    #: For an answer: why the model stopped, as Ollama says it ("stop", "length", ...).
+    done_reason: str = ""
 
 
 class RecalledPassage(msgspec.Struct, kw_only=True):

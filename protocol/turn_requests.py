@@ -5,6 +5,7 @@ from typing import Annotated, Any, Literal
 from msgspec import Meta
 
 from .structs import Seq
+from .tools import ToolResult, ToolSpec
 from .request_base import Request, SessionRef
 
 
@@ -18,12 +19,18 @@ class Turn(Request, kw_only=True):
     format: Literal["json"] | dict[str, Any] | None = None
     #: How long the model stays loaded after this turn ("5m", or seconds; 0 unloads it).
     keep_alive: str | float | None = None
+    #: The tools the model may call in this turn (None: the session's, `session.set_tools`;
+    #: []: none). An answer that calls tools ends its generation with its `tool_calls`.
+    tools: list[ToolSpec] | None = None
 
 
 class Send(Turn, tag="send", kw_only=True):
-    """A user turn. Accepted at once; the answer arrives as events."""
+    """A user turn. Accepted at once; the answer arrives as events. After an answer that
+    called tools, `tool_results` carries what each call returned (stored as one `tool`
+    message) and `text` may be left empty: the model answers the results."""
 
-    text: Annotated[str, Meta(min_length=1)]
+    text: str = ""
+    tool_results: list[ToolResult] = []
     #: The client's working directory: `@file` references resolve against it, and
     #: by default only files below it may be read.
     cwd: str = ""

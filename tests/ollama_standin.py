@@ -75,11 +75,31 @@ def count_tokens_bpe(text: str) -> int:
 TOKENIZERS: dict[str, Callable[[str], int]] = {"simple": count_tokens, "bpe": count_tokens_bpe}
 
 
-def render(messages: list[dict[str, Any]]) -> str:
-    """The chat template: ChatML, ending with the assistant's open turn."""
-    out = [f"<|im_start|>{m.get('role', 'user')}\n{m.get('content', '')}<|im_end|>\n"
-           for m in messages]
+def render(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> str:
+    """The chat template: ChatML (as qwen2.5's: the tools in a system block, an answer's
+    calls and a tool's results in tags), ending with the assistant's open turn."""
+    out = [f"<|im_start|>system\n# Tools\n{json.dumps(tools)}<|im_end|>\n"] if tools else []
+    for m in messages:
+        content = m.get("content", "") or ""
+        calls = "".join(f"\n<tool_call>{json.dumps(c.get('function', c))}</tool_call>"
+                        for c in m.get("tool_calls") or ())
+        if m.get("role") == "tool":
+            content = f"<tool_response>{m.get('tool_name', '')}: {content}</tool_response>"
+        out.append(f"<|im_start|>{m.get('role', 'user')}\n{content}{calls}<|im_end|>\n")
     return "".join(out) + "<|im_start|>assistant\n"
+
+
+def orphan(messages: list[dict[str, Any]]) -> str:
+    """Why the template refuses the messages ("" if it does not): a tool result that no
+    call before it asked for, or calls with no result after them (as strict templates
+    refuse them)."""
+    for i, m in enumerate(messages):
+        before = messages[i - 1] if i else {}
+        if m.get("role") == "tool" and not (before.get("tool_calls") or before.get("role") == "tool"):
+            return f"messages[{i}]: a tool message that answers no tool call"
+        if before.get("tool_calls") and m.get("role") != "tool":
+            return f"messages[{i - 1}]: tool calls with no tool message after them"
+    return ""
 
 
 def split_stream(text: str) -> list[str]:
@@ -151,6 +171,8 @@ class OllamaStandin:
     #: The path of every POST received, in order (before any fault's delay).
     posts: list[str] = field(default_factory=list)
     embeds: list[dict[str, Any]] = field(default_factory=list)
+    #: Why each chat the template refused for an orphaned tool call or result was refused.
+    orphans: list[str] = field(default_factory=list)
     loaded: dict[str, int] = field(default_factory=dict)
     _server: ThreadingHTTPServer | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -191,6 +213,12 @@ class OllamaStandin:
         with self._lock:
             self.replies.extend(replies)
 
+    def script_tool_call(self, name: str, arguments: dict[str, Any], content: str = "") -> None:
+        """Queue an answer that calls the tool `name` (Ollama's `message.tool_calls`)."""
+        with self._lock:
+            self.replies.append({"content": content, "tool_calls": [  # type: ignore[arg-type]
+                {"function": {"name": name, "arguments": arguments}}]})
+
     def fail_next(self, kind: str, **kwargs: Any) -> None:
         """Queue a fault for the next request to `path` (default /api/chat)."""
         with self._lock:
@@ -221,7 +249,9 @@ class OllamaStandin:
                     return fault
         return None
 
-    def next_reply(self, messages: list[dict[str, Any]]) -> str:
+    def next_reply(self, messages: list[dict[str, Any]]) -> Any:
+        """The next scripted reply (a text, or a dict with `tool_calls`), else one made from
+        the last user message."""
         with self._lock:
             if self.replies:
                 return self.replies.popleft()
@@ -235,7 +265,8 @@ class OllamaStandin:
     def count(self, text: str) -> int:
         return TOKENIZERS[self.tokenizer](text)
 
-    def fit(self, messages: list[dict[str, Any]], num_ctx: int) -> tuple[int, int]:
+    def fit(self, messages: list[dict[str, Any]], num_ctx: int,
+            tools: list[dict[str, Any]] | None = None) -> tuple[int, int]:
         """Ollama's chatPrompt: (first kept index, prompt tokens) for the window."""
         n = len(messages) - 1
         keep_from = n
@@ -243,11 +274,11 @@ class OllamaStandin:
             if i == n:
                 continue
             system = [m for m in messages[:i] if m.get("role") == "system"]
-            if self.count(render(system + messages[i:])) > num_ctx:
+            if self.count(render(system + messages[i:], tools)) > num_ctx:
                 break
             keep_from = i
         system = [m for m in messages[:keep_from] if m.get("role") == "system"]
-        return keep_from, self.count(render(system + messages[max(keep_from, 0):]))
+        return keep_from, self.count(render(system + messages[max(keep_from, 0):], tools))
 
 
 class _Server(ThreadingHTTPServer):
@@ -447,13 +478,19 @@ class _Handler(BaseHTTPRequestHandler):
         options = body.get("options") or {}
         num_ctx = min(int(options.get("num_ctx", DEFAULT_NUM_CTX)), m.context_length)
         num_predict = int(options.get("num_predict") or 0)
-        full_tokens = owner.count(render(messages))
+        tools = body.get("tools") or None
+        refused_why = orphan(messages)
+        if refused_why:
+            owner.orphans.append(refused_why)
+            self._error(400, f"template: {refused_why}")
+            return
+        full_tokens = owner.count(render(messages, tools))
         overflow = full_tokens > num_ctx
         refuse = overflow and body.get("truncate") is False
         # the runner keeps num_predict free for the answer: what does not fit beside it is lost
         limit = num_ctx - num_predict if 0 < num_predict < num_ctx else num_ctx
         cut = full_tokens > limit and not refuse
-        keep_from, prompt_tokens = owner.fit(messages, limit) if cut else (0, full_tokens)
+        keep_from, prompt_tokens = owner.fit(messages, limit, tools) if cut else (0, full_tokens)
         record = ChatRecord(body=body, num_ctx=num_ctx, num_ctx_sent="num_ctx" in options,
                             prompt_tokens=min(prompt_tokens, num_ctx), kept_messages=len(messages) - keep_from,
                             truncated=cut, refused=refuse)
@@ -467,6 +504,9 @@ class _Handler(BaseHTTPRequestHandler):
             return
         kept = messages[keep_from:]
         reply = owner.next_reply(kept)
+        calls: list[dict[str, Any]] = []
+        if isinstance(reply, dict):  # a scripted tool call
+            calls, reply = reply["tool_calls"], reply.get("content", "")
         done_reason = "stop"
         if num_predict > 0 and owner.count(reply) > num_predict:  # generation stops there
             words = reply.split(" ")
@@ -483,7 +523,9 @@ class _Handler(BaseHTTPRequestHandler):
             "eval_count": eval_count, "eval_duration": 1000 * eval_count,
         }
         if body.get("stream", True) is False:
-            message = {"role": "assistant", "content": reply}
+            message: dict[str, Any] = {"role": "assistant", "content": reply}
+            if calls:
+                message["tool_calls"] = calls
             if thinking:
                 message["thinking"] = thinking
             self._json(200, {**final, "message": message})
@@ -494,6 +536,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         pieces = [("thinking", p) for p in split_stream(thinking)] if thinking else []
         pieces += [("content", p) for p in split_stream(reply)]
+        pieces += [("tool_calls", c) for c in calls]  # whole, in a chunk of their own
         for sent, (kind, piece) in enumerate(pieces):
             if fault and fault.kind == "drop" and sent >= fault.after_chunks:
                 self.wfile.flush()
@@ -507,6 +550,8 @@ class _Handler(BaseHTTPRequestHandler):
             message = {"role": "assistant", "content": piece if kind == "content" else ""}
             if kind == "thinking":
                 message["thinking"] = piece
+            if kind == "tool_calls":
+                message["tool_calls"] = [piece]
             try:
                 self._chunk({"model": m.name, "created_at": _now(), "message": message, "done": False})
             except (BrokenPipeError, ConnectionResetError):

@@ -27,6 +27,8 @@ class ChatExtras(msgspec.Struct, frozen=True):
     format: str | dict[str, Any] | None = None
     #: How long the model stays loaded after the call ("5m", seconds; None: Ollama's default).
     keep_alive: str | float | None = None
+    #: The tools the model may call (Ollama's `tools`; None: none).
+    tools: list[dict[str, Any]] | None = None
 
     def fields(self) -> dict[str, Any]:
         """The fields that are set, as keyword arguments of the client's `chat`."""

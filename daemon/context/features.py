@@ -10,10 +10,13 @@ re-read, and equals `prompt_features` of the built prompt exactly.
 """
 
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
+
+import msgspec
 
 from ctxkeep.daemon.context.fold import PrefixFold
 from ctxkeep.daemon.context.per_message import PerMessage
+from ctxkeep.daemon.shorten import shortened
 from ctxkeep.daemon.store.records import ActiveContext, MessageRecord, SessionRecord
 from ctxkeep.daemon.tokens import FEATURES, ONE, ZERO, Vector, text_features
 
@@ -32,10 +35,18 @@ def scale(v: Vector, k: float) -> Vector:
 JOIN = text_features("\n\n")
 
 
-def prompt_features(messages: Iterable[Mapping[str, str]]) -> Vector:
-    """Features of a chat prompt: every message's text plus one template cost each,
-    and one more for the assistant turn the prompt opens."""
-    return add(ONE, *(add(text_features(m.get("content", "")), ONE) for m in messages))
+def json_features(value: object) -> Vector:
+    """Features of a value as the chat API carries it, as JSON (an answer's tool calls, a
+    request's tools); none for an empty one."""
+    return text_features(msgspec.json.encode(value).decode()) if value else ZERO
+
+
+def prompt_features(messages: Iterable[Mapping[str, Any]]) -> Vector:
+    """Features of a chat prompt: every message's text (a tool result's tool name, an
+    answer's tool calls) plus one template cost each, and one more for the assistant turn
+    the prompt opens."""
+    return add(ONE, *(add(text_features(m.get("content", "")), text_features(m.get("tool_name", "")),
+                          json_features(m.get("tool_calls")), ONE) for m in messages))
 
 
 class MessageFeatures(NamedTuple):
@@ -52,13 +63,19 @@ class MessageFeatures(NamedTuple):
 
 
 def message_features(m: MessageRecord) -> MessageFeatures:
+    if m.tool_results:  # one message per result, each whole or (level 1) shortened
+        def results(shown: Callable[[str], str]) -> Vector:
+            return add(scale(ONE, len(m.tool_results) - 1), *(
+                add(text_features(shown(r.content)), text_features(r.tool_name)) for r in m.tool_results))
+        return MessageFeatures(ZERO, results(str), results(shortened))
     joins = scale(JOIN, len(m.files))
     blocks = [tuple(f.features) if len(f.features) == FEATURES else text_features(f.block)
               for f in m.files]  # computed where the file was read, when it was
     summaries = [(tuple(f.summary_features) if len(f.summary_features) == FEATURES
                   else text_features(f.summary)) if f.summary else block
                  for f, block in zip(m.files, blocks)]
-    return MessageFeatures(text_features(m.content), add(joins, *blocks), add(joins, *summaries))
+    content = add(text_features(m.content), json_features(msgspec.to_builtins(m.tool_calls)))
+    return MessageFeatures(content, add(joins, *blocks), add(joins, *summaries))
 
 
 class FeatureCache(PerMessage[MessageFeatures]):
@@ -89,8 +106,9 @@ def fold_step(cache: FeatureCache) -> Callable[[Folded, MessageRecord, Hashable]
             if shown == ZERO:  # an empty text is left out
                 return state
             return state._replace(system=add(state.system, shown), system_count=state.system_count + 1)
-        return state._replace(rest=add(state.rest, shown, JOIN if m.role == state.previous else ONE),
-                              previous=m.role)
+        merges = m.role == state.previous and not (m.tool_results or m.tool_calls)
+        return state._replace(rest=add(state.rest, shown, JOIN if merges else ONE),
+                              previous="" if m.tool_results or m.tool_calls else m.role)
     return step
 
 

@@ -1,14 +1,17 @@
 """The message lists sent to the model: chat turns and summarization calls."""
 
 from collections.abc import Hashable
+from typing import Any
 
 import msgspec
 
 from ctxkeep.daemon.context import goals as goal_markers
 from ctxkeep.daemon.context.fold import PrefixFold
+from ctxkeep.daemon.shorten import shortened
+from ctxkeep.protocol.tools import calls_text
 from ctxkeep.daemon.store.records import ActiveContext, Checkpoint, MessageRecord, SessionRecord
 
-Message = dict[str, str]
+Message = dict[str, Any]
 
 
 _OF_USER = ", a summary of the user's own messages"
@@ -36,26 +39,48 @@ def system_text(session: SessionRecord, context: ActiveContext) -> str:
     return "\n\n".join(system_parts(session, context))
 
 
+def wire(m: MessageRecord, short: bool = False) -> list[Message]:
+    """A stored message as the chat API takes it: a `tool` message as one message per
+    result (`short`: level 1's head and tail of each), an answer with its tool calls."""
+    if m.tool_results:
+        return [{"role": "tool", "content": shortened(r.content) if short else r.content,
+                 "tool_name": r.tool_name} for r in m.tool_results]
+    out: Message = {"role": m.role, "content": m.prompt_content(short)}
+    if m.tool_calls:
+        out["tool_calls"] = msgspec.to_builtins(m.tool_calls)
+    return [out]
+
+
+def mergeable(m: Message) -> bool:
+    """Whether a message may merge with a neighbour of its role (a tool result, or an
+    answer that calls tools, stands alone: templates pair calls and results)."""
+    return m["role"] != "tool" and "tool_calls" not in m
+
+
 def _messages(session: SessionRecord, context: ActiveContext, active: list[MessageRecord]) -> list[Message]:
     system = system_text(session, context)
     out = [{"role": "system", "content": system}] if system else []
     summarized = set(context.file_summaries)
-    out += [{"role": m.role, "content": m.prompt_content(m.seq in summarized)} for m in active]
-    return out
+    return out + [w for m in active for w in wire(m, m.seq in summarized)]
+
+
+def _merged(out: list[Message], m: Message) -> None:
+    """Append `m`, merged into the last message when both have its role and may merge."""
+    if out and out[-1]["role"] == m["role"] and mergeable(out[-1]) and mergeable(m):
+        out[-1] = {"role": m["role"], "content": f"{out[-1]['content']}\n\n{m['content']}"}
+    else:
+        out.append(dict(m))
 
 
 def normalize(messages: list[Message]) -> list[Message]:
     """A list every chat template accepts: system messages first (merged into one),
-    then no two consecutive messages of the same role (merged, blank line between)."""
+    then no two consecutive messages of the same role (merged, blank line between) but
+    for tool results and the answers that call them."""
     system = [m["content"] for m in messages if m["role"] == "system" and m["content"]]
     out: list[Message] = [{"role": "system", "content": "\n\n".join(system)}] if system else []
     for m in messages:
-        if m["role"] == "system":
-            continue
-        if out and out[-1]["role"] == m["role"] and out[-1]["role"] != "system":
-            out[-1] = {"role": m["role"], "content": f"{out[-1]['content']}\n\n{m['content']}"}
-        else:
-            out.append({"role": m["role"], "content": m["content"]})
+        if m["role"] != "system":
+            _merged(out, m)
     return out
 
 
@@ -69,8 +94,7 @@ def build_messages(session: SessionRecord, context: ActiveContext, active: list[
                    user: MessageRecord) -> list[Message]:
     """A turn's prompt: system message (prompt, goals, checkpoints), active context, the new
     user message."""
-    return normalize(_messages(session, context, active)
-                     + [{"role": "user", "content": user.prompt_content()}])
+    return normalize(_messages(session, context, active) + wire(user))
 
 
 #: `normalize` part-way through the active messages: their own system texts, and the
@@ -80,14 +104,11 @@ Normalized = tuple[list[str], list[Message]]
 
 def _normalize_step(state: Normalized, m: MessageRecord, summarized: Hashable) -> Normalized:
     system, out = state
-    content = m.prompt_content(m.seq in summarized)  # type: ignore[operator]
-    if m.role == "system":
-        if content:
-            system.append(content)
-    elif out and out[-1]["role"] == m.role:
-        out[-1] = {"role": m.role, "content": f"{out[-1]['content']}\n\n{content}"}
-    else:
-        out.append({"role": m.role, "content": content})
+    for w in wire(m, m.seq in summarized):  # type: ignore[operator]
+        if w["role"] != "system":
+            _merged(out, w)
+        elif w["content"]:
+            system.append(w["content"])
     return state
 
 
@@ -136,7 +157,8 @@ def transcript_line(message: MessageRecord) -> str:
     who = "Earlier summary" if message.kind == "summary" else message.role.capitalize()
     text = message.content.removeprefix(SUMMARY_PREFIX) if message.kind == "summary" else message.content
     attached = ", ".join(f"{f.path} ({f.mode})" for f in message.files if not f.error)
-    return f"{who}: {text}" + (f" [attached: {attached}]" if attached else "") + "\n\n"
+    called = f" [called: {calls_text(message.tool_calls)}]" if message.tool_calls else ""
+    return f"{who}: {text}" + (f" [attached: {attached}]" if attached else "") + called + "\n\n"
 
 
 def summary_call(system: str, instructions: str, body: str, header: str) -> list[Message]:

@@ -33,12 +33,13 @@ async def edit(services: Services, req: requests.Edit, record: SessionRecord, *,
     question_at(services, record, seq)
     files = await attachments(services, record, req.text, req.cwd, caller)
     if last is not None and last.question == seq:  # in place: the last exchange
-        job = services.generations.regenerate(record, last, extras(req), NewMessage(
+        job = services.generations.regenerate(record, last, extras(req, record), NewMessage(
             role="user", content=req.text, files=files, alternative_of=seq))
         return Accepted(id=req.id, session_id=record.id, generation_id=job.id, ahead=0,
                         files=[f.info() for f in files])
     branch, _ = await made_branch(services, record, seq - 1)
-    job, ahead, _ = await services.generations.accept(branch, req.text, extras(req), files)
+    job, ahead, _ = await services.generations.accept(
+        branch, NewMessage(role="user", content=req.text, files=files), extras(req, branch))
     return Accepted(id=req.id, session_id=branch.id, generation_id=job.id, ahead=ahead,
                     files=[f.info() for f in files], warnings=[
                         f"#{seq} is not the last question: asked in a new branch, {branch.name!r} "

@@ -40,5 +40,5 @@ def last_exchange(services: Services, record: SessionRecord) -> Reopened:
 @handles(requests.Regenerate, session=True)
 async def regenerate(services: Services, req: requests.Regenerate, record: SessionRecord) -> Accepted:
     refuse_unless_idle(services, record, "regenerate")
-    job = services.generations.regenerate(record, last_exchange(services, record), extras(req))
+    job = services.generations.regenerate(record, last_exchange(services, record), extras(req, record))
     return Accepted(id=req.id, session_id=record.id, generation_id=job.id, ahead=0)

@@ -79,7 +79,7 @@ async def new_session(services: Services, req: requests.SessionCreate,
         context_length=known.context_length if known else 0,
         parameter_size=known.parameter_size if known else "",
         token_estimate=services.estimator.prompt(model, empty),  # the empty prompt, estimated
-        branched_from=branched_from, branched_at=branched_at)
+        branched_from=branched_from, branched_at=branched_at, tools=req.tools)
 
 
 async def model_facts(services: Services, model: str) -> ModelFacts | None:
@@ -128,6 +128,15 @@ async def set_system(services: Services, req: requests.SetSystem, record: Sessio
 
     def change(r: SessionRecord) -> None:
         r.system = req.system
+    updated = await services.store.off_loop(services.store.sessions.update, record.id, change)
+    return await _updated(services, req, updated, True)
+
+
+@handles(requests.SetTools, session=True, waits=True)
+async def set_tools(services: Services, req: requests.SetTools, record: SessionRecord) -> SessionReply:
+
+    def change(r: SessionRecord) -> None:
+        r.tools = list(req.tools)
     updated = await services.store.off_loop(services.store.sessions.update, record.id, change)
     return await _updated(services, req, updated, True)
 

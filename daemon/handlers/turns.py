@@ -1,12 +1,15 @@
 """send and cancel: user turns and stopping them."""
 
+import msgspec
+
 from ctxkeep.protocol import ErrorCode, requests
+from ctxkeep.protocol.tools import results_text
 from ctxkeep.protocol.turn_requests import Turn
 from ctxkeep.daemon.backends.protocol import ChatExtras
 from ctxkeep.daemon.files.expand import FileSettings, find_refs
 from ctxkeep.protocol.replies import Accepted, Cancelled
 from ctxkeep.daemon.services import Services
-from ctxkeep.daemon.store.records import Attachment, SessionRecord
+from ctxkeep.daemon.store.records import Attachment, NewMessage, SessionRecord
 from ctxkeep.daemon.handlers.registry import Caller, RequestError, handles
 
 
@@ -19,9 +22,35 @@ def refuse_unless_idle(services: Services, record: SessionRecord, doing: str) ->
                                            "compaction is done, or cancel it")
 
 
-def extras(req: Turn) -> ChatExtras:
-    """What a turn asks of its model call besides the prompt."""
-    return ChatExtras(think=req.think, format=req.format, keep_alive=req.keep_alive)
+def extras(req: Turn, record: SessionRecord) -> ChatExtras:
+    """What a turn asks of its model call besides the prompt: the request's tools, or the
+    session's."""
+    tools = record.tools if req.tools is None else req.tools
+    return ChatExtras(think=req.think, format=req.format, keep_alive=req.keep_alive,
+                      tools=msgspec.to_builtins(tools) or None)
+
+
+def tool_message(services: Services, record: SessionRecord, req: requests.Send) -> NewMessage:
+    """The `tool` message of a send's tool results, which must answer the calls of the
+    session's last message (the chat templates refuse a tool message that does not)."""
+    if req.text.strip():
+        raise RequestError(ErrorCode.INVALID_ARGUMENT, "send the tool results alone (no text); the "
+                                                       "model answers them, then send your message")
+    if services.jobs.busy(record.id):
+        raise RequestError(ErrorCode.BUSY, f"session {record.name!r} is busy: tool results answer the "
+                                           "calls of its last answer, so send them once it is stored")
+    last = next(iter(services.store.history.messages(record.id, [record.next_seq - 1])), None) \
+        if record.next_seq else None
+    called = {c.function.name for c in last.tool_calls} if last is not None else set()
+    if last is None or last.role != "assistant" or not called or last.status != "complete":
+        raise RequestError(ErrorCode.INVALID_ARGUMENT, f"session {record.name!r} does not end with an "
+                                                       "answer that calls tools: there is nothing to "
+                                                       "send tool results for")
+    unknown = sorted({r.tool_name for r in req.tool_results} - called)
+    if unknown:
+        raise RequestError(ErrorCode.INVALID_ARGUMENT, f"no call of the last answer is to {unknown[0]!r}: "
+                                                       f"it called {', '.join(sorted(called))}")
+    return NewMessage(role="tool", content=results_text(req.tool_results), tool_results=req.tool_results)
 
 
 async def attachments(services: Services, record: SessionRecord, text: str, cwd: str,
@@ -43,9 +72,12 @@ async def send(services: Services, req: requests.Send, record: SessionRecord, *,
     if services.stopping():
         raise RequestError(ErrorCode.SHUTTING_DOWN, "ctxkeepd is shutting down: send again "
                                                     "once it is back")
-    files = await attachments(services, record, req.text, req.cwd, caller)
-    job, ahead, _ = await services.generations.accept(
-        record, req.text, extras(req), files)
+    if req.tool_results:
+        files, new = [], tool_message(services, record, req)
+    else:
+        files = await attachments(services, record, req.text, req.cwd, caller)
+        new = NewMessage(role="user", content=req.text, files=files)
+    job, ahead, _ = await services.generations.accept(record, new, extras(req, record))
     return Accepted(id=req.id, session_id=record.id, generation_id=job.id, ahead=ahead,
                     files=[f.info() for f in files],
                     warnings=[f"@{f.path}: {f.error}" for f in files if f.error])

@@ -16,7 +16,7 @@ from ctxkeep.daemon.store.sessions import Sessions
 
 #: What a branch takes over of its source's settings, as they are.
 SETTINGS = ("model", "system", "options", "num_ctx", "context_length", "parameter_size",
-            "auto_compaction", "thresholds", "compaction_model", "recall", "recall_budget")
+            "auto_compaction", "thresholds", "compaction_model", "recall", "recall_budget", "tools")
 
 
 def until(context: ActiveContext, last: int) -> ActiveContext:

@@ -10,33 +10,9 @@ from ctxkeep.protocol.structs import (
     AttachedFile, CheckpointInfo, MessageInfo, Options, SessionInfo, SnapshotInfo,
 )
 from ctxkeep.protocol.goals import Goals
-
-
-class Attachment(msgspec.Struct, kw_only=True):
-    """An @file reference of a user message, expanded: what the prompt carries for it."""
-
-    path: str
-    mode: str
-    #: The block put in the prompt after the message's text.
-    block: str
-    tokens: int = 0
-    #: The same file as a summary block, kept for full expansions so a later
-    #: compaction can swap it in ("" when `block` is already a summary or a note).
-    summary: str = ""
-    summary_tokens: int = 0
-    real_path: str = ""
-    error: str = ""
-    sha256: str = ""
-    size: int = 0
-    mtime: float = 0.0
-    #: The text features of `block` and of `summary` (context/features.py), computed where
-    #: the file was read, so that a large file's text is not scanned again.
-    features: list[float] = []
-    summary_features: list[float] = []
-
-    def info(self) -> AttachedFile:
-        return AttachedFile(path=self.path, mode=self.mode, tokens=self.tokens, error=self.error,
-                            sha256=self.sha256, size=self.size, mtime=self.mtime)
+from ctxkeep.daemon.store.attachment import Attachment
+from ctxkeep.protocol.tools import ToolCall, ToolResult, ToolSpec, results_text
+from ctxkeep.daemon.shorten import shortened
 
 
 class SessionRecord(msgspec.Struct, kw_only=True):
@@ -83,6 +59,8 @@ class SessionRecord(msgspec.Struct, kw_only=True):
     #: message of that session's history it shares.
     branched_from: str = ""
     branched_at: int = -1
+    #: The tools every turn offers the model unless a `send` names its own.
+    tools: list[ToolSpec] = []
 
     @property
     def window(self) -> int:
@@ -102,8 +80,7 @@ class SessionRecord(msgspec.Struct, kw_only=True):
             reliability=round(reliability_score(self.parameter_size, self.compactions), 4),
             auto_compaction=self.auto_compaction, thresholds=self.thresholds,
             recall=self.recall, recall_budget=self.recall_budget,
-            branched_from=self.branched_from, branched_at=self.branched_at,
-        )
+            branched_from=self.branched_from, branched_at=self.branched_at, tools=self.tools)
 
 
 class MessageRecord(msgspec.Struct, kw_only=True, frozen=True):
@@ -126,10 +103,18 @@ class MessageRecord(msgspec.Struct, kw_only=True, frozen=True):
     recalled: list[int] = []
     #: For a regenerated answer: the answer it replaced (-1: none).
     alternative_of: int = -1
+    tool_calls: list[ToolCall] = []
+    #: A `tool` message's results (`content` is them as one text).
+    tool_results: list[ToolResult] = []
+    done_reason: str = ""
 
     def prompt_content(self, file_summaries: bool = False) -> str:
         """The text the model sees: the message, then its expanded @file references
-        (as summaries, where level-1 compaction made them so)."""
+        (as summaries, where level-1 compaction made them so); a `tool` message's results
+        (head and tail, where level-1 compaction shortened them)."""
+        if self.tool_results and file_summaries:
+            return results_text([ToolResult(tool_name=r.tool_name, content=shortened(r.content))
+                                 for r in self.tool_results])
         if not self.files:
             return self.content
         blocks = [f.summary if file_summaries and f.summary else f.block for f in self.files]
@@ -137,14 +122,8 @@ class MessageRecord(msgspec.Struct, kw_only=True, frozen=True):
 
     def info(self) -> MessageInfo:
         """The message as the protocol shows it."""
-        return MessageInfo(
-            seq=self.seq, role=self.role, content=self.content,  # type: ignore[arg-type]
-            thinking=self.thinking, created=self.created, status=self.status,  # type: ignore[arg-type]
-            error=self.error, model=self.model, eval_count=self.eval_count,
-            kind=self.kind,  # type: ignore[arg-type]
-            files=[f.info() for f in self.files], reply_to=self.reply_to, recalled=self.recalled,
-            alternative_of=self.alternative_of,
-        )
+        fields = {f: getattr(self, f) for f in MessageInfo.__struct_fields__ if f != "files"}
+        return MessageInfo(**fields, files=[f.info() for f in self.files])
 
 
 class NewMessage(msgspec.Struct, kw_only=True):
@@ -162,14 +141,13 @@ class NewMessage(msgspec.Struct, kw_only=True):
     reply_to: int = -1
     recalled: list[int] = []
     alternative_of: int = -1
+    tool_calls: list[ToolCall] = []
+    tool_results: list[ToolResult] = []
+    done_reason: str = ""
 
     def record(self, seq: int, created: float) -> "MessageRecord":
         """The stored message, with its sequence number and time."""
-        return MessageRecord(seq=seq, created=created, role=self.role, content=self.content,
-                             thinking=self.thinking, status=self.status, error=self.error,
-                             model=self.model, eval_count=self.eval_count, kind=self.kind,
-                             files=self.files, reply_to=self.reply_to, recalled=self.recalled,
-                             alternative_of=self.alternative_of)
+        return MessageRecord(seq=seq, created=created, **msgspec.structs.asdict(self))
 
 
 class FileRefRecord(msgspec.Struct, kw_only=True):

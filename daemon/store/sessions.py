@@ -58,8 +58,8 @@ class Sessions:
 
     def create(self, *, name: str, model: str, system: str, options: dict,
                num_ctx: int, context_length: int = 0, parameter_size: str = "",
-               token_estimate: int = 0, branched_from: str = "", branched_at: int = -1
-               ) -> SessionRecord:
+               token_estimate: int = 0, branched_from: str = "", branched_at: int = -1,
+               tools: list | None = None) -> SessionRecord:
         """A new, empty session. An empty name becomes `chat-N`, N the first free number
         past the number of sessions."""
         def create(txn: lmdb.Transaction) -> SessionRecord:
@@ -69,7 +69,8 @@ class Sessions:
                                    context_length=context_length, parameter_size=parameter_size,
                                    created=now, updated=now,
                                    token_count=token_estimate, tokens_exact=False,
-                                   branched_from=branched_from, branched_at=branched_at)
+                                   branched_from=branched_from, branched_at=branched_at,
+                                   tools=tools or [])
             self.add(txn, record, ActiveContext())
             return record
         return self.env.write(create)

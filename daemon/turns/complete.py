@@ -57,7 +57,8 @@ class Completer:
             repeated=repetitive(user.prompt_content()))
         reply = NewMessage(role="assistant", content=output.text, thinking=output.thought,
                            model=session.model, eval_count=eval_count, reply_to=user.seq,
-                           recalled=turn.recall.seqs, alternative_of=reopened.answer if reopened else -1)
+                           recalled=turn.recall.seqs, alternative_of=reopened.answer if reopened else -1,
+                           tool_calls=output.calls, done_reason=str(final.done_reason or ""))
         goals = goal_markers.apply_markers(context.goals, output.text)
         count, exact = token_count, True
         if goals is not None:  # what the model sees changed after the count: an estimate

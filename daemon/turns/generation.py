@@ -62,8 +62,8 @@ class Generations:
     completer: Completer
     endings: Endings
 
-    async def accept(self, session: SessionRecord, text: str, extras: ChatExtras,
-                     files: list[Attachment]) -> tuple[Job, int, MessageRecord]:
+    async def accept(self, session: SessionRecord, new: NewMessage,
+                     extras: ChatExtras) -> tuple[Job, int, MessageRecord]:
         """Store the question (committed and synced: `accepted` means stored) and queue its
         turn. A turn that can start at once builds its prompt and sends its model request
         first, then has the question committed (in the writer thread, while the model
@@ -71,7 +71,6 @@ class Generations:
         published before the commit returns. If the commit fails, the turn is withdrawn
         (no event: no client was told of it) and the error raised. Returns the job, how
         many jobs are ahead of it, and the stored question."""
-        new = NewMessage(role="user", content=text, files=files)
         history = self.parts.store.history
         commit = Deferred(lambda: history.append_async(session.id, [new], pending=True))
         job = Job(session_id=session.id, kind="generation", body=lambda j: self._execute(
@@ -131,7 +130,7 @@ class Generations:
         output = Output(self.parts.bus, sid, job.id, self.parts.config.token_batch_ms / 1000.0)
         compacted = Pass("the next prompt would not fit")  # taken back if the turn fails
         try:
-            turn = await self.preparer.prepare(job.id, view, question, compacted)
+            turn = await self.preparer.prepare(job.id, view, question, compacted, extras.tools)
             await self._stream(job, turn, question, output, extras)
             done = await self.completer.complete(job, turn, await question.settled(), output,
                                                  question.reopened)

@@ -3,6 +3,7 @@
 from typing import Any
 
 from ctxkeep.protocol.events import GenerationThinking, GenerationToken
+from ctxkeep.protocol.tools import FunctionCall, ToolCall
 from ctxkeep.daemon.events.batcher import TextBatcher
 from ctxkeep.daemon.events.bus import EventBus
 
@@ -15,6 +16,8 @@ class Output:
         self.answer: list[str] = []
         self.thinking: list[str] = []
         self.final: Any = None
+        #: The tools the answer calls (Ollama sends them whole, in one chunk or several).
+        self.calls: list[ToolCall] = []
         self.tokens = TextBatcher(interval_s, lambda i, text: bus.publish(
             GenerationToken(generation_id=generation_id, index=i, text=text), session_id))
         self.thoughts = TextBatcher(interval_s, lambda i, text: bus.publish(
@@ -28,6 +31,9 @@ class Output:
         if chunk.message.content:
             self.answer.append(chunk.message.content)
             self.tokens.add(chunk.message.content)
+        for call in chunk.message.tool_calls or ():
+            self.calls.append(ToolCall(function=FunctionCall(
+                name=call.function.name, arguments=dict(call.function.arguments or {}))))
         if chunk.done:
             self.final = chunk
 

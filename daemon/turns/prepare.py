@@ -12,7 +12,7 @@ from ctxkeep.protocol.events import GenerationRecalled
 from ctxkeep.protocol.structs import RecalledPassage
 from ctxkeep.daemon.compaction.automatic import AutoCompactor, Pass
 from ctxkeep.daemon.context.estimator import Estimate
-from ctxkeep.daemon.context.features import Vector
+from ctxkeep.daemon.context.features import Vector, add, json_features
 from ctxkeep.daemon.context.parts import Parts
 from ctxkeep.daemon.context.prompt import TurnPrompts
 from ctxkeep.daemon.context.usage import measure, reply_room
@@ -47,21 +47,25 @@ class Preparer:
     #: Turn prompts, built on from each session's previous one.
     prompts: TurnPrompts
 
-    async def prepare(self, generation_id: str, view: View, question: Question, compacted: Pass) -> Turn:
+    async def prepare(self, generation_id: str, view: View, question: Question, compacted: Pass,
+                      tools: list | None = None) -> Turn:
         """The turn's request. The question's commit is started (and its announcement
         awaited) before anything that changes the context; `compacted` is the pass made
-        to fit the prompt, which the caller takes back if the turn fails."""
+        to fit the prompt, which the caller takes back if the turn fails; `tools`, the tool
+        definitions the request carries, count in its estimate."""
         estimator = self.parts.estimator
         view = view._replace(session=await self._window(view.session))
-        features = estimator.context_features(*view, question.record)
+        offered = json_features(tools)
+        features = add(estimator.context_features(*view, question.record), offered)
         if not self.auto.fits_estimate(view.session, estimator.of_features(view.session, features)):
             user = await question.settled()
             refuse_impossible(self.parts, view, user)  # before any compaction
             view = await self.auto.before_send(view, user, compacted)
-            features = estimator.context_features(*view, user)
+            features = add(estimator.context_features(*view, user), offered)
         session = view.session
         estimate = estimator.of_features(session, features)
-        recall, estimate = await self._recall(view, question.record, features, estimate)
+        recall, estimate = (NO_RECALL, estimate) if question.record.role == "tool" else \
+            await self._recall(view, question.record, features, estimate)  # tool results ask nothing
         if recall.block:
             self.parts.bus.publish(GenerationRecalled(
                 generation_id=generation_id, tokens=recall.tokens, by_meaning=recall.semantic,

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from ctxkeep.daemon.context.estimator import Estimator
 from ctxkeep.daemon.context.features import prompt_features
+from ctxkeep.protocol.tools import FunctionCall, ToolCall, ToolResult
 from ctxkeep.daemon.compaction.planner import (
     plan_file_summaries, plan_prune, preserved_seqs, prune_candidates,
 )
@@ -125,8 +126,17 @@ def contexts(draw):
     for seq in range(draw(st.integers(0, 8))):
         files = [Attachment(path=f"f{seq}{i}", mode="full", block=draw(TEXT), summary=draw(TEXT))
                  for i in range(draw(st.integers(0, 2)))]
-        messages.append(MessageRecord(seq=seq, role=draw(st.sampled_from(["user", "assistant", "system"])),
-                                      content=draw(TEXT), created=0.0, files=files))
+        role = draw(st.sampled_from(["user", "assistant", "system", "tool"]))
+        if role == "tool":  # results: whole, or (in file_summaries) shortened
+            results = [ToolResult(tool_name=draw(st.sampled_from(["run", "read_file"])),
+                                  content=draw(st.sampled_from([*TEXT.elements, "line\n" * 60])))
+                       for _ in range(draw(st.integers(1, 3)))]
+            messages.append(MessageRecord(seq=seq, role=role, content="", created=0.0, tool_results=results))
+            continue
+        calls = [ToolCall(function=FunctionCall(name="run", arguments={"cmd": draw(TEXT)}))] if (
+            role == "assistant" and draw(st.booleans())) else []
+        messages.append(MessageRecord(seq=seq, role=role, content=draw(TEXT), created=0.0, files=files,
+                                      tool_calls=calls))
     checkpoints = [Checkpoint(id="c", first_seq=0, last_seq=1, summary=draw(TEXT), original_tokens=1,
                               current_tokens=1) for _ in range(draw(st.integers(0, 2)))]
     goals = Goals(goal=draw(TEXT))

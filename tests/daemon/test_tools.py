@@ -1,0 +1,69 @@
+"""Tool calling over the real daemon (issue 31): an answer that calls a tool ends its
+generation with the calls; the client sends what the tool returned, which starts the next
+generation; the prompt carries the calls and results as Ollama's chat API does, and the
+stand-in's template (which refuses orphaned calls and results) takes every prompt."""
+
+import pytest
+
+from conftest import wait_terminal
+from ctxkeep.clients.errors import CtxkeepError
+from ctxkeep.protocol.events import ResponseGeneration
+from ctxkeep.protocol.tools import FunctionSpec, ToolResult, ToolSpec
+
+MODEL = "qwen2.5:7b"
+READ = ToolSpec(function=FunctionSpec(name="read_file", description="Read a file",
+                                      parameters={"type": "object", "properties": {"path": {"type": "string"}}}))
+RUN = ToolSpec(function=FunctionSpec(name="run", description="Run a command"))
+
+
+def test_a_three_step_agent_loop_calls_sends_results_and_answers(client, standin):
+    s = client.create_session(model=MODEL, name="agent").session
+    client.set_tools(s.id, [READ, RUN])  # the session's default tools
+    standin.script_tool_call("read_file", {"path": "setup.py"})
+    standin.script_tool_call("run", {"cmd": "pytest -q"})
+    standin.script("Two tests fail in test_io.py; the rest pass.")
+    called, _ = wait_terminal(client, client.send(s.id, "Why do the tests fail?").generation_id)
+    assert isinstance(called, ResponseGeneration)
+    assert [c.function.name for c in called.message.tool_calls] == ["read_file"]
+    assert called.message.tool_calls[0].function.arguments == {"path": "setup.py"}
+    assert called.message.done_reason == "stop"
+    sent = standin.chats[-1].body
+    assert [t["function"]["name"] for t in sent["tools"]] == ["read_file", "run"]
+    ran, _ = wait_terminal(client, client.send(s.id, tool_results=[
+        ToolResult(tool_name="read_file", content="from setuptools import setup\nsetup()")]).generation_id)
+    assert [c.function.name for c in ran.message.tool_calls] == ["run"]
+    body = standin.chats[-1].body["messages"]
+    assert body[-2]["tool_calls"] == [{"function": {"name": "read_file", "arguments": {"path": "setup.py"}}}]
+    assert body[-1] == {"role": "tool", "content": "from setuptools import setup\nsetup()", "tool_name": "read_file"}
+    answer, _ = wait_terminal(client, client.send(s.id, tool_results=[
+        ToolResult(tool_name="run", content="2 failed, 40 passed")]).generation_id)
+    assert answer.message.content == "Two tests fail in test_io.py; the rest pass." and not answer.message.tool_calls
+    assert not standin.orphans and not standin.truncations
+    history = client.history(s.id).messages
+    assert [m.role for m in history] == ["user", "assistant", "tool", "assistant", "tool", "assistant"]
+    assert history[2].tool_results[0].tool_name == "read_file" and history[2].content.startswith("[read_file]")
+    assert history[4].reply_to == -1 and history[5].reply_to == 4
+    seen = [m.role for m in client.history(s.id, active=True).messages]
+    assert seen == ["user", "assistant", "tool", "assistant", "tool", "assistant"]
+
+
+def test_tool_results_that_answer_no_call_are_refused_and_nothing_is_stored(client, standin):
+    s = client.create_session(model=MODEL, name="strict").session
+    with pytest.raises(CtxkeepError, match="does not end with an answer that calls tools"):
+        client.send(s.id, tool_results=[ToolResult(tool_name="run", content="ok")])
+    standin.script_tool_call("run", {"cmd": "ls"})
+    wait_terminal(client, client.send(s.id, "List the files", tools=[RUN]).generation_id)
+    with pytest.raises(CtxkeepError, match="no call of the last answer is to 'read_file'"):
+        client.send(s.id, tool_results=[ToolResult(tool_name="read_file", content="x")])
+    with pytest.raises(CtxkeepError, match="send the tool results alone"):
+        client.send(s.id, "and also", tool_results=[ToolResult(tool_name="run", content="a b")])
+    assert client.session(s.id).session.message_count == 2
+    assert not standin.orphans
+
+
+def test_a_turn_without_tools_sends_none_and_a_turn_may_offer_its_own(client, standin):
+    s = client.create_session(model=MODEL, name="plain").session
+    wait_terminal(client, client.send(s.id, "hello").generation_id)
+    assert not standin.chats[-1].body.get("tools")  # (the ollama package sends [])
+    wait_terminal(client, client.send(s.id, "again", tools=[RUN]).generation_id)
+    assert [t["function"]["name"] for t in standin.chats[-1].body["tools"]] == ["run"]
