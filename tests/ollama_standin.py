@@ -165,6 +165,7 @@ class OllamaStandin:
     #: "simple" or "bpe": how prompt_eval_count and eval_count are counted.
     tokenizer: str = "simple"
     replies: deque[str] = field(default_factory=deque)
+    tool_replies: deque[dict[str, Any]] = field(default_factory=deque)
     reply_fn: Callable[[list[dict[str, Any]]], str] | None = None
     faults: deque[Fault] = field(default_factory=deque)
     chats: list[ChatRecord] = field(default_factory=list)
@@ -214,9 +215,10 @@ class OllamaStandin:
             self.replies.extend(replies)
 
     def script_tool_call(self, name: str, arguments: dict[str, Any], content: str = "") -> None:
-        """Queue an answer that calls the tool `name` (Ollama's `message.tool_calls`)."""
+        """Queue an answer that calls the tool `name` (Ollama's `message.tool_calls`), for
+        the next chat that offers tools (a summary's call offers none)."""
         with self._lock:
-            self.replies.append({"content": content, "tool_calls": [  # type: ignore[arg-type]
+            self.tool_replies.append({"content": content, "tool_calls": [
                 {"function": {"name": name, "arguments": arguments}}]})
 
     def fail_next(self, kind: str, **kwargs: Any) -> None:
@@ -249,10 +251,12 @@ class OllamaStandin:
                     return fault
         return None
 
-    def next_reply(self, messages: list[dict[str, Any]]) -> Any:
-        """The next scripted reply (a text, or a dict with `tool_calls`), else one made from
-        the last user message."""
+    def next_reply(self, messages: list[dict[str, Any]], tools: bool = False) -> Any:
+        """The next scripted reply (a dict with `tool_calls` when the chat offers tools and
+        one is scripted), else one made from the last user message."""
         with self._lock:
+            if tools and self.tool_replies:
+                return self.tool_replies.popleft()
             if self.replies:
                 return self.replies.popleft()
         if self.reply_fn:
@@ -503,7 +507,7 @@ class _Handler(BaseHTTPRequestHandler):
                              f"context length ({num_ctx} tokens)")
             return
         kept = messages[keep_from:]
-        reply = owner.next_reply(kept)
+        reply = owner.next_reply(kept, bool(tools))
         calls: list[dict[str, Any]] = []
         if isinstance(reply, dict):  # a scripted tool call
             calls, reply = reply["tool_calls"], reply.get("content", "")

@@ -265,9 +265,10 @@ class AutoCompactor:
         context = view.context
         seqs = plan_file_summaries(context, view.active)
         if not seqs:
-            return "no full file references unused in the last 3 messages"
+            return "no full file references unused in the last 3 messages, no long older tool results"
         return Change(list(context.seqs), [*context.file_summaries, *seqs], list(context.checkpoints),
-                      f"{len(seqs)} message(s) now show their files as summaries")
+                      f"{len(seqs)} message(s) now show their files as summaries or tool results "
+                      "as their head and tail")
 
     async def _prune(self, view: View, preserved: set[int]) -> Change | str:
         """Level 2: the less relevant half of the older messages leaves the active context."""

@@ -6,6 +6,7 @@ import math
 from dataclasses import dataclass, field
 
 from ctxkeep.daemon.config import Config
+from ctxkeep.daemon.shorten import shortened
 from ctxkeep.daemon.context.prompt import transcript_line
 from ctxkeep.daemon.store.records import ActiveContext, Checkpoint, MessageRecord, SessionRecord
 
@@ -15,6 +16,8 @@ AGES = ("recent", "old", "ancient", "merged")
 #: ~2000 / 1200 / 800 / 400 tokens of a 6,800-token budget, scaled to the window).
 AGE_SHARE = {"recent": 0.15, "old": 0.09, "ancient": 0.06, "merged": 0.03}
 RECENT_FILE_MESSAGES = 3
+#: The last tool exchanges level 1 leaves whole.
+KEEP_TOOL_EXCHANGES = 3
 #: Automatic levels in the user's words.
 LEVEL_WORDS = {1: "files as summaries", 2: "older messages set aside", 3: "checkpoint"}
 
@@ -50,7 +53,7 @@ def manual_parts(context: ActiveContext, active: list[MessageRecord], tail_turns
     `tail_turns` turns are summarized, pinned messages aside; the kept ones are the
     pinned (in order), then the tail."""
     older, tail = split_tail(active, tail_turns)
-    pinned = set(context.pinned)
+    pinned = with_partners(set(context.pinned), active)
     return [m for m in older if m.seq not in pinned], [m for m in older if m.seq in pinned] + tail
 
 
@@ -81,15 +84,35 @@ def preserved_seqs(context: ActiveContext, active: list[MessageRecord], keep_rec
     keep = {m.seq for m in active[-keep_recent:]} | set(context.pinned)
     if preserve_user:
         keep |= {m.seq for m in active if m.role == "user"}
-    return keep
+    return with_partners(keep, active)
+
+
+def tool_pairs(active: list[MessageRecord]) -> dict[int, int]:
+    """Each answer that calls tools and the tool message of their results, both ways: the
+    two stay or go together (the chat templates refuse either alone)."""
+    pairs: dict[int, int] = {}
+    for m, after in zip(active, active[1:]):
+        if m.tool_calls and after.tool_results:
+            pairs[m.seq], pairs[after.seq] = after.seq, m.seq
+    return pairs
+
+
+def with_partners(seqs: set[int], active: list[MessageRecord]) -> set[int]:
+    """`seqs` and the other half of every tool exchange one of them is half of."""
+    pairs = tool_pairs(active)
+    return seqs | {pairs[s] for s in seqs if s in pairs}
 
 
 def plan_file_summaries(context: ActiveContext, active: list[MessageRecord]) -> list[int]:
-    """Level 1: messages whose full @file references were not used in the last 3 messages."""
+    """Level 1: messages whose full @file references were not used in the last 3 messages,
+    and tool messages older than the last KEEP_TOOL_EXCHANGES whose results are long (their
+    head and tail from then on)."""
     recent = {f.path for m in active[-RECENT_FILE_MESSAGES:] for f in m.files}
     pinned, done = set(context.pinned), set(context.file_summaries)
+    tools = [m for m in active if m.tool_results][:-KEEP_TOOL_EXCHANGES]
+    shortens = {m.seq for m in tools if any(shortened(r.content) != r.content for r in m.tool_results)}
     return [m.seq for m in active if m.seq not in pinned and m.seq not in done
-            and any(f.summary and f.path not in recent for f in m.files)]
+            and (m.seq in shortens or any(f.summary and f.path not in recent for f in m.files))]
 
 
 def prune_candidates(context: ActiveContext, active: list[MessageRecord],
@@ -99,8 +122,9 @@ def prune_candidates(context: ActiveContext, active: list[MessageRecord],
 
 
 def plan_prune(candidates: list[MessageRecord], scores: list[float]) -> set[int]:
-    """Level 2: keep the more relevant half; the rest leaves the active context."""
+    """Level 2: keep the more relevant half; the rest leaves the active context (a tool
+    exchange whole: kept if either half is)."""
     # best first; among equal scores the newer message first (as a (score, index) sort)
     ranked = sorted(range(len(candidates) - 1, -1, -1), key=scores.__getitem__, reverse=True)
-    keep = {candidates[i].seq for i in ranked[:math.ceil(len(candidates) / 2)]}
+    keep = with_partners({candidates[i].seq for i in ranked[:math.ceil(len(candidates) / 2)]}, candidates)
     return {m.seq for m in candidates if m.seq not in keep}

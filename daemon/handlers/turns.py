@@ -30,19 +30,27 @@ def extras(req: Turn, record: SessionRecord) -> ChatExtras:
                       tools=msgspec.to_builtins(tools) or None)
 
 
+def last_calls(services: Services, record: SessionRecord) -> list[str]:
+    """The tools the session's last message calls, when it is a whole answer calling some
+    (compaction summaries stored after it aside)."""
+    tail, _, _ = services.store.history.page(record.id, max(0, record.next_seq - 8), 8)
+    last = next((m for m in reversed(tail) if m.kind == "message"), None)
+    if last is None or last.role != "assistant" or last.status != "complete":
+        return []
+    return sorted({c.function.name for c in last.tool_calls})
+
+
 def tool_message(services: Services, record: SessionRecord, req: requests.Send) -> NewMessage:
     """The `tool` message of a send's tool results, which must answer the calls of the
     session's last message (the chat templates refuse a tool message that does not)."""
     if req.text.strip():
         raise RequestError(ErrorCode.INVALID_ARGUMENT, "send the tool results alone (no text); the "
                                                        "model answers them, then send your message")
-    if services.jobs.busy(record.id):
+    if record.pending:  # a compaction after the answer may run: the results wait for it
         raise RequestError(ErrorCode.BUSY, f"session {record.name!r} is busy: tool results answer the "
                                            "calls of its last answer, so send them once it is stored")
-    last = next(iter(services.store.history.messages(record.id, [record.next_seq - 1])), None) \
-        if record.next_seq else None
-    called = {c.function.name for c in last.tool_calls} if last is not None else set()
-    if last is None or last.role != "assistant" or not called or last.status != "complete":
+    called = set(last_calls(services, record))
+    if not called:
         raise RequestError(ErrorCode.INVALID_ARGUMENT, f"session {record.name!r} does not end with an "
                                                        "answer that calls tools: there is nothing to "
                                                        "send tool results for")
@@ -75,6 +83,11 @@ async def send(services: Services, req: requests.Send, record: SessionRecord, *,
     if req.tool_results:
         files, new = [], tool_message(services, record, req)
     else:
+        calls = last_calls(services, record)
+        if calls:
+            raise RequestError(ErrorCode.INVALID_ARGUMENT, f"the last answer called {', '.join(calls)}: send "
+                                                           "what they returned (`tool_results`) first, or "
+                                                           "regenerate it")
         files = await attachments(services, record, req.text, req.cwd, caller)
         new = NewMessage(role="user", content=req.text, files=files)
     job, ahead, _ = await services.generations.accept(record, new, extras(req, record))

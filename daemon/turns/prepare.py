@@ -8,12 +8,14 @@ import logging
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from ctxkeep.protocol import ErrorCode
 from ctxkeep.protocol.events import GenerationRecalled
 from ctxkeep.protocol.structs import RecalledPassage
 from ctxkeep.daemon.compaction.automatic import AutoCompactor, Pass
 from ctxkeep.daemon.context.estimator import Estimate
 from ctxkeep.daemon.context.features import Vector, add, json_features
 from ctxkeep.daemon.context.parts import Parts
+from ctxkeep.daemon.errors import RequestError
 from ctxkeep.daemon.context.prompt import TurnPrompts
 from ctxkeep.daemon.context.usage import measure, reply_room
 from ctxkeep.daemon.turns.limits import answer_room, refuse_impossible
@@ -54,6 +56,9 @@ class Preparer:
         to fit the prompt, which the caller takes back if the turn fails; `tools`, the tool
         definitions the request carries, count in its estimate."""
         estimator = self.parts.estimator
+        if view.active and view.active[-1].tool_calls and question.record.role != "tool":
+            raise RequestError(ErrorCode.INVALID_ARGUMENT, "the answer before this message called tools: "
+                                                           "send what they returned (`tool_results`) first")
         view = view._replace(session=await self._window(view.session))
         offered = json_features(tools)
         features = add(estimator.context_features(*view, question.record), offered)

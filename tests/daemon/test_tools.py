@@ -67,3 +67,23 @@ def test_a_turn_without_tools_sends_none_and_a_turn_may_offer_its_own(client, st
     assert not standin.chats[-1].body.get("tools")  # (the ollama package sends [])
     wait_terminal(client, client.send(s.id, "again", tools=[RUN]).generation_id)
     assert [t["function"]["name"] for t in standin.chats[-1].body["tools"]] == ["run"]
+
+
+def test_a_long_agent_loop_compacts_old_results_first_and_never_orphans_a_call(client, standin):
+    s = client.create_session(model=MODEL, name="long-agent", num_ctx=8192).session
+    client.set_tools(s.id, [RUN])
+    output = "\n".join(f"case {i} ok" for i in range(80))  # ~500 tokens: three fit, and more
+    wait_first = client.send  # the first step asks; every later one sends the last step's result
+    standin.script_tool_call("run", {"cmd": "pytest -k step0"})
+    ended, _ = wait_terminal(client, wait_first(s.id, "Run the tests step by step").generation_id)
+    for step in range(1, 20):
+        standin.script_tool_call("run", {"cmd": f"pytest -k step{step}"})
+        ended, _ = wait_terminal(client, client.send(s.id, tool_results=[
+            ToolResult(tool_name="run", content=f"step {step - 1}\n{output}")]).generation_id)
+        assert isinstance(ended, ResponseGeneration), ended
+    assert not standin.orphans and not standin.truncations and not standin.refusals
+    prompts = [c.body["messages"] for c in standin.chats]
+    assert any("lines omitted" in m.get("content", "") for p in prompts for m in p if m["role"] == "tool")
+    last = [m for m in prompts[-1] if m["role"] == "tool"]
+    assert [m["content"].split("\n")[0] for m in last[-3:]] == ["step 16", "step 17", "step 18"]
+    assert all(m["content"].endswith(output) for m in last[-3:])  # the last three whole
