@@ -7,7 +7,7 @@ import msgspec
 
 from ctxkeep.daemon.reliability import score as reliability_score
 from ctxkeep.protocol.structs import (
-    AttachedFile, CheckpointInfo, MessageInfo, Options, SessionInfo, SnapshotInfo,
+    CheckpointInfo, MessageInfo, Options, SessionInfo, SnapshotInfo,
 )
 from ctxkeep.protocol.goals import Goals
 from ctxkeep.daemon.store.attachment import Attachment

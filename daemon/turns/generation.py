@@ -35,7 +35,7 @@ from ctxkeep.daemon.turns.prepare import Preparer, Turn
 from ctxkeep.daemon.turns.question import Question, Reopened, Withdrawn
 from ctxkeep.daemon.jobs.queue import Job, SessionJobs
 from ctxkeep.daemon.store.errors import StoreError
-from ctxkeep.daemon.store.records import Attachment, MessageRecord, NewMessage, SessionRecord, View
+from ctxkeep.daemon.store.records import MessageRecord, NewMessage, SessionRecord, View
 
 log = logging.getLogger(__name__)
 
