@@ -129,6 +129,9 @@ class MessageInfo(msgspec.Struct, kw_only=True):
     tool_results: list[ToolResult] = []
     #: For an answer: why the model stopped, as Ollama says it ("stop", "length", ...).
     done_reason: str = ""
+    #: For an answer to a turn that asked for a `format`: what is wrong with its shape ("":
+    #: it is valid JSON that matches the schema).
+    format_error: str = ""
 
 
 class RecalledPassage(msgspec.Struct, kw_only=True):

@@ -251,9 +251,9 @@ class OllamaStandin:
                     return fault
         return None
 
-    def next_reply(self, messages: list[dict[str, Any]], tools: bool = False) -> Any:
+    def next_reply(self, messages: list[dict[str, Any]], tools: bool = False, shaped: bool = False) -> Any:
         """The next scripted reply (a dict with `tool_calls` when the chat offers tools and
-        one is scripted), else one made from the last user message."""
+        one is scripted), else one made from the last user message (`shaped`: as JSON)."""
         with self._lock:
             if tools and self.tool_replies:
                 return self.tool_replies.popleft()
@@ -264,7 +264,8 @@ class OllamaStandin:
         last = next((m.get("content", "") for m in reversed(messages)
                      if m.get("role") == "user"), "")
         words = last.split()[:12]
-        return f"You said {len(last.split())} words, starting: {' '.join(words)}."
+        made = f"You said {len(last.split())} words, starting: {' '.join(words)}."
+        return json.dumps({"answer": made}) if shaped else made
 
     def count(self, text: str) -> int:
         return TOKENIZERS[self.tokenizer](text)
@@ -507,7 +508,7 @@ class _Handler(BaseHTTPRequestHandler):
                              f"context length ({num_ctx} tokens)")
             return
         kept = messages[keep_from:]
-        reply = owner.next_reply(kept, bool(tools))
+        reply = owner.next_reply(kept, bool(tools), bool(body.get("format")))
         calls: list[dict[str, Any]] = []
         if isinstance(reply, dict):  # a scripted tool call
             calls, reply = reply["tool_calls"], reply.get("content", "")

@@ -107,6 +107,7 @@ class MessageRecord(msgspec.Struct, kw_only=True, frozen=True):
     #: A `tool` message's results (`content` is them as one text).
     tool_results: list[ToolResult] = []
     done_reason: str = ""
+    format_error: str = ""
 
     def prompt_content(self, file_summaries: bool = False) -> str:
         """The text the model sees: the message, then its expanded @file references
@@ -144,6 +145,7 @@ class NewMessage(msgspec.Struct, kw_only=True):
     tool_calls: list[ToolCall] = []
     tool_results: list[ToolResult] = []
     done_reason: str = ""
+    format_error: str = ""
 
     def record(self, seq: int, created: float) -> "MessageRecord":
         """The stored message, with its sequence number and time."""

@@ -18,6 +18,7 @@ from ctxkeep.daemon.context.features import add
 from ctxkeep.daemon.context.parts import Parts
 from ctxkeep.daemon.turns.output import Output
 from ctxkeep.daemon.turns.prepare import Turn
+from ctxkeep.daemon.turns.answer_format import format_problem
 from ctxkeep.daemon.turns.question import Reopened
 from ctxkeep.daemon.jobs.queue import Job
 from ctxkeep.daemon.recall.recaller import Recaller
@@ -43,7 +44,7 @@ class Completer:
                                                  and token_count < lowest)
 
     async def complete(self, job: Job, turn: Turn, user: MessageRecord, output: Output,
-                       reopened: Reopened | None = None) -> View | None:
+                       reopened: Reopened | None = None, answer_format: str | dict | None = None) -> View | None:
         """Store the answer, end the job, announce; returns the session as it now is (None
         when the turn was cancelled while its answer was being stored: too late, it
         completes, but no compaction follows)."""
@@ -58,7 +59,8 @@ class Completer:
         reply = NewMessage(role="assistant", content=output.text, thinking=output.thought,
                            model=session.model, eval_count=eval_count, reply_to=user.seq,
                            recalled=turn.recall.seqs, alternative_of=reopened.answer if reopened else -1,
-                           tool_calls=output.calls, done_reason=str(final.done_reason or ""))
+                           tool_calls=output.calls, done_reason=str(final.done_reason or ""),
+                           format_error=format_problem(output.text, answer_format))
         goals = goal_markers.apply_markers(context.goals, output.text)
         count, exact = token_count, True
         if goals is not None:  # what the model sees changed after the count: an estimate

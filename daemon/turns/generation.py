@@ -133,7 +133,7 @@ class Generations:
             turn = await self.preparer.prepare(job.id, view, question, compacted, extras.tools)
             await self._stream(job, turn, question, output, extras)
             done = await self.completer.complete(job, turn, await question.settled(), output,
-                                                 question.reopened)
+                                                 question.reopened, extras.format)
         except Withdrawn:
             return  # the question could not be stored: no client was told of this turn
         except BaseException as exc:  # noqa: BLE001 - every ending ends the turn once

@@ -87,3 +87,19 @@ def test_a_long_agent_loop_compacts_old_results_first_and_never_orphans_a_call(c
     last = [m for m in prompts[-1] if m["role"] == "tool"]
     assert [m["content"].split("\n")[0] for m in last[-3:]] == ["step 16", "step 17", "step 18"]
     assert all(m["content"].endswith(output) for m in last[-3:])  # the last three whole
+
+
+def test_an_answer_that_does_not_match_its_schema_is_flagged_not_stored_as_valid(client, standin):
+    s = client.create_session(model=MODEL, name="shaped").session
+    schema = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+    standin.script('{"city": "Lyon"}', '{"town": 3}', "Lyon, I think")
+    good, _ = wait_terminal(client, client.send(s.id, "Which city?", format=schema).generation_id)
+    assert good.message.format_error == "" and standin.chats[-1].body["format"] == schema
+    bad, _ = wait_terminal(client, client.send(s.id, "Which city?", format=schema).generation_id)
+    assert bad.message.format_error == "does not match the schema: 'city' is a required property"
+    loose, _ = wait_terminal(client, client.send(s.id, "Which city?", format="json").generation_id)
+    assert loose.message.format_error.startswith("not JSON")
+    stored = client.history(s.id).messages
+    assert [m.format_error != "" for m in stored if m.role == "assistant"] == [False, True, True]
+    plain, _ = wait_terminal(client, client.send(s.id, "And you?").generation_id)
+    assert plain.message.format_error == ""  # no format asked: nothing to check
