@@ -2,8 +2,10 @@
 
 import argparse
 import io
+import json
 import os
 import sys
+from pathlib import Path
 
 from ...protocol import encode
 from ...protocol.events import GenerationError
@@ -29,6 +31,9 @@ def add_parser(commands) -> argparse.ArgumentParser:
     parser.add_argument("--new", action="store_true", help="ask in a new session")
     parser.add_argument("--model", default="", help="ask in a new session on this model")
     parser.add_argument("--system", default="", help="ask in a new session with this system prompt")
+    parser.add_argument("--format", default="", metavar="json|SCHEMA.json",
+                        help="ask for the answer as JSON, or as JSON that matches the JSON schema in "
+                             "this file; exit status 1 when it does not (the answer is still printed)")
     shown = parser.add_mutually_exclusive_group()
     shown.add_argument("--json", action="store_true",
                        help="print the turn's final event (the answer, or the error) as one JSON object")
@@ -82,10 +87,28 @@ def pick_session(client, args: argparse.Namespace, words: list[str], piped: str
     return created.id, words
 
 
+def answer_format(value: str) -> str | dict | None:
+    """--format: "json", or the JSON schema the file holds (None: free text). Raises
+    ValueError with what to do when the file cannot be used."""
+    if not value or value == "json":
+        return value or None
+    try:
+        schema = json.loads(Path(value).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"--format {value}: {exc} (give `json`, or a file holding a JSON schema)") from None
+    if not isinstance(schema, dict):
+        raise ValueError(f"--format {value}: a JSON schema is an object, this file holds a {type(schema).__name__}")
+    return schema
+
+
 def run(args: argparse.Namespace) -> int:
     piped = "" if sys.stdin.isatty() else sys.stdin.read().rstrip("\n")
     if not question(args.words, piped).strip():
         return fail("the message is empty: give the question as words, or pipe it on stdin")
+    try:
+        shape = answer_format(args.format)
+    except ValueError as exc:
+        return fail(str(exc))
     with connect(args) as client:
         session, words = pick_session(client, args, args.words, piped)
         text = question(words, piped)
@@ -95,11 +118,14 @@ def run(args: argparse.Namespace) -> int:
         quiet = args.json or args.jsonl
         out = io.StringIO() if quiet else sys.stdout
         each = (lambda event: print(encode(event).decode(), flush=True)) if args.jsonl else None
-        end = stream_turn(client, session, text, out, cwd=os.getcwd(), on_event=each)
+        end = stream_turn(client, session, text, out, cwd=os.getcwd(), on_event=each, request=(
+            lambda: client.send(session, text, cwd=os.getcwd(), format=shape)) if shape else None)
     if args.json:
         print(encode(end).decode())
     elif not args.jsonl:
         sys.stdout.write("\n" if not isinstance(end, GenerationError) or end.partial else "")
     if isinstance(end, GenerationError):
         return fail(f"{end.code}: {end.message}")
+    if end.message.format_error:  # type: ignore[attr-defined]
+        return fail(f"the answer is not in the format asked for: {end.message.format_error}")  # type: ignore[attr-defined]
     return 0

@@ -1,6 +1,7 @@
 """`ctxkeep show`: a session's settings and full history."""
 
 import argparse
+import json
 import textwrap
 from collections.abc import Iterator
 
@@ -23,6 +24,8 @@ def add_parser(commands) -> argparse.ArgumentParser:
                         help="only the active context: what the model sees now")
     parser.add_argument("--last", type=int, default=0, metavar="N",
                         help="only the last N messages (of the history, or of the active context)")
+    parser.add_argument("--full", action="store_true",
+                        help="tool results whole (by default each is one line: its start and size)")
     shown = parser.add_mutually_exclusive_group()
     shown.add_argument("--json", action="store_true",
                        help="one JSON object: the session (its settings) and its messages")
@@ -60,10 +63,23 @@ def run(args: argparse.Namespace) -> int:
                   f"{mark}{style.reset}")
             if m.recalled:  # what recall brought into the prompt this answered
                 print(f"  {style.dim}(its prompt recalled {recalled_list(m.recalled)}){style.reset}")
-            for line in m.content.splitlines() or [""]:
+            for line in folded(m, args.full) if (m.tool_calls or m.tool_results) else \
+                    m.content.splitlines() or [""]:
                 print(textwrap.fill(line, width, initial_indent="  ", subsequent_indent="  ")
                       if line else "")
     return 0
+
+
+def folded(m, full: bool) -> list[str]:
+    """A tool exchange's lines: an answer's text and one line per call; a tool message one
+    line per result (its first line and size), or every line with `full`."""
+    if m.tool_results:
+        if full:
+            return m.content.splitlines()
+        return [f"[{r.tool_name}] {(r.content.splitlines() or [''])[0][:80]} "
+                f"({len(r.content.splitlines())} lines, {len(r.content):,} characters)" for r in m.tool_results]
+    calls = [f"→ calls {c.function.name}({json.dumps(c.function.arguments)})" for c in m.tool_calls]
+    return [*m.content.splitlines(), *calls]
 
 
 def recalled_list(seqs: list[int], most: int = 12) -> str:

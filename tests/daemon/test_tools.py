@@ -103,3 +103,27 @@ def test_an_answer_that_does_not_match_its_schema_is_flagged_not_stored_as_valid
     assert [m.format_error != "" for m in stored if m.role == "assistant"] == [False, True, True]
     plain, _ = wait_terminal(client, client.send(s.id, "And you?").generation_id)
     assert plain.message.format_error == ""  # no format asked: nothing to check
+
+
+def test_ask_format_checks_the_answer_and_show_folds_tool_exchanges(daemon, standin, tmp_path):
+    schema = tmp_path / "city.json"
+    schema.write_text('{"type": "object", "required": ["city"]}')
+    standin.script('{"city": "Lyon"}', '{"town": "Lyon"}')
+    ok = daemon.cli("ask", "--new", "--format", str(schema), "Which city?")
+    assert ok.returncode == 0 and ok.stdout.strip() == '{"city": "Lyon"}'
+    bad = daemon.cli("ask", "--format", str(schema), "Which city?")
+    assert bad.returncode == 1 and '{"town": "Lyon"}' in bad.stdout
+    assert "not in the format asked for: does not match the schema: 'city' is a required property" in bad.stderr
+    missing = daemon.cli("ask", "--format", str(tmp_path / "none.json"), "x")
+    assert missing.returncode != 0 and "give `json`, or a file holding a JSON schema" in missing.stderr
+    with daemon.client() as client:
+        client.subscribe("")
+        s = client.create_session(model=MODEL, name="folded").session
+        standin.script_tool_call("run", {"cmd": "pytest"})
+        wait_terminal(client, client.send(s.id, "Test it", tools=[RUN]).generation_id)
+        wait_terminal(client, client.send(s.id, tool_results=[ToolResult(
+            tool_name="run", content="collected 40 items\n" + "ok\n" * 50)]).generation_id)
+    shown = daemon.cli("show", "folded").stdout
+    assert '→ calls run({"cmd": "pytest"})' in shown
+    assert "[run] collected 40 items (51 lines, 169 characters)" in shown and "ok\n  ok" not in shown
+    assert shown.count("ok") < 5 < daemon.cli("show", "folded", "--full").stdout.count("ok")
