@@ -16,7 +16,7 @@ AGES = ("recent", "old", "ancient", "merged")
 #: ~2000 / 1200 / 800 / 400 tokens of a 6,800-token budget, scaled to the window).
 AGE_SHARE = {"recent": 0.15, "old": 0.09, "ancient": 0.06, "merged": 0.03}
 RECENT_FILE_MESSAGES = 3
-#: The last tool exchanges level 1 leaves whole.
+#: The last tool exchanges of a prompt (its turn's own among them) compaction leaves whole.
 KEEP_TOOL_EXCHANGES = 3
 #: Automatic levels in the user's words.
 LEVEL_WORDS = {1: "files as summaries", 2: "older messages set aside", 3: "checkpoint"}
@@ -80,8 +80,11 @@ def outline_line(message: MessageRecord, file_summaries: bool) -> str:
 
 def preserved_seqs(context: ActiveContext, active: list[MessageRecord], keep_recent: int,
                    preserve_user: bool) -> set[int]:
-    """Messages no automatic compaction touches: the last ones, pinned ones, user ones."""
+    """Messages no automatic compaction touches: the last ones, pinned ones, user ones, the
+    tool exchanges that with the turn's own make its last KEEP_TOOL_EXCHANGES; each with the
+    other half of its tool exchange."""
     keep = {m.seq for m in active[-keep_recent:]} | set(context.pinned)
+    keep |= {m.seq for m in [m for m in active if m.tool_results][1 - KEEP_TOOL_EXCHANGES:]}
     if preserve_user:
         keep |= {m.seq for m in active if m.role == "user"}
     return with_partners(keep, active)
@@ -109,7 +112,7 @@ def plan_file_summaries(context: ActiveContext, active: list[MessageRecord]) -> 
     head and tail from then on)."""
     recent = {f.path for m in active[-RECENT_FILE_MESSAGES:] for f in m.files}
     pinned, done = set(context.pinned), set(context.file_summaries)
-    tools = [m for m in active if m.tool_results][:-KEEP_TOOL_EXCHANGES]
+    tools = [m for m in active if m.tool_results][:1 - KEEP_TOOL_EXCHANGES]  # the turn's own is one
     shortens = {m.seq for m in tools if any(shortened(r.content) != r.content for r in m.tool_results)}
     return [m.seq for m in active if m.seq not in pinned and m.seq not in done
             and (m.seq in shortens or any(f.summary and f.path not in recent for f in m.files))]

@@ -35,6 +35,12 @@ def scale(v: Vector, k: float) -> Vector:
 JOIN = text_features("\n\n")
 
 
+#: What chat templates wrap a tool result and each tool call in (qwen2.5's, llama3.1's are
+#: alike): counted with them, so an estimate sees their cost before calibration learns it.
+RESULT_WRAP = text_features("<tool_response>\n\n</tool_response>")
+CALL_WRAP = text_features("<tool_call>\n\n</tool_call>")
+
+
 def json_features(value: object) -> Vector:
     """Features of a value as the chat API carries it, as JSON (an answer's tool calls, a
     request's tools); none for an empty one."""
@@ -46,7 +52,9 @@ def prompt_features(messages: Iterable[Mapping[str, Any]]) -> Vector:
     answer's tool calls) plus one template cost each, and one more for the assistant turn
     the prompt opens."""
     return add(ONE, *(add(text_features(m.get("content", "")), text_features(m.get("tool_name", "")),
-                          json_features(m.get("tool_calls")), ONE) for m in messages))
+                          RESULT_WRAP if m.get("role") == "tool" else ZERO,
+                          json_features(m.get("tool_calls")), scale(CALL_WRAP, len(m.get("tool_calls") or ())),
+                          ONE) for m in messages))
 
 
 class MessageFeatures(NamedTuple):
@@ -66,7 +74,8 @@ def message_features(m: MessageRecord) -> MessageFeatures:
     if m.tool_results:  # one message per result, each whole or (level 1) shortened
         def results(shown: Callable[[str], str]) -> Vector:
             return add(scale(ONE, len(m.tool_results) - 1), *(
-                add(text_features(shown(r.content)), text_features(r.tool_name)) for r in m.tool_results))
+                add(text_features(shown(r.content)), text_features(r.tool_name), RESULT_WRAP)
+                for r in m.tool_results))
         return MessageFeatures(ZERO, results(str), results(shortened))
     joins = scale(JOIN, len(m.files))
     blocks = [tuple(f.features) if len(f.features) == FEATURES else text_features(f.block)
@@ -74,7 +83,8 @@ def message_features(m: MessageRecord) -> MessageFeatures:
     summaries = [(tuple(f.summary_features) if len(f.summary_features) == FEATURES
                   else text_features(f.summary)) if f.summary else block
                  for f, block in zip(m.files, blocks)]
-    content = add(text_features(m.content), json_features(msgspec.to_builtins(m.tool_calls)))
+    content = add(text_features(m.content), json_features(msgspec.to_builtins(m.tool_calls)),
+                  scale(CALL_WRAP, len(m.tool_calls)))
     return MessageFeatures(content, add(joins, *blocks), add(joins, *summaries))
 
 

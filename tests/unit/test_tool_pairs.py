@@ -53,13 +53,14 @@ def test_no_compaction_keeps_half_a_tool_exchange(case, tail, keep_recent, prese
 
 @settings(max_examples=100, deadline=None)
 @given(agent_contexts())
-def test_level_one_shortens_long_older_results_and_never_the_last_three(case):
+def test_level_one_shortens_long_older_results_and_never_the_last_two(case):
+    """(with the turn's own result, the last three of the prompt)"""
     active, context = case
     context.pinned = []
     shortened = set(plan_file_summaries(context, active))
     tools = [m for m in active if m.tool_results]
-    assert not shortened & {m.seq for m in tools[-3:]}
-    assert shortened == {m.seq for m in tools[:-3] if m.tool_results[0].content.count("\n") + 1 > 31}  # more lines than head, tail and the note
+    assert not shortened & {m.seq for m in tools[-2:]}
+    assert shortened == {m.seq for m in tools[:-2] if m.tool_results[0].content.count("\n") + 1 > 31}  # more lines than head, tail and the note
     for m in tools:
         short = wire(m, m.seq in shortened)[0]["content"]
         assert ("lines omitted" in short) == (m.seq in shortened)
