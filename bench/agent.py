@@ -69,7 +69,7 @@ def main() -> None:
     root = Path(tempfile.mkdtemp(prefix="ckag", dir="/tmp"))
     daemon = DaemonProcess(root, standin.url, log_level="warning")
     sent: list[str] = []
-    verbatim = saved = shortened_results = failed = 0
+    verbatim = saved = shortened_results = failed = ran = 0
     whole: list[dict] = [{"role": "user", "content": "Find out why the build is slow."}]
     bare_tokens, bare_cut, misses = [], 0, []
     try:
@@ -91,6 +91,7 @@ def main() -> None:
                 expected = sent[-3:]
                 verbatim += tools[-len(expected):] == expected if expected else 1
                 misses.append(end.token_count - end.prompt_estimate)
+                ran += 1
                 for text in tools:
                     original = next((s for s in sent if s.split("\n", 1)[0] == text.split("\n", 1)[0]), text)
                     if text != original and text == shortened(original):
@@ -106,11 +107,11 @@ def main() -> None:
         daemon.stop()
         standin.stop()
         shutil.rmtree(root, ignore_errors=True)
-    emit(bench="agent", what="ctxkeepd", steps=args.steps, window=args.window, failed_turns=failed,
+    emit(bench="agent", what="ctxkeepd", steps=ran, window=args.window, failed_turns=failed,
          truncated_prompts=len(standin.truncations), refused_prompts=len(standin.refusals),
-         orphaned=len(standin.orphans), last_three_verbatim_pct=round(100 * verbatim / args.steps, 1),
+         orphaned=len(standin.orphans), last_three_verbatim_pct=round(100 * verbatim / max(1, ran), 1),
          level1_shortened_results=shortened_results, level1_tokens_saved=saved,
-         level1_tokens_saved_per_prompt=round(saved / args.steps),
+         level1_tokens_saved_per_prompt=round(saved / max(1, ran)),
          estimate_most_under=max(misses, default=0), estimate_most_over=-min(misses, default=0))
     emit(bench="agent", what="bare loop (all sent whole)", steps=args.steps, window=args.window,
          prompts_ollama_would_cut=bare_cut, last_prompt_tokens=bare_tokens[-1],
