@@ -235,7 +235,7 @@ class SnapshotDelete(Request, tag="snapshot.delete"):
 class Usage(Request, tag="usage"):
     """How full the session's context window is, split by segment: `system` (the system
     prompt), `pinned` (the goal record, its locked decisions, and pinned messages),
-    `files` (expanded @file references), `summaries` (summaries and checkpoints),
+    `files` (expanded @file references and tool results), `summaries` (summaries and checkpoints),
     `recent` (the conversation's own messages)."""
 
     session: SessionRef

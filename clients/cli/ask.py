@@ -118,8 +118,8 @@ def run(args: argparse.Namespace) -> int:
         quiet = args.json or args.jsonl
         out = io.StringIO() if quiet else sys.stdout
         each = (lambda event: print(encode(event).decode(), flush=True)) if args.jsonl else None
-        end = stream_turn(client, session, text, out, cwd=os.getcwd(), on_event=each, request=(
-            lambda: client.send(session, text, cwd=os.getcwd(), format=shape)) if shape else None)
+        end = stream_turn(client, session, text, out, on_event=each,
+                          request=lambda: client.send(session, text, cwd=os.getcwd(), format=shape))
     if args.json:
         print(encode(end).decode())
     elif not args.jsonl:

@@ -1,6 +1,7 @@
 """What the log shows, entry by entry: a message, a compaction's marker line, or the line
 that says what recall brought into a prompt; and a history page turned into entries."""
 
+from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 
 from ...protocol.structs import CompactionMark, MessageInfo
@@ -79,7 +80,7 @@ def time_title(entry: Entry) -> str:
 
 
 def entries_of(messages: list[MessageInfo], marks: list[CompactionMark],
-               pinned: set[int] = frozenset()) -> list[Entry]:  # type: ignore[assignment]
+               pinned: Collection[int] = ()) -> list[Entry]:
     """A history page as the log shows it: each compaction's line where it happened (in
     place of the summary it wrote), the messages in between; the whole answers to one
     question as one entry with its alternatives, showing the newest."""

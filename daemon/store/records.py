@@ -197,7 +197,8 @@ class Checkpoint(msgspec.Struct, kw_only=True):
 class ActiveContext(msgspec.Struct):
     """What the model sees of a session, beside its system prompt: the messages (by
     sequence number, oldest first), the checkpoints before them, the goal record, the
-    pinned messages, and which messages show their @file references as summaries."""
+    pinned messages, and which messages level 1 shows short: their @file references as
+    summaries, a tool message's results as head and tail."""
 
     seqs: list[int] = []
     file_summaries: list[int] = []
