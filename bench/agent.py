@@ -8,7 +8,8 @@ words: about 500–2,000 tokens by the stand-in's tokenizer; results of 2–8k *
 not let three of them fit an 8,192 window at all), through the real daemon, a process of its own.
 After every step the prompt the stand-in received is checked: truncated or refused prompts
 (must be 0), tool calls or results sent without their partner (0: the stand-in's template
-refuses them), whether the last three results are verbatim, and the tokens level 1 saved
+refuses them), whether the last result (always) and the last three (whenever they fit
+beside the reply room) are verbatim, and the tokens level 1 saved
 by giving older results as head and tail. Same-run baseline: the same loop sent whole, as
 a bare agent would send it — its prompt size per step, and the steps at which Ollama would
 have cut it. One JSON line per figure.
@@ -69,7 +70,7 @@ def main() -> None:
     root = Path(tempfile.mkdtemp(prefix="ckag", dir="/tmp"))
     daemon = DaemonProcess(root, standin.url, log_level="warning")
     sent: list[str] = []
-    verbatim = saved = shortened_results = failed = ran = 0
+    verbatim = own = saved = shortened_results = failed = ran = 0
     whole: list[dict] = [{"role": "user", "content": "Find out why the build is slow."}]
     bare_tokens, bare_cut, misses = [], 0, []
     try:
@@ -90,6 +91,7 @@ def main() -> None:
                 tools = [m["content"] for m in prompt if m["role"] == "tool"]
                 expected = sent[-3:]
                 verbatim += tools[-len(expected):] == expected if expected else 1
+                own += tools[-1:] == sent[-1:]
                 misses.append(end.token_count - end.prompt_estimate)
                 ran += 1
                 for text in tools:
@@ -110,6 +112,7 @@ def main() -> None:
     emit(bench="agent", what="ctxkeepd", steps=ran, window=args.window, failed_turns=failed,
          truncated_prompts=len(standin.truncations), refused_prompts=len(standin.refusals),
          orphaned=len(standin.orphans), last_three_verbatim_pct=round(100 * verbatim / max(1, ran), 1),
+         last_verbatim_pct=round(100 * own / max(1, ran), 1),
          level1_shortened_results=shortened_results, level1_tokens_saved=saved,
          level1_tokens_saved_per_prompt=round(saved / max(1, ran)),
          estimate_most_under=max(misses, default=0), estimate_most_over=-min(misses, default=0))

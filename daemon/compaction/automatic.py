@@ -38,11 +38,12 @@ from ctxkeep.daemon.compaction import relevance
 from ctxkeep.daemon.compaction.applier import Applier
 from ctxkeep.daemon.compaction.checkpoints import Checkpointer
 from ctxkeep.daemon.compaction.planner import (
-    RECENT_FILE_MESSAGES, STRATEGY, Change, compaction_marker, plan_file_summaries, plan_prune,
+    KEEP_TOOL_EXCHANGES, RECENT_FILE_MESSAGES, STRATEGY, Change, compaction_marker, plan_file_summaries, plan_prune,
     preserved_seqs, prune_candidates,
 )
 from ctxkeep.daemon.compaction.summarizer import SummaryRejected
 from ctxkeep.daemon.context.estimator import Estimate
+from ctxkeep.daemon.context.features import ZERO, Vector, add
 from ctxkeep.daemon.context.parts import Parts
 from ctxkeep.daemon.context.usage import Budget, measure, reply_room
 from ctxkeep.daemon.errors import RequestError
@@ -68,6 +69,11 @@ class Pass:
     #: Past levels 1-3: the context is still too large, so the user's share may be
     #: summarized below half the budget (shown as such) rather than stay over target.
     extra: bool = False
+    #: The tool exchanges (the turn's own among them) kept whole; a prompt that must fit
+    #: takes the older ones down to the turn's own before it is refused.
+    keep_tools: int = KEEP_TOOL_EXCHANGES
+    #: What the prompt carries beside its messages (the tools it offers), counted in `fits`.
+    offered: Vector = ZERO
     snapshot_id: str = ""
     levels: list[int] = field(default_factory=list)
 
@@ -121,7 +127,7 @@ class AutoCompactor:
         """Run `pass_` (cooldown or not) when the prompt plus the reply room would not fit;
         the caller rolls it back if the turn then fails (even part-way through the pass).
         Returns the session as the pass left it."""
-        if not self.enabled(view.session) or self.fits(view, user):
+        if not self.enabled(view.session) or self.fits(view, user, pass_.offered):
             return view
         return await self.compact(view, pass_, user)
 
@@ -131,8 +137,10 @@ class AutoCompactor:
         if pass_.snapshot_id:
             await self.applier.roll_back(session_id, pass_.snapshot_id)
 
-    def fits(self, view: View, user: MessageRecord) -> bool:
-        return self.fits_estimate(view.session, self.parts.estimator.context_estimate(*view, user))
+    def fits(self, view: View, user: MessageRecord, offered: Vector = ZERO) -> bool:
+        estimator = self.parts.estimator
+        features = add(estimator.context_features(*view, user), offered)
+        return self.fits_estimate(view.session, estimator.of_features(view.session, features))
 
     def fits_estimate(self, session: SessionRecord, prompt: Estimate) -> bool:
         """Whether a prompt of this estimate, raised by its error, leaves the reply room."""
@@ -147,7 +155,7 @@ class AutoCompactor:
         budget = self.budget(view)
         over_target = self.total(view) > PASS_TARGET * view.session.window - budget.reserved
         if user is not None:
-            return not self.fits(view, user) or bool(pass_.levels) and over_target
+            return not self.fits(view, user, pass_.offered) or bool(pass_.levels) and over_target
         if level < 3:
             return budget.lowered_fill >= self.thresholds(view.session)[level - 1]
         return self.level_for(view.session, budget) >= 3 or over_target
@@ -160,6 +168,9 @@ class AutoCompactor:
         for level in (1, 2, 3):
             if self.needed(level, pass_, user, view):
                 view = await self.run(view, level, pass_)
+        if user is not None and pass_.keep_tools > 1 and not self.fits(view, user, pass_.offered):
+            pass_.keep_tools = 1  # the last exchanges do not fit whole beside the reply room
+            view = await self.run(view, 1, pass_)
         pass_.extra = True
         for step in range(EXTRA_CHECKPOINTS):
             if not self.needed(3, pass_, user, view):
@@ -226,9 +237,9 @@ class AutoCompactor:
         keep_recent = self.parts.config.keep_recent_messages if pass_.keep_recent is None \
             else pass_.keep_recent
         preserved = preserved_seqs(view.context, view.active, keep_recent,
-                                   self.parts.config.preserve_user_messages)
+                                   self.parts.config.preserve_user_messages, pass_.keep_tools)
         if level == 1:
-            return self._files(view)
+            return self._files(view, pass_.keep_tools)
         if level == 2:
             return await self._prune(view, preserved)
         return await self.checkpointer.checkpoint(view, self.budget(view), preserved, keep_recent,
@@ -260,10 +271,11 @@ class AutoCompactor:
 
     # -- levels 1 and 2 ---------------------------------------------------------------
 
-    def _files(self, view: View) -> Change | str:
-        """Level 1: file references to their summaries."""
+    def _files(self, view: View, keep_tools: int) -> Change | str:
+        """Level 1: file references to their summaries, older tool results to their head and
+        tail."""
         context = view.context
-        seqs = plan_file_summaries(context, view.active)
+        seqs = plan_file_summaries(context, view.active, keep_tools)
         if not seqs:
             return "no full file references unused in the last 3 messages, no long older tool results"
         return Change(list(context.seqs), [*context.file_summaries, *seqs], list(context.checkpoints),

@@ -78,13 +78,22 @@ def outline_line(message: MessageRecord, file_summaries: bool) -> str:
     return line + "\n\n".join(blocks) + "\n\n"
 
 
+def older_tool_messages(active: list[MessageRecord], keep_tools: int
+                        ) -> tuple[list[MessageRecord], list[MessageRecord]]:
+    """The context's tool messages as (older, kept whole): the last `keep_tools` - 1 are kept,
+    with the turn's own (not yet in `active`) the last `keep_tools` exchanges."""
+    tools = [m for m in active if m.tool_results]
+    cut = max(0, len(tools) - max(0, keep_tools - 1))
+    return tools[:cut], tools[cut:]
+
+
 def preserved_seqs(context: ActiveContext, active: list[MessageRecord], keep_recent: int,
-                   preserve_user: bool) -> set[int]:
+                   preserve_user: bool, keep_tools: int = KEEP_TOOL_EXCHANGES) -> set[int]:
     """Messages no automatic compaction touches: the last ones, pinned ones, user ones, the
-    tool exchanges that with the turn's own make its last KEEP_TOOL_EXCHANGES; each with the
+    tool exchanges that with the turn's own make its last `keep_tools`; each with the
     other half of its tool exchange."""
     keep = {m.seq for m in active[-keep_recent:]} | set(context.pinned)
-    keep |= {m.seq for m in [m for m in active if m.tool_results][1 - KEEP_TOOL_EXCHANGES:]}
+    keep |= {m.seq for m in older_tool_messages(active, keep_tools)[1]}
     if preserve_user:
         keep |= {m.seq for m in active if m.role == "user"}
     return with_partners(keep, active)
@@ -106,14 +115,15 @@ def with_partners(seqs: set[int], active: list[MessageRecord]) -> set[int]:
     return seqs | {pairs[s] for s in seqs if s in pairs}
 
 
-def plan_file_summaries(context: ActiveContext, active: list[MessageRecord]) -> list[int]:
+def plan_file_summaries(context: ActiveContext, active: list[MessageRecord],
+                        keep_tools: int = KEEP_TOOL_EXCHANGES) -> list[int]:
     """Level 1: messages whose full @file references were not used in the last 3 messages,
-    and tool messages older than the last KEEP_TOOL_EXCHANGES whose results are long (their
-    head and tail from then on)."""
+    and tool messages older than the last `keep_tools` exchanges whose results are long
+    (their head and tail from then on)."""
     recent = {f.path for m in active[-RECENT_FILE_MESSAGES:] for f in m.files}
     pinned, done = set(context.pinned), set(context.file_summaries)
-    tools = [m for m in active if m.tool_results][:1 - KEEP_TOOL_EXCHANGES]  # the turn's own is one
-    shortens = {m.seq for m in tools if any(shortened(r.content) != r.content for r in m.tool_results)}
+    older = older_tool_messages(active, keep_tools)[0]
+    shortens = {m.seq for m in older if any(shortened(r.content) != r.content for r in m.tool_results)}
     return [m.seq for m in active if m.seq not in pinned and m.seq not in done
             and (m.seq in shortens or any(f.summary and f.path not in recent for f in m.files))]
 

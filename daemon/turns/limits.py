@@ -42,7 +42,7 @@ def refuse_impossible(parts: Parts, view: View, user: MessageRecord) -> None:
 
 
 def answer_room(parts: Parts, session: SessionRecord, estimate: Estimate, compacted: bool) -> int:
-    """num_predict for this prompt: all the room the window leaves (at most what the
+    """num_predict for this prompt: the room the window leaves (at most what the
     session's own num_predict allows), never less than the reserved reply room, so
     that prompt plus answer always fit and Ollama never shifts or cuts the context.
     The room is what the raised estimate leaves, and the refusal says so (`compacted`:
@@ -62,6 +62,9 @@ def answer_room(parts: Parts, session: SessionRecord, estimate: Estimate, compac
             f"window of {session.window:,} for the answer (at least {reserve:,} are kept)"
             f"{', even with the context compacted as far as it goes' if compacted else ''}. "
             f"Nothing was sent and the context is as it was: {advice}")
+    # an estimate under by more than its allowance must not push prompt + answer past the
+    # window: the answer's limit leaves the allowance once more, where the reply room allows
+    room = max(reserve, room - parts.estimator.allowance(session.model, estimate))
     wanted = session.options.get("num_predict")
     if isinstance(wanted, int) and wanted > 0:
         room = min(room, wanted)

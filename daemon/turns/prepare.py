@@ -65,6 +65,7 @@ class Preparer:
         if not self.auto.fits_estimate(view.session, estimator.of_features(view.session, features)):
             user = await question.settled()
             refuse_impossible(self.parts, view, user)  # before any compaction
+            compacted.offered = offered
             view = await self.auto.before_send(view, user, compacted)
             features = add(estimator.context_features(*view, user), offered)
         session = view.session

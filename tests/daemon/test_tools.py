@@ -89,6 +89,26 @@ def test_a_long_agent_loop_compacts_old_results_first_and_never_orphans_a_call(c
     assert all(m["content"].endswith(output) for m in last[-3:])  # the last three whole
 
 
+def test_results_too_long_to_keep_three_whole_shorten_the_older_ones_not_the_turns_own(client, standin):
+    """Three results that do not fit beside the reply room: the two before the turn's own are
+    given as head and tail too, rather than the turn refused; the turn's own stays whole."""
+    s = client.create_session(model=MODEL, name="big-results", num_ctx=4096).session
+    client.set_tools(s.id, [RUN])
+    output = "\n".join(f"case {i} of the suite passed" for i in range(150))  # ~1,100 tokens
+    standin.script_tool_call("run", {"cmd": "pytest -k step0"})
+    wait_terminal(client, client.send(s.id, "Run the tests step by step").generation_id)
+    for step in range(1, 6):
+        standin.script_tool_call("run", {"cmd": f"pytest -k step{step}"})
+        ended, _ = wait_terminal(client, client.send(s.id, tool_results=[
+            ToolResult(tool_name="run", content=f"step {step - 1}\n{output}")]).generation_id)
+        assert isinstance(ended, ResponseGeneration), ended
+        last = [m["content"] for m in standin.chats[-1].body["messages"] if m["role"] == "tool"][-1]
+        assert last == f"step {step - 1}\n{output}"  # the turn's own, whole
+    assert not standin.orphans and not standin.truncations and not standin.refusals
+    tools = [m["content"] for m in standin.chats[-1].body["messages"] if m["role"] == "tool"]
+    assert len(tools) >= 2 and all("lines omitted" in t for t in tools[:-1])
+
+
 def test_an_answer_that_does_not_match_its_schema_is_flagged_not_stored_as_valid(client, standin):
     s = client.create_session(model=MODEL, name="shaped").session
     schema = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}

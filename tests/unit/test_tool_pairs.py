@@ -64,3 +64,21 @@ def test_level_one_shortens_long_older_results_and_never_the_last_two(case):
     for m in tools:
         short = wire(m, m.seq in shortened)[0]["content"]
         assert ("lines omitted" in short) == (m.seq in shortened)
+
+
+@settings(max_examples=100, deadline=None)
+@given(agent_contexts(), st.integers(1, 4))
+def test_a_prompt_that_must_fit_may_shorten_all_but_the_turns_own(case, keep_tools):
+    """A pass for a prompt that cannot fit otherwise keeps only the turn's own exchange
+    whole (keep_tools=1: every long result already in the context may be shortened);
+    with more, the last keep_tools - 1 in the context stay whole and preserved."""
+    active, context = case
+    context.pinned = []
+    tools = [m for m in active if m.tool_results]
+    whole = tools[max(0, len(tools) - (keep_tools - 1)):] if keep_tools > 1 else []
+    shortened = set(plan_file_summaries(context, active, keep_tools))
+    assert shortened == {m.seq for m in tools if m not in whole
+                         and m.tool_results[0].content.count("\n") + 1 > 31}
+    preserved = preserved_seqs(context, active, 1, False, keep_tools)
+    assert {m.seq for m in whole} <= preserved
+    assert no_orphan([m for m in active if m.seq in preserved])
