@@ -10,7 +10,7 @@ from ..protocol import requests
 from ..protocol.replies import (
     Accepted, Cancelled, CompactionAccepted, CompactionPlan, Deleted, HelloReply, HistoryReply,
     FilesReply, GoalsReply, Pong, SessionReply, SessionsReply, SnapshotReply, SnapshotsReply,
-    StatusReply, UsageReply, ModelsReply, SearchReply, PullAccepted, DefaultModelReply,
+    StatusReply, UsageReply, ModelsReply, SearchReply, PullAccepted, DefaultModelReply, ImageReply,
 )
 
 
@@ -51,6 +51,10 @@ class Calls:
     def send(self, ref: str, text: str = "", cwd: str = "", think: bool | None = None, **turn: Any) -> Any:
         """A turn; `turn` takes `send`'s other fields (tools, tool_results, format, ...)."""
         return self.request(requests.Send(session=ref, text=text, cwd=cwd, think=think, **turn), Accepted)
+
+    def image(self, digest: str) -> Any:
+        """An image's bytes (base64 in `data`), by the hash a message's `images` item gives."""
+        return self.request(requests.ImageGet(hash=digest), ImageReply)
 
     def set_tools(self, ref: str, tools: list) -> Any:
         return self.request(requests.SetTools(session=ref, tools=tools), SessionReply)

@@ -27,7 +27,7 @@ LIVE = frozenset({
     "file_refs_per_message", "file_bytes_per_message",
     "remote_file_refs", "auto_compaction", "compaction_thresholds", "compaction_cooldown",
     "keep_recent_messages", "preserve_user_messages", "embed_model", "reply_reserve_tokens",
-    "snapshots_kept",
+    "snapshots_kept", "image_turns", "max_image_bytes", "max_images_per_message",
 })
 
 
@@ -125,6 +125,14 @@ class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     preserve_user_messages: Annotated[bool, _doc(
         "Keep user messages word for word (until they would fill half the budget: then the "
         "oldest become a summary shown as such, with a user_summary warning).")] = True
+    image_turns: Annotated[int, Meta(ge=0), _doc(
+        "Questions after which level 1 sets an image aside (its name in its place) for a model "
+        "that sees images; a model without vision only ever reads the names.")] = 3
+    max_image_bytes: Annotated[int, Meta(ge=1024), _doc(
+        "The largest image a message may carry (bytes; each stored once however often sent; as "
+        "base64 it must fit max_frame_bytes).")] = 5 << 20
+    max_images_per_message: Annotated[int, Meta(ge=0), _doc(
+        "The most images one message may carry.")] = 8
     snapshots_kept: Annotated[int, Meta(ge=1), _doc(
         "Context snapshots kept per session (every compaction takes one); the oldest go "
         "first, so undo walks back at most this many compactions.")] = 50

@@ -7,14 +7,19 @@ by a non-letter, so a prompt's vector is the sum of its parts' vectors."""
 import re
 
 #: Latin letters, Latin words, other letters, digits, symbols, newlines, other
-#: whitespace, messages.
-FEATURES = 8
+#: whitespace, images, messages.
+FEATURES = 9
+#: Where the images a prompt shows the model are counted (a fixed cost each, per model).
+IMAGES = 7
 Vector = tuple[float, ...]
 ZERO: Vector = (0.0,) * FEATURES
 #: The template cost of one message.
 ONE: Vector = (0.0,) * (FEATURES - 1) + (1.0,)
-#: A cautious prior: above most tokenizers on every kind of text until the first exact count.
-PRIOR = (0.25, 0.5, 1.0, 1.0, 1.0, 1.0, 0.1, 6.0)
+#: One image the model sees.
+IMAGE: Vector = tuple(1.0 if i == IMAGES else 0.0 for i in range(FEATURES))
+#: A cautious prior: above most tokenizers on every kind of text until the first exact count
+#: (and above what most vision models spend on an image: 256 for gemma3, 576 for llava).
+PRIOR = (0.25, 0.5, 1.0, 1.0, 1.0, 1.0, 0.1, 768.0, 6.0)
 
 _LATIN = re.compile(r"[A-Za-z]")
 _LATIN_WORDS = re.compile(r"[A-Za-z]+")
@@ -33,7 +38,17 @@ def text_features(text: str) -> Vector:
     space = len(_SPACE.findall(text))
     symbols = len(text) - latin - other - digits - newlines - space
     return (float(latin), float(words), float(other), float(digits), float(symbols),
-            float(newlines), float(space), 0.0)
+            float(newlines), float(space), 0.0, 0.0)
+
+
+def widened(stored: list[float] | tuple[float, ...]) -> Vector | None:
+    """A stored vector in today's features: as it is, or one from before images were counted
+    (8 features: no images) with none; None if it is neither."""
+    if len(stored) == FEATURES:
+        return tuple(stored)
+    if len(stored) == FEATURES - 1:
+        return (*stored[:IMAGES], 0.0, *stored[IMAGES:])
+    return None
 
 
 class TokenCount:

@@ -14,8 +14,9 @@ from .errors import ErrorCode
 from .version import PROTOCOL_VERSION
 from .wording import in_words
 
-#: The largest frame the daemon accepts or sends (configurable in the daemon).
-DEFAULT_MAX_FRAME_BYTES = 1 << 20
+#: The largest frame the daemon accepts or sends (configurable in the daemon): room for an
+#: image of max_image_bytes (5 MiB) as base64.
+DEFAULT_MAX_FRAME_BYTES = 8 << 20
 
 _encoder = msgspec.json.Encoder()
 _request_decoder = msgspec.json.Decoder(requests.AnyRequest)

@@ -123,7 +123,7 @@ def render_markdown() -> str:
     reply with a `code` from the table below and a `message` that says what to
     do. Long work (a generation) is accepted at once (`accepted`) and then
     reported on the event socket. A frame over the daemon's limit
-    (`max_frame_bytes`, default 1 MiB) is answered with `frame_too_large`; a frame
+    (`max_frame_bytes`, default 8 MiB) is answered with `frame_too_large`; a frame
     over 8 times that (8 MiB by default) makes ZeroMQ drop the connection, with no
     reply (reconnect, and send less).
 
@@ -232,6 +232,12 @@ def render_markdown() -> str:
         else:
             out.extend(_frame(direction, [msgspec.json.encode(frame).decode()]))
     add("```")
+    add("")
+    add("Images: `send`'s `images` (base64, each with a name) are stored once per content hash; "
+        "history's messages give `images` as references (`hash`, `media_type`, `size`, `name`) and "
+        "`image.get` returns the bytes. A model with vision (`/api/show` capabilities) sees them; "
+        "one without reads `[image: name]` in their place, as do summaries and level 1 after "
+        "`image_turns` questions.")
     add("")
     add("## Reply types")
     for cls in replies.ALL:

@@ -42,6 +42,8 @@ ERRORS: dict[type, list[tuple[str, str]]] = {
     requests.Cancel: _SESSION_ERRORS,
     requests.SetSystem: [*_SESSION_ERRORS, *_STORE],
     requests.SetTools: [*_SESSION_ERRORS, *_STORE],
+    requests.ImageGet: [("invalid_argument", "no image c414cd0e204d… is stored: take the hash from a "
+                                             "message's `images` (history)")],
     requests.SetModel: [*_SESSION_ERRORS, ("invalid_argument", "thresholds are not three rising "
                                                                "fractions"),
                         ("model_not_found", "Ollama does not have the model; `force` skips the check"),

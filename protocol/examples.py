@@ -11,7 +11,7 @@ from .structs import (
     SnapshotInfo, Usage,
 )
 from .goals import Decision, GoalCheckpoint, Goals, GoalsInput
-from .tool_examples import SET_TOOLS
+from .tool_examples import IMAGE_GET, SET_TOOLS
 from .version import PROTOCOL_VERSION
 
 _T = 1795000000.0
@@ -146,6 +146,7 @@ EXAMPLES: dict[type, tuple[requests.Request, replies.Reply, list[events.Event]]]
              tokens=417, window=8192, fill=417 / 8192, exact=False, messages=2,
              segments=Segments(system=10, recent=407)))]),
     requests.SetTools: SET_TOOLS,
+    requests.ImageGet: IMAGE_GET,
     requests.SetModel: (
         requests.SetModel(id="13", session=_SID, model="qwen2.5:7b", num_ctx=16384,
                           options={"temperature": 0.3}),

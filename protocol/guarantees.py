@@ -52,7 +52,7 @@ its id of at least 4 characters that matches exactly one session (else
 
 ## Frame sizes
 
-A frame up to `max_frame_bytes` (configurable, default 1 MiB) is read and answered. A
+A frame up to `max_frame_bytes` (configurable, default 8 MiB) is read and answered. A
 frame above it, up to 8 × `max_frame_bytes`, is answered with `frame_too_large` and
 otherwise ignored. A frame above 8 × `max_frame_bytes` is dropped by ZeroMQ itself, which
 also closes that client's connection: no reply comes, and the client must reconnect.

@@ -6,6 +6,9 @@ from typing import Annotated, Literal
 import msgspec
 from msgspec import Meta
 
+from .images import ImageInput
+from .tools import ToolCall, ToolResult
+
 
 class ImportedMessage(msgspec.Struct, kw_only=True):
     """A message of a conversation brought in from elsewhere (an export, another tool)."""
@@ -21,3 +24,7 @@ class ImportedMessage(msgspec.Struct, kw_only=True):
     #: what it replaced (-1: none).
     reply_to: Annotated[int, Meta(ge=-1)] = -1
     alternative_of: Annotated[int, Meta(ge=-1)] = -1
+    #: An answer's tool calls; a `tool` message's results (its content is then them as text).
+    tool_calls: list[ToolCall] = []
+    tool_results: list[ToolResult] = []
+    images: list[ImageInput] = []

@@ -194,6 +194,14 @@ class ModelsReply(Reply, tag="models"):
     default_model: str
 
 
+class ImageReply(Reply, tag="image"):
+    """Answer to `image.get`: the image's bytes as base64."""
+
+    hash: str
+    media_type: str
+    data: str
+
+
 class DefaultModelReply(Reply, tag="default_model"):
     """Answer to `models.default`: the default now, and the file that records it."""
 
@@ -205,6 +213,6 @@ AnyReply = (
     Error | HelloReply | Pong | StatusReply | SessionReply | SessionsReply | Deleted
     | HistoryReply | Accepted | Cancelled | UsageReply | CompactionAccepted | CompactionPlan
     | FilesReply | GoalsReply | SnapshotReply | SnapshotsReply | ModelsReply | SearchReply
-    | PullAccepted | DefaultModelReply
+    | PullAccepted | DefaultModelReply | ImageReply
 )
 ALL: tuple[type[Reply], ...] = AnyReply.__args__  # type: ignore[attr-defined]

@@ -10,6 +10,7 @@ import msgspec
 from msgspec import Meta
 
 from .imported import ImportedMessage
+from .images import ImageHash
 from .structs import Options, Seq
 from .goals import GoalsInput
 from .request_base import NumCtx, Request, SessionRef
@@ -241,6 +242,12 @@ class Usage(Request, tag="usage"):
     session: SessionRef
 
 
+class ImageGet(Request, tag="image.get"):
+    """The bytes of an image a message holds (its `images` item's `hash`)."""
+
+    hash: ImageHash
+
+
 class Compact(Request, tag="compact"):
     """Summarize all but the last `tail_turns` turns into one summary message.
 
@@ -263,7 +270,7 @@ AnyRequest = (
     Hello | Ping | Status | SessionCreate | SessionList | SessionGet | SessionRename
     | SessionDelete | History | Send | Regenerate | Edit | Alternative | Cancel | SetSystem | SetTools | SetModel | Usage | Compact | Files | Pin | GoalsGet | GoalsSet
     | SnapshotCreate | SnapshotList | SnapshotRestore | SnapshotDelete | ModelsList | SessionImport | Branch
-    | Search | ModelsPull | ModelsDefault
+    | Search | ModelsPull | ModelsDefault | ImageGet
 )
 
 #: Every request class, in the order the protocol document lists them.

@@ -5,6 +5,7 @@ from typing import Annotated, Literal
 import msgspec
 from msgspec import Meta
 
+from .images import ImageRef
 from .tools import ToolCall, ToolResult, ToolSpec
 
 #: A non-negative integer that every JSON implementation represents exactly.
@@ -129,9 +130,9 @@ class MessageInfo(msgspec.Struct, kw_only=True):
     tool_results: list[ToolResult] = []
     #: For an answer: why the model stopped, as Ollama says it ("stop", "length", ...).
     done_reason: str = ""
-    #: For an answer to a turn that asked for a `format`: what is wrong with its shape ("":
-    #: it is valid JSON that matches the schema).
+    #: For an answer to a turn that asked for a `format`: what is wrong with its shape ("": valid).
     format_error: str = ""
+    images: list[ImageRef] = []
 
 
 class RecalledPassage(msgspec.Struct, kw_only=True):

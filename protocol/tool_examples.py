@@ -1,6 +1,6 @@
 """The worked tool-calling exchange of docs/protocol.md — a turn offers a tool, its answer
-calls it, the client sends what the tool returned, the model answers — and the example
-of `session.set_tools` (a test round-trips both)."""
+calls it, the client sends what the tool returned, the model answers — and the examples
+of `session.set_tools` and `image.get` (a test round-trips them)."""
 
 import msgspec
 
@@ -23,6 +23,12 @@ SET_TOOLS = (
     replies.SessionReply(id="15", session=msgspec.structs.replace(_SESSION, tools=[WEATHER])),
     [events.SessionUpdated(seq=51, time=_T, session_id=_SID,
                            session=msgspec.structs.replace(_SESSION, tools=[WEATHER]))])
+
+#: A 1×1 PNG, as a message's `images` item refers to it and `image.get` returns it.
+_PNG = ("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==")
+_PNG_HASH = "c414cd0e204de974f73753c7e28d7638e7b3691bb8b1a2bab6b25bb7fed7ce77"
+IMAGE_GET = (requests.ImageGet(id="16b", hash=_PNG_HASH),
+             replies.ImageReply(id="16b", hash=_PNG_HASH, media_type="image/png", data=_PNG), [])
 
 #: The loop, frame by frame: (direction, frame); ">" sent, "<" its reply, "*" an event.
 TOOL_LOOP: list[tuple[str, msgspec.Struct]] = [

@@ -5,6 +5,7 @@ from typing import Annotated, Any, Literal
 from msgspec import Meta
 
 from .structs import Seq
+from .images import ImageInput
 from .tools import ToolResult, ToolSpec
 from .request_base import Request, SessionRef
 
@@ -31,6 +32,9 @@ class Send(Turn, tag="send", kw_only=True):
 
     text: str = ""
     tool_results: list[ToolResult] = []
+    #: Images the message shows the model (a model with vision sees them; one without reads
+    #: each one's name in its place). Each is stored once, by its content's hash.
+    images: list[ImageInput] = []
     #: The client's working directory: `@file` references resolve against it, and
     #: by default only files below it may be read.
     cwd: str = ""

@@ -23,7 +23,7 @@ from ctxkeep.daemon.backends.backend import ModelCallError
 from ctxkeep.daemon.backends.facts import ModelFacts
 from ctxkeep.protocol import ErrorCode
 from ctxkeep.protocol.structs import ModelInfo, OllamaStatus
-from ollama_standin import DEFAULT_MODELS, Model, count_tokens, embed_vector, render, split_stream
+from ollama_standin import DEFAULT_MODELS, Model, count_tokens, embed_vector, images_of, render, split_stream
 
 
 class MemoryBackend:
@@ -79,7 +79,8 @@ class MemoryBackend:
         known = self.models.get(model)
         return None if known is None else ModelFacts(
             context_length=known.context_length, parameter_size=known.parameter_size,
-            capabilities=("thinking",) if known.thinking else ("completion",))
+            capabilities=(("thinking",) if known.thinking else ("completion",))
+            + (("vision",) if known.image_tokens else ()))
 
     async def facts(self, model: str) -> ModelFacts:
         known = self.known_facts(model)
@@ -106,7 +107,8 @@ class MemoryBackend:
                 options: Mapping[str, Any]) -> tuple[list[dict[str, Any]], int]:
         sent = [dict(m) for m in messages]
         self.chats.append((sent, dict(options)))
-        tokens = self.count(render(sent))
+        known = self.models.get(model)
+        tokens = self.count(render(sent)) + (known.image_tokens if known else 0) * images_of(sent)
         if tokens > int(options.get("num_ctx", 4096)):
             raise ModelCallError(ErrorCode.CONTEXT_OVERFLOW,
                                  f"Ollama refused a prompt of {tokens} tokens")

@@ -17,6 +17,9 @@ Real HTTP on 127.0.0.1 (a random port), speaking the documented Ollama API:
   `options.num_predict` for the answer is cut the same way whatever `truncate`
   says, as the runner's context shift would lose it. Both are recorded in
   `truncations` / `refusals`, so a test can assert they never happened.
+- Images (`images` of a message, base64) cost a fixed number of tokens each for a
+  model with vision (`vision:4b`: 256; /api/show lists "vision"); a model without
+  answers HTTP 400.
 - Replies are scripted (`script()`), else derived from the last user message.
 - Faults (`fail_next()`): delay, HTTP 500, connection dropped mid-stream.
   An unknown model gets 404 as from Ollama.
@@ -117,6 +120,12 @@ class Model:
     family: str = "qwen2"
     thinking: bool = False
     embedding: bool = False
+    #: Tokens one image costs in a prompt (0: no vision; /api/show lists "vision" otherwise).
+    image_tokens: int = 0
+
+
+def images_of(messages: list[dict[str, Any]]) -> int:
+    return sum(len(m.get("images") or ()) for m in messages)
 
 
 @dataclass
@@ -147,6 +156,7 @@ DEFAULT_MODELS = (
     Model("qwen2.5:7b"),
     Model("small:1b", context_length=4096, parameter_size="1.2B", family="llama"),
     Model("thinker:8b", thinking=True, parameter_size="8.2B"),
+    Model("vision:4b", parameter_size="4.3B", family="gemma3", image_tokens=256),
     Model("nomic-embed-text", context_length=2048, parameter_size="137M",
           family="nomic-bert", embedding=True),
 )
@@ -270,8 +280,13 @@ class OllamaStandin:
     def count(self, text: str) -> int:
         return TOKENIZERS[self.tokenizer](text)
 
+    def prompt_tokens(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None,
+                      image_tokens: int = 0) -> int:
+        """A prompt's tokens: its rendered text's, and a fixed cost per image."""
+        return self.count(render(messages, tools)) + image_tokens * images_of(messages)
+
     def fit(self, messages: list[dict[str, Any]], num_ctx: int,
-            tools: list[dict[str, Any]] | None = None) -> tuple[int, int]:
+            tools: list[dict[str, Any]] | None = None, image_tokens: int = 0) -> tuple[int, int]:
         """Ollama's chatPrompt: (first kept index, prompt tokens) for the window."""
         n = len(messages) - 1
         keep_from = n
@@ -279,11 +294,11 @@ class OllamaStandin:
             if i == n:
                 continue
             system = [m for m in messages[:i] if m.get("role") == "system"]
-            if self.count(render(system + messages[i:], tools)) > num_ctx:
+            if self.prompt_tokens(system + messages[i:], tools, image_tokens) > num_ctx:
                 break
             keep_from = i
         system = [m for m in messages[:keep_from] if m.get("role") == "system"]
-        return keep_from, self.count(render(system + messages[max(keep_from, 0):], tools))
+        return keep_from, self.prompt_tokens(system + messages[max(keep_from, 0):], tools, image_tokens)
 
 
 class _Server(ThreadingHTTPServer):
@@ -420,7 +435,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(404, f"model '{name}' not found")
             return
         capabilities = ["embedding"] if m.embedding else ["completion"] + (
-            ["thinking"] if m.thinking else [])
+            ["thinking"] if m.thinking else []) + (["vision"] if m.image_tokens else [])
         self._json(200, {
             "license": "", "modelfile": f"FROM {m.name}\n", "parameters": "",
             "template": "{{ .Prompt }}", "details": self._details(m),
@@ -489,13 +504,16 @@ class _Handler(BaseHTTPRequestHandler):
             owner.orphans.append(refused_why)
             self._error(400, f"template: {refused_why}")
             return
-        full_tokens = owner.count(render(messages, tools))
+        if images_of(messages) and not m.image_tokens:
+            self._error(400, f"{m.name} does not support images: choose a model with vision")
+            return
+        full_tokens = owner.prompt_tokens(messages, tools, m.image_tokens)
         overflow = full_tokens > num_ctx
         refuse = overflow and body.get("truncate") is False
         # the runner keeps num_predict free for the answer: what does not fit beside it is lost
         limit = num_ctx - num_predict if 0 < num_predict < num_ctx else num_ctx
         cut = full_tokens > limit and not refuse
-        keep_from, prompt_tokens = owner.fit(messages, limit, tools) if cut else (0, full_tokens)
+        keep_from, prompt_tokens = owner.fit(messages, limit, tools, m.image_tokens) if cut else (0, full_tokens)
         record = ChatRecord(body=body, num_ctx=num_ctx, num_ctx_sent="num_ctx" in options,
                             prompt_tokens=min(prompt_tokens, num_ctx), kept_messages=len(messages) - keep_from,
                             truncated=cut, refused=refuse)

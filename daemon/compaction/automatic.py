@@ -8,8 +8,8 @@ as soon as the fill is under the next level's threshold (for a prompt that must 
 soon as it fits); the fill that triggers a lossy level is the estimate lowered by the
 estimator's measured error, so an over-estimate never costs the user text.
 
-- level 1 (50 %), `file_compress`: full @file references not used in the last 3
-  messages are shown as their summaries (outlines);
+- level 1 (50 %), `file_compress`: @file references unused in the last 3 messages as
+  summaries, older long tool results as head and tail, old images as their names;
 - level 2 (65 %), `message_prune`: older messages outside the preserved set are scored
   for relevance to the recent turns (BM25, plus embeddings when Ollama has the model);
   the more relevant half stays, the rest leaves the active context (never the history);
@@ -275,12 +275,13 @@ class AutoCompactor:
         """Level 1: file references to their summaries, older tool results to their head and
         tail."""
         context = view.context
-        seqs = plan_file_summaries(context, view.active, keep_tools)
+        image_turns = self.parts.config.image_turns if view.session.vision else None
+        seqs = plan_file_summaries(context, view.active, keep_tools, image_turns)
         if not seqs:
-            return "no full file references unused in the last 3 messages, no long older tool results"
+            return "no full file references unused in the last 3 messages, no long older tool results, no old images"
         return Change(list(context.seqs), [*context.file_summaries, *seqs], list(context.checkpoints),
-                      f"{len(seqs)} message(s) now show their files as summaries or tool results "
-                      "as their head and tail")
+                      f"{len(seqs)} message(s) now show their files as summaries, tool results "
+                      "as their head and tail, or images as their names")
 
     async def _prune(self, view: View, preserved: set[int]) -> Change | str:
         """Level 2: the less relevant half of the older messages leaves the active context."""

@@ -115,15 +115,30 @@ def with_partners(seqs: set[int], active: list[MessageRecord]) -> set[int]:
     return seqs | {pairs[s] for s in seqs if s in pairs}
 
 
+def old_images(active: list[MessageRecord], image_turns: int | None) -> set[int]:
+    """Messages whose images `image_turns` questions or more followed (None: the model does
+    not see images, so there are none to set aside)."""
+    if image_turns is None:
+        return set()
+    out, later = set(), 0
+    for m in reversed(active):
+        if m.images and later >= image_turns:
+            out.add(m.seq)
+        later += m.role == "user" and m.kind == "message"
+    return out
+
+
 def plan_file_summaries(context: ActiveContext, active: list[MessageRecord],
-                        keep_tools: int = KEEP_TOOL_EXCHANGES) -> list[int]:
+                        keep_tools: int = KEEP_TOOL_EXCHANGES, image_turns: int | None = None) -> list[int]:
     """Level 1: messages whose full @file references were not used in the last 3 messages,
-    and tool messages older than the last `keep_tools` exchanges whose results are long
-    (their head and tail from then on)."""
+    tool messages older than the last `keep_tools` exchanges whose results are long (their
+    head and tail from then on), and messages with images `image_turns` questions old (their
+    names from then on)."""
     recent = {f.path for m in active[-RECENT_FILE_MESSAGES:] for f in m.files}
     pinned, done = set(context.pinned), set(context.file_summaries)
     older = older_tool_messages(active, keep_tools)[0]
     shortens = {m.seq for m in older if any(shortened(r.content) != r.content for r in m.tool_results)}
+    shortens |= old_images(active, image_turns)
     return [m.seq for m in active if m.seq not in pinned and m.seq not in done
             and (m.seq in shortens or any(f.summary and f.path not in recent for f in m.files))]
 

@@ -19,14 +19,15 @@ import re
 from collections import Counter
 
 from ctxkeep.daemon.store.records import Calibration
-from ctxkeep.daemon.tokens import FEATURES, PRIOR, Vector
+from ctxkeep.daemon.tokens import FEATURES, IMAGES, PRIOR, Vector, widened
 #: The weights stay within these multiples of the prior.
 LOW, HIGH = 0.2, 3.0
 #: The prior's weight, in samples of a typical message: TYPICAL of each feature (Latin
-#: letters, words, other letters, digits, symbols, newlines, spaces, messages). A feature
-#: seen little (a few digits) cannot move its weight far on its own.
+#: letters, words, other letters, digits, symbols, newlines, spaces, images, messages). A
+#: feature seen little (a few digits) cannot move its weight far on its own; an image's
+#: cost is one number per model, so the first exact counts of images reveal it.
 RIDGE = 2.0
-TYPICAL = (200.0, 40.0, 20.0, 10.0, 20.0, 5.0, 40.0, 1.0)
+TYPICAL = (200.0, 40.0, 20.0, 10.0, 20.0, 5.0, 40.0, 0.25, 1.0)
 #: A part of an estimate is covered by calibration once the samples held this many times
 #: as much of each of its features; an uncovered part is allowed the uncalibrated margin.
 COVERED = 3.0
@@ -53,9 +54,16 @@ def empty() -> Calibration:
 
 
 def usable(stored: Calibration | None) -> Calibration:
-    """A stored record of this version, else a fresh one."""
-    if stored is None or stored.version != VERSION or len(stored.xty) != FEATURES:
+    """A stored record of this version (one from before images were counted widened, no
+    image seen), else a fresh one."""
+    if stored is None or stored.version != VERSION or widened(stored.xty) is None:
         return empty()
+    if len(stored.xty) < FEATURES:
+        rows = [widened(row) for row in stored.xtx]
+        zero = [0.0] * (FEATURES - 1)
+        stored.xtx = [list(r) for r in [*rows[:IMAGES], widened(zero), *rows[IMAGES:]]]  # type: ignore[list-item]
+        stored.xty = list(widened(stored.xty) or ())
+        stored.mass = list(widened(stored.mass) or ()) if stored.mass else []
     return stored
 
 

@@ -24,11 +24,12 @@ from dataclasses import dataclass
 
 from ctxkeep.daemon.context import calibration as fitting
 from ctxkeep.daemon.context.features import (
-    FEATURES, ZERO, FeatureCache, Folded, Segmented, Vector, context_features, fold_step,
+    ZERO, FeatureCache, Folded, Segmented, Vector, context_features, fold_step,
     prompt_features, segment_step, text_features,
 )
 from ctxkeep.daemon.context.fold import PrefixFold
 from ctxkeep.daemon.context.prompt import system_parts
+from ctxkeep.daemon.tokens import widened
 from ctxkeep.daemon.store.records import ActiveContext, Calibration, MessageRecord, SessionRecord
 from ctxkeep.daemon.store.store import Store
 
@@ -121,10 +122,10 @@ class Estimator:
         put in, each estimated whole (two different texts, however alike their features)."""
         w = self.weights(session.model)
         calibration = self._calibration(session.model)
-        anchor = session.anchor_features
-        anchored = session.anchor_model == session.model and len(anchor) == FEATURES
-        old = tuple(session.anchor_recall) if anchored and len(session.anchor_recall) == FEATURES else ZERO
-        base = [a - r for a, r in zip(anchor, old)] if anchored else [0.0] * FEATURES
+        anchor = widened(session.anchor_features)
+        anchored = session.anchor_model == session.model and anchor is not None
+        old = (widened(session.anchor_recall) or ZERO) if anchored else ZERO
+        base = [a - r for a, r in zip(anchor or ZERO, old)]
         delta = [f - b for f, b in zip(features, base)]
         cost = lambda v: sum(wi * abs(x) for wi, x in zip(w, v))  # noqa: E731
         tokens = ((session.anchor_tokens - cost(old)) if anchored else 0) \
@@ -187,8 +188,8 @@ class Estimator:
         grew (and the anchored prompt recalled nothing), else the whole prompt."""
         if repeated:
             return []
-        anchor = session.anchor_features
-        clean = (session.anchor_model == session.model and len(anchor) == FEATURES
+        anchor = widened(session.anchor_features) or ()
+        clean = (session.anchor_model == session.model and bool(anchor)
                  and not any(session.anchor_recall))
         delta = tuple(f - a for f, a in zip(features, anchor)) if clean else ()
         if delta and min(delta) >= 0 and tokens > session.anchor_tokens:

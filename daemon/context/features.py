@@ -9,7 +9,7 @@ cached vector (a stored message never changes), in O(active messages) with no te
 re-read, and equals `prompt_features` of the built prompt exactly.
 """
 
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence, Set as AbstractSet
 from typing import Any, NamedTuple
 
 import msgspec
@@ -18,7 +18,7 @@ from ctxkeep.daemon.context.fold import PrefixFold
 from ctxkeep.daemon.context.per_message import PerMessage
 from ctxkeep.daemon.shorten import shortened
 from ctxkeep.daemon.store.records import ActiveContext, MessageRecord, SessionRecord
-from ctxkeep.daemon.tokens import FEATURES, ONE, ZERO, Vector, text_features
+from ctxkeep.daemon.tokens import FEATURES, IMAGE, ONE, ZERO, Vector, text_features, widened
 
 __all__ = ["FEATURES", "ONE", "Vector", "ZERO", "text_features"]
 
@@ -52,22 +52,28 @@ def prompt_features(messages: Iterable[Mapping[str, Any]]) -> Vector:
     answer's tool calls) plus one template cost each, and one more for the assistant turn
     the prompt opens."""
     return add(ONE, *(add(text_features(m.get("content", "")), text_features(m.get("tool_name", "")),
+                          scale(IMAGE, len(m.get("images") or ())),
                           RESULT_WRAP if m.get("role") == "tool" else ZERO,
                           json_features(m.get("tool_calls")), scale(CALL_WRAP, len(m.get("tool_calls") or ())),
                           ONE) for m in messages))
 
 
 class MessageFeatures(NamedTuple):
-    """A stored message's vectors: its text, and its @file blocks in full or as summaries
-    (each with the blank line that joins it)."""
+    """A stored message's vectors: its text, its @file blocks in full or as summaries
+    (each with the blank line that joins it), and its images as the model sees them or
+    as their notes."""
 
     content: Vector
     blocks: Vector
     summaries: Vector
+    images: Vector = ZERO
+    notes: Vector = ZERO
 
-    def shown(self, file_summaries: bool) -> Vector:
-        """The message as `MessageRecord.prompt_content` shows it."""
-        return add(self.content, self.summaries if file_summaries else self.blocks)
+    def shown(self, file_summaries: bool, images_seen: bool = False) -> Vector:
+        """The message as `prompt.wire` shows it (`MessageRecord.prompt_content`, and the
+        images the model sees)."""
+        return add(self.content, self.summaries if file_summaries else self.blocks,
+                   self.images if images_seen else self.notes)
 
 
 def message_features(m: MessageRecord) -> MessageFeatures:
@@ -78,14 +84,15 @@ def message_features(m: MessageRecord) -> MessageFeatures:
                 for r in m.tool_results))
         return MessageFeatures(ZERO, results(str), results(shortened))
     joins = scale(JOIN, len(m.files))
-    blocks = [tuple(f.features) if len(f.features) == FEATURES else text_features(f.block)
+    blocks = [widened(f.features) or text_features(f.block)
               for f in m.files]  # computed where the file was read, when it was
-    summaries = [(tuple(f.summary_features) if len(f.summary_features) == FEATURES
-                  else text_features(f.summary)) if f.summary else block
+    summaries = [(widened(f.summary_features) or text_features(f.summary)) if f.summary else block
                  for f, block in zip(m.files, blocks)]
     content = add(text_features(m.content), json_features(msgspec.to_builtins(m.tool_calls)),
                   scale(CALL_WRAP, len(m.tool_calls)))
-    return MessageFeatures(content, add(joins, *blocks), add(joins, *summaries))
+    notes = add(*(add(JOIN, text_features(i.note())) for i in m.images))
+    return MessageFeatures(content, add(joins, *blocks), add(joins, *summaries),
+                           scale(IMAGE, len(m.images)), notes)
 
 
 class FeatureCache(PerMessage[MessageFeatures]):
@@ -107,19 +114,27 @@ class Folded(NamedTuple):
 
 
 def fold_step(cache: FeatureCache) -> Callable[[Folded, MessageRecord, Hashable], Folded]:
-    """One message's step of the fold; the key is (session id, the set of messages whose
-    @file references show as summaries)."""
+    """One message's step of the fold; the key is (session id, the set of messages in
+    level 1's short form, whether the model sees images)."""
     def step(state: Folded, m: MessageRecord, key: Hashable) -> Folded:
-        session_id, summarized = key  # type: ignore[misc]
-        shown = cache.of(session_id, m).shown(m.seq in summarized)
+        session_id, summarized, vision = key  # type: ignore[misc]
+        seen = images_seen(m, summarized, vision)
+        shown = cache.of(session_id, m).shown(m.seq in summarized, seen)
         if m.role == "system":
             if shown == ZERO:  # an empty text is left out
                 return state
             return state._replace(system=add(state.system, shown), system_count=state.system_count + 1)
-        merges = m.role == state.previous and not (m.tool_results or m.tool_calls)
+        alone = bool(m.tool_results or m.tool_calls or seen)  # as `prompt.mergeable`
+        merges = m.role == state.previous and not alone
         return state._replace(rest=add(state.rest, shown, JOIN if merges else ONE),
-                              previous="" if m.tool_results or m.tool_calls else m.role)
+                              previous="" if alone else m.role)
     return step
+
+
+def images_seen(m: MessageRecord, summarized: AbstractSet[int], vision: bool) -> bool:
+    """Whether the model sees a message's images: it has vision and level 1 did not set them
+    aside."""
+    return bool(m.images) and vision and m.seq not in summarized
 
 
 def context_features(cache: FeatureCache, session: SessionRecord, system: Sequence[str],
@@ -131,7 +146,7 @@ def context_features(cache: FeatureCache, session: SessionRecord, system: Sequen
     `prompt.normalize`: system texts merge into one message, and consecutive messages of
     one role merge into one (joined by a blank line, one template cost). With `fold`, the
     active messages are folded on from where the session's last fold stopped."""
-    key = (session.id, frozenset(context.file_summaries))
+    key = (session.id, frozenset(context.file_summaries), session.vision)
     step = fold_step(cache)
     if fold is not None:
         state = fold.fold(session.id, key, active)
@@ -159,11 +174,13 @@ class Segmented(NamedTuple):
 
 
 def segment_step(cache: FeatureCache) -> Callable[[Segmented, MessageRecord, Hashable], Segmented]:
-    """One message's step; the key is (session id, pinned seqs, seqs shown with summaries)."""
+    """One message's step; the key is (session id, pinned seqs, seqs in level 1's short
+    form, whether the model sees images). Images count with the files."""
     def step(state: Segmented, m: MessageRecord, key: Hashable) -> Segmented:
-        session_id, pinned, summarized = key  # type: ignore[misc]
+        session_id, pinned, summarized, vision = key  # type: ignore[misc]
         cached = cache.of(session_id, m)
-        attached = cached.summaries if m.seq in summarized else cached.blocks
+        attached = add(cached.summaries if m.seq in summarized else cached.blocks,
+                       cached.images if images_seen(m, summarized, vision) else cached.notes)
         if m.seq in pinned:
             return state._replace(pinned=add(state.pinned, cached.content, ONE, attached))
         if m.kind == "summary":

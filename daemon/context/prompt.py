@@ -39,29 +39,35 @@ def system_text(session: SessionRecord, context: ActiveContext) -> str:
     return "\n\n".join(system_parts(session, context))
 
 
-def wire(m: MessageRecord, short: bool = False) -> list[Message]:
+def wire(m: MessageRecord, short: bool = False, vision: bool = False) -> list[Message]:
     """A stored message as the chat API takes it: a `tool` message as one message per
-    result (`short`: level 1's head and tail of each), an answer with its tool calls."""
+    result (`short`: level 1's head and tail of each), an answer with its tool calls, a
+    message with the images the model sees (`vision`, and not `short`) by their hashes
+    (`send_images` puts their bytes in), else with their notes in its text."""
     if m.tool_results:
         return [{"role": "tool", "content": shortened(r.content) if short else r.content,
                  "tool_name": r.tool_name} for r in m.tool_results]
-    out: Message = {"role": m.role, "content": m.prompt_content(short)}
+    seen = bool(m.images) and vision and not short
+    out: Message = {"role": m.role, "content": m.prompt_content(short, seen)}
     if m.tool_calls:
         out["tool_calls"] = msgspec.to_builtins(m.tool_calls)
+    if seen:
+        out["images"] = [i.hash for i in m.images]
     return [out]
 
 
 def mergeable(m: Message) -> bool:
     """Whether a message may merge with a neighbour of its role (a tool result, or an
-    answer that calls tools, stands alone: templates pair calls and results)."""
-    return m["role"] != "tool" and "tool_calls" not in m
+    answer that calls tools, stands alone: templates pair calls and results; a message
+    with images keeps them to itself)."""
+    return m["role"] != "tool" and "tool_calls" not in m and "images" not in m
 
 
 def _messages(session: SessionRecord, context: ActiveContext, active: list[MessageRecord]) -> list[Message]:
     system = system_text(session, context)
     out = [{"role": "system", "content": system}] if system else []
     summarized = set(context.file_summaries)
-    return out + [w for m in active for w in wire(m, m.seq in summarized)]
+    return out + [w for m in active for w in wire(m, m.seq in summarized, session.vision)]
 
 
 def _merged(out: list[Message], m: Message) -> None:
@@ -94,7 +100,7 @@ def build_messages(session: SessionRecord, context: ActiveContext, active: list[
                    user: MessageRecord) -> list[Message]:
     """A turn's prompt: system message (prompt, goals, checkpoints), active context, the new
     user message."""
-    return normalize(_messages(session, context, active) + wire(user))
+    return normalize(_messages(session, context, active) + wire(user, vision=session.vision))
 
 
 #: `normalize` part-way through the active messages: their own system texts, and the
@@ -102,9 +108,12 @@ def build_messages(session: SessionRecord, context: ActiveContext, active: list[
 Normalized = tuple[list[str], list[Message]]
 
 
-def _normalize_step(state: Normalized, m: MessageRecord, summarized: Hashable) -> Normalized:
+def _normalize_step(state: Normalized, m: MessageRecord, key: Hashable) -> Normalized:
+    """One message's step; the key is (seqs in level 1's short form, whether the model sees
+    images)."""
     system, out = state
-    for w in wire(m, m.seq in summarized):  # type: ignore[operator]
+    summarized, vision = key  # type: ignore[misc]
+    for w in wire(m, m.seq in summarized, vision):
         if w["role"] != "system":
             _merged(out, w)
         elif w["content"]:
@@ -125,12 +134,11 @@ class TurnPrompts:
         """Equal to `build_messages(session, context, active, user)`; a `recalled` block
         (recall/select.py) opens the new message (the prompt before it stays as the model
         server last saw it, so its cache of that part stays good)."""
-        summarized = frozenset(context.file_summaries)
-        system, out = self.folded.fold(session.id, summarized, active)
+        system, out = self.folded.fold(session.id, (frozenset(context.file_summaries), session.vision), active)
         system, out = list(system), list(out)  # the kept state stays as it is
         if recalled:
             user = msgspec.structs.replace(user, content=f"{recalled}\n\n{user.content}")
-        _normalize_step((system, out), user, frozenset())  # as build_messages shows it
+        _normalize_step((system, out), user, (frozenset(), session.vision))  # as build_messages shows it
         texts = [t for t in (system_text(session, context), *system) if t]
         return ([{"role": "system", "content": "\n\n".join(texts)}] if texts else []) + out
 

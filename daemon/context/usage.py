@@ -62,7 +62,7 @@ def measure(session: SessionRecord, context: ActiveContext, active: list[Message
     scaled so that together they make the anchored estimate of the whole prompt (exact
     when nothing changed since the last count); its possible error is the conversation's."""
     model = session.model
-    key = (session.id, frozenset(context.pinned), frozenset(context.file_summaries))
+    key = (session.id, frozenset(context.pinned), frozenset(context.file_summaries), session.vision)
     parts = estimator.segmented.fold(session.id, key, active)
     size = lambda vector: estimator.estimate(model, vector)  # noqa: E731
     goals_text = goal_markers.render(context.goals)

@@ -6,6 +6,8 @@ from ctxkeep.protocol import ErrorCode, requests
 from ctxkeep.protocol.replies import SessionReply
 from ctxkeep.daemon.handlers.registry import RequestError, handles
 from ctxkeep.daemon.handlers.sessions import announce_new, new_session
+from ctxkeep.daemon.handlers.turns import stored_images
+from ctxkeep.protocol.tools import results_text
 from ctxkeep.daemon.services import Services
 from ctxkeep.daemon.store.records import NewMessage
 from ctxkeep.protocol.imported import ImportedMessage
@@ -14,9 +16,15 @@ from ctxkeep.protocol.imported import ImportedMessage
 def kept(messages: list[ImportedMessage], first: int) -> list[int]:
     """Which of the messages (the first to be seq `first`) join the active context: all
     but those a later one replaced (a regenerated answer's predecessor; an edited
-    question and its answers). Links that do not point back are refused."""
+    question and its answers). Links that do not point back, and tool messages that answer
+    no calls (or calls no tool message answers), are refused."""
     replaced: set[int] = set()
     for i, m in enumerate(messages):
+        before = messages[i - 1] if i else None
+        if (m.role == "tool") != bool(before and before.tool_calls):
+            raise RequestError(ErrorCode.INVALID_ARGUMENT, f"message {i + 1}: " + (
+                "a tool message must follow the answer whose calls it answers" if m.role == "tool" else
+                "an answer that calls tools must be followed by one tool message with their results"))
         if max(m.reply_to, m.alternative_of) >= first + i:
             raise RequestError(ErrorCode.INVALID_ARGUMENT, f"message {i + 1}: reply_to and alternative_of "
                                                            "must name an earlier message (its seq)")
@@ -42,10 +50,13 @@ async def import_session(services: Services, req: requests.SessionImport) -> Ses
         source = store.sessions.get(req.branched_from).id if req.branched_from else ""
         record = await new_session(services, req, source, req.branched_at if source else -1)
     if req.messages:
+        images = [await stored_images(services, m.images) for m in req.messages]
         await store.off_loop(store.history.append, record.id, [
-            NewMessage(role=m.role, content=m.content, thinking=m.thinking, kind=m.kind, status=m.status,
-                       error=m.error, reply_to=m.reply_to, alternative_of=m.alternative_of)
-            for m in req.messages], activate=kept(req.messages, record.next_seq))
+            NewMessage(role=m.role, content=results_text(m.tool_results) if m.tool_results else m.content,
+                       thinking=m.thinking, kind=m.kind, status=m.status, error=m.error, reply_to=m.reply_to,
+                       alternative_of=m.alternative_of, tool_calls=m.tool_calls, tool_results=m.tool_results,
+                       images=refs)
+            for m, refs in zip(req.messages, images)], activate=kept(req.messages, record.next_seq))
         record = await services.announcer.prompt_changed(record.id)  # the count is now an estimate
         # indexed for recall now (a worker thread for a large one; embeddings in the background)
         asyncio.get_running_loop().create_task(services.recaller.prepare(record.id), name="recall-index")

@@ -9,6 +9,8 @@ from ctxkeep.daemon.backends.protocol import ChatExtras
 from ctxkeep.daemon.files.expand import FileSettings, find_refs
 from ctxkeep.protocol.replies import Accepted, Cancelled
 from ctxkeep.daemon.services import Services
+from ctxkeep.protocol.images import ImageInput, ImageRef
+from ctxkeep.daemon.store.images import ImageRejected, decoded
 from ctxkeep.daemon.store.records import Attachment, NewMessage, SessionRecord
 from ctxkeep.daemon.handlers.registry import Caller, RequestError, handles
 
@@ -62,16 +64,36 @@ def tool_message(services: Services, record: SessionRecord, req: requests.Send) 
 
 
 async def attachments(services: Services, record: SessionRecord, text: str, cwd: str,
-                      caller: Caller) -> list[Attachment]:
+                      caller: Caller, images: bool = False) -> list[Attachment]:
     """A new message's @file references, read now, as they are when the user sends, off the
     event loop (a message that names none does not pay the hop; large ones are read in a
-    worker process). An empty message is refused."""
-    if not text.strip():
+    worker process). An empty message (no text, no `images`) is refused."""
+    if not text.strip() and not images:
         raise RequestError(ErrorCode.INVALID_ARGUMENT, "the message is empty")
     if not (caller.files and find_refs(text)):
         return []
     return await services.files.expand(text, cwd, FileSettings.of(services.config, caller.remote, record.window),
                                        services.estimator.weights(record.model))
+
+
+async def stored_images(services: Services, images: list[ImageInput]) -> list[ImageRef]:
+    """A message's images, checked and stored (off the event loop), as references."""
+    config, store = services.config, services.store
+    if len(images) > config.max_images_per_message:
+        raise RequestError(ErrorCode.INVALID_ARGUMENT, f"{len(images)} images: a message may carry at most "
+                                                       f"{config.max_images_per_message} "
+                                                       "(max_images_per_message in config.toml)")
+
+    def put() -> list[ImageRef]:
+        refs = []
+        for i, image in enumerate(images):
+            data, kind = decoded(image, i, config.max_image_bytes)
+            refs.append(store.images.put(data, kind, image.name))
+        return refs
+    try:
+        return await store.off_loop(put) if images else []
+    except ImageRejected as exc:
+        raise RequestError(ErrorCode.INVALID_ARGUMENT, str(exc)) from None
 
 
 @handles(requests.Send, session=True, waits=True, caller=True)
@@ -81,6 +103,9 @@ async def send(services: Services, req: requests.Send, record: SessionRecord, *,
         raise RequestError(ErrorCode.SHUTTING_DOWN, "ctxkeepd is shutting down: send again "
                                                     "once it is back")
     if req.tool_results:
+        if req.images:
+            raise RequestError(ErrorCode.INVALID_ARGUMENT, "tool results cannot carry images: send "
+                                                           "them alone, then your message with the images")
         files, new = [], tool_message(services, record, req)
     else:
         calls = last_calls(services, record)
@@ -88,8 +113,9 @@ async def send(services: Services, req: requests.Send, record: SessionRecord, *,
             raise RequestError(ErrorCode.INVALID_ARGUMENT, f"the last answer called {', '.join(calls)}: send "
                                                            "what they returned (`tool_results`) first, or "
                                                            "regenerate it")
-        files = await attachments(services, record, req.text, req.cwd, caller)
-        new = NewMessage(role="user", content=req.text, files=files)
+        files = await attachments(services, record, req.text, req.cwd, caller, bool(req.images))
+        new = NewMessage(role="user", content=req.text, files=files,
+                         images=await stored_images(services, req.images))
     job, ahead, _ = await services.generations.accept(record, new, extras(req, record))
     return Accepted(id=req.id, session_id=record.id, generation_id=job.id, ahead=ahead,
                     files=[f.info() for f in files],

@@ -4,7 +4,8 @@
 
 Opens the LMDB environment read-only and checks every session: its name maps
 to it; its history holds exactly the sequence numbers 0 … next_seq − 1; the
-active context, file summaries and pins name stored messages, each once;
+active context, file summaries and pins name stored messages, each once; every image a
+message holds is stored;
 questions awaiting an answer (`pending`) are stored user messages; and with
 `--settled` (no daemon running work), no question is pending and every
 question has an answer naming it. Prints one line per problem; exits 1 when
@@ -29,6 +30,10 @@ def check(path: Path, settled: bool = False) -> list[str]:
     try:
         dbs = {name: env.open_db(name.encode(), create=False) for name in
                ("sessions", "names", "messages", "active")}
+        try:
+            dbs["images"] = env.open_db(b"images", create=False)
+        except lmdb.NotFoundError:  # a store from before images: no message holds one
+            pass
         session_dec = msgspec.msgpack.Decoder(SessionRecord)
         message_dec = msgspec.msgpack.Decoder(MessageRecord)
         active_dec = msgspec.msgpack.Decoder(ActiveContext)
@@ -61,6 +66,10 @@ def _check_session(txn, dbs, s: SessionRecord, key: bytes, message_dec, active_d
             if message.seq != seq:
                 out.append(f"{who}: message under #{seq} says it is #{message.seq}")
             messages[seq] = message
+    lost = sorted({i.hash for m in messages.values() for i in m.images
+                   if "images" not in dbs or txn.get(i.hash.encode(), db=dbs["images"]) is None})
+    if lost:
+        out.append(f"{who}: images its messages hold are not stored: {[h[:12] for h in lost[:5]]}")
     if sorted(messages) != list(range(s.next_seq)):
         out.append(f"{who}: history holds {len(messages)} messages, not 0..{s.next_seq - 1}")
     if s.message_count != len(messages):

@@ -13,12 +13,13 @@ One LMDB environment under `$XDG_DATA_HOME/ctxkeep/store`. Named databases:
 - `calibration`: model name (or model NUL session id) -> Calibration (token estimates fitted to exact counts).
 - `embeddings`: model + `/` + sha256 of the text -> list of floats (a cache).
 - `search`: word + NUL + session id + `/` + big-endian u64 seq -> nothing (a word index).
+- `images`: sha256 of an image's bytes, as hex -> the bytes (stored once, whoever holds it).
 """
 
 import struct
 
 DATABASES = ("meta", "sessions", "names", "messages", "active", "compactions", "calibration",
-             "file_refs", "snapshots", "embeddings", "search")
+             "file_refs", "snapshots", "embeddings", "search", "images")
 #: A sequence number (or a time in ns) in a key: big-endian, so keys sort in its order.
 NUMBER = struct.Struct(">Q")
 #: A file reference's index within its message.

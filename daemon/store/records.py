@@ -11,6 +11,7 @@ from ctxkeep.protocol.structs import (
 )
 from ctxkeep.protocol.goals import Goals
 from ctxkeep.daemon.store.attachment import Attachment
+from ctxkeep.protocol.images import ImageRef
 from ctxkeep.protocol.tools import ToolCall, ToolResult, ToolSpec, results_text
 from ctxkeep.daemon.shorten import shortened
 
@@ -28,6 +29,8 @@ class SessionRecord(msgspec.Struct, kw_only=True):
     context_length: int = 0
     #: /api/show details.parameter_size, e.g. "7.6B" (for the reliability score).
     parameter_size: str = ""
+    #: Whether /api/show lists "vision" among the model's capabilities (it sees images).
+    vision: bool = False
     #: Automatic compaction: None = the daemon's setting; thresholds [] = the daemon's.
     auto_compaction: bool | None = None
     thresholds: list[float] = []
@@ -108,18 +111,21 @@ class MessageRecord(msgspec.Struct, kw_only=True, frozen=True):
     tool_results: list[ToolResult] = []
     done_reason: str = ""
     format_error: str = ""
+    images: list[ImageRef] = []
 
-    def prompt_content(self, file_summaries: bool = False) -> str:
+    def prompt_content(self, file_summaries: bool = False, images_seen: bool = False) -> str:
         """The text the model sees: the message, then its expanded @file references
-        (as summaries, where level-1 compaction made them so); a `tool` message's results
-        (head and tail, where level-1 compaction shortened them)."""
+        (as summaries, where level-1 compaction made them so), then, unless the model sees
+        its images, each one's note ("[image: name]"); a `tool` message's results (head and
+        tail, where level-1 compaction shortened them)."""
         if self.tool_results and file_summaries:
             return results_text([ToolResult(tool_name=r.tool_name, content=shortened(r.content))
                                  for r in self.tool_results])
-        if not self.files:
+        notes = [] if images_seen else [i.note() for i in self.images]
+        if not self.files and not notes:
             return self.content
         blocks = [f.summary if file_summaries and f.summary else f.block for f in self.files]
-        return "\n\n".join([self.content, *blocks])
+        return "\n\n".join([self.content, *blocks, *notes])
 
     def info(self) -> MessageInfo:
         """The message as the protocol shows it."""
@@ -146,6 +152,7 @@ class NewMessage(msgspec.Struct, kw_only=True):
     tool_results: list[ToolResult] = []
     done_reason: str = ""
     format_error: str = ""
+    images: list[ImageRef] = []
 
     def record(self, seq: int, created: float) -> "MessageRecord":
         """The stored message, with its sequence number and time."""

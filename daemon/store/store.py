@@ -9,7 +9,8 @@ layers over it, each a member with one job:
 - `snapshots`: saved context states and restoring them (snapshots.py);
 - `branches`: a new session holding another's history up to a message (branches.py);
 - `search`: messages by their words (search.py over word_index.py);
-- `caches`: calibrations and embeddings (caches.py).
+- `caches`: calibrations and embeddings (caches.py);
+- `images`: image bytes by content hash (images.py).
 
 A service is given the members it uses; `Store` only opens, composes and closes them.
 """
@@ -27,6 +28,7 @@ from ctxkeep.daemon.store.errors import (
     UnknownSession,
 )
 from ctxkeep.daemon.store.history import History
+from ctxkeep.daemon.store.images import Images
 from ctxkeep.daemon.store.message_cache import MessageCache
 from ctxkeep.daemon.store.search import Search
 from ctxkeep.daemon.store.sessions import Sessions
@@ -52,6 +54,7 @@ class Store:
         self.branches = Branches(env, self.sessions)
         self.search = Search(env)
         self.caches = Caches(env)
+        self.images = Images(env)
 
     @classmethod
     def open(cls, path: Path, map_size: int = 64 << 20) -> "Store":

@@ -30,6 +30,7 @@ from ctxkeep.daemon.turns import waiting
 from ctxkeep.daemon.turns.complete import Completer
 from ctxkeep.daemon.jobs.deferred import Deferred
 from ctxkeep.daemon.turns.endings import Endings
+from ctxkeep.daemon.turns.image_bytes import images_in
 from ctxkeep.daemon.turns.output import Output
 from ctxkeep.daemon.turns.prepare import Preparer, Turn
 from ctxkeep.daemon.turns.question import Question, Reopened, Withdrawn
@@ -151,7 +152,8 @@ class Generations:
         back), else when `first` ends, or soon at the latest."""
         session = turn.view.session
         backend = self.parts.backend
-        stream = backend.stream_chat(session.model, turn.messages, turn.options, extras,
+        messages = await images_in(self.parts.store, turn.messages)
+        stream = backend.stream_chat(session.model, messages, turn.options, extras,
                                      on_sent=question.start)
         first = asyncio.ensure_future(anext(stream))
         try:

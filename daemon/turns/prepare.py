@@ -83,13 +83,15 @@ class Preparer:
         return Turn(view, features, estimate, recall, messages, options)
 
     async def _window(self, session: SessionRecord) -> SessionRecord:
-        """The session with its model's context_length and size (from /api/show) recorded."""
+        """The session with its model's context_length, size and vision (from /api/show) recorded."""
         facts = await self.parts.backend.facts(session.model)
+        vision = "vision" in facts.capabilities
         if (facts.context_length and facts.context_length != session.context_length) or \
-                facts.parameter_size != session.parameter_size:
+                facts.parameter_size != session.parameter_size or vision != session.vision:
             def record(r: SessionRecord) -> None:
                 r.context_length = facts.context_length or r.context_length
                 r.parameter_size = facts.parameter_size
+                r.vision = vision
             window = session.window
             store = self.parts.store
             session = await store.off_loop(store.sessions.update, session.id, record)

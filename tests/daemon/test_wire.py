@@ -66,7 +66,7 @@ def test_error_reply_echoes_the_request_id(raw):
 
 
 def test_oversize_frame(raw):
-    frame = json.dumps({"type": "ping", "id": "big", "pad": "x" * (2 << 20)}).encode()
+    frame = json.dumps({"type": "ping", "id": "big", "pad": "x" * (9 << 20)}).encode()
     reply = exchange(raw, frame)
     assert reply["code"] == "frame_too_large"
     still_serving(raw)

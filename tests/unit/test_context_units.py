@@ -16,6 +16,7 @@ from ctxkeep.daemon.compaction.planner import (
 from ctxkeep.daemon.context.prompt import normalize
 from ctxkeep.daemon.compaction.relevance import TermCache, bm25_counts
 from ctxkeep.daemon.compaction.planner import split_tail
+from ctxkeep.protocol.images import ImageRef
 from ctxkeep.daemon.store.records import ActiveContext, Attachment, MessageRecord
 from ctxkeep.daemon.store.store import Store
 from ollama_standin import count_tokens, render
@@ -135,15 +136,17 @@ def contexts(draw):
             continue
         calls = [ToolCall(function=FunctionCall(name="run", arguments={"cmd": draw(TEXT)}))] if (
             role == "assistant" and draw(st.booleans())) else []
+        images = [ImageRef(hash=f"{seq:064x}", media_type="image/png", size=9, name=draw(TEXT))
+                  ] * draw(st.integers(0, 2)) if role == "user" else []  # only questions hold images
         messages.append(MessageRecord(seq=seq, role=role, content=draw(TEXT), created=0.0, files=files,
-                                      tool_calls=calls))
+                                      tool_calls=calls, images=images))
     checkpoints = [Checkpoint(id="c", first_seq=0, last_seq=1, summary=draw(TEXT), original_tokens=1,
                               current_tokens=1) for _ in range(draw(st.integers(0, 2)))]
     goals = Goals(goal=draw(TEXT))
     context = ActiveContext(seqs=[m.seq for m in messages], checkpoints=checkpoints, goals=goals,
                             file_summaries=draw(st.lists(st.integers(0, 8), max_size=4)))
     session = SessionRecord(id="s", name="s", model="m", system=draw(TEXT), num_ctx=4096,
-                            created=0.0, updated=0.0)
+                            created=0.0, updated=0.0, vision=draw(st.booleans()))
     user = MessageRecord(seq=99, role="user", content=draw(TEXT), created=0.0) if draw(st.booleans()) else None
     return session, context, messages, user
 
@@ -170,7 +173,7 @@ def histories(draw):
     message at the end (seq -1), and a new user message."""
     from ctxkeep.daemon.store.records import SessionRecord
     session = SessionRecord(id="s", name="s", model="m", system=draw(TEXT), num_ctx=4096,
-                            created=0.0, updated=0.0)
+                            created=0.0, updated=0.0, vision=draw(st.booleans()))
     stored: list[MessageRecord] = []
     states = []
     for turn in range(draw(st.integers(1, 8))):
@@ -178,8 +181,11 @@ def histories(draw):
             seq = len(stored)
             files = [Attachment(path=f"f{seq}", mode="full", block=draw(TEXT), summary=draw(TEXT))
                      ] if draw(st.booleans()) else []
-            stored.append(MessageRecord(seq=seq, role=draw(st.sampled_from(["user", "assistant", "system"])),
-                                        content=draw(TEXT), created=0.0, files=files,
+            role = draw(st.sampled_from(["user", "assistant", "system"]))
+            images = [ImageRef(hash=f"{seq:064x}", media_type="image/png", size=9, name=draw(TEXT))
+                      ] * draw(st.integers(0, 2)) if role == "user" else []
+            stored.append(MessageRecord(seq=seq, role=role,
+                                        content=draw(TEXT), created=0.0, files=files, images=images,
                                         kind=draw(st.sampled_from(["message", "summary"]))))
         start = draw(st.integers(0, max(0, len(stored) - 1))) if draw(st.booleans()) else 0
         active = stored[start:]
@@ -209,7 +215,7 @@ def test_folds_kept_across_turns_equal_folds_from_the_start(case):
     segmented = PrefixFold(Segmented, segment_step(cache))
     prompts = TurnPrompts()
     for context, active, user in states:
-        key = (session.id, frozenset(context.pinned), frozenset(context.file_summaries))
+        key = (session.id, frozenset(context.pinned), frozenset(context.file_summaries), session.vision)
         fresh, step = Segmented(), segment_step(FeatureCache())
         for m in active:
             fresh = step(fresh, m, key)
