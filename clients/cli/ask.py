@@ -1,6 +1,7 @@
 """`ctxkeep ask`: one turn, the answer on stdout (for scripts and one-off questions)."""
 
 import argparse
+import base64
 import io
 import json
 import os
@@ -9,6 +10,7 @@ from pathlib import Path
 
 from ...protocol import encode
 from ...protocol.events import GenerationError
+from ...protocol.images import ImageInput
 from ..core import CtxkeepError
 from ..present import chat_models
 from .common import add_session_argument, connect, fail, stream_turn
@@ -34,6 +36,9 @@ def add_parser(commands) -> argparse.ArgumentParser:
     parser.add_argument("--format", default="", metavar="json|SCHEMA.json",
                         help="ask for the answer as JSON, or as JSON that matches the JSON schema in "
                              "this file; exit status 1 when it does not (the answer is still printed)")
+    parser.add_argument("--image", action="append", default=[], metavar="FILE",
+                        help="show the model this image (PNG, JPEG, GIF, WebP) with the question; "
+                             "repeat for more. A model without vision reads its file name instead")
     shown = parser.add_mutually_exclusive_group()
     shown.add_argument("--json", action="store_true",
                        help="print the turn's final event (the answer, or the error) as one JSON object")
@@ -101,25 +106,39 @@ def answer_format(value: str) -> str | dict | None:
     return schema
 
 
+def images(files: list[str]) -> list[ImageInput]:
+    """--image: each file's bytes, base64, named by the file's name. Raises ValueError."""
+    out = []
+    for name in files:
+        try:
+            data = Path(name).read_bytes()
+        except OSError as exc:
+            raise ValueError(f"--image {name}: {exc.strerror}") from None
+        out.append(ImageInput(data=base64.b64encode(data).decode(), name=Path(name).name))
+    return out
+
+
 def run(args: argparse.Namespace) -> int:
     piped = "" if sys.stdin.isatty() else sys.stdin.read().rstrip("\n")
-    if not question(args.words, piped).strip():
+    if not question(args.words, piped).strip() and not args.image:
         return fail("the message is empty: give the question as words, or pipe it on stdin")
     try:
         shape = answer_format(args.format)
+        shown = images(args.image)
     except ValueError as exc:
         return fail(str(exc))
     with connect(args) as client:
         session, words = pick_session(client, args, args.words, piped)
         text = question(words, piped)
-        if not text.strip():
+        if not text.strip() and not shown:
             return fail("the message is empty: give the question after the session")
         client.subscribe("")
         quiet = args.json or args.jsonl
         out = io.StringIO() if quiet else sys.stdout
         each = (lambda event: print(encode(event).decode(), flush=True)) if args.jsonl else None
         end = stream_turn(client, session, text, out, on_event=each,
-                          request=lambda: client.send(session, text, cwd=os.getcwd(), format=shape))
+                          request=lambda: client.send(session, text, cwd=os.getcwd(), format=shape,
+                                                      images=shown))
     if args.json:
         print(encode(end).decode())
     elif not args.jsonl:

@@ -10,6 +10,7 @@ from .common import add_session_argument, Styles, connect, gauge, session_line, 
 from .compact import run_compaction
 from .lines import Reader, plain_reader, reader
 from .new import add_session_options, create_or_choose
+from .show import folded, message_lines
 
 HELP = """commands:
   /help      this text
@@ -20,6 +21,7 @@ HELP = """commands:
   /alt [N]   the answers to the last question; with N, make answer #N the one the model sees
   /compact   summarize older turns to free the window (the history keeps them)
   /pin [N]   pin message N (default: the last answer) so no compaction touches it
+  /show N    message N whole (a tool call or result, folded in the chat, in full)
   /goals     the goal record
   /undo      undo the last compaction
   /quit      leave (Ctrl-D works too)
@@ -43,7 +45,7 @@ def add_parser(commands) -> argparse.ArgumentParser:
     return parser
 
 
-COMMANDS = ("/help", "/usage", "/goals", "/undo", "/pin", "/compact", "/retry", "/edit", "/alt")
+COMMANDS = ("/help", "/usage", "/goals", "/undo", "/pin", "/compact", "/retry", "/edit", "/alt", "/show")
 
 
 def _command(client, session_id: str, text: str, out, style: Styles) -> None:
@@ -51,6 +53,15 @@ def _command(client, session_id: str, text: str, out, style: Styles) -> None:
     name, _, arg = text.partition(" ")
     if name == "/help":
         print(HELP)
+    elif name == "/show":
+        if not arg.strip().isdigit():
+            print("/show N: N is a message's number (#N in `ctxkeep show`)")
+            return
+        page = client.history(session_id, start=int(arg), limit=1).messages
+        if not page or page[0].seq != int(arg):
+            print(f"/show: there is no message #{arg.strip()}")
+            return
+        print("\n".join(message_lines(page[0], full=True)))
     elif name == "/usage":
         print("\n".join(usage_lines(client.usage(session_id).usage)))
     elif name == "/goals":
@@ -202,6 +213,9 @@ def run(args: argparse.Namespace) -> int:
                 print(f"\n{style.red}{text.split()[0]}: {exc.message}{style.reset}")  # the chat goes on
                 continue
             out.write("\n")
+            if isinstance(end, ResponseGeneration) and end.message.tool_calls:  # folded, one line each
+                print(f"{style.dim}" + "\n".join(folded(end.message, False)[-len(end.message.tool_calls):])
+                      + f"\n(/show {end.message.seq} for all of it){style.reset}")
             if isinstance(end, ResponseGeneration):
                 warn = f" {style.red}(Ollama cut the prompt){style.reset}" if end.truncated else ""
                 print(f"{style.dim}{gauge(end.token_count, end.window)}{style.reset}{warn}")

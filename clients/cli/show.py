@@ -63,11 +63,17 @@ def run(args: argparse.Namespace) -> int:
                   f"{mark}{style.reset}")
             if m.recalled:  # what recall brought into the prompt this answered
                 print(f"  {style.dim}(its prompt recalled {recalled_list(m.recalled)}){style.reset}")
-            for line in folded(m, args.full) if (m.tool_calls or m.tool_results) else \
-                    m.content.splitlines() or [""]:
+            for line in message_lines(m, args.full):
                 print(textwrap.fill(line, width, initial_indent="  ", subsequent_indent="  ")
                       if line else "")
     return 0
+
+
+def message_lines(m, full: bool) -> list[str]:
+    """A message as `show` prints it: its text (a tool exchange folded unless `full`), then
+    a line per image it holds."""
+    lines = folded(m, full) if (m.tool_calls or m.tool_results) else m.content.splitlines() or [""]
+    return lines + [f"[image: {i.name or i.hash[:12]}, {i.media_type}, {i.size / 1024:,.0f} KB]" for i in m.images]
 
 
 def folded(m, full: bool) -> list[str]:

@@ -5,8 +5,8 @@ APIs take.
 The JSON export is the exchange format: `export → import → export` gives the same
 document apart from the session's id and the times. It holds the session's settings and
 every message of its history (role, text, thinking, kind, status, what it answers and what it
-replaced), and a branch's link to its source; the @file blocks a
-message carried are not part of it.
+replaced, tool calls and results, images with their bytes), and a branch's link to its
+source; the @file blocks a message carried are not part of it.
 """
 
 import argparse
@@ -17,6 +17,7 @@ from typing import Any
 
 import msgspec
 
+from ...protocol.chat_shapes import NotAMessage, imported, text_of
 from ...protocol.imported import ImportedMessage
 from ..core import CtxkeepError
 from .common import add_latest_session_argument, connect, session_line, session_or_latest
@@ -66,14 +67,26 @@ def exported(client, ref: str) -> dict[str, Any]:
         page = client.history(session.id, start=start, limit=500)
         messages += [{"role": m.role, "content": m.content, "thinking": m.thinking, "kind": m.kind,
                       "status": m.status, "error": m.error, "created": m.created,
-                      "reply_to": m.reply_to, "alternative_of": m.alternative_of}
-                     for m in page.messages]
+                      "reply_to": m.reply_to, "alternative_of": m.alternative_of,
+                      **_extras(client, m)} for m in page.messages]
         start = page.next
     branch = {"branched_from": {"id": session.branched_from, "name": _name_of(client, session.branched_from)},
               "branched_at": session.branched_at} if session.branched_from else {}
     return {"format": FORMAT, "version": VERSION, "id": session.id, "name": session.name,
             "model": session.model, "system": session.system, "options": session.options,
             "num_ctx": session.num_ctx, **branch, "messages": messages}
+
+
+def _extras(client, m: Any) -> dict[str, Any]:
+    """A message's tool calls, tool results and images (their bytes fetched), where it has any."""
+    out: dict[str, Any] = {}
+    if m.tool_calls:
+        out["tool_calls"] = msgspec.to_builtins(m.tool_calls)
+    if m.tool_results:
+        out["tool_results"] = msgspec.to_builtins(m.tool_results)
+    if m.images:
+        out["images"] = [{"name": i.name, "data": client.image(i.hash).data} for i in m.images]
+    return out
 
 
 def _name_of(client, session_id: str) -> str:
@@ -108,15 +121,6 @@ class NotAConversation(ValueError):
     """The file is not a conversation this command reads."""
 
 
-def _text(content: Any) -> str:
-    """A message's content: a string, or OpenAI's list of parts (their text joined)."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
-    raise NotAConversation(f"a message's content is {type(content).__name__}, not text")
-
-
 def parse(text: str) -> dict[str, Any]:
     """{name, model, system, options, num_ctx, messages} from any of the accepted shapes."""
     try:
@@ -134,28 +138,20 @@ def parse(text: str) -> dict[str, Any]:
     source = data.get("messages") if isinstance(data, dict) else data
     if not isinstance(source, list):
         raise NotAConversation("no messages: expected a list of {role, content}, or an object with `messages`")
-    messages = [dict(m, content=_text(m.get("content", ""))) for m in source if isinstance(m, dict)]
+    messages = [m for m in source if isinstance(m, dict)]
     system = ""
     if messages and messages[0].get("role") in ("system", "developer"):
-        system = messages.pop(0)["content"]
+        system = text_of(messages.pop(0).get("content"))
     model = data.get("model", "") if isinstance(data, dict) else ""
     return {"name": "", "model": model, "system": system, "options": None, "num_ctx": None,
             "messages": messages}
 
 
 def imported_messages(raw: list[dict[str, Any]]) -> list[ImportedMessage]:
-    out = []
-    for i, m in enumerate(raw):
-        role = "system" if m.get("role") == "developer" else m.get("role")
-        fields = {"role": role, "content": m.get("content", ""), "thinking": m.get("thinking") or "",
-                  "kind": m.get("kind") or "message", "status": m.get("status") or "complete",
-                  "error": m.get("error") or "",
-                  **{k: m[k] for k in ("reply_to", "alternative_of") if isinstance(m.get(k), int)}}
-        try:
-            out.append(msgspec.convert(fields, ImportedMessage))
-        except msgspec.ValidationError as exc:
-            raise NotAConversation(f"message {i + 1}: {exc} (roles: system, user, assistant, tool)") from None
-    return out
+    try:
+        return imported(raw)
+    except NotAMessage as exc:
+        raise NotAConversation(str(exc)) from None
 
 
 def batches(messages: list[ImportedMessage]) -> list[list[ImportedMessage]]:
@@ -163,7 +159,7 @@ def batches(messages: list[ImportedMessage]) -> list[list[ImportedMessage]]:
     out: list[list[ImportedMessage]] = [[]]
     size = 0
     for m in messages:
-        n = len(m.content.encode()) + len(m.thinking.encode()) + 64
+        n = len(m.content.encode()) + len(m.thinking.encode()) + sum(len(i.data) for i in m.images) + 64
         if out[-1] and size + n > BATCH_BYTES:
             out.append([])
             size = 0

@@ -7,12 +7,16 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
+
 from ctxkeep.protocol import ErrorCode, requests
 from ctxkeep.protocol.events import (
     Event, GenerationError, GenerationThinking, GenerationToken, ResponseGeneration,
 )
 from ctxkeep.protocol.replies import Accepted, Error, Reply, SessionReply
+from ctxkeep.protocol.chat_shapes import NotAMessage, imported
 from ctxkeep.protocol.imported import ImportedMessage
+from ctxkeep.protocol.tools import ToolSpec
 from ctxkeep.daemon.handlers.dispatch import dispatch
 from ctxkeep.daemon.handlers.registry import Caller
 from ctxkeep.daemon.services import Services
@@ -33,10 +37,13 @@ class ChatRequest:
 
     model: str
     system: str
-    #: The conversation before the new message: (role, content), oldest first.
-    history: list[tuple[str, str]]
-    text: str
+    #: The conversation before the new message, oldest first.
+    history: list[ImportedMessage]
+    #: The new message: the user's (text, images), or the results of the last answer's calls.
+    new: ImportedMessage
     options: dict[str, Any] = field(default_factory=dict)
+    #: The tools the model may call in this turn (none: none).
+    tools: list[ToolSpec] = field(default_factory=list)
     num_ctx: int | None = None
     think: bool | str | None = None
     #: "json" or a JSON schema for the answer (Ollama's `format`).
@@ -57,17 +64,28 @@ def check_extras(think: object, format: object) -> None:
                         f'format must be "json" or a JSON schema (an object), not {format!r}')
 
 
-def split_messages(messages: list[tuple[str, str]]) -> tuple[str, list[tuple[str, str]], str]:
-    """(system prompt, the conversation before the new message, the new message's text)."""
-    system = "\n\n".join(c for r, c in messages if r == "system")
-    talk = [(r, c) for r, c in messages if r in ("user", "assistant")]
-    if len(talk) != len([m for m in messages if m[0] != "system"]):
-        raise HttpError(ErrorCode.INVALID_REQUEST.value, "messages may only be system, user and "
-                        "assistant messages here (tool messages are not supported yet)")
-    if not talk or talk[-1][0] != "user" or not talk[-1][1].strip():
-        raise HttpError(ErrorCode.INVALID_REQUEST.value,
-                        "the last message must be the user's, and not empty: it is the new turn")
-    return system, talk[:-1], talk[-1][1]
+def split_messages(raw: list[dict[str, Any]]) -> tuple[str, list[ImportedMessage], ImportedMessage]:
+    """(system prompt, the conversation before the new message, the new message) of a chat's
+    messages in Ollama's or OpenAI's shape."""
+    try:
+        messages = imported(raw)
+    except NotAMessage as exc:
+        raise HttpError(ErrorCode.INVALID_REQUEST.value, str(exc)) from None
+    system = "\n\n".join(m.content for m in messages if m.role == "system")
+    talk = [m for m in messages if m.role != "system"]
+    last = talk[-1] if talk else None
+    if last is None or not (last.role == "tool" or last.role == "user" and (last.content.strip() or last.images)):
+        raise HttpError(ErrorCode.INVALID_REQUEST.value, "the last message must be the user's (not empty), "
+                        "or the results of the last answer's tool calls: it is the new turn")
+    return system, talk[:-1], last
+
+
+def tools_of(raw: list[Any] | None) -> list[ToolSpec]:
+    """A request's `tools` (Ollama's and OpenAI's shape is the same)."""
+    try:
+        return msgspec.convert(raw or [], list[ToolSpec])
+    except msgspec.ValidationError as exc:
+        raise HttpError(ErrorCode.INVALID_REQUEST.value, f"tools: {exc}") from None
 
 
 class Chats:
@@ -114,8 +132,7 @@ class Chats:
         except UnknownSession:
             pass  # made with that name, the conversation imported
         reply = await self.call(requests.SessionImport(
-            name=chat.session, model=chat.model, system=chat.system,
-            messages=[ImportedMessage(role=r, content=c) for r, c in chat.history]))
+            name=chat.session, model=chat.model, system=chat.system, messages=chat.history))
         assert isinstance(reply, SessionReply)
         return self.services.store.sessions.get(reply.session.id)
 
@@ -129,17 +146,15 @@ class Chats:
             reply = await self.call(requests.Branch(session=source, at=at_seq))
             assert isinstance(reply, SessionReply)
             if len(chat.history) > shared:
-                await self.call(requests.SessionImport(session=reply.session.id, messages=[
-                    ImportedMessage(role=r, content=c) for r, c in chat.history[shared:]]))
+                await self.call(requests.SessionImport(session=reply.session.id, messages=chat.history[shared:]))
             return self.services.store.sessions.get(reply.session.id)
-        first = chat.history[0][1] if chat.history else chat.text
+        first = chat.history[0].content if chat.history else chat.new.content
         name = " ".join(first.split())[:NAME_CHARS]
         for attempt in range(1, 100):
             try:
                 reply = await self.call(requests.SessionImport(
                     name=name if attempt == 1 else f"{name} {attempt}", model=chat.model,
-                    system=chat.system, messages=[ImportedMessage(role=r, content=c)
-                                                  for r, c in chat.history]))
+                    system=chat.system, messages=chat.history))
                 break
             except HttpError as exc:
                 if "exists already" not in exc.message:  # another session has that name
@@ -169,8 +184,10 @@ class Chats:
         generation = ""
         ended = False
         try:
+            new = chat.new
             accepted = await self.call(requests.Send(
-                session=session_id, text=chat.text, think=chat.think,  # type: ignore[arg-type]
+                session=session_id, text="" if new.tool_results else new.content, images=new.images,
+                tool_results=new.tool_results, tools=chat.tools, think=chat.think,  # type: ignore[arg-type]
                 format=chat.format, keep_alive=chat.keep_alive))  # type: ignore[arg-type]
             assert isinstance(accepted, Accepted)
             generation = accepted.generation_id

@@ -9,8 +9,13 @@ one. The chains are built from the store on first use and kept current by the en
 events (a session an event names is folded on from where it was, before the next lookup).
 """
 
+import base64
+import binascii
 import hashlib
 from dataclasses import dataclass, field
+
+from ctxkeep.protocol.imported import ImportedMessage
+from ctxkeep.protocol.tools import ToolCall, calls_text
 
 from ctxkeep.protocol.events import Event, SessionDeleted
 from ctxkeep.daemon.store.records import MessageRecord, SessionRecord
@@ -36,8 +41,28 @@ def link(previous: bytes, role: str, content: str) -> bytes:
                            digest_size=16).digest()
 
 
+def keyed(role: str, content: str, calls: list[ToolCall], images: list[str]) -> tuple[str, str]:
+    """A message as two copies of it are compared: its role, and its text with its tool calls
+    and its images' hashes."""
+    parts = [content, calls_text(calls) if calls else "", " ".join(images)]
+    return role, "\n".join(p for p in parts if p)
+
+
+def stored_key(m: MessageRecord) -> tuple[str, str]:
+    return keyed(m.role, m.content, m.tool_calls, [i.hash for i in m.images])
+
+
+def sent_key(m: ImportedMessage) -> tuple[str, str]:
+    """A client's copy of a message (a tool message's content is its results' text, as stored)."""
+    try:
+        hashes = [hashlib.sha256(base64.b64decode(i.data)).hexdigest() for i in m.images]
+    except (binascii.Error, ValueError):
+        hashes = ["not base64"]  # matches no stored image: the send says what is wrong
+    return keyed(m.role, m.content, m.tool_calls, hashes)
+
+
 def chain(system: str, messages: list[tuple[str, str]]) -> list[bytes]:
-    """The hash of every prefix of a conversation, the empty one first."""
+    """The hash of every prefix of a conversation (its messages' keys), the empty one first."""
     out = [seed(system)]
     for role, content in messages:
         out.append(link(out[-1], role, content))
@@ -45,10 +70,10 @@ def chain(system: str, messages: list[tuple[str, str]]) -> list[bytes]:
 
 
 def in_conversation(message: MessageRecord) -> bool:
-    """What a client's copy of the conversation holds: complete user and assistant
+    """What a client's copy of the conversation holds: complete user, assistant and tool
     messages (not summaries, not answers cut short)."""
     return message.kind == "message" and message.status == "complete" \
-        and message.role in ("user", "assistant")
+        and message.role in ("user", "assistant", "tool")
 
 
 @dataclass
@@ -121,9 +146,10 @@ class ConversationIndex:
         while self._dirty:
             self._fold(self._dirty.pop())
 
-    def find(self, system: str, messages: list[tuple[str, str]]) -> Match:
-        """The session `messages` (a client's conversation before its new message)
-        continues, or the one it shares the longest prefix with. Call `refresh` first."""
+    def find(self, system: str, conversation: list[ImportedMessage]) -> Match:
+        """The session `conversation` (a client's, before its new message) continues, or the
+        one it shares the longest prefix with. Call `refresh` first."""
+        messages = [sent_key(m) for m in conversation]
         hashes = chain(system, messages)
         ends = self.prefixes.get(hashes[-1], {})
         done = [sid for sid, length in ends.items() if len(self.folded[sid].hashes) - 1 == length]
@@ -158,7 +184,7 @@ class ConversationIndex:
             for message in page:
                 folded.next_seq = message.seq + 1
                 if in_conversation(message):
-                    folded.hashes.append(link(folded.hashes[-1], message.role, message.content))
+                    folded.hashes.append(link(folded.hashes[-1], *stored_key(message)))
                     folded.seqs.append(message.seq)
                     self._add(folded.hashes[-1], session_id, len(folded.hashes) - 1)
 

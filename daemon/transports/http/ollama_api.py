@@ -11,25 +11,19 @@ from aiohttp import web
 
 from ctxkeep.protocol import ErrorCode
 from ctxkeep.protocol.events import ResponseGeneration
-from ctxkeep.daemon.transports.http.chat import ChatRequest, Chats, check_extras, split_messages
+from ctxkeep.daemon.transports.http.chat import ChatRequest, Chats, check_extras, split_messages, tools_of
 from ctxkeep.daemon.transports.http.errors import HttpError, ollama_error
 from ctxkeep.daemon.transports.http.passthrough import Passthrough
 from ctxkeep.daemon.transports.http.wire import NDJSON, decode_body, rfc3339
-
-
-class OllamaMessage(msgspec.Struct, kw_only=True):
-    role: str
-    content: str = ""
-    thinking: str | None = None
-    images: list[str] | None = None
-    tool_calls: list[Any] | None = None
 
 
 class OllamaChat(msgspec.Struct, kw_only=True):
     """POST /api/chat's body."""
 
     model: str
-    messages: list[OllamaMessage] = []
+    #: Ollama's message shape (role, content, images, tool_calls, tool_name), read by
+    #: protocol/chat_shapes.py.
+    messages: list[dict[str, Any]] = []
     stream: bool = True
     options: dict[str, Any] | None = None
     think: bool | str | None = None
@@ -50,32 +44,31 @@ class OllamaGenerate(msgspec.Struct, kw_only=True):
 
 
 def chat_request(body: OllamaChat, header_session: str) -> ChatRequest:
-    """The chat as the engine runs it; what it cannot run yet refused by name."""
-    for name, given in (("images", any(m.images for m in body.messages)), ("tools", bool(body.tools)),
-                        ("tool calls", any(m.tool_calls for m in body.messages))):
-        if given:
-            raise HttpError(ErrorCode.INVALID_REQUEST.value, f"{name} are not supported by ctxkeepd yet: "
-                            "send the conversation without them, or ask Ollama directly")
-    system, history, text = split_messages([(m.role, m.content) for m in body.messages])
+    """The chat as the engine runs it."""
+    system, history, new = split_messages(body.messages)
     options = dict(body.options or {})
     num_ctx = options.pop("num_ctx", None)
     format = body.format or None  # "" is Ollama's "no format"
     check_extras(body.think, format)
-    return ChatRequest(model=body.model, system=system, history=history, text=text, options=options,
+    return ChatRequest(model=body.model, system=system, history=history, new=new, options=options,
                        num_ctx=int(num_ctx) if num_ctx else None, think=body.think, format=format,
-                       keep_alive=body.keep_alive, session=header_session or body.session)
+                       keep_alive=body.keep_alive, session=header_session or body.session,
+                       tools=tools_of(body.tools))
 
 
-def _chunk(model: str, content: str = "", thinking: str = "", **final: Any) -> dict[str, Any]:
+def _chunk(model: str, content: str = "", thinking: str = "", tool_calls: list | None = None,
+           **final: Any) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": content}
     if thinking:
         message["thinking"] = thinking
+    if tool_calls:
+        message["tool_calls"] = msgspec.to_builtins(tool_calls)
     return {"model": model, "created_at": rfc3339(), "message": message, "done": bool(final), **final}
 
 
 def _final(model: str, done: ResponseGeneration, started: int, first: int) -> dict[str, Any]:
     now = time.monotonic_ns()
-    return {"done_reason": "stop", "total_duration": now - started, "load_duration": 0,
+    return {"done_reason": done.message.done_reason or "stop", "total_duration": now - started, "load_duration": 0,
             "prompt_eval_count": done.token_count, "prompt_eval_duration": max(first - started, 0),
             "eval_count": done.eval_count, "eval_duration": max(now - first, 0)}
 
@@ -142,6 +135,9 @@ class OllamaApi:
             try:
                 while True:
                     if kind == "done":
+                        if value.message.tool_calls:  # as Ollama streams them: a chunk of their own
+                            await response.write(msgspec.json.encode(_chunk(
+                                body.model, tool_calls=value.message.tool_calls)) + b"\n")
                         await response.write(msgspec.json.encode(_chunk(body.model, **_final(
                             body.model, value, started, first))) + b"\n")
                         break
@@ -162,5 +158,5 @@ class OllamaApi:
                 kind, value = await anext(answer)
         except HttpError as error:
             return ollama_error(error)
-        return web.json_response(_chunk(model, "".join(content), "".join(thinking),
+        return web.json_response(_chunk(model, "".join(content), "".join(thinking), value.message.tool_calls,
                                         **_final(model, value, started, first)))

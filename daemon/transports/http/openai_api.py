@@ -13,15 +13,11 @@ import msgspec
 from aiohttp import web
 
 from ctxkeep.protocol import ErrorCode
-from ctxkeep.daemon.transports.http.chat import ChatRequest, Chats, check_extras, split_messages
+from ctxkeep.protocol.events import ResponseGeneration
+from ctxkeep.daemon.transports.http.chat import ChatRequest, Chats, check_extras, split_messages, tools_of
 from ctxkeep.daemon.transports.http.errors import HttpError, openai_error
 from ctxkeep.daemon.transports.http.passthrough import Passthrough
 from ctxkeep.daemon.transports.http.wire import decode_body
-
-
-class OpenAIMessage(msgspec.Struct, kw_only=True):
-    role: str
-    content: str | list[dict[str, Any]] | None = None
 
 
 class StreamOptions(msgspec.Struct, kw_only=True):
@@ -32,7 +28,9 @@ class ChatCompletion(msgspec.Struct, kw_only=True):
     """POST /v1/chat/completions' body (the fields ctxkeepd reads; others are ignored)."""
 
     model: str
-    messages: list[OpenAIMessage]
+    #: OpenAI's message shape (content parts with image_url data URLs, tool_calls with JSON
+    #: arguments, tool messages by tool_call_id), read by protocol/chat_shapes.py.
+    messages: list[dict[str, Any]]
     stream: bool = False
     stream_options: StreamOptions | None = None
     temperature: float | None = None
@@ -51,20 +49,8 @@ class ChatCompletion(msgspec.Struct, kw_only=True):
     session: str = ""
 
 
-def _text(message: OpenAIMessage) -> str:
-    if message.content is None or isinstance(message.content, str):
-        return message.content or ""
-    if any(part.get("type") != "text" for part in message.content):
-        raise HttpError(ErrorCode.INVALID_REQUEST.value, "only text content parts are supported by "
-                        "ctxkeepd yet (no images or audio)")
-    return "".join(str(part.get("text", "")) for part in message.content)
-
-
 def chat_request(body: ChatCompletion, header_session: str) -> ChatRequest:
-    if body.tools:
-        raise HttpError(ErrorCode.INVALID_REQUEST.value, "tools are not supported by ctxkeepd yet")
-    system, history, text = split_messages([("system" if m.role == "developer" else m.role, _text(m))
-                                            for m in body.messages])
+    system, history, new = split_messages(body.messages)
     options = dict(body.options or {})
     for name, value in (("temperature", body.temperature), ("top_p", body.top_p), ("seed", body.seed),
                         ("num_predict", body.max_completion_tokens or body.max_tokens),
@@ -77,9 +63,9 @@ def chat_request(body: ChatCompletion, header_session: str) -> ChatRequest:
     think = {None: None, "none": False}.get(body.reasoning_effort, body.reasoning_effort)
     format = _format(body.response_format)
     check_extras(think, format)
-    return ChatRequest(model=body.model, system=system, history=history, text=text, options=options,
+    return ChatRequest(model=body.model, system=system, history=history, new=new, options=options,
                        num_ctx=int(num_ctx) if num_ctx else None, think=think, format=format,
-                       session=header_session or body.session)
+                       session=header_session or body.session, tools=tools_of(body.tools))
 
 
 def _format(response_format: dict[str, Any] | None) -> str | dict[str, Any] | None:
@@ -94,6 +80,18 @@ def _format(response_format: dict[str, Any] | None) -> str | dict[str, Any] | No
         return schema["schema"]
     raise HttpError(ErrorCode.INVALID_REQUEST.value, 'response_format must be {"type": "text"}, '
                     '{"type": "json_object"} or {"type": "json_schema", "json_schema": {"schema": {...}}}')
+
+
+def _tool_calls(done: ResponseGeneration, streamed: bool = False) -> list[dict[str, Any]]:
+    """An answer's tool calls in OpenAI's shape (arguments as JSON text; ids made from the
+    answer's seq: a client sends them back with the results, and they are read there)."""
+    return [{**({"index": i} if streamed else {}), "id": f"call_{done.message.seq}_{i}", "type": "function",
+             "function": {"name": c.function.name, "arguments": msgspec.json.encode(c.function.arguments).decode()}}
+            for i, c in enumerate(done.message.tool_calls)]
+
+
+def _finish(done: ResponseGeneration) -> str:
+    return "tool_calls" if done.message.tool_calls else ("length" if done.message.done_reason == "length" else "stop")
 
 
 def _usage(done: Any) -> dict[str, int]:
@@ -163,8 +161,10 @@ class OpenAIApi:
         return web.json_response({
             "id": f"chatcmpl-{value.generation_id}", "object": "chat.completion", "created": created,
             "model": body.model, "system_fingerprint": "ctxkeep",
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": "".join(content)},
-                         "finish_reason": "stop", "logprobs": None}],
+            "choices": [{"index": 0, "message": {
+                "role": "assistant", "content": "".join(content) or (None if value.message.tool_calls else ""),
+                **({"tool_calls": _tool_calls(value)} if value.message.tool_calls else {})},
+                "finish_reason": _finish(value), "logprobs": None}],
             "usage": _usage(value)})
 
     async def _stream(self, request: web.Request, body: ChatCompletion, kind: str, value: Any,
@@ -187,7 +187,9 @@ class OpenAIApi:
                 if kind == "token":
                     await send({"content": value})
                 kind, value = await anext(answer)
-            await send({}, "stop")
+            if value.message.tool_calls:
+                await send({"tool_calls": _tool_calls(value, streamed=True)})
+            await send({}, _finish(value))
             if body.stream_options and body.stream_options.include_usage:
                 await send({}, usage=_usage(value))
         except HttpError as error:
