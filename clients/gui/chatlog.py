@@ -1,12 +1,10 @@
 """The conversation view: each entry a run of blocks in one document, changed in place.
 
-A streamed piece is inserted at the end of its answer's blocks, so Qt lays out and
-repaints just that paragraph (its cost does not grow with the session; entries are not
-nested frames, whose every change repaints the whole view); an answer is rendered as
-Markdown once, when it ends; older history is inserted above as the reader scrolls up.
-Nothing re-renders the whole log, so the reader's selection survives streaming, and the
-view follows the newest text only while it is scrolled to the bottom.
-"""
+A streamed piece is inserted at the end of its answer's blocks, so Qt repaints just that
+paragraph (entries are not nested frames, whose every change repaints the whole view); an
+answer is rendered as Markdown once, when it ends; older history is inserted above as the
+reader scrolls up. Nothing re-renders the whole log, so a selection survives streaming, and
+the view follows the newest text only while it is scrolled to the bottom."""
 
 import html
 from collections.abc import Iterator
@@ -21,6 +19,7 @@ from .entries import Entry, actions_html, time_title
 from .logview import LogView
 from .markdown import to_html
 from .theme import DARK, Theme
+from .thumbnails import add_thumbnail, thumbnails_html
 
 #: Pixels from the top at which older history is asked for.
 NEAR_TOP = 48
@@ -33,6 +32,8 @@ class ChatLog(LogView):
     copied = Signal(str)
     #: A message's action was chosen: its name (edit, retry, pin, unpin, branch, alt) and seq.
     action = Signal(str, int)
+    #: An image's bytes are wanted for its thumbnail (its hash).
+    image_wanted = Signal(str)
 
     def __init__(self, theme: Theme = DARK) -> None:
         super().__init__()
@@ -42,22 +43,20 @@ class ChatLog(LogView):
         self.anchorClicked.connect(self._link)
         self.theme = theme
         self.entries: list[Entry] = []
-        self.code: list[str] = []
+        self.code: list[str] = []  # code blocks, for their copy links
         #: Where each entry starts (Qt moves them as the text around them changes).
         self._starts: list[QTextCursor] = []
-        self._streams: dict[str, Entry] = {}
+        self._streams: dict[str, Entry] = {}  # by generation id; recall lines and tool exchanges by id()
         self._recalls: dict[int, Entry] = {}
-        self.has_older = False
-        self.loading_older = False
+        self._asked: set[str] = set()  # images whose thumbnails were asked for
+        self.has_older, self.loading_older = False, False
         self.document().setDocumentMargin(12)
         self.verticalScrollBar().valueChanged.connect(self._scrolled)
-
-    # -- what the window calls ------------------------------------------------------------
 
     def reset(self, has_older: bool = False) -> None:
         self.document().clear()
         self.entries, self.code, self._starts, self._streams, self._recalls = [], [], [], {}, {}
-        self.has_older, self.loading_older = has_older, False
+        self.has_older, self.loading_older, self._asked = has_older, False, set()
 
     def append(self, entry: Entry) -> None:
         with self._keeping_view():
@@ -161,8 +160,6 @@ class ChatLog(LogView):
             self.loading_older = True
             self.older_wanted.emit()
 
-    # -- inside ------------------------------------------------------------------------
-
     def _insert(self, index: int, entry: Entry, body: bool = True) -> None:
         """Entry `index` from now on: its blocks before entry `index`'s (or at the end)."""
         doc = self.document()
@@ -226,7 +223,7 @@ class ChatLog(LogView):
     def _html(self, entry: Entry) -> str:
         if entry.kind == "marker":  # centred by its block format (`_insert`)
             return f'<p style="color:{self.theme.dim};">{html.escape(entry.text)}</p>'
-        if entry.kind == "recall":  # a small line above the answer; a click opens it
+        if entry.kind in ("recall", "fold"):  # a small line (recall, a tool exchange); a click opens it
             key = id(entry)
             self._recalls[key] = entry
             arrow = "▾" if entry.expanded else "▸"
@@ -237,10 +234,16 @@ class ChatLog(LogView):
                 return line
             rows = "".join(f"<div>{html.escape(row)}</div>" for row in entry.details.splitlines())
             return line + f'<div style="color:{self.theme.dim}; margin-left: 16px;">{rows}</div>'
-        return self._header(entry) + to_html(entry.text, self.theme, self._keep_code)
+        return self._header(entry) + to_html(entry.text, self.theme, self._keep_code) + thumbnails_html(
+            self.document(), entry.images, self._asked, self.image_wanted.emit, self.theme.dim)
+
+    def add_thumbnail(self, digest: str, data: str) -> None:
+        """An image's bytes arrived: its thumbnail drawn in every entry that holds it."""
+        for entry in [e for e in self.entries if digest in e.images] if add_thumbnail(self.document(), digest, data) else []:
+            self.redraw(entry)
 
     def toggle(self, entry: Entry) -> None:
-        """Open or close a recall line (what recall brought into that answer's prompt)."""
+        """Open or close a recall line, or a tool exchange's."""
         entry.expanded = not entry.expanded
         self.redraw(entry)
 

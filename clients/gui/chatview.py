@@ -67,6 +67,7 @@ class ChatView(QWidget):
         self.log = ChatLog(theme)
         self.log.older_wanted.connect(self._load_older)
         self.log.action.connect(self.act)
+        self.log.image_wanted.connect(lambda digest: submit(requests.ImageGet(hash=digest)))
         self.actions = MessageActions(self.log, submit, self.status.emit, self)
         self.composer = Composer()
         self.composer.send_requested.connect(self.send)

@@ -5,6 +5,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 
 from ...protocol.structs import CompactionMark, MessageInfo
+from ...protocol.tools import calls_text
 from .words import stopped, when
 
 
@@ -33,6 +34,8 @@ class Entry:
     #: An answer with alternatives: each whole answer to its question, oldest first (the
     #: one shown among them); empty when it has none.
     choices: list["Entry"] = field(default_factory=list)
+    #: The hashes of the images the message holds (shown as thumbnails).
+    images: list[str] = field(default_factory=list)
 
     def choose(self, seq: int) -> None:
         """Show the alternative `seq` in this entry."""
@@ -94,9 +97,12 @@ def entries_of(messages: list[MessageInfo], marks: list[CompactionMark],
         if m.kind == "summary":
             out.append(Entry("marker", "── the earlier conversation, summarized ──"))
             continue
+        if m.tool_calls or m.tool_results:  # a tool exchange: collapsed lines, opened by a click
+            out += tool_entries(m)
+            continue
         entry = Entry("message", m.content, role=m.role, note=_note(m), seq=m.seq, created=m.created,
                       who=m.model if m.role == "assistant" else "", reply_to=m.reply_to,
-                      pinned=m.seq in pinned, whole=m.status == "complete")
+                      pinned=m.seq in pinned, whole=m.status == "complete", images=[i.hash for i in m.images])
         if joined(out, entry):
             continue
         if m.recalled:
@@ -104,6 +110,20 @@ def entries_of(messages: list[MessageInfo], marks: list[CompactionMark],
         out.append(entry)
     out += [Entry("marker", mark.marker) for mark in at.values()]  # after the page's last
     return out
+
+
+def tool_entries(m: MessageInfo) -> list[Entry]:
+    """A tool exchange, collapsed: an answer's text (if any) and a line of the calls it makes;
+    a tool message's line per result (the tool and its size); each opens to all of it."""
+    if m.tool_results:
+        return [Entry("fold", f"{r.tool_name} returned {len(r.content.splitlines())} lines", role="tool",
+                      seq=m.seq, details=r.content) for r in m.tool_results]
+    calls = calls_text(m.tool_calls)
+    line = Entry("fold", "called " + ", ".join(c.function.name for c in m.tool_calls), role="assistant",
+                 seq=m.seq, details=calls)
+    said = [Entry("message", m.content, role="assistant", seq=m.seq, created=m.created, who=m.model,
+                  reply_to=m.reply_to)] if m.content.strip() else []
+    return [*said, line]
 
 
 def joined(entries: list[Entry], answer: Entry) -> Entry | None:
@@ -126,7 +146,8 @@ def _note(m: MessageInfo) -> str:
         return stopped(m.error)
     if m.role == "user" and m.alternative_of >= 0:
         return f"reworded #{m.alternative_of}"
-    return "attached " + ", ".join(f.path for f in m.files) if m.files else ""
+    shown = [f.path for f in m.files] + [i.name or "an image" for i in m.images]
+    return "attached " + ", ".join(shown) if shown else ""
 
 
 def recall_entry(count: int, details: str) -> Entry:

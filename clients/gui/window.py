@@ -14,7 +14,7 @@ from ...protocol.events import (
 )
 from ...protocol.structs import ModelInfo, SessionInfo
 from ...protocol.replies import (
-    Accepted, HistoryReply, ModelsReply, SearchReply, SessionReply, SessionsReply, UsageReply,
+    Accepted, HistoryReply, ImageReply, ModelsReply, SearchReply, SessionReply, SessionsReply, UsageReply,
 )
 from . import theme as themes
 from .chatview import ChatView
@@ -257,6 +257,8 @@ class MainWindow(QMainWindow):
                 self.dialog.set_models(reply.models, reply.default_model)
         elif isinstance(reply, UsageReply):
             self.chat.actions.on_usage(reply)
+        elif isinstance(reply, ImageReply):
+            self.chat.log.add_thumbnail(reply.hash, reply.data)
         elif isinstance(reply, SearchReply):
             self.panel.show_matches(request.query, reply.hits)  # type: ignore[attr-defined]
 

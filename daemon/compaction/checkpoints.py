@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import msgspec
 
 from ctxkeep.daemon.compaction.summarizer import Summarizer, chunk_lines, instructions_for
-from ctxkeep.daemon.compaction.planner import AGE_SHARE, AGES, Change, outline_line
+from ctxkeep.daemon.compaction.planner import AGE_SHARE, AGES, Change, outline_line, tool_lines
 from ctxkeep.daemon.context.parts import Parts
 from ctxkeep.daemon.context.prompt import AGE_SYSTEM, CHECKPOINT_SYSTEM, USER_SUMMARY_SYSTEM
 from ctxkeep.daemon.context.usage import Budget
@@ -92,6 +92,10 @@ class Checkpointer:
         chunks = chunk_lines(lines, summarizer.budget)
         text, tokens = await summarizer.summarize(
             chunks, USER_SUMMARY_SYSTEM if of_user else CHECKPOINT_SYSTEM, instructions, room=room)
+        ran = tool_lines(group)
+        if ran:  # every tool exchange as one line, whatever the summary kept of it
+            block = "Tools run:\n" + "\n".join(ran)
+            text, tokens = f"{text}\n\n{block}", tokens + self.parts.estimator.text(session.model, block)
         original = sum(self.parts.estimator.message(session.model, m.prompt_content(m.seq in summaries))
                        for m in group)
         if tokens >= original:

@@ -5,6 +5,9 @@ compaction leaves. No I/O: manual.py and automatic.py carry out what these decid
 import math
 from dataclasses import dataclass, field
 
+import msgspec
+
+from ctxkeep.protocol.tools import calls_text
 from ctxkeep.daemon.config import Config
 from ctxkeep.daemon.shorten import shortened
 from ctxkeep.daemon.context.prompt import transcript_line
@@ -68,10 +71,23 @@ class Change:
     warnings: list[tuple[str, str]] = field(default_factory=list)
 
 
+def tool_lines(group: list[MessageRecord]) -> list[str]:
+    """Each tool call of `group` answered within it as one line, as level 3 keeps it: the
+    call, and the last line of what it returned ("ran `run({"cmd": "pytest"})`: 3 failed")."""
+    out = []
+    for m, after in zip(group, group[1:]):
+        for call, result in zip(m.tool_calls, after.tool_results if m.tool_calls else ()):
+            gist = next((line.strip() for line in reversed(result.content.splitlines()) if line.strip()), "(nothing)")
+            out.append(f"ran `{calls_text([call])}`: {gist[:120]}")
+    return out
+
+
 def outline_line(message: MessageRecord, file_summaries: bool) -> str:
     """A message as the summarizer reads it: its text and its files (as outlines where
-    there are outlines), so a summarized message's files become part of the summary."""
-    line = transcript_line(message)
+    there are outlines), so a summarized message's files become part of the summary; a tool
+    message as its results' head and tail."""
+    shown = msgspec.structs.replace(message, content=message.prompt_content(True)) if message.tool_results else message
+    line = transcript_line(shown)
     blocks = [f.summary or f.block for f in message.files if not f.error] if message.files else []
     if not blocks:
         return line

@@ -82,3 +82,17 @@ def test_a_prompt_that_must_fit_may_shorten_all_but_the_turns_own(case, keep_too
     preserved = preserved_seqs(context, active, 1, False, keep_tools)
     assert {m.seq for m in whole} <= preserved
     assert no_orphan([m for m in active if m.seq in preserved])
+
+
+def test_level_three_keeps_each_tool_exchange_as_one_line():
+    """A checkpoint's lines for its tool exchanges: the call, and the last line it returned;
+    the summarizer reads a long result as its head and tail."""
+    from ctxkeep.daemon.compaction.planner import outline_line, tool_lines
+    out = "collected 43 items\n" + "test_io.py F\n" * 60 + "3 failed, 40 passed\n"
+    call = MessageRecord(seq=1, role="assistant", content="", created=0.0, tool_calls=[
+        ToolCall(function=FunctionCall(name="run", arguments={"cmd": "pytest"}))])
+    result = MessageRecord(seq=2, role="tool", content=out, created=0.0,
+                           tool_results=[ToolResult(tool_name="run", content=out)])
+    assert tool_lines([call, result]) == ['ran `run({"cmd":"pytest"})`: 3 failed, 40 passed']
+    assert tool_lines([result]) == []  # its call is not in the group
+    assert "lines omitted" in outline_line(result, False) and len(outline_line(result, False)) < len(out)

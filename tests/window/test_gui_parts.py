@@ -279,3 +279,34 @@ def test_the_whole_answers_to_a_question_are_one_entry_with_arrows_between_them(
     answers.choose(1)
     assert (answers.text, answers.seq) == ("first", 1) and 'href="act:alt:3"' in actions_html(answers, "#888")
     assert 'act:unpin:4' in actions_html(entries[3], "#888") and 'act:pin:0' in actions_html(entries[0], "#888")
+
+
+def test_tool_exchanges_are_collapsed_and_images_drawn_as_thumbnails_once_fetched(log, qtbot):
+    """A tool call and its result are one line each, opened by a click; a message's images
+    show as `[image]` until their bytes are asked for (once) and come, then as thumbnails."""
+    import base64
+
+    from PySide6.QtCore import QUrl
+
+    from ctxkeep.protocol.images import ImageRef
+    from ctxkeep.protocol.tools import FunctionCall, ToolCall, ToolResult
+    png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+    ref = ImageRef(hash="c414cd0e204de974f73753c7e28d7638e7b3691bb8b1a2bab6b25bb7fed7ce77",
+                   media_type="image/png", size=len(base64.b64decode(png)), name="dot.png")
+    call = ToolCall(function=FunctionCall(name="run", arguments={"cmd": "pytest"}))
+    out = "collected 3 items\n" * 20 + "1 failed, 2 passed"
+    page = entries_of([message(1, "user", "test it", images=[ref]),
+                       message(2, "assistant", " ", tool_calls=[call]),
+                       message(3, "tool", out, tool_results=[ToolResult(tool_name="run", content=out)])], [])
+    assert [(e.kind, e.text) for e in page[1:]] == [("fold", "called run"), ("fold", "run returned 21 lines")]
+    assert page[0].note == "attached dot.png"
+    log.reset()
+    with qtbot.waitSignal(log.image_wanted) as wanted:
+        for entry in page:
+            log.append(entry)
+    assert wanted.args == [ref.hash] and "[image]" in log.plain()
+    assert "1 failed, 2 passed" not in log.plain() and "called run" in log.plain()
+    log._link(QUrl(f"recall:{id(page[2])}"))
+    assert "1 failed, 2 passed" in log.plain()
+    log.add_thumbnail(ref.hash, png)
+    assert "[image]" not in log.plain() and f"ctximg:{ref.hash}" in log.document().toHtml()
