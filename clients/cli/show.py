@@ -73,7 +73,8 @@ def message_lines(m, full: bool) -> list[str]:
     """A message as `show` prints it: its text (a tool exchange folded unless `full`), then
     a line per image it holds."""
     lines = folded(m, full) if (m.tool_calls or m.tool_results) else m.content.splitlines() or [""]
-    return lines + [f"[image: {i.name or i.hash[:12]}, {i.media_type}, {i.size / 1024:,.0f} KB]" for i in m.images]
+    return lines + [f"[image: {i.name or i.hash[:12]}, {i.media_type}, "
+                    f"{f'{i.size:,} bytes' if i.size < 1024 else f'{i.size / 1024:,.0f} KB'}]" for i in m.images]
 
 
 def folded(m, full: bool) -> list[str]:
