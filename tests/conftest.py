@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import shutil
 import signal
+import socket
 import tempfile
 import time
 from collections.abc import Iterator
@@ -172,3 +173,17 @@ def client(daemon: DaemonProcess) -> Iterator[Client]:
     with daemon.client() as c:
         c.subscribe("")
         yield c
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture
+def door(short_tmp: Path, standin: OllamaStandin) -> Iterator[DaemonThread]:
+    """A daemon whose HTTP front door also listens on loopback TCP, with a token."""
+    d = DaemonThread(short_tmp, standin.url, http_listen=f"127.0.0.1:{free_port()}").start()
+    yield d
+    d.stop()

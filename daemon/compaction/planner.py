@@ -9,7 +9,6 @@ import msgspec
 
 from ctxkeep.protocol.tools import calls_text
 from ctxkeep.daemon.config import Config
-from ctxkeep.daemon.shorten import shortened
 from ctxkeep.daemon.context.prompt import transcript_line
 from ctxkeep.daemon.store.records import ActiveContext, Checkpoint, MessageRecord, SessionRecord
 
@@ -153,7 +152,7 @@ def plan_file_summaries(context: ActiveContext, active: list[MessageRecord],
     recent = {f.path for m in active[-RECENT_FILE_MESSAGES:] for f in m.files}
     pinned, done = set(context.pinned), set(context.file_summaries)
     older = older_tool_messages(active, keep_tools)[0]
-    shortens = {m.seq for m in older if any(shortened(r.content) != r.content for r in m.tool_results)}
+    shortens = {m.seq for m in older if any(s != r.content for s, r in zip(m.short_results(), m.tool_results))}
     shortens |= old_images(active, image_turns)
     return [m.seq for m in active if m.seq not in pinned and m.seq not in done
             and (m.seq in shortens or any(f.summary and f.path not in recent for f in m.files))]

@@ -16,7 +16,6 @@ import msgspec
 
 from ctxkeep.daemon.context.fold import PrefixFold
 from ctxkeep.daemon.context.per_message import PerMessage
-from ctxkeep.daemon.shorten import shortened
 from ctxkeep.daemon.store.records import ActiveContext, MessageRecord, SessionRecord
 from ctxkeep.daemon.tokens import FEATURES, IMAGE, ONE, ZERO, Vector, text_features, widened
 
@@ -78,11 +77,11 @@ class MessageFeatures(NamedTuple):
 
 def message_features(m: MessageRecord) -> MessageFeatures:
     if m.tool_results:  # one message per result, each whole or (level 1) shortened
-        def results(shown: Callable[[str], str]) -> Vector:
+        def results(texts: list[str]) -> Vector:
             return add(scale(ONE, len(m.tool_results) - 1), *(
-                add(text_features(shown(r.content)), text_features(r.tool_name), RESULT_WRAP)
-                for r in m.tool_results))
-        return MessageFeatures(ZERO, results(str), results(shortened))
+                add(text_features(text), text_features(r.tool_name), RESULT_WRAP)
+                for r, text in zip(m.tool_results, texts)))
+        return MessageFeatures(ZERO, results([r.content for r in m.tool_results]), results(m.short_results()))
     joins = scale(JOIN, len(m.files))
     blocks = [widened(f.features) or text_features(f.block)
               for f in m.files]  # computed where the file was read, when it was

@@ -7,7 +7,6 @@ import msgspec
 
 from ctxkeep.daemon.context import goals as goal_markers
 from ctxkeep.daemon.context.fold import PrefixFold
-from ctxkeep.daemon.shorten import shortened
 from ctxkeep.protocol.tools import calls_text
 from ctxkeep.daemon.store.records import ActiveContext, Checkpoint, MessageRecord, SessionRecord
 
@@ -45,8 +44,8 @@ def wire(m: MessageRecord, short: bool = False, vision: bool = False) -> list[Me
     message with the images the model sees (`vision`, and not `short`) by their hashes
     (`send_images` puts their bytes in), else with their notes in its text."""
     if m.tool_results:
-        return [{"role": "tool", "content": shortened(r.content) if short else r.content,
-                 "tool_name": r.tool_name} for r in m.tool_results]
+        return [{"role": "tool", "content": brief if short else r.content, "tool_name": r.tool_name}
+                for r, brief in zip(m.tool_results, m.short_results())]
     seen = bool(m.images) and vision and not short
     out: Message = {"role": m.role, "content": m.prompt_content(short, seen)}
     if m.tool_calls:

@@ -3,7 +3,9 @@
 import msgspec
 
 from ctxkeep.protocol import ErrorCode, requests
-from ctxkeep.protocol.tools import results_text
+from ctxkeep.protocol.tools import ToolCall, ToolResult, results_text
+from ctxkeep.daemon.files.chunker import kind_of, summarize
+from ctxkeep.daemon.shorten import shortened
 from ctxkeep.protocol.turn_requests import Turn
 from ctxkeep.daemon.backends.protocol import ChatExtras
 from ctxkeep.daemon.files.expand import FileSettings, find_refs
@@ -32,14 +34,26 @@ def extras(req: Turn, record: SessionRecord) -> ChatExtras:
                       tools=msgspec.to_builtins(tools) or None)
 
 
-def last_calls(services: Services, record: SessionRecord) -> list[str]:
-    """The tools the session's last message calls, when it is a whole answer calling some
+def last_calls(services: Services, record: SessionRecord) -> list[ToolCall]:
+    """The session's last message's tool calls, when it is a whole answer calling some
     (compaction summaries stored after it aside)."""
     tail, _, _ = services.store.history.page(record.id, max(0, record.next_seq - 8), 8)
     last = next((m for m in reversed(tail) if m.kind == "message"), None)
     if last is None or last.role != "assistant" or last.status != "complete":
         return []
-    return sorted({c.function.name for c in last.tool_calls})
+    return last.tool_calls
+
+
+def result_outlines(calls: list[ToolCall], results: list[ToolResult]) -> list[str]:
+    """Each long result that is a file's text (its call names a path of a kind with an
+    outline: `read_file({"path": "app.py"})`) as the file's outline (level 1's short form of
+    it), else ""."""
+    paths: dict[str, str] = {}
+    for c in calls:
+        named = [v for v in c.function.arguments.values() if isinstance(v, str) and kind_of(v) != "text"]
+        paths.setdefault(c.function.name, named[0] if named else "")
+    return [summarize(paths[r.tool_name], r.content) if paths.get(r.tool_name) and shortened(r.content) != r.content
+            else "" for r in results]
 
 
 def tool_message(services: Services, record: SessionRecord, req: requests.Send) -> NewMessage:
@@ -51,7 +65,8 @@ def tool_message(services: Services, record: SessionRecord, req: requests.Send) 
     if record.pending:  # a compaction after the answer may run: the results wait for it
         raise RequestError(ErrorCode.BUSY, f"session {record.name!r} is busy: tool results answer the "
                                            "calls of its last answer, so send them once it is stored")
-    called = set(last_calls(services, record))
+    calls = last_calls(services, record)
+    called = {c.function.name for c in calls}
     if not called:
         raise RequestError(ErrorCode.INVALID_ARGUMENT, f"session {record.name!r} does not end with an "
                                                        "answer that calls tools: there is nothing to "
@@ -60,7 +75,8 @@ def tool_message(services: Services, record: SessionRecord, req: requests.Send) 
     if unknown:
         raise RequestError(ErrorCode.INVALID_ARGUMENT, f"no call of the last answer is to {unknown[0]!r}: "
                                                        f"it called {', '.join(sorted(called))}")
-    return NewMessage(role="tool", content=results_text(req.tool_results), tool_results=req.tool_results)
+    return NewMessage(role="tool", content=results_text(req.tool_results), tool_results=req.tool_results,
+                      result_outlines=result_outlines(calls, req.tool_results))
 
 
 async def attachments(services: Services, record: SessionRecord, text: str, cwd: str,
@@ -108,7 +124,7 @@ async def send(services: Services, req: requests.Send, record: SessionRecord, *,
                                                            "them alone, then your message with the images")
         files, new = [], tool_message(services, record, req)
     else:
-        calls = last_calls(services, record)
+        calls = sorted({c.function.name for c in last_calls(services, record)})
         if calls:
             raise RequestError(ErrorCode.INVALID_ARGUMENT, f"the last answer called {', '.join(calls)}: send "
                                                            "what they returned (`tool_results`) first, or "

@@ -112,6 +112,14 @@ class MessageRecord(msgspec.Struct, kw_only=True, frozen=True):
     done_reason: str = ""
     format_error: str = ""
     images: list[ImageRef] = []
+    #: A `tool` message's results that are a file's text, as the file's outline (else ""):
+    #: level 1's short form of them.
+    result_outlines: list[str] = []
+
+    def short_results(self) -> list[str]:
+        """Level 1's short form of each tool result: its outline, or its head and tail."""
+        outlines = self.result_outlines + [""] * (len(self.tool_results) - len(self.result_outlines))
+        return [o or shortened(r.content) for o, r in zip(outlines, self.tool_results)]
 
     def prompt_content(self, file_summaries: bool = False, images_seen: bool = False) -> str:
         """The text the model sees: the message, then its expanded @file references
@@ -119,8 +127,8 @@ class MessageRecord(msgspec.Struct, kw_only=True, frozen=True):
         its images, each one's note ("[image: name]"); a `tool` message's results (head and
         tail, where level-1 compaction shortened them)."""
         if self.tool_results and file_summaries:
-            return results_text([ToolResult(tool_name=r.tool_name, content=shortened(r.content))
-                                 for r in self.tool_results])
+            return results_text([ToolResult(tool_name=r.tool_name, content=short)
+                                 for r, short in zip(self.tool_results, self.short_results())])
         notes = [] if images_seen else [i.note() for i in self.images]
         if not self.files and not notes:
             return self.content
@@ -153,6 +161,7 @@ class NewMessage(msgspec.Struct, kw_only=True):
     done_reason: str = ""
     format_error: str = ""
     images: list[ImageRef] = []
+    result_outlines: list[str] = []
 
     def record(self, seq: int, created: float) -> "MessageRecord":
         """The stored message, with its sequence number and time."""

@@ -5,7 +5,6 @@ import json
 import socket
 import subprocess
 import threading
-from collections.abc import Iterator
 
 import httpx
 import ollama
@@ -19,20 +18,6 @@ from ctxkeep.protocol.events import GenerationError, ResponseGeneration
 from harness import DaemonThread
 
 MODEL = "qwen2.5:7b"
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-@pytest.fixture
-def door(short_tmp, standin) -> Iterator[DaemonThread]:
-    """A daemon whose front door also listens on loopback TCP, with a token."""
-    d = DaemonThread(short_tmp, standin.url, http_listen=f"127.0.0.1:{free_port()}").start()
-    yield d
-    d.stop()
 
 
 def ollama_client(door: DaemonThread) -> ollama.Client:

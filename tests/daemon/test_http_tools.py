@@ -7,7 +7,7 @@ import json
 
 from ctxkeep.protocol.tools import FunctionSpec, ToolSpec
 
-from test_http import door, ollama_client, openai_client, sessions  # noqa: F401 (the fixture)
+from test_http import ollama_client, openai_client, sessions
 
 MODEL = "qwen2.5:7b"
 WEATHER = ToolSpec(function=FunctionSpec(

@@ -109,6 +109,28 @@ def test_results_too_long_to_keep_three_whole_shorten_the_older_ones_not_the_tur
     assert len(tools) >= 2 and all("lines omitted" in t for t in tools[:-1])
 
 
+def test_an_old_result_that_is_a_files_text_becomes_the_files_outline(client, standin):
+    """Level 1 gives a long result of `read_file({"path": "app.py"})` as app.py's outline (its
+    functions, each on a line), where a command's output gets its head and tail."""
+    s = client.create_session(model=MODEL, name="outline", num_ctx=8192).session
+    client.set_tools(s.id, [READ, RUN])
+    source = "\n".join(f"def handler_{i}(request):\n    \"\"\"Handle request kind {i}.\"\"\"\n"
+                       f"    value = request.get({i})\n    return value\n" for i in range(60))
+    standin.script_tool_call("read_file", {"path": "app.py"})
+    wait_terminal(client, client.send(s.id, "Read app.py, then run the tests").generation_id)
+    result = ToolResult(tool_name="read_file", content=source)
+    for step in range(12):
+        standin.script_tool_call("run", {"cmd": f"pytest -k step{step}"})
+        ended, _ = wait_terminal(client, client.send(s.id, tool_results=[result]).generation_id)
+        assert isinstance(ended, ResponseGeneration), ended
+        result = ToolResult(tool_name="run", content="\n".join(f"step {step} case {i} ok" for i in range(80)))
+        sent = [m["content"] for m in standin.chats[-1].body["messages"] if m.get("tool_name") == "read_file"]
+        if sent and sent[0] != source:
+            break
+    assert sent and sent[0].startswith("L1 def handler_0(request)  # Handle request kind 0.")
+    assert "value = request.get(0)" not in sent[0] and not standin.orphans
+
+
 def test_an_answer_that_does_not_match_its_schema_is_flagged_not_stored_as_valid(client, standin):
     s = client.create_session(model=MODEL, name="shaped").session
     schema = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
