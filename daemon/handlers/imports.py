@@ -13,15 +13,16 @@ from ctxkeep.daemon.store.records import NewMessage
 from ctxkeep.protocol.imported import ImportedMessage
 
 
-def kept(messages: list[ImportedMessage], first: int) -> list[int]:
+def kept(messages: list[ImportedMessage], first: int, appending: bool = False) -> list[int]:
     """Which of the messages (the first to be seq `first`) join the active context: all
     but those a later one replaced (a regenerated answer's predecessor; an edited
     question and its answers). Links that do not point back, and tool messages that answer
-    no calls (or calls no tool message answers), are refused."""
+    no calls (or calls no tool message answers), are refused (`appending`: the first may
+    answer the session's own last calls)."""
     replaced: set[int] = set()
     for i, m in enumerate(messages):
         before = messages[i - 1] if i else None
-        if (m.role == "tool") != bool(before and before.tool_calls):
+        if (m.role == "tool") != bool(before and before.tool_calls) and not (appending and i == 0):
             raise RequestError(ErrorCode.INVALID_ARGUMENT, f"message {i + 1}: " + (
                 "a tool message must follow the answer whose calls it answers" if m.role == "tool" else
                 "an answer that calls tools must be followed by one tool message with their results"))
@@ -56,7 +57,7 @@ async def import_session(services: Services, req: requests.SessionImport) -> Ses
                        thinking=m.thinking, kind=m.kind, status=m.status, error=m.error, reply_to=m.reply_to,
                        alternative_of=m.alternative_of, tool_calls=m.tool_calls, tool_results=m.tool_results,
                        images=refs)
-            for m, refs in zip(req.messages, images)], activate=kept(req.messages, record.next_seq))
+            for m, refs in zip(req.messages, images)], activate=kept(req.messages, record.next_seq, bool(req.session)))
         record = await services.announcer.prompt_changed(record.id)  # the count is now an estimate
         # indexed for recall now (a worker thread for a large one; embeddings in the background)
         asyncio.get_running_loop().create_task(services.recaller.prepare(record.id), name="recall-index")
