@@ -169,3 +169,14 @@ def test_ask_format_checks_the_answer_and_show_folds_tool_exchanges(daemon, stan
     assert '→ calls run({"cmd": "pytest"})' in shown
     assert "[run] collected 40 items (51 lines, 169 characters)" in shown and "ok\n  ok" not in shown
     assert shown.count("ok") < 5 < daemon.cli("show", "folded", "--full").stdout.count("ok")
+
+
+def test_the_chat_folds_a_tool_call_to_a_line_and_show_n_gives_it_whole(daemon, standin):
+    with daemon.client() as c:
+        s = c.create_session(model=MODEL, name="chat-agent").session
+        c.set_tools(s.id, [RUN])
+    standin.script_tool_call("run", {"cmd": "pytest -q"})
+    out = daemon.cli("chat", "chat-agent", input="Why do the tests fail?\n/show 1\n/show 9\n/quit\n").stdout
+    assert '→ calls run({"cmd": "pytest -q"})\n(/show 1 for all of it)' in out
+    assert out.count('→ calls run({"cmd": "pytest -q"})') == 2  # folded after the turn, then /show 1
+    assert "/show: there is no message #9" in out

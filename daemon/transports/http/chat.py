@@ -22,7 +22,7 @@ from ctxkeep.daemon.handlers.registry import Caller
 from ctxkeep.daemon.services import Services
 from ctxkeep.daemon.store.records import SessionRecord
 from ctxkeep.daemon.store.store import UnknownSession
-from ctxkeep.daemon.transports.http.conversations import ConversationIndex
+from ctxkeep.daemon.transports.http.conversations import ConversationIndex, sent_keys
 from ctxkeep.daemon.transports.http.errors import HttpError
 
 #: Messages the conversation index may read on the event loop (more: in the writer thread).
@@ -119,7 +119,10 @@ class Chats:
                     self.index.refresh()
                 else:
                     await self.services.store.off_loop(self.index.refresh)
-            match = self.index.find(chat.system, chat.history)
+            history = chat.history
+            keys = await asyncio.to_thread(sent_keys, history) if any(m.images for m in history) \
+                else sent_keys(history)
+            match = self.index.find(chat.system, keys)
             if match.continues and match.session:
                 session = self.services.store.sessions.get(match.session)
             else:

@@ -52,8 +52,13 @@ def stored_key(m: MessageRecord) -> tuple[str, str]:
     return keyed(m.role, m.content, m.tool_calls, [i.hash for i in m.images])
 
 
+def sent_keys(conversation: list[ImportedMessage]) -> list[tuple[str, str]]:
+    """A client's copy of its conversation as keys (a tool message's content is its results'
+    text, as stored; an image is hashed: off the event loop when there are any)."""
+    return [sent_key(m) for m in conversation]
+
+
 def sent_key(m: ImportedMessage) -> tuple[str, str]:
-    """A client's copy of a message (a tool message's content is its results' text, as stored)."""
     try:
         hashes = [hashlib.sha256(base64.b64decode(i.data)).hexdigest() for i in m.images]
     except (binascii.Error, ValueError):
@@ -146,10 +151,10 @@ class ConversationIndex:
         while self._dirty:
             self._fold(self._dirty.pop())
 
-    def find(self, system: str, conversation: list[ImportedMessage]) -> Match:
-        """The session `conversation` (a client's, before its new message) continues, or the
-        one it shares the longest prefix with. Call `refresh` first."""
-        messages = [sent_key(m) for m in conversation]
+    def find(self, system: str, messages: list[tuple[str, str]]) -> Match:
+        """The session `messages` (the keys of a client's conversation before its new
+        message: `sent_keys`) continues, or the one it shares the longest prefix with. Call
+        `refresh` first."""
         hashes = chain(system, messages)
         ends = self.prefixes.get(hashes[-1], {})
         done = [sid for sid, length in ends.items() if len(self.folded[sid].hashes) - 1 == length]
