@@ -18,6 +18,7 @@ import msgspec
 from msgspec import Meta
 
 from ctxkeep.protocol import DEFAULT_MAX_FRAME_BYTES, paths
+from ctxkeep.daemon.config_backends import BackendConfig, check_names
 
 #: Keys whose new value applies on SIGHUP without a restart.
 LIVE = frozenset({
@@ -44,6 +45,10 @@ class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
     ollama_host: Annotated[str, _doc("Where Ollama listens; OLLAMA_HOST overrides it.")] = \
         "http://127.0.0.1:11434"
+    backends: Annotated[list[BackendConfig], _doc(
+        "Model servers, one [[backends]] table each (name, kind = \"ollama\" or \"openai\", url, "
+        "optional key, models, context_length); [] = one Ollama at ollama_host. A model several "
+        "serve goes to the least busy (docs/operations.md).")] = []
     connect_timeout: Annotated[float, Meta(gt=0), _doc("Seconds to wait for a connection to Ollama.")] = 5.0
     read_timeout: Annotated[float, Meta(gt=0), _doc(
         "Seconds without a byte from Ollama before a call is given up (loading a model can be slow).")] = 600.0
@@ -213,9 +218,13 @@ def load(path: Path | None = None) -> Config:
     """The configuration from `path` (default: the XDG location), or defaults when absent."""
     path = path or paths.config_path()
     try:
-        return msgspec.convert(read_file(path), Config)
+        config = msgspec.convert(read_file(path), Config)
     except msgspec.ValidationError as exc:
         raise ConfigError(_explain(exc, path)) from None
+    problem = check_names(config.backends)
+    if problem:
+        raise ConfigError(f"{path}: {problem}")
+    return config
 
 
 def sources(path: Path | None = None) -> dict[str, str]:
@@ -260,36 +269,3 @@ def show(path: Path | None = None) -> str:
         rendered = msgspec.json.encode(value).decode()
         lines.append(f"{key} = {rendered}  # {origin[key]}")
     return "\n".join(lines)
-
-
-def render_markdown() -> str:
-    """docs/config.md."""
-    out = ["# Configuration", "",
-           "_Generated from `daemon/config.py` by `ctxkeepd config doc`; "
-           "do not edit by hand._", "",
-           "ctxkeepd reads `$XDG_CONFIG_HOME/ctxkeep/config.toml` (default "
-           "`~/.config/ctxkeep/config.toml`; `ctxkeepd --config PATH` for another). Every key "
-           "is optional. An unknown key or a value of the wrong type stops start-up with a "
-           "message naming the key. `ctxkeep config show` prints the effective values and "
-           "where each comes from. `systemctl --user reload ctxkeep` (SIGHUP) re-reads the "
-           "file: keys marked *live* apply at once, the others at the next start.", "",
-           "Environment: `OLLAMA_HOST` overrides `ollama_host`; `CTXKEEP_CONTROL` and "
-           "`CTXKEEP_EVENTS` override the endpoints (clients read them too).", "",
-           "| key | type | default | live | meaning |", "|---|---|---|---|---|"]
-    info = msgspec.inspect.type_info(Config)
-    for f in info.fields:  # type: ignore[attr-defined]
-        t = f.type
-        description = ""
-        if isinstance(t, msgspec.inspect.Metadata):
-            description = (t.extra_json_schema or {}).get("description", "")
-            t = t.type
-        default = f.default if f.default is not msgspec.NODEFAULT else f.default_factory()
-        type_name = {"Str": "string", "Int": "integer", "Float": "number", "Bool": "boolean",
-                     "Dict": "table", "List": "array", "Literal": "string"}.get(
-            type(t).__name__.removesuffix("Type"), type(t).__name__)
-        out.append(f"| `{f.name}` | {type_name} | `{msgspec.json.encode(default).decode()}` | "
-                   f"{'yes' if f.name in LIVE else ''} | {description} |")
-    out += ["", "Example:", "", "```toml", 'default_model = "qwen2.5:7b"', "num_ctx = 16384",
-            "compaction_tail_turns = 6", 'file_roots = ["~/src", "~/notes"]', "", "[default_options]",
-            "temperature = 0.4", "```", ""]
-    return "\n".join(out)

@@ -9,7 +9,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from ctxkeep.daemon.config import ConfigError, load, render_markdown, show
+from ctxkeep.daemon.config import ConfigError, load, show
+from ctxkeep.daemon.config_doc import render_markdown
 
 
 def add_tools(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:

@@ -19,7 +19,7 @@ from .examples import EXAMPLES
 from .tool_examples import TOOL_LOOP
 from .tools import FunctionCall, FunctionSpec, ToolCall, ToolResult, ToolSpec
 from .structs import (
-    AttachedFile, CheckpointInfo, DaemonStatus, FileUse, MessageInfo, OllamaStatus,
+    AttachedFile, BackendStatus, CheckpointInfo, DaemonStatus, FileUse, MessageInfo, OllamaStatus,
     Segments, SessionInfo, SnapshotInfo, Usage,
 )
 from .goals import Decision, GoalCheckpoint, Goals, GoalsInput
@@ -250,7 +250,7 @@ def render_markdown() -> str:
     add("## Records")
     for cls in (SessionInfo, MessageInfo, ToolSpec, FunctionSpec, ToolCall, FunctionCall, ToolResult, AttachedFile, FileUse, Usage, Segments, Goals,
                 GoalCheckpoint, Decision, GoalsInput, CheckpointInfo, SnapshotInfo, DaemonStatus,
-                OllamaStatus):
+                OllamaStatus, BackendStatus):
         _describe(out, cls, cls.__name__)
     add("")
     add("## Error codes")

@@ -108,8 +108,10 @@ class ResponseGeneration(Event, tag=subjects.RESPONSE_GENERATION):
 
     generation_id: str
     message: MessageInfo
-    #: prompt_eval_count of the final chunk: the exact size of the prompt sent (the
-    #: answer's tokens are eval_count, not part of it).
+    #: The exact size of the prompt sent, as the model server counted it (Ollama's
+    #: prompt_eval_count, an OpenAI server's usage.prompt_tokens; the answer's tokens are
+    #: eval_count, not part of it). The daemon's estimate when the server did not say
+    #: (`token_count_exact` false).
     token_count: Count
     #: Tokens in the answer.
     eval_count: Count
@@ -118,11 +120,16 @@ class ResponseGeneration(Event, tag=subjects.RESPONSE_GENERATION):
     truncated: bool = False
     #: The daemon's estimate of the prompt before it was sent (calibrated per model).
     prompt_estimate: Count = 0
-    #: Durations in nanoseconds, as Ollama reports them.
+    #: Durations in nanoseconds, as Ollama reports them (measured by the daemon for
+    #: an OpenAI server).
     total_duration: Count = 0
     load_duration: Count = 0
     prompt_eval_duration: Count = 0
     eval_duration: Count = 0
+    #: The model server that answered (its name in config.toml).
+    host: str = ""
+    #: False when the server did not count the prompt and token_count is an estimate.
+    token_count_exact: bool = True
 
 
 class GenerationError(Event, tag=subjects.GENERATION_ERROR):

@@ -7,7 +7,7 @@ from . import events, replies, requests, subjects
 from .errors import ErrorCode
 from .imported import ImportedMessage
 from .structs import (
-    DaemonStatus, FileUse, MessageInfo, ModelInfo, OllamaStatus, SearchHit, Segments, SessionInfo,
+    BackendStatus, DaemonStatus, FileUse, MessageInfo, ModelInfo, OllamaStatus, SearchHit, Segments, SessionInfo,
     SnapshotInfo, Usage,
 )
 from .goals import Decision, GoalCheckpoint, Goals, GoalsInput
@@ -28,6 +28,8 @@ _STATUS = DaemonStatus(
     events_endpoint="ipc:///run/user/1000/ctxkeep/events",
     store_path="/home/me/.local/share/ctxkeep/store", last_seq=17,
     ollama=OllamaStatus(host="http://127.0.0.1:11434", reachable=True, version="0.12.6"),
+    backends=[BackendStatus(name="ollama", kind="ollama", host="http://127.0.0.1:11434",
+                            reachable=True, version="0.12.6")],
     default_model="llama3.2")
 _SID = _SESSION.id
 #: The same session just created: no messages, its count an estimate of the empty prompt.
@@ -242,9 +244,9 @@ EXAMPLES: dict[type, tuple[requests.Request, replies.Reply, list[events.Event]]]
         requests.ModelsList(id="30"),
         replies.ModelsReply(id="30", default_model="qwen2.5:7b", models=[
             ModelInfo(name="qwen2.5:7b", size=4683087332, parameter_size="7.6B", family="qwen2",
-                      context_length=32768, loaded=True, default=True),
+                      context_length=32768, loaded=True, default=True, hosts=["ollama"]),
             ModelInfo(name="nomic-embed-text:latest", size=274302450, parameter_size="137M",
-                      family="nomic-bert", context_length=2048)]), []),
+                      family="nomic-bert", context_length=2048, hosts=["ollama"])]), []),
     requests.ModelsDefault: (
         requests.ModelsDefault(id="34", model="qwen2.5:7b"),
         replies.DefaultModelReply(id="34", model="qwen2.5:7b",

@@ -10,7 +10,7 @@ import msgspec
 from msgspec import Meta
 
 from .structs import (
-    AttachedFile, CheckpointInfo, CompactionMark, Count, DaemonStatus, FileUse,
+    AttachedFile, BackendStatus, CheckpointInfo, CompactionMark, Count, DaemonStatus, FileUse,
     MessageInfo, ModelInfo, SearchHit, Seq, SessionInfo, SnapshotInfo, Usage,
 )
 from .goals import Goals
@@ -192,6 +192,8 @@ class ModelsReply(Reply, tag="models"):
     models: list[ModelInfo]
     #: The model new sessions use when they name none.
     default_model: str
+    #: Model servers that could not be asked (their models are missing from the list).
+    down: list[BackendStatus] = []
 
 
 class ImageReply(Reply, tag="image"):

@@ -5,13 +5,11 @@ from typing import Annotated, Literal
 import msgspec
 from msgspec import Meta
 
+from .counts import Count, Seq
 from .images import ImageRef
+from .servers import BackendStatus, ModelInfo as ModelInfo, OllamaStatus  # ModelInfo: re-exported
 from .tools import ToolCall, ToolResult, ToolSpec
 
-#: A non-negative integer that every JSON implementation represents exactly.
-Count = Annotated[int, Meta(ge=0, le=2**53)]
-#: A sequence number of a message inside its session.
-Seq = Annotated[int, Meta(ge=0, le=2**53)]
 #: Options passed to Ollama as `options` (temperature, top_p, stop, ...).
 OptionValue = int | float | str | bool | list[str]
 Options = dict[str, OptionValue]
@@ -169,35 +167,6 @@ class SearchHit(msgspec.Struct, kw_only=True):
     message: MessageInfo
 
 
-class ModelInfo(msgspec.Struct, kw_only=True):
-    """A model installed in Ollama (from /api/tags, /api/show and /api/ps)."""
-
-    name: str
-    #: Bytes on disk.
-    size: int = 0
-    #: E.g. "7.6B" ("" when Ollama does not say).
-    parameter_size: str = ""
-    family: str = ""
-    #: The most tokens the model takes (/api/show's `context_length`; 0: unknown).
-    context_length: int = 0
-    #: Whether Ollama has it in memory now (/api/ps).
-    loaded: bool = False
-    #: Whether it is what new sessions use when they name no model.
-    default: bool = False
-
-
-class OllamaStatus(msgspec.Struct, kw_only=True):
-    """What the daemon last learnt about its Ollama server."""
-
-    host: str
-    #: Whether the last check or model call reached it (False until `checked`).
-    reachable: bool
-    version: str = ""
-    error: str = ""
-    #: False until the first check or model call has an outcome.
-    checked: bool = True
-
-
 class DaemonStatus(msgspec.Struct, kw_only=True):
     """The daemon as a whole."""
 
@@ -213,7 +182,10 @@ class DaemonStatus(msgspec.Struct, kw_only=True):
     store_path: str
     #: The last event sequence number published (events are numbered from 1).
     last_seq: Count
+    #: The model servers as one: reachable while any of them is.
     ollama: OllamaStatus
+    #: Each model server, in config order.
+    backends: list[BackendStatus] = []
     #: The model of new sessions that name none (`models.default` changes it).
     default_model: str = ""
     #: Whether Ollama has the default model, as its model list last said (null: not known).

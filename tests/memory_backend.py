@@ -4,7 +4,7 @@ handler tests that run in-process.
 It behaves as the stand-in does where the engine can tell: token counts from the
 stand-in's tokenizer over its chat template, a prompt over `num_ctx` refused (as Ollama
 0.12+ does with `truncate: false`), replies streamed word by word as the official
-client's own `ChatResponse` chunks, summaries answered by `chat_once`, embeddings for
+`ChatChunk`s, summaries answered by `chat_once`, embeddings for
 the embedding model only. Faults on demand: `fail_at(chunk, error)` raises `error` after
 that many streamed chunks of the next chat; `hold()` parks the next chat before its first
 chunk until `release()` (to cancel a turn mid-call).
@@ -17,12 +17,10 @@ from collections import deque
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
 
-from ollama import ChatResponse, Message
-
-from ctxkeep.daemon.backends.backend import ModelCallError
 from ctxkeep.daemon.backends.facts import ModelFacts
+from ctxkeep.daemon.backends.protocol import ChatChunk, ModelCallError
 from ctxkeep.protocol import ErrorCode
-from ctxkeep.protocol.structs import ModelInfo, OllamaStatus
+from ctxkeep.protocol.structs import BackendStatus, ModelInfo, OllamaStatus
 from ollama_standin import DEFAULT_MODELS, Model, count_tokens, embed_vector, images_of, render, split_stream
 
 
@@ -67,6 +65,12 @@ class MemoryBackend:
     # -- the Protocol ----------------------------------------------------------------
 
     def preload(self) -> None:
+        return None
+
+    def hosts(self) -> list[BackendStatus]:
+        return [BackendStatus(name="memory", host=self.host, reachable=True, version="memory")]
+
+    def ollama_url(self) -> str | None:
         return None
 
     async def close(self) -> None:
@@ -135,23 +139,21 @@ class MemoryBackend:
             if index == fail_at:
                 raise error  # type: ignore[misc]
             await asyncio.sleep(0)
-            yield ChatResponse(model=model, done=False, message=Message(role="assistant", content=piece))
+            yield ChatChunk(content=piece)
         if fail_at >= 0 and error is not None:
             raise error
-        yield ChatResponse(model=model, done=True, done_reason="stop", prompt_eval_count=tokens,
-                           eval_count=self.count(text), total_duration=1, load_duration=0,
-                           prompt_eval_duration=1, eval_duration=1,
-                           message=Message(role="assistant", content=""))
+        yield ChatChunk(done=True, done_reason="stop", prompt_eval_count=tokens,
+                        eval_count=self.count(text), total_duration=1, prompt_eval_duration=1,
+                        eval_duration=1, host="memory")
 
     async def chat_once(self, model: str, messages: Sequence[Mapping[str, Any]],
-                        options: Mapping[str, Any]) -> Any:
+                        options: Mapping[str, Any]) -> ChatChunk:
         await self.facts(model)
         sent, tokens = self._prompt(model, messages, options)
         await self._wait_if_held()
         text = self.reply(sent)
-        return ChatResponse(model=model, done=True, prompt_eval_count=tokens,
-                            eval_count=self.count(text),
-                            message=Message(role="assistant", content=text))
+        return ChatChunk(content=text, done=True, prompt_eval_count=tokens, eval_count=self.count(text),
+                         host="memory")
 
     async def loaded(self, model: str) -> bool | None:
         return model in self.models

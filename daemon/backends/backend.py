@@ -18,25 +18,20 @@ The package is used through its public API only (`AsyncClient.chat`, `show`,
 """
 
 import asyncio
-import logging
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
 
 
 from ctxkeep.protocol import ErrorCode
 from ctxkeep.protocol.structs import ModelInfo, OllamaStatus
-from ctxkeep.daemon.errors import RequestError
 from ctxkeep.daemon.backends.facts import ModelFacts
-from ctxkeep.daemon.backends.protocol import ChatExtras
+from ctxkeep.daemon.backends.ollama_calls import chunk_of, classify
+from ctxkeep.daemon.backends.protocol import ChatChunk, ChatExtras, ModelCallError
+from ctxkeep.daemon.backends.one_server import OneServer
 from ctxkeep.daemon.backends.sent import sending
 
-log = logging.getLogger(__name__)
 #: Seconds /api/ps may take when asked while a chat waits for its first token.
 PS_TIMEOUT_S = 3.0
-
-
-class ModelCallError(RequestError):
-    """A failed model call: an error code and a message that says what to do."""
 
 
 def _make_client(host: str, connect_timeout: float, read_timeout: float) -> Any:
@@ -55,39 +50,17 @@ def _make_client(host: str, connect_timeout: float, read_timeout: float) -> Any:
                               transport=RefuseOverflow(inner), trust_env=False)
 
 
-class OllamaBackend:
-    """The daemon's one connection to Ollama."""
+class OllamaBackend(OneServer):
+    """The daemon's connection to one Ollama server."""
 
-    def __init__(self, host: str, connect_timeout: float, read_timeout: float) -> None:
-        self.host = host
+    def __init__(self, host: str, connect_timeout: float, read_timeout: float, name: str = "ollama",
+                 changed: asyncio.Event | None = None) -> None:
+        super().__init__(name, host, lambda: _make_client(host, connect_timeout, read_timeout), changed)
         self._timeouts = (connect_timeout, read_timeout)
-        self._loading: "asyncio.Future[Any] | None" = None
-        self._client: Any = None
         self._facts: dict[str, ModelFacts] = {}
-        self.status = OllamaStatus(host=host, reachable=False, checked=False)
-        #: Set when a call finds Ollama reachable (or not) against what `status` said, or a
-        #: model was pulled: the daemon's watch then asks its version and models, and
-        #: tells clients at once.
-        self.changed = asyncio.Event()
-        #: The models Ollama listed last (None: never listed).
-        self.listed: list[str] | None = None
 
-    def preload(self) -> None:
-        """Start importing the client in a worker thread (call from the event loop)."""
-        if self._loading is None:
-            self._loading = asyncio.ensure_future(asyncio.to_thread(_make_client, self.host, *self._timeouts))
-
-    async def client(self) -> Any:
-        """The official client, once imported."""
-        if self._client is None:
-            self.preload()
-            assert self._loading is not None
-            self._client = await asyncio.shield(self._loading)
-        return self._client
-
-    async def close(self) -> None:
-        if self._loading is not None:
-            await (await self.client()).close()
+    def ollama_url(self) -> str | None:
+        return self.host
 
     async def check(self) -> OllamaStatus:
         """Ask /api/version; remember and return whether Ollama answers (and its version,
@@ -105,12 +78,6 @@ class OllamaBackend:
                                        error=self.explain(exc).message)
         return self.status
 
-    def _reached(self) -> None:
-        """A call got an answer from Ollama: it is reachable (whatever the answer said)."""
-        if not self.status.reachable:
-            self.status = OllamaStatus(host=self.host, reachable=True, version=self.status.version)
-            self.changed.set()
-
     def known_facts(self, model: str) -> ModelFacts | None:
         """What /api/show said of the model, if it was already asked (no call)."""
         return self._facts.get(model)
@@ -123,7 +90,7 @@ class OllamaBackend:
             shown = await (await self.client()).show(model)
         except Exception as exc:  # noqa: BLE001 - every failure becomes a ModelCallError
             raise self.explain(exc, model) from None
-        self._reached()
+        self.reached()
         info = shown.modelinfo or {}
         arch = info.get("general.architecture", "")
         length = info.get(f"{arch}.context_length") or next(
@@ -144,7 +111,7 @@ class OllamaBackend:
             running = await client.ps() if details else None
         except Exception as exc:  # noqa: BLE001 - every failure becomes a ModelCallError
             raise self.explain(exc) from None
-        self._reached()
+        self.reached()
         self.listed = [m.model or "" for m in listed.models]
         loaded = {m.model for m in running.models} if running else set()
         out = []
@@ -176,7 +143,7 @@ class OllamaBackend:
         raises ModelCallError when it cannot."""
         try:
             stream = await (await self.client()).pull(model, stream=True)
-            self._reached()
+            self.reached()
             async for step in stream:
                 yield step.status or "", int(step.completed or 0), int(step.total or 0)
         except ModelCallError:
@@ -191,17 +158,17 @@ class OllamaBackend:
 
     async def stream_chat(self, model: str, messages: Sequence[Mapping[str, Any]],
                           options: Mapping[str, Any], extras: ChatExtras,
-                          on_sent: Callable[[], object] | None = None) -> AsyncIterator[Any]:
+                          on_sent: Callable[[], object] | None = None) -> AsyncIterator[ChatChunk]:
         """Stream a chat; raises ModelCallError on any failure, including a cut stream.
         `on_sent` is called once the request is written to the server's socket."""
         try:
             stream = await (await self.client()).chat(model, messages, stream=True,
                                                       options=options, **extras.fields())
-            self._reached()
+            self.reached()
             done = False
             async for chunk in sending(stream, on_sent):
                 done = bool(chunk.done)
-                yield chunk
+                yield chunk_of(chunk, self.name)
             if not done:
                 raise ModelCallError(ErrorCode.STREAM_INTERRUPTED,
                                      "Ollama ended the answer before its final chunk: send again")
@@ -211,15 +178,15 @@ class OllamaBackend:
             raise self.explain(exc, model) from None
 
     async def chat_once(self, model: str, messages: Sequence[Mapping[str, Any]],
-                        options: Mapping[str, Any]) -> Any:
+                        options: Mapping[str, Any]) -> ChatChunk:
         """One non-streaming chat call (summaries)."""
         try:
             response = await (await self.client()).chat(model, messages, stream=False,
                                                         options=options)
         except Exception as exc:  # noqa: BLE001
             raise self.explain(exc, model) from None
-        self._reached()
-        return response
+        self.reached()
+        return chunk_of(response, self.name)
 
     async def embed(self, model: str, texts: list[str]) -> list[list[float]]:
         """Embeddings from /api/embed (one call for all texts)."""
@@ -227,54 +194,18 @@ class OllamaBackend:
             response = await (await self.client()).embed(model=model, input=texts)
         except Exception as exc:  # noqa: BLE001
             raise self.explain(exc, model) from None
-        self._reached()
+        self.reached()
         vectors = [list(v) for v in response.embeddings]
         if len(vectors) != len(texts):
             raise ModelCallError(ErrorCode.OLLAMA_ERROR, "Ollama returned the wrong number of embeddings")
         return vectors
 
     def explain(self, exc: BaseException, model: str = "") -> ModelCallError:
-        """A ModelCallError saying what went wrong and what to do next."""
-        import httpx
-        from ollama import ResponseError
-        if isinstance(exc, ModelCallError):
-            return exc
-        if isinstance(exc, (ConnectionError, httpx.ConnectError, httpx.ConnectTimeout)):
-            if self.status.reachable:
-                self.changed.set()
-            self.status = OllamaStatus(host=self.host, reachable=False, error="unreachable")
-            return ModelCallError(
-                ErrorCode.OLLAMA_UNREACHABLE,
-                f"cannot reach Ollama at {self.host}: start it (`ollama serve` or "
-                "`systemctl start ollama`), or point ctxkeepd at it with OLLAMA_HOST "
-                "or `ollama_host` in config.toml")
-        if isinstance(exc, ResponseError):
-            self._reached()  # it answered, with an error
-            error = str(exc.error)
-            if exc.status_code == 404 or "not found" in error:
-                return ModelCallError(
-                    ErrorCode.MODEL_NOT_FOUND,
-                    f"model {model!r} is not available in Ollama at {self.host}: "
-                    f"run `ollama pull {model}`, or pick an installed model "
-                    "(`ctxkeep set SESSION --model NAME`)")
-            if "context length" in error or "exceeds" in error:
-                return ModelCallError(
-                    ErrorCode.CONTEXT_OVERFLOW,
-                    f"Ollama refused a prompt larger than the window ({error}): compact the "
-                    "session or raise num_ctx")
-            status = f"HTTP {exc.status_code}" if exc.status_code > 0 else "an error"
-            return ModelCallError(ErrorCode.OLLAMA_ERROR,
-                                  f"Ollama answered {status}: {error}")
-        if isinstance(exc, httpx.ReadTimeout):
-            return ModelCallError(
-                ErrorCode.OLLAMA_NOT_ANSWERING,
-                f"Ollama at {self.host} sent nothing for {self._timeouts[1]:g} s (read_timeout): "
-                "check that it still runs (`ollama ps`, or restart it), then send again")
-        if isinstance(exc, (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)):
-            return ModelCallError(
-                ErrorCode.STREAM_INTERRUPTED,
-                f"the connection to Ollama broke mid-answer ({str(exc) or type(exc).__name__}): "
-                "check that Ollama is still running, then send again")
-        log.exception("unexpected failure of a model call", exc_info=exc)
-        return ModelCallError(ErrorCode.OLLAMA_ERROR, f"model call failed: {exc!r}")
-
+        """A ModelCallError saying what went wrong and what to do next (noting whether
+        Ollama answered at all)."""
+        error, answered = classify(exc, self.host, model, self._timeouts[1])
+        if error.code == ErrorCode.OLLAMA_UNREACHABLE:
+            self.unreachable()
+        elif answered:
+            self.reached()  # it answered, with an error
+        return error

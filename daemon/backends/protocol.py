@@ -1,8 +1,11 @@
-"""What the daemon needs of a model backend: the seam between the engine and Ollama.
+"""What the daemon needs of a model backend: the seam between the engine and the model
+servers.
 
-`OllamaBackend` (backend.py) is the one implementation; the engine (generation,
-compaction, relevance, summaries) and the handlers are typed against this
-Protocol, so another backend, or a test double, needs only these members.
+`OllamaBackend` (backend.py, Ollama's API) and `OpenAIBackend` (openai_backend.py, any
+OpenAI-compatible server) speak to one server each; `Hosts` (hosts.py) puts several
+behind one backend. The engine (generation, compaction, relevance, summaries) and the
+handlers are typed against this Protocol and read answers as `ChatChunk`s, so another
+backend, or a test double, needs only these members.
 """
 
 import asyncio
@@ -11,9 +14,37 @@ from typing import Any, Literal, Protocol
 
 import msgspec
 
-from ctxkeep.protocol.structs import OllamaStatus
+from ctxkeep.protocol.structs import BackendStatus, ModelInfo, OllamaStatus
+from ctxkeep.protocol.tools import ToolCall
+from ctxkeep.daemon.errors import RequestError
 from ctxkeep.daemon.backends.facts import ModelFacts
-from ctxkeep.protocol.structs import ModelInfo
+
+
+class ModelCallError(RequestError):
+    """A failed model call: an error code and a message that says what to do."""
+
+
+class ChatChunk(msgspec.Struct, frozen=True, kw_only=True):
+    """A piece of a streamed answer, whatever server sent it; the last has `done` and the
+    counts (Ollama's names; an OpenAI server's `usage` and finish reason)."""
+
+    content: str = ""
+    thinking: str = ""
+    #: Calls the answer makes, each whole (an OpenAI server's deltas already joined).
+    tool_calls: tuple[ToolCall, ...] = ()
+    done: bool = False
+    #: "stop", "length" (the answer reached its limit), "tool_calls", ...
+    done_reason: str = ""
+    #: The exact tokens of the prompt (None: the server did not say).
+    prompt_eval_count: int | None = None
+    eval_count: int = 0
+    #: Nanoseconds, as Ollama reports them (measured by the daemon for other servers).
+    total_duration: int = 0
+    load_duration: int = 0
+    prompt_eval_duration: int = 0
+    eval_duration: int = 0
+    #: The backend (its name in config.toml) that answered.
+    host: str = ""
 
 
 class ChatExtras(msgspec.Struct, frozen=True):
@@ -38,7 +69,9 @@ class ChatExtras(msgspec.Struct, frozen=True):
 class ModelBackend(Protocol):
     """Model calls, their failures raised as `ModelCallError` (a coded error)."""
 
+    #: Where the server listens (of several: the first).
     host: str
+    #: The servers' reachability as one (reachable when any is).
     status: OllamaStatus
     #: Set when a call finds the server's reachability otherwise than `status` said.
     changed: asyncio.Event
@@ -46,6 +79,12 @@ class ModelBackend(Protocol):
     listed: list[str] | None
 
     def preload(self) -> None: ...
+
+    def hosts(self) -> list[BackendStatus]:
+        """Each server's state, in config order."""
+
+    def ollama_url(self) -> str | None:
+        """The URL of the (first) Ollama server, for what only Ollama's API does."""
 
     async def close(self) -> None: ...
 
@@ -63,10 +102,11 @@ class ModelBackend(Protocol):
 
     def stream_chat(self, model: str, messages: Sequence[Mapping[str, Any]],
                     options: Mapping[str, Any], extras: ChatExtras,
-                    on_sent: Callable[[], object] | None = None) -> AsyncIterator[Any]:
+                    on_sent: Callable[[], object] | None = None) -> AsyncIterator[ChatChunk]:
         """The answer's chunks; `on_sent` is called once the request is out."""
 
     async def chat_once(self, model: str, messages: Sequence[Mapping[str, Any]],
-                        options: Mapping[str, Any]) -> Any: ...
+                        options: Mapping[str, Any]) -> ChatChunk:
+        """One answer whole (summaries): one chunk with `done`."""
 
     async def embed(self, model: str, texts: list[str]) -> list[list[float]]: ...

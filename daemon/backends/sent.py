@@ -38,6 +38,16 @@ async def sending(stream: AsyncIterator[Any], on_sent: Callable[[], object] | No
         yield chunk
 
 
+async def calling(call: Awaitable[Any], on_sent: Callable[[], object] | None) -> Any:
+    """`await call`, a request made at once (the `openai` client's `create`), whose
+    request calls `on_sent` once it is out."""
+    token = _on_sent.set(on_sent)
+    try:
+        return await call
+    finally:
+        _on_sent.reset(token)
+
+
 def current_trace(extensions: dict[str, Any]) -> dict[str, Any]:
     """A request's extensions with a `trace` that calls the awaiting turn's `on_sent`
     when the request is out (the same extensions when no turn awaits one)."""

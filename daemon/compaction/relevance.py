@@ -16,7 +16,7 @@ from itertools import chain
 
 from ctxkeep.daemon.compaction.postings import Postings
 from ctxkeep.daemon.context.per_message import PerMessage
-from ctxkeep.daemon.backends.backend import ModelCallError
+from ctxkeep.daemon.backends.protocol import ModelCallError
 from ctxkeep.daemon.backends.protocol import ModelBackend
 from ctxkeep.daemon.store.records import MessageRecord
 from ctxkeep.daemon.store.store import Store

@@ -10,7 +10,7 @@ from ctxkeep.protocol import ErrorCode
 from ctxkeep.daemon.context import goals as goal_markers
 from ctxkeep.daemon.context.estimator import SLACK, Estimator
 from ctxkeep.daemon.errors import RequestError
-from ctxkeep.daemon.backends.backend import ModelCallError
+from ctxkeep.daemon.backends.protocol import ModelCallError
 from ctxkeep.daemon.backends.protocol import ModelBackend
 from ctxkeep.daemon.context.prompt import (
     COMPACTION_SYSTEM, MERGE_SYSTEM, summary_call, transcript_line,
@@ -121,10 +121,10 @@ class Summarizer:
         messages = summary_call(system, instructions, body, header)
         options = {"num_ctx": self.window, "num_predict": room or self.room}
         response = await self.backend.chat_once(self.model, messages, options)
-        text = (response.message.content or "").strip()
+        text = response.content.strip()
         if not text:
             raise SummaryRejected("the model returned an empty summary")
-        return text, int(response.eval_count or 0) or self.estimator.text(self.model, text)
+        return text, response.eval_count or self.estimator.text(self.model, text)
 
     async def summarize(self, chunks: list[str], system: str, instructions: str,
                         progress: Callable[[int, int, str], None] = lambda *_: None,

@@ -7,7 +7,7 @@ from ctxkeep.protocol.replies import DefaultModelReply, ModelsReply
 from ctxkeep.daemon.config import ConfigError
 from ctxkeep.daemon.config_file import set_top_level
 from ctxkeep.daemon.handlers.registry import RequestError, handles
-from ctxkeep.daemon.backends.backend import ModelCallError
+from ctxkeep.daemon.backends.protocol import ModelCallError
 from ctxkeep.daemon.backends.facts import same_model
 from ctxkeep.daemon.services import Services
 

@@ -9,7 +9,7 @@ from ctxkeep.protocol import ErrorCode, requests
 from ctxkeep.protocol.events import ModelPullProgress, ModelPullResult
 from ctxkeep.protocol.replies import PullAccepted
 from ctxkeep.daemon.handlers.registry import RequestError, handles
-from ctxkeep.daemon.backends.backend import ModelCallError
+from ctxkeep.daemon.backends.protocol import ModelCallError
 from ctxkeep.daemon.services import Services
 
 log = logging.getLogger(__name__)

@@ -9,7 +9,7 @@ from ctxkeep.protocol.replies import Deleted, SessionReply, SessionsReply
 from ctxkeep.daemon.store.records import SessionRecord
 from ctxkeep.daemon.services import Services
 from ctxkeep.daemon.handlers.models import check_installed
-from ctxkeep.daemon.backends.backend import ModelCallError
+from ctxkeep.daemon.backends.protocol import ModelCallError
 from ctxkeep.daemon.backends.facts import ModelFacts
 from ctxkeep.daemon.backends.options import check_options
 from ctxkeep.daemon.handlers.registry import RequestError, handles

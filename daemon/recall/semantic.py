@@ -16,7 +16,7 @@ from collections.abc import Callable, Collection
 
 import numpy as np
 
-from ctxkeep.daemon.backends.backend import ModelCallError
+from ctxkeep.daemon.backends.protocol import ModelCallError
 from ctxkeep.daemon.backends.protocol import ModelBackend
 from ctxkeep.daemon.recall.passages import Passage
 from ctxkeep.daemon.store.store import Store

@@ -19,7 +19,8 @@ from ctxkeep.daemon import services
 from ctxkeep.daemon.config import Config, ConfigError, apply_live, load
 from ctxkeep.daemon.jobs.queue import SessionJobs
 from ctxkeep.daemon.backends.facts import same_model
-from ctxkeep.daemon.backends.backend import OllamaBackend
+from ctxkeep.daemon.backends.configured import backend_for
+from ctxkeep.daemon.backends.hosts import Hosts
 from ctxkeep.daemon.server import runtime, systemd
 from ctxkeep.daemon.server.ollama_watch import watch_ollama
 from ctxkeep.daemon.transports.zmq import curve
@@ -54,7 +55,7 @@ class Daemon:
         self.store: Store
         self.bus: EventBus
         self.publisher: EventPublisher
-        self.backend: OllamaBackend
+        self.backend: Hosts
         self.jobs: SessionJobs
         self.services: services.Services
 
@@ -99,8 +100,7 @@ class Daemon:
                 path.chmod(0o600)
         if self.config.tcp_control or self.config.tcp_events:
             curve.check_authorized(self.config.resolved_curve_dir())  # fail before serving
-        self.backend = OllamaBackend(self.config.resolved_ollama_host(),
-                                     self.config.connect_timeout, self.config.read_timeout)
+        self.backend = backend_for(self.config)
         self.services = services.build(self.config, self.store, self.bus, self.backend,
                                        self.status, lambda: self.stopping, self.config_path)
         self.jobs = self.services.jobs
@@ -147,10 +147,15 @@ class Daemon:
                  ", ".join(e for e in (cfg.tcp_control, cfg.tcp_events) if e), folder)
 
     def _status_line(self) -> str:
+        sessions = f"STATUS={self.store.sessions.count()} sessions"
+        hosts = self.backend.hosts()
+        if len(hosts) > 1 or hosts[0].kind != "ollama":
+            return f"{sessions}, model servers: " + ", ".join(
+                f"{h.name} {'up' if h.reachable else 'DOWN'}" for h in hosts)
         ollama = self.backend.status
         reach = (f"Ollama {ollama.version} reachable".replace("  ", " ") if ollama.reachable
                  else "Ollama NOT reachable")
-        return f"STATUS={self.store.sessions.count()} sessions, {reach} at {ollama.host}"
+        return f"{sessions}, {reach} at {ollama.host}"
 
     async def _watchdog(self, interval: float) -> None:
         """WATCHDOG=1 from the event loop itself, only while every control loop runs: if
@@ -269,7 +274,7 @@ class Daemon:
             sessions=self.store.sessions.count(), generations_running=self.jobs.running("generation"),
             control_endpoint=self.control_endpoint, events_endpoint=self.events_endpoint,
             store_path=str(self.store.path), last_seq=self.bus.last_seq,
-            ollama=self.backend.status, default_model=self.config.default_model,
+            ollama=self.backend.status, backends=self.backend.hosts(), default_model=self.config.default_model,
             default_model_installed=None if self.backend.listed is None else any(
                 same_model(name, self.config.default_model) for name in self.backend.listed),
             recall=self.services.recaller.status(),

@@ -1,10 +1,11 @@
-"""Ollama watched while the daemon runs: whether it answers, its version, its models."""
+"""The model servers watched while the daemon runs: whether they answer, their versions,
+their models."""
 
 import asyncio
 import logging
 from collections.abc import Callable
 
-from ctxkeep.daemon.backends.backend import ModelCallError, OllamaBackend
+from ctxkeep.daemon.backends.protocol import ModelBackend, ModelCallError
 
 log = logging.getLogger(__name__)
 #: Seconds between checks of Ollama while it answers, and while it does not.
@@ -12,11 +13,12 @@ OLLAMA_CHECK_S = 60.0
 OLLAMA_RETRY_S = 2.0
 
 
-async def watch_ollama(backend: OllamaBackend, server_changed: Callable[[], None],
+async def watch_ollama(backend: ModelBackend, server_changed: Callable[[], None],
                        status_changed: Callable[[], None]) -> None:
     """Check Ollama at start, every minute (every 2 s while it is unreachable), and at
     once when a model call finds it otherwise than the last check said; say clearly when
-    it is unreachable. `server_changed` is called when it may have other models now (woken
+    it is unreachable; a server that is down among several is asked again when its wait
+    (`retry_in`) is over. `server_changed` is called when it may have other models now (woken
     or changed), `status_changed` when it became reachable or not, or another version."""
     known: tuple[bool, str] | None = None
     while True:
@@ -38,6 +40,8 @@ async def watch_ollama(backend: OllamaBackend, server_changed: Callable[[], None
             known = (status.reachable, status.version)
             status_changed()
         interval = OLLAMA_CHECK_S if status.reachable else OLLAMA_RETRY_S
+        waits = [h.retry_in for h in backend.hosts() if h.retry_in > 0]
+        interval = min([interval, *waits])
         try:
             await asyncio.wait_for(backend.changed.wait(), interval)
         except asyncio.TimeoutError:

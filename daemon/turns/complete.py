@@ -50,19 +50,22 @@ class Completer:
         completes, but no compaction follows)."""
         (session, context, active), final = turn.view, output.final
         estimator = self.parts.estimator
-        token_count, eval_count = int(final.prompt_eval_count or 0), int(final.eval_count or 0)
-        truncated = self.truncated(turn, token_count)
+        assert final is not None
+        counted = final.prompt_eval_count is not None  # a server may not count the prompt
+        token_count = final.prompt_eval_count if counted else turn.estimate.tokens
+        eval_count = final.eval_count
+        truncated = counted and self.truncated(turn, token_count)
         sent = add(turn.features, turn.recall.features)  # the prompt as sent, its recall block in
-        calibrations = [] if truncated else estimator.observe(
+        calibrations = [] if truncated or not counted else estimator.observe(
             session, sent, token_count, turn.estimate, [(output.text, eval_count)],
             repeated=repetitive(user.prompt_content()))
         reply = NewMessage(role="assistant", content=output.text, thinking=output.thought,
                            model=session.model, eval_count=eval_count, reply_to=user.seq,
                            recalled=turn.recall.seqs, alternative_of=reopened.answer if reopened else -1,
-                           tool_calls=output.calls, done_reason=str(final.done_reason or ""),
+                           tool_calls=output.calls, done_reason=final.done_reason,
                            format_error=format_problem(output.text, answer_format))
         goals = goal_markers.apply_markers(context.goals, output.text)
-        count, exact = token_count, True
+        count, exact = token_count, counted
         if goals is not None:  # what the model sees changed after the count: an estimate
             changed = msgspec.structs.replace(context, goals=goals)
             count, exact = estimator.context(session, changed, [*active, user, reply.record(-1, 0.0)]), False
@@ -70,7 +73,7 @@ class Completer:
         (session, (assistant,)), cancelled = await landed(self.parts.store.history.append_async(
             session.id, [reply], activate_seqs=[user.seq], activate=[0], token_count=count,
             exact=exact, answered=[user.seq], calibrations=calibrations, goals=goals,
-            anchor=None if truncated else (token_count, list(sent), session.model,
+            anchor=None if truncated or not counted else (token_count, list(sent), session.model,
                                            list(turn.recall.features)),
             recalled_tokens=turn.recall.tokens))
         if truncated:
@@ -79,10 +82,9 @@ class Completer:
         job.end(ResponseGeneration(
             generation_id=job.id, message=assistant.info(), token_count=token_count,
             eval_count=eval_count, window=session.window, truncated=truncated,
-            prompt_estimate=turn.estimate.tokens, total_duration=int(final.total_duration or 0),
-            load_duration=int(final.load_duration or 0),
-            prompt_eval_duration=int(final.prompt_eval_duration or 0),
-            eval_duration=int(final.eval_duration or 0)))
+            prompt_estimate=turn.estimate.tokens, total_duration=final.total_duration,
+            load_duration=final.load_duration, prompt_eval_duration=final.prompt_eval_duration,
+            eval_duration=final.eval_duration, host=final.host, token_count_exact=counted))
         estimator.weights(session.model)  # refit now, not on the next turn's way out
         self.recaller.stored(session.id)  # its index (when kept) takes the turn in
         context = msgspec.structs.replace(context, seqs=[*context.seqs, user.seq, assistant.seq],

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ctxkeep.daemon.backends.backend import ModelCallError
+from ctxkeep.daemon.backends.protocol import ModelCallError
 from ctxkeep.daemon.backends.protocol import ModelBackend
 from ctxkeep.protocol import ErrorCode
 from ctxkeep.protocol.events import GenerationWaiting

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ctxkeep.daemon.config import Config
-from ctxkeep.daemon.backends.backend import ModelCallError
+from ctxkeep.daemon.backends.protocol import ModelCallError
 from ctxkeep.daemon.store.errors import StoreError
 from ctxkeep.protocol import ErrorCode, requests
 from ctxkeep.protocol.events import CompactionResult, GenerationError, ResponseGeneration

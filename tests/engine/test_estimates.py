@@ -200,7 +200,7 @@ def test_a_send_refused_after_a_compaction_leaves_the_session_as_it_was(tmp_path
     """A message big enough to need a compaction, refused by the server after the pass (an
     estimate too low for a tokenizer, say): the pass is taken back, the context is as it
     was before the send (it lost two messages before)."""
-    from ctxkeep.daemon.backends.backend import ModelCallError
+    from ctxkeep.daemon.backends.protocol import ModelCallError
     from ctxkeep.protocol import ErrorCode
 
     def reply(messages):

@@ -6,8 +6,8 @@ import sys
 
 import pytest
 
-from ctxkeep.daemon.backends.backend import ModelCallError, OllamaBackend
-from ctxkeep.daemon.backends.protocol import ChatExtras
+from ctxkeep.daemon.backends.backend import OllamaBackend
+from ctxkeep.daemon.backends.protocol import ChatExtras, ModelCallError
 from ctxkeep.protocol import ErrorCode
 from ollama_standin import OllamaStandin
 
@@ -30,7 +30,7 @@ def test_a_chat_streams_and_asks_ollama_to_refuse_overflow(standin: OllamaStandi
     async def body(backend: OllamaBackend):
         chunks = [c async for c in backend.stream_chat(
             MODEL, [{"role": "user", "content": "hi"}], {"num_ctx": 2048}, ChatExtras())]
-        return "".join(c.message.content for c in chunks), chunks[-1]
+        return "".join(c.content for c in chunks), chunks[-1]
     text, last = run(with_backend(standin.url, body))
     assert text and last.done and last.prompt_eval_count > 0
     sent = standin.chats[-1]
@@ -89,7 +89,7 @@ def test_the_transport_says_when_a_chat_request_is_out(standin: OllamaStandin):
         stream = backend.stream_chat(MODEL, [{"role": "user", "content": "hi"}], {"num_ctx": 2048}, ChatExtras(),
                                      on_sent=lambda: seen.append(f"sent with {len(standin.chats)} chats in"))
         first = asyncio.ensure_future(anext(stream))  # in a task of its own, as a turn's is
-        seen.append(f"chunk: {(await first).message.content!r}")
+        seen.append(f"chunk: {(await first).content!r}")
         async for _ in stream:  # the rest, read in another task: no second report
             pass
         await backend.facts(MODEL)  # another request of the same client: not a chat, no report
@@ -133,14 +133,17 @@ def test_unreachable_and_unknown_model_say_what_to_do(standin: OllamaStandin):
     assert error.code == ErrorCode.MODEL_NOT_FOUND and "ollama pull nope:1b" in error.message
 
 
-def test_the_backend_has_every_member_of_the_protocol():
-    """The engine is typed against ModelBackend; OllamaBackend must provide all of it."""
+def test_every_backend_has_every_member_of_the_protocol():
+    """The engine is typed against ModelBackend; each backend must provide all of it."""
+    from ctxkeep.daemon.backends.hosts import Host, Hosts
+    from ctxkeep.daemon.backends.openai_backend import OpenAIBackend
     from ctxkeep.daemon.backends.protocol import ModelBackend
     members = {n for n in vars(ModelBackend) if not n.startswith("_")} | \
         set(ModelBackend.__annotations__)
-    backend = OllamaBackend("http://127.0.0.1:9", 1.0, 1.0)
-    missing = [n for n in members if not hasattr(backend, n)]
-    assert not missing and len(members) >= 9
+    ollama = OllamaBackend("http://127.0.0.1:9", 1.0, 1.0)
+    for backend in (ollama, OpenAIBackend("o", "http://127.0.0.1:9", 1.0, 1.0), Hosts([Host(ollama)])):
+        missing = [n for n in members if not hasattr(backend, n)]
+        assert not missing and len(members) >= 11, type(backend).__name__
 
 
 def test_a_proxied_host_keeps_its_proxy_and_no_proxy_is_respected(monkeypatch):

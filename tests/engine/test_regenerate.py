@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from ctxkeep.daemon.backends.backend import ModelCallError
+from ctxkeep.daemon.backends.protocol import ModelCallError
 from ctxkeep.daemon.errors import RequestError
 from ctxkeep.protocol import ErrorCode, requests
 from ctxkeep.protocol.events import GenerationError, ResponseGeneration

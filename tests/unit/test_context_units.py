@@ -254,7 +254,7 @@ def test_a_summary_call_refused_as_too_long_is_split_and_retried(tmp_path):
     import asyncio
 
     from ctxkeep.daemon.compaction.summarizer import Summarizer
-    from ctxkeep.daemon.backends.backend import ModelCallError
+    from ctxkeep.daemon.backends.protocol import ChatChunk, ModelCallError
     from ctxkeep.protocol import ErrorCode
 
     class Refusing:
@@ -265,9 +265,7 @@ def test_a_summary_call_refused_as_too_long_is_split_and_retried(tmp_path):
             self.bodies.append(len(body))
             if len(body) > 1500:
                 raise ModelCallError(ErrorCode.CONTEXT_OVERFLOW, "the input length exceeds the context length")
-            from ollama import ChatResponse, Message
-            return ChatResponse(model=model, done=True, eval_count=3,
-                                message=Message(role="assistant", content=f"s{len(body)}"))
+            return ChatChunk(done=True, eval_count=3, content=f"s{len(body)}")
     store = Store.open(tmp_path)
     try:
         summarizer = Summarizer(Refusing(), Estimator(store), "m", 8192, 512, 4000)

@@ -18,7 +18,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 #: The daemon's layers, lowest first: (name, the modules or packages under ctxkeep.daemon).
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("foundation", ("errors", "tokens", "shorten", "reliability", "config", "config_file")),
+    ("foundation", ("errors", "tokens", "shorten", "reliability", "config_backends", "config",
+                    "config_file", "config_doc")),
     ("store", ("store",)),
     ("model backends", ("backends",)),
     ("event bus", ("events",)),

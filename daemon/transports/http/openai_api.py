@@ -1,12 +1,12 @@
 """OpenAI's HTTP API as its clients use it against a local server: `/v1/models`,
 `/v1/chat/completions` (server-sent events, or one object) run as a session turn with
-`usage.prompt_tokens` the exact count, and `/v1/embeddings` through Ollama's /api/embed.
+`usage.prompt_tokens` the exact count, and `/v1/embeddings`; models and embeddings come
+from whichever model server has them.
 `num_ctx` (top level or in `options`, as extra body fields) is honoured."""
 
 import time
 import uuid
 from contextlib import aclosing
-from datetime import datetime
 from typing import Any
 
 import msgspec
@@ -14,9 +14,9 @@ from aiohttp import web
 
 from ctxkeep.protocol import ErrorCode
 from ctxkeep.protocol.events import ResponseGeneration
+from ctxkeep.daemon.backends.protocol import ModelCallError
 from ctxkeep.daemon.transports.http.chat import ChatRequest, Chats, check_extras, split_messages, tools_of
 from ctxkeep.daemon.transports.http.errors import HttpError, openai_error
-from ctxkeep.daemon.transports.http.passthrough import Passthrough
 from ctxkeep.daemon.transports.http.wire import decode_body
 
 
@@ -102,33 +102,38 @@ def _usage(done: Any) -> dict[str, int]:
 class OpenAIApi:
     """The routes of OpenAI's API."""
 
-    def __init__(self, chats: Chats, passthrough: Passthrough) -> None:
+    def __init__(self, chats: Chats) -> None:
         self.chats = chats
-        self.passthrough = passthrough
 
     def routes(self) -> list[web.RouteDef]:
         return [web.get("/v1/models", self.models), web.post("/v1/chat/completions", self.completions),
                 web.post("/v1/embeddings", self.embeddings)]
 
     async def models(self, request: web.Request) -> web.Response:
+        """Every model of every model server."""
         try:
-            tags = await self.passthrough.json("/api/tags")
-        except HttpError as error:
-            return openai_error(error)
+            models = await self.chats.services.backend.installed(details=False)
+        except ModelCallError as error:
+            return openai_error(HttpError(error.code.value, error.message))
         return web.json_response({"object": "list", "data": [
-            {"id": m["name"], "object": "model", "owned_by": "library",
-             "created": _created(m.get("modified_at", ""))} for m in tags.get("models", [])]})
+            {"id": m.name, "object": "model", "owned_by": ",".join(m.hosts) or "library", "created": 0}
+            for m in models]})
 
     async def embeddings(self, request: web.Request) -> web.Response:
+        """Embeddings from the model server that serves the model."""
         try:
             body = decode_body(await request.read(), dict)
             if "model" not in body or "input" not in body:
                 raise HttpError(ErrorCode.INVALID_REQUEST.value, "model and input are required")
-            answer = await self.passthrough.json("/api/embed", {"model": body["model"], "input": body["input"]})
+            texts = [body["input"]] if isinstance(body["input"], str) else body["input"]
+            if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
+                raise HttpError(ErrorCode.INVALID_REQUEST.value, "input must be a string or a list of strings")
+            vectors = await self.chats.services.backend.embed(body["model"], texts)
         except HttpError as error:
             return openai_error(error)
-        vectors = answer.get("embeddings", [])
-        count = answer.get("prompt_eval_count", 0)
+        except ModelCallError as error:
+            return openai_error(HttpError(error.code.value, error.message))
+        count = sum(self.chats.services.estimator.text(body["model"], t) for t in texts)
         return web.json_response({"object": "list", "model": body["model"], "data": [
             {"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(vectors)],
             "usage": {"prompt_tokens": count, "total_tokens": count}})
@@ -198,11 +203,3 @@ class OpenAIApi:
         await response.write(b"data: [DONE]\n\n")
         await response.write_eof()
         return response
-
-
-def _created(stamp: str) -> int:
-    """Ollama's modified_at as seconds since the epoch (0 when it cannot be read)."""
-    try:
-        return int(datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp())
-    except ValueError:
-        return 0

@@ -1,6 +1,7 @@
 """Ollama's own endpoints that hold no conversation (the model list, a model's facts, the
-loaded models, the version, embeddings, pulls), forwarded to the Ollama ctxkeepd uses: the
-client gets Ollama's answer as Ollama sent it, streamed as it comes."""
+loaded models, the version, embeddings, pulls), forwarded to the (first) Ollama ctxkeepd
+uses: the client gets Ollama's answer as Ollama sent it, streamed as it comes. Where no
+model server is Ollama, they are answered 501, saying so."""
 
 from typing import Any
 
@@ -17,9 +18,14 @@ FORWARDED = ("Content-Type", "Accept")
 class Passthrough:
     """One connection pool to Ollama, for the daemon's lifetime."""
 
-    def __init__(self, host: str) -> None:
-        self.host = host.rstrip("/")
+    def __init__(self, host: str | None) -> None:
+        self.host = (host or "").rstrip("/")
         self._session: aiohttp.ClientSession | None = None
+
+    def _check(self, path: str) -> None:
+        if not self.host:
+            raise HttpError(ErrorCode.INVALID_REQUEST.value, f"{path} is Ollama's own, and none of ctxkeepd's "
+                            "model servers is Ollama: use the OpenAI API (/v1/...) or `ctxkeep models`", 501)
 
     async def close(self) -> None:
         if self._session is not None:
@@ -37,6 +43,7 @@ class Passthrough:
 
     async def json(self, path: str, body: dict[str, Any] | None = None) -> Any:
         """Ollama's JSON answer to GET `path` (POST, with `body`); its error raised as HttpError."""
+        self._check(path)
         try:
             async with self._client().request("POST" if body is not None else "GET", self.host + path,
                                               json=body) as answer:
@@ -51,6 +58,7 @@ class Passthrough:
 
     async def forward(self, request: web.Request, path: str, body: bytes | None = None) -> web.StreamResponse:
         """`request` sent on to Ollama's `path`; its answer streamed back."""
+        self._check(path)
         data = body if body is not None else await request.read()
         headers = {k: request.headers[k] for k in FORWARDED if k in request.headers}
         try:

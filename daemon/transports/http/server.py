@@ -74,10 +74,10 @@ class FrontDoor:
         check(self.listen, config.http_auth)
         self.token = read_or_make(token_path) if self.listen and config.http_auth == "token" else ""
         self.chats = Chats(services, HTTP_CALLER)
-        self.passthrough = Passthrough(services.backend.host)
+        self.passthrough = Passthrough(services.backend.ollama_url())
         self.app = web.Application(client_max_size=config.http_max_body_bytes, middlewares=[self._auth])
         self.app.add_routes(OllamaApi(self.chats, self.passthrough).routes())
-        self.app.add_routes(OpenAIApi(self.chats, self.passthrough).routes())
+        self.app.add_routes(OpenAIApi(self.chats).routes())
         self.runner = web.AppRunner(self.app, handler_cancellation=True, access_log=None)
 
     @property

@@ -1,0 +1,268 @@
+"""Several model servers behind one backend.
+
+A call for a model goes to the least busy server that serves it (config order breaks a
+tie). A server that cannot be reached, or whose answer broke before its first token, is
+marked down and the call goes on to the next one: a turn fails over before any of its
+answer is shown, never after. A down server is asked again after a wait that doubles
+(1 s up to a minute; the daemon's watch asks it, and it is still tried when no other
+server is left). Counts and calibration are the engine's, per model: which server
+answered does not matter to a session.
+"""
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from ctxkeep.protocol import ErrorCode
+from ctxkeep.protocol.structs import BackendStatus, ModelInfo, OllamaStatus
+from ctxkeep.daemon.backends.facts import ModelFacts, same_model
+from ctxkeep.daemon.backends.protocol import ChatChunk, ChatExtras, ModelCallError
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+#: The longest wait before a down server is asked again, in seconds.
+MAX_RETRY_S = 60.0
+#: Failures that mean "this server, not the request": the next server is tried.
+SERVER_FAILURES = frozenset({ErrorCode.OLLAMA_UNREACHABLE, ErrorCode.STREAM_INTERRUPTED})
+#: Failures after which another server may still do: it is tried, this one stays up.
+TRY_ANOTHER = frozenset({ErrorCode.MODEL_NOT_FOUND, ErrorCode.OLLAMA_ERROR})
+
+
+@dataclass
+class Host:
+    """One server and what the router knows of it."""
+
+    backend: Any  # OllamaBackend | OpenAIBackend: a ModelBackend with `name` and `kind`
+    #: The models config.toml gives it (empty: whatever it lists).
+    models: tuple[str, ...] = ()
+    busy: int = 0
+    failures: int = 0
+    retry_at: float = 0.0
+
+    def serves(self, model: str) -> bool | None:
+        """Whether it serves `model` (None: not known yet)."""
+        names = self.models or self.backend.listed
+        return None if names is None else any(same_model(n, model) or n == model for n in names)
+
+    def due(self, now: float) -> bool:
+        """Up, or down long enough to be asked again."""
+        return not self.failures or self.retry_at <= now
+
+    def status(self) -> BackendStatus:
+        s = self.backend.hosts()[0]
+        retry = max(0.0, self.retry_at - time.monotonic()) if self.failures else 0.0
+        return BackendStatus(name=s.name, kind=s.kind, host=s.host, reachable=s.reachable and not self.failures,
+                             version=s.version, error=s.error, checked=s.checked, busy=self.busy,
+                             retry_in=round(retry, 1))
+
+
+class Hosts:
+    """The daemon's model servers as one `ModelBackend`."""
+
+    def __init__(self, hosts: list[Host]) -> None:
+        assert hosts, "at least one model server"
+        self.members = hosts
+        self.changed = hosts[0].backend.changed  # shared by every member
+        self._serving: dict[str, Host] = {}
+
+    # -- what the daemon reads ------------------------------------------------------
+
+    @property
+    def host(self) -> str:
+        return self.members[0].backend.host
+
+    @property
+    def status(self) -> OllamaStatus:
+        """Reachable while any server is: the first reachable one's status, else every error."""
+        states = [h.status() for h in self.members]
+        up = next((s for s in states if s.reachable), None)
+        if up is not None:
+            return OllamaStatus(host=up.host, reachable=True, version=up.version)
+        return OllamaStatus(host=states[0].host if len(states) == 1 else ", ".join(s.host for s in states),
+                            reachable=False, checked=all(s.checked for s in states),
+                            error="; ".join(s.error for s in states if s.error))
+
+    @property
+    def listed(self) -> list[str] | None:
+        lists = [h.backend.listed for h in self.members if h.backend.listed is not None]
+        return None if not lists else sorted({n for names in lists for n in names})
+
+    def hosts(self) -> list[BackendStatus]:
+        return [h.status() for h in self.members]
+
+    def ollama_url(self) -> str | None:
+        return next((h.backend.host for h in self.members if h.backend.kind == "ollama"), None)
+
+    def preload(self) -> None:
+        for h in self.members:
+            h.backend.preload()
+
+    async def close(self) -> None:
+        await asyncio.gather(*(h.backend.close() for h in self.members))
+
+    # -- up and down ----------------------------------------------------------------
+
+    def _down(self, host: Host) -> None:
+        host.failures += 1
+        host.retry_at = time.monotonic() + min(MAX_RETRY_S, 2.0 ** (host.failures - 1))
+        log.warning("model server %s is down; asked again in %.0f s", host.backend.name,
+                    host.retry_at - time.monotonic())
+
+    def _up(self, host: Host) -> None:
+        if host.failures:
+            log.info("model server %s answers again", host.backend.name)
+            host.failures, host.retry_at = 0, 0.0
+            self.changed.set()
+
+    async def check(self) -> OllamaStatus:
+        """Ask each server that is up, or due to be asked again, whether it answers."""
+        now = time.monotonic()
+        due = [h for h in self.members if h.due(now)]
+        for host, state in zip(due, await asyncio.gather(*(h.backend.check() for h in due))):
+            if state.reachable:
+                self._up(host)
+            elif not host.failures or host.retry_at <= time.monotonic():
+                self._down(host)
+        return self.status
+
+    def ranked(self, model: str) -> list[Host]:
+        """The servers to try for `model`, in order: those that serve it and are up, least
+        busy first; then the down ones, soonest due first."""
+        now = time.monotonic()
+        serving = [h for h in self.members if h.serves(model) is not False] or list(self.members)
+        up = sorted((h for h in serving if h.due(now)), key=lambda h: (h.failures > 0, h.busy))
+        return up + sorted((h for h in serving if not h.due(now)), key=lambda h: h.retry_at)
+
+    def _failed(self, host: Host, exc: ModelCallError) -> bool:
+        """Whether the call may go on to the next server after `exc` (before any answer)."""
+        if exc.code in SERVER_FAILURES:
+            self._down(host)
+            return True
+        return exc.code in TRY_ANOTHER
+
+    @staticmethod
+    def _all_failed(model: str, tried: list[tuple[Host, ModelCallError]]) -> ModelCallError:
+        if len(tried) == 1:
+            return tried[0][1]
+        return ModelCallError(tried[-1][1].code, f"no model server could answer for {model!r}: " + "; ".join(
+            f"{h.backend.name}: {e.message}" for h, e in tried))
+
+    async def _each(self, model: str, call: Callable[[Any], Awaitable[T]]) -> T:
+        """`call(backend)` on the first server that answers."""
+        tried: list[tuple[Host, ModelCallError]] = []
+        for host in self.ranked(model):
+            host.busy += 1
+            try:
+                result = await call(host.backend)
+            except ModelCallError as exc:
+                tried.append((host, exc))
+                if self._failed(host, exc):
+                    continue
+                raise
+            finally:
+                host.busy -= 1
+            self._up(host)
+            return result
+        raise self._all_failed(model, tried)
+
+    # -- model calls ----------------------------------------------------------------
+
+    def known_facts(self, model: str) -> ModelFacts | None:
+        known = [f for f in (h.backend.known_facts(model) for h in self.ranked(model)) if f is not None]
+        return _narrowest(known) if known else None
+
+    async def facts(self, model: str) -> ModelFacts:
+        """What the servers say of `model`: the smallest window of those that serve it, so
+        a prompt fits whichever answers."""
+        found = [await self._each(model, lambda b: b.facts(model))]
+        for host in self.ranked(model)[1:]:
+            if host.serves(model) and host.due(time.monotonic()):
+                try:
+                    found.append(await host.backend.facts(model))
+                except ModelCallError:
+                    pass
+        return _narrowest(found)
+
+    async def installed(self, details: bool = True) -> list[ModelInfo]:
+        """Every server's models, one row per model with the servers that have it; a
+        server that cannot be asked is left out (`hosts()` says it is down)."""
+        merged: dict[str, ModelInfo] = {}
+        asked = await asyncio.gather(*(h.backend.installed(details) for h in self.members), return_exceptions=True)
+        failures = [a for a in asked if isinstance(a, BaseException)]
+        if len(failures) == len(asked):
+            raise failures[0] if isinstance(failures[0], ModelCallError) else ModelCallError(
+                ErrorCode.OLLAMA_ERROR, f"listing models failed: {failures[0]!r}")
+        for host, models in zip(self.members, asked):
+            for m in [] if isinstance(models, BaseException) else models:
+                if host.models and not any(same_model(m.name, n) or m.name == n for n in host.models):
+                    continue
+                if m.name in merged:
+                    merged[m.name].hosts.append(host.backend.name)
+                    merged[m.name].loaded |= m.loaded
+                else:
+                    m.hosts = [host.backend.name]
+                    merged[m.name] = m
+        return list(merged.values())
+
+    async def loaded(self, model: str) -> bool | None:
+        host = self._serving.get(model) or self.ranked(model)[0]
+        return await host.backend.loaded(model)
+
+    async def pull(self, model: str) -> AsyncIterator[tuple[str, int, int]]:
+        """Download `model` into the first Ollama server that is up."""
+        now = time.monotonic()
+        ollamas = sorted((h for h in self.members if h.backend.kind == "ollama"), key=lambda h: not h.due(now))
+        if not ollamas:
+            raise ModelCallError(ErrorCode.INVALID_ARGUMENT, "no model server here can download models (none is "
+                                 "Ollama): load the model in the server itself")
+        async for step in ollamas[0].backend.pull(model):
+            yield step
+
+    async def stream_chat(self, model: str, messages: Sequence[Mapping[str, Any]],
+                          options: Mapping[str, Any], extras: ChatExtras,
+                          on_sent: Callable[[], object] | None = None) -> AsyncIterator[ChatChunk]:
+        """The answer of the first server that sends a first chunk; a failure after that
+        ends the stream (what came is the turn's partial answer)."""
+        tried: list[tuple[Host, ModelCallError]] = []
+        for host in self.ranked(model):
+            host.busy += 1
+            self._serving[model] = host
+            stream = host.backend.stream_chat(model, messages, options, extras, on_sent)
+            try:
+                try:
+                    first = await anext(stream)
+                except ModelCallError as exc:
+                    tried.append((host, exc))
+                    if self._failed(host, exc):
+                        continue
+                    raise
+                self._up(host)
+                yield first
+                try:
+                    async for chunk in stream:
+                        yield chunk
+                except ModelCallError as exc:
+                    if exc.code in SERVER_FAILURES:
+                        self._down(host)
+                    raise
+                return
+            finally:
+                host.busy -= 1
+                await stream.aclose()
+        raise self._all_failed(model, tried)
+
+    async def chat_once(self, model: str, messages: Sequence[Mapping[str, Any]],
+                        options: Mapping[str, Any]) -> ChatChunk:
+        return await self._each(model, lambda b: b.chat_once(model, messages, options))
+
+    async def embed(self, model: str, texts: list[str]) -> list[list[float]]:
+        return await self._each(model, lambda b: b.embed(model, texts))
+
+
+def _narrowest(found: list[ModelFacts]) -> ModelFacts:
+    """The facts with the smallest known window (0 is unknown, not small)."""
+    known = [f for f in found if f.context_length] or found
+    return min(known, key=lambda f: f.context_length)
