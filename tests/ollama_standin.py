@@ -194,7 +194,7 @@ class OllamaStandin:
         """Serve on `port` (0: a free one)."""
         standin = self
 
-        class Handler(_Handler):
+        class Handler(self.handler_base()):  # type: ignore[misc]
             owner = standin
 
         self._server = _Server(("127.0.0.1", port), Handler)
@@ -209,6 +209,10 @@ class OllamaStandin:
             self._server.shutdown()
             self._server.server_close()
             self._server = None
+
+    def handler_base(self) -> type:
+        """The request handler's class (another server's API in a subclass)."""
+        return _Handler
 
     @property
     def port(self) -> int:

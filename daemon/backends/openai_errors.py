@@ -27,6 +27,9 @@ def classify(exc: BaseException, where: str, model: str, read_timeout: float) ->
     import openai
     if isinstance(exc, ModelCallError):
         return exc, False
+    if isinstance(exc, openai.APIConnectionError) and isinstance(exc.__cause__, httpx.HTTPError) \
+            and not isinstance(exc.__cause__, httpx.ConnectError):
+        exc = exc.__cause__  # what broke: a read timeout, or a stream cut midway
     if isinstance(exc, (openai.APITimeoutError, httpx.ReadTimeout)):
         return ModelCallError(
             ErrorCode.OLLAMA_NOT_ANSWERING,
