@@ -46,13 +46,15 @@ def run(args: argparse.Namespace) -> int:
         print(f"Ollama has no models yet: pull one, e.g. `ollama pull qwen2.5:7b`, then "
               f"`ctxkeep new --model qwen2.5:7b` (the default for new sessions is {reply.default_model})")
         return 0
-    rows = [("  NAME", "SIZE", "PARAMS", "CONTEXT", "LOADED")]
-    rows += [(("* " if m.default else "  ") + m.name, size(m.size), m.parameter_size or "?",
-              f"{m.context_length:,}" if m.context_length else "?", "yes" if m.loaded else "")
-             for m in reply.models]
-    widths = [max(len(r[i]) for r in rows) for i in range(5)]
+    rows = [("  NAME", "SIZE", "PARAMS", "CONTEXT", "LOADED", "HOST")]
+    rows += [(("* " if m.default else "  ") + m.name, size(m.size) if m.size else "?", m.parameter_size or "?",
+              f"{m.context_length:,}" if m.context_length else "?", "yes" if m.loaded else "",
+              ",".join(m.hosts)) for m in reply.models]
+    widths = [max(len(r[i]) for r in rows) for i in range(6)]
     for r in rows:
         print("  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip())
+    for b in reply.down:
+        print(f"\n{b.name} at {b.host} is DOWN ({b.error or 'unreachable'}): its models are not listed")
     if not any(m.default for m in reply.models):
         print(f"\nthe default for new sessions, {reply.default_model}, is not installed: "
               f"`ctxkeep models pull {reply.default_model}`, or choose an installed one: "

@@ -1,17 +1,20 @@
-"""`ctxkeep status`: is the daemon up, and can it reach Ollama?"""
+"""`ctxkeep status`: is the daemon up, and can it reach its model servers?"""
 
 import argparse
 import time
 
 import msgspec
 
+from ctxkeep.protocol.structs import BackendStatus
+
 from .common import connect, when
 
 
 def add_parser(commands) -> argparse.ArgumentParser:
-    parser = commands.add_parser("status", help="the daemon's status and Ollama's reachability",
+    parser = commands.add_parser("status", help="the daemon's status and its model servers' reachability",
                                  description="Show the daemon's status: version, sessions, "
-                                             "running generations, and whether Ollama answers.")
+                                             "running generations, and whether Ollama (or each "
+                                             "model server of config.toml's [[backends]]) answers.")
     parser.add_argument("--json", action="store_true", help="print the status as JSON")
     return parser
 
@@ -42,7 +45,11 @@ def run(args: argparse.Namespace) -> int:
     print(f"  model     {s.default_model} (the default of new sessions){missing}")
     if s.recall:
         print(f"  recall    {s.recall}")
-    if o.reachable:
+    several = len(s.backends) > 1 or any(b.kind != "ollama" or b.name != "ollama" for b in s.backends)
+    if several:
+        for i, b in enumerate(s.backends):
+            print(f"  {'backends' if i == 0 else '':8}  {backend_line(b)}")
+    elif o.reachable:
         print(f"  ollama    {o.version or 'reachable'} at {o.host}")
     elif not o.checked:
         print(f"  ollama    {o.host}: not checked yet")
@@ -50,3 +57,15 @@ def run(args: argparse.Namespace) -> int:
         print(f"  ollama    NOT REACHABLE at {o.host}: start it (`ollama serve`), or set "
               "OLLAMA_HOST / ollama_host in config.toml")
     return 0
+
+
+def backend_line(b: BackendStatus) -> str:
+    """One model server: its name, kind, URL, and whether it answers."""
+    kind = f"{b.kind} {b.version}".strip()
+    if b.reachable:
+        busy = f", {b.busy} call{'s' if b.busy != 1 else ''} running" if b.busy else ""
+        return f"{b.name} ({kind}) at {b.host}: up{busy}"
+    if not b.checked:
+        return f"{b.name} ({kind}) at {b.host}: not checked yet"
+    again = f"; asked again in {b.retry_in:.0f} s" if b.retry_in else ""
+    return f"{b.name} ({kind}) at {b.host}: DOWN ({b.error or 'unreachable'}){again}"

@@ -21,7 +21,8 @@ async def models_list(services: Services, req: requests.ModelsList) -> ModelsRep
     default = services.config.default_model
     for m in installed:
         m.default = same_model(m.name, default)
-    return ModelsReply(id=req.id, models=installed, default_model=default)
+    down = [h for h in services.backend.hosts() if not h.reachable and h.checked]
+    return ModelsReply(id=req.id, models=installed, default_model=default, down=down)
 
 
 async def check_installed(services: Services, model: str) -> None:

@@ -249,8 +249,9 @@ def test_models_lists_what_ollama_has(daemon, standin):
     shown = daemon.cli("models")
     assert shown.returncode == 0
     lines = shown.stdout.splitlines()
-    assert lines[0].split() == ["NAME", "SIZE", "PARAMS", "CONTEXT", "LOADED"]
+    assert lines[0].split() == ["NAME", "SIZE", "PARAMS", "CONTEXT", "LOADED", "HOST"]
     assert lines[1].startswith("* qwen2.5:7b") and "7.6B" in lines[1] and "32,768" in lines[1]
+    assert lines[1].split()[-1] == "ollama"  # the one model server, as no [[backends]] names it
     assert any(line.split()[:1] == ["small:1b"] and "4,096" in line for line in lines)
     data = json.loads(daemon.cli("models", "--json").stdout)
     assert data["default_model"] == "qwen2.5:7b"
