@@ -45,5 +45,5 @@ class BackendStatus(OllamaStatus, kw_only=True):
     kind: str = "ollama"
     #: Model calls it is answering now.
     busy: Count = 0
-    #: While it is down: seconds until it is tried again (the wait doubles, up to a minute).
+    #: While it is down: seconds until it is tried again (the wait doubles, up to 30 s).
     retry_in: float = 0.0

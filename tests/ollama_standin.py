@@ -205,9 +205,11 @@ class OllamaStandin:
         return self
 
     def stop(self) -> None:
+        """Stop serving and cut every open connection, as a killed server would."""
         if self._server:
             self._server.shutdown()
             self._server.server_close()
+            self._server.kill_connections()
             self._server = None
 
     def handler_base(self) -> type:
@@ -310,6 +312,24 @@ class _Server(ThreadingHTTPServer):
 
     allow_reuse_address = True
     daemon_threads = True
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.open_connections: set[socket.socket] = set()
+        super().__init__(*args, **kwargs)
+
+    def get_request(self) -> tuple[socket.socket, Any]:
+        conn, address = super().get_request()
+        self.open_connections.add(conn)
+        return conn, address
+
+    def kill_connections(self) -> None:
+        """Cut every open connection, as a killed server's are (kept-alive ones too)."""
+        for conn in list(self.open_connections):
+            try:
+                conn.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        self.open_connections.clear()
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         if not isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):

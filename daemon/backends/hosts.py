@@ -4,7 +4,7 @@ A call for a model goes to the least busy server that serves it (config order br
 tie). A server that cannot be reached, or whose answer broke before its first token, is
 marked down and the call goes on to the next one: a turn fails over before any of its
 answer is shown, never after. A down server is asked again after a wait that doubles
-(1 s up to a minute; the daemon's watch asks it, and it is still tried when no other
+(1 s up to half a minute; the daemon's watch asks it, and it is still tried when no other
 server is left). Counts and calibration are the engine's, per model: which server
 answered does not matter to a session.
 """
@@ -24,7 +24,7 @@ from ctxkeep.daemon.backends.protocol import ChatChunk, ChatExtras, ModelCallErr
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 #: The longest wait before a down server is asked again, in seconds.
-MAX_RETRY_S = 60.0
+MAX_RETRY_S = 30.0
 #: Failures that mean "this server, not the request": the next server is tried.
 SERVER_FAILURES = frozenset({ErrorCode.OLLAMA_UNREACHABLE, ErrorCode.STREAM_INTERRUPTED})
 #: Failures after which another server may still do: it is tried, this one stays up.

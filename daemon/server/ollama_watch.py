@@ -40,7 +40,7 @@ async def watch_ollama(backend: ModelBackend, server_changed: Callable[[], None]
             known = (status.reachable, status.version)
             status_changed()
         interval = OLLAMA_CHECK_S if status.reachable else OLLAMA_RETRY_S
-        waits = [h.retry_in for h in backend.hosts() if h.retry_in > 0]
+        waits = [max(h.retry_in, 0.05) for h in backend.hosts() if h.checked and not h.reachable]
         interval = min([interval, *waits])
         try:
             await asyncio.wait_for(backend.changed.wait(), interval)
