@@ -10,6 +10,8 @@ lives in, so `pytest -m unit` (or engine, daemon, process, window) runs one leve
 - process/  ctxkeepd as a process of its own: signals, SIGKILLs, restarts, systemd units,
             the CLI in a terminal, what its log and its memory say
 - window/   the Qt window (offscreen), its parts alone and against the daemon
+- realmodel/ the daemon against a real model: llama.cpp's server (llama-cpp-python) with a
+            small GGUF model; a step of its own (`./test.sh -m realmodel`)
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from harness import DaemonProcess, DaemonThread
 from ollama_standin import OllamaStandin
 
 #: The pyramid's levels, cheapest first: each is a folder of tests/ and a marker.
-LEVELS = ("unit", "engine", "daemon", "process", "window")
+LEVELS = ("unit", "engine", "daemon", "process", "window", "realmodel")
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -176,10 +176,10 @@ class DaemonThread:
     def start(self) -> "DaemonThread":
         from ctxkeep.daemon.config import Config
         from ctxkeep.daemon.server.daemon import Daemon
+        settings = {"default_model": TEST_MODEL, **self.settings}
         config = Config(control_endpoint=self.control, events_endpoint=self.events,
-                        default_model=TEST_MODEL,
                         store_path=str(self.root / "data" / "ctxkeep" / "store"),
-                        ollama_host=self.ollama_url, drain_timeout=0.0, **self.settings)
+                        ollama_host=self.ollama_url, drain_timeout=0.0, **settings)
         self._daemon = Daemon(config, self.config_file)  # `models.default` writes there
         opened = threading.Event()
 

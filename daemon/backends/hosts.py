@@ -118,9 +118,11 @@ class Hosts:
             self.changed.set()
 
     async def check(self) -> OllamaStatus:
-        """Ask each server that is up, or due to be asked again, whether it answers."""
+        """Ask each server that is up, or due to be asked again, whether it answers; not one
+        that is answering a call now (it evidently answers, and a request beside a stream
+        cuts the stream short on llama-cpp-python's server)."""
         now = time.monotonic()
-        due = [h for h in self.members if h.due(now)]
+        due = [h for h in self.members if h.due(now) and not h.busy]
         for host, state in zip(due, await asyncio.gather(*(h.backend.check() for h in due))):
             if state.reachable:
                 self._up(host)
@@ -190,7 +192,7 @@ class Hosts:
         """Every server's models, one row per model with the servers that have it; a
         server that cannot be asked is left out (`hosts()` says it is down)."""
         merged: dict[str, ModelInfo] = {}
-        asked = await asyncio.gather(*(h.backend.installed(details) for h in self.members), return_exceptions=True)
+        asked = await asyncio.gather(*(self._models_of(h, details) for h in self.members), return_exceptions=True)
         failures = [a for a in asked if isinstance(a, BaseException)]
         if len(failures) == len(asked):
             raise failures[0] if isinstance(failures[0], ModelCallError) else ModelCallError(
@@ -206,6 +208,13 @@ class Hosts:
                     m.hosts = [host.backend.name]
                     merged[m.name] = m
         return list(merged.values())
+
+    @staticmethod
+    async def _models_of(host: Host, details: bool) -> list[ModelInfo]:
+        """A server's models: asked, or as it last listed them while it answers a call."""
+        if host.busy and host.backend.listed is not None:
+            return [ModelInfo(name=n, loaded=True) for n in host.backend.listed]
+        return await host.backend.installed(details)
 
     async def loaded(self, model: str) -> bool | None:
         host = self._serving.get(model) or self.ranked(model)[0]

@@ -115,12 +115,13 @@ class OpenAIBackend(OneServer):
         return out
 
     async def loaded(self, model: str) -> bool | None:
-        """An OpenAI server serves what it lists: loaded (None when it does not answer)."""
-        try:
-            await asyncio.wait_for(self._list(), 3.0)
-        except (ModelCallError, asyncio.TimeoutError):
+        """An OpenAI server serves what it lists: loaded (None before it listed anything).
+        It is not asked again here: this is asked while a chat waits for its first token,
+        and a request then would cut that chat short on llama-cpp-python's server (its
+        `interrupt_requests`)."""
+        if self.listed is None:
             return None
-        return any(same_model(name, model) for name in self.listed or ())
+        return any(same_model(name, model) for name in self.listed)
 
     async def pull(self, model: str) -> AsyncIterator[tuple[str, int, int]]:
         raise ModelCallError(ErrorCode.INVALID_ARGUMENT,

