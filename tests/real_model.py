@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -18,7 +19,6 @@ from pathlib import Path
 
 import pytest
 
-from conftest import free_port
 from ctxkeep.daemon.config_backends import BackendConfig
 from harness import DaemonThread
 from recording_proxy import RecordingProxy
@@ -64,6 +64,13 @@ def llama() -> Iterator[str]:
     yield url
     server.terminate()
     server.wait(10)
+
+
+def free_port() -> int:
+    """A TCP port free on loopback now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
 
 
 @pytest.fixture

@@ -57,7 +57,6 @@ class OllamaBackend(OneServer):
                  changed: asyncio.Event | None = None) -> None:
         super().__init__(name, host, lambda: _make_client(host, connect_timeout, read_timeout), changed)
         self._timeouts = (connect_timeout, read_timeout)
-        self._facts: dict[str, ModelFacts] = {}
 
     def ollama_url(self) -> str | None:
         return self.host
@@ -77,10 +76,6 @@ class OllamaBackend(OneServer):
             self.status = OllamaStatus(host=self.host, reachable=False,
                                        error=self.explain(exc).message)
         return self.status
-
-    def known_facts(self, model: str) -> ModelFacts | None:
-        """What /api/show said of the model, if it was already asked (no call)."""
-        return self._facts.get(model)
 
     async def facts(self, model: str) -> ModelFacts:
         """Context length, size and capabilities of `model` (cached per daemon run)."""

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ctxkeep.protocol.structs import BackendStatus, OllamaStatus
+from ctxkeep.daemon.backends.facts import ModelFacts
 
 
 class OneServer:
@@ -21,6 +22,8 @@ class OneServer:
         self._make_client = make_client
         self._loading: "asyncio.Future[Any] | None" = None
         self._client: Any = None
+        #: What the server said of each model it was asked about (cached per daemon run).
+        self._facts: dict[str, ModelFacts] = {}
         self.status = OllamaStatus(host=host, reachable=False, checked=False)
         #: Set when a call finds the server reachable (or not) against what `status` said,
         #: or a model was pulled: the daemon's watch then asks its version and models, and
@@ -45,6 +48,10 @@ class OneServer:
     async def close(self) -> None:
         if self._loading is not None:
             await (await self.client()).close()
+
+    def known_facts(self, model: str) -> ModelFacts | None:
+        """What the server said of the model, if it was already asked (no call)."""
+        return self._facts.get(model)
 
     def reached(self) -> None:
         """A call got an answer (whatever it said): the server is reachable."""

@@ -40,7 +40,6 @@ class OpenAIBackend(OneServer):
         super().__init__(name, url, lambda: make_client(url, key, connect_timeout, read_timeout), changed)
         self._read_timeout = read_timeout
         self._context_length = context_length
-        self._facts: dict[str, ModelFacts] = {}
         self._entries: dict[str, dict[str, Any]] = {}
         self.where = f"{name!r} at {url}"
 
@@ -76,9 +75,6 @@ class OpenAIBackend(OneServer):
         except ModelCallError as exc:
             self.status = OllamaStatus(host=self.host, reachable=False, error=exc.message)
         return self.status
-
-    def known_facts(self, model: str) -> ModelFacts | None:
-        return self._facts.get(model)
 
     async def facts(self, model: str) -> ModelFacts:
         """The model's window: `context_length` from config, else what the server says."""

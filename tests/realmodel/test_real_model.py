@@ -14,7 +14,7 @@ import pytest
 
 from conftest import wait_terminal
 from ctxkeep.protocol.events import GenerationError, GenerationToken, ResponseGeneration
-from real_model import MODEL, WINDOW, llama, proxy, real, skip_without_a_real_model  # noqa: F401 - fixtures
+from real_model import MODEL, WINDOW, skip_without_a_real_model
 from recording_proxy import RecordingProxy
 
 pytestmark = skip_without_a_real_model
