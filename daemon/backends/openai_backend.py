@@ -16,6 +16,8 @@ import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
 
+import msgspec
+
 from ctxkeep.protocol import ErrorCode
 from ctxkeep.protocol.structs import ModelInfo, OllamaStatus
 from ctxkeep.daemon.backends.facts import ModelFacts, same_model
@@ -154,7 +156,6 @@ class OpenAIBackend(OneServer):
     async def _counted(self, final: ChatChunk, model: str, sent: list[dict[str, Any]],
                        params: dict[str, Any]) -> ChatChunk:
         """`final` with the server's count of the prompt, asked whole (one token of answer)."""
-        import msgspec
         try:
             whole = await (await self.client()).chat.completions.create(
                 model=model, messages=sent, stream=False, **{**params, "max_tokens": 1})
@@ -162,8 +163,7 @@ class OpenAIBackend(OneServer):
             log.warning("%s did not count the prompt: %s", self.where, self.explain(exc, model).message)
             return final
         usage = whole.usage
-        return msgspec.structs.replace(final, prompt_eval_count=int(usage.prompt_tokens) if usage else None,
-                                       eval_count=final.eval_count or 0)
+        return msgspec.structs.replace(final, prompt_eval_count=int(usage.prompt_tokens) if usage else None)
 
     async def chat_once(self, model: str, messages: Sequence[Mapping[str, Any]],
                         options: Mapping[str, Any]) -> ChatChunk:
