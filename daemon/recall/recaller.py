@@ -4,8 +4,9 @@ message needs that the active context no longer holds, within the room the windo
 Each session's index is built from the store when a turn first needs it (the passages of
 every message stored; in a worker thread when there are many) and grows with the
 session; the indexes of the sessions used last are kept. Ranking is lexical (BM25 over
-stems) fused with semantic (embeddings, when the embedding model answers) by reciprocal
-rank; selection is best first within the budget, an answer with its question.
+stems) fused with semantic (embeddings, when the embedding model answers) by their
+normalized scores (select.fuse: newer passages, and those of the speaker a question asks
+about, raised); selection is best first within the budget, an answer with its question.
 """
 
 import asyncio
@@ -174,7 +175,9 @@ class Recaller:
                 ranked.append(index.semantic.rank(vector, index.lexical.passages, in_context, RANKED))
                 weights.append(1.0)
                 semantic = True
-        fused = select.fuse(*ranked, weights=weights)
+        asks_of = select.addressed(user.content)
+        fused = select.fuse(*ranked, weights=weights,
+                            favored=lambda pid: index.lexical.passages[pid].role == asks_of)
         if not fused:
             return NONE
         model = session.model

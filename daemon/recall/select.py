@@ -23,6 +23,27 @@ def refers_back(message: str) -> bool:
     return bool(_REFERS_BACK.search(message))
 
 
+_OF_ANSWERS = re.compile(r"\byou\s+(?:\w+\s+)?(?:said|told|suggested|recommended|mentioned|gave|wrote|"
+                         r"listed|proposed|explained|described|answered|named|called|meant|showed)\b|"
+                         r"\b(?:did|had|have)\s+you\s+(?:say|tell|suggest|recommend|mention|give|write|"
+                         r"list|propose|explain|describe|name|call|mean|show)\b|"
+                         r"\byour\s+(?:answer|suggestion|recommendation|advice|reply|list|idea|example|"
+                         r"explanation|plan)s?\b", re.I)
+_OF_THE_USER = re.compile(r"\b(?:i|i'm|i've|i'd|me|my|mine|myself|we|we're|us|our|ours)\b", re.I)
+#: How much more the passages of whoever a question asks about count in the fusion.
+ADDRESSED = 1.5
+
+
+def addressed(message: str) -> str | None:
+    """Whose words a question asks about: the model's when it asks what "you said",
+    "suggested", "your advice" (…); else the user's when it speaks of "my", "I", "we" (…):
+    what the user said of themselves is the source, the model's restatement of it (a small
+    model's, often wrong) is not; else no one's."""
+    if _OF_ANSWERS.search(message):
+        return "assistant"
+    return "user" if _OF_THE_USER.search(message) else None
+
+
 def context_for(message: str, own_terms: int, last_turn: Sequence[str]) -> str:
     """What recall searches with beside the new message: the last turn's texts when the
     message says little of its own ("and then?") or refers back with little else ("what
@@ -37,12 +58,14 @@ def context_for(message: str, own_terms: int, last_turn: Sequence[str]) -> str:
 RECENCY = 0.15
 
 
-def fuse(*rankings: Sequence[tuple[int, float]], weights: Sequence[float] = ()) -> list[int]:
+def fuse(*rankings: Sequence[tuple[int, float]], weights: Sequence[float] = (),
+         favored: Callable[[int], bool] = lambda pid: False) -> list[int]:
     """Passage ids by their fused score, best first: each ranking's scores divided by its
-    best (so 0..1), times its weight (default 1), then summed (CombSUM), and raised by up
-    to RECENCY the newer the passage (ids grow with the history). Unlike reciprocal rank
-    fusion it keeps how far ahead a ranking's best are: one decisive word match is not
-    outvoted by passages that both rankings find middling."""
+    best (so 0..1), times its weight (default 1), then summed (CombSUM), raised by up to
+    RECENCY the newer the passage (ids grow with the history), and by ADDRESSED when
+    `favored` (the question asks of its speaker's words). Unlike reciprocal rank fusion it
+    keeps how far ahead a ranking's best are: one decisive word match is not outvoted by
+    passages that both rankings find middling."""
     scores: dict[int, float] = {}
     for n, ranking in enumerate(rankings):
         if not ranking or ranking[0][1] <= 0:
@@ -51,7 +74,8 @@ def fuse(*rankings: Sequence[tuple[int, float]], weights: Sequence[float] = ()) 
         for pid, score in ranking:
             scores[pid] = scores.get(pid, 0.0) + weight * max(0.0, score)
     newest = max(scores, default=0) or 1
-    boosted = {pid: s * (1 + RECENCY * pid / newest) for pid, s in scores.items()}
+    boosted = {pid: s * (1 + RECENCY * pid / newest) * (ADDRESSED if favored(pid) else 1.0)
+               for pid, s in scores.items()}
     return sorted(boosted, key=lambda pid: (-boosted[pid], -pid))
 
 

@@ -69,3 +69,26 @@ def test_recall_never_makes_a_prompt_compact_or_not_fit(tmp_path):
              if not messages[-1]["content"].startswith(("Conversation to", "Summary to", "Summaries of"))]
     assert turns and all(options["num_predict"] >= 128 for options in turns)  # the reply room (1024 // 8)
     assert any(received[-10:])
+
+
+def test_a_question_about_the_users_own_fact_recalls_their_words_over_the_models_wrong_echoes(tmp_path):
+    """A small model restates what it was told, wrongly, in answer after answer: the user's
+    own statement is what a question about "my" locker code brings back."""
+    rng = random.Random(6)
+
+    def echo(messages: list[dict]) -> str:
+        if messages[-1]["content"].startswith(("Conversation to summarize", "Summary to shorten", "Summaries of")):
+            return "Summary: they chatted."
+        return f"My locker code is {rng.randint(4700, 4799)}-green, my locker code. " + filler_reply(messages)[:60]
+    backend = MemoryBackend(reply=echo)
+    app = InProcess(tmp_path, backend, Config(embed_model=""))
+    said = "Please remember this: my locker code is 4711-blue."
+
+    async def go():
+        sid = (await app.call(requests.SessionCreate(model=MODEL, num_ctx=1024))).session.id
+        await _talk(app, sid, [said] + [" ".join(rng.choice(FILLER) for _ in range(30)) for _ in range(24)])
+        assert 0 not in app.store.context.get(sid).seqs  # the fact left the active context
+        return (await _talk(app, sid, ["What is my locker code?"]))[-1]
+    recalled = asyncio.run(go())
+    app.close()
+    assert 0 in [p.seq for p in recalled], [p.text[:40] for p in recalled]

@@ -77,3 +77,17 @@ def test_the_index_reads_each_message_once_and_knows_what_was_replaced():
     assert index.lexical.next_seq == 5 and len(index.lexical.passages) == 5
     # the regenerated answer replaced #1; the edited question replaced #0 and its answers
     assert index.replaced == {0, 1, 2}
+
+
+def test_a_question_says_whose_words_it_asks_about():
+    assert select.addressed("What is my locker code?") == "user"
+    assert select.addressed("Where did we park last time?") == "user"
+    assert select.addressed("Which book did you recommend for me?") == "assistant"
+    assert select.addressed("Remind me of your advice on tomatoes") == "assistant"
+    assert select.addressed("Where does Maya live now?") is None
+
+
+def test_the_asked_of_speakers_passages_outrank_equal_ones_of_the_other():
+    ranking = [(0, 1.0), (1, 1.0)]  # the same score: the newer (1) first, unless 0 is favored
+    assert select.fuse(ranking) == [1, 0]
+    assert select.fuse(ranking, favored=lambda pid: pid == 0) == [0, 1]
