@@ -31,6 +31,7 @@ async def edit(services: Services, req: requests.Edit, record: SessionRecord, *,
     seq = last.question if req.seq is None and last is not None else req.seq
     assert seq is not None
     question_at(services, record, seq)
+    extras(req, record)  # a format or tools it cannot take: refused before a branch is made
     files = await attachments(services, record, req.text, req.cwd, caller)
     if last is not None and last.question == seq:  # in place: the last exchange
         job = services.generations.regenerate(record, last, extras(req, record), NewMessage(

@@ -8,6 +8,7 @@ from ctxkeep.daemon.files.chunker import kind_of, summarize
 from ctxkeep.daemon.shorten import shortened
 from ctxkeep.protocol.turn_requests import Turn
 from ctxkeep.daemon.backends.protocol import ChatExtras
+from ctxkeep.daemon.turns.answer_format import schema_problem
 from ctxkeep.daemon.files.expand import FileSettings, find_refs
 from ctxkeep.protocol.replies import Accepted, Cancelled
 from ctxkeep.daemon.services import Services
@@ -29,6 +30,9 @@ def refuse_unless_idle(services: Services, record: SessionRecord, doing: str) ->
 def extras(req: Turn, record: SessionRecord) -> ChatExtras:
     """What a turn asks of its model call besides the prompt: the request's tools, or the
     session's."""
+    problem = schema_problem(req.format)
+    if problem:
+        raise RequestError(ErrorCode.INVALID_ARGUMENT, f"format: the JSON schema cannot be used: {problem}")
     tools = record.tools if req.tools is None else req.tools
     return ChatExtras(think=req.think, format=req.format, keep_alive=req.keep_alive,
                       tools=msgspec.to_builtins(tools) or None)
@@ -118,6 +122,7 @@ async def send(services: Services, req: requests.Send, record: SessionRecord, *,
     if services.stopping():
         raise RequestError(ErrorCode.SHUTTING_DOWN, "ctxkeepd is shutting down: send again "
                                                     "once it is back")
+    asked = extras(req, record)  # refused before anything is stored
     if req.tool_results:
         if req.images:
             raise RequestError(ErrorCode.INVALID_ARGUMENT, "tool results cannot carry images: send "
@@ -132,7 +137,7 @@ async def send(services: Services, req: requests.Send, record: SessionRecord, *,
         files = await attachments(services, record, req.text, req.cwd, caller, bool(req.images))
         new = NewMessage(role="user", content=req.text, files=files,
                          images=await stored_images(services, req.images))
-    job, ahead, _ = await services.generations.accept(record, new, extras(req, record))
+    job, ahead, _ = await services.generations.accept(record, new, asked)
     return Accepted(id=req.id, session_id=record.id, generation_id=job.id, ahead=ahead,
                     files=[f.info() for f in files],
                     warnings=[f"@{f.path}: {f.error}" for f in files if f.error])

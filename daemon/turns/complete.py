@@ -5,6 +5,7 @@ then it is neither learnt nor an anchor), goal markers in the answer update the 
 record, the question and answer join the active context, and the job ends with
 `response.generation`."""
 
+import asyncio
 import logging
 from dataclasses import dataclass
 
@@ -59,11 +60,14 @@ class Completer:
         calibrations = [] if truncated or not counted else estimator.observe(
             session, sent, token_count, turn.estimate, [(output.text, eval_count)],
             repeated=repetitive(user.prompt_content()))
+        # bounded, but a schema's patterns may take their time: never on the event loop
+        format_error = await asyncio.to_thread(format_problem, output.text, answer_format) \
+            if answer_format is not None else ""
         reply = NewMessage(role="assistant", content=output.text, thinking=output.thought,
                            model=session.model, eval_count=eval_count, reply_to=user.seq,
                            recalled=turn.recall.seqs, alternative_of=reopened.answer if reopened else -1,
                            tool_calls=output.calls, done_reason=final.done_reason,
-                           format_error=format_problem(output.text, answer_format))
+                           format_error=format_error)
         goals = goal_markers.apply_markers(context.goals, output.text)
         count, exact = token_count, counted
         if goals is not None:  # what the model sees changed after the count: an estimate
