@@ -163,6 +163,18 @@ class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         "OpenAI clients send it as their API key); \"none\" only on a loopback address.")] = "token"
     http_max_body_bytes: Annotated[int, Meta(ge=1024), _doc(
         "The largest HTTP request body taken in; a larger one is refused with 413.")] = 32 * 1024 * 1024
+    http_origins: Annotated[list[str], _doc(
+        "Web origins (besides localhost's, app://, file://, tauri:// and vscode's, as Ollama "
+        "allows them) whose pages may call the front door over TCP, as OLLAMA_ORIGINS: "
+        "\"https://chat.example\", \"http://192.168.1.5:*\"; others get 403.")] = []
+    http_max_connections: Annotated[int, Meta(ge=1, le=65536), _doc(
+        "The most HTTP connections held at once (fewer when the open-file limit is low: 256 "
+        "descriptors stay free for the rest); one more is answered 503 and closed.")] = 512
+    http_idle_timeout: Annotated[float, Meta(gt=0, le=3600), _doc(
+        "Seconds an HTTP connection may stay idle, or send half a request's headers, before "
+        "it is closed.")] = 30.0
+    http_body_timeout: Annotated[float, Meta(gt=0, le=3600), _doc(
+        "Seconds a request's body may take to arrive before it is answered 408.")] = 60.0
 
     def resolved_control(self) -> str:
         return os.environ.get("CTXKEEP_CONTROL") or self.control_endpoint or paths.control_endpoint()

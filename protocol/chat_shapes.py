@@ -55,7 +55,11 @@ def calls_of(raw: Any) -> list[ToolCall]:
                 arguments = json.loads(arguments) if arguments.strip() else {}
             except json.JSONDecodeError:
                 raise NotAMessage(f"the arguments of its call to {function.get('name')!r} are not JSON") from None
-        out.append(ToolCall(function=FunctionCall(name=function.get("name", ""), arguments=arguments)))
+        if not isinstance(arguments, dict):
+            raise NotAMessage(f"the arguments of its call to {function.get('name')!r} are "
+                              f"{type(arguments).__name__}, not an object (name: value, ...)")
+        out.append(msgspec.convert({"function": {"name": function.get("name", ""), "arguments": arguments}},
+                                   ToolCall))
     return out
 
 

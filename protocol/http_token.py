@@ -8,8 +8,19 @@ import secrets
 from pathlib import Path
 
 
+def exposed(path: Path) -> bool:
+    """Whether the token file exists and other users may read or change it."""
+    try:
+        return bool(path.stat().st_mode & 0o077)
+    except FileNotFoundError:
+        return False
+
+
 def read_or_make(path: Path) -> str:
-    """The token in `path`, written there first (0600, its folder 0700) if there is none."""
+    """The token in `path`, written there first (0600, its folder 0700) if there is none, or
+    if the one there could be read by other users (it is replaced: they may know it)."""
+    if exposed(path):
+        path.unlink(missing_ok=True)
     try:
         return path.read_text().strip()
     except FileNotFoundError:

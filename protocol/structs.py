@@ -6,13 +6,11 @@ import msgspec
 from msgspec import Meta
 
 from .counts import Count, Seq
+from .limits import Options as Options, OptionValue as OptionValue  # re-exported
 from .images import ImageRef
 from .servers import BackendStatus, ModelInfo as ModelInfo, OllamaStatus  # ModelInfo: re-exported
 from .tools import ToolCall, ToolResult, ToolSpec
 
-#: Options passed to Ollama as `options` (temperature, top_p, stop, ...).
-OptionValue = int | float | str | bool | list[str]
-Options = dict[str, OptionValue]
 
 Role = Literal["system", "user", "assistant", "tool"]
 #: message: said by the user or the model. summary: written by a compaction to stand

@@ -27,6 +27,7 @@ from ctxkeep.daemon.transports.zmq import curve
 from ctxkeep.daemon.events.bus import EventBus
 from ctxkeep.daemon.transports.zmq.publisher import EventPublisher
 from ctxkeep.daemon.transports.zmq.controller import Controller
+from ctxkeep.daemon.transports.http.bounds import raise_descriptor_limit
 from ctxkeep.daemon.transports.http.server import FrontDoor
 from ctxkeep.daemon.store.store import Store, StoreError
 
@@ -63,6 +64,7 @@ class Daemon:
 
     def open(self) -> None:
         """Take the lock, open the store, bind the sockets. Raises on any obstacle."""
+        raise_descriptor_limit()  # systemd's soft 1,024 would be spent by HTTP connections alone
         endpoints = [self.control_endpoint, self.events_endpoint]
         for endpoint in endpoints:
             runtime.check_endpoint(endpoint)

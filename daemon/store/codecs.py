@@ -1,6 +1,12 @@
 """Records to MessagePack and back: one encoder, one decoder per record type."""
 
+from collections.abc import Callable
+from typing import Any
+
 import msgspec
+
+from ctxkeep.protocol.structs import SessionInfo
+from ctxkeep.daemon.store.errors import Undecodable
 
 from ctxkeep.daemon.store.records import (
     ActiveContext, Calibration, CompactionRecord, FileRefRecord, MessageRecord, SessionRecord,
@@ -16,3 +22,16 @@ calibration = msgspec.msgpack.Decoder(Calibration).decode
 file_ref = msgspec.msgpack.Decoder(FileRefRecord).decode
 snapshot = msgspec.msgpack.Decoder(SnapshotRecord).decode
 vector = msgspec.msgpack.Decoder(list[float]).decode
+#: A session as clients decode it (a stored session must be one they can read).
+session_info = msgspec.msgpack.Decoder(SessionInfo).decode
+
+
+def checked(record: Any, decode: Callable[[bytes], Any]) -> bytes:
+    """`record` encoded, once it is known to decode again (what is stored must always be
+    readable: a value of the wrong type or out of range is refused, not written)."""
+    try:
+        raw = encode(record)
+        decode(raw)
+    except (msgspec.ValidationError, msgspec.EncodeError, OverflowError, TypeError) as exc:
+        raise Undecodable(f"not stored: {type(record).__name__} would not read back ({exc})") from None
+    return raw

@@ -128,7 +128,8 @@ class Environment:
         return codecs.session(raw)
 
     def put_session(self, txn: lmdb.Transaction, record: SessionRecord) -> None:
-        txn.put(keys.session_key(record.id), codecs.encode(record), db=self.dbs["sessions"])
+        codecs.checked(record.info(), codecs.session_info)  # what clients read of it, in range
+        txn.put(keys.session_key(record.id), codecs.checked(record, codecs.session), db=self.dbs["sessions"])
 
     def context_in(self, txn: lmdb.Transaction, session_id: str) -> ActiveContext:
         """The session's context state (empty when none was stored)."""

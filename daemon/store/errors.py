@@ -39,3 +39,9 @@ class NoSuchSnapshot(StoreError):
     """No snapshot has that id (or the id is not one)."""
 
     code = ErrorCode.INVALID_ARGUMENT
+
+
+class Undecodable(StoreError):
+    """A record that would not decode once stored: it is refused, nothing is written."""
+
+    code = ErrorCode.INVALID_ARGUMENT

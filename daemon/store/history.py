@@ -129,7 +129,7 @@ class History:
         """The one way a message joins a history: the next seq, its file references recorded,
         its words in the search index (a pending question's later: `_index_question`)."""
         message = new.record(session.next_seq, now)
-        txn.put(keys.numbered(session.id, message.seq), codecs.encode(message),
+        txn.put(keys.numbered(session.id, message.seq), codecs.checked(message, codecs.message),
                 db=self.dbs["messages"], overwrite=False)
         if indexed:
             word_index.add(txn, self.dbs["search"], session.id, message.seq, message.content)

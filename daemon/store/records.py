@@ -76,7 +76,7 @@ class SessionRecord(msgspec.Struct, kw_only=True):
         """The session as the protocol shows it."""
         return SessionInfo(
             id=self.id, name=self.name, model=self.model, system=self.system,
-            options=self.options, num_ctx=self.num_ctx, window=self.window,
+            options=self.options, num_ctx=min(max(self.num_ctx, 0), 2**53), window=min(max(self.window, 0), 2**53),
             created=self.created, updated=self.updated, message_count=self.message_count,
             token_count=self.token_count, token_count_exact=self.tokens_exact, busy=busy,
             compactions=self.compactions, compaction_model=self.compaction_model,

@@ -16,7 +16,11 @@ from ctxkeep.protocol.events import (
 from ctxkeep.protocol.replies import Accepted, Error, Reply, SessionReply
 from ctxkeep.protocol.chat_shapes import NotAMessage, imported
 from ctxkeep.protocol.imported import ImportedMessage
+from ctxkeep.protocol.limits import NumCtx, Options, OptionValue, OutOfRange, checked
 from ctxkeep.protocol.tools import ToolSpec
+from ctxkeep.daemon.backends.options import check_options
+from ctxkeep.daemon.errors import RequestError
+from ctxkeep.daemon.turns.answer_format import schema_problem
 from ctxkeep.daemon.handlers.dispatch import dispatch
 from ctxkeep.daemon.handlers.registry import Caller
 from ctxkeep.daemon.services import Services
@@ -54,6 +58,22 @@ class ChatRequest:
     session: str = ""
 
 
+def settings(options: dict[str, Any] | None, num_ctx: Any = None) -> tuple[dict[str, Any], int | None]:
+    """A request's model options and window (`num_ctx`, in `options` or beside them), each in
+    its documented range (the protocol's own types), or HttpError(400) naming the first that
+    is not. Checked before a session is looked up, so a refused request stores nothing."""
+    options = dict(options or {})
+    if "num_ctx" in options:
+        num_ctx = options.pop("num_ctx")
+    try:
+        window = checked(num_ctx, NumCtx | None, "num_ctx")
+        for key, value in options.items():
+            checked(value, OptionValue, f"options.{key}")
+        return checked(options, Options, "options"), window
+    except OutOfRange as exc:
+        raise HttpError(ErrorCode.INVALID_REQUEST.value, str(exc)) from None
+
+
 def check_extras(think: object, format: object) -> None:
     """Refuse a `think` or `format` Ollama would not take, saying what it takes."""
     if not (think is None or isinstance(think, bool) or think in ("low", "medium", "high")):
@@ -62,6 +82,9 @@ def check_extras(think: object, format: object) -> None:
     if not (format is None or format == "json" or isinstance(format, dict)):
         raise HttpError(ErrorCode.INVALID_REQUEST.value,
                         f'format must be "json" or a JSON schema (an object), not {format!r}')
+    problem = schema_problem(format)  # type: ignore[arg-type]
+    if problem:
+        raise HttpError(ErrorCode.INVALID_REQUEST.value, f"format: the JSON schema cannot be used: {problem}")
 
 
 def split_messages(raw: list[dict[str, Any]]) -> tuple[str, list[ImportedMessage], ImportedMessage]:
@@ -108,11 +131,18 @@ class Chats:
             raise HttpError(reply.code, reply.message)
         return reply
 
-    async def session_for(self, chat: ChatRequest) -> str:
-        """The session this conversation continues, branches from, or starts; its model
-        and options set as the request names them."""
+    async def session_for(self, chat: ChatRequest) -> tuple[str, bool]:
+        """The session this conversation continues, branches from, or starts, and whether it
+        was made for this request; its model and options set as the request names them (a
+        session made for a request that is then refused is deleted again)."""
+        if chat.options:  # Ollama's option names and types, before anything is stored
+            try:
+                await asyncio.to_thread(check_options, chat.options)
+            except RequestError as exc:
+                raise HttpError(exc.code.value, exc.message) from None
+        made = False
         if chat.session:
-            session = await self._named(chat)
+            session, made = await self._named(chat)
         else:
             async with self._folding:  # one fold at a time, on the loop or off it
                 if self.index.unread() <= FOLD_ON_LOOP:  # a turn's few messages: no thread hop
@@ -127,17 +157,27 @@ class Chats:
                 session = self.services.store.sessions.get(match.session)
             else:
                 session = await self._start(chat, match.session, match.shared, match.at_seq)
-        return await self._configure(session, chat)
-
-    async def _named(self, chat: ChatRequest) -> SessionRecord:
+                made = True
         try:
-            return self.services.store.sessions.get(chat.session)
+            return await self._configure(session, chat), made
+        except HttpError:
+            await self.discard(session.id, made)
+            raise
+
+    async def discard(self, session_id: str, made: bool) -> None:
+        """Delete a session made for a request that was then refused (it stores nothing)."""
+        if made:
+            await asyncio.shield(dispatch(self.services, requests.SessionDelete(session=session_id), self.caller))
+
+    async def _named(self, chat: ChatRequest) -> tuple[SessionRecord, bool]:
+        try:
+            return self.services.store.sessions.get(chat.session), False
         except UnknownSession:
             pass  # made with that name, the conversation imported
         reply = await self.call(requests.SessionImport(
             name=chat.session, model=chat.model, system=chat.system, messages=chat.history))
         assert isinstance(reply, SessionReply)
-        return self.services.store.sessions.get(reply.session.id)
+        return self.services.store.sessions.get(reply.session.id), True
 
     async def _start(self, chat: ChatRequest, source: str | None, shared: int, at_seq: int
                      ) -> SessionRecord:
@@ -177,10 +217,11 @@ class Chats:
             await self.call(change)
         return session.id
 
-    async def run(self, session_id: str, chat: ChatRequest) -> AsyncIterator[Event]:
+    async def run(self, session_id: str, chat: ChatRequest, made: bool = False) -> AsyncIterator[Event]:
         """Send the new message and yield the turn's events up to its terminal one. If the
         caller stops listening first (its client went away), the turn is cancelled: its
-        partial answer stays in history, marked interrupted."""
+        partial answer stays in history, marked interrupted. A send that is refused deletes
+        the session when it was `made` for it."""
         events: asyncio.Queue[Event] = asyncio.Queue()
         stop = self.services.bus.listen(
             lambda e: events.put_nowait(e) if e.session_id == session_id else None)
@@ -188,10 +229,14 @@ class Chats:
         ended = False
         try:
             new = chat.new
-            accepted = await self.call(requests.Send(
-                session=session_id, text="" if new.tool_results else new.content, images=new.images,
-                tool_results=new.tool_results, tools=chat.tools, think=chat.think,  # type: ignore[arg-type]
-                format=chat.format, keep_alive=chat.keep_alive))  # type: ignore[arg-type]
+            try:
+                accepted = await self.call(requests.Send(
+                    session=session_id, text="" if new.tool_results else new.content, images=new.images,
+                    tool_results=new.tool_results, tools=chat.tools, think=chat.think,  # type: ignore[arg-type]
+                    format=chat.format, keep_alive=chat.keep_alive))  # type: ignore[arg-type]
+            except HttpError:
+                await self.discard(session_id, made)
+                raise
             assert isinstance(accepted, Accepted)
             generation = accepted.generation_id
             while not ended:
@@ -210,8 +255,8 @@ class Chats:
         """The answer as it streams: ("thinking", text), ("token", text), then ("done",
         the ResponseGeneration). A turn that fails raises HttpError (before anything was
         yielded, the client gets an error status; after, an error in the stream)."""
-        session_id = await self.session_for(chat)
-        async for event in self.run(session_id, chat):
+        session_id, made = await self.session_for(chat)
+        async for event in self.run(session_id, chat, made):
             if isinstance(event, GenerationError):
                 raise HttpError(event.code, event.message)
             if isinstance(event, ResponseGeneration):

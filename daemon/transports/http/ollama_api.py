@@ -11,7 +11,7 @@ from aiohttp import web
 
 from ctxkeep.protocol import ErrorCode
 from ctxkeep.protocol.events import ResponseGeneration
-from ctxkeep.daemon.transports.http.chat import ChatRequest, Chats, check_extras, split_messages, tools_of
+from ctxkeep.daemon.transports.http.chat import ChatRequest, Chats, check_extras, settings, split_messages, tools_of
 from ctxkeep.daemon.transports.http.errors import HttpError, ollama_error
 from ctxkeep.daemon.transports.http.passthrough import Passthrough
 from ctxkeep.daemon.transports.http.wire import NDJSON, decode_body, rfc3339
@@ -46,12 +46,11 @@ class OllamaGenerate(msgspec.Struct, kw_only=True):
 def chat_request(body: OllamaChat, header_session: str) -> ChatRequest:
     """The chat as the engine runs it."""
     system, history, new = split_messages(body.messages)
-    options = dict(body.options or {})
-    num_ctx = options.pop("num_ctx", None)
+    options, num_ctx = settings(body.options)
     format = body.format or None  # "" is Ollama's "no format"
     check_extras(body.think, format)
     return ChatRequest(model=body.model, system=system, history=history, new=new, options=options,
-                       num_ctx=int(num_ctx) if num_ctx else None, think=body.think, format=format,
+                       num_ctx=num_ctx, think=body.think, format=format,
                        keep_alive=body.keep_alive, session=header_session or body.session,
                        tools=tools_of(body.tools))
 

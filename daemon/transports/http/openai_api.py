@@ -15,7 +15,7 @@ from aiohttp import web
 from ctxkeep.protocol import ErrorCode
 from ctxkeep.protocol.events import ResponseGeneration
 from ctxkeep.daemon.backends.protocol import ModelCallError
-from ctxkeep.daemon.transports.http.chat import ChatRequest, Chats, check_extras, split_messages, tools_of
+from ctxkeep.daemon.transports.http.chat import ChatRequest, Chats, check_extras, settings, split_messages, tools_of
 from ctxkeep.daemon.transports.http.errors import HttpError, openai_error
 from ctxkeep.daemon.transports.http.wire import decode_body
 
@@ -44,14 +44,14 @@ class ChatCompletion(msgspec.Struct, kw_only=True):
     tools: list[Any] | None = None
     response_format: dict[str, Any] | None = None
     reasoning_effort: str | None = None
-    num_ctx: int | None = None
+    num_ctx: Any = None
     options: dict[str, Any] | None = None
     session: str = ""
 
 
 def chat_request(body: ChatCompletion, header_session: str) -> ChatRequest:
     system, history, new = split_messages(body.messages)
-    options = dict(body.options or {})
+    options, num_ctx = settings(body.options, body.num_ctx)
     for name, value in (("temperature", body.temperature), ("top_p", body.top_p), ("seed", body.seed),
                         ("num_predict", body.max_completion_tokens or body.max_tokens),
                         ("frequency_penalty", body.frequency_penalty),
@@ -59,12 +59,12 @@ def chat_request(body: ChatCompletion, header_session: str) -> ChatRequest:
                         ("stop", [body.stop] if isinstance(body.stop, str) else body.stop)):
         if value is not None:
             options[name] = value
-    num_ctx = options.pop("num_ctx", None) or body.num_ctx
+    options, _ = settings(options)  # the OpenAI fields, as options, in range too
     think = {None: None, "none": False}.get(body.reasoning_effort, body.reasoning_effort)
     format = _format(body.response_format)
     check_extras(think, format)
     return ChatRequest(model=body.model, system=system, history=history, new=new, options=options,
-                       num_ctx=int(num_ctx) if num_ctx else None, think=think, format=format,
+                       num_ctx=num_ctx, think=think, format=format,
                        session=header_session or body.session, tools=tools_of(body.tools))
 
 

@@ -2,6 +2,7 @@
 Unix socket (http.sock, in the runtime folder, 0600) and, when `http_listen` is set, on
 TCP, where a bearer token is required unless `http_auth = "none"` (loopback only)."""
 
+import asyncio
 import hmac
 import ipaddress
 import logging
@@ -11,11 +12,13 @@ from pathlib import Path
 from aiohttp import web
 
 from ctxkeep.protocol import ErrorCode
-from ctxkeep.protocol.http_token import read_or_make
+from ctxkeep.protocol.http_token import exposed, read_or_make
 from ctxkeep.daemon.config import ConfigError
 from ctxkeep.daemon.handlers.registry import Caller
 from ctxkeep.daemon.services import Services
+from ctxkeep.daemon.transports.http.bounds import ConnectionCap, Throttle, connection_cap, read_body, request_logger
 from ctxkeep.daemon.transports.http.chat import Chats
+from ctxkeep.daemon.transports.http.guard import Guard, over_tcp
 from ctxkeep.daemon.transports.http.errors import HttpError, ollama_error, openai_error
 from ctxkeep.daemon.transports.http.ollama_api import OllamaApi
 from ctxkeep.daemon.transports.http.openai_api import OpenAIApi
@@ -72,13 +75,25 @@ class FrontDoor:
             log.warning("HTTP: serving %s, the socket systemd passed (ctxkeep-http.socket), "
                         "not http_listen = %s", self.listen, config.http_listen)
         check(self.listen, config.http_auth)
-        self.token = read_or_make(token_path) if self.listen and config.http_auth == "token" else ""
+        self.token = ""
+        if self.listen and config.http_auth == "token":
+            if exposed(token_path):
+                log.warning("HTTP: %s could be read by other users: a new token was made (0600); "
+                            "clients need the new one (`ctxkeep daemon http` prints it)", token_path)
+            self.token = read_or_make(token_path)
+        self.config = config
         self.chats = Chats(services, HTTP_CALLER)
         self.passthrough = Passthrough(services.backend.ollama_url())
-        self.app = web.Application(client_max_size=config.http_max_body_bytes, middlewares=[self._auth])
+        self.guard = Guard(host_port(self.listen)[0] if self.listen else "localhost", config.http_origins)
+        self.throttle = Throttle()
+        self.app = web.Application(client_max_size=config.http_max_body_bytes, middlewares=[
+            self._errors, self.guard.middleware, self._auth, self._body])
+        self.app.on_response_prepare.append(self.guard.on_prepare)
         self.app.add_routes(OllamaApi(self.chats, self.passthrough).routes())
         self.app.add_routes(OpenAIApi(self.chats).routes())
-        self.runner = web.AppRunner(self.app, handler_cancellation=True, access_log=None)
+        self.runner = web.AppRunner(self.app, handler_cancellation=True, access_log=None,
+                                    keepalive_timeout=config.http_idle_timeout, logger=request_logger())
+        self.cap: ConnectionCap | None = None
 
     @property
     def url(self) -> str:
@@ -86,6 +101,9 @@ class FrontDoor:
 
     async def start(self) -> None:
         await self.runner.setup()
+        assert self.runner.server is not None
+        self.cap = ConnectionCap(self.runner.server, connection_cap(self.config.http_max_connections),
+                                 self.throttle)
         if self.socket_path.exists():
             self.socket_path.unlink()  # a stale one: the instance lock says none serves it
         await web.UnixSite(self.runner, str(self.socket_path)).start()
@@ -95,6 +113,9 @@ class FrontDoor:
         elif self.listen:
             host, port = host_port(self.listen)
             await web.TCPSite(self.runner, host, port).start()
+            if port == 0:  # the port the system chose, as clients must be told it
+                bound = next(a for a in self.runner.addresses if isinstance(a, tuple))
+                self.listen = f"[{bound[0]}]:{bound[1]}" if ":" in bound[0] else f"{bound[0]}:{bound[1]}"
         log.info("HTTP (Ollama and OpenAI APIs) on %s%s", self.socket_path,
                  f" and {self.url} ({'token' if self.token else 'no token'})" if self.listen else "")
 
@@ -105,16 +126,49 @@ class FrontDoor:
         if self.socket_path.exists():
             self.socket_path.unlink()
 
+    @staticmethod
+    def _error(request: web.Request, error: HttpError) -> web.Response:
+        return openai_error(error) if request.path.startswith("/v1/") else ollama_error(error)
+
+    @web.middleware
+    async def _errors(self, request: web.Request, handler) -> web.StreamResponse:
+        """Whatever a request breaks, its client gets an error in its API's shape (logged
+        once a minute per kind at most), and the front door keeps serving."""
+        try:
+            return await handler(request)
+        except web.HTTPException:
+            raise
+        except (ConnectionResetError, asyncio.CancelledError):
+            raise
+        except Exception as exc:  # noqa: BLE001 - the front door must keep serving
+            if self.throttle.allow(f"internal|{request.path}|{type(exc).__name__}"):
+                log.exception("HTTP %s %s failed", request.method, request.path[:200])
+            return self._error(request, HttpError(ErrorCode.INTERNAL.value, f"internal error ({type(exc).__name__}): "
+                                                  "see the daemon's log", 500))
+
     @web.middleware
     async def _auth(self, request: web.Request, handler) -> web.StreamResponse:
         """Over TCP, the bearer token (the Unix socket is the user's own, 0600)."""
-        over_tcp = request.transport is not None and \
-            isinstance(request.transport.get_extra_info("sockname"), tuple)
-        if over_tcp and self.token:
-            given = request.headers.get("Authorization", "")
-            if not hmac.compare_digest(given.encode(), f"Bearer {self.token}".encode()):
+        if over_tcp(request) and self.token:
+            scheme, _, given = request.headers.get("Authorization", "").strip().partition(" ")
+            if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), self.token.encode()):
                 error = HttpError(ErrorCode.INVALID_REQUEST.value, "a bearer token is required over TCP: "
                                   "send `Authorization: Bearer TOKEN` (OpenAI clients: the API key); "
                                   "`ctxkeep daemon http` prints it", 401)
-                return openai_error(error) if request.path.startswith("/v1/") else ollama_error(error)
+                response = self._error(request, error)
+                response.headers["WWW-Authenticate"] = 'Bearer realm="ctxkeepd"'
+                return response
+        return await handler(request)
+
+    @web.middleware
+    async def _body(self, request: web.Request, handler) -> web.StreamResponse:
+        """A request's body read in full before its handler runs, within http_body_timeout,
+        and its ctxkeep header as text (a header that is not UTF-8 is a 400, not a crash)."""
+        try:
+            request.headers.get("X-Ctxkeep-Session", "").encode("utf-8")
+        except UnicodeEncodeError:
+            return self._error(request, HttpError(ErrorCode.INVALID_REQUEST.value,
+                                                  "the X-Ctxkeep-Session header is not UTF-8 text"))
+        if request.body_exists:
+            await read_body(request, self.config.http_body_timeout)
         return await handler(request)

@@ -21,6 +21,8 @@ def decode_body(raw: bytes, kind: type[T]) -> T:
         raise HttpError(ErrorCode.INVALID_REQUEST.value, f"invalid request: {exc}") from None
     except msgspec.DecodeError as exc:
         raise HttpError(ErrorCode.BAD_JSON.value, f"the body is not valid JSON: {exc}") from None
+    except UnicodeDecodeError:
+        raise HttpError(ErrorCode.BAD_JSON.value, "the body is not valid JSON: its text is not UTF-8") from None
 
 
 def rfc3339(at: float | None = None) -> str:

@@ -1,0 +1,115 @@
+"""The front door's limits on what any client may hold: open connections (a cap that always
+leaves descriptors for the ZeroMQ sockets, the store and the model servers), idle and
+half-sent connections (closed after `http_idle_timeout`), a request body that trickles in
+(`http_body_timeout`), and the log lines that bad requests cause (one a source per interval,
+without a traceback)."""
+
+import asyncio
+import logging
+import resource
+import time
+from typing import Any
+
+from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
+
+log = logging.getLogger(__name__)
+#: Descriptors kept free for everything but HTTP connections.
+RESERVED_DESCRIPTORS = 256
+#: What a connection over the cap is told before it is closed.
+_BUSY_BODY = b'{"error": "ctxkeepd has too many open HTTP connections: retry in a moment"}\n'
+BUSY = (b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\n"
+        b"Connection: close\r\nContent-Length: %d\r\n\r\n" % len(_BUSY_BODY)) + _BUSY_BODY
+
+
+def raise_descriptor_limit() -> int:
+    """Raise this process's soft limit on open descriptors to its hard limit (systemd's
+    default soft limit is 1,024); returns the limit now in force."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = hard if hard != resource.RLIM_INFINITY else max(soft, 65536)
+    if wanted > soft:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+            soft = wanted
+        except (ValueError, OSError) as exc:
+            log.warning("could not raise the open-file limit from %d: %s", soft, exc)
+    return soft
+
+
+def connection_cap(configured: int) -> int:
+    """The most HTTP connections held at once: the configured number, or fewer when the
+    descriptor limit would leave less than RESERVED_DESCRIPTORS for the rest."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    return max(1, min(configured, soft - RESERVED_DESCRIPTORS))
+
+
+class ConnectionCap:
+    """Closes, with a 503, each connection past `cap` (wraps the aiohttp Server's
+    `connection_made`, which every new connection reports to)."""
+
+    def __init__(self, server: web.Server, cap: int, throttle: "Throttle") -> None:
+        self.server, self.cap, self.throttle = server, cap, throttle
+        self.refused = 0
+        self._made = server.connection_made
+        server.connection_made = self.connection_made  # type: ignore[method-assign]
+
+    def connection_made(self, handler: Any, transport: asyncio.Transport) -> None:
+        self._made(handler, transport)
+        if len(self.server.connections) > self.cap:
+            self.refused += 1
+            peer = transport.get_extra_info("peername")
+            if self.throttle.allow("cap"):
+                log.warning("HTTP: %d connections open, the cap (http_max_connections): refused %s "
+                            "(%d refused so far)", self.cap, peer, self.refused)
+            transport.write(BUSY)
+            transport.close()
+
+
+class Throttle(logging.Filter):
+    """At most one log line per key (the message and its source) per `interval` seconds,
+    and no tracebacks for requests that were malformed (they say nothing about ctxkeepd)."""
+
+    def __init__(self, interval: float = 60.0, keys: int = 1024) -> None:
+        super().__init__()
+        self.interval, self.keys = interval, keys
+        self.last: dict[str, float] = {}
+
+    def allow(self, key: str) -> bool:
+        now = time.monotonic()
+        if now - self.last.get(key, -self.interval) < self.interval:
+            return False
+        if len(self.last) >= self.keys:  # many sources: forget the oldest
+            self.last = {k: t for k, t in self.last.items() if now - t < self.interval}
+            if len(self.last) >= self.keys:
+                return False
+        self.last[key] = now
+        return True
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        source = str(record.args[0]) if isinstance(record.args, tuple) and record.args else ""
+        if not self.allow(f"{record.msg}|{source}"):
+            return False
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, HttpProcessingError):
+            record.msg = f"{record.msg}: malformed request ({exc.message or type(exc).__name__})"
+            record.exc_info, record.levelno, record.levelname = None, logging.WARNING, "WARNING"
+        return True
+
+
+def request_logger() -> logging.Logger:
+    """The logger aiohttp reports request errors to, throttled."""
+    logger = logging.getLogger("ctxkeep.daemon.transports.http.requests")
+    if not any(isinstance(f, Throttle) for f in logger.filters):
+        logger.addFilter(Throttle())
+    return logger
+
+
+async def read_body(request: web.Request, timeout: float) -> bytes:
+    """The request's body (kept by aiohttp for the handler's own `read`), or 408 when it does
+    not arrive within `timeout` seconds."""
+    try:
+        async with asyncio.timeout(timeout):
+            return await request.read()
+    except TimeoutError:
+        raise web.HTTPRequestTimeout(text='{"error": "the request body did not arrive in time"}',
+                                     content_type="application/json") from None
