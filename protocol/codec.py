@@ -59,7 +59,7 @@ def _head(frame: bytes, max_bytes: int) -> _Head:
             ErrorCode.FRAME_TOO_LARGE,
             f"frame of {len(frame):,} bytes is over the limit of {max_bytes:,} bytes",
         )
-    if _too_deep(frame):
+    if too_deep(frame):
         raise DecodeFailure(ErrorCode.BAD_JSON, f"JSON nested deeper than {MAX_DEPTH} levels: "
                                                 "flatten the request")
     try:
@@ -79,7 +79,7 @@ _STRINGS = re.compile(rb'"(?:[^"\\\\]|\\\\.)*"')
 _BRACKETS = re.compile(rb"[\[\]{}]")
 
 
-def _too_deep(frame: bytes) -> bool:
+def too_deep(frame: bytes) -> bool:
     """Whether arrays and objects nest deeper than MAX_DEPTH (checked before decoding, so
     the decoder never recurses past what the interpreter allows)."""
     if frame.count(b"[") + frame.count(b"{") <= MAX_DEPTH:

@@ -35,3 +35,11 @@ def checked(record: Any, decode: Callable[[bytes], Any]) -> bytes:
     except (msgspec.ValidationError, msgspec.EncodeError, OverflowError, TypeError) as exc:
         raise Undecodable(f"not stored: {type(record).__name__} would not read back ({exc})") from None
     return raw
+
+
+def in_range(value: Any, kind: Any, what: str) -> None:
+    """Refuse a record whose `what` is not a `kind` (a range type of protocol/limits.py)."""
+    try:
+        msgspec.convert(value, kind)
+    except msgspec.ValidationError as exc:
+        raise Undecodable(f"not stored: {what} {value!r} is out of range ({exc})") from None

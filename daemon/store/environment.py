@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 import lmdb
 
+from ctxkeep.protocol.limits import NumCtx
 from ctxkeep.daemon.store import codecs, keys
 from ctxkeep.daemon.store.errors import StoreError, StoreTooNew, UnknownSession
 from ctxkeep.daemon.store.migrations import MIGRATIONS, SCHEMA_VERSION
@@ -128,6 +129,7 @@ class Environment:
         return codecs.session(raw)
 
     def put_session(self, txn: lmdb.Transaction, record: SessionRecord) -> None:
+        codecs.in_range(record.num_ctx, NumCtx, "num_ctx")
         codecs.checked(record.info(), codecs.session_info)  # what clients read of it, in range
         txn.put(keys.session_key(record.id), codecs.checked(record, codecs.session), db=self.dbs["sessions"])
 

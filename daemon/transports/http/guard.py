@@ -18,6 +18,8 @@ ALLOW_HEADERS = "Authorization, Content-Type, User-Agent, Accept, X-Requested-Wi
     "X-Stainless-Package-Version, X-Stainless-OS, X-Stainless-Arch, X-Stainless-Runtime, " \
     "X-Stainless-Runtime-Version, X-Stainless-Async, X-Ctxkeep-Session, X-Ctxkeep-Memory"
 ALLOW_METHODS = "GET, POST, PUT, PATCH, DELETE, HEAD, OPTIONS"
+#: The allowed origin a request came from (its response carries the CORS headers).
+CORS_ORIGIN = web.RequestKey("cors_origin", str)
 
 
 def over_tcp(request: web.Request) -> bool:
@@ -75,7 +77,7 @@ class Guard:
                                       "http_origins in config.toml to let that page use ctxkeepd"}, status=403)
         if request.method == "OPTIONS":  # a preflight
             return web.Response(status=204, headers={**self.cors(origin), "Access-Control-Max-Age": "600"})
-        request["cors_origin"] = origin  # its response says so (on_prepare)
+        request[CORS_ORIGIN] = origin  # its response says so (on_prepare)
         return await handler(request)
 
     @staticmethod
@@ -86,6 +88,6 @@ class Guard:
     async def on_prepare(self, request: web.Request, response: web.StreamResponse) -> None:
         """The CORS headers of an allowed origin's response, streamed ones included (an
         aiohttp `on_response_prepare` signal)."""
-        origin = request.get("cors_origin")
+        origin = request.get(CORS_ORIGIN)
         if origin:
             response.headers.update(self.cors(origin))

@@ -14,7 +14,7 @@ from ctxkeep.protocol.events import ResponseGeneration
 from ctxkeep.daemon.transports.http.chat import ChatRequest, Chats, check_extras, settings, split_messages, tools_of
 from ctxkeep.daemon.transports.http.errors import HttpError, ollama_error
 from ctxkeep.daemon.transports.http.passthrough import Passthrough
-from ctxkeep.daemon.transports.http.wire import NDJSON, decode_body, rfc3339
+from ctxkeep.daemon.transports.http.wire import NDJSON, decode_body, read_json, rfc3339
 
 
 class OllamaChat(msgspec.Struct, kw_only=True):
@@ -117,7 +117,7 @@ class OllamaApi:
     async def chat(self, request: web.Request) -> web.StreamResponse:
         started = time.monotonic_ns()
         try:
-            body = decode_body(await request.read(), OllamaChat)
+            body = await read_json(request, OllamaChat)
             chat = chat_request(body, request.headers.get("X-Ctxkeep-Session", ""))
         except HttpError as error:
             return ollama_error(error)

@@ -17,7 +17,7 @@ from ctxkeep.protocol.events import ResponseGeneration
 from ctxkeep.daemon.backends.protocol import ModelCallError
 from ctxkeep.daemon.transports.http.chat import ChatRequest, Chats, check_extras, settings, split_messages, tools_of
 from ctxkeep.daemon.transports.http.errors import HttpError, openai_error
-from ctxkeep.daemon.transports.http.wire import decode_body
+from ctxkeep.daemon.transports.http.wire import read_json
 
 
 class StreamOptions(msgspec.Struct, kw_only=True):
@@ -122,7 +122,7 @@ class OpenAIApi:
     async def embeddings(self, request: web.Request) -> web.Response:
         """Embeddings from the model server that serves the model."""
         try:
-            body = decode_body(await request.read(), dict)
+            body = await read_json(request, dict)
             if "model" not in body or "input" not in body:
                 raise HttpError(ErrorCode.INVALID_REQUEST.value, "model and input are required")
             texts = [body["input"]] if isinstance(body["input"], str) else body["input"]
@@ -140,7 +140,7 @@ class OpenAIApi:
 
     async def completions(self, request: web.Request) -> web.StreamResponse:
         try:
-            body = decode_body(await request.read(), ChatCompletion)
+            body = await read_json(request, ChatCompletion)
             chat = chat_request(body, request.headers.get("X-Ctxkeep-Session", ""))
         except HttpError as error:
             return openai_error(error)

@@ -1,26 +1,46 @@
 """What both HTTP APIs share on the wire: bodies decoded into Structs (a clear 400 when
 one is not what the API takes), timestamps, content types."""
 
+import asyncio
 import time
 from typing import TypeVar
 
 import msgspec
+from aiohttp import web
 
 from ctxkeep.protocol import ErrorCode
+from ctxkeep.protocol.codec import MAX_DEPTH, too_deep
 from ctxkeep.daemon.transports.http.errors import HttpError
 
 NDJSON = "application/x-ndjson"
 T = TypeVar("T")
 
 
+#: A body larger than this is decoded in a worker thread, not on the event loop.
+DECODE_ON_LOOP_BYTES = 256 * 1024
+
+
+async def read_json(request: web.Request, kind: type[T]) -> T:
+    """The request's JSON body as `kind` (decoded off the event loop when it is large), or
+    HttpError(400) that says what is wrong with it."""
+    raw = await request.read()
+    if len(raw) > DECODE_ON_LOOP_BYTES:
+        return await asyncio.to_thread(decode_body, raw, kind)
+    return decode_body(raw, kind)
+
+
 def decode_body(raw: bytes, kind: type[T]) -> T:
     """The JSON body as `kind`, or HttpError(400) that says what is wrong with it."""
+    if too_deep(raw):
+        raise HttpError(ErrorCode.BAD_JSON.value, f"the body nests deeper than {MAX_DEPTH} levels: flatten it")
     try:
         return msgspec.json.decode(raw or b"{}", type=kind)
     except msgspec.ValidationError as exc:
         raise HttpError(ErrorCode.INVALID_REQUEST.value, f"invalid request: {exc}") from None
     except msgspec.DecodeError as exc:
         raise HttpError(ErrorCode.BAD_JSON.value, f"the body is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise HttpError(ErrorCode.BAD_JSON.value, "the body nests too deeply: flatten it") from None
     except UnicodeDecodeError:
         raise HttpError(ErrorCode.BAD_JSON.value, "the body is not valid JSON: its text is not UTF-8") from None
 

@@ -1,0 +1,84 @@
+"""The edges' own rules, each at the lowest level that proves it (issue 39): the ranges
+of values from outside, records that would not read back, the token file, who the front
+door lets in, and the log throttle."""
+
+import logging
+
+import pytest
+
+from ctxkeep.daemon.store.errors import Undecodable
+from ctxkeep.daemon.store.records import NewMessage
+from ctxkeep.daemon.store.store import Store
+from ctxkeep.daemon.transports.http.bounds import Throttle, connection_cap
+from ctxkeep.daemon.transports.http.guard import Guard, host_name
+from ctxkeep.protocol.http_token import exposed, read_or_make
+from ctxkeep.protocol.limits import NumCtx, Options, OutOfRange, checked
+from ctxkeep.protocol.tools import FunctionCall, ToolCall
+
+
+def test_values_from_outside_are_checked_strictly_against_their_ranges():
+    assert checked(4096, NumCtx, "num_ctx") == 4096
+    for bad, says in (("4096", "got `str`"), (2**63, "<= 16777216"), (-1, ">= 256"), (True, "got `bool`")):
+        with pytest.raises(OutOfRange, match=f"num_ctx: Expected .*{says}"):
+            checked(bad, NumCtx, "num_ctx")
+    assert checked({"temperature": 0.5, "stop": ["\n"]}, Options, "options") == {"temperature": 0.5, "stop": ["\n"]}
+    with pytest.raises(OutOfRange):
+        checked({f"k{i}": 1 for i in range(65)}, Options, "options")
+
+
+def test_the_store_refuses_what_would_not_read_back_and_writes_nothing(tmp_path):
+    store = Store.open(tmp_path / "store")
+    session = store.sessions.create(name="s", model="m", system="", options={}, num_ctx=2048)
+    poisoned = NewMessage(role="assistant", content="", tool_calls=[
+        ToolCall(function=FunctionCall(name="lookup", arguments=[1, 2]))])  # type: ignore[arg-type]
+    with pytest.raises(Undecodable, match="would not read back"):
+        store.history.append(session.id, [NewMessage(role="user", content="hi"), poisoned])
+    assert store.history.page(session.id, 0, 10)[0] == []  # the whole append was refused
+    with pytest.raises(Undecodable):
+        store.sessions.create(name="t", model="m", system="", options={}, num_ctx=2**63)
+    assert [s.name for s in store.sessions.all()] == ["s"]
+
+
+def test_a_token_file_others_could_read_is_replaced(tmp_path):
+    path = tmp_path / "config" / "http-token"
+    path.parent.mkdir()
+    path.write_text("everyone-can-read-this\n")
+    path.chmod(0o644)
+    assert exposed(path)
+    token = read_or_make(path)
+    assert token != "everyone-can-read-this" and not exposed(path)
+    assert path.stat().st_mode & 0o777 == 0o600 and read_or_make(path) == token
+
+
+def test_the_guard_lets_in_this_machines_names_and_allowed_origins_only():
+    guard = Guard("127.0.0.1", ["https://chat.example", "http://192.168.1.5:*"])
+    assert [host_name(h) for h in ("localhost:11435", "[::1]:80", "::1", "evil.example")] == \
+        ["localhost", "::1", "::1", "evil.example"]
+    for host in ("localhost:11435", "127.0.0.1:1", "[::1]:11435", "app.localhost", ""):
+        assert guard.host_allowed(host), host
+    for host in ("evil.example:11435", "10.0.0.1", "127.0.0.1.evil.example"):
+        assert not guard.host_allowed(host), host
+    assert not Guard("0.0.0.0", []).on_loopback and Guard("0.0.0.0", []).host_allowed("example.org")
+    for origin in ("http://localhost:3000", "https://127.0.0.1", "app://obsidian.md", "https://chat.example",
+                   "http://192.168.1.5:8080", "vscode-webview://abc"):
+        assert guard.origin_allowed(origin), origin
+    for origin in ("http://evil.example", "https://chat.example.evil.example", "http://localhost.evil.example",
+                   "null", "http://192.168.1.6:8080"):
+        assert not guard.origin_allowed(origin), origin
+
+
+def test_the_connection_cap_leaves_descriptors_for_the_rest():
+    import resource
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    assert connection_cap(10) == min(10, soft - 256)
+    assert connection_cap(10**6) == soft - 256
+
+
+def test_request_errors_are_logged_once_a_source_an_interval():
+    throttle = Throttle(interval=60)
+
+    def record(source: str) -> logging.LogRecord:
+        return logging.LogRecord("x", logging.ERROR, __file__, 1, "Error handling request from %s", (source,), None)
+    assert throttle.filter(record("1.2.3.4"))
+    assert not any(throttle.filter(record("1.2.3.4")) for _ in range(100))
+    assert throttle.filter(record("5.6.7.8"))
