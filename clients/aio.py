@@ -12,6 +12,7 @@ from ..protocol.events import DaemonStatusEvent, Event
 from ..protocol.replies import Reply
 from .calls import Calls
 from .curve_keys import secure
+from .errors import CtxkeepError, subscription_not_taken
 from .core import (
     GapTracker, RequestIds, check_reachable, endpoints, no_answer,
     open_subscriber, patience, read_event, read_reply, unanswered, unwrap,
@@ -99,7 +100,15 @@ class AsyncClient(Calls):
         try:
             return await asyncio.wait_for(greeting(), self.timeout)
         except asyncio.TimeoutError:
-            raise no_answer(self.events_endpoint, self.timeout) from None
+            pass
+        timeout, self.timeout = self.timeout, min(self.timeout, 2.0)
+        try:  # a daemon that answers requests but not the subscription: its limits
+            pid = (await self.status()).status.pid
+        except CtxkeepError:
+            raise no_answer(self.events_endpoint, timeout) from None
+        finally:
+            self.timeout = timeout
+        raise subscription_not_taken(pid, timeout)
 
     async def next_event(self) -> tuple[str, Event] | None:
         """The next published message as (topic, event); None for one this client cannot read."""

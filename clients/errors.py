@@ -28,3 +28,12 @@ class DaemonNotAnswering(DaemonUnavailable):
             f"(a busy machine?){what}: try again, or look at its log "
             "(`journalctl --user -u ctxkeep`)")
         self.pid = pid
+
+
+def subscription_not_taken(pid: int, waited: float) -> CtxkeepError:
+    """The error for a subscription the daemon did not greet while it answers requests."""
+    return CtxkeepError("subscription_refused", f"ctxkeepd (pid {pid}) answers requests but did not take "
+                        f"this client's event subscription in {waited:g} s: it holds as many as "
+                        "max_subscriptions and max_subscriptions_per_client allow (its log names the "
+                        "limit and the connection), or it is very busy: retry, or raise those limits "
+                        "in config.toml")

@@ -11,6 +11,7 @@ from ..protocol.events import DaemonStatusEvent, Event
 from ..protocol.replies import Reply
 from .calls import Calls
 from .curve_keys import secure
+from .errors import subscription_not_taken
 from .core import (
     CtxkeepError, DaemonUnavailable, GapTracker, RequestIds, check_reachable, endpoints, no_answer,
     open_subscriber, patience, read_event, read_reply, running_daemon, unanswered, unwrap,
@@ -93,7 +94,14 @@ class Client(Calls):
             if item and isinstance(item[1], DaemonStatusEvent):
                 self.daemon_identity = (item[1].status.pid, item[1].status.started)
                 return item[1]
-        raise no_answer(self.events_endpoint, self.timeout)
+        timeout, self.timeout = self.timeout, min(self.timeout, 2.0)
+        try:  # a daemon that answers requests but not the subscription: its limits
+            pid = self.status().status.pid
+        except CtxkeepError:
+            raise no_answer(self.events_endpoint, timeout) from None
+        finally:
+            self.timeout = timeout
+        raise subscription_not_taken(pid, timeout)
 
     def next_event(self, timeout: float | None = None) -> tuple[str, Event] | None:
         """The next event (topic, event), or None after `timeout` seconds."""

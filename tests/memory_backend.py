@@ -76,7 +76,7 @@ class MemoryBackend:
     async def close(self) -> None:
         return None
 
-    async def check(self) -> OllamaStatus:
+    async def check(self, down_too: bool = False) -> OllamaStatus:
         return self.status
 
     def known_facts(self, model: str) -> ModelFacts | None:

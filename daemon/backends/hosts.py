@@ -117,12 +117,13 @@ class Hosts:
             host.failures, host.retry_at = 0, 0.0
             self.changed.set()
 
-    async def check(self) -> OllamaStatus:
-        """Ask each server that is up, or due to be asked again, whether it answers; not one
-        that is answering a call now (it evidently answers, and a request beside a stream
-        cuts the stream short on llama-cpp-python's server)."""
+    async def check(self, down_too: bool = False) -> OllamaStatus:
+        """Ask each server that is up, or due to be asked again (`down_too`: every down one,
+        its wait or not), whether it answers; not one that is answering a call now (it
+        evidently answers, and a request beside a stream cuts the stream short on
+        llama-cpp-python's server)."""
         now = time.monotonic()
-        due = [h for h in self.members if h.due(now) and not h.busy]
+        due = [h for h in self.members if (h.due(now) or down_too) and not h.busy]
         for host, state in zip(due, await asyncio.gather(*(h.backend.check() for h in due))):
             if state.reachable:
                 self._up(host)

@@ -1,5 +1,6 @@
 """hello, ping, status."""
 
+import asyncio
 import os
 import time
 
@@ -8,6 +9,8 @@ from ctxkeep.protocol.replies import HelloReply, Pong, StatusReply
 from ctxkeep.daemon.services import Services
 from ctxkeep.daemon.handlers.registry import handles
 
+#: The longest `status` waits for a down server to say it is back.
+RECHECK_S = 1.5
 SUBJECTS = sorted(v for k, v in vars(subjects).items() if k.isupper() and isinstance(v, str))
 
 
@@ -24,4 +27,12 @@ async def ping(services: Services, req: requests.Ping) -> Pong:
 
 @handles(requests.Status)
 async def status(services: Services, req: requests.Status) -> StatusReply:
+    """The daemon's status; a model server that was down is asked again first (briefly),
+    so a server that came back is not reported down until its next scheduled check."""
+    if any(not h.reachable for h in services.backend.hosts()):
+        try:
+            async with asyncio.timeout(RECHECK_S):
+                await services.backend.check(down_too=True)
+        except TimeoutError:
+            pass  # it says what it knew
     return StatusReply(id=req.id, status=services.status())

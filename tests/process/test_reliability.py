@@ -222,8 +222,9 @@ def test_a_tcp_port_in_use_is_one_line_and_leaves_no_sockets(daemon_factory, sho
 
 def test_subscriptions_are_bounded_and_released(daemon_factory):
     """A prefix too long ends its connection unread (no greeting, nothing kept); past the
-    limits held at once (per connection and in all) a subscription costs nothing and gets
-    no greeting; what a subscriber held is released when it leaves."""
+    limit per connection a subscription costs nothing and gets no greeting; at the shared
+    limit the connection holding the most is closed to make room; what a subscriber held is
+    released when it leaves."""
     from ctxkeep.daemon.transports.zmq.publisher import MAX_PREFIX_BYTES
     daemon = daemon_factory()
     daemon.write_config("max_subscriptions = 40\nmax_subscriptions_per_client = 30\n")
@@ -254,12 +255,14 @@ def test_subscriptions_are_bounded_and_released(daemon_factory):
                 time.sleep(0.02)
             watcher = daemon.client(timeout=5)  # the hog cannot take the shared limit
             assert watcher.subscribe("").status.pid == daemon.proc.pid
-    while "past the limit of 40 at once" not in daemon.log.read_text():
-        assert time.monotonic() < deadline, "the daemon did not refuse past the limit"
+    # at the shared limit the connection holding the most gives way: no program's many
+    # connections can lock other clients out of events
+    while "holding 30 subscriptions to make room for another client" not in daemon.log.read_text():
+        assert time.monotonic() < deadline, "the largest holder was not closed at the shared limit"
         time.sleep(0.02)
-    with pytest.raises(CtxkeepError):  # no room for another subscriber's prefix
-        with daemon.client(timeout=1) as c:
-            c.subscribe("")
+    for _ in range(3):
+        with daemon.client(timeout=5) as c:
+            assert c.subscribe("").status.pid == daemon.proc.pid
     watcher.close()
     for hog in hogs:
         hog.close()  # leaving releases what it held

@@ -82,3 +82,19 @@ def test_request_errors_are_logged_once_a_source_an_interval():
     assert throttle.filter(record("1.2.3.4"))
     assert not any(throttle.filter(record("1.2.3.4")) for _ in range(100))
     assert throttle.filter(record("5.6.7.8"))
+
+
+def test_at_the_shared_subscription_limit_the_largest_holder_gives_way():
+    from ctxkeep.daemon.transports.zmq.subscriptions import SubscriptionLedger
+    ledger = SubscriptionLedger(max_total=10, max_per_client=6)
+    for i in range(6):
+        ledger.add("hog", b"h%d" % i)
+    for i in range(4):
+        ledger.add("other", b"o%d" % i)
+    assert ledger.refusal("new", b"") == "a subscription past the limit of 10 at once (max_subscriptions)"
+    assert ledger.hog("new") == "hog"  # 6 held against the newcomer's 1
+    assert ledger.hog("hog") is None  # the largest never evicts another for itself
+    assert ledger.hog("other") == "hog"
+    ledger.client_left("hog")
+    assert ledger.hog("new") == "other"
+    assert SubscriptionLedger(10, 6).hog("new") is None  # below the limit: nobody is closed

@@ -2,6 +2,7 @@
 runs as a session turn; `/api/generate` is passed through once it is known to fit; the
 endpoints that hold no conversation are Ollama's own answers, forwarded."""
 
+import asyncio
 import time
 from contextlib import aclosing
 from typing import Any
@@ -14,7 +15,7 @@ from ctxkeep.protocol.events import ResponseGeneration
 from ctxkeep.daemon.transports.http.chat import ChatRequest, Chats, check_extras, settings, split_messages, tools_of
 from ctxkeep.daemon.transports.http.errors import HttpError, ollama_error
 from ctxkeep.daemon.transports.http.passthrough import Passthrough
-from ctxkeep.daemon.transports.http.wire import NDJSON, decode_body, read_json, rfc3339
+from ctxkeep.daemon.transports.http.wire import NDJSON, read_json, rfc3339
 
 
 class OllamaChat(msgspec.Struct, kw_only=True):
@@ -41,6 +42,26 @@ class OllamaGenerate(msgspec.Struct, kw_only=True):
     prompt: str = ""
     system: str = ""
     options: dict[str, Any] | None = None
+    #: Base64 images for a vision model (held to the limits of `send`).
+    images: list[str] = []
+
+
+#: The registries an HTTP client may have Ollama pull from (a name with no host is Ollama's own).
+PULL_REGISTRIES = ("registry.ollama.ai", "ollama.com", "hf.co", "huggingface.co")
+#: A /api/generate prompt longer than this is counted in a worker thread.
+COUNT_ON_LOOP_CHARS = 64 * 1024
+
+
+def image_limits(images: list[str], most: int, largest: int) -> None:
+    """Refuse more images than `most`, or one whose bytes exceed `largest` (as `send` does)."""
+    if len(images) > most:
+        raise HttpError(ErrorCode.INVALID_ARGUMENT.value, f"{len(images)} images: a request may carry at "
+                        f"most {most} (max_images_per_message in config.toml)")
+    for i, data in enumerate(images):
+        size = len(data) * 3 // 4 - data[-2:].count("=")
+        if size > largest:
+            raise HttpError(ErrorCode.INVALID_ARGUMENT.value, f"image {i + 1} is {size:,} bytes: at most "
+                            f"{largest:,} are taken (max_image_bytes in config.toml)")
 
 
 def chat_request(body: OllamaChat, header_session: str) -> ChatRequest:
@@ -85,7 +106,7 @@ class OllamaApi:
                 web.post("/api/chat", self.chat), web.post("/api/generate", self.generate),
                 web.get("/api/tags", forward), web.post("/api/show", forward), web.get("/api/ps", forward),
                 web.get("/api/version", forward), web.post("/api/embed", forward),
-                web.post("/api/embeddings", forward), web.post("/api/pull", forward)]
+                web.post("/api/embeddings", forward), web.post("/api/pull", self.pull)]
 
     async def root(self, request: web.Request) -> web.Response:
         return web.Response(text="Ollama is running")  # what Ollama answers; clients probe it
@@ -100,17 +121,34 @@ class OllamaApi:
         """Stateless: passed through, but refused when the prompt cannot fit its window
         (Ollama would cut its start silently)."""
         try:
-            raw = await request.read()
-            body = decode_body(raw, OllamaGenerate)
-            num_ctx = int((body.options or {}).get("num_ctx") or self.chats.services.config.num_ctx)
+            body = await read_json(request, OllamaGenerate)
+            config = self.chats.services.config
+            num_ctx = settings(body.options)[1] or config.num_ctx
+            image_limits(body.images, config.max_images_per_message, config.max_image_bytes)
             messages = [{"role": "system", "content": body.system}] if body.system else []
-            estimate = self.chats.services.estimator.prompt(body.model, messages + [
-                {"role": "user", "content": body.prompt}])
+            messages.append({"role": "user", "content": body.prompt})
+            estimator = self.chats.services.estimator
+            estimate = estimator.prompt(body.model, messages) if len(body.prompt) < COUNT_ON_LOOP_CHARS \
+                else await asyncio.to_thread(estimator.prompt, body.model, messages)
             if estimate > num_ctx:
                 raise HttpError(ErrorCode.CONTEXT_OVERFLOW.value, f"the prompt is about {estimate} tokens, "
                                 f"over num_ctx {num_ctx}: Ollama would silently drop its start; shorten "
                                 "it or raise options.num_ctx")
-            return await self.passthrough.forward(request, request.path, raw)
+            return await self.passthrough.forward(request, request.path, await request.read())
+        except HttpError as error:
+            return ollama_error(error)
+
+    async def pull(self, request: web.Request) -> web.StreamResponse:
+        """Passed through to Ollama, for models of the registries Ollama's users pull from."""
+        try:
+            body = await read_json(request, dict)
+            name = str(body.get("model") or body.get("name") or "")
+            first = name.split("/", 1)[0] if "/" in name else ""
+            if ("." in first or ":" in first) and first.lower() not in PULL_REGISTRIES:
+                raise HttpError(ErrorCode.INVALID_REQUEST.value, f"{first!r} is not a registry ctxkeepd pulls "
+                                f"from over HTTP ({', '.join(PULL_REGISTRIES)}): pull it with `ollama pull` "
+                                "or `ctxkeep models pull` on this machine", 403)
+            return await self.passthrough.forward(request, request.path, await request.read())
         except HttpError as error:
             return ollama_error(error)
 

@@ -145,6 +145,9 @@ class EventPublisher:
             if kind != b"\x01":
                 continue
             refusal = self.ledger.refusal(client, prefix)
+            hog = self.ledger.hog(client) if refusal.endswith("(max_subscriptions)") else None
+            if hog is not None and self._cut(sock, hog[1], "to make room for another client"):
+                refusal = ""  # its subscriptions are released as ZeroMQ drops them
             if refusal:
                 self._log_refusal(refusal)
                 if self.ledger.refused(client) and client is not None:
@@ -195,23 +198,26 @@ class EventPublisher:
             release_free_memory()
         self._trim = asyncio.get_running_loop().call_later(1.0, trim)
 
-    def _cut(self, sock: zmq.asyncio.Socket, fd: int) -> None:
-        """Close the connection on `fd` (one that kept subscribing past the limits): libzmq
-        then ends it as if the subscriber had left, releasing all it held for it. Only a
-        descriptor the monitor says is still that connection is touched; the daemon's
-        own copy of it is shut down, never libzmq's closed."""
+    def _cut(self, sock: zmq.asyncio.Socket, fd: int, why: str = "") -> bool:
+        """Close the connection on `fd` (one that kept subscribing past the limits, or holds
+        the most when the total is reached): libzmq then ends it as if the subscriber had
+        left, releasing all it held for it. Only a descriptor the monitor says is still that
+        connection is touched; the daemon's own copy of it is shut down, never libzmq's
+        closed. Returns whether it was closed."""
         if fd not in self._live.get(sock, ()):
-            return
+            return False
+        held = self.ledger.held_by((id(sock), fd))
         try:
             with socket.socket(fileno=os.dup(fd)) as conn:
                 conn.shutdown(socket.SHUT_RDWR)
         except OSError as exc:
             log.debug("could not close subscriber connection %d: %s", fd, exc)
-            return
+            return False
         self._live[sock].discard(fd)
         self.ledger.client_left((id(sock), fd))
-        log.warning("closed an event subscriber's connection: it kept subscribing past the "
-                    "limits (%d refused)", CUT_AFTER_REFUSALS)
+        self._log_refusal(f"closed an event subscriber's connection holding {held:,} subscriptions "
+                          f"{why or f'(it kept subscribing past the limits: {CUT_AFTER_REFUSALS} refused)'} (cut)")
+        return True
 
     @staticmethod
     def _client(sock: zmq.asyncio.Socket, frame: zmq.Frame) -> tuple[int, int] | None:
@@ -223,11 +229,13 @@ class EventPublisher:
             return None
 
     def _log_refusal(self, refusal: str) -> None:
-        """Log a refusal, each kind at most once a second (a flood must not flood the log)."""
+        """Log a refusal (or a cut), each kind at most once a second (a flood must not flood
+        the log); its kind is its last parenthesis."""
         kind = refusal.rsplit("(", 1)[-1]
         now = time.monotonic()
         if now - self._refusal_logged.get(kind, float("-inf")) >= 1.0:
-            log.warning("refused %s: the subscriber gets no greeting and no events for it", refusal)
+            log.warning("%s", refusal if kind == "cut)" else
+                        f"refused {refusal}: the subscriber gets no greeting and no events for it")
             self._refusal_logged[kind] = now
 
     def close(self) -> None:

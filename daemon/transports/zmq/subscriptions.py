@@ -53,6 +53,17 @@ class SubscriptionLedger:
                     "(max_subscriptions)")
         return ""
 
+    def hog(self, newcomer: Client | None) -> Client | None:
+        """At the total limit: the connection holding the most subscriptions, when it holds
+        more than `newcomer` would with one more (it gives way, so that no one program's
+        many connections can lock every other client out of events); None if none does."""
+        if self.total < self.max_total or not self._clients:
+            return None
+        most = max(self._clients, key=lambda c: len(self._clients[c]))
+        if most == newcomer or most is None or len(self._clients[most]) <= self.held_by(newcomer) + 1:
+            return None
+        return most
+
     def refused(self, client: Client | None) -> bool:
         """Count a refusal to `client`; True when it has had enough to be closed."""
         self._refused[client] += 1
