@@ -242,9 +242,14 @@ def _show(event: Event, accepted: Accepted, out: TextIO, style: "Styles", notes:
 
 
 def _waiting_line(stream: TextIO, style: "Styles", shown: dict[str, bool], text: str) -> None:
-    """On a terminal, a status line in place (the cursor saved where it starts, so each
-    update and its clearing rewrite only it); elsewhere nothing (events say it all)."""
-    if not style.dim or not stream.isatty() or not (text or shown.get("waiting")):
+    """On a colour terminal, a status line in place (the cursor saved where it starts, so
+    each update and its clearing rewrite only it); elsewhere (piped, NO_COLOR, TERM=dumb)
+    each update as a plain line of its own: no colour is not no information."""
+    if not style.dim or not stream.isatty():
+        if text:
+            print(f"ctxkeep: {text.strip('[]')}", file=stream, flush=True)
+        return
+    if not (text or shown.get("waiting")):
         return
     stream.write(("\0338\033[K" if shown.get("waiting") else "\0337") +
                  (f"{style.dim}{text}{style.reset}" if text else ""))

@@ -82,6 +82,29 @@ def test_ask_on_a_terminal_says_what_it_waits_for(daemon, standin, tmp_path):
     assert shown.index("\x1b7") < shown.index("[waiting") < shown.index("\x1b8\x1b[K") < shown.index("You said")
 
 
+@pytest.mark.parametrize("where", ["piped", "NO_COLOR", "TERM=dumb"])
+def test_ask_says_what_it_waits_for_without_a_colour_terminal_too(daemon, standin, tmp_path, where):
+    """No colour is not no information: piped, with NO_COLOR or on a dumb terminal, the
+    waiting notice is a plain line on stderr."""
+    sid = daemon.cli("new", "--model", "thinker:8b", "-q").stdout.strip()
+    standin.fail_next("delay", seconds=2.6)
+    if where == "piped":
+        done = daemon.cli("ask", sid, "hello")
+        assert done.returncode == 0 and "You said 1 words" in done.stdout
+        assert "ctxkeep: waiting: Ollama is loading thinker:8b into memory" in done.stderr
+        assert "\x1b" not in done.stderr
+        return
+    env = dict(daemon.env, TERM="dumb") if where == "TERM=dumb" else dict(daemon.env, TERM="xterm", NO_COLOR="1")
+    child = pexpect.spawn(sys.executable, ["-m", "ctxkeep.clients.cli.main", "ask", sid, "hello"],
+                          env=env, cwd=str(tmp_path), encoding="utf-8", timeout=30)
+    child.logfile_read = io.StringIO()
+    child.expect(r"ctxkeep: waiting: Ollama is loading thinker:8b into memory .* · 2 s\r?\n")
+    child.expect("You said 1 words")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0 and "\x1b7" not in child.logfile_read.getvalue()
+
+
 def test_edit_alone_opens_the_last_question_in_the_editor(daemon, tmp_path):
     editor = tmp_path / "reword.sh"  # an "editor" that rewords what it is given
     editor.write_text("#!/bin/sh\nsed -i 's/colour/vegetable/' \"$1\"\n")  # a new file, as vim may
