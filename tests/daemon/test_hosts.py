@@ -119,3 +119,30 @@ def test_the_window_is_the_smallest_that_any_host_gives(short_tmp, servers):
             assert c.create_session(model=MODEL).session.window == 3000
     finally:
         d.stop()
+
+
+def test_ollama_clients_see_the_models_of_every_server(short_tmp):
+    """/api/tags and /api/show through the front door answer for every model server: a second
+    Ollama's models and an OpenAI-compatible server's, not only the first Ollama's."""
+    import ollama
+    from ollama_standin import Model
+    first = OllamaStandin(models=(Model(name="first:1b"),)).start()
+    second = OllamaStandin(models=(Model(name="second:3b", context_length=4096, parameter_size="3B"),)).start()
+    other = OpenAIStandin(models=(Model(name="served-by-openai"),), n_ctx=2048).start()
+    d = DaemonThread(short_tmp, first.url, default_model="first:1b", backends=[
+        BackendConfig(name="a", kind="ollama", url=first.url), BackendConfig(name="b", kind="ollama", url=second.url),
+        BackendConfig(name="c", kind="openai", url=other.url + "/v1")]).start()
+    try:
+        client = ollama.Client(host=f"http://localhost", transport=__import__("httpx").HTTPTransport(
+            uds=str(d.http_socket)))
+        names = [m.model for m in client.list().models]
+        assert sorted(names) == ["first:1b", "second:3b", "served-by-openai"]
+        shown = client.show("second:3b")
+        assert shown.details.parameter_size == "3B" and shown.modelinfo["qwen2.context_length"] == 4096
+        assert client.show("served-by-openai").modelinfo["unknown.context_length"] == 2048
+        with pytest.raises(ollama.ResponseError):
+            client.show("nowhere:1b")
+    finally:
+        d.stop()
+        for s in (first, second, other):
+            s.stop()

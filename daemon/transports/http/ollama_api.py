@@ -12,6 +12,7 @@ from aiohttp import web
 
 from ctxkeep.protocol import ErrorCode
 from ctxkeep.protocol.events import ResponseGeneration
+from ctxkeep.daemon.transports.http.catalog import Catalog
 from ctxkeep.daemon.transports.http.chat import ChatRequest, Chats, check_extras, settings, split_messages, tools_of
 from ctxkeep.daemon.transports.http.errors import HttpError, ollama_error
 from ctxkeep.daemon.transports.http.passthrough import Passthrough
@@ -99,14 +100,29 @@ class OllamaApi:
     def __init__(self, chats: Chats, passthrough: Passthrough) -> None:
         self.chats = chats
         self.passthrough = passthrough
+        self.catalog = Catalog(chats.services.backend, passthrough)
 
     def routes(self) -> list[web.RouteDef]:
         forward = self._forward
         return [web.get("/", self.root),  # GET routes answer HEAD too
                 web.post("/api/chat", self.chat), web.post("/api/generate", self.generate),
-                web.get("/api/tags", forward), web.post("/api/show", forward), web.get("/api/ps", forward),
+                web.get("/api/tags", self.tags), web.post("/api/show", self.show), web.get("/api/ps", forward),
                 web.get("/api/version", forward), web.post("/api/embed", forward),
                 web.post("/api/embeddings", forward), web.post("/api/pull", self.pull)]
+
+    async def tags(self, request: web.Request) -> web.Response:
+        """The models of every model server (Ollama's /api/tags, merged)."""
+        try:
+            return web.json_response(await self.catalog.tags())
+        except HttpError as error:
+            return ollama_error(error)
+
+    async def show(self, request: web.Request) -> web.StreamResponse:
+        """A model's facts, from whichever model server serves it."""
+        try:
+            return await self.catalog.show(request)
+        except HttpError as error:
+            return ollama_error(error)
 
     async def root(self, request: web.Request) -> web.Response:
         return web.Response(text="Ollama is running")  # what Ollama answers; clients probe it

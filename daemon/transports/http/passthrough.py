@@ -1,7 +1,7 @@
-"""Ollama's own endpoints that hold no conversation (the model list, a model's facts, the
-loaded models, the version, embeddings, pulls), forwarded to the (first) Ollama ctxkeepd
-uses: the client gets Ollama's answer as Ollama sent it, streamed as it comes. Where no
-model server is Ollama, they are answered 501, saying so."""
+"""Ollama's own endpoints that hold no conversation (the loaded models, the version,
+embeddings, pulls; a model's facts from the Ollama that serves it), forwarded to the (first,
+or a named) Ollama ctxkeepd uses: the client gets Ollama's answer as Ollama sent it,
+streamed as it comes. Where no model server is Ollama, they are answered 501, saying so."""
 
 from typing import Any
 
@@ -41,12 +41,13 @@ class Passthrough:
                          f"Ollama at {self.host} is not reachable ({exc}): start it "
                          "(`ollama serve`) or set ollama_host in ctxkeep's config.toml")
 
-    async def json(self, path: str, body: dict[str, Any] | None = None) -> Any:
-        """Ollama's JSON answer to GET `path` (POST, with `body`); its error raised as HttpError."""
+    async def json(self, path: str, body: dict[str, Any] | None = None, host: str = "") -> Any:
+        """Ollama's (`host`'s, else the first's) JSON answer to GET `path` (POST, with
+        `body`); its error raised as HttpError."""
         self._check(path)
         try:
-            async with self._client().request("POST" if body is not None else "GET", self.host + path,
-                                              json=body) as answer:
+            async with self._client().request("POST" if body is not None else "GET",
+                                              (host.rstrip("/") or self.host) + path, json=body) as answer:
                 data = await answer.json(content_type=None)
                 if answer.status >= 400:
                     message = data.get("error", "") if isinstance(data, dict) else str(data)
@@ -56,14 +57,16 @@ class Passthrough:
         except aiohttp.ClientError as exc:
             raise self._unreachable(exc) from None
 
-    async def forward(self, request: web.Request, path: str, body: bytes | None = None) -> web.StreamResponse:
-        """`request` sent on to Ollama's `path`; its answer streamed back."""
+    async def forward(self, request: web.Request, path: str, body: bytes | None = None,
+                      host: str = "") -> web.StreamResponse:
+        """`request` sent on to Ollama's (`host`'s, else the first's) `path`; its answer
+        streamed back."""
         self._check(path)
         data = body if body is not None else await request.read()
         headers = {k: request.headers[k] for k in FORWARDED if k in request.headers}
         try:
-            upstream = await self._client().request(request.method, self.host + path, data=data or None,
-                                                   headers=headers)
+            upstream = await self._client().request(request.method, (host.rstrip("/") or self.host) + path,
+                                                   data=data or None, headers=headers)
         except aiohttp.ClientError as exc:
             raise self._unreachable(exc) from None
         async with upstream:
