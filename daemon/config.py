@@ -162,7 +162,11 @@ class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         "Whether HTTP over TCP needs the bearer token kept in the config folder (http-token; "
         "OpenAI clients send it as their API key); \"none\" only on a loopback address.")] = "token"
     http_max_body_bytes: Annotated[int, Meta(ge=1024), _doc(
-        "The largest HTTP request body taken in; a larger one is refused with 413.")] = 32 * 1024 * 1024
+        "The largest HTTP request body taken in (as a ZeroMQ frame: room for the largest image as "
+        "base64); a larger one is refused with 413.")] = 8 * 1024 * 1024
+    http_max_messages: Annotated[int, Meta(ge=2, le=1_000_000), _doc(
+        "The most messages one HTTP chat request may carry (its whole conversation, as stateless "
+        "clients resend it); more is answered 413 (`ctxkeep import` takes longer histories).")] = 10_000
     http_origins: Annotated[list[str], _doc(
         "Web origins (besides localhost's, app://, file://, tauri:// and vscode's, as Ollama "
         "allows them) whose pages may call the front door over TCP, as OLLAMA_ORIGINS: "

@@ -28,8 +28,30 @@ _DIGITS = re.compile(r"\d")
 _SPACE = re.compile(r"[^\S\n]")
 
 
+#: A longer text is counted in slices of about this many characters, cut at a space: each
+#: regular expression holds the interpreter for one slice at a time, so counting a long
+#: text in a worker thread lets the event loop run between slices.
+SLICE = 1 << 16
+
+
 def text_features(text: str) -> Vector:
     """Features of a text, without any per-message cost."""
+    if len(text) <= SLICE:
+        return _features(text)
+    total = [0.0] * FEATURES
+    start = 0
+    while start < len(text):
+        end = min(len(text), start + SLICE)
+        if end < len(text):
+            space = text.rfind(" ", start + SLICE // 2, end)  # words do not cross a space
+            end = space + 1 if space >= 0 else end
+        for i, value in enumerate(_features(text[start:end])):
+            total[i] += value
+        start = end
+    return tuple(total)
+
+
+def _features(text: str) -> Vector:
     latin = len(_LATIN.findall(text))
     words = len(_LATIN_WORDS.findall(text))
     other = len(_LETTERS.findall(text)) - latin

@@ -202,7 +202,8 @@ class AutoCompactor:
                 return view
             new = msgspec.structs.replace(context, seqs=change.seqs, checkpoints=change.checkpoints,
                                           file_summaries=change.file_summaries)
-            after = self.total(View(session, new, [m for m in active if m.seq in set(change.seqs)]))
+            kept = set(change.seqs)  # once: in the comprehension it would be made per message
+            after = self.total(View(session, new, [m for m in active if m.seq in kept]))
             if after >= before:
                 note = (f"it would not shrink the context ({before:,} → ~{after:,} tokens): "
                         "nothing was changed")
@@ -249,13 +250,14 @@ class AutoCompactor:
                       after: int) -> tuple[View, bool]:
         """Snapshot (once per pass), then the change with its audit record."""
         session = view.session
+        kept = set(change.seqs)
         if not pass_.snapshot_id:
             pass_.snapshot_id = await self.applier.snapshot(
                 session.id, f"before compaction (automatic: {pass_.reason})")
         audit = CompactionRecord(
             time=time.time(), level=level, strategy=STRATEGY[level], tokens_before=before,
             tokens_after=after, tokens_freed=before - after,
-            summarized=[s for s in view.context.seqs if s not in set(change.seqs)],
+            summarized=[s for s in view.context.seqs if s not in kept],
             kept=change.seqs, summary_seq=-1, model=session.model, requested_by="auto",
             reason=change.note)
         return await self.applier.level(view, change, audit, after)

@@ -6,6 +6,7 @@ model. Any embedding failure falls back to keywords alone. Messages with file
 references or code blocks rank higher.
 """
 
+import asyncio
 import hashlib
 import logging
 import math
@@ -92,6 +93,10 @@ def cosine(a: list[float], b: list[float]) -> float:
     return sum(x * y for x, y in zip(a, b)) / (na * nb)
 
 
+#: More texts than this are hashed and looked up off the event loop.
+ON_LOOP_TEXTS = 64
+
+
 def _boost(message: MessageRecord) -> float:
     return 1.5 if message.files or "```" in message.content else 1.0
 
@@ -99,12 +104,11 @@ def _boost(message: MessageRecord) -> float:
 async def embeddings(backend: ModelBackend, store: Store, model: str,
                      texts: list[str]) -> list[list[float]] | None:
     """Vectors for `texts`, from the cache or one /api/embed call; None on any failure."""
-    digests = [hashlib.sha256(t.encode()).hexdigest() for t in texts]
-    vectors: dict[str, list[float]] = {}
-    for digest in set(digests):
-        cached = store.caches.embedding(model, digest)
-        if cached is not None:
-            vectors[digest] = cached
+    def cached() -> tuple[list[str], dict[str, list[float]]]:
+        digests = [hashlib.sha256(t.encode()).hexdigest() for t in texts]
+        return digests, {d: v for d in set(digests) if (v := store.caches.embedding(model, d)) is not None}
+    # many texts: hashed and read in a worker thread, not on the event loop
+    digests, vectors = await asyncio.to_thread(cached) if len(texts) > ON_LOOP_TEXTS else cached()
     missing = [(d, t) for d, t in zip(digests, texts) if d not in vectors]
     if missing:
         try:

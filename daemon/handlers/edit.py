@@ -5,6 +5,7 @@ from ctxkeep.protocol.replies import Accepted
 from ctxkeep.daemon.handlers.registry import Caller, RequestError, handles
 from ctxkeep.daemon.handlers.regenerate import last_exchange
 from ctxkeep.daemon.handlers.branch import made_branch
+from ctxkeep.daemon.turns.limits import refuse_oversized
 from ctxkeep.daemon.handlers.turns import attachments, extras, refuse_unless_idle
 from ctxkeep.daemon.services import Services
 from ctxkeep.daemon.store.records import NewMessage, SessionRecord
@@ -32,6 +33,7 @@ async def edit(services: Services, req: requests.Edit, record: SessionRecord, *,
     assert seq is not None
     question_at(services, record, seq)
     extras(req, record)  # a format or tools it cannot take: refused before a branch is made
+    refuse_oversized(record, req.text)
     files = await attachments(services, record, req.text, req.cwd, caller)
     if last is not None and last.question == seq:  # in place: the last exchange
         job = services.generations.regenerate(record, last, extras(req, record), NewMessage(

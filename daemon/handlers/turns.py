@@ -9,6 +9,7 @@ from ctxkeep.daemon.shorten import shortened
 from ctxkeep.protocol.turn_requests import Turn
 from ctxkeep.daemon.backends.protocol import ChatExtras
 from ctxkeep.daemon.turns.answer_format import schema_problem
+from ctxkeep.daemon.turns.limits import refuse_oversized
 from ctxkeep.daemon.files.expand import FileSettings, find_refs
 from ctxkeep.protocol.replies import Accepted, Cancelled
 from ctxkeep.daemon.services import Services
@@ -123,6 +124,7 @@ async def send(services: Services, req: requests.Send, record: SessionRecord, *,
         raise RequestError(ErrorCode.SHUTTING_DOWN, "ctxkeepd is shutting down: send again "
                                                     "once it is back")
     asked = extras(req, record)  # refused before anything is stored
+    refuse_oversized(record, req.text)
     if req.tool_results:
         if req.images:
             raise RequestError(ErrorCode.INVALID_ARGUMENT, "tool results cannot carry images: send "

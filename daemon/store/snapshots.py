@@ -85,11 +85,12 @@ class Snapshots:
             key, snapshot = self._find(txn, session_id, snapshot_id)
             current = self.env.context_in(txn, session_id)
             later = self._joined_since(txn, session_id, snapshot, current) if undo else []
+            joined = set(later)
             restored = msgspec.structs.replace(
                 snapshot.context, seqs=[*snapshot.context.seqs, *later], goals=current.goals,
                 pinned=current.pinned,
                 file_summaries=[*snapshot.context.file_summaries,
-                                *(s for s in current.file_summaries if s in set(later))])
+                                *(s for s in current.file_summaries if s in joined)])
             self.env.put_context(txn, session_id, restored)
             if undo:
                 snapshot.undone = True

@@ -20,6 +20,23 @@ def more_room(session: SessionRecord) -> str:
     return f"raise num_ctx{upto}: `ctxkeep set {session.name} --num-ctx N`"
 
 
+#: More characters than any tokenizer puts in one token (long runs of spaces come closest):
+#: a text longer than this many times a window cannot fit in it, whatever the model.
+MAX_CHARS_PER_TOKEN = 64
+
+
+def refuse_oversized(session: SessionRecord, text: str) -> None:
+    """Refuse at once, before it is stored or counted, a message that cannot fit the
+    session's window under any tokenizer (counting 30 MB of text would hold up every
+    client for seconds only to refuse it then)."""
+    if len(text) > MAX_CHARS_PER_TOKEN * session.window:
+        raise RequestError(
+            ErrorCode.CONTEXT_OVERFLOW,
+            f"this message is {len(text):,} characters: no tokenizer fits that in the window of "
+            f"{session.window:,} tokens (at most {MAX_CHARS_PER_TOKEN} characters make a token). Nothing "
+            f"was stored or sent: send less (@file:summary instead of the whole file), or {more_room(session)}")
+
+
 def refuse_impossible(parts: Parts, view: View, user: MessageRecord) -> None:
     """Refuse a question that cannot fit however much is compacted: the system prompt,
     goals, pins and the question itself, plus the reply room, over the window."""

@@ -213,3 +213,26 @@ def test_malformed_requests_log_once_a_source_not_a_traceback_each(open_door, ca
     time.sleep(0.2)
     lines = [r for r in caplog.records if "Error handling request" in r.getMessage()]
     assert len(lines) <= 1 and all(r.exc_info is None for r in lines)
+
+
+def test_large_requests_are_bounded_before_they_cost_anything(short_tmp, standin):
+    d = DaemonThread(short_tmp, standin.url, http_listen=f"127.0.0.1:{free_port()}", http_auth="none",
+                     http_max_messages=50, http_max_body_bytes=200_000).start()
+    try:
+        many = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"m{i}"} for i in range(201)]
+        status, body, _ = call(d, "POST", "/api/chat", {"model": MODEL, "stream": False, "messages": many})
+        assert status == 413 and "at most 50 are taken (http_max_messages)" in body["error"]
+        status, body, _ = call(d, "POST", "/v1/chat/completions", {"model": MODEL, "messages": many[:51]})
+        assert status == 413 and "51 messages in one request" in body["error"]["message"]
+        status, body, _ = call(d, "POST", "/api/chat", chat("word " * 50_000))
+        assert status == 413 and "http_max_body_bytes" in body["error"]
+        status, body, _ = call(d, "POST", "/api/chat", chat("x" * 190_000, options={"num_ctx": 2048}))
+        assert status == 400 and "190,000 characters: no tokenizer fits that in the window of 2,048" in body["error"]
+        assert stored(d) == []
+        with d.client() as c:  # the same refusal over ZeroMQ, before the question is stored
+            sid = c.create_session(model=MODEL, num_ctx=1024).session.id
+            with pytest.raises(Exception, match="no tokenizer fits that"):
+                c.send(sid, "y" * 70_000)
+            assert c.history(sid).messages == []
+    finally:
+        d.stop()

@@ -98,3 +98,17 @@ def test_at_the_shared_subscription_limit_the_largest_holder_gives_way():
     ledger.client_left("hog")
     assert ledger.hog("new") == "other"
     assert SubscriptionLedger(10, 6).hog("new") is None  # below the limit: nobody is closed
+
+
+def test_a_long_text_is_counted_in_slices_with_the_same_features():
+    import random
+
+    from ctxkeep.daemon import tokens
+    pieces = ["hello", "wörld", "42", "a\nb", "x.y", "  ", "日本", "supercalifragilistic" * 5]
+    for seed in range(3):
+        rng = random.Random(seed)
+        text = " ".join(rng.choice(pieces) for _ in range(60_000))
+        assert len(text) > 3 * tokens.SLICE
+        assert tokens.text_features(text) == tokens._features(text)
+    unbroken = "a" * (3 * tokens.SLICE)  # no space to cut at: cut anyway, the letters all counted
+    assert tokens.text_features(unbroken)[0] == len(unbroken)

@@ -3,7 +3,7 @@ conversation continues (or a new one, or a branch), the model and options it nam
 new message sent through the same handler as `send`, and the turn's events as they come."""
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -114,6 +114,16 @@ def tools_of(raw: list[Any] | None) -> list[ToolSpec]:
 class Chats:
     """Runs chat requests as session turns, for every HTTP API."""
 
+    async def intake(self, count: int, read: Callable[..., ChatRequest], *args: Any) -> ChatRequest:
+        """`read(*args)`: a request of `count` messages in the engine's terms, refused (413)
+        past http_max_messages, read in a worker thread when it is long."""
+        most = self.services.config.http_max_messages
+        if count > most:
+            raise HttpError(ErrorCode.INVALID_REQUEST.value, f"{count:,} messages in one request: at most {most:,} "
+                            "are taken (http_max_messages). Import a longer history with `ctxkeep import`, "
+                            "then continue it by name (X-Ctxkeep-Session) sending only the new message", 413)
+        return await asyncio.to_thread(read, *args) if count > FOLD_ON_LOOP else read(*args)
+
     def __init__(self, services: Services, caller: Caller) -> None:
         self.services = services
         self.caller = caller
@@ -150,8 +160,8 @@ class Chats:
                 else:
                     await self.services.store.off_loop(self.index.refresh)
             history = chat.history
-            keys = await asyncio.to_thread(sent_keys, history) if any(m.images for m in history) \
-                else sent_keys(history)
+            keys = await asyncio.to_thread(sent_keys, history) \
+                if len(history) > FOLD_ON_LOOP or any(m.images for m in history) else sent_keys(history)
             match = self.index.find(chat.system, keys)
             if match.continues and match.session:
                 session = self.services.store.sessions.get(match.session)

@@ -171,8 +171,9 @@ class OllamaApi:
     async def chat(self, request: web.Request) -> web.StreamResponse:
         started = time.monotonic_ns()
         try:
-            body = await read_json(request, OllamaChat)
-            chat = chat_request(body, request.headers.get("X-Ctxkeep-Session", ""))
+            body = await read_json(request, OllamaChat, self.chats.services.config.http_max_messages)
+            chat = await self.chats.intake(len(body.messages), chat_request, body,
+                                           request.headers.get("X-Ctxkeep-Session", ""))
         except HttpError as error:
             return ollama_error(error)
         async with aclosing(self.chats.answer(chat)) as answer:

@@ -140,8 +140,9 @@ class OpenAIApi:
 
     async def completions(self, request: web.Request) -> web.StreamResponse:
         try:
-            body = await read_json(request, ChatCompletion)
-            chat = chat_request(body, request.headers.get("X-Ctxkeep-Session", ""))
+            body = await read_json(request, ChatCompletion, self.chats.services.config.http_max_messages)
+            chat = await self.chats.intake(len(body.messages), chat_request, body,
+                                           request.headers.get("X-Ctxkeep-Session", ""))
         except HttpError as error:
             return openai_error(error)
         created = int(time.time())

@@ -170,5 +170,10 @@ class FrontDoor:
             return self._error(request, HttpError(ErrorCode.INVALID_REQUEST.value,
                                                   "the X-Ctxkeep-Session header is not UTF-8 text"))
         if request.body_exists:
-            await read_body(request, self.config.http_body_timeout)
+            try:
+                await read_body(request, self.config.http_body_timeout)
+            except web.HTTPRequestEntityTooLarge:
+                return self._error(request, HttpError(
+                    ErrorCode.FRAME_TOO_LARGE.value, f"the body is over {self.config.http_max_body_bytes:,} bytes, "
+                    "the most taken (http_max_body_bytes): send less, or @file:summary for a file's text", 413))
         return await handler(request)

@@ -20,10 +20,15 @@ T = TypeVar("T")
 DECODE_ON_LOOP_BYTES = 256 * 1024
 
 
-async def read_json(request: web.Request, kind: type[T]) -> T:
+async def read_json(request: web.Request, kind: type[T], most_messages: int = 0) -> T:
     """The request's JSON body as `kind` (decoded off the event loop when it is large), or
-    HttpError(400) that says what is wrong with it."""
+    HttpError(400) that says what is wrong with it; with `most_messages`, one that plainly
+    carries more messages than that is refused (413) before it is decoded."""
     raw = await request.read()
+    roles = raw.count(b'"role"') if most_messages else 0
+    if roles > 2 * most_messages:  # plainly too many, seen before decoding it all
+        raise HttpError(ErrorCode.INVALID_REQUEST.value, f"about {roles:,} messages in one request: at most "
+                        f"{most_messages:,} are taken (http_max_messages)", 413)
     if len(raw) > DECODE_ON_LOOP_BYTES:
         return await asyncio.to_thread(decode_body, raw, kind)
     return decode_body(raw, kind)
