@@ -8,3 +8,9 @@ from msgspec import Meta
 Count = Annotated[int, Meta(ge=0, le=2**53)]
 #: A sequence number of a message inside its session.
 Seq = Annotated[int, Meta(ge=0, le=2**53)]
+
+
+def bounded(value: int) -> int:
+    """A number from outside (a model server's count or duration) as a Count: negative
+    ones are 0, huge ones the largest a Count holds."""
+    return min(max(0, int(value)), 2**53)

@@ -23,7 +23,7 @@ import json
 import socket
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ollama_standin import ChatRecord, Fault, OllamaStandin, _Handler, embed_vector, split_stream
@@ -68,6 +68,29 @@ class OpenAIStandin(OllamaStandin):
     flavor: str = "llamacpp"
     #: Whether include_usage is honoured in streams (llama-cpp-python's server does not).
     usage_in_stream: bool = True
+    #: List each model by the path of its file, as llama.cpp's server does without --alias.
+    listed_as_paths: bool = False
+    #: A chat template that drops system messages (llama-cpp-python's `gemma` format).
+    drops_system: bool = False
+    #: Slots (/props `total_slots`); with one, a request that comes while an answer streams
+    #: cuts that answer short, as llama-cpp-python's server does (`interrupt_requests`).
+    slots: int = 1
+    #: Requests that came while an answer streamed: (path, whether the answer was cut).
+    beside_streams: list = field(default_factory=list)
+    _streaming: int = 0
+    _interrupts: int = 0
+
+    def model(self, name: str) -> Model | None:
+        """A model by name, or by the path it is listed as."""
+        if self.listed_as_paths and name.endswith(".gguf"):
+            name = name.rsplit("/", 1)[-1][:-5]
+        return super().model(name)
+
+    def prompt_tokens(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None,
+                      image_tokens: int = 0) -> int:
+        if self.drops_system:
+            messages = [m for m in messages if m.get("role") != "system"]
+        return super().prompt_tokens(messages, tools, image_tokens)
 
     def handler_base(self) -> type:
         return _OpenAIHandler
@@ -91,13 +114,14 @@ class _OpenAIHandler(_Handler):
     def do_GET(self) -> None:  # noqa: N802
         owner = self.owner
         if self.path == "/v1/models":
-            items = [{"id": m.name, "object": "model", "created": 0, "owned_by": "standin"} for m in owner.models]
+            items = [{"id": f"/models/{m.name}.gguf" if owner.listed_as_paths else m.name, "object": "model",
+                      "created": 0, "owned_by": "standin"} for m in owner.models]
             if owner.flavor == "vllm":
                 for item in items:
                     item["max_model_len"] = owner.n_ctx
             self._json(200, {"object": "list", "data": items})
         elif self.path == "/props" and owner.flavor == "llamacpp":
-            self._json(200, {"default_generation_settings": {"n_ctx": owner.n_ctx}, "total_slots": 1,
+            self._json(200, {"default_generation_settings": {"n_ctx": owner.n_ctx}, "total_slots": owner.slots,
                              "modalities": {"vision": any(m.image_tokens for m in owner.models)}})
         elif self.path == "/health":
             self._json(200, {"status": "ok"})
@@ -112,6 +136,10 @@ class _OpenAIHandler(_Handler):
             return
         with self.owner._lock:
             self.owner.posts.append(self.path)
+            if self.owner._streaming:  # another request while an answer streams
+                cut = self.owner.slots <= 1
+                self.owner.beside_streams.append((self.path, cut))
+                self.owner._interrupts += cut
         routes = {CHAT: self._completion, "/v1/embeddings": self._embeddings}
         handler = routes.get(self.path)
         if handler is None:
@@ -225,9 +253,12 @@ class _OpenAIHandler(_Handler):
                                            "function": {"name": call["function"]["name"], "arguments": arguments[:half]}}]})
             deltas.append({"tool_calls": [{"index": n, "function": {"arguments": arguments[half:]}}]})
         base = {"id": "chatcmpl-standin", "object": "chat.completion.chunk", "created": int(time.time()), "model": model}
+        with owner._lock:
+            owner._streaming += 1
+            interrupts = owner._interrupts
         try:
             for sent, delta in enumerate(deltas):
-                if fault and fault.kind == "drop" and sent >= fault.after_chunks:
+                if fault and fault.kind == "drop" and sent >= fault.after_chunks or owner._interrupts != interrupts:
                     self.wfile.flush()
                     self.connection.shutdown(socket.SHUT_RDWR)
                     self.close_connection = True
@@ -245,3 +276,6 @@ class _OpenAIHandler(_Handler):
             self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):
             return
+        finally:
+            with owner._lock:
+                owner._streaming -= 1

@@ -9,6 +9,9 @@ class ModelFacts(msgspec.Struct, frozen=True):
     context_length: int
     parameter_size: str = ""
     capabilities: tuple[str, ...] = ()
+    #: How many requests the server answers at once (0: not said; Ollama queues the others,
+    #: llama.cpp's single slot cuts a stream short for another request).
+    slots: int = 0
 
 
 def same_model(installed: str, asked: str) -> bool:

@@ -153,10 +153,11 @@ class Hosts:
         return ModelCallError(tried[-1][1].code, f"no model server could answer for {model!r}: " + "; ".join(
             f"{h.backend.name}: {e.message}" for h, e in tried))
 
-    async def _each(self, model: str, call: Callable[[Any], Awaitable[T]]) -> T:
-        """`call(backend)` on the first server that answers."""
+    async def _each(self, model: str, call: Callable[[Any], Awaitable[T]],
+                    usable: Callable[[Host], bool] = lambda h: True) -> T:
+        """`call(backend)` on the first (`usable`) server that answers."""
         tried: list[tuple[Host, ModelCallError]] = []
-        for host in self.ranked(model):
+        for host in filter(usable, self.ranked(model)):
             host.busy += 1
             try:
                 result = await call(host.backend)
@@ -269,7 +270,14 @@ class Hosts:
         return await self._each(model, lambda b: b.chat_once(model, messages, options))
 
     async def embed(self, model: str, texts: list[str]) -> list[list[float]]:
-        return await self._each(model, lambda b: b.embed(model, texts))
+        """Embeddings from a server that serves `model` and is not streaming an answer,
+        unless it takes requests beside one (a second request would cut the answer short
+        on a server of one slot)."""
+        if all(h.busy and not h.backend.takes_side_requests() for h in self.ranked(model)):
+            raise ModelCallError(ErrorCode.BUSY, f"every server of {model!r} is answering a chat and "
+                                 "takes one request at a time: embeddings wait")
+        return await self._each(model, lambda b: b.embed(model, texts),
+                                lambda h: not h.busy or h.backend.takes_side_requests())
 
 
 def _narrowest(found: list[ModelFacts]) -> ModelFacts:

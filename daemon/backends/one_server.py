@@ -53,6 +53,11 @@ class OneServer:
         """What the server said of the model, if it was already asked (no call)."""
         return self._facts.get(model)
 
+    def takes_side_requests(self) -> bool:
+        """Whether another request may go to the server while it streams an answer (Ollama
+        queues it; a server of one slot may cut the stream short for it)."""
+        return True
+
     def reached(self) -> None:
         """A call got an answer (whatever it said): the server is reachable."""
         if not self.status.reachable:

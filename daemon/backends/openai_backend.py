@@ -30,6 +30,17 @@ from ctxkeep.daemon.backends.protocol import ChatChunk, ChatExtras, ModelCallErr
 from ctxkeep.daemon.backends.sent import calling
 
 log = logging.getLogger(__name__)
+#: The system message of the probe of what a chat template does with one.
+SYSTEM_PROBE = "You are a helpful assistant. Answer in English, briefly and exactly."
+
+
+def alias(model_id: str) -> str:
+    """A model as users name it: llama.cpp's server lists a model by the path of its file
+    unless started with --alias ("/models/gemma-3-270m-Q4_K_M.gguf" -> "gemma-3-270m-Q4_K_M")."""
+    if "/" in model_id or model_id.endswith(".gguf"):
+        name = model_id.rstrip("/").rsplit("/", 1)[-1]
+        return name[:-5] if name.endswith(".gguf") else name
+    return model_id
 
 
 class OpenAIBackend(OneServer):
@@ -43,7 +54,21 @@ class OpenAIBackend(OneServer):
         self._read_timeout = read_timeout
         self._context_length = context_length
         self._entries: dict[str, dict[str, Any]] = {}
+        #: The name users see (llama.cpp lists a model by its file path) -> the server's id.
+        self._ids: dict[str, str] = {}
+        #: Models whose chat template drops system messages (their content then opens the
+        #: first user message instead).
+        self._drops_system: dict[str, bool] = {}
         self.where = f"{name!r} at {url}"
+
+    def _id(self, model: str) -> str:
+        """The server's id of a model users name by its alias."""
+        return self._ids.get(model, model)
+
+    def takes_side_requests(self) -> bool:
+        """Whether a request may go to the server while it streams an answer: only where it
+        says it has several slots (llama.cpp's single slot cuts the stream for another)."""
+        return any(f.slots > 1 for f in self._facts.values())
 
     def ollama_url(self) -> str | None:
         return None
@@ -65,7 +90,8 @@ class OpenAIBackend(OneServer):
             raise self.explain(exc) from None
         self.reached()
         items = [m.model_dump() for m in page.data]
-        self._entries = {str(m["id"]): m for m in items}
+        self._ids = {alias(str(m["id"])): str(m["id"]) for m in items}
+        self._entries = {alias(str(m["id"])): m for m in items}
         self.listed = list(self._entries)
         return items
 
@@ -91,18 +117,43 @@ class OpenAIBackend(OneServer):
                                  f"{', '.join(self._entries) or 'nothing'}): pick one of those")
         found = await model_facts(await self.client(), self.host, model, entry)
         if self._context_length:
-            found = ModelFacts(context_length=self._context_length, capabilities=found.capabilities)
+            found = ModelFacts(context_length=self._context_length, capabilities=found.capabilities,
+                               slots=found.slots)
         elif not found.context_length:
             log.warning("%s does not say the window of %s: set context_length in its [[backends]] "
                         "table of config.toml (num_ctx is used meanwhile)", self.where, model)
         self._facts[model] = found
+        self._drops_system[model] = await self._drops_system_message(model)
         return found
+
+    async def _drops_system_message(self, model: str) -> bool:
+        """Whether the server's chat template drops a system message (llama-cpp-python's
+        `gemma` format does): the same question asked with and without one, one token of
+        answer each, counts the same prompt tokens."""
+        client = await self.client()
+        question = [{"role": "user", "content": "Hi"}]
+        try:
+            counts = []
+            for messages in ([{"role": "system", "content": SYSTEM_PROBE}, *question], question):
+                answer = await client.chat.completions.create(model=self._id(model), messages=messages,
+                                                              stream=False, max_tokens=1)
+                counts.append(int(answer.usage.prompt_tokens) if answer.usage else -1)
+        except Exception as exc:  # noqa: BLE001 - not known: system messages are sent as they are
+            log.info("%s: could not check what %s's template does with a system message: %s",
+                     self.where, model, self.explain(exc, model).message)
+            return False
+        if counts[0] >= 0 and counts[0] == counts[1]:
+            log.warning("%s: the chat template of %s drops system messages: ctxkeepd puts the system "
+                        "prompt, goals and checkpoints at the start of the first user message instead",
+                        self.where, model)
+            return True
+        return False
 
     async def installed(self, details: bool = True) -> list[ModelInfo]:
         """The models of /v1/models; with `details`, each with its window."""
         out = []
         for item in await self._list():
-            name = str(item["id"])
+            name = alias(str(item["id"]))
             length = 0
             if details:
                 try:
@@ -119,7 +170,9 @@ class OpenAIBackend(OneServer):
         `interrupt_requests`)."""
         if self.listed is None:
             return None
-        return any(same_model(name, model) for name in self.listed)
+        # a server that does not list it is not loading it (it loads nothing on demand):
+        # unknown, so that a silent server is given up after first_token_timeout
+        return True if any(same_model(name, model) for name in self.listed) else None
 
     async def pull(self, model: str) -> AsyncIterator[tuple[str, int, int]]:
         raise ModelCallError(ErrorCode.INVALID_ARGUMENT,
@@ -131,12 +184,12 @@ class OpenAIBackend(OneServer):
                           options: Mapping[str, Any], extras: ChatExtras,
                           on_sent: Callable[[], object] | None = None) -> AsyncIterator[ChatChunk]:
         """Stream a chat; raises ModelCallError on any failure, including a cut stream."""
-        sent = request_messages(messages)
+        sent = request_messages(messages, self._drops_system.get(model, False))
         params = request_params(options, extras)
         reader = StreamReader(self.name)
         try:
             stream = await calling((await self.client()).chat.completions.create(
-                model=model, messages=sent, stream=True, stream_options={"include_usage": True}, **params),
+                model=self._id(model), messages=sent, stream=True, stream_options={"include_usage": True}, **params),
                 on_sent)
             async for event in stream:
                 self.reached()
@@ -158,7 +211,7 @@ class OpenAIBackend(OneServer):
         """`final` with the server's count of the prompt, asked whole (one token of answer)."""
         try:
             whole = await (await self.client()).chat.completions.create(
-                model=model, messages=sent, stream=False, **{**params, "max_tokens": 1})
+                model=self._id(model), messages=sent, stream=False, **{**params, "max_tokens": 1})
         except Exception as exc:  # noqa: BLE001 - the answer stands; only its count is unknown
             log.warning("%s did not count the prompt: %s", self.where, self.explain(exc, model).message)
             return final
@@ -171,7 +224,8 @@ class OpenAIBackend(OneServer):
         started = time.monotonic_ns()
         try:
             response = await (await self.client()).chat.completions.create(
-                model=model, messages=request_messages(messages), stream=False,
+                model=self._id(model), messages=request_messages(messages, self._drops_system.get(model, False)),
+                stream=False,
                 **request_params(options, ChatExtras()))
         except Exception as exc:  # noqa: BLE001
             raise self.explain(exc, model) from None
@@ -181,7 +235,7 @@ class OpenAIBackend(OneServer):
     async def embed(self, model: str, texts: list[str]) -> list[list[float]]:
         """Embeddings from /v1/embeddings (one call for all texts)."""
         try:
-            response = await (await self.client()).embeddings.create(model=model, input=texts)
+            response = await (await self.client()).embeddings.create(model=self._id(model), input=texts)
         except Exception as exc:  # noqa: BLE001
             raise self.explain(exc, model) from None
         self.reached()

@@ -26,10 +26,25 @@ def data_url(encoded: str) -> str:
     return f"data:{media_type(head) or 'image/png'};base64,{encoded}"
 
 
-def request_messages(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def folded_system(messages: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The messages with the system messages' content opening the first user message (for a
+    chat template that drops system messages: what they say still reaches the model)."""
+    system = "\n\n".join(m.get("content") or "" for m in messages if m.get("role") == "system")
+    rest = [m for m in messages if m.get("role") != "system"]
+    first = next((i for i, m in enumerate(rest) if m.get("role") == "user"), None)
+    if not system or first is None:
+        return rest if first is not None else list(messages)
+    rest[first] = {**rest[first], "content": f"{system}\n\n{rest[first].get('content') or ''}"}
+    return rest
+
+
+def request_messages(messages: Sequence[Mapping[str, Any]], fold_system: bool = False) -> list[dict[str, Any]]:
     """The engine's messages in OpenAI's shape: images as `image_url` parts, an answer's
     calls with ids and JSON-string arguments, each tool result answering its call by id
-    (the first call of that name not yet answered)."""
+    (the first call of that name not yet answered); with `fold_system`, system messages
+    as the start of the first user message."""
+    if fold_system:
+        messages = folded_system(messages)
     out: list[dict[str, Any]] = []
     waiting: list[tuple[str, str]] = []  # (id, name) of calls not yet answered
     for i, m in enumerate(messages):
@@ -90,6 +105,9 @@ class StreamReader:
         self.finish = ""
         self.usage: Any = None
         self.calls: dict[int, dict[str, Any]] = {}
+        #: Chunks that carried text: a token each on llama.cpp's servers (the answer's count
+        #: where a server leaves `usage` out).
+        self.pieces = 0
 
     def read(self, event: Any) -> ChatChunk | None:
         """The text or thinking an event carries (None when it carries none)."""
@@ -108,6 +126,7 @@ class StreamReader:
                 self.finish = choice.finish_reason
         if not (any(text) or any(thought)):
             return None
+        self.pieces += 1
         self.first_at = self.first_at or time.monotonic_ns()
         return ChatChunk(content="".join(text), thinking="".join(thought))
 
@@ -126,9 +145,9 @@ class StreamReader:
         return ChatChunk(
             tool_calls=calls, done=True, done_reason=self.finish,
             prompt_eval_count=None if usage is None else int(usage.prompt_tokens),
-            eval_count=0 if usage is None else int(usage.completion_tokens or 0),
-            total_duration=now - self.started, prompt_eval_duration=first - self.started,
-            eval_duration=now - first, host=self.host)
+            eval_count=self.pieces if usage is None else int(usage.completion_tokens or 0),
+            total_duration=max(0, now - self.started), prompt_eval_duration=max(0, first - self.started),
+            eval_duration=max(0, now - first), host=self.host)
 
 
 def _arguments(text: str) -> dict[str, Any]:

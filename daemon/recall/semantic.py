@@ -16,6 +16,7 @@ from collections.abc import Callable, Collection
 
 import numpy as np
 
+from ctxkeep.protocol import ErrorCode
 from ctxkeep.daemon.backends.protocol import ModelCallError
 from ctxkeep.daemon.backends.protocol import ModelBackend
 from ctxkeep.daemon.recall.passages import Passage
@@ -23,6 +24,9 @@ from ctxkeep.daemon.store.store import Store
 
 log = logging.getLogger(__name__)
 
+#: How long the embedder waits for a server that answers one request at a time to finish
+#: streaming an answer.
+BUSY_WAIT_S = 2.0
 #: Texts sent to the embedding model in one call.
 BATCH = 32
 #: Characters of a passage that are embedded (about a passage and a half).
@@ -119,7 +123,11 @@ class Embedder:
         try:
             (vector,) = await asyncio.wait_for(asyncio.shield(
                 self.backend.embed(model, [text[:EMBED_CHARS]])), wait)
-        except (asyncio.TimeoutError, ModelCallError, ValueError):
+        except ModelCallError as exc:
+            if exc.code is not ErrorCode.BUSY:  # refused: not asked again until the server changes
+                self._failed(exc)
+            return None
+        except (asyncio.TimeoutError, ValueError):
             return None
         return vector
 
@@ -132,6 +140,9 @@ class Embedder:
                 try:
                     more = await self._batch(session_id, source)
                 except ModelCallError as exc:
+                    if exc.code is ErrorCode.BUSY:  # the server streams an answer: later
+                        await asyncio.sleep(BUSY_WAIT_S)
+                        continue
                     self._failed(exc)
                     self._wanted.clear()
                     break

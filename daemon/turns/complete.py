@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import msgspec
 
+from ctxkeep.protocol.counts import bounded
 from ctxkeep.protocol.events import GoalUpdated, ResponseGeneration
 from ctxkeep.daemon.context import goals as goal_markers
 from ctxkeep.daemon.context.calibration import repetitive
@@ -52,9 +53,10 @@ class Completer:
         (session, context, active), final = turn.view, output.final
         estimator = self.parts.estimator
         assert final is not None
-        counted = final.prompt_eval_count is not None  # a server may not count the prompt
-        token_count = final.prompt_eval_count if counted else turn.estimate.tokens
-        eval_count = final.eval_count
+        # a server may not count the prompt (or send nonsense: a negative count is none)
+        counted = final.prompt_eval_count is not None and final.prompt_eval_count >= 0
+        token_count = bounded(final.prompt_eval_count or 0) if counted else turn.estimate.tokens
+        eval_count = bounded(final.eval_count)
         truncated = counted and self.truncated(turn, token_count)
         sent = add(turn.features, turn.recall.features)  # the prompt as sent, its recall block in
         calibrations = [] if truncated or not counted else estimator.observe(
@@ -86,9 +88,9 @@ class Completer:
         job.end(ResponseGeneration(
             generation_id=job.id, message=assistant.info(), token_count=token_count,
             eval_count=eval_count, window=session.window, truncated=truncated,
-            prompt_estimate=turn.estimate.tokens, total_duration=final.total_duration,
-            load_duration=final.load_duration, prompt_eval_duration=final.prompt_eval_duration,
-            eval_duration=final.eval_duration, host=final.host, token_count_exact=counted))
+            prompt_estimate=turn.estimate.tokens, total_duration=bounded(final.total_duration),
+            load_duration=bounded(final.load_duration), prompt_eval_duration=bounded(final.prompt_eval_duration),
+            eval_duration=bounded(final.eval_duration), host=final.host, token_count_exact=counted))
         estimator.weights(session.model)  # refit now, not on the next turn's way out
         self.recaller.stored(session.id)  # its index (when kept) takes the turn in
         context = msgspec.structs.replace(context, seqs=[*context.seqs, user.seq, assistant.seq],

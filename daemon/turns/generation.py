@@ -23,7 +23,7 @@ from typing import Any
 
 from ctxkeep.protocol import ErrorCode
 from ctxkeep.protocol.events import GenerationError, QueryReceived
-from ctxkeep.daemon.backends.protocol import ChatExtras
+from ctxkeep.daemon.backends.protocol import ChatExtras, ModelCallError
 from ctxkeep.daemon.compaction.automatic import AutoCompactor, Pass
 from ctxkeep.daemon.context.parts import Parts
 from ctxkeep.daemon.turns import waiting
@@ -170,6 +170,11 @@ class Generations:
             output.add(chunk)
         output.flush()
         assert output.final is not None  # stream_chat raises when the final chunk is missing
+        if not (output.text.strip() or output.thought.strip() or output.calls):
+            raise ModelCallError(ErrorCode.OLLAMA_ERROR, f"{session.model} answered nothing (an empty answer; "
+                                 f"it ended with {output.final.done_reason or 'no reason given'!r}): send "
+                                 "again, or regenerate; if it keeps happening, the model server's chat "
+                                 "template or model is at fault (its log says more)")
 
     async def _end(self, job: Job, question: Question, compacted: Pass, output: Output,
                    exc: BaseException) -> None:
