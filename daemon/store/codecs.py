@@ -22,6 +22,8 @@ calibration = msgspec.msgpack.Decoder(Calibration).decode
 file_ref = msgspec.msgpack.Decoder(FileRefRecord).decode
 snapshot = msgspec.msgpack.Decoder(SnapshotRecord).decode
 vector = msgspec.msgpack.Decoder(list[float]).decode
+#: An answer's draft: (what it said so far, its thinking so far).
+draft = msgspec.msgpack.Decoder(tuple[str, str]).decode
 #: A session as clients decode it (a stored session must be one they can read).
 session_info = msgspec.msgpack.Decoder(SessionInfo).decode
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import lmdb
+import msgspec
 
 from ctxkeep.protocol.goals import Goals
 from ctxkeep.daemon.store import codecs, keys, word_index
@@ -96,6 +97,8 @@ class History:
                 record.pending.append(message.seq)
             stored.append(message)
         if how.answered:
+            for seq in how.answered:  # its answer is stored now: what streamed is in it
+                txn.delete(keys.numbered(session_id, seq), db=self.dbs["drafts"])
             for seq in record.pending:
                 if seq in how.answered:
                     self._index_question(txn, session_id, seq)
@@ -150,8 +153,9 @@ class History:
             word_index.add(txn, self.dbs["search"], session_id, seq, codecs.message(raw).content)
 
     def recover(self, error: str) -> list[tuple[str, list[int]]]:
-        """Start-up: every question a crash left without an answer gets an interrupted,
-        empty answer (`error`), and leaves the pending list. Returns (session, seqs) done."""
+        """Start-up: every question a crash left without an answer gets an interrupted
+        answer (`error`) holding what its turn had streamed (its draft; empty if none), and
+        leaves the pending list. Returns (session, seqs) done."""
         def fix(txn: lmdb.Transaction) -> list[tuple[str, list[int]]]:
             out = []
             for _, raw in list(txn.cursor(db=self.dbs["sessions"]).iternext()):
@@ -162,9 +166,10 @@ class History:
                 context = self.env.context_in(txn, session.id)
                 for seq in session.pending:
                     self._index_question(txn, session.id, seq)
+                    content, thinking = self._draft(txn, session.id, seq)
                     self.put_message(txn, session, NewMessage(
-                        role="assistant", content="", status="interrupted", error=error,
-                        reply_to=seq), now)
+                        role="assistant", content=content, thinking=thinking, status="interrupted",
+                        error=error, reply_to=seq), now)
                     context.seqs += self._replaced_exchange(txn, session, seq, context.seqs)
                 self.env.put_context(txn, session.id, context)
                 out.append((session.id, list(session.pending)))
@@ -172,6 +177,23 @@ class History:
                 self.env.put_session(txn, session)
             return out
         return self.env.write(fix)
+
+    def draft_in(self, txn: lmdb.Transaction, session_id: str, seq: int, content: str, thinking: str) -> None:
+        """Save what the answer to question `seq` has streamed so far (its draft)."""
+        txn.put(keys.numbered(session_id, seq), codecs.encode([content, thinking]), db=self.dbs["drafts"])
+
+    def _draft(self, txn: lmdb.Transaction, session_id: str, seq: int) -> tuple[str, str]:
+        """The draft of the answer to `seq` ("", "" when none), taken out of the store."""
+        key = keys.numbered(session_id, seq)
+        raw = txn.get(key, db=self.dbs["drafts"])
+        if raw is None:
+            return "", ""
+        txn.delete(key, db=self.dbs["drafts"])
+        try:
+            content, thinking = codecs.draft(raw)
+        except (msgspec.ValidationError, ValueError):
+            return "", ""
+        return content, thinking
 
     def _replaced_exchange(self, txn: lmdb.Transaction, session: SessionRecord, seq: int,
                            active: list[int]) -> list[int]:

@@ -14,12 +14,14 @@ One LMDB environment under `$XDG_DATA_HOME/ctxkeep/store`. Named databases:
 - `embeddings`: model + `/` + sha256 of the text -> list of floats (a cache).
 - `search`: word + NUL + session id + `/` + big-endian u64 seq -> nothing (a word index).
 - `images`: sha256 of an image's bytes, as hex -> the bytes (stored once, whoever holds it).
+- `drafts`: session id + `/` + big-endian u64 question seq -> [answer so far, thinking so far]
+  (what a turn streamed, saved as it streams: a crash keeps it as the interrupted answer).
 """
 
 import struct
 
 DATABASES = ("meta", "sessions", "names", "messages", "active", "compactions", "calibration",
-             "file_refs", "snapshots", "embeddings", "search", "images")
+             "file_refs", "snapshots", "embeddings", "search", "images", "drafts")
 #: A sequence number (or a time in ns) in a key: big-endian, so keys sort in its order.
 NUMBER = struct.Struct(">Q")
 #: A file reference's index within its message.

@@ -13,7 +13,7 @@ from ctxkeep.daemon.store.message_cache import MessageCache
 from ctxkeep.daemon.store.records import ActiveContext, SessionRecord
 
 #: The per-session databases a deleted session leaves.
-PER_SESSION = ("messages", "compactions", "file_refs", "snapshots")
+PER_SESSION = ("messages", "compactions", "file_refs", "snapshots", "drafts")
 
 
 class Sessions:

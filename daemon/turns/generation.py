@@ -17,6 +17,7 @@ complete (complete.py); how it ends otherwise is endings.py's.
 
 import asyncio
 import logging
+import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -39,10 +40,32 @@ from ctxkeep.daemon.store.errors import StoreError
 from ctxkeep.daemon.store.records import MessageRecord, NewMessage, SessionRecord, View
 
 log = logging.getLogger(__name__)
+#: How often a streaming answer is saved as a draft (seconds).
+DRAFT_EVERY_S = 1.0
 
 #: The longest a question's commit waits for its model request to be out (building a
 #: request of many thousands of messages takes the ollama package longer).
 SENT_WAIT_S = 0.02
+
+
+class Drafts:
+    """What an answer has streamed, saved about once a second (in the writer thread, in order
+    with the answer's own commit, which removes it): a crash keeps it as the answer."""
+
+    def __init__(self, store: Any, session_id: str, seq: int) -> None:
+        self.store, self.session_id, self.seq = store, session_id, seq
+        self.saved_at = time.monotonic()
+        self.saved = 0
+
+    def update(self, output: Output) -> None:
+        size = len(output.answer) + len(output.thinking)
+        if size == self.saved or time.monotonic() - self.saved_at < DRAFT_EVERY_S:
+            return
+        self.saved_at, self.saved = time.monotonic(), size
+        history, text, thought = self.store.history, output.text, output.thought
+        saved = self.store.env.writer.submit(
+            lambda txn: history.draft_in(txn, self.session_id, self.seq, text, thought))
+        saved.add_done_callback(lambda f: f.cancelled() or f.exception())  # a lost draft is no failure
 
 
 async def _chain(first: "asyncio.Future", rest: AsyncIterator[Any]) -> AsyncIterator[Any]:
@@ -159,15 +182,17 @@ class Generations:
         try:
             await asyncio.wait([first, question.commit.future], timeout=SENT_WAIT_S,
                                return_when=asyncio.FIRST_COMPLETED)
-            await question.settled()
+            user = await question.settled()
             await waiting.first_chunk(first, backend, session.model, job.id,
                                       self.parts.config.first_token_timeout,
                                       lambda event: self.parts.bus.publish(event, session.id))
         except BaseException:
             first.cancel()
             raise
+        drafts = Drafts(self.parts.store, session.id, user.seq)
         async for chunk in _chain(first, stream):
             output.add(chunk)
+            drafts.update(output)
         output.flush()
         assert output.final is not None  # stream_chat raises when the final chunk is missing
         if not (output.text.strip() or output.thought.strip() or output.calls):

@@ -236,3 +236,16 @@ def test_large_requests_are_bounded_before_they_cost_anything(short_tmp, standin
             assert c.history(sid).messages == []
     finally:
         d.stop()
+
+
+def test_a_retried_question_is_asked_again_in_its_session_not_stored_twice(open_door, standin):
+    standin.fail_next("http500")
+    status, _, _ = call(open_door, "POST", "/api/chat", chat("What is the capital of France?"))
+    assert status >= 500
+    status, body, _ = call(open_door, "POST", "/api/chat", chat("What is the capital of France?"))
+    assert status == 200 and body["message"]["content"]
+    (session,) = stored(open_door)
+    with open_door.client() as c:
+        history = c.history(session.id).messages
+    assert [(m.role, m.status) for m in history] == [("user", "complete"), ("assistant", "interrupted"),
+                                                     ("assistant", "complete")]

@@ -56,6 +56,9 @@ class ChatRequest:
     keep_alive: str | float | None = None
     #: A session picked by name (X-Ctxkeep-Session or a `session` field): "" = match.
     session: str = ""
+    #: The new message is the stored session's last, unanswered (its turn failed, or the
+    #: daemon stopped under it): it is asked again there, not stored twice.
+    retry: bool = False
 
 
 def settings(options: dict[str, Any] | None, num_ctx: Any = None) -> tuple[dict[str, Any], int | None]:
@@ -159,11 +162,14 @@ class Chats:
                     self.index.refresh()
                 else:
                     await self.services.store.off_loop(self.index.refresh)
-            history = chat.history
-            keys = await asyncio.to_thread(sent_keys, history) \
-                if len(history) > FOLD_ON_LOOP or any(m.images for m in history) else sent_keys(history)
-            match = self.index.find(chat.system, keys)
-            if match.continues and match.session:
+            sent = [*chat.history, chat.new]
+            keys = await asyncio.to_thread(sent_keys, sent) \
+                if len(sent) > FOLD_ON_LOOP or any(m.images for m in sent) else sent_keys(sent)
+            again = self.index.find(chat.system, keys) if chat.new.role == "user" else None
+            match = self.index.find(chat.system, keys[:-1])
+            if again is not None and again.continues and again.session:  # a retry of the last question
+                session, chat.retry = self.services.store.sessions.get(again.session), True
+            elif match.continues and match.session:
                 session = self.services.store.sessions.get(match.session)
             else:
                 session = await self._start(chat, match.session, match.shared, match.at_seq)
@@ -239,11 +245,12 @@ class Chats:
         ended = False
         try:
             new = chat.new
+            turn: dict[str, Any] = {"session": session_id, "tools": chat.tools, "think": chat.think,
+                                    "format": chat.format, "keep_alive": chat.keep_alive}
             try:
-                accepted = await self.call(requests.Send(
-                    session=session_id, text="" if new.tool_results else new.content, images=new.images,
-                    tool_results=new.tool_results, tools=chat.tools, think=chat.think,  # type: ignore[arg-type]
-                    format=chat.format, keep_alive=chat.keep_alive))  # type: ignore[arg-type]
+                accepted = await self.call(requests.Regenerate(**turn) if chat.retry else requests.Send(
+                    text="" if new.tool_results else new.content, images=new.images,
+                    tool_results=new.tool_results, **turn))
             except HttpError:
                 await self.discard(session_id, made)
                 raise
