@@ -92,7 +92,8 @@ def imported(messages: list[dict[str, Any]]) -> list[ImportedMessage]:
                       "kind": m.get("kind") or "message", "status": m.get("status") or "complete",
                       "error": m.get("error") or "", "tool_calls": calls_of(m.get("tool_calls")),
                       "images": images_of(m),
-                      **{k: m[k] for k in ("reply_to", "alternative_of") if isinstance(m.get(k), int)}}
+                      **{k: m[k] for k in ("reply_to", "alternative_of") if isinstance(m.get(k), int)},
+                      **({"created": m["created"]} if isinstance(m.get("created"), (int, float)) else {})}
             out.append(msgspec.convert(fields, ImportedMessage))
         except (msgspec.ValidationError, NotAMessage, AttributeError, TypeError) as exc:
             raise NotAMessage(f"message {i + 1}: {exc} (roles: system, user, assistant, tool)") from None

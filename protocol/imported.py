@@ -28,3 +28,5 @@ class ImportedMessage(msgspec.Struct, kw_only=True):
     tool_calls: list[ToolCall] = []
     tool_results: list[ToolResult] = []
     images: list[ImageInput] = []
+    #: When it was said (Unix time; None: when it is imported). Recall shows it, and ranks by it.
+    created: Annotated[float, Meta(ge=0, le=1e11)] | None = None

@@ -56,7 +56,7 @@ async def import_session(services: Services, req: requests.SessionImport) -> Ses
             NewMessage(role=m.role, content=results_text(m.tool_results) if m.tool_results else m.content,
                        thinking=m.thinking, kind=m.kind, status=m.status, error=m.error, reply_to=m.reply_to,
                        alternative_of=m.alternative_of, tool_calls=m.tool_calls, tool_results=m.tool_results,
-                       images=refs)
+                       images=refs, said_at=m.created or 0.0)
             for m, refs in zip(req.messages, images)], activate=kept(req.messages, record.next_seq, bool(req.session)))
         record = await services.announcer.prompt_changed(record.id)  # the count is now an estimate
         # indexed for recall now (a worker thread for a large one; embeddings in the background)

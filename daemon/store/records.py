@@ -86,14 +86,13 @@ class SessionRecord(msgspec.Struct, kw_only=True):
             branched_from=self.branched_from, branched_at=self.branched_at, tools=self.tools)
 
 
-class MessageRecord(msgspec.Struct, kw_only=True, frozen=True):
-    """One message of the append-only history."""
+class MessageFields(msgspec.Struct, kw_only=True):
+    """What a message is, stored or about to be: the fields `MessageRecord` and `NewMessage`
+    share (each adds its own)."""
 
-    seq: int
     role: str
     content: str
     thinking: str = ""
-    created: float
     status: str = "complete"
     error: str = ""
     model: str = ""
@@ -115,6 +114,13 @@ class MessageRecord(msgspec.Struct, kw_only=True, frozen=True):
     #: A `tool` message's results that are a file's text, as the file's outline (else ""):
     #: level 1's short form of them.
     result_outlines: list[str] = []
+
+
+class MessageRecord(MessageFields, kw_only=True, frozen=True):
+    """One message of the append-only history."""
+
+    seq: int
+    created: float
 
     def short_results(self) -> list[str]:
         """Level 1's short form of each tool result: its outline, or its head and tail."""
@@ -141,31 +147,17 @@ class MessageRecord(msgspec.Struct, kw_only=True, frozen=True):
         return MessageInfo(**fields, files=[f.info() for f in self.files])
 
 
-class NewMessage(msgspec.Struct, kw_only=True):
+class NewMessage(MessageFields, kw_only=True):
     """A message to append; the store gives it its sequence number and time."""
 
-    role: str
-    content: str
-    thinking: str = ""
-    status: str = "complete"
-    error: str = ""
-    model: str = ""
-    eval_count: int = 0
-    kind: str = "message"
-    files: list[Attachment] = []
-    reply_to: int = -1
-    recalled: list[int] = []
-    alternative_of: int = -1
-    tool_calls: list[ToolCall] = []
-    tool_results: list[ToolResult] = []
-    done_reason: str = ""
-    format_error: str = ""
-    images: list[ImageRef] = []
-    result_outlines: list[str] = []
+    #: When it was said, where that is known from elsewhere (an import's own time); 0: now.
+    said_at: float = 0.0
 
     def record(self, seq: int, created: float) -> "MessageRecord":
-        """The stored message, with its sequence number and time."""
-        return MessageRecord(seq=seq, created=created, **msgspec.structs.asdict(self))
+        """The stored message, with its sequence number and time (its own, if it has one)."""
+        fields = msgspec.structs.asdict(self)
+        said_at = fields.pop("said_at")
+        return MessageRecord(seq=seq, created=said_at or created, **fields)
 
 
 class FileRefRecord(msgspec.Struct, kw_only=True):
