@@ -1,19 +1,26 @@
 """Recall: what reaches the model when a question needs something said long before.
 
-    python bench/recall.py [--turns 500] [--windows 2048,4096,8192] [--seeds 1,2]
+    python bench/recall.py [--set s|oracle|synthetic] [--windows 2048,4096,8192] [--limit N]
 
-Each conversation of tests/conversations.py (days of everyday chat with facts about
-people planted among it, some changed later; questions that paraphrase them, ask when,
-or need two facts) is replayed turn by turn through the real daemon on the stand-in,
-then every question is sent and the prompt the stand-in received is searched for the
-turns that hold the answer. Same-run baselines at the same token count as each of
-ctxkeepd's prompts: the newest turns alone (plain truncation), and half newest turns,
-half the turns BM25 ranks best for the question. Prints one JSON line per window and
-question kind (evidence in the prompt, %), and one for the time recall takes per turn at
-10,000 and 100,000 stored messages (in-process, the store on disk).
+The main mode (`--set s`, the default; `oracle` for the 440 questions with only their
+evidence sessions) replays the LongMemEval development split through the real daemon on the
+stand-in (bench/recall_lme.py says how) and reports, per window and question type, the
+evidence turns (`turn_pct`) and evidence sessions (`session_pct`) found verbatim in the
+prompt the model received, beside same-run baselines over whole turns at the same token
+count as each of ctxkeepd's prompts: the newest turns, half newest and half BM25, BM25 alone.
+Goals (issue 40): turns ≥ 95 % at 4,096 and ≥ 97 % at 8,192, sessions ≥ 99 %, and at least
+the half/half baseline in every question type.
 
-Goals: evidence ≥ 80 % at 4,096 and ≥ 90 % at 8,192, above BM25 + recency in every
-kind; recall p50 ≤ 15 ms at 10,000 messages and ≤ 50 ms at 100,000.
+The second mode (`--set synthetic`): each conversation of tests/conversations.py (days of
+everyday chat with facts about people planted among it, some changed later; questions that
+paraphrase them, ask when, or need two facts) is replayed turn by turn, then every
+question is sent and the prompt searched for the turns that hold the answer; baselines as
+above (newest turns alone, half newest and half BM25). Goals: evidence ≥ 80 % at 4,096 and
+≥ 90 % at 8,192, above BM25 + recency in every kind.
+
+Both print one JSON line per window and question kind, and one for the time recall takes
+per turn at 10,000 and 100,000 stored messages (in-process, the store on disk; goal: p50
+≤ 15 ms at 10,000 messages and ≤ 50 ms at 100,000).
 """
 
 import argparse
@@ -194,8 +201,47 @@ def time_recall(messages: int, turns_timed: int = 30) -> dict[str, float]:
             "p95_ms": round(1000 * ordered[int(0.95 * (len(ordered) - 1))], 2)}
 
 
+def run_lme(which: str, windows: list[int], limit: int, config: str) -> None:
+    """The LongMemEval mode: one daemon per window, a session per question."""
+    import recall_lme
+    questions = recall_lme.load(which, limit)
+    for window in windows:
+        standin = OllamaStandin().start()
+        root = Path(tempfile.mkdtemp(prefix="cklme", dir="/tmp"))
+        daemon = DaemonProcess(root, standin.url, log_level="warning")
+        daemon.write_config(config)
+        rows: dict[str, dict[str, dict[str, list[bool]]]] = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
+        tokens: list[int] = []
+        try:
+            daemon.start()
+            for q in questions:
+                prompt, spent = recall_lme.replay(daemon, standin, q, window, turn)
+                tokens.append(spent)
+                for method, taken in [("ctxkeepd", prompt), *recall_lme.baselines(q, spent, standin.count).items()]:
+                    turns, sessions = recall_lme.found(q, taken)
+                    for kind in (q.kind, "all"):
+                        rows[kind][method]["turns"] += turns
+                        rows[kind][method]["sessions"] += sessions
+            cut = len(standin.truncations) + len(standin.refusals)
+        finally:
+            daemon.stop()
+            standin.stop()
+            shutil.rmtree(root, ignore_errors=True)
+        emit(bench="recall", set=which, window=window, questions=len(questions), cut_or_refused_prompts=cut,
+             prompt_tokens_mean=round(statistics.fmean(tokens)) if tokens else 0)
+        for kind in sorted(k for k in rows if k != "all") + ["all"]:
+            pct = lambda hits: round(100 * sum(hits) / len(hits), 1) if hits else None  # noqa: E731
+            emit(bench="recall", set=which, window=window, kind=kind, n=len(rows[kind]["ctxkeepd"]["turns"]),
+                 turn_pct={m: pct(v["turns"]) for m, v in rows[kind].items()},
+                 session_pct={m: pct(v["sessions"]) for m, v in rows[kind].items()})
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--set", default="s", choices=["s", "oracle", "synthetic"],
+                        help="LongMemEval's dev split (s: 60 questions with ~48 sessions each; oracle: 440 with "
+                             "their evidence sessions only), or our own generator")
+    parser.add_argument("--limit", type=int, default=0, help="the first N questions of a LongMemEval set")
     parser.add_argument("--turns", type=int, default=500)
     parser.add_argument("--windows", default="2048,4096,8192")
     parser.add_argument("--seeds", default="1")
@@ -205,7 +251,9 @@ def main() -> None:
                              "hash of the words, no better than words), or with them")
     args = parser.parse_args()
     config = 'embed_model = ""\n' if args.embed == "none" else ""
-    for window in map(int, args.windows.split(",")):
+    if args.set != "synthetic":
+        run_lme(args.set, [int(w) for w in args.windows.split(",")], args.limit, config)
+    for window in map(int, args.windows.split(",") if args.set == "synthetic" else ()):
         totals: dict[str, dict[str, list[bool]]] = defaultdict(lambda: defaultdict(list))
         for seed in map(int, args.seeds.split(",")):
             for method, kinds in run_window(window, args.turns, seed, config).items():

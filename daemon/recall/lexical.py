@@ -55,12 +55,28 @@ def terms(text: str) -> list[str]:
 CONTEXT_SHARE = 0.5
 
 
+#: A time stamp as chat front-ends write one into a message ("[2023/05/30 (Tue) 22:26]",
+#: "2023-05-30T22:26:00", "Tue, 30 May 2023 22:26"): it says when, not what about, and as
+#: terms it would find every other message stamped the same way.
+_STAMP = re.compile(
+    r"\[?\b\d{4}[-/.]\d{1,2}[-/.]\d{1,2}(?:[T ]\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?\b"
+    r"(?:\s*\(?(?:mon|tue|wed|thu|fri|sat|sun)[a-z]*\.?\)?)?(?:,?\s*\d{1,2}:\d{2}(?::\d{2})?)?\]?"
+    r"|\b(?:mon|tue|wed|thu|fri|sat|sun)[a-z]*,?\s+\d{1,2}\s+[a-z]{3,9}\s+\d{4}(?:\s+\d{1,2}:\d{2}(?::\d{2})?)?",
+    re.I)
+
+
+def unstamped(text: str) -> str:
+    """`text` without its time stamps."""
+    return _STAMP.sub(" ", text)
+
+
 def query_terms(message: str, context: str = "") -> dict[str, float]:
     """A query's terms and their weights: the new message's at 1 each time they occur, the
-    turn before's sharing CONTEXT_SHARE of the message's weight between them."""
-    own = terms(message)
+    turn before's sharing CONTEXT_SHARE of the message's weight between them. Time stamps
+    are not terms."""
+    own = terms(unstamped(message))
     weights: dict[str, float] = {}
-    around = terms(context)
+    around = terms(unstamped(context))
     if around:
         each = CONTEXT_SHARE * max(1, len(own)) / len(around)
         for term in around:

@@ -1,8 +1,10 @@
 """What recall can bring back: passages of stored messages, each pointing to its message.
 
-A message of the conversation (said by the user or the model, complete) is one passage
-when short; a long one is cut into passages of about PASSAGE_CHARS at paragraph, line or
-sentence ends, so that what a question needs comes back without the rest of a long answer.
+A message of the conversation (said by the user or the model, complete) is one passage up
+to WHOLE_CHARS (most turns of a chat: a turn comes back whole, its words around the fact a
+question needs included); a longer one is cut into passages of about PASSAGE_CHARS at
+paragraph, line or sentence ends, so that what a question needs comes back without the rest
+of a very long answer.
 Summaries, interrupted answers and system texts are not recalled (the summary stands for
 what is recalled; the others were never the conversation).
 """
@@ -12,8 +14,10 @@ from dataclasses import dataclass
 
 from ctxkeep.daemon.store.records import MessageRecord
 
-#: About 100 tokens of prose.
-PASSAGE_CHARS = 450
+#: A message up to this long is one passage (about 1,000 tokens of prose).
+WHOLE_CHARS = 4000
+#: The passages of a longer one: about 250 tokens of prose each.
+PASSAGE_CHARS = 1000
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 
@@ -67,6 +71,6 @@ def passages(m: MessageRecord) -> list[Passage]:
     if not recallable(m):
         return []
     text = m.content.strip()
-    pieces = [text] if len(text) <= PASSAGE_CHARS * 1.5 else _pieces(text)
+    pieces = [text] if len(text) <= WHOLE_CHARS else _pieces(text)
     return [Passage(seq=m.seq, part=i, parts=len(pieces), role=m.role, created=m.created,
                     text=piece, reply_to=m.reply_to) for i, piece in enumerate(pieces)]

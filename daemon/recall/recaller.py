@@ -176,15 +176,15 @@ class Recaller:
                 weights.append(1.0)
                 semantic = True
         asks_of = select.addressed(user.content)
-        fused = select.fuse(*ranked, weights=weights,
-                            favored=lambda pid: index.lexical.passages[pid].role == asks_of)
-        if not fused:
+        scores = select.fused(*ranked, weights=weights,
+                              favored=lambda pid: index.lexical.passages[pid].role == asks_of)
+        if not scores:
             return NONE
         model = session.model
         overhead = self.estimator.text(model, f"{select.OPENING}\n{select.CLOSING}")
-        chosen = select.select(fused, index.lexical.passages, budget, overhead,
-                               lambda pid: self.estimator.estimate(model, index.lines[pid]),
-                               index.partners)
+        chosen = select.select(sorted(scores, key=lambda pid: (-scores[pid], -pid)), index.lexical.passages,
+                               budget, overhead, lambda pid: self.estimator.estimate(model, index.lines[pid]),
+                               index.partners, scores.__getitem__)
         if not chosen:
             return NONE
         text = select.block(chosen)

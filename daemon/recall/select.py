@@ -60,12 +60,19 @@ RECENCY = 0.15
 
 def fuse(*rankings: Sequence[tuple[int, float]], weights: Sequence[float] = (),
          favored: Callable[[int], bool] = lambda pid: False) -> list[int]:
-    """Passage ids by their fused score, best first: each ranking's scores divided by its
-    best (so 0..1), times its weight (default 1), then summed (CombSUM), raised by up to
-    RECENCY the newer the passage (ids grow with the history), and by ADDRESSED when
-    `favored` (the question asks of its speaker's words). Unlike reciprocal rank fusion it
-    keeps how far ahead a ranking's best are: one decisive word match is not outvoted by
-    passages that both rankings find middling."""
+    """Passage ids by their fused score (`fused`), best first."""
+    scores = fused(*rankings, weights=weights, favored=favored)
+    return sorted(scores, key=lambda pid: (-scores[pid], -pid))
+
+
+def fused(*rankings: Sequence[tuple[int, float]], weights: Sequence[float] = (),
+          favored: Callable[[int], bool] = lambda pid: False) -> dict[int, float]:
+    """Each passage's fused score: each ranking's scores divided by its best (so 0..1),
+    times its weight (default 1), then summed (CombSUM), raised by up to RECENCY the newer
+    the passage (ids grow with the history), and by ADDRESSED when `favored` (the question
+    asks of its speaker's words). Unlike reciprocal rank fusion it keeps how far ahead a
+    ranking's best are: one decisive word match is not outvoted by passages that both
+    rankings find middling."""
     scores: dict[int, float] = {}
     for n, ranking in enumerate(rankings):
         if not ranking or ranking[0][1] <= 0:
@@ -74,9 +81,8 @@ def fuse(*rankings: Sequence[tuple[int, float]], weights: Sequence[float] = (),
         for pid, score in ranking:
             scores[pid] = scores.get(pid, 0.0) + weight * max(0.0, score)
     newest = max(scores, default=0) or 1
-    boosted = {pid: s * (1 + RECENCY * pid / newest) * (ADDRESSED if favored(pid) else 1.0)
-               for pid, s in scores.items()}
-    return sorted(boosted, key=lambda pid: (-boosted[pid], -pid))
+    return {pid: s * (1 + RECENCY * pid / newest) * (ADDRESSED if favored(pid) else 1.0)
+            for pid, s in scores.items()}
 
 
 def line(p: Passage) -> str:
@@ -93,12 +99,26 @@ def line(p: Passage) -> str:
 LEAST_LINE = 8
 
 
+#: How much a passage's length counts against its score when the budget is shared out:
+#: passages are taken by score / tokens ** DENSITY, so that one long answer that matches a
+#: few words does not take the room of several short turns that match as well (0: by score
+#: alone; 1: by score per token).
+DENSITY = 0.5
+#: The best passages weighed that way (the rest follow by score).
+WEIGHED = 300
+
+
 def select(ranked: Sequence[int], passages: Sequence[Passage], budget: int, overhead: int,
-           cost: Callable[[int], int], partners: Callable[[Passage], list[int]]) -> list[Passage]:
+           cost: Callable[[int], int], partners: Callable[[Passage], list[int]],
+           score: Callable[[int], float] | None = None) -> list[Passage]:
     """Passages best first while they fit `budget` tokens (each passage's line `cost`, the
-    block's own `overhead`); then, for each chosen one in that order, its partner (an
-    answer's question, a question's answer) when it fits too; no passage twice; in the
-    order they were said."""
+    block's own `overhead`) — with `score`, the best WEIGHED taken by score for their
+    length (DENSITY) —; then, for each chosen one in that order, its partner (an answer's
+    question, a question's answer) when it fits too; no passage twice; in the order they
+    were said."""
+    if score is not None:
+        prices = {pid: max(1, cost(pid)) for pid in ranked[:WEIGHED]}
+        ranked = sorted(prices, key=lambda pid: -score(pid) / prices[pid] ** DENSITY) + list(ranked[WEIGHED:])
     used = overhead
     chosen: dict[int, Passage] = {}
     for pid in ranked:

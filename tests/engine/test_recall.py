@@ -92,3 +92,83 @@ def test_a_question_about_the_users_own_fact_recalls_their_words_over_the_models
     recalled = asyncio.run(go())
     app.close()
     assert 0 in [p.seq for p in recalled], [p.text[:40] for p in recalled]
+
+
+async def _imported(app: InProcess, messages: list[dict], window: int) -> str:
+    """A session holding `messages` (imported), compacted to its window by one turn."""
+    from ctxkeep.protocol.imported import ImportedMessage
+    reply = await app.call(requests.SessionImport(model=MODEL, num_ctx=window,
+                                                  messages=[ImportedMessage(**m) for m in messages]))
+    return reply.session.id
+
+
+def _chatter(rng: random.Random, n: int, names: tuple[str, str] = ("", "")) -> list[dict]:
+    out = []
+    for i in range(n):
+        said = " ".join(rng.choice(FILLER) for _ in range(30))
+        name = names[i % 2]
+        out.append({"role": "user" if i % 2 == 0 else "assistant", "content": f"{name}: {said}" if name else said})
+    return out
+
+
+def test_a_fact_inside_a_long_answer_comes_back_with_the_whole_answer(tmp_path):
+    """The answer that holds what a question asks about returns whole, not as a passage cut
+    out of it: the words around the fact come with it."""
+    rng = random.Random(5)
+    backend = MemoryBackend(reply=filler_reply)
+    app = InProcess(tmp_path, backend, Config(embed_model=""))
+    long_answer = ("Here is a plan for your garden. " + " ".join(rng.choice(FILLER) for _ in range(120)) +
+                   " For the tomatoes I suggest the Black Krim variety, planted in late April. " +
+                   " ".join(rng.choice(FILLER) for _ in range(120)))
+
+    async def go():
+        sid = await _imported(app, [{"role": "user", "content": "Can you plan my garden?"},
+                                    {"role": "assistant", "content": long_answer}, *_chatter(rng, 80)], 4096)
+        await _talk(app, sid, ["Which tomato variety did you suggest for my garden?"])
+        return backend.chats[-1][0][-1]["content"]
+    last = asyncio.run(go())
+    app.close()
+    assert long_answer.strip() in last
+
+
+def test_in_a_two_person_chat_the_names_in_every_turn_do_not_drown_the_fact(tmp_path):
+    """Both speakers' names open every message (as in chat logs): they carry nothing, and a
+    question naming one of them still finds the turn that says what it asks."""
+    rng = random.Random(6)
+    backend = MemoryBackend(reply=filler_reply)
+    app = InProcess(tmp_path, backend, Config(embed_model=""))
+    fact = "Caroline: I finally adopted a rescue greyhound last weekend, his name is Biscuit."
+    turns = _chatter(rng, 60, ("Caroline", "Melanie"))
+    turns[20] = {"role": "user", "content": fact}
+
+    async def go():
+        sid = await _imported(app, turns + _chatter(rng, 40, ("Caroline", "Melanie")), 4096)
+        await _talk(app, sid, ["Melanie: What kind of dog did Caroline adopt?"])
+        return backend.chats[-1][0][-1]["content"]
+    last = asyncio.run(go())
+    app.close()
+    assert fact in last
+
+
+def test_a_question_stamped_with_its_date_finds_the_fact_not_every_stamped_message(tmp_path):
+    """Chat front-ends open messages with a time stamp; a question's own stamp must not
+    recall every other stamped message in place of what it asks about."""
+    rng = random.Random(7)
+    backend = MemoryBackend(reply=filler_reply)
+    app = InProcess(tmp_path, backend, Config(embed_model=""))
+    fact = "I got my guitar serviced at Strings and Things on Elm Street."
+    turns = []
+    for day in range(1, 29):
+        turns += [{"role": "user", "content": f"[2023/05/{day:02d} (Tue) 10:{day:02d}] " +
+                   " ".join(rng.choice(FILLER) for _ in range(25))},
+                  {"role": "assistant", "content": " ".join(rng.choice(FILLER) for _ in range(25))}]
+    turns.insert(30, {"role": "user", "content": fact})
+    turns.insert(31, {"role": "assistant", "content": "Good to know."})
+
+    async def go():
+        sid = await _imported(app, turns, 2048)
+        await _talk(app, sid, ["[2023/06/24 (Sat) 09:01] Where did I get my guitar serviced?"])
+        return backend.chats[-1][0][-1]["content"]
+    last = asyncio.run(go())
+    app.close()
+    assert fact in last

@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 
 from ctxkeep.daemon.recall import select
 from ctxkeep.daemon.recall.lexical import query_terms, terms
-from ctxkeep.daemon.recall.passages import PASSAGE_CHARS, Passage, passages
+from ctxkeep.daemon.recall.passages import PASSAGE_CHARS, WHOLE_CHARS, Passage, passages
 from ctxkeep.daemon.recall.recaller import SessionIndex
 from ctxkeep.daemon.store.records import NewMessage
 
@@ -44,9 +44,13 @@ def test_an_answer_brings_its_question_when_both_fit():
     assert [p.seq for p in select.select([1, 2], found, 25, 0, cost, partners)] == [1, 2]  # the question no longer fits
 
 
-def test_long_messages_are_recalled_in_passages_that_point_to_them():
-    long = NewMessage(role="assistant", content="\n\n".join(f"Paragraph {i}. " + "words of it " * 30
+def test_a_turn_comes_back_whole_and_only_a_very_long_one_in_passages_that_point_to_it():
+    turn = NewMessage(role="assistant", content="\n\n".join(f"Paragraph {i}. " + "words of it " * 30
+                                                           for i in range(6))).record(6, 0.0)
+    assert [p.text for p in passages(turn)] == [turn.content.strip()]  # 2,200 characters: whole
+    long = NewMessage(role="assistant", content="\n\n".join(f"Paragraph {i}. " + "words of it " * 100
                                                            for i in range(6))).record(7, 0.0)
+    assert len(long.content) > WHOLE_CHARS
     parts = passages(long)
     assert len(parts) > 2 and all(p.seq == 7 and len(p.text) <= PASSAGE_CHARS for p in parts)
     assert [p.part for p in parts] == list(range(len(parts))) and parts[0].parts == len(parts)
@@ -91,3 +95,32 @@ def test_the_asked_of_speakers_passages_outrank_equal_ones_of_the_other():
     ranking = [(0, 1.0), (1, 1.0)]  # the same score: the newer (1) first, unless 0 is favored
     assert select.fuse(ranking) == [1, 0]
     assert select.fuse(ranking, favored=lambda pid: pid == 0) == [0, 1]
+
+
+def test_time_stamps_are_not_terms_so_a_dated_question_does_not_find_every_dated_line():
+    assert list(query_terms("[2023/05/30 (Tue) 22:26] Where did I get my guitar serviced?")) == ["guitar", "servic"]
+    assert list(query_terms("2023-05-30T22:26:00Z and Tue, 30 May 2023 22:26 the parrot")) == ["parrot"]
+    assert "2019" in query_terms("I moved to Lisbon in 2019")  # a year said in words stays a term
+    index = SessionIndex()
+    index.add([NewMessage(role="user", content=f"[2023/05/{d:02d} (Tue) 10:00] Let us talk about {w}.").record(d, 0.0)
+               for d, w in enumerate(FILLER, 1)] +
+              [NewMessage(role="user", content="I took my guitar to Strings & Things to be serviced.").record(99, 0.0)])
+    ranked = index.lexical.rank(query_terms("[2023/05/30 (Tue) 22:26] Where did I get my guitar serviced?"), set(), 5)
+    assert [index.lexical.passages[pid].seq for pid, _ in ranked] == [99]
+
+
+@settings(max_examples=100)
+@given(lengths=st.lists(st.integers(1, 200), min_size=2, max_size=20), budget=st.integers(20, 600))
+def test_with_scores_the_budget_goes_to_short_turns_that_match_as_well_as_long_ones(lengths, budget):
+    found = [_passage(i, "word " * n) for i, n in enumerate(lengths)]
+    cost = lambda pid: len(found[pid].text.split()) + 3  # noqa: E731
+    ranked = list(range(len(found)))
+    chosen = select.select(ranked, found, budget, 5, cost, lambda p: [], score=lambda pid: 1.0)
+    assert 5 + sum(cost(p.seq) for p in chosen) <= budget or not chosen
+    # equal scores: never a longer passage chosen while a shorter one that fits was left out
+    left = [p for p in found if p not in chosen]
+    room = budget - 5 - sum(cost(p.seq) for p in chosen)
+    assert all(cost(p.seq) > room for p in left)
+    if chosen and left:
+        assert max(cost(p.seq) for p in chosen) <= max(cost(p.seq) for p in left) or \
+            min(cost(p.seq) for p in left) > room

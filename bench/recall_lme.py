@@ -1,0 +1,144 @@
+"""Recall on real conversations: the LongMemEval development split (../shared/bench-data/
+longmemeval/, MIT; never copied into this repository), replayed through the real daemon.
+
+Each question's haystack (about 48 chat sessions between a user and an assistant, 115k
+tokens, with the evidence sessions among unrelated ones) is imported as one session, each
+message with its session's date as its time and each session's first message opening with
+that date (as chat front-ends write it); then the question is asked, opening with its own
+date. The prompt the stand-in received is searched for the evidence turns (`has_answer`),
+verbatim. Same-run baselines at the same token count as each of ctxkeepd's prompts, over
+whole turns: the newest turns; half the newest, half the turns BM25 ranks best; BM25 alone.
+"""
+
+import gzip
+import json
+import math
+import re
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from ollama_standin import OllamaStandin, render
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "bench-data" / "longmemeval"
+SETS = {"s": "longmemeval_s_dev60.json.gz", "oracle": "longmemeval_oracle_dev440.json.gz"}
+MODEL = "qwen2.5:7b"
+
+
+@dataclass(frozen=True)
+class Turn:
+    role: str
+    content: str
+    session: int
+    evidence: bool
+    created: float
+
+
+@dataclass(frozen=True)
+class Question:
+    qid: str
+    kind: str
+    text: str
+    turns: list[Turn]
+    #: The sessions (their index in `turns`' numbering) that hold the evidence.
+    evidence_sessions: frozenset[int]
+
+
+def epoch(date: str) -> float:
+    """'2023/05/30 (Tue) 23:40' as Unix time (UTC)."""
+    return time.mktime(time.strptime(date.split(" (")[0] + " " + date.rsplit(" ", 1)[-1], "%Y/%m/%d %H:%M"))
+
+
+def load(which: str = "s", limit: int = 0) -> list[Question]:
+    """The set's questions (abstention questions left out: they have no evidence)."""
+    raw = json.load(gzip.open(DATA / SETS[which]))
+    out = []
+    for item in raw:
+        if item["question_id"].endswith("_abs"):
+            continue
+        turns = []
+        for n, (session, date) in enumerate(zip(item["haystack_sessions"], item["haystack_dates"])):
+            for i, t in enumerate(session):
+                content = f"[{date}] {t['content']}" if i == 0 else t["content"]
+                turns.append(Turn(t["role"], content, n, bool(t.get("has_answer")), epoch(date) + i))
+        evidence = frozenset(t.session for t in turns if t.evidence)
+        if not evidence:
+            continue
+        out.append(Question(item["question_id"], item["question_type"],
+                            f"[{item['question_date']}] {item['question']}", turns, evidence))
+    return out[:limit] if limit else out
+
+
+# -- the baselines, over whole turns, at the same token count ---------------------------------
+
+_WORD = re.compile(r"\w+")
+
+
+def bm25_scores(docs: list[str], query: str) -> list[float]:
+    """Plain BM25 (no stemming, no stop words: what anyone would write in an afternoon)."""
+    counted = [Counter(_WORD.findall(d.lower())) for d in docs]
+    n, avg = len(docs), sum(sum(c.values()) for c in counted) / max(1, len(docs))
+    df = Counter(w for c in counted for w in c)
+    q = set(_WORD.findall(query.lower()))
+    out = []
+    for c in counted:
+        length = sum(c.values())
+        out.append(sum(math.log(1 + (n - df[w] + 0.5) / (df[w] + 0.5)) * c[w] * 2.2
+                       / (c[w] + 1.2 * (0.25 + 0.75 * length / avg)) for w in q if w in c))
+    return out
+
+
+def baselines(q: Question, budget: int, count: Callable[[str], int]) -> dict[str, set[int]]:
+    """The turns (indexes) each baseline puts in a prompt of `budget` tokens (the question's
+    own cost taken off first)."""
+    cost = [count(render([{"role": t.role, "content": t.content}])) for t in q.turns]
+    budget -= count(render([{"role": "user", "content": q.text}]))
+
+    def fill(order: list[int], limit: int, taken: set[int]) -> set[int]:
+        used = sum(cost[i] for i in taken)
+        out = set(taken)
+        for i in order:
+            if i not in out and used + cost[i] <= limit:
+                out.add(i)
+                used += cost[i]
+        return out
+
+    newest_first = list(range(len(q.turns) - 1, -1, -1))
+
+    def newest(limit: int) -> set[int]:
+        used, out = 0, set()
+        for i in newest_first:
+            if used + cost[i] > limit:
+                break
+            out.add(i)
+            used += cost[i]
+        return out
+    scores = bm25_scores([t.content for t in q.turns], q.text)
+    ranked = sorted(range(len(q.turns)), key=lambda i: -scores[i])
+    return {"newest": newest(budget), "half_newest_half_bm25": fill(ranked, budget, newest(budget // 2)),
+            "bm25": fill(ranked, budget, set())}
+
+
+def found(q: Question, prompt: str | set[int]) -> tuple[list[bool], list[bool]]:
+    """(each evidence turn in the prompt, each evidence session with any of its evidence
+    turns in it): `prompt` is the prompt's text, or a baseline's turn indexes."""
+    def has(i: int) -> bool:
+        return i in prompt if isinstance(prompt, set) else q.turns[i].content.strip() in prompt
+    evidence = [i for i, t in enumerate(q.turns) if t.evidence]
+    turns = [has(i) for i in evidence]
+    sessions = [any(has(i) for i in evidence if q.turns[i].session == s) for s in sorted(q.evidence_sessions)]
+    return turns, sessions
+
+
+def replay(daemon, standin: OllamaStandin, q: Question, window: int, ask) -> tuple[str, int]:
+    """Import the haystack as a session, ask the question; (the prompt's text, its tokens)."""
+    with daemon.client(timeout=120) as c:
+        c.subscribe("")
+        sid = c.import_session(name=q.qid, model=MODEL, num_ctx=window, messages=[
+            {"role": t.role, "content": t.content, "created": t.created} for t in q.turns]).session.id
+        ask(c, sid, q.text)
+        chat = [ch for ch in standin.chats if ch.body.get("stream", True)][-1]
+        c.delete(sid)
+    return "\n".join(m["content"] for m in chat.body["messages"]), chat.prompt_tokens
