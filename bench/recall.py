@@ -252,8 +252,8 @@ def main() -> None:
     args = parser.parse_args()
     config = 'embed_model = ""\n' if args.embed == "none" else ""
     if args.set != "synthetic":
-        run_lme(args.set, [int(w) for w in args.windows.split(",")], args.limit, config)
-    for window in map(int, args.windows.split(",") if args.set == "synthetic" else ()):
+        run_lme(args.set, [int(w) for w in filter(None, args.windows.split(","))], args.limit, config)
+    for window in map(int, filter(None, args.windows.split(",")) if args.set == "synthetic" else ()):
         totals: dict[str, dict[str, list[bool]]] = defaultdict(lambda: defaultdict(list))
         for seed in map(int, args.seeds.split(",")):
             for method, kinds in run_window(window, args.turns, seed, config).items():
