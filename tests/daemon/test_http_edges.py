@@ -249,3 +249,17 @@ def test_a_retried_question_is_asked_again_in_its_session_not_stored_twice(open_
         history = c.history(session.id).messages
     assert [(m.role, m.status) for m in history] == [("user", "complete"), ("assistant", "interrupted"),
                                                      ("assistant", "complete")]
+
+
+def test_pulls_only_from_ollamas_registries_and_generate_takes_sends_image_limits(open_door):
+    status, body, _ = call(open_door, "POST", "/api/pull", {"model": "registry.evil.example/x/model:1b"})
+    assert status == 403 and "is not a registry ctxkeepd pulls from" in body["error"]
+    status, body, _ = call(open_door, "POST", "/api/pull", {"model": "evil.example:5000/x/model"})
+    assert status == 403
+    tiny = "iVBORw0KGgo="
+    status, body, _ = call(open_door, "POST", "/api/generate", {"model": MODEL, "prompt": "what is it?",
+                                                               "images": [tiny] * 9, "stream": False})
+    assert status == 400 and "at most 8" in body["error"]
+    status, body, _ = call(open_door, "POST", "/api/generate", {"model": MODEL, "prompt": "what is it?",
+                                                               "images": ["A" * 8_000_000], "stream": False})
+    assert status in (400, 413)
