@@ -28,7 +28,7 @@ LIVE = frozenset({
     "file_refs_per_message", "file_bytes_per_message",
     "remote_file_refs", "auto_compaction", "compaction_thresholds", "compaction_cooldown",
     "keep_recent_messages", "preserve_user_messages", "embed_model", "reply_reserve_tokens",
-    "snapshots_kept", "image_turns", "max_image_bytes", "max_images_per_message",
+    "snapshots_kept", "image_turns", "max_image_bytes", "max_images_per_message", "answer_max_share",
 })
 
 
@@ -143,6 +143,10 @@ class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         "first, so undo walks back at most this many compactions.")] = 50
     embed_model: Annotated[str, _doc(
         "The Ollama model for relevance embeddings (level 2); \"\" = keywords only.")] = "nomic-embed-text"
+    answer_max_share: Annotated[float, Meta(gt=0, le=1), _doc(
+        "The most of the window one answer may take (never less than the reply room): an answer "
+        "that reaches it ends with done_reason \"length\", marked so, and the session still has "
+        "room for the next question; a session's own num_predict option overrides it.")] = 0.25
     reply_reserve_tokens: Annotated[int, Meta(ge=0), _doc(
         "Room kept for the answer in every prompt (at most an eighth of the window).")] = 1024
     tcp_control: Annotated[str, _doc(

@@ -12,7 +12,7 @@ import msgspec
 
 from .images import ImageInput
 from .imported import ImportedMessage
-from .tools import FunctionCall, ToolCall, ToolResult, results_text
+from .tools import ToolCall, ToolResult, results_text
 
 
 class NotAMessage(ValueError):

@@ -116,6 +116,9 @@ class ResponseGeneration(Event, tag=subjects.RESPONSE_GENERATION):
     #: Tokens in the answer.
     eval_count: Count
     window: Count
+    #: What the next prompt holds before its new message: this prompt without its recall
+    #: block, with this answer (SessionInfo.next_tokens).
+    next_tokens: Count = 0
     #: True when token_count shows Ollama dropped part of the prompt anyway.
     truncated: bool = False
     #: The daemon's estimate of the prompt before it was sent (calibrated per model).

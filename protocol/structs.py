@@ -41,6 +41,10 @@ class SessionInfo(msgspec.Struct, kw_only=True):
     #: now stands, until the next turn (then token_count_exact is false).
     token_count: Count = 0
     token_count_exact: bool = True
+    #: What the next prompt holds before its new message, as far as it is known: after a
+    #: turn, the prompt's exact count less its recall block plus the answer just written
+    #: (the gauge, `sessions` and `/usage` show this); otherwise token_count.
+    next_tokens: Count = 0
     #: True while a generation or compaction runs or waits for this session.
     busy: bool = False
     #: Compactions so far.
@@ -259,6 +263,8 @@ class Usage(msgspec.Struct, kw_only=True):
     fill: float
     #: True when `tokens` is Ollama's prompt_eval_count, False for an estimate (shown with ~).
     exact: bool
+    #: What the next prompt holds before its new message (SessionInfo.next_tokens).
+    next_tokens: Count = 0
     segments: Segments = msgspec.field(default_factory=Segments)
     #: Messages in the active context.
     messages: Count = 0

@@ -26,7 +26,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from ollama_standin import ChatRecord, Fault, OllamaStandin, _Handler, embed_vector, split_stream
+from ollama_standin import ChatRecord, Fault, Model, OllamaStandin, _Handler, embed_vector, split_stream
 
 CHAT = "/v1/chat/completions"
 

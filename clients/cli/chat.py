@@ -218,6 +218,6 @@ def run(args: argparse.Namespace) -> int:
                       + f"\n(/show {end.message.seq} for all of it){style.reset}")
             if isinstance(end, ResponseGeneration):
                 warn = f" {style.red}(Ollama cut the prompt){style.reset}" if end.truncated else ""
-                print(f"{style.dim}{gauge(end.token_count, end.window)}{style.reset}{warn}")
+                print(f"{style.dim}{gauge(end.next_tokens or end.token_count, end.window)}{style.reset}{warn}")
             elif isinstance(end, GenerationError):
                 print(f"{style.red}[{end.code}] {end.message}{style.reset}")

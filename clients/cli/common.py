@@ -98,16 +98,19 @@ def session_line(s: SessionInfo) -> str:
     plural = "" if s.compactions == 1 else "s"
     extra = f" · {s.compactions} compaction{plural} · reliability {s.reliability:.0%}" if s.compactions else ""
     return (f"{s.name} ({s.id}) · {s.model} · {s.message_count} message{'' if s.message_count == 1 else 's'} · "
-            f"{tokens(s.token_count, s.token_count_exact)} / {s.window:,} tokens{extra}")
+            f"{tokens(s.next_tokens or s.token_count, s.token_count_exact)} / {s.window:,} tokens{extra}")
 
 
 def usage_lines(u: Usage) -> list[str]:
     """The gauge and the split by segment."""
     seg = u.segments
+    following = u.next_tokens or u.tokens  # what the next prompt holds: the answer in, the recall block out
+    answer = max(0, following - (u.tokens - seg.recalled))
     parts = [("system", seg.system), ("goals & pins", seg.pinned), ("files", seg.files),
-             ("summaries", seg.summaries), ("messages", seg.recent), ("recalled", seg.recalled)]
+             ("summaries", seg.summaries), ("messages", seg.recent + answer),
+             ("recalled (last prompt)" if answer else "recalled", seg.recalled)]
     width = max(len(name) for name, _ in parts)
-    lines = [gauge(u.tokens, u.window, u.exact)]
+    lines = [gauge(following, u.window, u.exact)]
     lines += [f"  {name.ljust(width)}  {tokens(n, u.exact).rjust(9)}" for name, n in parts]
     lines.append(f"  {'active msgs'.ljust(width)}  {u.messages:>9}")
     lines.append(f"conversation budget {u.budget:,} tokens, {u.budget_fill:.0%} used")
@@ -236,6 +239,9 @@ def _show(event: Event, accepted: Accepted, out: TextIO, style: "Styles", notes:
         if shown["thinking"]:
             out.write(style.reset)
         out.flush()
+        if isinstance(event, ResponseGeneration) and event.message.done_reason == "length":
+            print(f"\n{style.dim}[the answer reached its limit (answer_max_share of the window, or the "
+                  f"session's num_predict): ask it to go on — \"Continue.\"]{style.reset}", file=notes, flush=True)
         return event
     out.flush()
     return None

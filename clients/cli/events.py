@@ -37,7 +37,7 @@ def describe(event) -> str:
         return f"{event.code}: {event.message}"
     if isinstance(event, ContextUsage):
         u = event.usage
-        return f"{'' if u.exact else '~'}{u.tokens:,}/{u.window:,} ({u.fill:.0%})"
+        return f"{'' if u.exact else '~'}{u.next_tokens or u.tokens:,}/{u.window:,} ({u.fill:.0%})"
     if isinstance(event, CompactionRequest):
         return (f"by {event.requested_by}: {event.messages} messages, "
                 f"{event.tokens_before:,} tokens, {event.calls} call(s)")

@@ -28,7 +28,7 @@ def run(args: argparse.Namespace) -> int:
     branches = any(s.branched_from for s in sessions)
     rows = [("ID", "NAME", "MODEL", "MSGS", "TOKENS", "UPDATED") + (("BRANCH OF",) if branches else ())]
     for s in sessions:
-        fill = f"{tokens(s.token_count, s.token_count_exact)}/{s.window:,}"
+        fill = f"{tokens(s.next_tokens or s.token_count, s.token_count_exact)}/{s.window:,}"
         row = (s.id, s.name, s.model, str(s.message_count), fill, when(s.updated))
         if branches:
             source = names.get(s.branched_from, f"{s.branched_from} (deleted)") if s.branched_from else ""

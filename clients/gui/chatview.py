@@ -114,7 +114,7 @@ class ChatView(QWidget):
         self.session = session
         self.title.setText(f"<b>{session.name}</b>")
         self.gauge.set_window(session.window or session.num_ctx)
-        self.gauge.set_tokens(session.token_count, session.token_count_exact)
+        self.gauge.set_tokens(session.next_tokens or session.token_count, session.token_count_exact)
         self._usage_changed()
         if self.model.currentData() != session.model:
             self.set_models(self._models, session.model)
@@ -247,7 +247,7 @@ class ChatView(QWidget):
                 self.status.emit(compaction_outcome(event.status, event.reason))
         elif isinstance(event, ContextUsage):
             self.gauge.set_window(event.usage.window)
-            self.gauge.set_tokens(event.usage.tokens, exact=event.usage.exact)
+            self.gauge.set_tokens(event.usage.next_tokens or event.usage.tokens, exact=event.usage.exact)
             self._usage_changed()
         elif isinstance(event, ContextWarning):
             self.status.emit(event.message)
@@ -266,7 +266,7 @@ class ChatView(QWidget):
             else:  # the page shown already has it
                 self.log.drop_stream(event.generation_id)
             self.gauge.set_window(event.window)
-            self.gauge.set_tokens(event.token_count, exact=True)
+            self.gauge.set_tokens(event.next_tokens or event.token_count, exact=event.token_count_exact)
             self._usage_changed()
             return
         if 0 <= event.stored_seq < self.end:  # the page shown already has it

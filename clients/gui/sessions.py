@@ -129,7 +129,7 @@ class SessionPanel(QWidget):
                                    f"{s.message_count} messages{found}{busy}{excerpt}")
             item.setData(Qt.ItemDataRole.UserRole, s.id)
             item.setData(MATCH_ROLE, newest.seq if newest is not None else -1)
-            item.setToolTip(f"{s.name} ({s.id})\n{s.token_count:,} / {s.window or s.num_ctx:,} tokens")
+            item.setToolTip(f"{s.name} ({s.id})\n{s.next_tokens or s.token_count:,} / {s.window or s.num_ctx:,} tokens")
             self.list.addItem(item)
             if s.id == self.current:
                 self.list.setCurrentItem(item)

@@ -8,9 +8,8 @@ from dataclasses import dataclass
 from ctxkeep.protocol.events import SnapshotCreated, SnapshotRestored
 from ctxkeep.daemon.compaction.planner import Change
 from ctxkeep.daemon.context.parts import Parts
-from ctxkeep.daemon.store.records import (
-    ActiveContext, CompactionRecord, MessageRecord, NewMessage, SessionRecord, View,
-)
+from ctxkeep.daemon.store.records import MessageRecord, NewMessage, SessionRecord, View
+from ctxkeep.daemon.store.context_records import ActiveContext, CompactionRecord
 from ctxkeep.daemon.store.writer import landed
 
 
@@ -49,6 +48,7 @@ class Applier:
             c.last_auto_at = record.message_count
             record.compactions += 1
             record.token_count, record.tokens_exact = after, False
+            record.answer_tokens = 0
         store = self.parts.store
         (session, context, _), cancelled = await landed(store.off_loop(
             store.context.update, view.session.id, update, expected=view.context.seqs, audit=audit))

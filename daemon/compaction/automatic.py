@@ -34,12 +34,11 @@ from dataclasses import dataclass, field
 import msgspec
 
 from ctxkeep.protocol.events import CompactionRequest, CompactionResult, ContextWarning
-from ctxkeep.daemon.compaction import relevance
+from ctxkeep.daemon.compaction import early_levels, relevance
 from ctxkeep.daemon.compaction.applier import Applier
 from ctxkeep.daemon.compaction.checkpoints import Checkpointer
 from ctxkeep.daemon.compaction.planner import (
-    KEEP_TOOL_EXCHANGES, RECENT_FILE_MESSAGES, STRATEGY, Change, compaction_marker, plan_file_summaries, plan_prune,
-    preserved_seqs, prune_candidates,
+    KEEP_TOOL_EXCHANGES, STRATEGY, Change, compaction_marker, preserved_seqs,
 )
 from ctxkeep.daemon.compaction.summarizer import SummaryRejected
 from ctxkeep.daemon.context.estimator import Estimate
@@ -47,7 +46,8 @@ from ctxkeep.daemon.context.features import ZERO, Vector, add
 from ctxkeep.daemon.context.parts import Parts
 from ctxkeep.daemon.context.usage import Budget, measure, reply_room
 from ctxkeep.daemon.errors import RequestError
-from ctxkeep.daemon.store.records import CompactionRecord, MessageRecord, SessionRecord, View
+from ctxkeep.daemon.store.records import MessageRecord, SessionRecord, View
+from ctxkeep.daemon.store.context_records import CompactionRecord
 from ctxkeep.daemon.store.store import StoreError
 
 log = logging.getLogger(__name__)
@@ -240,9 +240,9 @@ class AutoCompactor:
         preserved = preserved_seqs(view.context, view.active, keep_recent,
                                    self.parts.config.preserve_user_messages, pass_.keep_tools)
         if level == 1:
-            return self._files(view, pass_.keep_tools)
+            return early_levels.file_outlines(self.parts.config, view, pass_.keep_tools)
         if level == 2:
-            return await self._prune(view, preserved)
+            return await early_levels.prune(self.parts, self.terms, view, preserved)
         return await self.checkpointer.checkpoint(view, self.budget(view), preserved, keep_recent,
                                                   pass_.extra)
 
@@ -270,31 +270,3 @@ class AutoCompactor:
             tokens_after=after, tokens_freed=max(0, before - after), level=level,
             strategy=STRATEGY[level], marker=marker), session_id)
         log.info("session=%s auto compaction level %d %s %s", session_id, level, status, reason or marker)
-
-    # -- levels 1 and 2 ---------------------------------------------------------------
-
-    def _files(self, view: View, keep_tools: int) -> Change | str:
-        """Level 1: file references to their summaries, older tool results to their head and
-        tail."""
-        context = view.context
-        image_turns = self.parts.config.image_turns if view.session.vision else None
-        seqs = plan_file_summaries(context, view.active, keep_tools, image_turns)
-        if not seqs:
-            return "no full file references unused in the last 3 messages, no long older tool results, no old images"
-        return Change(list(context.seqs), [*context.file_summaries, *seqs], list(context.checkpoints),
-                      f"{len(seqs)} message(s) now show their files as summaries, tool results "
-                      "as their head and tail, or images as their names")
-
-    async def _prune(self, view: View, preserved: set[int]) -> Change | str:
-        """Level 2: the less relevant half of the older messages leaves the active context."""
-        session, context, active = view
-        candidates = prune_candidates(context, active, preserved)
-        if len(candidates) < 2:
-            return "no older messages outside the preserved ones"
-        scores = await relevance.score(candidates, active[-RECENT_FILE_MESSAGES:], backend=self.parts.backend,
-                                       store=self.parts.store, embed_model=self.parts.config.embed_model,
-                                       terms=self.terms, session_id=session.id)
-        pruned = plan_prune(candidates, scores)
-        return Change([s for s in context.seqs if s not in pruned],
-                      [s for s in context.file_summaries if s not in pruned], list(context.checkpoints),
-                      f"{len(pruned)} low-relevance message(s) left the active context")

@@ -14,7 +14,8 @@ from ctxkeep.daemon.compaction.planner import AGE_SHARE, AGES, Change, outline_l
 from ctxkeep.daemon.context.parts import Parts
 from ctxkeep.daemon.context.prompt import AGE_SYSTEM, CHECKPOINT_SYSTEM, USER_SUMMARY_SYSTEM
 from ctxkeep.daemon.context.usage import Budget
-from ctxkeep.daemon.store.records import ActiveContext, Checkpoint, MessageRecord, SessionRecord, View
+from ctxkeep.daemon.store.records import MessageRecord, SessionRecord, View
+from ctxkeep.daemon.store.context_records import ActiveContext, Checkpoint
 
 
 def target(budget: Budget, age: str) -> int:

@@ -28,9 +28,8 @@ from ctxkeep.daemon.context.parts import Parts
 from ctxkeep.daemon.context.prompt import COMPACTION_SYSTEM, SUMMARY_PREFIX
 from ctxkeep.daemon.errors import RequestError
 from ctxkeep.daemon.jobs.queue import Job, SessionJobs
-from ctxkeep.daemon.store.records import (
-    ActiveContext, CompactionRecord, MessageRecord, NewMessage, SessionRecord,
-)
+from ctxkeep.daemon.store.records import MessageRecord, NewMessage, SessionRecord
+from ctxkeep.daemon.store.context_records import ActiveContext, CompactionRecord
 from ctxkeep.daemon.store.store import StoreError
 
 log = logging.getLogger(__name__)

@@ -10,7 +10,8 @@ import msgspec
 from ctxkeep.protocol.tools import calls_text
 from ctxkeep.daemon.config import Config
 from ctxkeep.daemon.context.prompt import transcript_line
-from ctxkeep.daemon.store.records import ActiveContext, Checkpoint, MessageRecord, SessionRecord
+from ctxkeep.daemon.store.records import MessageRecord, SessionRecord
+from ctxkeep.daemon.store.context_records import ActiveContext, Checkpoint
 
 STRATEGY = {1: "file_compress", 2: "message_prune", 3: "checkpoint"}
 AGES = ("recent", "old", "ancient", "merged")

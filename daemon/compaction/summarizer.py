@@ -17,7 +17,8 @@ from ctxkeep.daemon.context.prompt import (
 )
 from ctxkeep.daemon.compaction.planner import compaction_model
 from ctxkeep.daemon.config import Config
-from ctxkeep.daemon.store.records import ActiveContext, MessageRecord, SessionRecord
+from ctxkeep.daemon.store.records import MessageRecord, SessionRecord
+from ctxkeep.daemon.store.context_records import ActiveContext
 
 
 log = logging.getLogger(__name__)

@@ -18,7 +18,7 @@ seen, say) keeps its prior weight, so the first estimate of an unseen shape is c
 import re
 from collections import Counter
 
-from ctxkeep.daemon.store.records import Calibration
+from ctxkeep.daemon.store.context_records import Calibration
 from ctxkeep.daemon.tokens import FEATURES, IMAGES, PRIOR, Vector, widened
 #: The weights stay within these multiples of the prior.
 LOW, HIGH = 0.2, 3.0

@@ -30,7 +30,8 @@ from ctxkeep.daemon.context.features import (
 from ctxkeep.daemon.context.fold import PrefixFold
 from ctxkeep.daemon.context.prompt import system_parts
 from ctxkeep.daemon.tokens import widened
-from ctxkeep.daemon.store.records import ActiveContext, Calibration, MessageRecord, SessionRecord
+from ctxkeep.daemon.store.records import MessageRecord, SessionRecord
+from ctxkeep.daemon.store.context_records import ActiveContext, Calibration
 from ctxkeep.daemon.store.store import Store
 
 PRIOR = fitting.PRIOR

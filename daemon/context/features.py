@@ -16,7 +16,8 @@ import msgspec
 
 from ctxkeep.daemon.context.fold import PrefixFold
 from ctxkeep.daemon.context.per_message import PerMessage
-from ctxkeep.daemon.store.records import ActiveContext, MessageRecord, SessionRecord
+from ctxkeep.daemon.store.records import MessageRecord, SessionRecord
+from ctxkeep.daemon.store.context_records import ActiveContext
 from ctxkeep.daemon.tokens import FEATURES, IMAGE, ONE, ZERO, Vector, text_features, widened
 
 __all__ = ["FEATURES", "ONE", "Vector", "ZERO", "text_features"]

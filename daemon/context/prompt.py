@@ -8,7 +8,8 @@ import msgspec
 from ctxkeep.daemon.context import goals as goal_markers
 from ctxkeep.daemon.context.fold import PrefixFold
 from ctxkeep.protocol.tools import calls_text
-from ctxkeep.daemon.store.records import ActiveContext, Checkpoint, MessageRecord, SessionRecord
+from ctxkeep.daemon.store.records import MessageRecord, SessionRecord
+from ctxkeep.daemon.store.context_records import ActiveContext, Checkpoint
 
 Message = dict[str, Any]
 

@@ -6,7 +6,8 @@ from collections.abc import Callable
 import msgspec
 
 from ctxkeep.daemon.context.estimator import Estimator
-from ctxkeep.daemon.store.records import ActiveContext, SessionRecord, View
+from ctxkeep.daemon.store.records import SessionRecord, View
+from ctxkeep.daemon.store.context_records import ActiveContext
 from ctxkeep.daemon.store.store import ContextChanged, Store
 
 #: Reads before giving up when a turn keeps changing the active messages meanwhile.
@@ -28,6 +29,7 @@ async def change_prompt(store: Store, estimator: Estimator, session_id: str,
         def commit(context: ActiveContext, session: SessionRecord) -> None:
             change(context)
             session.token_count = estimate.tokens
+            session.answer_tokens = 0  # the count no longer ends with an answer
             session.tokens_exact = estimate.uncertain == 0  # the prompt last counted keeps it
         try:
             session, context, _ = await store.off_loop(store.context.update, session_id, commit,

@@ -8,7 +8,8 @@ from ctxkeep.daemon import reliability
 from ctxkeep.daemon.config import Config
 from ctxkeep.daemon.context.estimator import Estimator
 from ctxkeep.daemon.context.prompt import checkpoint_block
-from ctxkeep.daemon.store.records import ActiveContext, MessageRecord, SessionRecord
+from ctxkeep.daemon.store.records import MessageRecord, SessionRecord
+from ctxkeep.daemon.store.context_records import ActiveContext
 
 
 @dataclass(frozen=True)
@@ -111,6 +112,6 @@ def usage_of(session: SessionRecord, context: ActiveContext, active: list[Messag
         seg = Segments(**scaled, recalled=recalled)
     window = session.window
     return Usage(tokens=tokens, window=window, fill=tokens / window if window else 0.0,
-                 exact=exact, segments=seg, messages=len(active), budget=b.available,
+                 exact=exact, next_tokens=session.next_prompt if recorded else tokens, segments=seg, messages=len(active), budget=b.available,
                  budget_fill=round(b.fill, 4),
                  reliability=round(reliability.score(session.parameter_size, session.compactions), 4))

@@ -10,7 +10,8 @@ from ctxkeep.protocol.events import GoalUpdated, SnapshotCreated, SnapshotRestor
 from ctxkeep.protocol.replies import GoalsReply, SessionReply, SnapshotReply, SnapshotsReply
 from ctxkeep.daemon.services import Services
 from ctxkeep.daemon.context.prompt_change import change_prompt
-from ctxkeep.daemon.store.records import ActiveContext, SessionRecord
+from ctxkeep.daemon.store.records import SessionRecord
+from ctxkeep.daemon.store.context_records import ActiveContext
 from ctxkeep.daemon.handlers.registry import RequestError, handles
 
 

@@ -25,7 +25,8 @@ from ctxkeep.daemon.recall.lexical import LexicalIndex, query_terms, terms
 from ctxkeep.daemon.recall.passages import Passage, passages
 from ctxkeep.daemon.recall.semantic import Embedder, SemanticIndex
 from ctxkeep.daemon.store.store import Store
-from ctxkeep.daemon.store.records import ActiveContext, MessageRecord, SessionRecord
+from ctxkeep.daemon.store.records import MessageRecord, SessionRecord
+from ctxkeep.daemon.store.context_records import ActiveContext
 from ctxkeep.daemon.tokens import ZERO, Vector, text_features
 
 log = logging.getLogger(__name__)

@@ -11,7 +11,8 @@ import lmdb
 
 from ctxkeep.daemon.store import codecs, keys, word_index
 from ctxkeep.daemon.store.environment import Environment
-from ctxkeep.daemon.store.records import ActiveContext, SessionRecord, SnapshotRecord
+from ctxkeep.daemon.store.records import SessionRecord
+from ctxkeep.daemon.store.context_records import ActiveContext, SnapshotRecord
 from ctxkeep.daemon.store.sessions import Sessions
 
 #: What a branch takes over of its source's settings, as they are.

@@ -8,10 +8,8 @@ import msgspec
 from ctxkeep.protocol.structs import SessionInfo
 from ctxkeep.daemon.store.errors import Undecodable
 
-from ctxkeep.daemon.store.records import (
-    ActiveContext, Calibration, CompactionRecord, FileRefRecord, MessageRecord, SessionRecord,
-    SnapshotRecord,
-)
+from ctxkeep.daemon.store.records import FileRefRecord, MessageRecord, SessionRecord
+from ctxkeep.daemon.store.context_records import ActiveContext, Calibration, CompactionRecord, SnapshotRecord
 
 encode = msgspec.msgpack.Encoder().encode
 session = msgspec.msgpack.Decoder(SessionRecord).decode

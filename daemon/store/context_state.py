@@ -9,9 +9,8 @@ from ctxkeep.daemon.store import codecs, keys
 from ctxkeep.daemon.store.environment import Environment
 from ctxkeep.daemon.store.errors import ContextChanged
 from ctxkeep.daemon.store.history import History
-from ctxkeep.daemon.store.records import (
-    ActiveContext, CompactionRecord, MessageRecord, NewMessage, SessionRecord,
-)
+from ctxkeep.daemon.store.records import MessageRecord, NewMessage, SessionRecord
+from ctxkeep.daemon.store.context_records import ActiveContext, CompactionRecord
 
 
 class ContextState:
@@ -48,6 +47,7 @@ class ContextState:
             self._put_compaction(txn, session_id, record)
             session.compactions += 1
             session.token_count = token_estimate
+            session.answer_tokens = 0  # the count no longer ends with an answer
             session.tokens_exact = False
             session.updated = now
             self.env.put_session(txn, session)
@@ -104,6 +104,7 @@ class ContextState:
         def change(txn: lmdb.Transaction) -> SessionRecord:
             record = self.env.session_in(txn, session_id)
             record.token_count = tokens
+            record.answer_tokens = 0  # the count no longer ends with an answer
             record.tokens_exact = exact
             record.updated = time.time()
             self.env.put_session(txn, record)

@@ -23,7 +23,8 @@ from ctxkeep.protocol.limits import NumCtx
 from ctxkeep.daemon.store import codecs, keys
 from ctxkeep.daemon.store.errors import StoreError, StoreTooNew, UnknownSession
 from ctxkeep.daemon.store.migrations import MIGRATIONS, SCHEMA_VERSION
-from ctxkeep.daemon.store.records import ActiveContext, SessionRecord
+from ctxkeep.daemon.store.records import SessionRecord
+from ctxkeep.daemon.store.context_records import ActiveContext
 from ctxkeep.daemon.store.writer import GroupWriter
 
 log = logging.getLogger(__name__)

@@ -13,9 +13,8 @@ from ctxkeep.protocol.goals import Goals
 from ctxkeep.daemon.store import codecs, keys, word_index
 from ctxkeep.daemon.store.environment import Environment
 from ctxkeep.daemon.store.message_cache import MessageCache
-from ctxkeep.daemon.store.records import (
-    Calibration, FileRefRecord, MessageRecord, NewMessage, SessionRecord, View,
-)
+from ctxkeep.daemon.store.records import FileRefRecord, MessageRecord, NewMessage, SessionRecord, View
+from ctxkeep.daemon.store.context_records import Calibration
 
 Appended = tuple[SessionRecord, list[MessageRecord]]
 
@@ -34,6 +33,7 @@ class Appending:
     anchor: tuple[int, list[float], str, list[float]] | None = None
     goals: Goals | None = None
     recalled_tokens: int | None = None
+    answer_tokens: int = 0
 
 
 class History:
@@ -62,8 +62,8 @@ class History:
                   token_count: int | None = None, exact: bool = True, pending: bool = False,
                   answered: Iterable[int] = (), calibrations: Iterable[tuple[str, Calibration]] = (),
                   anchor: tuple[int, list[float], str, list[float]] | None = None,
-                  goals: Goals | None = None, recalled_tokens: int | None = None
-                  ) -> Callable[[lmdb.Transaction], Appended]:
+                  goals: Goals | None = None, recalled_tokens: int | None = None,
+                  answer_tokens: int = 0) -> Callable[[lmdb.Transaction], Appended]:
         """The one message-append primitive, as a transaction function.
 
         `activate_seqs` (messages already stored) and then the messages at the
@@ -80,7 +80,7 @@ class History:
         """
         batch = list(messages)
         how = Appending(set(activate), list(activate_seqs), token_count, exact, pending,
-                        set(answered), list(calibrations), anchor, goals, recalled_tokens)
+                        set(answered), list(calibrations), anchor, goals, recalled_tokens, answer_tokens)
         return lambda txn: self._append(txn, session_id, batch, how)
 
     def _append(self, txn: lmdb.Transaction, session_id: str, batch: list[NewMessage],
@@ -119,6 +119,7 @@ class History:
         if how.token_count is not None:
             record.token_count = how.token_count
             record.tokens_exact = how.exact
+            record.answer_tokens = how.answer_tokens
         for key, calibration in how.calibrations:
             txn.put(key.encode(), codecs.encode(calibration), db=self.dbs["calibration"])
         if how.anchor is not None:

@@ -6,14 +6,12 @@ from typing import NamedTuple
 import msgspec
 
 from ctxkeep.daemon.reliability import score as reliability_score
-from ctxkeep.protocol.structs import (
-    CheckpointInfo, MessageInfo, Options, SessionInfo, SnapshotInfo,
-)
-from ctxkeep.protocol.goals import Goals
+from ctxkeep.protocol.structs import MessageInfo, Options, SessionInfo
 from ctxkeep.daemon.store.attachment import Attachment
 from ctxkeep.protocol.images import ImageRef
 from ctxkeep.protocol.tools import ToolCall, ToolResult, ToolSpec, results_text
 from ctxkeep.daemon.shorten import shortened
+from ctxkeep.daemon.store.context_records import ActiveContext
 
 
 class SessionRecord(msgspec.Struct, kw_only=True):
@@ -51,6 +49,9 @@ class SessionRecord(msgspec.Struct, kw_only=True):
     recall_budget: int | None = None
     #: Tokens the last prompt's recall block took (part of its exact count).
     recalled_tokens: int = 0
+    #: The last answer's tokens, while token_count is the exact count of the prompt it
+    #: answered (the next prompt holds them too).
+    answer_tokens: int = 0
     #: The last exact count and the features of the prompt it counted (by `anchor_model`'s
     #: tokenizer): later estimates are that count plus the estimate of what changed since.
     anchor_tokens: int = 0
@@ -66,6 +67,14 @@ class SessionRecord(msgspec.Struct, kw_only=True):
     tools: list[ToolSpec] = []
 
     @property
+    def next_prompt(self) -> int:
+        """What the next prompt holds before its new message, as far as it is known: after
+        a turn, that prompt's exact count less its recall block plus the answer."""
+        if not self.tokens_exact or not self.answer_tokens:
+            return self.token_count
+        return max(0, self.token_count - self.recalled_tokens + self.answer_tokens)
+
+    @property
     def window(self) -> int:
         """num_ctx capped by the model's context_length, when known."""
         if self.context_length:
@@ -78,7 +87,8 @@ class SessionRecord(msgspec.Struct, kw_only=True):
             id=self.id, name=self.name, model=self.model, system=self.system,
             options=self.options, num_ctx=min(max(self.num_ctx, 0), 2**53), window=min(max(self.window, 0), 2**53),
             created=self.created, updated=self.updated, message_count=self.message_count,
-            token_count=self.token_count, token_count_exact=self.tokens_exact, busy=busy,
+            token_count=self.token_count, token_count_exact=self.tokens_exact,
+            next_tokens=min(self.next_prompt, 2**53), busy=busy,
             compactions=self.compactions, compaction_model=self.compaction_model,
             reliability=round(reliability_score(self.parameter_size, self.compactions), 4),
             auto_compaction=self.auto_compaction, thresholds=self.thresholds,
@@ -171,113 +181,6 @@ class FileRefRecord(msgspec.Struct, kw_only=True):
     sha256: str
     mtime: float
     size: int
-
-
-class Checkpoint(msgspec.Struct, kw_only=True):
-    """A summary of older history in the active context (automatic compaction, level 3)."""
-
-    id: str
-    age: str = "recent"
-    first_seq: int
-    last_seq: int
-    summary: str
-    original_tokens: int
-    current_tokens: int
-    compressions: int = 1
-    key_decisions: list[str] = []
-    files: list[str] = []
-    next_steps: list[str] = []
-    created: float = 0.0
-    #: User messages folded in verbatim (stores before the user-summary rule).
-    verbatim: bool = False
-    #: A summary of the user's own messages (shown as such: `user_summary` warning).
-    of_user: bool = False
-
-    def info(self) -> CheckpointInfo:
-        return CheckpointInfo(
-            id=self.id, age=self.age, first_seq=self.first_seq, last_seq=self.last_seq,  # type: ignore[arg-type]
-            summary=self.summary, original_tokens=self.original_tokens,
-            current_tokens=self.current_tokens, compressions=self.compressions,
-            key_decisions=self.key_decisions, files=self.files, next_steps=self.next_steps,
-            created=self.created, of_user=self.of_user)
-
-
-class ActiveContext(msgspec.Struct):
-    """What the model sees of a session, beside its system prompt: the messages (by
-    sequence number, oldest first), the checkpoints before them, the goal record, the
-    pinned messages, and which messages level 1 shows short: their @file references as
-    summaries, a tool message's results as head and tail."""
-
-    seqs: list[int] = []
-    file_summaries: list[int] = []
-    checkpoints: list[Checkpoint] = []
-    goals: Goals = msgspec.field(default_factory=Goals)
-    pinned: list[int] = []
-    #: message_count when automatic compaction last ran (its cooldown counts from there).
-    last_auto_at: int = -1
-
-
-class SnapshotRecord(msgspec.Struct, kw_only=True):
-    """A session's context state at one moment."""
-
-    id: str
-    created: float
-    reason: str
-    context: ActiveContext
-    token_count: int
-    tokens_exact: bool
-    compactions: int
-    #: The session's next_seq when it was taken: messages from there on joined later.
-    next_seq: int = -1
-    #: Set when `undo` restored it, so the next undo walks further back.
-    undone: bool = False
-
-    def info(self) -> SnapshotInfo:
-        return SnapshotInfo(id=self.id, created=self.created, reason=self.reason,
-                            messages=len(self.context.seqs),
-                            checkpoints=len(self.context.checkpoints),
-                            token_count=self.token_count, compactions=self.compactions,
-                            undone=self.undone)
-
-
-class CompactionRecord(msgspec.Struct, kw_only=True):
-    """One compaction of a session's active context (the audit trail)."""
-
-    time: float
-    level: int
-    strategy: str
-    tokens_before: int
-    tokens_after: int
-    tokens_freed: int
-    #: Active messages replaced by the summary, and those kept as they were.
-    summarized: list[int]
-    kept: list[int]
-    summary_seq: int
-    model: str
-    requested_by: str = ""
-    reason: str = ""
-    #: Where in the full history it happened: the seq of the first message stored after
-    #: it (its own summary, if any; -1 in records of earlier versions).
-    at_seq: int = -1
-
-
-class Calibration(msgspec.Struct):
-    """Least-squares sums that fit token counts to text features: for one model (key: the
-    model's name) the sum of its sessions' sums, each capped in weight; for one session of
-    it (key: model NUL session id) that session's own."""
-
-    xtx: list[list[float]] = []
-    xty: list[float] = []
-    #: Samples summed (older ones decayed); for a model, the capped weights summed.
-    samples: float = 0.0
-    #: Each feature's amount summed over the samples (decayed, capped alike): how much of it
-    #: calibration has seen.
-    mass: list[float] = []
-    observations: int = 0
-    #: Relative errors of the latest estimates' estimated parts, made before their exact counts.
-    errors: list[float] = []
-    #: 1: sums over whole prompts with every turn weighing alike (earlier versions: not used).
-    version: int = 1
 
 
 class View(NamedTuple):

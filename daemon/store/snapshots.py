@@ -9,7 +9,8 @@ from ctxkeep.daemon.store import codecs, keys
 from ctxkeep.daemon.store.environment import Environment
 from ctxkeep.daemon.store.errors import NoSuchSnapshot
 from ctxkeep.daemon.store.history import History
-from ctxkeep.daemon.store.records import ActiveContext, SessionRecord, SnapshotRecord
+from ctxkeep.daemon.store.records import SessionRecord
+from ctxkeep.daemon.store.context_records import ActiveContext, SnapshotRecord
 
 
 def _snapshot_stamp(snapshot_id: str) -> int:
@@ -96,6 +97,7 @@ class Snapshots:
                 snapshot.undone = True
                 txn.put(key, codecs.encode(snapshot), db=self.dbs["snapshots"])
             session.token_count = snapshot.token_count
+            session.answer_tokens = 0  # the count no longer ends with an answer
             session.tokens_exact = snapshot.tokens_exact and not later
             session.compactions = snapshot.compactions
             session.updated = time.time()

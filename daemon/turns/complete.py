@@ -81,13 +81,14 @@ class Completer:
             exact=exact, answered=[user.seq], calibrations=calibrations, goals=goals,
             anchor=None if truncated or not counted else (token_count, list(sent), session.model,
                                            list(turn.recall.features)),
-            recalled_tokens=turn.recall.tokens))
+            recalled_tokens=turn.recall.tokens, answer_tokens=eval_count if exact else 0))
         if truncated:
             log.warning("session=%s prompt_eval_count %d (estimated %d, window %d): Ollama may "
                         "have cut the prompt", session.id, token_count, turn.estimate.tokens, session.window)
         job.end(ResponseGeneration(
             generation_id=job.id, message=assistant.info(), token_count=token_count,
             eval_count=eval_count, window=session.window, truncated=truncated,
+            next_tokens=bounded(session.next_prompt),
             prompt_estimate=turn.estimate.tokens, total_duration=bounded(final.total_duration),
             load_duration=bounded(final.load_duration), prompt_eval_duration=bounded(final.prompt_eval_duration),
             eval_duration=bounded(final.eval_duration), host=final.host, token_count_exact=counted))

@@ -59,9 +59,10 @@ def refuse_impossible(parts: Parts, view: View, user: MessageRecord) -> None:
 
 
 def answer_room(parts: Parts, session: SessionRecord, estimate: Estimate, compacted: bool) -> int:
-    """num_predict for this prompt: the room the window leaves (at most what the
-    session's own num_predict allows), never less than the reserved reply room, so
-    that prompt plus answer always fit and Ollama never shifts or cuts the context.
+    """num_predict for this prompt: the room the window leaves, at most what the session's
+    own num_predict allows (else `answer_max_share` of the window), never less than the
+    reserved reply room, so that prompt plus answer always fit, Ollama never shifts or cuts
+    the context, and one answer leaves room for the next question.
     The room is what the raised estimate leaves, and the refusal says so (`compacted`:
     automatic compaction is on, so the context is already as small as it gets)."""
     raised = parts.estimator.raised(session.model, estimate)
@@ -84,5 +85,6 @@ def answer_room(parts: Parts, session: SessionRecord, estimate: Estimate, compac
     room = max(reserve, room - parts.estimator.allowance(session.model, estimate))
     wanted = session.options.get("num_predict")
     if isinstance(wanted, int) and wanted > 0:
-        room = min(room, wanted)
-    return room
+        return min(room, wanted)
+    # one answer must not take the whole window: the next question needs room beside it
+    return min(room, max(reserve, int(parts.config.answer_max_share * session.window)))

@@ -133,7 +133,7 @@ def test_ollama_clients_see_the_models_of_every_server(short_tmp):
         BackendConfig(name="a", kind="ollama", url=first.url), BackendConfig(name="b", kind="ollama", url=second.url),
         BackendConfig(name="c", kind="openai", url=other.url + "/v1")]).start()
     try:
-        client = ollama.Client(host=f"http://localhost", transport=__import__("httpx").HTTPTransport(
+        client = ollama.Client(host="http://localhost", transport=__import__("httpx").HTTPTransport(
             uds=str(d.http_socket)))
         names = [m.model for m in client.list().models]
         assert sorted(names) == ["first:1b", "second:3b", "served-by-openai"]

@@ -283,3 +283,31 @@ def test_a_silent_model_server_is_reported_and_given_up(daemon_factory, standin)
         assert isinstance(end, GenerationError) and end.code == "ollama_not_answering", end
         assert "stopped answering" in end.message and "first_token_timeout" in end.message
         assert waits and waits[-1].state == "processing" and waits[-1].waited >= 2
+
+
+def test_the_count_shown_is_what_the_next_prompt_holds_the_answer_included(client, standin):
+    """After a long answer the gauge, `sessions` and /usage show the prompt with the answer
+    in it (its tokens are the server's eval_count), not the prompt before the answer."""
+    sid = client.create_session(model="qwen2.5:7b", num_ctx=8192).session.id
+    standin.script(" ".join(f"word{i}" for i in range(600)))
+    accepted = client.send(sid, "Tell me everything.")
+    end, _ = wait_terminal(client, accepted.generation_id)
+    assert isinstance(end, ResponseGeneration) and end.eval_count > 500
+    assert end.next_tokens == end.token_count + end.eval_count
+    info = client.session(sid).session
+    assert info.token_count == end.token_count and info.next_tokens == end.next_tokens
+    usage = client.usage(sid).usage
+    assert usage.next_tokens == end.next_tokens
+
+
+def test_one_long_answer_leaves_a_small_window_session_a_way_forward(client, standin):
+    """An answer that would run to the end of a 2,048 window is capped at a share of it
+    (`answer_max_share`), marked as cut by its limit, and the next question is answered."""
+    sid = client.create_session(model="qwen2.5:7b", num_ctx=2048).session.id
+    standin.script(" ".join(f"word{i}" for i in range(3000)))
+    first, _ = wait_terminal(client, client.send(sid, "Say hello in French.").generation_id)
+    assert isinstance(first, ResponseGeneration) and first.message.done_reason == "length"
+    assert first.eval_count <= 2048 // 4 and standin.chats[-1].body["options"]["num_predict"] <= 512
+    for question in ("And in Spanish?", "And in German?"):
+        then, _ = wait_terminal(client, client.send(sid, question).generation_id)
+        assert isinstance(then, ResponseGeneration), then

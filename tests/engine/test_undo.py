@@ -13,7 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ctxkeep.daemon.config import Config
-from ctxkeep.daemon.store.records import CompactionRecord, NewMessage
+from ctxkeep.daemon.store.records import NewMessage
+from ctxkeep.daemon.store.context_records import CompactionRecord
 from ctxkeep.daemon.store.store import Store
 from ctxkeep.protocol import requests
 from ctxkeep.protocol.events import (

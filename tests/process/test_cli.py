@@ -131,8 +131,11 @@ def test_chat_streams_and_shows_the_gauge(daemon, standin):
     result = daemon.cli("chat", "--model", "qwen2.5:7b", input="hi there\n/usage\n/quit\n")
     assert result.returncode == 0, result.stderr
     assert "Hello! How can I help?" in result.stdout
-    tokens = standin.chats[-1].prompt_tokens
-    assert f"{tokens} / 8,192 tokens (0%)" in result.stdout
+    # the gauge shows what the next prompt holds: the prompt with the answer in it
+    with daemon.client() as c:
+        (session,) = c.sessions().sessions
+    assert session.token_count == standin.chats[-1].prompt_tokens < session.next_tokens
+    assert f"{session.next_tokens} / 8,192 tokens (0%)" in result.stdout
 
 
 def test_chat_ctrl_c_cancels_the_generation_not_the_program(daemon, standin):

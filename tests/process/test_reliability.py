@@ -282,7 +282,7 @@ def test_a_slow_subscriber_loses_the_newest_events_and_sees_the_gap(daemon_facto
     from ctxkeep.protocol import decode_event
     standin.reply_fn = lambda messages: " ".join(f"w{i}" for i in range(3000))
     daemon = daemon_factory()
-    daemon.write_config("event_buffer_bytes = 1048576\ntoken_batch_ms = 0\nnum_ctx = 32768\n")
+    daemon.write_config("event_buffer_bytes = 1048576\ntoken_batch_ms = 0\nnum_ctx = 32768\nanswer_max_share = 1.0\n")
     daemon.start()
     slow = zmq.Context.instance().socket(zmq.SUB)
     slow.setsockopt(zmq.LINGER, 0)

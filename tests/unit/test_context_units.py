@@ -17,7 +17,8 @@ from ctxkeep.daemon.context.prompt import normalize
 from ctxkeep.daemon.compaction.relevance import TermCache, bm25_counts
 from ctxkeep.daemon.compaction.planner import split_tail
 from ctxkeep.protocol.images import ImageRef
-from ctxkeep.daemon.store.records import ActiveContext, Attachment, MessageRecord
+from ctxkeep.daemon.store.records import Attachment, MessageRecord
+from ctxkeep.daemon.store.context_records import ActiveContext
 from ctxkeep.daemon.store.store import Store
 from ollama_standin import count_tokens, render
 
@@ -121,7 +122,8 @@ TEXT = st.sampled_from(["", "hello world", "x = [1, 2]\n", "Größe über alles"
 @st.composite
 def contexts(draw):
     """A session, its context state and active messages of every shape normalize meets."""
-    from ctxkeep.daemon.store.records import Checkpoint, SessionRecord
+    from ctxkeep.daemon.store.records import SessionRecord
+    from ctxkeep.daemon.store.context_records import Checkpoint
     from ctxkeep.protocol.goals import Goals
     messages = []
     for seq in range(draw(st.integers(0, 8))):

@@ -107,7 +107,7 @@ def test_failed_write_changes_nothing(tmp_path):
 
 
 def test_compaction_records_are_never_overwritten(tmp_path):
-    from ctxkeep.daemon.store.records import CompactionRecord
+    from ctxkeep.daemon.store.context_records import CompactionRecord
     st = make(tmp_path)
     s = st.sessions.create(name="", model="m", system="", options={}, num_ctx=8192)
     st.history.append(s.id, [NewMessage(role="user", content=f"q{i}") for i in range(4)])

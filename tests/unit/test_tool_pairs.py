@@ -8,7 +8,8 @@ from ctxkeep.daemon.compaction.planner import (
     manual_parts, plan_file_summaries, plan_prune, preserved_seqs, prune_candidates,
 )
 from ctxkeep.daemon.context.prompt import wire
-from ctxkeep.daemon.store.records import ActiveContext, MessageRecord
+from ctxkeep.daemon.store.records import MessageRecord
+from ctxkeep.daemon.store.context_records import ActiveContext
 from ctxkeep.protocol.tools import FunctionCall, ToolCall, ToolResult
 from ollama_standin import orphan
 
