@@ -8,16 +8,35 @@ from collections.abc import Iterator
 from itertools import takewhile
 
 import lmdb
+import msgspec
 
 from ctxkeep.daemon.store import codecs, keys, word_index
 from ctxkeep.daemon.store.environment import Environment
-from ctxkeep.daemon.store.records import SessionRecord
+from ctxkeep.daemon.store.records import MessageRecord, SessionRecord
 from ctxkeep.daemon.store.context_records import ActiveContext, SnapshotRecord
 from ctxkeep.daemon.store.sessions import Sessions
 
 #: What a branch takes over of its source's settings, as they are.
 SETTINGS = ("model", "system", "options", "num_ctx", "context_length", "parameter_size",
             "auto_compaction", "thresholds", "compaction_model", "recall", "recall_budget", "tools")
+
+
+def lineage(messages: list[MessageRecord], last: int) -> list[int]:
+    """The conversation as it stood when message `last` was said (or current): every
+    complete message up to it, each regenerated answer in place of the one it replaced, an
+    edited question in place of the question it rewords and that one's answers."""
+    conversation: list[int] = []
+    for m in messages:
+        if m.seq > last:
+            break
+        if m.kind != "message" or m.status != "complete" and m.seq != last:
+            continue
+        replaced = m.alternative_of
+        if replaced >= 0 and replaced in conversation:
+            at = conversation.index(replaced)
+            conversation = conversation[:at] if m.role == "user" else conversation[:at] + conversation[at + 1:]
+        conversation.append(m.seq)
+    return conversation
 
 
 def until(context: ActiveContext, last: int) -> ActiveContext:
@@ -80,8 +99,13 @@ class Branches:
         when that snapshot was pruned, every message up to `last` (nothing compacted)."""
         later = [c.at_seq for _, raw in self._records(txn, "compactions", source.id)
                  if (c := codecs.compaction(raw)).at_seq > last]
+        now = until(self.env.context_in(txn, source.id), last)
+        if last >= 0 and not later and last not in now.seqs and not any(c.last_seq >= last for c in now.checkpoints):
+            # a message a regenerate or an edit replaced since: the conversation as it was then
+            plain = [codecs.message(raw) for _, raw in self._records(txn, "messages", source.id)]
+            return msgspec.structs.replace(now, seqs=lineage(plain, last))
         if not later:
-            return until(self.env.context_in(txn, source.id), last)
+            return now
         taken: list[SnapshotRecord] = [s for _, raw in self._records(txn, "snapshots", source.id)
                                        if (s := codecs.snapshot(raw)).next_seq > last]
         if taken and taken[0].next_seq <= min(later):

@@ -96,3 +96,32 @@ def test_a_branch_copies_the_file_references_up_to_its_point(tmp_path):
     assert [r.path for r in store.history.file_refs(branch.id)] == ["a.py"]
     assert [r.path for r in store.history.file_refs(s.id)] == ["a.py", "b.py"]
     store.close()
+
+
+def test_a_branch_at_a_message_a_retry_or_an_edit_replaced_holds_the_conversation_as_it_was(tmp_path):
+    """Branching from "the version before I edited it" is the main reason to branch: the
+    branch's context is the conversation as it stood when that message was current."""
+    app = InProcess(tmp_path, MemoryBackend())
+
+    async def scenario():
+        sid = (await app.call(requests.SessionCreate(model=MODEL, num_ctx=8192))).session.id
+        await turn(app, sid, "first question")            # 0, answered by 1
+        await turn(app, sid, "second question")           # 2, answered by 3
+        await app.call(requests.Regenerate(session=sid))  # 4 replaces 3
+        await app.services.jobs.drain(30)
+        await app.call(requests.Regenerate(session=sid))  # 5 replaces 4
+        await app.services.jobs.drain(30)
+        await app.call(requests.Edit(session=sid, text="second question, reworded"))  # 6 replaces 2, answered by 7
+        await app.services.jobs.drain(30)
+        history = app.store.history.page(sid)[0]
+        assert [(m.seq, m.role, m.alternative_of) for m in history] == [
+            (0, "user", -1), (1, "assistant", -1), (2, "user", -1), (3, "assistant", -1),
+            (4, "assistant", 3), (5, "assistant", 4), (6, "user", 2), (7, "assistant", 5)]
+        out = {}
+        for at in (2, 3, 4, 5, 7):
+            branch = (await app.call(requests.Branch(session=sid, at=at))).session.id
+            out[at] = app.store.context.get(branch).seqs
+        return out
+    contexts = asyncio.run(scenario())
+    app.close()
+    assert contexts == {2: [0, 1, 2], 3: [0, 1, 2, 3], 4: [0, 1, 2, 4], 5: [0, 1, 2, 5], 7: [0, 1, 6, 7]}
