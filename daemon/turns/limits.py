@@ -1,5 +1,7 @@
 """What a prompt may be: refused when it cannot fit, and the room it leaves for the answer."""
 
+import math
+
 import msgspec
 
 from ctxkeep.daemon.context.estimator import Estimate
@@ -37,6 +39,25 @@ def refuse_oversized(session: SessionRecord, text: str) -> None:
             f"was stored or sent: send less (@file:summary instead of the whole file), or {more_room(session)}")
 
 
+#: Before a model's first exact count its estimates come from a cautious prior, above most
+#: tokenizers (up to about this many times their count: +75 % against Gemma 3's). Until
+#: then a prompt is refused only when even the estimate divided by this cannot fit, and the
+#: model server, which refuses a prompt over its window (`truncate: false`), decides the rest:
+#: a fresh store's first turn is never refused when it fits by the real count.
+PRIOR_OVER = 2.0
+
+
+def judged(parts: Parts, model: str, estimate: Estimate | int) -> tuple[int, bool]:
+    """(The size a prompt is checked with, whether it is only the prior's lower bound):
+    the estimate raised by its measured error, or, before the model's first exact count,
+    the least the prior allows."""
+    estimator = parts.estimator
+    if estimator.calibrated(model):
+        return estimator.raised(model, estimate), False
+    tokens = estimate.tokens if isinstance(estimate, Estimate) else estimate
+    return math.ceil(tokens / PRIOR_OVER), True
+
+
 def refuse_impossible(parts: Parts, view: View, user: MessageRecord) -> None:
     """Refuse a question that cannot fit however much is compacted: the system prompt,
     goals, pins and the question itself, plus the reply room, over the window."""
@@ -44,7 +65,7 @@ def refuse_impossible(parts: Parts, view: View, user: MessageRecord) -> None:
     estimator = parts.estimator
     floor_context = msgspec.structs.replace(context, seqs=[], checkpoints=[])
     pinned = parts.store.history.messages(session.id, context.pinned)
-    floor = estimator.raised(session.model, estimator.estimate(
+    floor, _ = judged(parts, session.model, estimator.estimate(
         session.model, estimator.context_features(session, floor_context, pinned, user)))
     room = reply_room(parts.config, session.window)
     if floor + room > session.window:
@@ -68,6 +89,9 @@ def answer_room(parts: Parts, session: SessionRecord, estimate: Estimate, compac
     raised = parts.estimator.raised(session.model, estimate)
     room = session.window - raised
     reserve = reply_room(parts.config, session.window)
+    least, first = judged(parts, session.model, estimate)
+    if room < reserve and first and session.window - least >= reserve:
+        return reserve  # the first count of this model: the server refuses what does not fit
     if room < reserve:
         advice = (f"send less (@file:summary instead of a whole file), or {more_room(session)}"
                   if compacted else f"compact the session (`ctxkeep compact {session.name}`), "

@@ -264,3 +264,31 @@ def test_a_kind_of_text_calibration_has_not_seen_gets_the_cautious_margin(tmp_pa
     assert guess.novel > 0.3 * guess.uncertain  # its digits and symbols: never seen
     assert est.allowance("m", guess) >= UNCALIBRATED_MARGIN * guess.novel
     store.close()
+
+
+def test_a_fresh_stores_first_turn_is_not_refused_when_it_fits_by_the_real_count(tmp_path):
+    """Before a model's first exact count the cautious prior over-counts (here +53 % against
+    a BPE-like tokenizer): a message that fits a 1,024 window by the real count is sent, and
+    the model server's own count decides; one that cannot fit even by the prior's lower bound
+    is still refused before anything is sent."""
+    from ctxkeep.protocol.events import GenerationError, ResponseGeneration
+    from ollama_standin import count_tokens_bpe
+    backend = MemoryBackend(count=count_tokens_bpe)
+    app = InProcess(tmp_path, backend)
+    text = " ".join(["The quick brown fox jumps over the lazy dog near the river bank, said Maria."] * 40)
+
+    async def go():
+        sid = (await app.call(requests.SessionCreate(model=MODEL, num_ctx=1024))).session.id
+        assert app.services.estimator.text(MODEL, text) > 1024 - 128  # the prior says it cannot fit
+        first = (await app.call(requests.Send(session=sid, text=text))).generation_id
+        await app.services.jobs.drain(30)
+        fresh = (await app.call(requests.SessionCreate(model="small:1b", num_ctx=1024))).session.id
+        huge = (await app.call(requests.Send(session=fresh, text=text * 4))).generation_id
+        await app.services.jobs.drain(30)
+        return first, huge
+    first, huge = asyncio.run(go())
+    ends = {e.generation_id: e for e in app.bus.seen if isinstance(e, (ResponseGeneration, GenerationError))}
+    app.close()
+    assert isinstance(ends[first], ResponseGeneration) and ends[first].token_count < 1024 - 128
+    assert isinstance(ends[huge], GenerationError) and ends[huge].code == "context_overflow"
+    assert len(backend.chats) == 1  # the one that cannot fit was never sent
