@@ -72,7 +72,7 @@ class SessionRecord(msgspec.Struct, kw_only=True):
         a turn, that prompt's exact count less its recall block plus the answer."""
         if not self.tokens_exact or not self.answer_tokens:
             return self.token_count
-        return max(0, self.token_count - self.recalled_tokens + self.answer_tokens)
+        return min(2**53, max(0, self.token_count - self.recalled_tokens + self.answer_tokens))
 
     @property
     def window(self) -> int:
@@ -88,7 +88,7 @@ class SessionRecord(msgspec.Struct, kw_only=True):
             options=self.options, num_ctx=min(max(self.num_ctx, 0), 2**53), window=min(max(self.window, 0), 2**53),
             created=self.created, updated=self.updated, message_count=self.message_count,
             token_count=self.token_count, token_count_exact=self.tokens_exact,
-            next_tokens=min(self.next_prompt, 2**53), busy=busy,
+            next_tokens=self.next_prompt, busy=busy,
             compactions=self.compactions, compaction_model=self.compaction_model,
             reliability=round(reliability_score(self.parameter_size, self.compactions), 4),
             auto_compaction=self.auto_compaction, thresholds=self.thresholds,
