@@ -23,8 +23,8 @@ handled, and the daemon alive after every scenario.
 import argparse
 import http.client
 import json
+import multiprocessing
 import socket
-import threading
 import time
 
 from common import daemon_for, emit, free_port, percentiles, standin_process  # (puts tests/ on the path)
@@ -32,32 +32,43 @@ from common import daemon_for, emit, free_port, percentiles, standin_process  # 
 MODEL = "qwen2.5:7b"
 
 
+def _ping(control: str, events: str, stop, out) -> None:
+    """In a process of its own (the abuse's own work must not delay the pings): ping every
+    10 ms until `stop`, then send (samples, errors) through `out`."""
+    from ctxkeep.clients import Client
+    samples, errors = [], 0
+    with Client(control, events, timeout=60) as c:
+        while not stop.is_set():
+            t0 = time.perf_counter()
+            try:
+                c.ping()
+                samples.append(time.perf_counter() - t0)
+            except Exception:  # noqa: BLE001 - counted
+                errors += 1
+            time.sleep(0.01)
+    out.send((samples, errors))
+
+
 class Pinger:
-    """Pings the daemon every 10 ms from a thread of its own; `samples` are the round trips."""
+    """Another client pinging the daemon every 10 ms, in a process of its own; `samples` are
+    its round trips."""
 
     def __init__(self, daemon) -> None:
-        self.daemon, self.samples, self._stop = daemon, [], threading.Event()
-        self.errors = 0
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        with self.daemon.client(timeout=60) as c:
-            while not self._stop.is_set():
-                t0 = time.perf_counter()
-                try:
-                    c.ping()
-                    self.samples.append(time.perf_counter() - t0)
-                except Exception:  # noqa: BLE001 - counted
-                    self.errors += 1
-                time.sleep(0.01)
+        self.daemon, self.samples, self.errors = daemon, [], 0
+        self._stop = multiprocessing.Event()
+        self._ours, theirs = multiprocessing.Pipe()
+        self._process = multiprocessing.Process(target=_ping, args=(daemon.control, daemon.events,
+                                                                    self._stop, theirs), daemon=True)
 
     def __enter__(self) -> "Pinger":
-        self._thread.start()
+        self._process.start()
+        time.sleep(0.3)  # connected and pinging before the abuse starts
         return self
 
     def __exit__(self, *exc) -> None:
         self._stop.set()
-        self._thread.join(70)
+        self.samples, self.errors = self._ours.recv()
+        self._process.join(70)
 
 
 def post(port: int, path: str, body: bytes, timeout: float = 600) -> tuple[int, str]:
@@ -96,22 +107,27 @@ def scenarios(port: int, connections: int) -> dict:
 
     many = lambda n: chat([{"role": "user" if i % 2 == 0 else "assistant", "content": f"m{i}"}  # noqa: E731
                            for i in range(n)] + [{"role": "user", "content": "and now?"}][: 1 if n % 2 == 0 else 0])
-    return {
-        "connections": held,
-        "messages_10k": lambda: post(port, "/api/chat", many(9_998)),
-        "messages_100k": lambda: post(port, "/api/chat", many(100_000)),
-        "message_30mb": lambda: post(port, "/api/chat", chat([{"role": "user", "content": "word " * 6_000_000}])),
-        "message_7mb": lambda: post(port, "/api/chat", chat([{"role": "user", "content": "word " * 1_400_000}])),
-        "generate_7mb": lambda: post(port, "/api/generate", json.dumps(
+    bodies = {  # made before the measure starts: the client's own work is not the daemon's
+        "messages_10k": ("/api/chat", lambda: many(9_998)),
+        "messages_100k": ("/api/chat", lambda: many(100_000)),
+        "message_30mb": ("/api/chat", lambda: chat([{"role": "user", "content": "word " * 6_000_000}])),
+        "message_7mb": ("/api/chat", lambda: chat([{"role": "user", "content": "word " * 1_400_000}])),
+        "generate_7mb": ("/api/generate", lambda: json.dumps(
             {"model": MODEL, "prompt": "word " * 1_400_000, "stream": False}).encode()),
-        "generate_30mb": lambda: post(port, "/api/generate", json.dumps(
+        "generate_30mb": ("/api/generate", lambda: json.dumps(
             {"model": MODEL, "prompt": "word " * 6_000_000, "stream": False}).encode()),
-        "schema_bomb": lambda: post(port, "/api/chat", chat([{"role": "user", "content": "a" * 60 + "b"}], format={
+        "schema_bomb": ("/api/chat", lambda: chat([{"role": "user", "content": "a" * 60 + "b"}], format={
             "type": "object", "properties": {"a": {"type": "string", "pattern": "(a|aa)+$"}}})),
-        "self_ref": lambda: post(port, "/api/chat", chat([{"role": "user", "content": "x"}], format={"$ref": "#"})),
-        "deep_json": lambda: post(port, "/api/chat", b'{"model": "m", "messages": [{"role": "user", "content": "x", "x": '
-                                  + b"[" * 100_000 + b"]" * 100_000 + b"}]}"),
+        "self_ref": ("/api/chat", lambda: chat([{"role": "user", "content": "x"}], format={"$ref": "#"})),
+        "deep_json": ("/api/chat", lambda: b'{"model": "m", "messages": [{"role": "user", "content": "x", "x": '
+                      + b"[" * 100_000 + b"]" * 100_000 + b"}]}"),
     }
+
+    def sender(path: str, make) -> tuple:
+        body = make()
+        return lambda: post(port, path, body)
+    return {"connections": lambda: held, **{name: lambda p=path, m=make: sender(p, m)
+                                           for name, (path, make) in bodies.items()}}
 
 
 def main() -> None:
@@ -125,9 +141,10 @@ def main() -> None:
         with Pinger(daemon) as idle:
             time.sleep(2)
         emit(scenario="baseline_idle", ping=percentiles(idle.samples))
-        for name, run in scenarios(port, args.connections).items():
+        for name, prepare in scenarios(port, args.connections).items():
             if args.only and name != args.only:
                 continue
+            run = prepare()
             with Pinger(daemon) as pinger:
                 t0 = time.perf_counter()
                 try:

@@ -26,11 +26,13 @@ from ctxkeep.daemon.handlers.registry import Caller
 from ctxkeep.daemon.services import Services
 from ctxkeep.daemon.store.records import SessionRecord
 from ctxkeep.daemon.store.store import UnknownSession
-from ctxkeep.daemon.transports.http.conversations import ConversationIndex, sent_keys
+from ctxkeep.daemon.transports.http.conversations import ConversationIndex, chain, sent_keys
 from ctxkeep.daemon.transports.http.errors import HttpError
 
 #: Messages the conversation index may read on the event loop (more: in the writer thread).
 FOLD_ON_LOOP = 64
+#: Text the conversation's keys may be made of on the event loop (more: a worker thread).
+KEYS_ON_LOOP_CHARS = 64 * 1024
 #: How much of the first message names a new session.
 NAME_CHARS = 48
 
@@ -163,10 +165,14 @@ class Chats:
                 else:
                     await self.services.store.off_loop(self.index.refresh)
             sent = [*chat.history, chat.new]
-            keys = await asyncio.to_thread(sent_keys, sent) \
-                if len(sent) > FOLD_ON_LOOP or any(m.images for m in sent) else sent_keys(sent)
-            again = self.index.find(chat.system, keys) if chat.new.role == "user" else None
-            match = self.index.find(chat.system, keys[:-1])
+            heavy = len(sent) > FOLD_ON_LOOP or any(m.images for m in sent) \
+                or sum(len(m.content) for m in sent) > KEYS_ON_LOOP_CHARS
+
+            def hashed() -> list[bytes]:
+                return chain(chat.system, sent_keys(sent))
+            hashes = await asyncio.to_thread(hashed) if heavy else hashed()
+            again = self.index.find_chain(hashes) if chat.new.role == "user" else None
+            match = self.index.find_chain(hashes[:-1])
             if again is not None and again.continues and again.session:  # a retry of the last question
                 session, chat.retry = self.services.store.sessions.get(again.session), True
             elif match.continues and match.session:
@@ -208,7 +214,7 @@ class Chats:
                 await self.call(requests.SessionImport(session=reply.session.id, messages=chat.history[shared:]))
             return self.services.store.sessions.get(reply.session.id)
         first = chat.history[0].content if chat.history else chat.new.content
-        name = " ".join(first.split())[:NAME_CHARS]
+        name = " ".join(first[:NAME_CHARS * 4].split())[:NAME_CHARS]
         for attempt in range(1, 100):
             try:
                 reply = await self.call(requests.SessionImport(

@@ -25,9 +25,23 @@ from ctxkeep.daemon.store.store import Store, UnknownSession
 PAGE = 500
 
 
+#: A longer text is normalised in slices (cut at whitespace), so that a worker thread doing
+#: it lets the event loop run between them.
+SLICE = 1 << 16
+
+
 def normalise(text: str) -> str:
     """Whitespace collapsed and trimmed: how two copies of a message are compared."""
-    return " ".join(text.split())
+    if len(text) <= SLICE:
+        return " ".join(text.split())
+    pieces, start = [], 0
+    while start < len(text):
+        end = min(len(text), start + SLICE)
+        while end < len(text) and not text[end].isspace() and end - start < 2 * SLICE:
+            end += 1  # to the end of the word (a slice never cuts one)
+        pieces.extend(text[start:end].split())
+        start = end
+    return " ".join(pieces)
 
 
 def seed(system: str) -> bytes:
@@ -155,7 +169,12 @@ class ConversationIndex:
         """The session `messages` (the keys of a client's conversation before its new
         message: `sent_keys`) continues, or the one it shares the longest prefix with. Call
         `refresh` first."""
-        hashes = chain(system, messages)
+        return self.find_chain(chain(system, messages))
+
+    def find_chain(self, hashes: list[bytes]) -> Match:
+        """`find`, for a conversation's `chain` of hashes (made beforehand: a worker thread
+        may make a long one)."""
+        messages = hashes[1:]
         ends = self.prefixes.get(hashes[-1], {})
         done = [sid for sid, length in ends.items() if len(self.folded[sid].hashes) - 1 == length]
         if done and messages:
