@@ -8,6 +8,7 @@ publishes `session.updated` with the session's true `busy` and
 starts or stops working.
 """
 
+import asyncio
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -25,6 +26,8 @@ from ctxkeep.daemon.context.usage import usage_of
 from ctxkeep.daemon.store.records import View
 
 log = logging.getLogger(__name__)
+#: A session with more messages is read and estimated in worker threads (as recall indexes it).
+ON_LOOP_MESSAGES = 2000
 
 
 @dataclass
@@ -48,8 +51,12 @@ class Announcer:
         """What the model would see may have changed: record a fresh estimate in place of
         the count (committed by the writer thread). A prompt that is the one last counted
         (a new window, a name: nothing the model sees) keeps its exact count."""
-        session, context, active = self.store.history.view(session_id)
-        estimate = self.estimator.context_estimate(session, context, active)
+        if self.store.sessions.get(session_id).message_count > ON_LOOP_MESSAGES:  # a large import: read and
+            session, context, active = await self.store.off_loop(self.store.history.view, session_id)  # counted off the loop
+            estimate = await asyncio.to_thread(self.estimator.context_estimate, session, context, active)
+        else:
+            session, context, active = self.store.history.view(session_id)
+            estimate = self.estimator.context_estimate(session, context, active)
         return await self.store.off_loop(self.store.context.set_estimate, session_id, estimate.tokens,
                                          estimate.uncertain == 0)
 
