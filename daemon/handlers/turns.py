@@ -140,9 +140,14 @@ async def send(services: Services, req: requests.Send, record: SessionRecord, *,
         new = NewMessage(role="user", content=req.text, files=files,
                          images=await stored_images(services, req.images))
     job, ahead, _ = await services.generations.accept(record, new, asked)
+    warnings = [f"@{f.path}: {f.error}" for f in files if f.error]
+    facts = services.backend.known_facts(record.model)
+    if req.images and facts is not None and "vision" not in facts.capabilities:  # said, not silently done
+        warnings.append(f"{record.model} does not see images (its /api/show lists no vision): it reads each "
+                        "one's name in its place ([image: NAME]); set a model with vision "
+                        f"(`ctxkeep set {record.name} --model M`) for it to see them")
     return Accepted(id=req.id, session_id=record.id, generation_id=job.id, ahead=ahead,
-                    files=[f.info() for f in files],
-                    warnings=[f"@{f.path}: {f.error}" for f in files if f.error])
+                    files=[f.info() for f in files], warnings=warnings)
 
 
 @handles(requests.Cancel, session=True)

@@ -45,13 +45,17 @@ def test_an_image_is_seen_counted_paged_fetched_exported_and_imported(daemon, st
 
 def test_a_model_without_vision_reads_the_images_name_and_the_estimator_learns_image_cost(client, standin):
     s = client.create_session(model="qwen2.5:7b", name="no-vision").session
-    end, _ = wait_terminal(client, client.send(s.id, "Describe it", images=[DOT]).generation_id)
+    accepted = client.send(s.id, "Describe it", images=[DOT])
+    assert any("qwen2.5:7b does not see images" in w for w in accepted.warnings)  # said, not silent
+    end, _ = wait_terminal(client, accepted.generation_id)
     assert isinstance(end, ResponseGeneration)
     last = standin.chats[-1].body["messages"][-1]
     assert "images" not in last and last["content"] == "Describe it\n\n[image: dot.png]"
     # a vision model: the first exact count with an image teaches its cost to the next session's estimate
     first = client.create_session(model="vision:4b", name="v1").session
-    wait_terminal(client, client.send(first.id, "One", images=[DOT]).generation_id)
+    seen = client.send(first.id, "One", images=[DOT])
+    assert not seen.warnings
+    wait_terminal(client, seen.generation_id)
     second = client.create_session(model="vision:4b", name="v2").session
     end, _ = wait_terminal(client, client.send(second.id, "Two", images=[DOT]).generation_id)
     prior_error = 768 - 256  # the cautious prior against the stand-in's cost
