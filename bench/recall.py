@@ -25,15 +25,13 @@ per turn at 10,000 and 100,000 stored messages (in-process, the store on disk; g
 
 import argparse
 import asyncio
-import math
 import random
-import re
 import shutil
 import statistics
 import sys
 import tempfile
 import time
-from collections import Counter, defaultdict
+from collections import defaultdict
 from pathlib import Path
 
 from common import emit
@@ -76,22 +74,12 @@ def turn(client, sid: str, text: str) -> object:
 
 # -- the baselines, over the same turns, at the same token count ------------------------------
 
-_WORD = re.compile(r"\w+")
-
 
 def bm25_rank(docs: list[str], query: str) -> list[int]:
     """Indexes of `docs` by plain BM25 for `query`, best first (no stemming: a baseline)."""
-    counted = [Counter(_WORD.findall(d.lower())) for d in docs]
-    n, avg = len(docs), sum(sum(c.values()) for c in counted) / max(1, len(docs))
-    df = Counter(w for c in counted for w in c)
-    q = set(_WORD.findall(query.lower()))
-    scores = []
-    for i, c in enumerate(counted):
-        length = sum(c.values())
-        s = sum(math.log(1 + (n - df[w] + 0.5) / (df[w] + 0.5)) * c[w] * 2.2 / (c[w] + 1.2 * (0.25 + 0.75 * length / avg))
-                for w in q if w in c)
-        scores.append(s)
-    return sorted(range(n), key=lambda i: -scores[i])
+    import recall_lme
+    scores = recall_lme.bm25_scores(docs, query)
+    return sorted(range(len(docs)), key=lambda i: -scores[i])
 
 
 def baselines(conversation, question: str, budget: int, count) -> dict[str, set[int]]:

@@ -120,6 +120,29 @@ def until_idle(client: Client, session_id: str, job_id: str, timeout: float = 30
 
 
 @pytest.fixture
+def watched_http() -> Iterator[tuple[str, list[str]]]:
+    """A loopback HTTP server that records the path of every request it gets (what must
+    never be fetched): (its base URL, the paths asked)."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+    hits: list[str] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - http.server's name
+            hits.append(self.path)
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(b'{"type": "string"}')
+
+        def log_message(self, *args) -> None:
+            pass
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}", hits
+    server.shutdown()
+
+
+@pytest.fixture
 def standin() -> Iterator[OllamaStandin]:
     server = OllamaStandin().start()
     yield server

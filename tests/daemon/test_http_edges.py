@@ -5,9 +5,7 @@ client able to hold more than its share of connections or time."""
 import http.client
 import json
 import socket
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -88,27 +86,9 @@ def test_a_tool_call_whose_arguments_are_not_an_object_is_refused_and_the_store_
     assert stored(open_door) == []
 
 
-@pytest.fixture
-def watched_url():
-    """A loopback HTTP server that counts the requests it gets."""
-    hits: list[str] = []
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802
-            hits.append(self.path)
-            self.send_response(200)
-            self.end_headers()
-
-        def log_message(self, *args):
-            pass
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/internal", hits
-    server.shutdown()
-
-
-def test_a_schema_that_names_a_url_is_refused_without_fetching_it(open_door, watched_url):
-    url, hits = watched_url
+def test_a_schema_that_names_a_url_is_refused_without_fetching_it(open_door, watched_http):
+    base, hits = watched_http
+    url = base + "/internal"
     status, body, _ = call(open_door, "POST", "/api/chat", chat("hello", format={"$ref": url}))
     assert status == 400 and "points outside the schema" in body["error"]
     status, body, _ = call(open_door, "POST", "/v1/chat/completions", {

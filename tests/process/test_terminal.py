@@ -64,21 +64,27 @@ def _umask():
     os.umask(old)
 
 
+def ask_waiting(daemon, sid: str, env: dict, cwd, line: str) -> str:
+    """`ask SID hello` on a terminal with `env`, past a waiting line matching `line`, to its
+    answer and exit 0: what the terminal showed."""
+    child = pexpect.spawn(sys.executable, ["-m", "ctxkeep.clients.cli.main", "ask", sid, "hello"],
+                          env=env, cwd=str(cwd), encoding="utf-8", timeout=30)
+    child.logfile_read = io.StringIO()
+    child.expect(line)
+    child.expect("You said 1 words")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    return child.logfile_read.getvalue()
+
+
 def test_ask_on_a_terminal_says_what_it_waits_for(daemon, standin, tmp_path):
     """A model server that says nothing for a while: `ask` shows a status line with the
     seconds (it printed nothing before), then the answer where the line was."""
     sid = daemon.cli("new", "--model", "thinker:8b", "-q").stdout.strip()
     standin.fail_next("delay", seconds=2.6)
-    env = dict(daemon.env, TERM="xterm")
-    child = pexpect.spawn(sys.executable, ["-m", "ctxkeep.clients.cli.main", "ask", sid, "hello"],
-                          env=env, cwd=str(tmp_path), encoding="utf-8", timeout=30)
-    child.logfile_read = io.StringIO()
-    child.expect(r"\[waiting: Ollama is loading thinker:8b into memory .* · 2 s\]")
-    child.expect("You said 1 words")
-    child.expect(pexpect.EOF)
-    child.close()
-    assert child.exitstatus == 0
-    shown = child.logfile_read.getvalue()
+    shown = ask_waiting(daemon, sid, dict(daemon.env, TERM="xterm"), tmp_path,
+                        r"\[waiting: Ollama is loading thinker:8b into memory .* · 2 s\]")
     assert shown.index("\x1b7") < shown.index("[waiting") < shown.index("\x1b8\x1b[K") < shown.index("You said")
 
 
@@ -95,14 +101,8 @@ def test_ask_says_what_it_waits_for_without_a_colour_terminal_too(daemon, standi
         assert "\x1b" not in done.stderr
         return
     env = dict(daemon.env, TERM="dumb") if where == "TERM=dumb" else dict(daemon.env, TERM="xterm", NO_COLOR="1")
-    child = pexpect.spawn(sys.executable, ["-m", "ctxkeep.clients.cli.main", "ask", sid, "hello"],
-                          env=env, cwd=str(tmp_path), encoding="utf-8", timeout=30)
-    child.logfile_read = io.StringIO()
-    child.expect(r"ctxkeep: waiting: Ollama is loading thinker:8b into memory .* · 2 s\r?\n")
-    child.expect("You said 1 words")
-    child.expect(pexpect.EOF)
-    child.close()
-    assert child.exitstatus == 0 and "\x1b7" not in child.logfile_read.getvalue()
+    shown = ask_waiting(daemon, sid, env, tmp_path, r"ctxkeep: waiting: Ollama is loading thinker:8b into memory .* · 2 s\r?\n")
+    assert "\x1b7" not in shown
 
 
 def test_edit_alone_opens_the_last_question_in_the_editor(daemon, tmp_path):

@@ -1,10 +1,6 @@
 """An answer's shape against the `format` its turn asked for (issue 31)."""
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
-import pytest
 
 from ctxkeep.daemon.turns.answer_format import MAX_SCHEMA_DEPTH, format_problem, schema_problem
 
@@ -25,28 +21,8 @@ def test_a_schema_names_where_the_answer_breaks_it():
     assert format_problem('{"items": 1}', {"type": "nonsense"}).startswith("the schema cannot be checked: it is not a valid JSON schema")
 
 
-@pytest.fixture
-def watched_server():
-    """A loopback HTTP server that records every request it gets (a $ref must never reach it)."""
-    hits: list[str] = []
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802 - http.server's name
-            hits.append(self.path)
-            self.send_response(200)
-            self.end_headers()
-            self.wfile.write(b'{"type": "string"}')
-
-        def log_message(self, *args):
-            pass
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}", hits
-    server.shutdown()
-
-
-def test_a_ref_outside_the_schema_is_refused_and_never_fetched_or_read(watched_server, tmp_path):
-    url, hits = watched_server
+def test_a_ref_outside_the_schema_is_refused_and_never_fetched_or_read(watched_http, tmp_path):
+    url, hits = watched_http
     secret = tmp_path / "secret.json"
     secret.write_text('{"type": "string"}')
     for ref in (f"{url}/internal", secret.as_uri(), "other.json", "file:///dev/zero"):
