@@ -74,6 +74,9 @@ class Pass:
     keep_tools: int = KEEP_TOOL_EXCHANGES
     #: What the prompt carries beside its messages (the tools it offers), counted in `fits`.
     offered: Vector = ZERO
+    #: The question the prompt must fit for, once everything else was done: the long
+    #: answers still whole are shown as their head and tail (`early_levels.long_answers`).
+    last_resort: MessageRecord | None = None
     snapshot_id: str = ""
     levels: list[int] = field(default_factory=list)
 
@@ -181,6 +184,9 @@ class AutoCompactor:
             if changed is view and user is None:
                 break
             view = changed
+        if user is not None and not self.fits(view, user, pass_.offered):
+            pass_.last_resort = user  # the newest answers too: never a dead end for one long answer
+            view = await self.run(view, 1, pass_)
         return view
 
     # -- one level -----------------------------------------------------------------
@@ -240,6 +246,8 @@ class AutoCompactor:
         preserved = preserved_seqs(view.context, view.active, keep_recent,
                                    self.parts.config.preserve_user_messages, pass_.keep_tools)
         if level == 1:
+            if pass_.last_resort is not None:
+                return early_levels.long_answers(view, pass_.last_resort)
             return early_levels.file_outlines(self.parts.config, view, pass_.keep_tools)
         if level == 2:
             return await early_levels.prune(self.parts, self.terms, view, preserved)

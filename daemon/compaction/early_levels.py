@@ -10,7 +10,8 @@ from ctxkeep.daemon.compaction.planner import (
 )
 from ctxkeep.daemon.config import Config
 from ctxkeep.daemon.context.parts import Parts
-from ctxkeep.daemon.store.records import View
+from ctxkeep.daemon.shorten import shortened
+from ctxkeep.daemon.store.records import MessageRecord, View
 
 
 def file_outlines(config: Config, view: View, keep_tools: int) -> Change | str:
@@ -41,3 +42,18 @@ async def prune(parts: Parts, terms: relevance.TermCache, view: View, preserved:
     return Change([s for s in context.seqs if s not in pruned],
                   [s for s in context.file_summaries if s not in pruned], list(context.checkpoints),
                   f"{len(pruned)} low-relevance message(s) left the active context")
+
+
+def long_answers(view: View, user: MessageRecord | None) -> Change | str:
+    """The last resort for a prompt that must fit (nothing else left to compact): the long
+    answers still shown whole — the newest exchange's included, which no other level
+    touches — as their head and tail ("[… N characters omitted …]" between), so that one
+    long answer never leaves a session without a way forward. Undoable as any pass."""
+    context = view.context
+    done, pinned = set(context.file_summaries), set(context.pinned)
+    seqs = [m.seq for m in view.active if m.role == "assistant" and not m.files and m.seq not in done
+            and m.seq not in pinned and (user is None or m.seq != user.seq) and shortened(m.content) != m.content]
+    if not seqs:
+        return "no long answer left to show as its head and tail"
+    return Change(list(context.seqs), [*context.file_summaries, *seqs], list(context.checkpoints),
+                  f"{len(seqs)} long answer(s), the newest included, now show their head and tail")

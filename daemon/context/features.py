@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 
 import msgspec
 
+from ctxkeep.daemon.shorten import shortened
 from ctxkeep.daemon.context.fold import PrefixFold
 from ctxkeep.daemon.context.per_message import PerMessage
 from ctxkeep.daemon.store.records import MessageRecord, SessionRecord
@@ -68,11 +69,18 @@ class MessageFeatures(NamedTuple):
     summaries: Vector
     images: Vector = ZERO
     notes: Vector = ZERO
+    #: A long answer's text as its head and tail (what level 1 shows of it as a last
+    #: resort); None for any other message.
+    short: Vector | None = None
+
+    def text(self, file_summaries: bool) -> Vector:
+        """The message's own text as shown: its head and tail, where level 1 shortened it."""
+        return self.short if file_summaries and self.short is not None else self.content
 
     def shown(self, file_summaries: bool, images_seen: bool = False) -> Vector:
         """The message as `prompt.wire` shows it (`MessageRecord.prompt_content`, and the
         images the model sees)."""
-        return add(self.content, self.summaries if file_summaries else self.blocks,
+        return add(self.text(file_summaries), self.summaries if file_summaries else self.blocks,
                    self.images if images_seen else self.notes)
 
 
@@ -91,8 +99,12 @@ def message_features(m: MessageRecord) -> MessageFeatures:
     content = add(text_features(m.content), json_features(msgspec.to_builtins(m.tool_calls)),
                   scale(CALL_WRAP, len(m.tool_calls)))
     notes = add(*(add(JOIN, text_features(i.note())) for i in m.images))
+    short = None
+    if m.role == "assistant" and not m.files and shortened(m.content) != m.content:
+        short = add(text_features(shortened(m.content)), json_features(msgspec.to_builtins(m.tool_calls)),
+                    scale(CALL_WRAP, len(m.tool_calls)))
     return MessageFeatures(content, add(joins, *blocks), add(joins, *summaries),
-                           scale(IMAGE, len(m.images)), notes)
+                           scale(IMAGE, len(m.images)), notes, short)
 
 
 class FeatureCache(PerMessage[MessageFeatures]):
@@ -181,10 +193,11 @@ def segment_step(cache: FeatureCache) -> Callable[[Segmented, MessageRecord, Has
         cached = cache.of(session_id, m)
         attached = add(cached.summaries if m.seq in summarized else cached.blocks,
                        cached.images if images_seen(m, summarized, vision) else cached.notes)
+        text = cached.text(m.seq in summarized)
         if m.seq in pinned:
-            return state._replace(pinned=add(state.pinned, cached.content, ONE, attached))
+            return state._replace(pinned=add(state.pinned, text, ONE, attached))
         if m.kind == "summary":
-            return state._replace(summaries=add(state.summaries, cached.content, ONE),
+            return state._replace(summaries=add(state.summaries, text, ONE),
                                   files=add(state.files, attached))
-        return state._replace(recent=add(state.recent, cached.content, ONE), files=add(state.files, attached))
+        return state._replace(recent=add(state.recent, text, ONE), files=add(state.files, attached))
     return step

@@ -141,10 +141,13 @@ class MessageRecord(MessageFields, kw_only=True, frozen=True):
         """The text the model sees: the message, then its expanded @file references
         (as summaries, where level-1 compaction made them so), then, unless the model sees
         its images, each one's note ("[image: name]"); a `tool` message's results (head and
-        tail, where level-1 compaction shortened them)."""
+        tail, where level-1 compaction shortened them); an answer too long for the window's
+        last turns, as its head and tail where compaction shortened it."""
         if self.tool_results and file_summaries:
             return results_text([ToolResult(tool_name=r.tool_name, content=short)
                                  for r, short in zip(self.tool_results, self.short_results())])
+        if file_summaries and self.role == "assistant" and not self.files:
+            return shortened(self.content)
         notes = [] if images_seen else [i.note() for i in self.images]
         if not self.files and not notes:
             return self.content

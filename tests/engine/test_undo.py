@@ -18,7 +18,7 @@ from ctxkeep.daemon.store.context_records import CompactionRecord
 from ctxkeep.daemon.store.store import Store
 from ctxkeep.protocol import requests
 from ctxkeep.protocol.events import (
-    CompactionResult, ResponseGeneration, SnapshotCreated, SnapshotRestored,
+    CompactionResult, GenerationError, ResponseGeneration, SnapshotCreated, SnapshotRestored,
 )
 from ctxkeep.daemon.errors import RequestError
 from inprocess import InProcess
@@ -173,3 +173,34 @@ def test_undo_restores_the_context_before_the_pass_plus_what_came_since(steps):
     finally:
         app.close()
         shutil.rmtree(root, ignore_errors=True)
+
+
+def test_a_session_whose_last_answer_alone_overflows_still_takes_the_next_question(tmp_path):
+    """A long answer kept whole among the last turns (from before answers were capped, or a
+    window made smaller since) would leave no room: the turn shows it as its head and tail
+    (said so in the prompt), is answered, and undo puts the answer back whole."""
+    from ctxkeep.protocol.imported import ImportedMessage
+    backend = MemoryBackend()
+    app = InProcess(tmp_path, backend)
+    answer = "\n".join(f"Line {i} of a very long answer about French greetings and their history." for i in range(160))
+
+    async def go():
+        sid = (await app.call(requests.SessionImport(model="qwen2.5:7b", num_ctx=2048, messages=[
+            ImportedMessage(role="user", content="Say hello in French."),
+            ImportedMessage(role="assistant", content=answer)]))).session.id
+        accepted = await app.call(requests.Send(session=sid, text="And in Spanish?"))
+        await app.services.jobs.drain(30)
+        end = next(e for e in app.bus.seen if getattr(e, "generation_id", "") == accepted.generation_id
+                   and isinstance(e, ResponseGeneration | GenerationError))
+        prompt = backend.chats[-1][0]
+        await app.call(requests.SnapshotRestore(session=sid))
+        return sid, end, prompt
+    sid, end, prompt = asyncio.run(go())
+    results = [e for e in app.bus.seen if isinstance(e, CompactionResult) and e.status == "ok"]
+    context = app.store.context.get(sid)
+    app.close()
+    assert isinstance(end, ResponseGeneration), end
+    shown = next(m["content"] for m in prompt if m["role"] == "assistant")
+    assert shown.startswith("Line 0 of") and "lines omitted" in shown and len(shown) < len(answer)
+    assert any("long answer" in r.reason for r in results)
+    assert 1 not in context.file_summaries  # undone: the answer is whole again
