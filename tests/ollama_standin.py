@@ -174,6 +174,13 @@ class OllamaStandin:
     first_token_delay: float | None = None
     #: "simple" or "bpe": how prompt_eval_count and eval_count are counted.
     tokenizer: str = "simple"
+    #: How prompt_eval_count counts a prompt whose start the last prompt shared (a prompt
+    #: cache): "whole" (Ollama today: cached tokens included, and `prompt_eval_cached_count`
+    #: says how many), "uncached" (some older versions: only what was not cached), "omit"
+    #: (older still: no prompt_eval_count at all when the whole prompt was cached).
+    count_mode: str = "whole"
+    #: The last prompt's rendered text (what the cache holds).
+    _cached_prompt: str = ""
     replies: deque[str] = field(default_factory=deque)
     tool_replies: deque[dict[str, Any]] = field(default_factory=deque)
     reply_fn: Callable[[list[dict[str, Any]]], str] | None = None
@@ -253,6 +260,23 @@ class OllamaStandin:
         return [c for c in self.chats if c.refused]
 
     # -- behaviour ------------------------------------------------------------
+
+    def cache_counts(self, prompt: str, tokens: int) -> dict[str, int]:
+        """The prompt counts as the server of `count_mode` reports them, the tokens of the
+        start this prompt shares with the last one counted as read from the cache."""
+        with self._lock:
+            shared = 0
+            for a, b in zip(self._cached_prompt, prompt):
+                if a != b:
+                    break
+                shared += 1
+            self._cached_prompt = prompt
+        cached = min(tokens, self.count(prompt[:shared]))
+        if self.count_mode == "uncached":
+            return {"prompt_eval_count": tokens - cached}
+        if self.count_mode == "omit":
+            return {"prompt_eval_count": tokens - cached} if cached < tokens else {"prompt_eval_count": None}
+        return {"prompt_eval_cached_count": cached}
 
     def model(self, name: str) -> Model | None:
         """The model called `name` (a bare name means its `:latest` tag)."""
@@ -569,6 +593,9 @@ class _Handler(BaseHTTPRequestHandler):
             "prompt_eval_count": record.prompt_tokens, "prompt_eval_duration": 100 * record.prompt_tokens,
             "eval_count": eval_count, "eval_duration": 1000 * eval_count,
         }
+        final.update(owner.cache_counts(render(kept, body.get("tools") or None), record.prompt_tokens))
+        if final["prompt_eval_count"] is None:  # omitted, as those versions did
+            del final["prompt_eval_count"]
         if body.get("stream", True) is False:
             message: dict[str, Any] = {"role": "assistant", "content": reply}
             if calls:

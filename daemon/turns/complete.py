@@ -37,13 +37,20 @@ class Completer:
     parts: Parts
     recaller: Recaller
 
-    def truncated(self, turn: Turn, token_count: int) -> bool:
-        """Whether Ollama cut the prompt anyway (an old server ignoring `truncate`): it
-        reports at most the window, or far fewer tokens than the estimate allows for."""
+    def truncated(self, turn: Turn, token_count: int, user: MessageRecord) -> bool:
+        """Whether the count is not the whole prompt: the server cut it anyway (an old one
+        ignoring `truncate`: it reports at most the window), or reports fewer tokens than
+        the estimate allows for, or fewer than the last prompt's exact count left in this one
+        (an older Ollama counting only what it did not have cached)."""
         session, estimator = turn.view.session, self.parts.estimator
         lowest = turn.estimate.tokens - 2 * estimator.allowance(session.model, turn.estimate) - SLACK
-        return token_count >= session.window or (estimator.calibrated(session.model)
-                                                 and token_count < lowest)
+        # what the last prompt left in this one, with at least half the new message's estimate
+        # (only where the estimate too says nothing left the prompt since: not a regenerate's)
+        kept = session.next_prompt + estimator.message(session.model, user.prompt_content()) // 2 - SLACK \
+            if session.tokens_exact else 0
+        kept = kept if turn.estimate.tokens >= kept else 0
+        return token_count >= session.window or token_count < kept or (
+            estimator.calibrated(session.model) and token_count < lowest)
 
     async def complete(self, job: Job, turn: Turn, user: MessageRecord, output: Output,
                        reopened: Reopened | None = None, answer_format: str | dict | None = None) -> View | None:
@@ -57,7 +64,7 @@ class Completer:
         counted = final.prompt_eval_count is not None and final.prompt_eval_count >= 0
         token_count = bounded(final.prompt_eval_count or 0) if counted else turn.estimate.tokens
         eval_count = bounded(final.eval_count)
-        truncated = counted and self.truncated(turn, token_count)
+        truncated = counted and self.truncated(turn, token_count, user)
         sent = add(turn.features, turn.recall.features)  # the prompt as sent, its recall block in
         calibrations = [] if truncated or not counted else estimator.observe(
             session, sent, token_count, turn.estimate, [(output.text, eval_count)],
@@ -72,6 +79,8 @@ class Completer:
                            format_error=format_error)
         goals = goal_markers.apply_markers(context.goals, output.text)
         count, exact = token_count, counted
+        if truncated and token_count < session.window:  # far fewer than sent: not the whole prompt
+            count, exact = turn.estimate.tokens, False  # the count shown never silently shrinks
         if goals is not None:  # what the model sees changed after the count: an estimate
             changed = msgspec.structs.replace(context, goals=goals)
             count, exact = estimator.context(session, changed, [*active, user, reply.record(-1, 0.0)]), False
@@ -83,8 +92,10 @@ class Completer:
                                            list(turn.recall.features)),
             recalled_tokens=turn.recall.tokens, answer_tokens=eval_count if exact else 0))
         if truncated:
-            log.warning("session=%s prompt_eval_count %d (estimated %d, window %d): Ollama may "
-                        "have cut the prompt", session.id, token_count, turn.estimate.tokens, session.window)
+            log.warning("session=%s prompt_eval_count %d (estimated %d, window %d): the server cut the "
+                        "prompt, or counted only the tokens it did not have cached (older Ollama); the "
+                        "estimate stands for the count", session.id, token_count, turn.estimate.tokens,
+                        session.window)
         job.end(ResponseGeneration(
             generation_id=job.id, message=assistant.info(), token_count=token_count,
             eval_count=eval_count, window=session.window, truncated=truncated,

@@ -311,3 +311,23 @@ def test_one_long_answer_leaves_a_small_window_session_a_way_forward(client, sta
     for question in ("And in Spanish?", "And in German?"):
         then, _ = wait_terminal(client, client.send(sid, question).generation_id)
         assert isinstance(then, ResponseGeneration), then
+
+
+@pytest.mark.parametrize("mode", ["uncached", "omit"])
+def test_the_count_never_silently_shrinks_whatever_the_server_counts_of_its_cache(client, standin, mode):
+    """Older Ollama versions counted only the prompt tokens they did not have cached, or left
+    the count out when all of them were: the session's count stays the whole prompt (the
+    estimate, marked as one), never the small number."""
+    standin.count_mode = mode
+    sid = client.create_session(model="qwen2.5:7b", num_ctx=8192,
+                                system="You are a careful assistant who answers briefly. " * 12).session.id
+    for i in range(5):
+        end, _ = wait_terminal(client, client.send(sid, f"Tell me about the river number {i}, please.").generation_id)
+        assert isinstance(end, ResponseGeneration)
+    whole = standin.chats[-1].prompt_tokens
+    if mode == "omit":  # the same prompt again: all of it read from the cache, no count
+        end, _ = wait_terminal(client, client.regenerate(sid).generation_id)
+        assert not end.token_count_exact
+    info = client.session(sid).session
+    assert info.token_count >= 0.8 * whole and not info.token_count_exact
+    assert info.next_tokens >= 0.8 * whole
