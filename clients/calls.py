@@ -11,6 +11,7 @@ from ..protocol.replies import (
     Accepted, Cancelled, CompactionAccepted, CompactionPlan, Deleted, HelloReply, HistoryReply,
     FilesReply, GoalsReply, Pong, SessionReply, SessionsReply, SnapshotReply, SnapshotsReply,
     StatusReply, UsageReply, ModelsReply, SearchReply, PullAccepted, DefaultModelReply, ImageReply,
+    PromptReply,
 )
 
 
@@ -67,6 +68,10 @@ class Calls:
 
     def set_model(self, ref: str, **fields: Any) -> Any:
         return self.request(requests.SetModel(session=ref, **fields), SessionReply)
+
+    def prompt(self, ref: str) -> Any:
+        """What the model would see now, part by part (each with its tokens)."""
+        return self.request(requests.Prompt(session=ref), PromptReply)
 
     def usage(self, ref: str) -> Any:
         return self.request(requests.Usage(session=ref), UsageReply)

@@ -250,7 +250,7 @@ def render_markdown() -> str:
     add("## Records")
     for cls in (SessionInfo, MessageInfo, ToolSpec, FunctionSpec, ToolCall, FunctionCall, ToolResult, AttachedFile, FileUse, Usage, Segments, Goals,
                 GoalCheckpoint, Decision, GoalsInput, CheckpointInfo, SnapshotInfo, DaemonStatus,
-                OllamaStatus, BackendStatus):
+                OllamaStatus, BackendStatus, replies.PromptPart):
         _describe(out, cls, cls.__name__)
     add("")
     add("## Error codes")

@@ -59,6 +59,7 @@ ERRORS: dict[type, list[tuple[str, str]]] = {
                                                     "left to undo"), *_STORE],
     requests.SnapshotDelete: [*_SESSION_ERRORS, ("invalid_argument", "no such snapshot"), *_STORE],
     requests.Usage: _SESSION_ERRORS,
+    requests.Prompt: _SESSION_ERRORS,
     requests.Compact: [*_SESSION_ERRORS, ("busy", "a compaction of the session is already queued "
                                                   "or running (other jobs do not block it: it queues)"),
                        ("shutting_down", "the daemon is stopping"),

@@ -188,6 +188,13 @@ EXAMPLES: dict[type, tuple[requests.Request, replies.Reply, list[events.Event]]]
                               replies.SnapshotReply(id="23", session_id=_SID, snapshot=_SNAPSHOT), []),
     requests.Usage: (requests.Usage(id="14", session=_SID),
                      replies.UsageReply(id="14", session_id=_SID, usage=_USAGE), []),
+    requests.Prompt: (requests.Prompt(id="41", session=_SID), replies.PromptReply(
+        id="41", session_id=_SID, window=8192, tokens=96, parts=[
+            replies.PromptPart(kind="system", text="Answer briefly.", tokens=9),
+            replies.PromptPart(kind="message", role="user", seq=0, text="Why is the sky blue?", tokens=12),
+            replies.PromptPart(kind="message", role="assistant", seq=1, tokens=75, shown="shortened",
+                               text="Sunlight is scattered by the air…\n[… 1,843 characters omitted …]\n…so it looks blue.")]),
+        []),
     requests.Compact: (
         requests.Compact(id="15", session=_SID, requested_by="cli"),
         replies.CompactionAccepted(id="15", session_id=_SID, compaction_id=_CMP),

@@ -4,7 +4,7 @@ Each carries the request's `id` and the protocol version `v`. A request that
 fails gets an `error` reply instead of its usual one.
 """
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 import msgspec
 from msgspec import Meta
@@ -204,6 +204,32 @@ class ImageReply(Reply, tag="image"):
     data: str
 
 
+class PromptPart(msgspec.Struct, kw_only=True):
+    """One part of a prompt as the model sees it."""
+
+    #: system (the system prompt), goals (the goal record), checkpoints (the summaries of
+    #: older history), message (a message of the active context).
+    kind: Literal["system", "goals", "checkpoints", "message"]
+    text: str
+    #: Estimated tokens (the estimator, calibrated on the model's exact counts).
+    tokens: Count
+    #: A message's role and seq (-1 for the parts of the system message).
+    role: str = "system"
+    seq: Annotated[int, Meta(ge=-1)] = -1
+    #: A message shown shorter than it was said: "summary" (a compaction's summary),
+    #: "shortened" (its files as outlines, results or an answer as head and tail).
+    shown: Literal["whole", "summary", "shortened"] = "whole"
+
+
+class PromptReply(Reply, tag="prompt"):
+    """Answer to `prompt`: the prompt's parts, in order, and their total."""
+
+    session_id: str
+    parts: list[PromptPart]
+    tokens: Count
+    window: Count
+
+
 class DefaultModelReply(Reply, tag="default_model"):
     """Answer to `models.default`: the default now, and the file that records it."""
 
@@ -215,6 +241,6 @@ AnyReply = (
     Error | HelloReply | Pong | StatusReply | SessionReply | SessionsReply | Deleted
     | HistoryReply | Accepted | Cancelled | UsageReply | CompactionAccepted | CompactionPlan
     | FilesReply | GoalsReply | SnapshotReply | SnapshotsReply | ModelsReply | SearchReply
-    | PullAccepted | DefaultModelReply | ImageReply
+    | PullAccepted | DefaultModelReply | ImageReply | PromptReply
 )
 ALL: tuple[type[Reply], ...] = AnyReply.__args__  # type: ignore[attr-defined]

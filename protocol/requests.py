@@ -242,6 +242,16 @@ class Usage(Request, tag="usage"):
     session: SessionRef
 
 
+class Prompt(Request, tag="prompt"):
+    """What the model would see now, before a new message: the prompt's parts in order —
+    the system prompt, the goal record, the checkpoints, then each message of the active
+    context as it is shown (summaries as summaries, shortened tool results and answers as
+    their head and tail) — each with its estimated tokens. The recall block is not part of
+    it: a turn adds it for its own message (`generation.recalled` says what it held)."""
+
+    session: SessionRef
+
+
 class ImageGet(Request, tag="image.get"):
     """The bytes of an image a message holds (its `images` item's `hash`)."""
 
@@ -270,7 +280,7 @@ AnyRequest = (
     Hello | Ping | Status | SessionCreate | SessionList | SessionGet | SessionRename
     | SessionDelete | History | Send | Regenerate | Edit | Alternative | Cancel | SetSystem | SetTools | SetModel | Usage | Compact | Files | Pin | GoalsGet | GoalsSet
     | SnapshotCreate | SnapshotList | SnapshotRestore | SnapshotDelete | ModelsList | SessionImport | Branch
-    | Search | ModelsPull | ModelsDefault | ImageGet
+    | Search | ModelsPull | ModelsDefault | ImageGet | Prompt
 )
 
 #: Every request class, in the order the protocol document lists them.

@@ -21,7 +21,10 @@ def add_parser(commands) -> argparse.ArgumentParser:
                                              "its prompt).")
     add_latest_session_argument(parser)
     parser.add_argument("--active", action="store_true",
-                        help="only the active context: what the model sees now")
+                        help="only the active context: the messages the model sees now")
+    parser.add_argument("--prompt", action="store_true",
+                        help="exactly what the model would see now, part by part (system prompt, goals, "
+                             "checkpoints, each message as it is shown), each with its tokens")
     parser.add_argument("--last", type=int, default=0, metavar="N",
                         help="only the last N messages (of the history, or of the active context)")
     parser.add_argument("--full", action="store_true",
@@ -40,6 +43,8 @@ def run(args: argparse.Namespace) -> int:
     style = Styles(sys.stdout)
     with connect(args) as client:
         session = client.session(session_or_latest(client, args.session)).session
+        if args.prompt:
+            return show_prompt(client.prompt(session.id), session, args, style)
         if args.json:
             chosen = list(messages(client, session, args.active, args.last))
             print(msgspec.json.encode({"session": session, "messages": chosen}).decode())
@@ -108,3 +113,19 @@ def messages(client, session, active: bool, last: int) -> Iterator:
             yield from page.messages
         start = page.next
     yield from kept
+
+
+def show_prompt(reply, session, args: argparse.Namespace, style: Styles) -> int:
+    """`show --prompt`: the prompt's parts in order, each with its tokens (JSON with --json)."""
+    if args.json or args.jsonl:
+        print(msgspec.json.encode(reply).decode())
+        return 0
+    print(f"{style.bold}{session_line(session)}{style.reset}")
+    print(f"{style.dim}what the model would see now: ~{reply.tokens:,} of {reply.window:,} tokens, before "
+          f"the new message (and the recall block a turn adds for it){style.reset}")
+    for part in reply.parts:
+        who = part.kind if part.kind != "message" else f"{part.role} #{part.seq}"
+        note = "" if part.shown == "whole" else f" ({part.shown})"
+        print(f"\n{style.bold}{who}{style.reset}{note} {style.dim}~{part.tokens:,} tokens{style.reset}")
+        print(textwrap.indent(part.text, "  "))
+    return 0

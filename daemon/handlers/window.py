@@ -1,7 +1,9 @@
-"""usage and compact: the context window of a session."""
+"""usage, prompt and compact: the context window of a session."""
 
 from ctxkeep.protocol import ErrorCode, requests
-from ctxkeep.protocol.replies import CompactionAccepted, CompactionPlan, UsageReply
+from ctxkeep.protocol.replies import CompactionAccepted, CompactionPlan, PromptPart, PromptReply, UsageReply
+from ctxkeep.daemon.context import goals as goal_markers
+from ctxkeep.daemon.context.prompt import checkpoint_block, wire
 from ctxkeep.daemon.services import Services
 from ctxkeep.daemon.store.records import SessionRecord
 from ctxkeep.daemon.handlers.registry import RequestError, handles
@@ -12,6 +14,25 @@ async def usage(services: Services, req: requests.Usage, record: SessionRecord) 
     context = services.store.context.get(record.id)
     return UsageReply(id=req.id, session_id=record.id, usage=services.announcer.usage(record),
                       checkpoints=[c.info() for c in context.checkpoints], pinned=context.pinned)
+
+
+@handles(requests.Prompt, session=True)
+async def prompt(services: Services, req: requests.Prompt, record: SessionRecord) -> PromptReply:
+    """The prompt's parts as the model sees them, each with its estimate."""
+    session, context, active = services.store.history.view(record.id)
+    estimator, model = services.estimator, session.model
+    parts = [PromptPart(kind=kind, text=text, tokens=estimator.text(model, text)) for kind, text in (
+        ("system", session.system), ("goals", goal_markers.render(context.goals)),
+        ("checkpoints", checkpoint_block(context.checkpoints))) if text]
+    shortened = set(context.file_summaries)
+    for m in active:
+        short = m.seq in shortened
+        for shown in wire(m, short, session.vision):
+            parts.append(PromptPart(
+                kind="message", text=shown["content"], tokens=estimator.message(model, shown["content"]),
+                role=m.role, seq=m.seq, shown="summary" if m.kind == "summary" else "shortened" if short else "whole"))
+    return PromptReply(id=req.id, session_id=record.id, parts=parts, window=session.window,
+                       tokens=estimator.context(session, context, active))
 
 
 @handles(requests.Compact, session=True, waits=True)

@@ -17,6 +17,7 @@ from ctxkeep.daemon.context import goals as goal_markers
 from ctxkeep.daemon.context.calibration import repetitive
 from ctxkeep.daemon.context.estimator import SLACK
 from ctxkeep.daemon.context.features import add
+from ctxkeep.daemon.backends.protocol import ChatChunk
 from ctxkeep.daemon.context.parts import Parts
 from ctxkeep.daemon.turns.output import Output
 from ctxkeep.daemon.turns.prepare import Turn
@@ -52,6 +53,14 @@ class Completer:
         return token_count >= session.window or token_count < kept or (
             estimator.calibrated(session.model) and token_count < lowest)
 
+    def counted(self, turn: Turn, final: ChatChunk, user: MessageRecord) -> tuple[int, bool, bool]:
+        """(the prompt's count, whether the server counted it, whether that count is not the
+        whole prompt: `truncated`). A server may not count the prompt, or send nonsense: a
+        negative count is none."""
+        counted = final.prompt_eval_count is not None and final.prompt_eval_count >= 0
+        token_count = bounded(final.prompt_eval_count or 0) if counted else turn.estimate.tokens
+        return token_count, counted, counted and self.truncated(turn, token_count, user)
+
     async def complete(self, job: Job, turn: Turn, user: MessageRecord, output: Output,
                        reopened: Reopened | None = None, answer_format: str | dict | None = None) -> View | None:
         """Store the answer, end the job, announce; returns the session as it now is (None
@@ -60,11 +69,8 @@ class Completer:
         (session, context, active), final = turn.view, output.final
         estimator = self.parts.estimator
         assert final is not None
-        # a server may not count the prompt (or send nonsense: a negative count is none)
-        counted = final.prompt_eval_count is not None and final.prompt_eval_count >= 0
-        token_count = bounded(final.prompt_eval_count or 0) if counted else turn.estimate.tokens
+        token_count, counted, truncated = self.counted(turn, final, user)
         eval_count = bounded(final.eval_count)
-        truncated = counted and self.truncated(turn, token_count, user)
         sent = add(turn.features, turn.recall.features)  # the prompt as sent, its recall block in
         calibrations = [] if truncated or not counted else estimator.observe(
             session, sent, token_count, turn.estimate, [(output.text, eval_count)],

@@ -331,3 +331,18 @@ def test_the_count_never_silently_shrinks_whatever_the_server_counts_of_its_cach
     info = client.session(sid).session
     assert info.token_count >= 0.8 * whole and not info.token_count_exact
     assert info.next_tokens >= 0.8 * whole
+
+
+def test_show_prompt_is_exactly_what_the_model_sees_part_by_part(client, daemon, standin):
+    """`prompt` (and `ctxkeep show --prompt`): the system prompt, then each message as the
+    model is shown it, in the order it is sent, each with its estimate."""
+    sid = client.create_session(model="qwen2.5:7b", system="Answer briefly.").session.id
+    for text in ("Why is the sky blue?", "And at sunset?"):
+        wait_terminal(client, client.send(sid, text).generation_id)
+    reply = client.prompt(sid)
+    assert [p.kind for p in reply.parts] == ["system", "message", "message", "message", "message"]
+    sent = standin.chats[-1].body["messages"]
+    assert [p.text for p in reply.parts][:4] == [m["content"] for m in sent][:4]  # as it was sent
+    assert all(p.tokens > 0 for p in reply.parts) and reply.tokens >= sum(p.tokens for p in reply.parts) * 0.8
+    shown = daemon.cli("show", sid, "--prompt").stdout
+    assert "system" in shown and "user #0" in shown and "assistant #3" in shown and "Answer briefly." in shown
