@@ -243,3 +243,17 @@ def test_pulls_only_from_ollamas_registries_and_generate_takes_sends_image_limit
     status, body, _ = call(open_door, "POST", "/api/generate", {"model": MODEL, "prompt": "what is it?",
                                                                "images": ["A" * 8_000_000], "stream": False})
     assert status in (400, 413)
+
+
+def test_a_slow_answer_is_not_cut_by_the_idle_timeout(open_door, standin):
+    """The idle timeout closes connections that wait between requests, not one whose
+    request the model is still answering (here 1.5 s to the first token, the timeout 0.6 s)."""
+    standin.first_token_delay = 1.5
+    status, body, _ = call(open_door, "POST", "/api/chat", chat("take your time"))
+    assert status == 200 and body["message"]["content"]
+    host, port = open_door.front_door.listen.rsplit(":", 1)
+    connection = http.client.HTTPConnection(host, int(port), timeout=20)
+    connection.request("POST", "/api/chat", body=json.dumps({**chat("and stream it"), "stream": True}))
+    response = connection.getresponse()
+    lines = [json.loads(line) for line in response.read().splitlines() if line.strip()]
+    assert response.status == 200 and lines[-1]["done"] is True
