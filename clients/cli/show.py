@@ -64,6 +64,10 @@ def run(args: argparse.Namespace) -> int:
                 " [summary]" if m.kind == "summary" else "")
             if m.alternative_of >= 0:  # a regenerated answer
                 mark += f" [alternative to #{m.alternative_of}]"
+            if m.done_reason == "length":
+                mark += " [cut at its length limit]"
+            if m.format_error:
+                mark += f" [not in the format asked: {m.format_error}]"
             print(f"\n{style.bold}{m.role}{style.reset} {style.dim}#{m.seq} {when(m.created)}"
                   f"{mark}{style.reset}")
             if m.recalled:  # what recall brought into the prompt this answered

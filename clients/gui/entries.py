@@ -146,6 +146,10 @@ def _note(m: MessageInfo) -> str:
         return stopped(m.error)
     if m.role == "user" and m.alternative_of >= 0:
         return f"reworded #{m.alternative_of}"
+    if m.done_reason == "length":
+        return "cut at its length limit: ask it to go on"
+    if m.format_error:
+        return f"not in the format asked: {m.format_error[:80]}"
     shown = [f.path for f in m.files] + [i.name or "an image" for i in m.images]
     return "attached " + ", ".join(shown) if shown else ""
 

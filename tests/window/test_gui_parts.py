@@ -310,3 +310,10 @@ def test_tool_exchanges_are_collapsed_and_images_drawn_as_thumbnails_once_fetche
     assert "1 failed, 2 passed" in log.plain()
     log.add_thumbnail(ref.hash, png)
     assert "[image]" not in log.plain() and f"ctximg:{ref.hash}" in log.document().toHtml()
+
+
+def test_an_answer_cut_at_its_limit_or_off_its_format_says_so_beside_its_name():
+    cut = entries_of([message(0, "user", "hi"), message(1, "assistant", "a long one", done_reason="length")], [])
+    assert cut[-1].note == "cut at its length limit: ask it to go on"
+    off = entries_of([message(0, "user", "json please"), message(1, "assistant", "nope", format_error="not JSON: x")], [])
+    assert off[-1].note == "not in the format asked: not JSON: x"
