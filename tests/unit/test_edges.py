@@ -54,9 +54,10 @@ def test_the_guard_lets_in_this_machines_names_and_allowed_origins_only():
     guard = Guard("127.0.0.1", ["https://chat.example", "http://192.168.1.5:*"])
     assert [host_name(h) for h in ("localhost:11435", "[::1]:80", "::1", "evil.example")] == \
         ["localhost", "::1", "::1", "evil.example"]
-    for host in ("localhost:11435", "127.0.0.1:1", "[::1]:11435", "app.localhost", ""):
-        assert guard.host_allowed(host), host
-    for host in ("evil.example:11435", "10.0.0.1", "127.0.0.1.evil.example"):
+    for host in ("localhost:11435", "127.0.0.1:1", "[::1]:11435", "app.localhost", "",
+                  "host.docker.internal:11435", "printer.local", "192.168.1.5", "0.0.0.0:1"):
+        assert guard.host_allowed(host), host  # as Ollama's allowedHost
+    for host in ("evil.example:11435", "8.8.8.8", "127.0.0.1.evil.example", "local.evil.example"):
         assert not guard.host_allowed(host), host
     assert not Guard("0.0.0.0", []).on_loopback and Guard("0.0.0.0", []).host_allowed("example.org")
     for origin in ("http://localhost:3000", "https://127.0.0.1", "app://obsidian.md", "https://chat.example",

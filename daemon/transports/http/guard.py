@@ -55,10 +55,19 @@ class Guard:
         return any(fnmatch.fnmatchcase(origin.rstrip("/").lower(), o.lower()) for o in self.origins)
 
     def host_allowed(self, header: str) -> bool:
+        """As Ollama's allowedHost: on a loopback address, a name of this machine (localhost,
+        its host name, a name under .localhost, .local or .internal, as Docker's
+        host.docker.internal) or an IP address that is loopback, private or unspecified."""
         if not self.on_loopback or not header:
             return True
         name = host_name(header).lower()
-        return name in self.names or loopback(name)
+        if name in self.names or loopback(name) or name.endswith((".localhost", ".local", ".internal")):
+            return True
+        try:
+            address = ipaddress.ip_address(name)
+        except ValueError:
+            return False
+        return address.is_private or address.is_unspecified
 
     @web.middleware
     async def middleware(self, request: web.Request, handler) -> web.StreamResponse:
