@@ -113,7 +113,7 @@ def test_time_stamps_are_not_terms_so_a_dated_question_does_not_find_every_dated
 @given(lengths=st.lists(st.integers(1, 200), min_size=2, max_size=20), budget=st.integers(20, 600))
 def test_with_scores_the_budget_goes_to_short_turns_that_match_as_well_as_long_ones(lengths, budget):
     found = [_passage(i, "word " * n) for i, n in enumerate(lengths)]
-    cost = lambda pid: len(found[pid].text.split()) + 3  # noqa: E731
+    cost = lambda pid: len(found[pid].text.split()) + select.LEAST_LINE  # noqa: E731 - a line's least
     ranked = list(range(len(found)))
     chosen = select.select(ranked, found, budget, 5, cost, lambda p: [], score=lambda pid: 1.0)
     assert 5 + sum(cost(p.seq) for p in chosen) <= budget or not chosen
