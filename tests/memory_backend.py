@@ -135,6 +135,10 @@ class MemoryBackend:
         await self._wait_if_held()
         fail_at, error = self._faults.popleft() if self._faults else (-1, None)
         text = self.reply(sent)
+        limit = int(options.get("num_predict") or 0)
+        cut = limit > 0 and self.count(text) > limit
+        while cut and text and self.count(text) > limit:  # generation stops there, as Ollama's does
+            text = text.rsplit(" ", 1)[0] if " " in text else ""
         for index, piece in enumerate(split_stream(text)):
             if index == fail_at:
                 raise error  # type: ignore[misc]
@@ -142,7 +146,7 @@ class MemoryBackend:
             yield ChatChunk(content=piece)
         if fail_at >= 0 and error is not None:
             raise error
-        yield ChatChunk(done=True, done_reason="stop", prompt_eval_count=tokens,
+        yield ChatChunk(done=True, done_reason="length" if cut else "stop", prompt_eval_count=tokens,
                         eval_count=self.count(text), total_duration=1, prompt_eval_duration=1,
                         eval_duration=1, host="memory")
 

@@ -1,0 +1,71 @@
+"""From any state a session can reach, the next short question is answered (issue 41): a
+hypothesis property over random programs of long and short messages, long answers, smaller
+windows, manual compactions, undos, pins and regenerates, in-process."""
+
+import asyncio
+import shutil
+import tempfile
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ctxkeep.daemon.errors import RequestError
+from ctxkeep.protocol import requests
+from ctxkeep.protocol.events import GenerationError, ResponseGeneration
+from inprocess import InProcess
+from memory_backend import MemoryBackend
+
+MODEL = "qwen2.5:7b"
+STEP = st.one_of(
+    st.tuples(st.just("send"), st.integers(1, 600)),          # words in the message
+    st.tuples(st.just("answer"), st.integers(1, 2500)),       # words in the next answer
+    st.tuples(st.just("window"), st.sampled_from([1024, 2048, 4096])),
+    st.tuples(st.just("compact")), st.tuples(st.just("undo")), st.tuples(st.just("pin")),
+    st.tuples(st.just("regenerate")),
+)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(steps=st.lists(STEP, min_size=1, max_size=8))
+def test_from_any_reachable_state_the_next_short_question_is_answered(steps):
+    root = Path(tempfile.mkdtemp(prefix="ckway"))
+    answers: list[int] = []
+    backend = MemoryBackend(reply=lambda m: " ".join(f"w{i}" for i in range(answers.pop() if answers else 5)))
+    app = InProcess(root, backend)
+
+    async def go():
+        sid = (await app.call(requests.SessionCreate(model=MODEL, num_ctx=4096))).session.id
+        for step in steps:
+            try:
+                if step[0] == "send":
+                    await app.call(requests.Send(session=sid, text=" ".join(["word"] * step[1])))
+                elif step[0] == "answer":
+                    answers.append(step[1])
+                elif step[0] == "window":
+                    await app.call(requests.SetModel(session=sid, num_ctx=step[1]))
+                elif step[0] == "compact":
+                    await app.call(requests.Compact(session=sid))
+                elif step[0] == "undo":
+                    await app.call(requests.SnapshotRestore(session=sid))
+                elif step[0] == "pin":
+                    last = app.store.sessions.get(sid).next_seq - 1
+                    if last >= 0:
+                        await app.call(requests.Pin(session=sid, seq=last))
+                else:
+                    await app.call(requests.Regenerate(session=sid))
+            except RequestError:
+                pass  # refused as it says (busy, nothing to undo, ...): the program goes on
+            await app.services.jobs.drain(30)
+        answers.clear()
+        job = (await app.call(requests.Send(session=sid, text="And now, briefly?"))).generation_id
+        await app.services.jobs.drain(30)
+        return job
+    try:
+        job = asyncio.run(go())
+        (end,) = [e for e in app.bus.seen if isinstance(e, (ResponseGeneration, GenerationError))
+                  and e.generation_id == job]
+        assert isinstance(end, ResponseGeneration), (steps, end)
+    finally:
+        app.close()
+        shutil.rmtree(root, ignore_errors=True)
