@@ -115,7 +115,8 @@ class MemoryBackend:
         tokens = self.count(render(sent)) + (known.image_tokens if known else 0) * images_of(sent)
         if tokens > int(options.get("num_ctx", 4096)):
             raise ModelCallError(ErrorCode.CONTEXT_OVERFLOW,
-                                 f"Ollama refused a prompt of {tokens} tokens")
+                                 f"Ollama refused a prompt larger than the window ({tokens} tokens): "
+                                 "compact the session or raise num_ctx")  # as the real backend says it
         return sent, tokens
 
     async def _wait_if_held(self) -> None:

@@ -1,6 +1,8 @@
-"""From any state a session can reach, the next short question is answered (issue 41): a
-hypothesis property over random programs of long and short messages, long answers, smaller
-windows, manual compactions, undos, pins and regenerates, in-process."""
+"""From any state a session can reach, some user action makes the next turn possible (issue
+41): the next short question is answered at once, or after a compaction, or at the latest
+with the window set back to what the session started with. A hypothesis property over
+random programs of long and short messages, long answers, smaller windows, manual
+compactions, undos, pins and regenerates, in-process."""
 
 import asyncio
 import shutil
@@ -58,14 +60,27 @@ def test_from_any_reachable_state_the_next_short_question_is_answered(steps):
                 pass  # refused as it says (busy, nothing to undo, ...): the program goes on
             await app.services.jobs.drain(30)
         answers.clear()
-        job = (await app.call(requests.Send(session=sid, text="And now, briefly?"))).generation_id
-        await app.services.jobs.drain(30)
-        return job
+        ways = [[], [requests.Compact(session=sid)], [requests.SetModel(session=sid, num_ctx=4096)]]
+        ends = []
+        for way in ways:  # the next question at once; else after each way forward in turn
+            for action in way:
+                try:
+                    await app.call(action)
+                except RequestError:
+                    pass
+                await app.services.jobs.drain(30)
+            job = (await app.call(requests.Send(session=sid, text="And now, briefly?"))).generation_id
+            await app.services.jobs.drain(30)
+            ends.append(next(e for e in app.bus.seen if isinstance(e, (ResponseGeneration, GenerationError))
+                             and e.generation_id == job))
+            if isinstance(ends[-1], ResponseGeneration):
+                break
+        return ends
     try:
-        job = asyncio.run(go())
-        (end,) = [e for e in app.bus.seen if isinstance(e, (ResponseGeneration, GenerationError))
-                  and e.generation_id == job]
-        assert isinstance(end, ResponseGeneration), (steps, end)
+        ends = asyncio.run(go())
+        assert isinstance(ends[-1], ResponseGeneration), (steps, ends)
+        # a refusal says what to do, and what it says works
+        assert all("num-ctx" in e.message or "compact" in e.message for e in ends[:-1]), ends
     finally:
         app.close()
         shutil.rmtree(root, ignore_errors=True)
