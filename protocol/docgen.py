@@ -6,7 +6,6 @@ A test regenerates both and fails when the committed files differ.
 """
 
 import inspect
-import json
 import sys
 from pathlib import Path
 
@@ -25,52 +24,8 @@ from .structs import (
 from .goals import Decision, GoalCheckpoint, Goals, GoalsInput
 from .guarantees import GUARANTEES
 from .schema import render_schema
+from .struct_tables import describe
 from .version import PROTOCOL_VERSION
-
-
-
-def _type_name(t: msgspec.inspect.Type) -> str:
-    """A short readable name for a field type."""
-    if isinstance(t, msgspec.inspect.UnionType):
-        return " | ".join(_type_name(x) for x in t.types)
-    if isinstance(t, (msgspec.inspect.ListType, msgspec.inspect.VarTupleType)):
-        return f"list[{_type_name(t.item_type)}]"
-    if isinstance(t, msgspec.inspect.DictType):
-        return f"object of {_type_name(t.value_type)}"
-    if isinstance(t, msgspec.inspect.StructType):
-        return t.cls.__name__
-    if isinstance(t, msgspec.inspect.LiteralType):
-        return " | ".join(json.dumps(v) for v in t.values)
-    names = {"StrType": "string", "IntType": "integer", "FloatType": "number",
-             "BoolType": "boolean", "NoneType": "null"}
-    name = names.get(type(t).__name__, type(t).__name__)
-    bounds = [f"{k} {getattr(t, a)}" for k, a in (("≥", "ge"), ("≤", "le"), (">", "gt"),
-                                                  ("min length", "min_length"),
-                                                  ("max length", "max_length"))
-              if getattr(t, a, None) is not None]
-    return f"{name} ({', '.join(bounds)})" if bounds else name
-
-
-def _fields(cls: type) -> list[str]:
-    info = msgspec.inspect.type_info(cls)
-    assert isinstance(info, msgspec.inspect.StructType)
-    rows = ["| field | type | default |", "|---|---|---|"]
-    tag = cls.__struct_config__.tag
-    if tag is not None:
-        rows.append(f'| `type` | `"{tag}"` | required |')
-    for f in info.fields:
-        default = "required" if f.required else f"`{json.dumps(msgspec.to_builtins(f.default if f.default is not msgspec.NODEFAULT else f.default_factory()))}`"
-        rows.append(f"| `{f.name}` | {_type_name(f.type)} | {default} |")
-    return rows
-
-
-def _doc(cls: type) -> str:
-    return inspect.cleandoc(cls.__doc__ or "")
-
-
-def _describe(out: list[str], cls: type, name: str) -> None:
-    out.extend(["", f"### `{name}`", "", _doc(cls), ""])
-    out.extend(_fields(cls))
 
 
 def _frame(direction: str, frames: list[str]) -> list[str]:
@@ -199,7 +154,7 @@ def render_markdown() -> str:
         "it receives, and `*` an event frame pair on the event socket.")
     for cls in requests.ALL:
         request, reply, follow = EXAMPLES[cls]
-        _describe(out, cls, requests.tag_of(cls))
+        describe(out, cls, requests.tag_of(cls))
         add("")
         add(f"Reply: `{requests.tag_of(type(reply))}`.")
         add("")
@@ -241,17 +196,17 @@ def render_markdown() -> str:
     add("")
     add("## Reply types")
     for cls in replies.ALL:
-        _describe(out, cls, requests.tag_of(cls))
+        describe(out, cls, requests.tag_of(cls))
     add("")
     add("## Event types")
     for cls in events.ALL:
-        _describe(out, cls, requests.tag_of(cls))
+        describe(out, cls, requests.tag_of(cls))
     add("")
     add("## Records")
     for cls in (SessionInfo, MessageInfo, ToolSpec, FunctionSpec, ToolCall, FunctionCall, ToolResult, AttachedFile, FileUse, Usage, Segments, Goals,
                 GoalCheckpoint, Decision, GoalsInput, CheckpointInfo, SnapshotInfo, DaemonStatus,
                 OllamaStatus, BackendStatus, replies.PromptPart):
-        _describe(out, cls, cls.__name__)
+        describe(out, cls, cls.__name__)
     add("")
     add("## Error codes")
     add("")
