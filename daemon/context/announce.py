@@ -51,8 +51,8 @@ class Announcer:
         """What the model would see may have changed: record a fresh estimate in place of
         the count (committed by the writer thread). A prompt that is the one last counted
         (a new window, a name: nothing the model sees) keeps its exact count."""
-        if self.store.sessions.get(session_id).message_count > ON_LOOP_MESSAGES:  # a large import: read and
-            session, context, active = await self.store.off_loop(self.store.history.view, session_id)  # counted off the loop
+        if self.store.sessions.get(session_id).message_count > ON_LOOP_MESSAGES:  # read and counted off the loop
+            session, context, active = await self.store.off_loop(self.store.history.view, session_id)
             estimate = await asyncio.to_thread(self.estimator.context_estimate, session, context, active)
         else:
             session, context, active = self.store.history.view(session_id)

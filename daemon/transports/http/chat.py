@@ -119,16 +119,6 @@ def tools_of(raw: list[Any] | None) -> list[ToolSpec]:
 class Chats:
     """Runs chat requests as session turns, for every HTTP API."""
 
-    async def intake(self, count: int, read: Callable[..., ChatRequest], *args: Any) -> ChatRequest:
-        """`read(*args)`: a request of `count` messages in the engine's terms, refused (413)
-        past http_max_messages, read in a worker thread when it is long."""
-        most = self.services.config.http_max_messages
-        if count > most:
-            raise HttpError(ErrorCode.INVALID_REQUEST.value, f"{count:,} messages in one request: at most {most:,} "
-                            "are taken (http_max_messages). Import a longer history with `ctxkeep import`, "
-                            "then continue it by name (X-Ctxkeep-Session) sending only the new message", 413)
-        return await asyncio.to_thread(read, *args) if count > FOLD_ON_LOOP else read(*args)
-
     def __init__(self, services: Services, caller: Caller) -> None:
         self.services = services
         self.caller = caller
@@ -138,6 +128,16 @@ class Chats:
 
     def close(self) -> None:
         self._stop_listening()
+
+    async def intake(self, count: int, read: Callable[..., ChatRequest], *args: Any) -> ChatRequest:
+        """`read(*args)`: a request of `count` messages in the engine's terms, refused (413)
+        past http_max_messages, read in a worker thread when it is long."""
+        most = self.services.config.http_max_messages
+        if count > most:
+            raise HttpError(ErrorCode.INVALID_REQUEST.value, f"{count:,} messages in one request: at most {most:,} "
+                            "are taken (http_max_messages). Import a longer history with `ctxkeep import`, "
+                            "then continue it by name (X-Ctxkeep-Session) sending only the new message", 413)
+        return await asyncio.to_thread(read, *args) if count > FOLD_ON_LOOP else read(*args)
 
     async def call(self, request: requests.Request) -> Reply:
         """A request through the handlers (as any transport makes one); errors raised."""
