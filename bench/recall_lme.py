@@ -132,13 +132,26 @@ def found(q: Question, prompt: str | set[int]) -> tuple[list[bool], list[bool]]:
     return turns, sessions
 
 
-def replay(daemon, standin: OllamaStandin, q: Question, window: int, ask) -> tuple[str, int]:
-    """Import the haystack as a session, ask the question; (the prompt's text, its tokens)."""
+def replay(daemon, standin: OllamaStandin, q: Question, window: int, ask, embedded: bool = False) -> tuple[str, int]:
+    """Import the haystack as a session, ask the question; (the prompt's text, its tokens).
+    With `embedded`, the question waits until every passage has its vector (as it would
+    some minutes after an import)."""
     with daemon.client(timeout=120) as c:
         c.subscribe("")
         sid = c.import_session(name=q.qid, model=MODEL, num_ctx=window, messages=[
             {"role": t.role, "content": t.content, "created": t.created} for t in q.turns]).session.id
+        if embedded:
+            wait_embedded(c)
         ask(c, sid, q.text)
         chat = [ch for ch in standin.chats if ch.body.get("stream", True)][-1]
         c.delete(sid)
     return "\n".join(m["content"] for m in chat.body["messages"]), chat.prompt_tokens
+
+
+def wait_embedded(c, limit_s: float = 1800) -> None:
+    """Until `status` says no passage waits for its vector."""
+    deadline = time.monotonic() + limit_s
+    time.sleep(0.5)
+    while "still to embed" in c.status().status.recall:
+        assert time.monotonic() < deadline, "passages not embedded in time"
+        time.sleep(0.5)

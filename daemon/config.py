@@ -19,6 +19,7 @@ from msgspec import Meta
 
 from ctxkeep.protocol import DEFAULT_MAX_FRAME_BYTES, paths
 from ctxkeep.daemon.config_backends import BackendConfig, check_names
+from ctxkeep.daemon.config_recall import RecallConfig, described as _doc
 
 #: Keys whose new value applies on SIGHUP without a restart.
 LIVE = frozenset({
@@ -29,19 +30,16 @@ LIVE = frozenset({
     "remote_file_refs", "auto_compaction", "compaction_thresholds", "compaction_cooldown",
     "keep_recent_messages", "preserve_user_messages", "embed_model", "reply_reserve_tokens",
     "snapshots_kept", "image_turns", "max_image_bytes", "max_images_per_message", "answer_max_share",
+    "memory", "memory_budget",
 })
-
-
-def _doc(text: str) -> Meta:
-    return Meta(description=text)
 
 
 class ConfigError(Exception):
     """The configuration cannot be used; the message names the key and the fix."""
 
 
-class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    """Every setting, with its default."""
+class Config(RecallConfig, kw_only=True, forbid_unknown_fields=True):
+    """Every setting, with its default (recall's and memory's in config_recall.py)."""
 
     ollama_host: Annotated[str, _doc("Where Ollama listens; OLLAMA_HOST overrides it.")] = \
         "http://127.0.0.1:11434"
@@ -52,20 +50,6 @@ class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     connect_timeout: Annotated[float, Meta(gt=0), _doc("Seconds to wait for a connection to Ollama.")] = 5.0
     read_timeout: Annotated[float, Meta(gt=0), _doc(
         "Seconds without a byte from Ollama before a call is given up (loading a model can be slow).")] = 600.0
-    recall: Annotated[bool, _doc(
-        "Recall: before each turn, the passages of the session's whole history that the new "
-        "message needs (and the active context no longer holds) open the message, in the room "
-        "the window leaves (per session: `ctxkeep set --recall on|off`).")] = True
-    recall_budget: Annotated[int, Meta(ge=0, le=2**24), _doc(
-        "The most tokens recall may add to a prompt; 0 = up to the level-1 threshold of the "
-        "conversation's budget (per session: `ctxkeep set --recall-budget N`).")] = 0
-    recall_share: Annotated[float, Meta(ge=0, le=0.8), _doc(
-        "The share of the conversation's budget kept free for recall while it is on: automatic "
-        "compaction keeps the active context within the rest (what it sets aside stays "
-        "recallable word for word).")] = 0.4
-    recall_embed_wait_ms: Annotated[float, Meta(ge=0, le=10_000), _doc(
-        "How long a turn waits for the embedding of its new message before recalling by words "
-        "alone (passages are embedded in the background; a turn never waits for those).")] = 50.0
     first_token_timeout: Annotated[float, Meta(gt=0), _doc(
         "Seconds a loaded model may take to send the first token of an answer before the turn "
         "ends with ollama_not_answering (a model still loading gets read_timeout).")] = 120.0
@@ -141,8 +125,6 @@ class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     snapshots_kept: Annotated[int, Meta(ge=1), _doc(
         "Context snapshots kept per session (every compaction takes one); the oldest go "
         "first, so undo walks back at most this many compactions.")] = 50
-    embed_model: Annotated[str, _doc(
-        "The Ollama model for relevance embeddings (level 2); \"\" = keywords only.")] = "nomic-embed-text"
     answer_max_share: Annotated[float, Meta(gt=0, le=1), _doc(
         "The most of the window one answer may take (never less than the reply room): an answer "
         "that reaches it ends with done_reason \"length\", marked so, and the session still has "

@@ -51,7 +51,8 @@ class Services:
     config_path: Path
     #: Reads @file references off the event loop (large ones in a worker process).
     files: FileReader
-    #: Recall's indexes and embeddings, for every session.
+    #: Recall's indexes and embeddings, for every session (`recaller.memory`: memory
+    #: across sessions).
     recaller: Recaller
 
 
@@ -67,6 +68,8 @@ def build(config: Config, store: Store, bus: EventBus, backend: ModelBackend,
     applier = Applier(parts)
     auto = AutoCompactor(parts, applier, Checkpointer(parts))
     recaller = Recaller(store, backend, estimator, config)
+    assert recaller.memory is not None
+    bus.listen(recaller.memory.heard)  # memory learns of new messages, settings and deletions
     generations = Generations(parts, jobs, auto, Preparer(parts, auto, recaller, TurnPrompts()),
                               Completer(parts, recaller), Endings(store))
     return Services(config=config, store=store, bus=bus, backend=backend, jobs=jobs,

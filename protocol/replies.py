@@ -14,6 +14,7 @@ from .structs import (
     MessageInfo, ModelInfo, SearchHit, Seq, SessionInfo, SnapshotInfo, Usage,
 )
 from .goals import Goals
+from .memory import MemoryHit
 from .version import PROTOCOL_VERSION
 
 
@@ -237,10 +238,23 @@ class DefaultModelReply(Reply, tag="default_model"):
     config_path: str
 
 
+class MemoryHits(Reply, tag="memory.hits"):
+    """Answer to `memory.search`: the best hits (at most `limit`) and the words looked for."""
+
+    hits: list[MemoryHit]
+    words: list[str]
+
+
+class MemoryForgotten(Reply, tag="memory.forgotten"):
+    """Answer to `memory.forget`: the session as it now stands (`remembered`, `forgotten`)."""
+
+    session: SessionInfo
+
+
 AnyReply = (
     Error | HelloReply | Pong | StatusReply | SessionReply | SessionsReply | Deleted
     | HistoryReply | Accepted | Cancelled | UsageReply | CompactionAccepted | CompactionPlan
     | FilesReply | GoalsReply | SnapshotReply | SnapshotsReply | ModelsReply | SearchReply
-    | PullAccepted | DefaultModelReply | ImageReply | PromptReply
+    | PullAccepted | DefaultModelReply | ImageReply | PromptReply | MemoryHits | MemoryForgotten
 )
 ALL: tuple[type[Reply], ...] = AnyReply.__args__  # type: ignore[attr-defined]

@@ -10,6 +10,7 @@ import msgspec
 from msgspec import Meta
 
 from .imported import ImportedMessage
+from .memory import MemoryForget, MemoryMode, MemorySearch
 from .images import ImageHash
 from .structs import Options, Seq
 from .request_base import NumCtx, Request, SessionRef
@@ -119,6 +120,9 @@ class SetModel(Request, tag="session.set_model"):
     #: setting until set — and the most tokens it may add to a prompt (0: the daemon's).
     recall: bool | None = None
     recall_budget: Annotated[int, Meta(ge=0, le=2**24)] | None = None
+    #: Memory across sessions for this session (null: leave as it is): "all", "none" or
+    #: "private" (protocol/memory.py says what each means).
+    memory: MemoryMode | None = None
     #: Skip the checks against Ollama: the model is installed, the options are ones it knows.
     force: bool = False
 
@@ -186,7 +190,7 @@ AnyRequest = (
     Hello | Ping | Status | SessionCreate | SessionList | SessionGet | SessionRename
     | SessionDelete | History | Send | Regenerate | Edit | Alternative | Cancel | SetSystem | SetTools | SetModel | Usage | Compact | Files | Pin | GoalsGet | GoalsSet
     | SnapshotCreate | SnapshotList | SnapshotRestore | SnapshotDelete | ModelsList | SessionImport | Branch
-    | Search | ModelsPull | ModelsDefault | ImageGet | Prompt
+    | Search | ModelsPull | ModelsDefault | ImageGet | Prompt | MemorySearch | MemoryForget
 )
 
 #: Every request class, in the order the protocol document lists them.

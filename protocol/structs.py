@@ -10,6 +10,7 @@ from .limits import Options as Options, OptionValue as OptionValue  # re-exporte
 from .images import ImageRef
 from .servers import BackendStatus, ModelInfo as ModelInfo, OllamaStatus  # ModelInfo: re-exported
 from .tools import ToolCall, ToolResult, ToolSpec
+from .memory import MemoryMode, MemoryRef
 
 
 Role = Literal["system", "user", "assistant", "tool"]
@@ -61,6 +62,11 @@ class SessionInfo(msgspec.Struct, kw_only=True):
     #: to a prompt (null: the daemon's recall_budget).
     recall: bool | None = None
     recall_budget: int | None = None
+    #: Memory across sessions (null: the daemon's `memory`); whether memory may recall this
+    #: session elsewhere (false: forgotten as a whole), and the messages it forgot.
+    memory: MemoryMode | None = None
+    remembered: bool = True
+    forgotten: list[Seq] = []
     #: A branch: the id of the session it was taken from ("" if none; that session may
     #: have been deleted since), and the seq of the last message of its history it shares.
     branched_from: str = ""
@@ -121,8 +127,10 @@ class MessageInfo(msgspec.Struct, kw_only=True):
     reply_to: Annotated[int, Meta(ge=-1)] = -1
     #: For a regenerated answer: the seq of the answer it replaced (-1: none).
     alternative_of: Annotated[int, Meta(ge=-1)] = -1
-    #: For an answer: the messages recall brought into the prompt it answered.
+    #: For an answer: the messages recall brought into the prompt it answered, and those
+    #: memory brought from other sessions.
     recalled: list[Seq] = []
+    remembered: list[MemoryRef] = []
     #: For an answer: the tools it calls (its generation ended to have them run).
     tool_calls: list[ToolCall] = []
     #: For a `tool` message: what each call of the answer before it returned (`content`
@@ -146,6 +154,9 @@ class RecalledPassage(msgspec.Struct, kw_only=True):
     #: When the message was stored (Unix seconds), as the block shows it to the model.
     created: float
     text: str
+    #: From another session's history (memory): its id and name ("": this session's).
+    session_id: str = ""
+    session_name: str = ""
 
 
 class CompactionMark(msgspec.Struct, kw_only=True):

@@ -159,6 +159,7 @@ DEFAULT_MODELS = (
     Model("vision:4b", parameter_size="4.3B", family="gemma3", image_tokens=256),
     Model("nomic-embed-text", context_length=2048, parameter_size="137M",
           family="nomic-bert", embedding=True),
+    Model("all-minilm:latest", context_length=512, parameter_size="23M", family="bert", embedding=True),
 )
 
 
@@ -189,6 +190,9 @@ class OllamaStandin:
     #: The path of every POST received, in order (before any fault's delay).
     posts: list[str] = field(default_factory=list)
     embeds: list[dict[str, Any]] = field(default_factory=list)
+    #: What /api/embed answers with: a hash of the words (embed_vector) unless a real
+    #: embedder is given (texts → unit vectors; bench/recall.py --embed minilm).
+    embedder: Callable[[list[str]], list[list[float]]] | None = None
     #: Why each chat the template refused for an orphaned tool call or result was refused.
     orphans: list[str] = field(default_factory=list)
     loaded: dict[str, int] = field(default_factory=dict)
@@ -531,7 +535,8 @@ class _Handler(BaseHTTPRequestHandler):
         inputs = body.get("input", "")
         texts = [inputs] if isinstance(inputs, str) else list(inputs)
         owner.embeds.append(body)
-        self._json(200, {"model": m.name, "embeddings": [embed_vector(t) for t in texts],
+        vectors = owner.embedder(texts) if owner.embedder else [embed_vector(t) for t in texts]
+        self._json(200, {"model": m.name, "embeddings": vectors,
                          "total_duration": 1000, "load_duration": 100,
                          "prompt_eval_count": sum(owner.count(t) for t in texts)})
 

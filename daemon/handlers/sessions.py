@@ -176,6 +176,8 @@ async def set_model(services: Services, req: requests.SetModel, record: SessionR
             r.recall = req.recall
         if req.recall_budget is not None:
             r.recall_budget = req.recall_budget or None
+        if req.memory is not None:
+            r.memory = req.memory
     updated = await services.store.off_loop(services.store.sessions.update, record.id, change)
     # Only a new model changes what is counted (its tokenizer and template); a window,
     # options or thresholds change the budget, not the prompt, whose count stays exact.

@@ -86,6 +86,11 @@ def query_terms(message: str, context: str = "") -> dict[str, float]:
     return weights
 
 
+def counts_of(p: Passage) -> Counter[str]:
+    """A passage's terms, each with how often it occurs."""
+    return Counter(terms(p.text))
+
+
 class LexicalIndex:
     """BM25 over one session's passages (k1 = 1.2, b = 0.75)."""
 
@@ -102,10 +107,12 @@ class LexicalIndex:
         #: Seqs indexed so far run below this.
         self.next_seq = 0
 
-    def add(self, passages: Iterable[Passage]) -> None:
-        for p in passages:
+    def add(self, passages: Iterable[Passage], counted: Iterable[Counter[str]] | None = None) -> None:
+        """Passages after those indexed; with `counted`, each one's term counts (computed
+        elsewhere, e.g. in a worker thread: `counts`)."""
+        passages = list(passages)
+        for p, counts in zip(passages, counted if counted is not None else map(counts_of, passages)):
             pid = len(self.passages)
-            counts = Counter(terms(p.text))
             self.passages.append(p)
             self.seqs.append(p.seq)
             length = sum(counts.values())
@@ -136,9 +143,10 @@ class LexicalIndex:
         return dict.fromkeys(sorted(found, key=found.__getitem__)[:most], 1.0)
 
     def rank(self, query: Mapping[str, float], leave_out: Collection[int],
-             limit: int) -> list[tuple[int, float]]:
+             limit: int, allowed: np.ndarray | None = None) -> list[tuple[int, float]]:
         """(passage id, score) of the best `limit` passages for the query terms (each with
-        its weight), best first, leaving out passages of the messages `leave_out` names.
+        its weight), best first, leaving out passages of the messages `leave_out` names
+        (and, with `allowed`, a flag per passage id, those it marks False).
         Scored with numpy over the posting lists of the query's terms (the most telling
         MAX_TERMS of them), so its cost is the postings read, not the passages."""
         n = len(self.passages)
@@ -162,6 +170,8 @@ class LexicalIndex:
             norm = self.K1 * (1 - self.B + self.B * lengths[pids] / average)
             scores[pids] += weight * (self.K1 + 1) * c / (c + norm)
         hits = np.flatnonzero(scores)
+        if allowed is not None and len(hits):
+            hits = hits[allowed[hits]]
         if leave_out and len(hits):
             seqs = np.frombuffer(self.seqs, dtype=np.int64)[hits]
             hits = hits[~np.isin(seqs, np.fromiter(leave_out, dtype=np.int64, count=len(leave_out)))]

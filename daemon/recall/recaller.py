@@ -14,16 +14,21 @@ import logging
 import math
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
+from ctxkeep.protocol.memory import MemoryRef
+from ctxkeep.protocol.structs import RecalledPassage
 from ctxkeep.daemon.config import Config
 from ctxkeep.daemon.context.estimator import Estimator
 from ctxkeep.daemon.context.features import JOIN, add
 from ctxkeep.daemon.backends.protocol import ModelBackend
 from ctxkeep.daemon.recall import select
-from ctxkeep.daemon.recall.lexical import LexicalIndex, query_terms, terms
-from ctxkeep.daemon.recall.passages import Passage, passages
-from ctxkeep.daemon.recall.semantic import Embedder, SemanticIndex
+from ctxkeep.daemon.memory import block as memory_block
+from ctxkeep.daemon.memory.memory import Memory, Query, Remembered
+from ctxkeep.daemon.recall.lexical import query_terms, terms
+from ctxkeep.daemon.recall.passages import Passage
+from ctxkeep.daemon.recall.semantic import Embedder
+from ctxkeep.daemon.recall.session_index import SessionIndex
 from ctxkeep.daemon.store.store import Store
 from ctxkeep.daemon.store.records import MessageRecord, SessionRecord
 from ctxkeep.daemon.store.context_records import ActiveContext
@@ -53,61 +58,30 @@ class Recall:
     tokens: int = 0
     features: Vector = ZERO
     semantic: bool = False
+    #: What memory brought from the user's other sessions (its block opens `block`).
+    remembered: tuple[Remembered, ...] = ()
 
     @property
     def seqs(self) -> list[int]:
         return sorted({p.seq for p in self.passages})
 
+    @property
+    def sources(self) -> list[MemoryRef]:
+        """The messages of other sessions memory brought, each once."""
+        refs = dict.fromkeys((r.session_id, r.passage.seq) for r in self.remembered)
+        return [MemoryRef(session_id=sid, seq=seq) for sid, seq in refs]
+
+    def shown(self) -> list[RecalledPassage]:
+        """Its passages as the `generation.recalled` event lists them (memory's first, as
+        in the block)."""
+        def info(p: Passage, session_id: str = "", name: str = "") -> RecalledPassage:
+            return RecalledPassage(seq=p.seq, part=p.part, parts=p.parts, role=p.role,  # type: ignore[arg-type]
+                                   created=p.created, text=p.text, session_id=session_id, session_name=name)
+        return [*(info(r.passage, r.session_id, r.session_name) for r in self.remembered),
+                *(info(p) for p in self.passages)]
+
 
 NONE = Recall()
-
-
-@dataclass
-class SessionIndex:
-    """One session's passages, ranked by words and (as far as computed) by meaning."""
-
-    lexical: LexicalIndex = field(default_factory=LexicalIndex)
-    semantic: SemanticIndex = field(default_factory=SemanticIndex)
-    #: A message's passage ids, by seq; an answer by the question it answers.
-    by_seq: dict[int, list[int]] = field(default_factory=dict)
-    answers: dict[int, int] = field(default_factory=dict)
-    #: Each passage's line in the block, as features (by passage id).
-    lines: list[Vector] = field(default_factory=list)
-    #: Every answer's seq, by the question it answers.
-    answered_by: dict[int, list[int]] = field(default_factory=dict)
-    #: Messages a regenerate or an edit replaced (with an edited question's answers): the
-    #: conversation the user kept does not hold them, so they are never recalled.
-    replaced: set[int] = field(default_factory=set)
-
-    def add(self, messages: Sequence[MessageRecord]) -> None:
-        start = len(self.lexical.passages)
-        new = [p for m in messages for p in passages(m)]
-        self.lexical.add(new)
-        self.lines += [text_features(select.line(p) + "\n") for p in new]
-        for pid, p in enumerate(new, start):
-            self.by_seq.setdefault(p.seq, []).append(pid)
-            if p.role == "assistant" and p.reply_to >= 0:
-                self.answers[p.reply_to] = p.seq
-        for m in messages:
-            if m.role == "assistant" and m.reply_to >= 0:
-                self.answered_by.setdefault(m.reply_to, []).append(m.seq)
-            self.replaced |= self.replaced_by(m)
-        if messages:
-            self.lexical.next_seq = max(self.lexical.next_seq, messages[-1].seq + 1)
-
-    def replaced_by(self, m: MessageRecord) -> set[int]:
-        """What message `m` replaced: a regenerated answer its predecessor; an edited
-        question the question it rewords, and that one's answers."""
-        if m.alternative_of < 0:
-            return set()
-        if m.role == "user":
-            return {m.alternative_of, *self.answered_by.get(m.alternative_of, ())}
-        return {m.alternative_of}
-
-    def partners(self, p: Passage) -> list[int]:
-        """The passage's partner: an answer's question, a question's answer (first parts)."""
-        other = p.reply_to if p.role == "assistant" else self.answers.get(p.seq, -1)
-        return self.by_seq.get(other, [])[:1]
 
 
 class Recaller:
@@ -119,6 +93,8 @@ class Recaller:
         self.estimator = estimator
         self.config = config
         self.embedder = Embedder(store, backend, lambda: config.embed_model)
+        #: The user's other sessions, recalled after the session's own history.
+        self.memory: Memory | None = Memory(store, self.embedder, config)
         self._indexes: OrderedDict[str, SessionIndex] = OrderedDict()
 
     def enabled(self, session: SessionRecord) -> bool:
@@ -144,54 +120,85 @@ class Recaller:
         if self.embedder.unavailable:
             return (f"by words only: the embedding model {model} is not available "
                     f"(`ollama pull {model}` adds recall by meaning)")
-        return f"by words and meaning ({model})"
+        behind = self.embedder.behind()
+        waiting = f"; {behind:,} passages still to embed (recalled by words until then)" if behind else ""
+        return f"by words and meaning ({model}){waiting}"
 
     def forget(self, session_id: str) -> None:
         self._indexes.pop(session_id, None)
 
     async def recall(self, session: SessionRecord, context: ActiveContext,
-                     active: Sequence[MessageRecord], user: MessageRecord, budget: int) -> Recall:
-        """What the turn with the question `user` recalls within `budget` tokens. Nothing
-        said after the question is (a regenerated turn's: the answers it replaces)."""
-        if budget < MIN_ROOM or not self.enabled(session):
+                     active: Sequence[MessageRecord], user: MessageRecord, budget: int,
+                     whole: int | None = None) -> Recall:
+        """What the turn with the question `user` recalls within `budget` tokens: from its
+        own history, then from the user's other sessions (memory) within what is left of
+        `whole` (default: `budget`). Nothing said after the question is (a regenerated
+        turn's: the answers it replaces)."""
+        if budget < MIN_ROOM:
             return NONE
-        after = range(user.seq + 1, session.next_seq) if user.seq >= 0 else range(0)
-        in_context = {*context.seqs, *session.pending, user.seq, *after}
-        if session.message_count <= len(in_context):
-            return NONE  # everything said is in the prompt already
         index = await self._index(session.id)
-        in_context |= index.replaced | index.replaced_by(user)
         last_turn = [m.content for m in active[-2:] if m.role in ("user", "assistant")]
         context_text = select.context_for(user.content, len(set(terms(user.content))), last_turn)
         query = query_terms(user.content, context_text)
+        vector = await self._vector(index, active, user)
+        asks_of = select.addressed(user.content)
+        own = self._own(session, context, user, index, query, vector, asks_of, budget) \
+            if self.enabled(session) else []
+        model = session.model
+        text = select.block(own)
+        used = self.estimator.estimate(model, add(text_features(text), JOIN)) if own else 0
+        remembered: list[Remembered] = []
+        if self.memory is not None:
+            room = (budget if whole is None else whole) - used
+            if self.config.memory_budget:
+                room = min(room, self.config.memory_budget)
+            overhead = self.estimator.text(model, f"{memory_block.OPENING}\n{select.CLOSING}")
+            remembered = await self.memory.recall(
+                session, Query(query, vector, asks_of, index.texts | {hash(user.content.strip())}), room, overhead,
+                lambda pid, name: self.estimator.estimate(model, memory_block.line_features(self.memory, pid, name)))
+        if not own and not remembered:
+            return NONE
+        text = "\n".join(filter(None, [memory_block.block(remembered), text]))
+        features = add(text_features(text), JOIN)
+        return Recall(block=text, passages=tuple(own), tokens=self.estimator.estimate(model, features),
+                      features=features, semantic=vector is not None, remembered=tuple(remembered))
+
+    async def _vector(self, index: SessionIndex, active: Sequence[MessageRecord],
+                      user: MessageRecord) -> list[float] | None:
+        """The new message's vector (with the question before it when it refers back), if
+        any passage here or in memory has one to compare with and it comes in time."""
+        memory = self.memory.index if self.memory is not None else None
+        if not index.semantic.ids and (memory is None or not memory.semantic.ids):
+            return None
+        asked = [m.content for m in active[-2:] if m.role == "user"]
+        text = "\n".join([*asked, user.content]) if select.refers_back(user.content) else user.content
+        return await self.embedder.vector(text, self.config.recall_embed_wait_ms / 1000)
+
+    def _own(self, session: SessionRecord, context: ActiveContext, user: MessageRecord, index: SessionIndex,
+             query: dict[str, float], vector: list[float] | None, asks_of: str | None,
+             budget: int) -> list[Passage]:
+        """The passages of the session's own history the turn recalls."""
+        after = range(user.seq + 1, session.next_seq) if user.seq >= 0 else range(0)
+        in_context = {*context.seqs, *session.pending, user.seq, *after}
+        if session.message_count <= len(in_context):
+            return []  # everything said is in the prompt already
+        in_context |= index.replaced | index.replaced_by(user)
         first = index.lexical.rank(query, in_context, RANKED)
         second = index.lexical.rank(index.lexical.expansion(first, query), in_context, RANKED)
         ranked, weights = [first, second], [1.0, SECOND_HOP]
-        semantic = False
-        if index.semantic.ids:  # the message, and what it refers back to: the last question
-            asked = [m.content for m in active[-2:] if m.role == "user"]
-            query = "\n".join([*asked, user.content]) if select.refers_back(user.content) else user.content
-            vector = await self.embedder.vector(query, self.config.recall_embed_wait_ms / 1000)
-            if vector is not None:
-                ranked.append(index.semantic.rank(vector, index.lexical.passages, in_context, RANKED))
-                weights.append(1.0)
-                semantic = True
-        asks_of = select.addressed(user.content)
+        if vector is not None and index.semantic.ids:
+            ps = index.lexical.passages
+            ranked.append(index.semantic.rank(vector, lambda pid: ps[pid].seq in in_context, RANKED))
+            weights.append(1.0)
         scores = select.fused(*ranked, weights=weights,
                               favored=lambda pid: index.lexical.passages[pid].role == asks_of)
         if not scores:
-            return NONE
+            return []
         model = session.model
         overhead = self.estimator.text(model, f"{select.OPENING}\n{select.CLOSING}")
-        chosen = select.select(sorted(scores, key=lambda pid: (-scores[pid], -pid)), index.lexical.passages,
-                               budget, overhead, lambda pid: self.estimator.estimate(model, index.lines[pid]),
-                               index.partners, scores.__getitem__)
-        if not chosen:
-            return NONE
-        text = select.block(chosen)
-        features = add(text_features(text), JOIN)
-        return Recall(block=text, passages=tuple(chosen), tokens=self.estimator.estimate(model, features),
-                      features=features, semantic=semantic)
+        return select.select(sorted(scores, key=lambda pid: (-scores[pid], -pid)), index.lexical.passages,
+                             budget, overhead, lambda pid: self.estimator.estimate(model, index.lines[pid]),
+                             index.partners, scores.__getitem__)
 
     def room(self, window: int, reserve: int, raised_prompt: int, cap: int, margin: float) -> int:
         """The tokens recall may take: what the window leaves beside the prompt (raised by

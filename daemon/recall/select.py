@@ -66,11 +66,12 @@ def fuse(*rankings: Sequence[tuple[int, float]], weights: Sequence[float] = (),
 
 
 def fused(*rankings: Sequence[tuple[int, float]], weights: Sequence[float] = (),
-          favored: Callable[[int], bool] = lambda pid: False) -> dict[int, float]:
+          favored: Callable[[int], bool] = lambda pid: False,
+          newer: Callable[[int], float] | None = None) -> dict[int, float]:
     """Each passage's fused score: each ranking's scores divided by its best (so 0..1),
     times its weight (default 1), then summed (CombSUM), raised by up to RECENCY the newer
-    the passage (ids grow with the history), and by ADDRESSED when `favored` (the question
-    asks of its speaker's words). Unlike reciprocal rank fusion it keeps how far ahead a
+    the passage (`newer`, 0..1; by default its id, as ids grow with the history), and by
+    ADDRESSED when `favored` (the question asks of its speaker's words). Unlike reciprocal rank fusion it keeps how far ahead a
     ranking's best are: one decisive word match is not outvoted by passages that both
     rankings find middling."""
     scores: dict[int, float] = {}
@@ -80,8 +81,10 @@ def fused(*rankings: Sequence[tuple[int, float]], weights: Sequence[float] = (),
         weight = (weights[n] if n < len(weights) else 1.0) / ranking[0][1]
         for pid, score in ranking:
             scores[pid] = scores.get(pid, 0.0) + weight * max(0.0, score)
-    newest = max(scores, default=0) or 1
-    return {pid: s * (1 + RECENCY * pid / newest) * (ADDRESSED if favored(pid) else 1.0)
+    if newer is None:
+        newest = max(scores, default=0) or 1
+        newer = lambda pid: pid / newest  # noqa: E731
+    return {pid: s * (1 + RECENCY * newer(pid)) * (ADDRESSED if favored(pid) else 1.0)
             for pid, s in scores.items()}
 
 
@@ -111,30 +114,36 @@ WEIGHED = 300
 def select(ranked: Sequence[int], passages: Sequence[Passage], budget: int, overhead: int,
            cost: Callable[[int], int], partners: Callable[[Passage], list[int]],
            score: Callable[[int], float] | None = None) -> list[Passage]:
-    """Passages best first while they fit `budget` tokens (each passage's line `cost`, the
-    block's own `overhead`) — with `score`, the best WEIGHED taken by score for their
+    """The passages `choose` takes, in the order they were said."""
+    chosen = choose(ranked, budget, overhead, cost, lambda pid: partners(passages[pid]), score)
+    return sorted((passages[pid] for pid in chosen), key=lambda p: (p.seq, p.part))
+
+
+def choose(ranked: Sequence[int], budget: int, overhead: int, cost: Callable[[int], int],
+           partners: Callable[[int], list[int]], score: Callable[[int], float] | None = None) -> list[int]:
+    """Passage ids best first while they fit `budget` tokens (each passage's line `cost`,
+    the block's own `overhead`) — with `score`, the best WEIGHED taken by score for their
     length (DENSITY) —; then, for each chosen one in that order, its partner (an answer's
-    question, a question's answer) when it fits too; no passage twice; in the order they
-    were said."""
+    question, a question's answer) when it fits too; no passage twice."""
     if score is not None:
         prices = {pid: max(1, cost(pid)) for pid in ranked[:WEIGHED]}
         ranked = sorted(prices, key=lambda pid: -score(pid) / prices[pid] ** DENSITY) + list(ranked[WEIGHED:])
     used = overhead
-    chosen: dict[int, Passage] = {}
+    chosen: dict[int, None] = {}
     for pid in ranked:
         if budget - used < LEAST_LINE:
             break
         price = cost(pid)
         if pid not in chosen and used + price <= budget:
-            chosen[pid] = passages[pid]
+            chosen[pid] = None
             used += price
     for pid in [p for p in ranked if p in chosen]:
-        for other in partners(passages[pid]):
+        for other in partners(pid):
             price = cost(other)
             if other not in chosen and used + price <= budget:
-                chosen[other] = passages[other]
+                chosen[other] = None
                 used += price
-    return sorted(chosen.values(), key=lambda p: (p.seq, p.part))
+    return list(chosen)
 
 
 def block(chosen: Sequence[Passage]) -> str:

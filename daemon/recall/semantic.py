@@ -12,7 +12,7 @@ waits for a passage's vector, and what has none yet is ranked by words alone.
 import asyncio
 import hashlib
 import logging
-from collections.abc import Callable, Collection
+from collections.abc import Callable
 
 import numpy as np
 
@@ -63,12 +63,11 @@ class SemanticIndex:
         self._matrix[len(self.ids)] = v / norm
         self.ids.append(pid)
 
-    def rank(self, query: list[float], passages: list[Passage], leave_out: Collection[int],
-             limit: int) -> list[tuple[int, float]]:
+    def rank(self, query: list[float], skip: Callable[[int], bool], limit: int) -> list[tuple[int, float]]:
         """(passage id, cosine) of the `limit` nearest passages, nearest first, of those
         that stand out: STAND_OUT deviations nearer than the passages are on average
         (embeddings find every text somewhat alike; a question about nothing said before
-        recalls nothing)."""
+        recalls nothing), leaving out the passage ids `skip` names."""
         if self._matrix is None or not self.ids:
             return []
         q = np.asarray(query, dtype=np.float32)
@@ -82,7 +81,7 @@ class SemanticIndex:
             if scores[row] < floor or scores[row] <= 0:
                 break
             pid = self.ids[row]
-            if passages[pid].seq in leave_out:
+            if skip(pid):
                 continue
             out.append((pid, float(scores[row])))
             if len(out) == limit:
@@ -110,6 +109,14 @@ class Embedder:
         self._wake.set()
         if self._task is None or self._task.done():
             self._task = asyncio.get_running_loop().create_task(self._run(), name="embedder")
+
+    def behind(self) -> int:
+        """Passages waiting for their vectors, in the sessions wanted."""
+        left = 0
+        for source in list(self._wanted.values()):
+            passages, index = source()
+            left += max(0, len(passages) - index.done)
+        return left
 
     async def vector(self, text: str, wait: float) -> list[float] | None:
         """The vector of one text (a new message), if the model answers within `wait`

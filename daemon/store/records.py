@@ -9,6 +9,7 @@ from ctxkeep.daemon.reliability import score as reliability_score
 from ctxkeep.protocol.structs import MessageInfo, Options, SessionInfo
 from ctxkeep.daemon.store.attachment import Attachment
 from ctxkeep.protocol.images import ImageRef
+from ctxkeep.protocol.memory import MemoryRef
 from ctxkeep.protocol.tools import ToolCall, ToolResult, ToolSpec, results_text
 from ctxkeep.daemon.shorten import shortened
 from ctxkeep.daemon.store.context_records import ActiveContext
@@ -47,6 +48,11 @@ class SessionRecord(msgspec.Struct, kw_only=True):
     #: Recall for this session: None = the daemon's setting; recall_budget None = the daemon's.
     recall: bool | None = None
     recall_budget: int | None = None
+    #: Memory across sessions: None = the daemon's setting ("all", "none", "private"); false
+    #: when memory forgot the whole session; the messages it forgot.
+    memory: str | None = None
+    remembered: bool = True
+    forgotten: list[int] = []
     #: Tokens the last prompt's recall block took (part of its exact count).
     recalled_tokens: int = 0
     #: The last answer's tokens, while token_count is the exact count of the prompt it
@@ -93,6 +99,7 @@ class SessionRecord(msgspec.Struct, kw_only=True):
             reliability=round(reliability_score(self.parameter_size, self.compactions), 4),
             auto_compaction=self.auto_compaction, thresholds=self.thresholds,
             recall=self.recall, recall_budget=self.recall_budget,
+            memory=self.memory, remembered=self.remembered, forgotten=self.forgotten,  # type: ignore[arg-type]
             branched_from=self.branched_from, branched_at=self.branched_at, tools=self.tools)
 
 
@@ -113,6 +120,8 @@ class MessageFields(msgspec.Struct, kw_only=True):
     reply_to: int = -1
     #: For an answer: the messages recall brought into its prompt.
     recalled: list[int] = []
+    #: For an answer: the messages memory brought from other sessions into its prompt.
+    remembered: list[MemoryRef] = []
     #: For a regenerated answer: the answer it replaced (-1: none).
     alternative_of: int = -1
     tool_calls: list[ToolCall] = []

@@ -10,7 +10,6 @@ from typing import Any, NamedTuple
 
 from ctxkeep.protocol import ErrorCode
 from ctxkeep.protocol.events import GenerationRecalled
-from ctxkeep.protocol.structs import RecalledPassage
 from ctxkeep.daemon.compaction.automatic import AutoCompactor, Pass
 from ctxkeep.daemon.context.estimator import Estimate
 from ctxkeep.daemon.context.features import Vector, add, json_features
@@ -75,8 +74,7 @@ class Preparer:
         if recall.block:
             self.parts.bus.publish(GenerationRecalled(
                 generation_id=generation_id, tokens=recall.tokens, by_meaning=recall.semantic,
-                recalled=[RecalledPassage(seq=p.seq, part=p.part, parts=p.parts, role=p.role,  # type: ignore[arg-type]
-                                          created=p.created, text=p.text) for p in recall.passages]), session.id)
+                recalled=recall.shown()), session.id)
         room = answer_room(self.parts, session, estimate, self.auto.enabled(session))
         messages = self.prompts.build(*view, question.record, recall.block)
         options = {**session.options, "num_ctx": session.window, "num_predict": room}
@@ -109,12 +107,13 @@ class Preparer:
         estimator, config = self.parts.estimator, self.parts.config
         budget = measure(*view, estimator, config)
         reserve = reply_room(config, session.window)
-        room = self.recaller.room(session.window, reserve, estimator.raised(session.model, estimate),
-                                  self.recaller.cap(session, budget.available + budget.reserved),
-                                  estimator.margin(session.model))
+        raised, margin = estimator.raised(session.model, estimate), estimator.margin(session.model)
+        room = self.recaller.room(session.window, reserve, raised,
+                                  self.recaller.cap(session, budget.available + budget.reserved), margin)
+        whole = self.recaller.room(session.window, reserve, raised, session.window, margin)
         for _ in range(3):
             try:
-                recall = await self.recaller.recall(*view, user, room)
+                recall = await self.recaller.recall(*view, user, room, whole)
             except Exception:  # noqa: BLE001 - a turn goes on without recall rather than fail
                 log.exception("session=%s recall failed: the turn goes on without it", session.id)
                 return NO_RECALL, estimate
@@ -124,5 +123,5 @@ class Preparer:
             over = estimator.raised(session.model, with_recall) + reserve - session.window
             if over <= 0:
                 return recall, with_recall
-            room -= max(over * 2, 32)
+            room, whole = room - max(over * 2, 32), whole - max(over * 2, 32)
         return NO_RECALL, estimate

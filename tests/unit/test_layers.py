@@ -18,14 +18,14 @@ ROOT = Path(__file__).resolve().parents[2]
 
 #: The daemon's layers, lowest first: (name, the modules or packages under ctxkeep.daemon).
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("foundation", ("errors", "tokens", "shorten", "reliability", "config_backends", "config",
-                    "config_file", "config_doc")),
+    ("foundation", ("errors", "tokens", "shorten", "reliability", "config_backends", "config_recall",
+                    "config", "config_file", "config_doc")),
     ("store", ("store",)),
     ("model backends", ("backends",)),
     ("event bus", ("events",)),
     ("job queue", ("jobs",)),
     ("context engine", ("context",)),
-    ("recall and files", ("recall", "files")),
+    ("recall, memory and files", ("recall", "memory", "files")),
     ("compaction", ("compaction",)),
     ("turns", ("turns",)),
     ("engine wiring", ("services",)),

@@ -1,0 +1,40 @@
+"""The configuration of recall (from a session's own history) and memory (from the user's
+other sessions): one part of `Config`, which derives from it."""
+
+from typing import Annotated, Literal
+
+import msgspec
+from msgspec import Meta
+
+
+def described(text: str) -> Meta:
+    return Meta(description=text)
+
+
+class RecallConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """Recall's and memory's settings, with their defaults."""
+
+    recall: Annotated[bool, described(
+        "Recall: before each turn, the passages of the session's whole history that the new "
+        "message needs (and the active context no longer holds) open the message, in the room "
+        "the window leaves (per session: `ctxkeep set --recall on|off`).")] = True
+    recall_budget: Annotated[int, Meta(ge=0, le=2**24), described(
+        "The most tokens recall may add to a prompt; 0 = up to the level-1 threshold of the "
+        "conversation's budget (per session: `ctxkeep set --recall-budget N`).")] = 0
+    recall_share: Annotated[float, Meta(ge=0, le=0.8), described(
+        "The share of the conversation's budget kept free for recall while it is on: automatic "
+        "compaction keeps the active context within the rest (what it sets aside stays "
+        "recallable word for word).")] = 0.4
+    recall_embed_wait_ms: Annotated[float, Meta(ge=0, le=10_000), described(
+        "How long a turn waits for the embedding of its new message before recalling by words "
+        "alone (passages are embedded in the background; a turn never waits for those).")] = 50.0
+    embed_model: Annotated[str, described(
+        "The Ollama model for relevance embeddings (level 2); \"\" = keywords only.")] = "nomic-embed-text"
+    memory: Annotated[Literal["all", "none"], described(
+        "Memory across sessions: \"all\" = a turn may also recall, after its own session's "
+        "recall, what the user said in their other sessions (those not private or forgotten), "
+        "with the session and date it comes from; \"none\" = no session recalls from others "
+        "unless set to (per session: `ctxkeep set --memory all|none|private`).")] = "all"
+    memory_budget: Annotated[int, Meta(ge=0, le=2**24), described(
+        "The most tokens memory may add to a prompt; 0 = whatever the window leaves beside the "
+        "prompt, its own recall and the reply room (only passages that match well are added).")] = 0

@@ -1,0 +1,145 @@
+"""Memory's index: the passages of every session in one BM25 index (and their vectors, as
+the embedder computes them), each passage knowing its session, so that a turn of one
+session ranks what the user said in all the others in one pass.
+
+What may come back is decided per turn by flags over passage ids (numpy), not by
+rebuilding: a session deleted, private or forgotten, a message forgotten or replaced by a
+retry or an edit, is left out from the next turn on.
+"""
+
+from array import array
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ctxkeep.daemon.recall import select
+from ctxkeep.daemon.recall.lexical import LexicalIndex
+from ctxkeep.daemon.recall.passages import Passage, passages
+from ctxkeep.daemon.recall.semantic import SemanticIndex
+from ctxkeep.daemon.store.records import MessageRecord, SessionRecord
+from ctxkeep.daemon.tokens import Vector, text_features
+
+
+@dataclass
+class Owner:
+    """A session as memory holds it."""
+
+    number: int
+    session_id: str
+    name: str = ""
+    #: Seqs indexed so far run below this.
+    next_seq: int = 0
+    #: Its messages memory leaves out: forgotten by the user, or replaced (retry, edit).
+    forgotten: set[int] = field(default_factory=set)
+    replaced: set[int] = field(default_factory=set)
+    #: Every answer's seq, by the question it answers (to know what an edit replaced).
+    answered_by: dict[int, list[int]] = field(default_factory=dict)
+    #: Its passage ids, by message seq.
+    pids: dict[int, list[int]] = field(default_factory=dict)
+
+
+class MemoryIndex:
+    """Every session's passages; `allowed` says which sessions may be recalled now."""
+
+    def __init__(self) -> None:
+        self.lexical = LexicalIndex()
+        self.semantic = SemanticIndex()
+        #: Each passage's owner number, and whether it is hidden (forgotten or replaced).
+        self.owner_of = array("I")
+        self.hidden = bytearray()
+        #: Each passage's line in a block (without its session's name), as features.
+        self.lines: list[Vector] = []
+        self.owners: dict[str, Owner] = {}
+        self.by_number: list[Owner | None] = []
+        #: Per owner number: may it be recalled elsewhere (not deleted, private or forgotten).
+        self.allowed = np.zeros(0, dtype=bool)
+
+    @property
+    def passages(self) -> list[Passage]:
+        return self.lexical.passages
+
+    def owner(self, session: SessionRecord) -> Owner:
+        """The session's owner entry (made on first sight), its settings taken in."""
+        found = self.owners.get(session.id)
+        if found is None:
+            found = self.owners[session.id] = Owner(len(self.by_number), session.id)
+            self.by_number.append(found)
+            if len(self.allowed) < len(self.by_number):
+                self.allowed = np.concatenate([self.allowed, np.zeros(max(64, len(self.allowed)), dtype=bool)])
+        found.name = session.name
+        self.allowed[found.number] = session.remembered and session.memory != "private"
+        forgotten = set(session.forgotten)
+        if forgotten != found.forgotten:
+            for seq in forgotten ^ found.forgotten:
+                self._hide(found, seq, seq in forgotten or seq in found.replaced)
+            found.forgotten = forgotten
+        return found
+
+    def add(self, owner: Owner, messages: Sequence[MessageRecord], cut: Sequence[list[Passage]] | None = None,
+            counted: Sequence[list[Counter[str]]] | None = None) -> None:
+        """Messages of the owner's session, in order, after those indexed; with `cut` and
+        `counted`, each one's passages and their term counts (memory.prepared)."""
+        for n, m in enumerate(messages):
+            if m.seq < owner.next_seq:
+                continue
+            owner.next_seq = m.seq + 1
+            for seq in self._replaces(owner, m):
+                owner.replaced.add(seq)
+                self._hide(owner, seq, True)
+            new = cut[n] if cut is not None else passages(m)
+            if not new:
+                continue
+            start = len(self.lexical.passages)
+            self.lexical.add(new, counted[n] if counted is not None else None)
+            self.lines += [text_features(select.line(p) + "\n") for p in new]
+            owner.pids[m.seq] = list(range(start, start + len(new)))
+            self.owner_of.extend([owner.number] * len(new))
+            self.hidden.extend([m.seq in owner.forgotten] * len(new))
+
+    def _replaces(self, owner: Owner, m: MessageRecord) -> list[int]:
+        if m.role == "assistant" and m.reply_to >= 0:
+            owner.answered_by.setdefault(m.reply_to, []).append(m.seq)
+        if m.alternative_of < 0:
+            return []
+        if m.role == "user":
+            return [m.alternative_of, *owner.answered_by.get(m.alternative_of, ())]
+        return [m.alternative_of]
+
+    def _hide(self, owner: Owner, seq: int, hidden: bool) -> None:
+        for pid in owner.pids.get(seq, ()):
+            self.hidden[pid] = hidden
+
+    def drop(self, session_id: str) -> None:
+        """A deleted session: never recalled again (its passages stay until a rebuild)."""
+        owner = self.owners.pop(session_id, None)
+        if owner is not None:
+            self.allowed[owner.number] = False
+            self.by_number[owner.number] = None
+
+    def candidates(self, asker: str) -> np.ndarray:
+        """A flag per passage id: may it come back into a turn of session `asker`."""
+        owners = np.frombuffer(self.owner_of, dtype=np.uint32)
+        flags = self.allowed[owners] & (np.frombuffer(self.hidden, dtype=np.uint8) == 0)
+        own = self.owners.get(asker)
+        if own is not None:
+            flags &= owners != own.number
+        return flags
+
+    def source(self, pid: int) -> Owner | None:
+        """The session a passage is from (None: deleted)."""
+        return self.by_number[self.owner_of[pid]]
+
+    def partners(self, p: Passage, pid: int) -> list[int]:
+        """The passage's partner in its own session: an answer's question, a question's
+        answer (the first part of it)."""
+        owner = self.source(pid)
+        if owner is None:
+            return []
+        if p.role == "assistant":
+            other = p.reply_to
+        else:
+            answers = [a for a in owner.answered_by.get(p.seq, ()) if a not in owner.replaced]
+            other = answers[-1] if answers else -1
+        return owner.pids.get(other, [])[:1]

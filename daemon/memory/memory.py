@@ -1,0 +1,221 @@
+"""Memory across sessions: after a turn's own recall, the passages of the user's other
+sessions its new message needs, ranked as recall ranks (words, meaning, who is asked of,
+newer a little higher), each with the session and date it comes from.
+
+The index of every session is built in a worker thread when a turn first needs it (until
+then turns recall from their own session only) and kept up to date from the event bus:
+any event about a session marks it to be looked at before the next ranking (new messages,
+a changed setting), a deleted session is left out at once.
+"""
+
+import asyncio
+import logging
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from ctxkeep.protocol.events import Event, SessionDeleted
+from ctxkeep.daemon.config import Config
+from ctxkeep.daemon.memory.index import MemoryIndex, Owner
+from ctxkeep.daemon.recall import select
+from ctxkeep.daemon.recall.lexical import counts_of
+from ctxkeep.daemon.recall.passages import Passage, passages
+from ctxkeep.daemon.recall.semantic import Embedder
+from ctxkeep.daemon.store.errors import StoreError
+from ctxkeep.daemon.store.records import MessageRecord, SessionRecord
+from ctxkeep.daemon.store.store import Store
+
+log = logging.getLogger(__name__)
+
+#: Passages each ranking hands to the fusion.
+RANKED = 200
+#: A passage must score at least this share of the best to come back: memory fills only
+#: with what matches well, not with the whole room it may have.
+FLOOR = 0.3
+#: Messages of one session indexed on the event loop; a larger backlog is read in a thread.
+INLINE_MESSAGES = 500
+#: The embedder's key for memory's passages.
+EMBED_KEY = "\0memory"
+
+
+@dataclass(frozen=True)
+class Remembered:
+    """A passage of another session that memory brings into a prompt."""
+
+    session_id: str
+    session_name: str
+    passage: Passage
+    score: float = 0.0
+
+
+@dataclass(frozen=True)
+class Query:
+    """What a turn asks memory: its terms (with weights), its vector (None: words only),
+    whose words it asks about, and what its own session holds (texts' hashes)."""
+
+    terms: Mapping[str, float]
+    vector: list[float] | None = None
+    asks_of: str | None = None
+    holds: frozenset[int] | set[int] = frozenset()
+
+
+class Memory:
+    """The user's other sessions, as recall's second source."""
+
+    def __init__(self, store: Store, embedder: Embedder, config: Config) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.config = config
+        self.index: MemoryIndex | None = None
+        self._building: asyncio.Task[None] | None = None
+        self._dirty: set[str] = set()
+        self._catching_up: set[str] = set()
+
+    def mode(self, session: SessionRecord) -> str:
+        return session.memory or self.config.memory
+
+    def heard(self, event: Event) -> None:
+        """The event bus's listener: note what changed."""
+        session_id = getattr(event, "session_id", "")
+        if not session_id:
+            return
+        if isinstance(event, SessionDeleted):
+            self._dirty.discard(session_id)
+            if self.index is not None:
+                self.index.drop(session_id)
+        else:
+            self._dirty.add(session_id)
+
+    async def ready(self) -> MemoryIndex | None:
+        """The index, up to date with what the bus reported; None while it is first built."""
+        if self.index is None:
+            if self._building is None or self._building.done():
+                self._building = asyncio.get_running_loop().create_task(self._build(), name="memory-index")
+            return None
+        for session_id in list(self._dirty - self._catching_up):
+            self._dirty.discard(session_id)
+            await self._catch_up(self.index, session_id)
+        return self.index
+
+    async def built(self, wait: float) -> bool:
+        """Whether the index is there, after waiting up to `wait` seconds for its first build."""
+        if await self.ready() is None and self._building is not None:
+            await asyncio.wait({self._building}, timeout=wait)
+        return self.index is not None
+
+    async def _build(self) -> None:
+        self._dirty.clear()
+        index = await asyncio.to_thread(self._read_all)
+        self._dirty |= set(index.owners)  # what changed while it was read is looked at next
+        self.index = index
+        self._want_vectors(index)
+        log.info("memory: %d passages of %d sessions indexed", len(index.passages), len(index.owners))
+
+    def _read_all(self) -> MemoryIndex:
+        index = MemoryIndex()
+        for session in sorted(self.store.sessions.all(), key=lambda s: s.created):
+            owner = index.owner(session)
+            start: int | None = 0
+            while start is not None:
+                page, start, _ = self.store.history.page(session.id, start=start, limit=1000)
+                index.add(owner, page, *prepared(page))
+                if not page:
+                    break
+        return index
+
+    async def _catch_up(self, index: MemoryIndex, session_id: str) -> None:
+        try:
+            session = self.store.sessions.get(session_id)
+        except StoreError:
+            index.drop(session_id)
+            return
+        owner = index.owner(session)
+        if session.next_seq <= owner.next_seq:
+            return
+        self._catching_up.add(session_id)
+        try:
+            await self._read_session(index, owner, session)
+        finally:
+            self._catching_up.discard(session_id)
+        self._want_vectors(index)
+
+    async def _read_session(self, index: MemoryIndex, owner: Owner, session: SessionRecord) -> None:
+        start: int | None = owner.next_seq
+        while start is not None:
+            page, start, _ = self.store.history.page(session.id, start=start, limit=1000)
+            if not page:
+                break
+            if session.next_seq - owner.next_seq > INLINE_MESSAGES:
+                ready = await asyncio.to_thread(prepared, page)  # terms counted off the loop
+            else:
+                ready = prepared(page)
+            if owner.session_id in index.owners:  # not deleted meanwhile
+                index.add(owner, page, *ready)
+
+    def _want_vectors(self, index: MemoryIndex) -> None:
+        if index.semantic.done < len(index.passages):
+            self.embedder.want(EMBED_KEY, lambda: (index.passages, index.semantic))
+
+    async def rank(self, session_id: str, query: Query, limit: int = RANKED) -> list[tuple[int, float]]:
+        """(passage id, score relative to the best) of what memory could bring back into a
+        turn of `session_id` ("" = of none), best first, those below FLOOR left out."""
+        index = await self.ready()
+        if index is None or not index.passages:
+            return []
+        allowed = index.candidates(session_id)
+        ranked = [index.lexical.rank(query.terms, (), limit, allowed)]
+        if query.vector is not None and index.semantic.ids:
+            ranked.append(index.semantic.rank(query.vector, lambda pid: not allowed[pid], limit))
+        ps = index.passages
+        oldest, newest = _span([ps[pid].created for r in ranked for pid, _ in r])
+        scores = select.fused(*ranked, favored=lambda pid: ps[pid].role == query.asks_of,
+                              newer=lambda pid: (ps[pid].created - oldest) / (newest - oldest))
+        seen = set(query.holds)
+        kept = []
+        for pid in sorted(scores, key=lambda pid: (-scores[pid], -pid)):
+            text = hash(ps[pid].text)
+            if text not in seen:  # not a copy of what this session (or a better hit) holds
+                seen.add(text)
+                kept.append(pid)
+        best = scores[kept[0]] if kept else 0.0
+        return [(pid, scores[pid] / best) for pid in kept if scores[pid] >= FLOOR * best]
+
+    async def recall(self, session: SessionRecord, query: Query, budget: int, overhead: int,
+                     cost: Callable[[int, str], int]) -> list[Remembered]:
+        """What memory brings into a turn of `session` within `budget` tokens (`cost` of a
+        passage's line with its session's name; the block's own `overhead`), oldest first."""
+        if self.mode(session) != "all" or budget <= overhead:
+            return []
+        ranked = await self.rank(session.id, query)
+        index = self.index
+        if not ranked or index is None:
+            return []
+        score = dict(ranked)
+
+        def name(pid: int) -> str:
+            owner = index.source(pid)
+            return owner.name if owner else ""
+        allowed = index.candidates(session.id)
+
+        def partners(pid: int) -> list[int]:  # those memory may bring, and this session lacks
+            return [o for o in index.partners(index.passages[pid], pid)
+                    if allowed[o] and hash(index.passages[o].text) not in query.holds]
+        chosen = select.choose(list(score), budget, overhead, lambda pid: cost(pid, name(pid)), partners,
+                               score.__getitem__)
+        out = [Remembered(o.session_id, o.name, index.passages[pid], score.get(pid, 0.0))
+               for pid in chosen if (o := index.source(pid)) is not None]
+        return sorted(out, key=lambda r: (r.passage.created, r.passage.seq, r.passage.part))
+
+
+def prepared(page: Sequence[MessageRecord]) -> tuple[list[list[Passage]], list[list[Counter[str]]]]:
+    """The passages of a page of messages and their term counts (pure: any thread)."""
+    cut = [passages(m) for m in page]
+    return cut, [[counts_of(p) for p in ps] for ps in cut]
+
+
+def _span(times: list[float]) -> tuple[float, float]:
+    if not times:
+        return 0.0, 1.0
+    oldest, newest = min(times), max(times)
+    return oldest, newest if newest > oldest else oldest + 1.0
+

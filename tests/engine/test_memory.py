@@ -1,0 +1,137 @@
+"""Memory across sessions (issue 43) in the engine, in-process: what the user said in one
+session comes back into another's prompt, with its source; private, forgotten and deleted
+sessions never do."""
+
+import asyncio
+
+from hypothesis import given, settings, strategies as st
+
+from ctxkeep.daemon.config import Config
+from ctxkeep.daemon.memory import block
+from ctxkeep.protocol import requests
+from ctxkeep.protocol.events import GenerationRecalled
+from ctxkeep.protocol.memory import MemoryForget, MemorySearch
+from inprocess import InProcess
+from memory_backend import MemoryBackend
+
+MODEL = "qwen2.5:7b"
+SISTER = "My sister Ingrid just moved to Tromsø and started working as a glacier guide there."
+QUESTION = "Where does my sister live now, and what is her job?"
+
+
+async def new(app: InProcess, name: str, **settings) -> str:
+    sid = (await app.call(requests.SessionCreate(name=name, model=MODEL, num_ctx=4096))).session.id
+    if settings:
+        await app.call(requests.SetModel(session=sid, **settings))
+    return sid
+
+
+async def say(app: InProcess, sid: str, text: str) -> list:
+    """One turn; what its prompt recalled (the `generation.recalled` event's passages)."""
+    accepted = await app.call(requests.Send(session=sid, text=text))
+    await app.services.jobs.drain(30)
+    return next((e.recalled for e in app.bus.seen if isinstance(e, GenerationRecalled)
+                 and e.generation_id == accepted.generation_id), [])
+
+
+def run(tmp_path, scenario, config: Config | None = None):
+    backend = MemoryBackend(reply=lambda messages: "Noted.")
+    app = InProcess(tmp_path, backend, config or Config(embed_model=""))
+    try:
+        return asyncio.run(scenario(app)), backend
+    finally:
+        app.close()
+
+
+def test_what_one_session_was_told_comes_back_in_a_new_one_with_its_source(tmp_path):
+    async def scenario(app):
+        family = await new(app, "family")
+        await say(app, family, SISTER)
+        await say(app, family, "Thanks! Also, remind me to call the plumber tomorrow.")
+        asked = await new(app, "new chat")
+        recalled = await say(app, asked, QUESTION)
+        hits = (await app.call(MemorySearch(query="sister glacier"))).hits
+        message = app.store.history.page(asked)[0][-1]
+        return family, recalled, hits, message
+    (family, recalled, hits, message), backend = run(tmp_path, scenario)
+    prompt = backend.chats[-1][0][-1]["content"]
+    assert prompt.startswith(block.OPENING) and SISTER in prompt and prompt.endswith(QUESTION)
+    assert f'in "family" user: {SISTER}' in prompt  # where it comes from, and when (the line's stamp)
+    assert (family, "family", 0) in [(p.session_id, p.session_name, p.seq) for p in recalled]
+    assert {p.session_id for p in recalled} == {family}  # (with the answer it had, when there is room)
+    assert (family, 0) in [(m.session_id, m.seq) for m in message.remembered]  # kept with the answer
+    assert hits and (hits[0].session_id, hits[0].seq, hits[0].text) == (family, 0, SISTER)
+
+
+def test_private_forgotten_and_deleted_sessions_never_come_back(tmp_path):
+    async def scenario(app):
+        private = await new(app, "private", memory="private")
+        await say(app, private, SISTER)
+        seen = [await say(app, await new(app, "a"), QUESTION)]
+        other = await new(app, "other")
+        await say(app, other, SISTER.replace("Ingrid", "Sigrid"))
+        await app.call(MemoryForget(session=other, seqs=[0]))
+        seen.append(await say(app, await new(app, "b"), QUESTION))
+        await app.call(MemoryForget(session=other, seqs=[0], undo=True))
+        seen.append(await say(app, await new(app, "c"), QUESTION))  # remembered again
+        await app.call(MemoryForget(session=other))
+        seen.append(await say(app, await new(app, "d"), QUESTION))
+        await app.call(MemoryForget(session=other, undo=True))
+        await app.call(requests.SessionDelete(session=other))
+        seen.append(await say(app, await new(app, "e"), QUESTION))
+        seen.append(await say(app, private, QUESTION + " (asked where it was said)"))
+        return seen
+    seen, backend = run(tmp_path, scenario)
+    assert [[p.text[:9] for p in s if "sister" in p.text and "?" not in p.text] for s in seen] == \
+        [[], [], ["My sister"], [], [], []]
+
+
+def test_a_session_set_to_none_recalls_nothing_from_others_and_a_branch_not_its_copies(tmp_path):
+    async def scenario(app):
+        family = await new(app, "family")
+        await say(app, family, SISTER)
+        none = await say(app, await new(app, "quiet", memory="none"), QUESTION)
+        branch = (await app.call(requests.Branch(session=family, at=1))).session.id
+        copies = await say(app, branch, QUESTION)
+        return none, copies
+    (none, copies), _ = run(tmp_path, scenario)
+    assert none == []
+    assert all(not p.session_id for p in copies)  # its own copy may be recalled; the original never
+
+
+def test_memory_off_in_config_leaves_every_session_to_itself(tmp_path):
+    async def scenario(app):
+        await say(app, await new(app, "family"), SISTER)
+        return await say(app, await new(app, "x"), QUESTION)
+    recalled, _ = run(tmp_path, scenario, Config(embed_model="", memory="none"))
+    assert recalled == []
+
+
+WORDS = ["glacier", "violin", "orchard", "harbour", "lantern", "quarry", "saffron", "tundra"]
+
+
+@settings(max_examples=12, deadline=None)
+@given(st.lists(st.sampled_from(["all", "none", "private", "forgotten", "deleted"]), min_size=2, max_size=5))
+def test_a_private_forgotten_or_deleted_sessions_words_never_reach_another_prompt(tmp_path_factory, kinds):
+    tmp_path = tmp_path_factory.mktemp("memory")
+
+    async def scenario(app):
+        secrets = {}
+        for n, kind in enumerate(kinds):
+            word = f"{WORDS[n]}{n}secret"
+            sid = await new(app, f"s{n}", **({"memory": kind} if kind in ("all", "none", "private") else {}))
+            await say(app, sid, f"The codeword of the {WORDS[n]} project is {word}.")
+            if kind == "forgotten":
+                await app.call(MemoryForget(session=sid))
+            if kind == "deleted":
+                await app.call(requests.SessionDelete(session=sid))
+            secrets[word] = kind
+        asker = await new(app, "asker")
+        for n in range(len(kinds)):
+            await say(app, asker, f"What was the codeword of the {WORDS[n]} project?")
+        return secrets, asker
+    (secrets, asker), backend = run(tmp_path, scenario)
+    prompts = [m["content"] for messages, _ in backend.chats[-len(kinds):] for m in messages]
+    for word, kind in secrets.items():
+        reached = any(word in p for p in prompts)
+        assert reached == (kind in ("all", "none")), (word, kind)
