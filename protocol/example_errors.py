@@ -67,6 +67,9 @@ ERRORS: dict[type, list[tuple[str, str]]] = {
                         "`dry_run` only: the compaction model's window could not be asked")],
     requests.ModelsList: [("ollama_unreachable, ollama_error", "Ollama could not be asked")],
     requests.Search: _SESSION_ERRORS,
+    requests.MemorySearch: _SESSION_ERRORS,
+    requests.MemoryForget: [*_SESSION_ERRORS, ("invalid_argument", "the session has no message with that seq"),
+                            *_STORE],
     requests.ModelsDefault: [("model_not_found", "Ollama does not have the model; `force` skips "
                                                  "the check"),
                              ("invalid_argument", "config.toml, as it is on disk, does not load "

@@ -12,6 +12,7 @@ from .structs import (
 )
 from .goals import Decision, GoalCheckpoint, Goals, GoalsInput
 from .tool_examples import IMAGE_GET, SET_TOOLS
+from .memory_examples import MEMORY_FORGET, MEMORY_SEARCH
 from .version import PROTOCOL_VERSION
 
 _T = 1795000000.0
@@ -149,6 +150,8 @@ EXAMPLES: dict[type, tuple[requests.Request, replies.Reply, list[events.Event]]]
              segments=Segments(system=10, recent=407)))]),
     requests.SetTools: SET_TOOLS,
     requests.ImageGet: IMAGE_GET,
+    requests.MemorySearch: MEMORY_SEARCH,
+    requests.MemoryForget: MEMORY_FORGET,
     requests.SetModel: (
         requests.SetModel(id="13", session=_SID, model="qwen2.5:7b", num_ctx=16384,
                           options={"temperature": 0.3}),

@@ -29,6 +29,9 @@ class Owner:
     number: int
     session_id: str
     name: str = ""
+    #: Its conversation: the session its branches were first taken from (its own id when
+    #: it is no branch). Branches of one conversation never recall each other.
+    family: str = ""
     #: Seqs indexed so far run below this.
     next_seq: int = 0
     #: Its messages memory leaves out: forgotten by the user, or replaced (retry, edit).
@@ -53,22 +56,30 @@ class MemoryIndex:
         self.lines: list[Vector] = []
         self.owners: dict[str, Owner] = {}
         self.by_number: list[Owner | None] = []
-        #: Per owner number: may it be recalled elsewhere (not deleted, private or forgotten).
+        #: Per owner number: may it be recalled elsewhere (not deleted, private or forgotten),
+        #: and the number of its conversation (family).
         self.allowed = np.zeros(0, dtype=bool)
+        self.families = np.zeros(0, dtype=np.int64)
+        self._family_numbers: dict[str, int] = {}
 
     @property
     def passages(self) -> list[Passage]:
         return self.lexical.passages
 
-    def owner(self, session: SessionRecord) -> Owner:
-        """The session's owner entry (made on first sight), its settings taken in."""
+    def owner(self, session: SessionRecord, family: str = "") -> Owner:
+        """The session's owner entry (made on first sight), its settings taken in; `family`:
+        the first session of its conversation (default: itself)."""
         found = self.owners.get(session.id)
         if found is None:
             found = self.owners[session.id] = Owner(len(self.by_number), session.id)
             self.by_number.append(found)
             if len(self.allowed) < len(self.by_number):
-                self.allowed = np.concatenate([self.allowed, np.zeros(max(64, len(self.allowed)), dtype=bool)])
+                grown = max(64, len(self.allowed))
+                self.allowed = np.concatenate([self.allowed, np.zeros(grown, dtype=bool)])
+                self.families = np.concatenate([self.families, np.zeros(grown, dtype=np.int64)])
         found.name = session.name
+        found.family = family or session.id
+        self.families[found.number] = self._family_number(found.family)
         self.allowed[found.number] = session.remembered and session.memory != "private"
         forgotten = set(session.forgotten)
         if forgotten != found.forgotten:
@@ -118,13 +129,19 @@ class MemoryIndex:
             self.allowed[owner.number] = False
             self.by_number[owner.number] = None
 
-    def candidates(self, asker: str) -> np.ndarray:
-        """A flag per passage id: may it come back into a turn of session `asker`."""
+    def _family_number(self, family: str) -> int:
+        return self._family_numbers.setdefault(family, len(self._family_numbers) + 1)
+
+    def candidates(self, asker: str, family: str = "") -> np.ndarray:
+        """A flag per passage id: may it come back into a turn of session `asker` (of the
+        conversation `family`: none of its sessions' passages may)."""
         owners = np.frombuffer(self.owner_of, dtype=np.uint32)
         flags = self.allowed[owners] & (np.frombuffer(self.hidden, dtype=np.uint8) == 0)
         own = self.owners.get(asker)
         if own is not None:
             flags &= owners != own.number
+        if family or own is not None:
+            flags &= self.families[owners] != self._family_number(family or own.family)  # type: ignore[union-attr]
         return flags
 
     def source(self, pid: int) -> Owner | None:

@@ -113,8 +113,10 @@ class Memory:
 
     def _read_all(self) -> MemoryIndex:
         index = MemoryIndex()
-        for session in sorted(self.store.sessions.all(), key=lambda s: s.created):
-            owner = index.owner(session)
+        sessions = sorted(self.store.sessions.all(), key=lambda s: s.created)
+        by_id = {s.id: s for s in sessions}
+        for session in sessions:
+            owner = index.owner(session, family(session, by_id.get))
             start: int | None = 0
             while start is not None:
                 page, start, _ = self.store.history.page(session.id, start=start, limit=1000)
@@ -129,7 +131,7 @@ class Memory:
         except StoreError:
             index.drop(session_id)
             return
-        owner = index.owner(session)
+        owner = index.owner(session, family(session, self._session))
         if session.next_seq <= owner.next_seq:
             return
         self._catching_up.add(session_id)
@@ -152,6 +154,16 @@ class Memory:
             if owner.session_id in index.owners:  # not deleted meanwhile
                 index.add(owner, page, *ready)
 
+    def _session(self, session_id: str) -> SessionRecord | None:
+        try:
+            return self.store.sessions.get(session_id)
+        except StoreError:
+            return None
+
+    def family(self, session: SessionRecord) -> str:
+        """The first session of `session`'s conversation (itself when it is no branch)."""
+        return family(session, self._session)
+
     def _want_vectors(self, index: MemoryIndex) -> None:
         if index.semantic.done < len(index.passages):
             self.embedder.want(EMBED_KEY, lambda: (index.passages, index.semantic))
@@ -162,7 +174,8 @@ class Memory:
         index = await self.ready()
         if index is None or not index.passages:
             return []
-        allowed = index.candidates(session_id)
+        asker = self._session(session_id) if session_id else None
+        allowed = index.candidates(session_id, self.family(asker) if asker else "")
         ranked = [index.lexical.rank(query.terms, (), limit, allowed)]
         if query.vector is not None and index.semantic.ids:
             ranked.append(index.semantic.rank(query.vector, lambda pid: not allowed[pid], limit))
@@ -195,7 +208,7 @@ class Memory:
         def name(pid: int) -> str:
             owner = index.source(pid)
             return owner.name if owner else ""
-        allowed = index.candidates(session.id)
+        allowed = index.candidates(session.id, self.family(session))
 
         def partners(pid: int) -> list[int]:  # those memory may bring, and this session lacks
             return [o for o in index.partners(index.passages[pid], pid)
@@ -211,6 +224,19 @@ def prepared(page: Sequence[MessageRecord]) -> tuple[list[list[Passage]], list[l
     """The passages of a page of messages and their term counts (pure: any thread)."""
     cut = [passages(m) for m in page]
     return cut, [[counts_of(p) for p in ps] for ps in cut]
+
+
+def family(session: SessionRecord, get: Callable[[str], SessionRecord | None]) -> str:
+    """The first session of `session`'s conversation, following `branched_from` (a deleted
+    source ends the chain; a loop cannot, as a branch is made after its source)."""
+    seen = {session.id}
+    while session.branched_from and session.branched_from not in seen:
+        source = get(session.branched_from)
+        if source is None:
+            return session.branched_from
+        seen.add(source.id)
+        session = source
+    return session.id
 
 
 def _span(times: list[float]) -> tuple[float, float]:

@@ -160,8 +160,9 @@ def test_a_long_conversation_on_a_small_window_is_compacted_and_never_overflows(
 
 def test_a_turn_is_two_synced_commits_both_off_the_event_loop(tmp_path):
     """The question (before `accepted`) and the answer with all it changed: two commits
-    a turn, both by the writer thread; the event loop never waits for the disk."""
-    app = InProcess(tmp_path, MemoryBackend())
+    a turn, both by the writer thread; the event loop never waits for the disk. (Without
+    embeddings: the embedding cache is written in the background, in commits of its own.)"""
+    app = InProcess(tmp_path, MemoryBackend(), Config(embed_model=""))
 
     async def turn(sid: str) -> None:
         await app.call(requests.Send(session=sid, text="and then?"))
