@@ -7,11 +7,12 @@ client) or returns an awaitable (asyncio client).
 from typing import Any
 
 from ..protocol import requests
+from ..protocol.memory import MemoryForget, MemorySearch
 from ..protocol.replies import (
     Accepted, Cancelled, CompactionAccepted, CompactionPlan, Deleted, HelloReply, HistoryReply,
     FilesReply, GoalsReply, Pong, SessionReply, SessionsReply, SnapshotReply, SnapshotsReply,
     StatusReply, UsageReply, ModelsReply, SearchReply, PullAccepted, DefaultModelReply, ImageReply,
-    PromptReply,
+    PromptReply, MemoryHits, MemoryForgotten,
 )
 
 
@@ -135,6 +136,14 @@ class Calls:
 
     def search(self, query: str, session: str = "", limit: int = 50) -> Any:
         return self.request(requests.Search(query=query, session=session, limit=limit), SearchReply)
+
+    def memory_search(self, query: str, session: str = "", limit: int = 20) -> Any:
+        """What memory could bring back for `query` (as a turn of `session` would see it)."""
+        return self.request(MemorySearch(query=query, session=session, limit=limit), MemoryHits)
+
+    def memory_forget(self, ref: str, seqs: list[int] | None = None, undo: bool = False) -> Any:
+        """Have memory forget a session (no `seqs`) or some of its messages; `undo` remembers."""
+        return self.request(MemoryForget(session=ref, seqs=seqs or [], undo=undo), MemoryForgotten)
 
     def pull_model(self, model: str) -> Any:
         """Have Ollama download a model; its events carry the reply's `pull_id`."""

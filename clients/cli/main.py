@@ -25,6 +25,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "new": ("new", "add_parser"),
     "show": ("show", "add_parser"),
     "search": ("search", "add_parser"),
+    "memory": ("memory", "add_parser"),
     "export": ("transfer", "add_export"),
     "import": ("transfer", "add_import"),
     "files": ("files", "add_parser"),

@@ -67,6 +67,9 @@ def add_set(commands) -> argparse.ArgumentParser:
                         help="recall: earlier passages the new message needs open each prompt")
     parser.add_argument("--recall-budget", type=int, default=None, metavar="N",
                         help="the most tokens recall may add to a prompt (0 = the default)")
+    parser.add_argument("--memory", choices=["all", "none", "private"], default=None,
+                        help="memory across sessions: all = recall from the other sessions and be "
+                             "recalled by them; none = recall nothing from them; private = neither")
     parser.add_argument("--json", action="store_true", help="print the session as JSON")
     parser.set_defaults(run=run_set)
     return parser
@@ -85,14 +88,15 @@ def run_set(args: argparse.Namespace) -> int:
                 print("ctxkeep: --thresholds takes three numbers, e.g. 0.5,0.65,0.8", file=sys.stderr)
                 return 2
         if (args.model or args.num_ctx is not None or args.option or args.compaction_model is not None
-                or args.auto or thresholds is not None or args.recall or args.recall_budget is not None):
+                or args.auto or thresholds is not None or args.recall or args.recall_budget is not None
+                or args.memory):
             session = client.set_model(session.id, model=args.model, num_ctx=args.num_ctx,
                                        options=options_of(args.option) if args.option else None,
                                        compaction_model=args.compaction_model,
                                        auto_compaction=None if args.auto is None else args.auto == "on",
                                        thresholds=thresholds, force=args.force,
                                        recall=None if args.recall is None else args.recall == "on",
-                                       recall_budget=args.recall_budget).session
+                                       recall_budget=args.recall_budget, memory=args.memory).session
     print(msgspec.json.encode(session).decode() if args.json else session_line(session))
     return 0
 

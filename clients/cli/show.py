@@ -7,6 +7,8 @@ from collections.abc import Iterator
 
 import msgspec
 
+from ..errors import CtxkeepError
+
 from .common import (
     Styles, add_latest_session_argument, connect, session_line, session_or_latest, terminal_width, when,
 )
@@ -56,6 +58,7 @@ def run(args: argparse.Namespace) -> int:
             if session.system:
                 print(f"system: {session.system}")
         width = min(terminal_width(), 100) - 2
+        names: dict[str, str] = {}
         for m in messages(client, session, args.active, args.last):
             if args.jsonl:
                 print(msgspec.json.encode(m).decode())
@@ -72,6 +75,8 @@ def run(args: argparse.Namespace) -> int:
                   f"{mark}{style.reset}")
             if m.recalled:  # what recall brought into the prompt this answered
                 print(f"  {style.dim}(its prompt recalled {recalled_list(m.recalled)}){style.reset}")
+            if m.remembered:  # and what memory brought from other sessions
+                print(f"  {style.dim}(from other sessions: {remembered_list(client, m.remembered, names)}){style.reset}")
             for line in message_lines(m, args.full):
                 print(textwrap.fill(line, width, initial_indent="  ", subsequent_indent="  ")
                       if line else "")
@@ -101,6 +106,20 @@ def folded(m, full: bool) -> list[str]:
 def recalled_list(seqs: list[int], most: int = 12) -> str:
     shown = " ".join(f"#{s}" for s in seqs[:most])
     return shown + (f" and {len(seqs) - most} more" if len(seqs) > most else "")
+
+
+def remembered_list(client, refs: list, names: dict[str, str]) -> str:
+    """Memory's sources by session, each session named once: `family #0 #1; work #7`."""
+    by_session: dict[str, list[int]] = {}
+    for ref in refs:
+        by_session.setdefault(ref.session_id, []).append(ref.seq)
+    for sid in by_session:
+        if sid not in names:
+            try:
+                names[sid] = client.session(sid).session.name
+            except CtxkeepError:  # deleted since: its id is all there is
+                names[sid] = f"{sid} (deleted)"
+    return "; ".join(f"{names[sid]} {recalled_list(seqs)}" for sid, seqs in by_session.items())
 
 
 def messages(client, session, active: bool, last: int) -> Iterator:

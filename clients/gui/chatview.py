@@ -14,21 +14,19 @@ from ...protocol.events import (
     CompactionRequest, CompactionResult, ContextUsage, ContextWarning, GenerationError,
     GenerationRecalled, GenerationToken, QueryReceived, ResponseGeneration,
 )
-from ...protocol.structs import CompactionMark, MessageInfo, ModelInfo, SessionInfo
-from ...protocol.replies import HistoryReply
+from ...protocol.structs import ModelInfo, SessionInfo
+from ...protocol.replies import HistoryReply, ImageReply, UsageReply
 from .chatlog import ChatLog
 from .composer import Composer
 from ..present import chat_models
 from .dialogs import fill_models
 from .entries import Entry, entries_of, recall_entry, recalled_details
+from .history_pages import HistoryPages
+from .router import Router
 from .message_actions import MessageActions
 from .gauge import ContextGauge, usage_text
 from .theme import Theme
 from .words import compaction_outcome, stopped
-
-#: Messages per history page.
-PAGE = 40
-
 
 class ChatView(QWidget):
     """Sends requests through `submit`; the window routes this session's replies and
@@ -42,16 +40,11 @@ class ChatView(QWidget):
         super().__init__()
         self.submit = submit
         self.session: SessionInfo | None = None
-        self.first = self.end = 0  # the seqs shown: [first, end)
         self.loading = False
         self.held: list[object] = []
-        #: A message to show once the history is in: (its seq, words to select in it).
-        self.target: tuple[int, str] | None = None
         #: Generations whose question is shown, and recall lines waiting for theirs.
         self.received: set[str] = set()
         self.recalls: dict[str, Entry] = {}
-        self.older: list[MessageInfo] = []
-        self.older_marks: list[CompactionMark] = []
         self.streaming: set[str] = set()
         self._models: list[ModelInfo] = []
         self.title = QLabel()
@@ -65,10 +58,11 @@ class ChatView(QWidget):
         self.usage.setObjectName("usage")
         self.gauge.compact_requested.connect(self.compact)
         self.log = ChatLog(theme)
-        self.log.older_wanted.connect(self._load_older)
         self.log.action.connect(self.act)
         self.log.image_wanted.connect(lambda digest: submit(requests.ImageGet(hash=digest)))
         self.actions = MessageActions(self.log, submit, self.status.emit, self)
+        self.pages = HistoryPages(submit, self.log, self.actions)
+        self.log.older_wanted.connect(lambda: self.pages.load_older())
         self.composer = Composer()
         self.composer.send_requested.connect(self.send)
         self.composer.stop_requested.connect(self.stop)
@@ -100,14 +94,11 @@ class ChatView(QWidget):
         """Show `session` from its last page, or (`at`) from just before that message to
         the end, scrolled to it with `find`'s words selected."""
         self.show_info(session)
-        self.target = (at, find) if at >= 0 else None
-        self.first = self.end = max(0, session.message_count - PAGE) if at < 0 else max(0, at - 2)
         self.loading, self.held, self.streaming = True, [], set()
         self.received, self.recalls = set(), {}
-        self.older, self.older_marks = [], []  # an older page of another session in flight
         self.log.reset()
         self._set_busy(session.busy)
-        self.submit(requests.History(session=session.id, start=self.first, limit=PAGE))
+        self.pages.start(session, at, find)
         self.actions.opened(session.id)
 
     def show_info(self, session: SessionInfo) -> None:
@@ -129,46 +120,30 @@ class ChatView(QWidget):
         if request.active:  # which answer to the last question the model sees
             self.actions.on_seen(reply)
             return
-        if request.start >= self.end:  # the newest pages (one, unless a page was cut short)
-            for entry in entries_of(reply.messages, reply.compactions, self.actions.pinned):
-                self.log.append(entry)
-            self.end = reply.next if reply.next is not None else request.start + len(reply.messages)
-            if reply.next is not None and reply.next < reply.total:
-                self.submit(requests.History(session=reply.session_id, start=reply.next, limit=PAGE))
-                return
-            self.end = max(self.end, reply.total)
+        if self.pages.on_page(request, reply):  # the newest pages are in: live events follow
             self.loading = False
-            self.log.has_older = self.first > 0
-            if self.target is not None:
-                self.log.show_message(*self.target)
-                self.target = None
-            else:
-                self.log.scroll_to_bottom()
             for event in self.held:
                 self.on_event(event)
             self.held = []
             self.log.want_more_if_short()
             self.actions.shown()
             self.shown.emit()
-            return
-        # an older page: gathered until it reaches what is shown, then put above it
-        self.older += reply.messages
-        self.older_marks += reply.compactions
-        if reply.next is not None and reply.next < self.first:
-            self.submit(requests.History(session=reply.session_id, start=reply.next,
-                                         limit=self.first - reply.next))
-            return
-        self.first = self.older[0].seq if self.older else request.start
-        self.log.prepend(entries_of(self.older, self.older_marks, self.actions.pinned),
-                         has_older=self.first > 0)
-        self.older, self.older_marks = [], []
 
-    def _load_older(self) -> None:
-        if self.session is None or self.first <= 0:
-            self.log.loading_older = False
-            return
-        start = max(0, self.first - PAGE)
-        self.submit(requests.History(session=self.session.id, start=start, limit=self.first - start))
+    def routes(self, router: Router) -> None:
+        """The replies and failures the chat view takes."""
+        router.on_reply(HistoryReply, self.on_history)
+        router.on_reply(UsageReply, lambda _, reply: self.actions.on_usage(reply))
+        router.on_reply(ImageReply, lambda _, reply: self.log.add_thumbnail(reply.hash, reply.data))
+        router.on_failure(requests.Send, lambda _, message: self.sent(False, message))
+
+        def history_failed(_: requests.Request, message: str) -> None:
+            self.pages.failed()
+            self.status.emit(f"Could not load the history: {message}")
+        router.on_failure(requests.History, history_failed)
+
+    def done(self, request: requests.Request) -> None:
+        """A request about a message was answered (a pin, an answer switched)."""
+        self.actions.done(request)
 
     # -- what the user does ---------------------------------------------------------------
 
@@ -215,9 +190,9 @@ class ChatView(QWidget):
             return
         who = self.session.model if self.session else ""
         if isinstance(event, QueryReceived):
-            if event.message.seq >= self.end:
+            if event.message.seq >= self.pages.end:
                 self.log.append(entries_of([event.message], [])[0])
-                self.end = event.message.seq + 1
+                self.pages.end = event.message.seq + 1
             self.received.add(event.generation_id)
             if event.generation_id in self.recalls:  # told before the question was stored
                 self.log.append(self.recalls.pop(event.generation_id))
@@ -256,25 +231,25 @@ class ChatView(QWidget):
         """An answer is stored whole, or stopped: in its place in the log, with its actions."""
         self._ended(event.generation_id)
         if isinstance(event, ResponseGeneration):
-            if event.message.seq >= self.end and self.actions.answered(event.generation_id, event.message):
-                self.end = event.message.seq + 1
-            elif event.message.seq >= self.end:
+            if event.message.seq >= self.pages.end and self.actions.answered(event.generation_id, event.message):
+                self.pages.end = event.message.seq + 1
+            elif event.message.seq >= self.pages.end:
                 m = event.message
                 self.log.end_stream(event.generation_id, m.content, who=m.model, seq=m.seq,
                                     reply_to=m.reply_to, created=m.created)
-                self.end = event.message.seq + 1
+                self.pages.end = event.message.seq + 1
             else:  # the page shown already has it
                 self.log.drop_stream(event.generation_id)
             self.gauge.set_window(event.window)
             self.gauge.set_tokens(event.next_tokens or event.token_count, exact=event.token_count_exact)
             self._usage_changed()
             return
-        if 0 <= event.stored_seq < self.end:  # the page shown already has it
+        if 0 <= event.stored_seq < self.pages.end:  # the page shown already has it
             self.log.drop_stream(event.generation_id)
         else:
             self.log.end_stream(event.generation_id, event.partial,
                                 note=stopped(event.code, event.message), who=who, seq=event.stored_seq)
-            self.end = max(self.end, event.stored_seq + 1)
+            self.pages.end = max(self.pages.end, event.stored_seq + 1)
         if event.code != "cancelled":
             self.status.emit(f"The answer stopped: {stopped(event.code, event.message)}")
 

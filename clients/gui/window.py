@@ -13,12 +13,12 @@ from ...protocol.events import (
     ModelPullProgress, ModelPullResult, SessionCreated, SessionDeleted, SessionUpdated,
 )
 from ...protocol.structs import ModelInfo, SessionInfo
-from ...protocol.replies import (
-    Accepted, HistoryReply, ImageReply, ModelsReply, SearchReply, SessionReply, SessionsReply, UsageReply,
-)
+from ...protocol.replies import Accepted, ModelsReply, SearchReply, SessionReply, SessionsReply
 from . import theme as themes
 from .chatview import ChatView
 from .dialogs import NewSessionDialog
+from .memory_view import MemoryView
+from .router import Router
 from .sessions import SessionPanel
 from .worker import DaemonWorker
 
@@ -79,8 +79,11 @@ class MainWindow(QMainWindow):
         self.panel.delete_requested.connect(self.delete)
         self.panel.search_requested.connect(lambda q: self.worker.submit(requests.Search(query=q, limit=500)))
         worker.event.connect(self.on_event)
-        worker.reply.connect(self.on_reply)
-        worker.failed.connect(self.on_failed)
+        self.router = Router(self.say)
+        self.memory = MemoryView(self, self.worker.submit, self.open_match)
+        self._routes()
+        worker.reply.connect(self.router.reply)
+        worker.failed.connect(self.router.failed)
         worker.connection.connect(self.on_connection)
 
     def _empty_page(self) -> tuple[QWidget, QLabel]:
@@ -114,6 +117,7 @@ class MainWindow(QMainWindow):
         add(file, "&Quit", self.close, QKeySequence.StandardKey.Quit)
         edit = bar.addMenu("&Edit")
         add(edit, "&Search chats", self.focus_search, QKeySequence("Ctrl+K"))
+        add(edit, "&Memory…", lambda: self.memory.open_for(self.chat.session), QKeySequence("Ctrl+Shift+M"))
         chat = bar.addMenu("&Chat")
         add(chat, "&Stop answer", self.chat.stop, QKeySequence(Qt.Key.Key_Escape))
         add(chat, "&Compact context", self.chat.compact, QKeySequence("Ctrl+Shift+C"))
@@ -212,55 +216,50 @@ class MainWindow(QMainWindow):
                                 "you type stays in the box until then.")
             self.banner.show()
 
-    def on_failed(self, request: requests.Request, message: str) -> None:
-        if isinstance(request, requests.Send):
-            self.chat.sent(False, message)
-        elif isinstance(request, requests.ModelsList):
-            self.models_problem = message
-            if self.dialog is not None:
-                self.dialog.set_models(self.models, self.default_model, message)
-        elif isinstance(request, requests.History):
-            self.chat.log.loading_older = False
-            self.say(f"Could not load the history: {message}")
-        else:
-            self.say(message)
+    def _routes(self) -> None:
+        """The replies and failures the window itself takes (the chat view routes its own)."""
+        r = self.router
+        r.on_reply(SessionsReply, lambda _, reply: self._sessions(reply.sessions))
+        r.on_reply(SessionReply, self._session_reply)
+        r.on_reply(Accepted, self._accepted)
+        r.on_reply(ModelsReply, lambda _, reply: self._models(reply))
+        r.on_reply(SearchReply, lambda request, reply: self.panel.show_matches(request.query, reply.hits))
+        r.on_failure(requests.ModelsList, lambda _, message: self._models(None, message))
+        self.chat.routes(r)
+        self.memory.routes(r)
 
-    def on_reply(self, request: requests.Request, reply: object) -> None:
-        if isinstance(reply, SessionsReply):
-            self.panel.fill(reply.sessions)
-            if self.chat.session is None:
-                if self.wanted_session or reply.sessions:
-                    self.open_session(self.wanted_session or reply.sessions[0].id)
-                else:
-                    self._empty("No chats yet.\nStart one with New chat (Ctrl+N).")
-                    self.ready.emit()
-        elif isinstance(reply, SessionReply):
-            if isinstance(request, (requests.SessionGet, requests.SessionCreate, requests.Branch)):
-                self.show_session(reply.session)
-                if isinstance(request, requests.Branch):
-                    self.say(f"A new branch, {reply.session.name}: the history up to #{reply.session.branched_at}")
-            elif self.chat.session and reply.session.id == self.chat.session.id:
-                self.chat.show_info(reply.session)
-                self.chat.actions.done(request)  # a pin, an unpin, an answer switched
-        elif isinstance(reply, HistoryReply):
-            self.chat.on_history(request, reply)  # type: ignore[arg-type]
-        elif isinstance(reply, Accepted):
-            if isinstance(request, requests.Send):
-                self.chat.sent(True)
-            elif self.chat.session is not None and reply.session_id != self.chat.session.id:
-                self.say(" ".join(reply.warnings))  # an earlier question, edited: in a branch
-                self.open_session(reply.session_id)
-        elif isinstance(reply, ModelsReply):
-            self.models, self.default_model, self.models_problem = reply.models, reply.default_model, ""
+    def _sessions(self, sessions: list[SessionInfo]) -> None:
+        self.panel.fill(sessions)
+        if self.chat.session is None:
+            if self.wanted_session or sessions:
+                self.open_session(self.wanted_session or sessions[0].id)
+            else:
+                self._empty("No chats yet.\nStart one with New chat (Ctrl+N).")
+                self.ready.emit()
+
+    def _session_reply(self, request: requests.Request, reply: SessionReply) -> None:
+        if isinstance(request, (requests.SessionGet, requests.SessionCreate, requests.Branch)):
+            self.show_session(reply.session)
+            if isinstance(request, requests.Branch):
+                self.say(f"A new branch, {reply.session.name}: the history up to #{reply.session.branched_at}")
+        elif self.chat.session and reply.session.id == self.chat.session.id:
+            self.chat.show_info(reply.session)
+            self.chat.done(request)  # a pin, an unpin, an answer switched
+
+    def _accepted(self, request: requests.Request, reply: Accepted) -> None:
+        if isinstance(request, requests.Send):
+            self.chat.sent(True)
+        elif self.chat.session is not None and reply.session_id != self.chat.session.id:
+            self.say(" ".join(reply.warnings))  # an earlier question, edited: in a branch
+            self.open_session(reply.session_id)
+
+    def _models(self, reply: ModelsReply | None, problem: str = "") -> None:
+        if reply is not None:
+            self.models, self.default_model = reply.models, reply.default_model
             self.chat.set_models(reply.models)
-            if self.dialog is not None:
-                self.dialog.set_models(reply.models, reply.default_model)
-        elif isinstance(reply, UsageReply):
-            self.chat.actions.on_usage(reply)
-        elif isinstance(reply, ImageReply):
-            self.chat.log.add_thumbnail(reply.hash, reply.data)
-        elif isinstance(reply, SearchReply):
-            self.panel.show_matches(request.query, reply.hits)  # type: ignore[attr-defined]
+        self.models_problem = problem
+        if self.dialog is not None:
+            self.dialog.set_models(self.models, self.default_model, problem)
 
     def show_session(self, session: SessionInfo) -> None:
         self.setWindowTitle(f"{session.name} — ctxkeep")

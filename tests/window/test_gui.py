@@ -15,7 +15,7 @@ from conftest import wait_terminal  # noqa: E402
 from ctxkeep.clients.gui.gauge import AMBER, GREEN, RED, TRACK, ContextGauge, compact_count  # noqa: E402
 from ctxkeep.clients.gui.window import MainWindow  # noqa: E402
 from ctxkeep.clients.gui.worker import DaemonWorker  # noqa: E402
-from ctxkeep.clients.gui.chatview import PAGE  # noqa: E402
+from ctxkeep.clients.gui.history_pages import PAGE  # noqa: E402
 from ctxkeep.clients.gui.dialogs import NewSessionDialog  # noqa: E402
 from ctxkeep.protocol import requests  # noqa: E402
 from ctxkeep.protocol.events import CompactionRequest, CompactionResult  # noqa: E402

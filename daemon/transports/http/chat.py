@@ -58,6 +58,8 @@ class ChatRequest:
     keep_alive: str | float | None = None
     #: A session picked by name (X-Ctxkeep-Session or a `session` field): "" = match.
     session: str = ""
+    #: Memory across sessions for the session (X-Ctxkeep-Memory; None: as it is).
+    memory: str | None = None
     #: The new message is the stored session's last, unanswered (its turn failed, or the
     #: daemon stopped under it): it is asked again there, not stored twice.
     retry: bool = False
@@ -235,7 +237,9 @@ class Chats:
             change.options = chat.options
         if chat.num_ctx and chat.num_ctx != session.num_ctx:
             change.num_ctx = chat.num_ctx
-        if change.model or change.options is not None or change.num_ctx is not None:
+        if chat.memory and chat.memory != session.memory:
+            change.memory = chat.memory  # type: ignore[assignment]
+        if change.model or change.options is not None or change.num_ctx is not None or change.memory:
             await self.call(change)
         return session.id
 

@@ -16,7 +16,7 @@ from ctxkeep.daemon.transports.http.catalog import Catalog
 from ctxkeep.daemon.transports.http.chat import ChatRequest, Chats, check_extras, settings, split_messages, tools_of
 from ctxkeep.daemon.transports.http.errors import HttpError, ollama_error
 from ctxkeep.daemon.transports.http.passthrough import Passthrough
-from ctxkeep.daemon.transports.http.wire import NDJSON, read_json, rfc3339
+from ctxkeep.daemon.transports.http.wire import memory_header, NDJSON, read_json, rfc3339
 
 
 class OllamaChat(msgspec.Struct, kw_only=True):
@@ -174,6 +174,7 @@ class OllamaApi:
             body = await read_json(request, OllamaChat, self.chats.services.config.http_max_messages)
             chat = await self.chats.intake(len(body.messages), chat_request, body,
                                            request.headers.get("X-Ctxkeep-Session", ""))
+            chat.memory = memory_header(request)
         except HttpError as error:
             return ollama_error(error)
         async with aclosing(self.chats.answer(chat)) as answer:

@@ -17,7 +17,7 @@ from ctxkeep.protocol.events import ResponseGeneration
 from ctxkeep.daemon.backends.protocol import ModelCallError
 from ctxkeep.daemon.transports.http.chat import ChatRequest, Chats, check_extras, settings, split_messages, tools_of
 from ctxkeep.daemon.transports.http.errors import HttpError, openai_error
-from ctxkeep.daemon.transports.http.wire import read_json
+from ctxkeep.daemon.transports.http.wire import memory_header, read_json
 
 
 class StreamOptions(msgspec.Struct, kw_only=True):
@@ -143,6 +143,7 @@ class OpenAIApi:
             body = await read_json(request, ChatCompletion, self.chats.services.config.http_max_messages)
             chat = await self.chats.intake(len(body.messages), chat_request, body,
                                            request.headers.get("X-Ctxkeep-Session", ""))
+            chat.memory = memory_header(request)
         except HttpError as error:
             return openai_error(error)
         created = int(time.time())

@@ -55,3 +55,18 @@ def rfc3339(at: float | None = None) -> str:
     ns = time.time_ns() if at is None else int(at * 1e9)
     seconds, fraction = divmod(ns, 1_000_000_000)
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{fraction:09d}Z"
+
+
+MEMORY_MODES = ("all", "none", "private")
+
+
+def memory_header(request: web.Request) -> str | None:
+    """The X-Ctxkeep-Memory header: memory across sessions for the conversation's session
+    ("all", "none" or "private"; absent: as it is), or HttpError(400)."""
+    value = request.headers.get("X-Ctxkeep-Memory", "").strip().lower()
+    if not value:
+        return None
+    if value not in MEMORY_MODES:
+        raise HttpError(ErrorCode.INVALID_REQUEST.value,
+                        f"X-Ctxkeep-Memory takes {', '.join(MEMORY_MODES)}; not {value[:40]!r}")
+    return value
