@@ -61,6 +61,8 @@ class MemoryIndex:
         self.allowed = np.zeros(0, dtype=bool)
         self.families = np.zeros(0, dtype=np.int64)
         self._family_numbers: dict[str, int] = {}
+        #: Passages of deleted sessions (still counted in the words' rarity until a rebuild).
+        self.dead = 0
 
     @property
     def passages(self) -> list[Passage]:
@@ -128,6 +130,7 @@ class MemoryIndex:
         if owner is not None:
             self.allowed[owner.number] = False
             self.by_number[owner.number] = None
+            self.dead += sum(map(len, owner.pids.values()))
 
     def _family_number(self, family: str) -> int:
         return self._family_numbers.setdefault(family, len(self._family_numbers) + 1)

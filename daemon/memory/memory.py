@@ -31,9 +31,12 @@ log = logging.getLogger(__name__)
 RANKED = 200
 #: A passage must score at least this share of the best to come back: memory fills only
 #: with what matches well, not with the whole room it may have.
-FLOOR = 0.3
+FLOOR = 0.15
 #: Messages of one session indexed on the event loop; a larger backlog is read in a thread.
 INLINE_MESSAGES = 500
+#: Passages of deleted sessions the index may hold before it is read again (when they are
+#: also more than the live ones).
+REBUILD_DEAD = 20_000
 #: The embedder's key for memory's passages.
 EMBED_KEY = "\0memory"
 
@@ -83,19 +86,38 @@ class Memory:
             self._dirty.discard(session_id)
             if self.index is not None:
                 self.index.drop(session_id)
+                if self.index.dead > max(REBUILD_DEAD, len(self.index.passages) - self.index.dead):
+                    self._start_build()  # mostly deleted passages: read again (the old one serves meanwhile)
         else:
             self._dirty.add(session_id)
 
     async def ready(self) -> MemoryIndex | None:
         """The index, up to date with what the bus reported; None while it is first built."""
         if self.index is None:
-            if self._building is None or self._building.done():
-                self._building = asyncio.get_running_loop().create_task(self._build(), name="memory-index")
+            self._start_build()
             return None
         for session_id in list(self._dirty - self._catching_up):
             self._dirty.discard(session_id)
             await self._catch_up(self.index, session_id)
         return self.index
+
+    def _start_build(self) -> None:
+        if self._building is None or self._building.done():
+            self._building = asyncio.get_running_loop().create_task(self._build(), name="memory-index")
+
+    def status(self) -> str:
+        """Memory as `status` shows it."""
+        if self.config.memory == "none":
+            return "memory off (memory = \"none\" in config.toml; sessions set to all still recall)"
+        if self.index is None:
+            return "memory: indexing the sessions"
+        live = len(self.index.passages) - self.index.dead
+        return f"memory across {len(self.index.owners):,} sessions ({live:,} passages)"
+
+    async def close(self) -> None:
+        if self._building is not None:
+            self._building.cancel()
+            await asyncio.gather(self._building, return_exceptions=True)
 
     async def built(self, wait: float) -> bool:
         """Whether the index is there, after waiting up to `wait` seconds for its first build."""
@@ -107,7 +129,7 @@ class Memory:
         self._dirty.clear()
         index = await asyncio.to_thread(self._read_all)
         self._dirty |= set(index.owners)  # what changed while it was read is looked at next
-        self.index = index
+        self.index = index  # (a rebuild's: deleted while it was read are looked at and dropped)
         self._want_vectors(index)
         log.info("memory: %d passages of %d sessions indexed", len(index.passages), len(index.owners))
 

@@ -111,7 +111,11 @@ class Recaller:
         return int(thresholds[0] * available)
 
     def status(self) -> str:
-        """Recall as `status` shows it."""
+        """Recall (and memory) as `status` shows it."""
+        own = self._status()
+        return f"{own}; {self.memory.status()}" if self.memory is not None and self.config.recall else own
+
+    def _status(self) -> str:
         if not self.config.recall:
             return "off (recall = false in config.toml)"
         model = self.config.embed_model
@@ -245,4 +249,6 @@ class Recaller:
             self.embedder.want(session_id, lambda: (index.lexical.passages, index.semantic))
 
     async def close(self) -> None:
+        if self.memory is not None:
+            await self.memory.close()
         await self.embedder.close()
