@@ -197,7 +197,9 @@ class ChatView(QWidget):
             if event.generation_id in self.recalls:  # told before the question was stored
                 self.log.append(self.recalls.pop(event.generation_id))
         elif isinstance(event, GenerationRecalled):  # the line goes under its question
-            line = recall_entry(len({p.seq for p in event.recalled}), recalled_details(event.recalled))
+            line = recall_entry(len({p.seq for p in event.recalled if not p.session_id}),
+                                recalled_details(event.recalled),
+                                len({(p.session_id, p.seq) for p in event.recalled if p.session_id}))
             if event.generation_id in self.received:
                 self.log.append(line)
             else:

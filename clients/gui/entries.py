@@ -105,8 +105,10 @@ def entries_of(messages: list[MessageInfo], marks: list[CompactionMark],
                       pinned=m.seq in pinned, whole=m.status == "complete", images=[i.hash for i in m.images])
         if joined(out, entry):
             continue
-        if m.recalled:
-            out.append(recall_entry(len(m.recalled), " ".join(f"#{s}" for s in m.recalled)))
+        if m.recalled or m.remembered:
+            out.append(recall_entry(len(m.recalled), " ".join(
+                [*(f"#{s}" for s in m.recalled), *(f"{r.session_id[:8]}#{r.seq}" for r in m.remembered)]),
+                len(m.remembered)))
         out.append(entry)
     out += [Entry("marker", mark.marker) for mark in at.values()]  # after the page's last
     return out
@@ -154,13 +156,22 @@ def _note(m: MessageInfo) -> str:
     return "attached " + ", ".join(shown) if shown else ""
 
 
-def recall_entry(count: int, details: str) -> Entry:
-    """The line above an answer that says what recall brought into its prompt."""
-    what = "an earlier message" if count == 1 else f"{count} earlier messages"
-    return Entry("recall", f"recalled {what} into this question's prompt", details=details)
+def recall_entry(count: int, details: str, elsewhere: int = 0) -> Entry:
+    """The line above an answer that says what recall (and memory: `elsewhere`, from other
+    chats) brought into its prompt."""
+    what = [("an earlier message" if count == 1 else f"{count} earlier messages") if count else "",
+            ("1 message of another chat" if elsewhere == 1 else f"{elsewhere} messages of other chats")
+            if elsewhere else ""]
+    return Entry("recall", f"recalled {' and '.join(filter(None, what))} into this question's prompt",
+                 details=details)
 
 
 def recalled_details(passages) -> str:
-    """Each recalled passage on a line: which message, who, and its start."""
-    return "\n".join(f"#{p.seq} {p.role}: {p.text[:120]}{'…' if len(p.text) > 120 else ''}"
+    """Each recalled passage on a line: which message (of which chat, for memory's), who,
+    and its start."""
+    return "\n".join(f"{chat(p)}#{p.seq} {p.role}: {p.text[:120]}{'…' if len(p.text) > 120 else ''}"
                      for p in passages)
+
+
+def chat(p) -> str:
+    return f"«{p.session_name}» " if getattr(p, "session_id", "") else ""

@@ -15,20 +15,23 @@ def test_the_memory_window_searches_opens_and_forgets(open_window, client):
     other = client.create_session(name="other", model=MODEL).session
     window = open_window(other.id)
     wait_until(lambda: window.chat.session is not None and window.chat.session.id == other.id)
+    client.send(other.id, "How are the quince trees by the wall doing?")
+    wait_until(lambda: "recalled 2 messages of other chats into this question's prompt" in window.chat.log.plain())
     window.memory.open_for(window.chat.session)
     view = window.memory
     view.words.setText("quince trees")
     view.search()
-    wait_until(lambda: view.list.count() == 2)
-    assert view.list.item(0).text().startswith("garden #")
+    gardens = lambda: [(h.session_name, h.seq) for h in view.hits if h.session_name == "garden"]  # noqa: E731
+    wait_until(lambda: sorted(gardens()) == [("garden", 0), ("garden", 1)])
+    assert any(view.list.item(i).text().startswith("garden #0 · user") for i in range(view.list.count()))
     assert not view.forget_button.isEnabled()  # nothing chosen yet
-    view.list.setCurrentRow([h.seq for h in view.hits].index(0))
+    view.list.setCurrentRow([(h.session_name, h.seq) for h in view.hits].index(("garden", 0)))
     view.open_selected()
     wait_until(lambda: window.chat.session is not None and window.chat.session.id == garden.id)
     view.forget(whole_chat=False)
-    wait_until(lambda: "Memory forgot #0 of garden" in view.note.text() and view.list.count() == 1)
+    wait_until(lambda: "Memory forgot #0 of garden" in view.note.text() and gardens() == [("garden", 1)])
     assert client.session(garden.id).session.forgotten == [0]
-    view.list.setCurrentRow(0)
+    view.list.setCurrentRow([(h.session_name, h.seq) for h in view.hits].index(("garden", 1)))
     view.forget(whole_chat=True)
-    wait_until(lambda: "the whole chat" in view.note.text() and view.list.count() == 0)
+    wait_until(lambda: "the whole chat" in view.note.text() and gardens() == [])
     assert client.session(garden.id).session.remembered is False
