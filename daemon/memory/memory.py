@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from ctxkeep.protocol.events import Event, SessionDeleted
 from ctxkeep.daemon.config import Config
 from ctxkeep.daemon.memory.index import MemoryIndex, Owner
-from ctxkeep.daemon.recall import select
+from ctxkeep.daemon.recall import select, when
 from ctxkeep.daemon.recall.lexical import counts_of
 from ctxkeep.daemon.recall.passages import Passage, passages
 from ctxkeep.daemon.recall.semantic import Embedder
@@ -53,13 +53,15 @@ class Remembered:
 
 @dataclass(frozen=True)
 class Query:
-    """What a turn asks memory: its terms (with weights), its vector (None: words only),
-    whose words it asks about, and what its own session holds (texts' hashes)."""
+    """What a turn asks recall and memory: its terms (with weights), its vector (None: words
+    only), whose words it asks about, what its own session holds (texts' hashes) and when."""
 
     terms: Mapping[str, float]
     vector: list[float] | None = None
     asks_of: str | None = None
     holds: frozenset[int] | set[int] = frozenset()
+    #: The span of time it asks about (recall/when.py), if it names one.
+    span: tuple[float, float] | None = None
 
 
 class Memory:
@@ -203,8 +205,9 @@ class Memory:
             ranked.append(index.semantic.rank(query.vector, lambda pid: not allowed[pid], limit))
         ps = index.passages
         oldest, newest = _span([ps[pid].created for r in ranked for pid, _ in r])
-        scores = select.fused(*ranked, favored=lambda pid: ps[pid].role == query.asks_of,
-                              newer=lambda pid: (ps[pid].created - oldest) / (newest - oldest))
+        scores = select.lifted(select.fused(*ranked, favored=lambda pid: ps[pid].role == query.asks_of,
+                                            newer=lambda pid: (ps[pid].created - oldest) / (newest - oldest)),
+                               ps, query.span, when.LIFT)
         seen = set(query.holds)
         kept = []
         for pid in sorted(scores, key=lambda pid: (-scores[pid], -pid)):

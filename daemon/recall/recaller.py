@@ -22,7 +22,7 @@ from ctxkeep.daemon.config import Config
 from ctxkeep.daemon.context.estimator import Estimator
 from ctxkeep.daemon.context.features import JOIN, add
 from ctxkeep.daemon.backends.protocol import ModelBackend
-from ctxkeep.daemon.recall import select
+from ctxkeep.daemon.recall import select, when
 from ctxkeep.daemon.memory import block as memory_block
 from ctxkeep.daemon.memory.memory import Memory, Query, Remembered
 from ctxkeep.daemon.recall.lexical import query_terms, terms
@@ -146,7 +146,8 @@ class Recaller:
         query = query_terms(user.content, context_text)
         vector = await self._vector(index, active, user)
         asks_of = select.addressed(user.content)
-        own = self._own(session, context, user, index, query, vector, asks_of, budget) \
+        asked_about = when.span(user.content, user.created)
+        own = self._own(session, context, user, index, Query(query, vector, asks_of, span=asked_about), budget) \
             if self.enabled(session) else []
         model = session.model
         text = select.block(own)
@@ -158,7 +159,8 @@ class Recaller:
                 room = min(room, self.config.memory_budget)
             overhead = self.estimator.text(model, f"{memory_block.OPENING}\n{select.CLOSING}")
             remembered = await self.memory.recall(
-                session, Query(query, vector, asks_of, index.texts | {hash(user.content.strip())}), room, overhead,
+                session, Query(query, vector, asks_of, index.texts | {hash(user.content.strip())}, asked_about),
+                room, overhead,
                 lambda pid, name: self.estimator.estimate(model, memory_block.line_features(self.memory, pid, name)))
         if not own and not remembered:
             return NONE
@@ -179,9 +181,9 @@ class Recaller:
         return await self.embedder.vector(text, self.config.recall_embed_wait_ms / 1000)
 
     def _own(self, session: SessionRecord, context: ActiveContext, user: MessageRecord, index: SessionIndex,
-             query: dict[str, float], vector: list[float] | None, asks_of: str | None,
-             budget: int) -> list[Passage]:
+             asked: Query, budget: int) -> list[Passage]:
         """The passages of the session's own history the turn recalls."""
+        query, vector, asks_of = asked.terms, asked.vector, asked.asks_of
         after = range(user.seq + 1, session.next_seq) if user.seq >= 0 else range(0)
         in_context = {*context.seqs, *session.pending, user.seq, *after}
         if session.message_count <= len(in_context):
@@ -194,8 +196,9 @@ class Recaller:
             ps = index.lexical.passages
             ranked.append(index.semantic.rank(vector, lambda pid: ps[pid].seq in in_context, RANKED))
             weights.append(1.0)
-        scores = select.fused(*ranked, weights=weights,
-                              favored=lambda pid: index.lexical.passages[pid].role == asks_of)
+        scores = select.lifted(select.fused(*ranked, weights=weights,
+                                            favored=lambda pid: index.lexical.passages[pid].role == asks_of),
+                               index.lexical.passages, asked.span, when.LIFT)
         if not scores:
             return []
         model = session.model

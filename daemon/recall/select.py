@@ -88,6 +88,15 @@ def fused(*rankings: Sequence[tuple[int, float]], weights: Sequence[float] = (),
             for pid, s in scores.items()}
 
 
+def lifted(scores: dict[int, float], passages: Sequence[Passage], span: tuple[float, float] | None,
+           lift: float) -> dict[int, float]:
+    """The scores with those of passages said within `span` (when.span) raised by `lift`."""
+    if span is None:
+        return scores
+    start, end = span
+    return {pid: s * (1 + lift) if start <= passages[pid].created < end else s for pid, s in scores.items()}
+
+
 def line(p: Passage) -> str:
     """A passage as the block shows it: when, who, and the text (a part of a longer
     message marked as one)."""

@@ -1,0 +1,109 @@
+"""When a question asks about: "last week", "three days ago", "in March", "last Saturday",
+"over the past month" as a span of time, so that recall can lift what was said then.
+
+Relative to the time the question names for itself (a stamp a chat front-end wrote into it,
+"[2023/05/30 (Tue) 23:38] …"), else to when it was asked. Pure functions; local time.
+"""
+
+import re
+import time
+from datetime import datetime, timedelta
+
+#: How much more a passage said within the span a question names counts.
+LIFT = 1.0
+
+_NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+            "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "couple of": 2, "few": 3, "a few": 3}
+_UNITS = {"day": 1, "week": 7, "month": 30.44, "year": 365.25}
+_DAYS = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
+_MONTHS = ["january", "february", "march", "april", "may", "june", "july", "august", "september",
+           "october", "november", "december"]
+_STAMP = re.compile(r"\b(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})(?:\D{1,12}?(\d{1,2}):(\d{2}))?")
+_COUNT = r"(\d{1,3}|a couple of|a few|few|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
+_AGO = re.compile(_COUNT + r"\s+(day|week|month|year)s?\s+ago\b", re.I)
+_PAST = re.compile(r"\b(?:past|last)\s+(?:" + _COUNT + r"\s+)?(day|week|month|year)s\b|\bover the past\s+"
+                   r"(day|week|month|year)\b", re.I)
+_NAMED = re.compile(r"\b(yesterday|today|this (?:week|month|year|weekend)|last (?:week|month|year|weekend|"
+                    + "|".join(_DAYS) + r"))\b", re.I)
+_IN_MONTH = re.compile(r"\b(?:in|during|since|of)\s+(" + "|".join(_MONTHS) + r")\b(?:\s+(\d{4}))?", re.I)
+
+
+def reference(text: str, asked: float) -> datetime:
+    """The question's own time: the first date stamp in it, else `asked`."""
+    m = _STAMP.search(text[:200])
+    if m:
+        try:
+            y, mo, d = int(m.group(1)), int(m.group(2)), int(m.group(3))
+            return datetime(y, mo, d, int(m.group(4) or 12), int(m.group(5) or 0))
+        except ValueError:
+            pass
+    return datetime.fromtimestamp(asked)
+
+
+def span(text: str, asked: float) -> tuple[float, float] | None:
+    """The span of time (Unix seconds, start and end) the question asks about, or None."""
+    now = reference(text, asked)
+    day = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    out = _named(_NAMED.search(text), now, day) or _ago(_AGO.search(text), now) \
+        or _past(_PAST.search(text), now) or _month(_IN_MONTH.search(text), now)
+    if out is None:
+        return None
+    start, end = out
+    return time.mktime(start.timetuple()), time.mktime(end.timetuple())
+
+
+def _count(word: str | None) -> float | None:
+    if not word:
+        return 1
+    word = word.lower()
+    return float(word) if word.isdigit() else _NUMBERS.get(word)
+
+
+def _named(m: re.Match[str] | None, now: datetime, day: datetime) -> tuple[datetime, datetime] | None:
+    if m is None:
+        return None
+    what = m.group(1).lower()
+    monday = day - timedelta(days=day.weekday())
+    first = day.replace(day=1)
+    last_month = (first - timedelta(days=1)).replace(day=1)
+    spans = {"today": (day, now), "yesterday": (day - timedelta(days=1), day),
+             "this week": (monday, now), "last week": (monday - timedelta(days=7), monday),
+             "this weekend": (monday + timedelta(days=5), monday + timedelta(days=7)),
+             "last weekend": (monday - timedelta(days=2), monday),
+             "this month": (first, now), "last month": (last_month, first),
+             "this year": (day.replace(month=1, day=1), now),
+             "last year": (day.replace(year=day.year - 1, month=1, day=1), day.replace(month=1, day=1))}
+    if what in spans:
+        return spans[what]
+    weekday = _DAYS.index(what.split()[1])
+    back = (day.weekday() - weekday) % 7 or 7
+    return day - timedelta(days=back), day - timedelta(days=back - 1)
+
+
+def _ago(m: re.Match[str] | None, now: datetime) -> tuple[datetime, datetime] | None:
+    n = _count(m.group(1)) if m else None
+    if m is None or n is None:
+        return None
+    unit = _UNITS[m.group(2).lower()]
+    middle, half = now - timedelta(days=n * unit), timedelta(days=max(1.0, unit / 2))
+    return middle - half, min(now, middle + half)
+
+
+def _past(m: re.Match[str] | None, now: datetime) -> tuple[datetime, datetime] | None:
+    if m is None:
+        return None
+    n = _count(m.group(1))
+    if n is None:
+        return None
+    unit = _UNITS[(m.group(2) or m.group(3)).lower()]
+    return now - timedelta(days=n * unit), now
+
+
+def _month(m: re.Match[str] | None, now: datetime) -> tuple[datetime, datetime] | None:
+    if m is None:
+        return None
+    month = _MONTHS.index(m.group(1).lower()) + 1
+    year = int(m.group(2)) if m.group(2) else (now.year if month <= now.month else now.year - 1)
+    start = datetime(year, month, 1)
+    end = datetime(year + (month == 12), month % 12 + 1, 1)
+    return start, end
