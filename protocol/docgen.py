@@ -79,7 +79,7 @@ def render_markdown() -> str:
     do. Long work (a generation) is accepted at once (`accepted`) and then
     reported on the event socket. A frame over the daemon's limit
     (`max_frame_bytes`, default 8 MiB) is answered with `frame_too_large`; a frame
-    over 8 times that (8 MiB by default) makes ZeroMQ drop the connection, with no
+    over 8 times that (64 MiB by default) makes ZeroMQ drop the connection, with no
     reply (reconnect, and send less).
 
     **Busy sessions.** A session runs one job at a time (a generation or a compaction).
