@@ -5,7 +5,9 @@ Forms: `@path` (auto: full text when small, else a summary), `@path:full`,
 `@path:lines:A-B` (1-based, inclusive), `@dir/` (a listing), and
 `@"path with spaces":mode` for paths with spaces. Text that only looks like a
 reference is left alone: e-mail addresses, `@name` without a `/` or `.`
-(a decorator or a handle), and anything inside code blocks or `code spans`.
+(a decorator or a handle), an `@` right after a quote (a scoped package in pasted code:
+`from '@react-navigation/native'`, `"@types/node": "^20"`), and anything inside code
+blocks or `code spans`.
 """
 
 import re
@@ -13,7 +15,7 @@ from dataclasses import dataclass
 
 _CODE = re.compile(r"```.*?(?:```|\Z)|`[^`\n]*`", re.S)
 _REF = re.compile(
-    r"""(?<![\w@.\\/])@(?:"(?P<quoted>[^"\n]+)"|(?P<bare>[^\s"'`:@,;()<>\[\]{}]+))"""
+    r"""(?<![\w@.\\/'"])@(?:"(?P<quoted>[^"\n]+)"|(?P<bare>[^\s"'`:@,;()<>\[\]{}]+))"""
     r"""(?::(?P<mode>full|summary|lines:\d+-\d+|[A-Za-z_][\w.]*))?""")
 _TRAILING = ".,;:!?"
 

@@ -39,6 +39,12 @@ def test_text_that_only_looks_like_a_reference_is_left_alone():
     assert find_refs(text) == []
 
 
+def test_a_scoped_package_in_pasted_code_is_not_a_file():
+    code = ("import { NavigationContainer } from '@react-navigation/native';\n"
+            'const babel = require("@babel/core");\n"@types/node": "^20.1.0", and read @src/app.ts')
+    assert [r.path for r in find_refs(code)] == ["src/app.ts"]
+
+
 def test_trailing_punctuation_is_not_part_of_the_path():
     assert [r.path for r in find_refs("see @notes.txt. And @a/b.py!")] == ["notes.txt", "a/b.py"]
 
