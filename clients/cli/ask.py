@@ -86,6 +86,9 @@ def pick_session(client, args: argparse.Namespace, words: list[str], piped: str
                 raise
     latest = client.sessions().sessions
     if latest:
+        if sys.stderr.isatty():  # say where it went: the first word may have meant a session
+            print(f"ctxkeep: asked in {latest[0].name}, the most recent session (`ctxkeep new --name N` "
+                  "makes a session to ask by name)", file=sys.stderr)
         return latest[0].id, words
     created = _create(client, "", "")
     print(f"ctxkeep: new session {created.name} ({created.id}) on {created.model}", file=sys.stderr)
