@@ -21,14 +21,9 @@ from .markdown import to_html
 from .theme import DARK, Theme
 from .thumbnails import add_thumbnail, thumbnails_html
 
-#: Pixels from the top at which older history is asked for.
-NEAR_TOP = 48
-
-
 class ChatLog(LogView):
     """Entries oldest first; `stream` grows an answer in place."""
 
-    older_wanted = Signal()
     copied = Signal(str)
     #: A message's action was chosen: its name (edit, retry, pin, unpin, branch, alt) and seq.
     action = Signal(str, int)
@@ -49,17 +44,18 @@ class ChatLog(LogView):
         self._streams: dict[str, Entry] = {}  # by generation id; recall lines and tool exchanges by id()
         self._recalls: dict[int, Entry] = {}
         self._asked: set[str] = set()  # images whose thumbnails were asked for
-        self.has_older, self.loading_older = False, False
         self.document().setDocumentMargin(12)
-        self.verticalScrollBar().valueChanged.connect(self._scrolled)
 
     def reset(self, has_older: bool = False) -> None:
         self.document().clear()
         self.entries, self.code, self._starts, self._streams, self._recalls = [], [], [], {}, {}
         self.has_older, self.loading_older, self._asked = has_older, False, set()
+        self.has_newer, self.loading_newer = False, False
 
-    def append(self, entry: Entry) -> None:
-        with self._keeping_view():
+    def append(self, entry: Entry, follow: bool = True) -> None:
+        """An entry after the others; the view follows it when at the bottom, unless not
+        `follow` (a newer page under what the reader is reading)."""
+        with self._keeping_view(follow=follow):
             self._insert(len(self._starts), entry)
 
     def prepend(self, entries: list[Entry], has_older: bool) -> None:
@@ -146,19 +142,6 @@ class ChatLog(LogView):
                 bar.setValue(bar.value() + self.cursorRect(start).top() - 8)
                 break
         return True
-
-    def at_bottom(self) -> bool:
-        bar = self.verticalScrollBar()
-        return bar.value() >= bar.maximum() - 4
-
-    def scroll_to_bottom(self) -> None:
-        self.verticalScrollBar().setValue(self.verticalScrollBar().maximum())
-
-    def want_more_if_short(self) -> None:
-        """Ask for older history while the view is not yet full."""
-        if self.has_older and not self.loading_older and self.verticalScrollBar().maximum() == 0:
-            self.loading_older = True
-            self.older_wanted.emit()
 
     def _insert(self, index: int, entry: Entry, body: bool = True) -> None:
         """Entry `index` from now on: its blocks before entry `index`'s (or at the end)."""
@@ -261,19 +244,16 @@ class ChatLog(LogView):
         return len(self.code) - 1
 
     @contextmanager
-    def _keeping_view(self, prepended: bool = False) -> Iterator[None]:
+    def _keeping_view(self, prepended: bool = False, follow: bool = True) -> Iterator[None]:
         bar = self.verticalScrollBar()
-        follow, value, height = self.at_bottom(), bar.value(), bar.maximum()
+        follow, value, height = follow and self.at_bottom(), bar.value(), bar.maximum()
         yield
         if prepended:
             bar.setValue(value + bar.maximum() - height)
         elif follow:
             bar.setValue(bar.maximum())
-
-    def _scrolled(self, value: int) -> None:
-        if value <= NEAR_TOP and self.has_older and not self.loading_older:
-            self.loading_older = True
-            self.older_wanted.emit()
+        else:
+            bar.setValue(value)
 
     def _link(self, url: QUrl) -> None:
         if url.scheme() == "recall":

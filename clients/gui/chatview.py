@@ -63,6 +63,7 @@ class ChatView(QWidget):
         self.actions = MessageActions(self.log, submit, self.status.emit, self)
         self.pages = HistoryPages(submit, self.log, self.actions)
         self.log.older_wanted.connect(lambda: self.pages.load_older())
+        self.log.newer_wanted.connect(lambda: self.pages.load_newer())
         self.composer = Composer()
         self.composer.send_requested.connect(self.send)
         self.composer.stop_requested.connect(self.stop)
@@ -151,6 +152,8 @@ class ChatView(QWidget):
         if self.session is None or not text.strip() or self.composer.isReadOnly():
             return
         self.composer.setReadOnly(True)  # until the daemon has it (or says why not)
+        if not self.pages.newest:  # reading around an older message: back to the end first
+            self.open(self.session)
         self.submit(requests.Send(session=self.session.id, text=text, cwd=_cwd()))
 
     def sent(self, ok: bool, text: str = "") -> None:
@@ -189,6 +192,8 @@ class ChatView(QWidget):
             self.held.append(event)
             return
         who = self.session.model if self.session else ""
+        if not self.pages.newest and isinstance(event, (QueryReceived, GenerationRecalled, GenerationToken)):
+            return  # reading around an older message: the new ones come when scrolled to
         if isinstance(event, QueryReceived):
             if event.message.seq >= self.pages.end:
                 self.log.append(entries_of([event.message], [])[0])
@@ -232,6 +237,10 @@ class ChatView(QWidget):
     def _answer_ended(self, event: "ResponseGeneration | GenerationError", who: str) -> None:
         """An answer is stored whole, or stopped: in its place in the log, with its actions."""
         self._ended(event.generation_id)
+        if not self.pages.newest:  # reading around an older message: only the numbers change
+            if isinstance(event, ResponseGeneration):
+                self.gauge.set_tokens(event.next_tokens or event.token_count, exact=event.token_count_exact)
+            return
         if isinstance(event, ResponseGeneration):
             if event.message.seq >= self.pages.end and self.actions.answered(event.generation_id, event.message):
                 self.pages.end = event.message.seq + 1
