@@ -71,7 +71,7 @@ class ChatView(QWidget):
         self.send_button.clicked.connect(lambda: self.send(self.composer.text()))
         self.stop_button = QPushButton("Stop")
         self.stop_button.setObjectName("stop")
-        self.stop_button.setToolTip("Stop the answer being written (Esc)")
+        self.stop_button.setToolTip("Stop the answer being written, or the compaction running (Esc)")
         self.stop_button.clicked.connect(self.stop)
         self.stop_button.hide()
         header = QHBoxLayout()
@@ -217,9 +217,11 @@ class ChatView(QWidget):
             self._answer_ended(event, who)
         elif isinstance(event, CompactionRequest):
             self.gauge.set_compacting(True)
+            self._set_busy(True)  # a compaction can be stopped too
             self.status.emit(f"Compacting {event.messages} messages…")
         elif isinstance(event, CompactionResult):
             self.gauge.set_compacting(False)
+            self._set_busy(bool(self.streaming))
             if event.status == "ok":
                 self.log.append(Entry("marker", event.marker))
                 self.gauge.set_tokens(event.tokens_after, exact=False)

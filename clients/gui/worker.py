@@ -17,6 +17,10 @@ from ..sync import Client
 
 RETRY_S = 1.0
 PING_EVERY_S = 2.0
+#: How long a request may wait for its reply before the daemon counts as gone: above what
+#: docs/performance.md measures for the slowest request (paging a 100,000-message session's
+#: active context the first time, under a second) with room for a loaded machine.
+REQUEST_TIMEOUT_S = 10.0
 
 
 class DaemonWorker(QThread):
@@ -68,7 +72,7 @@ class DaemonWorker(QThread):
         while not self.isInterruptionRequested():
             if client is None:
                 try:
-                    client = Client(self.control, self.events_endpoint, timeout=3.0)
+                    client = Client(self.control, self.events_endpoint, timeout=REQUEST_TIMEOUT_S)
                     client.subscribe("")
                     self._set(True, "")
                     last_contact = time.monotonic()
@@ -96,7 +100,7 @@ class DaemonWorker(QThread):
                     try:
                         self.reply.emit(request, client.request(request))
                     except DaemonUnavailable:
-                        self.failed.emit(request, "ctxkeepd did not answer")
+                        self.failed.emit(request, f"ctxkeepd did not answer in {REQUEST_TIMEOUT_S:.0f} s")
                         raise
                     except CtxkeepError as exc:
                         self.failed.emit(request, str(exc))

@@ -317,3 +317,31 @@ def test_an_answer_cut_at_its_limit_or_off_its_format_says_so_beside_its_name():
     assert cut[-1].note == "cut at its length limit: ask it to go on"
     off = entries_of([message(0, "user", "json please"), message(1, "assistant", "nope", format_error="not JSON: x")], [])
     assert off[-1].note == "not in the format asked: not JSON: x"
+
+
+def test_a_running_compaction_can_be_stopped_like_an_answer(qtbot):
+    """Issue 41, item 5: an automatic compaction shows Stop (and Esc reaches it): Cancel goes
+    to the daemon for the session; the button goes when the compaction ends."""
+    from ctxkeep.clients.gui.chatview import ChatView
+    from ctxkeep.clients.gui.theme import DARK
+    from ctxkeep.protocol import requests
+    from ctxkeep.protocol.events import CompactionRequest, CompactionResult
+    from ctxkeep.protocol.structs import SessionInfo
+    sent = []
+    view = ChatView(sent.append, DARK)
+    qtbot.addWidget(view)
+    view.show()
+    view.session = SessionInfo(id="s1", name="s", model="m", num_ctx=2048, created=0.0, updated=0.0)
+    assert view.stop_button.isHidden()
+    view.on_event(CompactionRequest(session_id="s1", compaction_id="c1", tokens_before=1900, messages=12, level=3))
+    assert not view.stop_button.isHidden()
+    view.session = msgspec_busy(view.session)
+    view.stop_button.click()
+    assert [type(r) for r in sent if isinstance(r, requests.Cancel)] == [requests.Cancel]
+    view.on_event(CompactionResult(session_id="s1", compaction_id="c1", status="skipped", reason="cancelled"))
+    assert view.stop_button.isHidden()
+
+
+def msgspec_busy(session):
+    import msgspec
+    return msgspec.structs.replace(session, busy=True)
