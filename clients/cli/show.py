@@ -55,6 +55,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"{style.bold}{session_line(session)}{style.reset}")
             if args.active:
                 print(f"{style.dim}active context (what the model sees){style.reset}")
+                print(f"{style.dim}{beside_messages(client.prompt(session.id))}{style.reset}")
             if session.system:
                 print(f"system: {session.system}")
         width = min(terminal_width(), 100) - 2
@@ -136,6 +137,18 @@ def messages(client, session, active: bool, last: int) -> Iterator:
             yield from page.messages
         start = page.next
     yield from kept
+
+
+def beside_messages(reply) -> str:
+    """What the prompt holds besides the messages `--active` lists, with their tokens."""
+    parts = {"system": "the system prompt", "goals": "the goal record", "checkpoints": "checkpoints"}
+    held = [f"{parts[p.kind]} ~{p.tokens:,}" for p in reply.parts if p.kind != "message"]
+    shorter = [p for p in reply.parts if p.kind == "message" and p.shown != "whole"]
+    if shorter:
+        held.append(f"{len(shorter)} message{'s' if len(shorter) != 1 else ''} as summaries or shortened "
+                    f"~{sum(p.tokens for p in shorter):,}")
+    return (f"the prompt: ~{reply.tokens:,} of {reply.window:,} tokens" + (f", with {', '.join(held)}" if held else "")
+            + "; `show --prompt` shows each part as sent")
 
 
 def show_prompt(reply, session, args: argparse.Namespace, style: Styles) -> int:

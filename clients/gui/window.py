@@ -2,13 +2,13 @@
 and shortcuts, the reconnect banner, and an empty state that says how to begin."""
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QAction, QActionGroup, QGuiApplication, QKeySequence
+from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import (
     QApplication, QInputDialog, QLabel, QMainWindow, QMessageBox, QPushButton, QSplitter,
     QStackedWidget, QVBoxLayout, QWidget,
 )
 
-from ...protocol import DAEMON_VERSION, requests
+from ...protocol import requests
 from ...protocol.events import (
     ModelPullProgress, ModelPullResult, SessionCreated, SessionDeleted, SessionUpdated,
 )
@@ -18,6 +18,8 @@ from . import theme as themes
 from .chatview import ChatView
 from .dialogs import NewSessionDialog
 from .memory_view import MemoryView
+from .menus import build_menus
+from .prompt_view import PromptView
 from .router import Router
 from .sessions import SessionPanel
 from .worker import DaemonWorker
@@ -68,7 +70,7 @@ class MainWindow(QMainWindow):
         outer.addWidget(self.splitter, 1)
         self.setCentralWidget(root)
         self._empty("Connecting to ctxkeepd…")
-        self._menus()
+        build_menus(self)
         self.apply_theme()
         QGuiApplication.styleHints().colorSchemeChanged.connect(lambda _: self.apply_theme())
 
@@ -81,6 +83,7 @@ class MainWindow(QMainWindow):
         worker.event.connect(self.on_event)
         self.router = Router(self.say)
         self.memory = MemoryView(self, self.worker.submit, self.open_match)
+        self.prompt = PromptView(self, self.worker.submit)
         self._routes()
         worker.reply.connect(self.router.reply)
         worker.failed.connect(self.router.failed)
@@ -100,39 +103,6 @@ class MainWindow(QMainWindow):
         return page, text
 
     # -- menus, theme ----------------------------------------------------------------------
-
-    def _menus(self) -> None:
-        def add(menu, text, slot, keys=None) -> QAction:
-            action = menu.addAction(text)
-            action.triggered.connect(slot)
-            if keys is not None:
-                action.setShortcut(keys)
-            return action
-        bar = self.menuBar()
-        file = bar.addMenu("&File")
-        add(file, "&New chat…", self.new_session, QKeySequence.StandardKey.New)
-        add(file, "&Rename chat…", lambda: self.rename(self.panel.selected_id()), QKeySequence(Qt.Key.Key_F2))
-        add(file, "&Delete chat…", lambda: self.delete(self.panel.selected_id()))
-        file.addSeparator()
-        add(file, "&Quit", self.close, QKeySequence.StandardKey.Quit)
-        edit = bar.addMenu("&Edit")
-        add(edit, "&Search chats", self.focus_search, QKeySequence("Ctrl+K"))
-        add(edit, "&Memory…", lambda: self.memory.open_for(self.chat.session), QKeySequence("Ctrl+Shift+M"))
-        chat = bar.addMenu("&Chat")
-        add(chat, "&Stop answer", self.chat.stop, QKeySequence(Qt.Key.Key_Escape))
-        add(chat, "&Compact context", self.chat.compact, QKeySequence("Ctrl+Shift+C"))
-        add(chat, "&Undo last compaction", self.undo_compaction)
-        view = bar.addMenu("&View")
-        group = QActionGroup(self)
-        for choice in ("system", "light", "dark"):
-            action = add(view, f"{choice.title()} theme", lambda _=False, c=choice: self.set_theme(c))
-            action.setCheckable(True)
-            action.setChecked(choice == self.theme_choice)
-            group.addAction(action)
-        help_menu = bar.addMenu("&Help")
-        add(help_menu, "&About ctxkeep", lambda: QMessageBox.about(
-            self, "ctxkeep", f"ctxkeep-gui {DAEMON_VERSION}: long conversations with local models, "
-                             "kept inside their context window by ctxkeepd."))
 
     def set_theme(self, choice: str) -> None:
         self.theme_choice = choice
@@ -227,6 +197,7 @@ class MainWindow(QMainWindow):
         r.on_failure(requests.ModelsList, lambda _, message: self._models(None, message))
         self.chat.routes(r)
         self.memory.routes(r)
+        self.prompt.routes(r)
 
     def _sessions(self, sessions: list[SessionInfo]) -> None:
         self.panel.fill(sessions)

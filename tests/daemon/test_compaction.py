@@ -350,6 +350,7 @@ def test_cli_compact_show_active_and_chat(daemon, standin):
     assert MARKER.match(done.stdout.strip().splitlines()[-1])
     shown = daemon.cli("show", sid, "--active")
     assert "[summary]" in shown.stdout and "question number 0" not in shown.stdout
+    assert "the prompt: ~" in shown.stdout and "1 message as summaries or shortened ~" in shown.stdout  # issue 41.7
     assert "question number 0" in daemon.cli("show", sid).stdout
     chat = daemon.cli("chat", sid, input="/usage\n/compact\n/quit\n")
     assert chat.returncode == 0

@@ -35,3 +35,18 @@ def test_the_memory_window_searches_opens_and_forgets(open_window, client):
     view.forget(whole_chat=True)
     wait_until(lambda: "the whole chat" in view.note.text() and gardens() == [])
     assert client.session(garden.id).session.remembered is False
+
+
+def test_what_the_model_sees_lists_the_prompts_parts_with_their_tokens(open_window, client):
+    """Issue 41, item 7: the window shows the prompt as it would be sent, part by part."""
+    s = client.import_session(name="parts", model=MODEL, system="Answer in French.", messages=[
+        {"role": "user", "content": "Bonjour, the first question"},
+        {"role": "assistant", "content": "Bonjour ! The first answer"}]).session
+    window = open_window(s.id)
+    wait_until(lambda: window.chat.session is not None and window.chat.session.id == s.id)
+    window.prompt.open_for(window.chat.session)
+    wait_until(lambda: "user #0" in window.prompt.text.toPlainText())
+    text = window.prompt.text.toPlainText()
+    assert text.index("system prompt · ~") < text.index("Answer in French.") < text.index("user #0 · ~") \
+        < text.index("assistant #1 · ~")
+    assert "of 8,192 tokens before the next message" in window.prompt.total.text()
