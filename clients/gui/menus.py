@@ -1,6 +1,6 @@
 """The main window's menus: each item, the window's action it runs, and its shortcut."""
 
-from typing import TYPE_CHECKING
+from typing import Any
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QActionGroup, QKeySequence
@@ -8,12 +8,9 @@ from PySide6.QtWidgets import QMessageBox
 
 from ...protocol import DAEMON_VERSION
 
-if TYPE_CHECKING:
-    from .window import MainWindow
 
-
-def build_menus(self: "MainWindow") -> None:
-    """The window's menus and their shortcuts."""
+def build_menus(self: Any) -> None:
+    """The main window's (`self`, a window.MainWindow) menus and their shortcuts."""
     def add(menu, text, slot, keys=None) -> QAction:
         action = menu.addAction(text)
         action.triggered.connect(slot)
