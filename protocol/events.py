@@ -133,6 +133,9 @@ class ResponseGeneration(Event, tag=subjects.RESPONSE_GENERATION):
     host: str = ""
     #: False when the server did not count the prompt and token_count is an estimate.
     token_count_exact: bool = True
+    #: Of token_count, the tokens the server's prompt cache served rather than read (null:
+    #: it did not say): Ollama's prompt_eval_cached_count, llama.cpp's cache_n.
+    cached_tokens: Count | None = None
 
 
 class GenerationError(Event, tag=subjects.GENERATION_ERROR):

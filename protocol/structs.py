@@ -67,6 +67,9 @@ class SessionInfo(msgspec.Struct, kw_only=True):
     memory: MemoryMode | None = None
     remembered: bool = True
     forgotten: list[Seq] = []
+    #: The share of the prompt tokens the server's cache served, over the turns whose
+    #: server said (null: none did): a turn costs only what the cache did not hold.
+    cache_hit_rate: float | None = None
     #: A branch: the id of the session it was taken from ("" if none; that session may
     #: have been deleted since), and the seq of the last message of its history it shares.
     branched_from: str = ""
@@ -285,3 +288,7 @@ class Usage(msgspec.Struct, kw_only=True):
     budget_fill: float = 0.0
     #: Seed 002's reliability score, 0..1 (model size × 15 % less per compaction, floor 30 %).
     reliability: float = 1.0
+    #: Of the last prompt, the tokens the server's prompt cache served (null: it did not
+    #: say); over the session's turns whose server said, the share its cache served.
+    cached_tokens: Count | None = None
+    cache_hit_rate: float | None = None

@@ -215,6 +215,12 @@ class _OpenAIHandler(_Handler):
         thinking = f"Thinking about: {messages[-1].get('content', '')[:40]}" if m.thinking else ""
         usage = {"prompt_tokens": prompt, "completion_tokens": owner.count(reply),
                  "total_tokens": prompt + owner.count(reply)}
+        # the prompt cache, as each server says it: vLLM (and OpenAI) in usage, llama.cpp's
+        # server as `timings` on the last chunk
+        cached = owner.cache_counts(json.dumps(messages), prompt).get("prompt_eval_cached_count", 0)
+        if owner.flavor == "vllm":
+            usage["prompt_tokens_details"] = {"cached_tokens": cached}  # type: ignore[assignment]
+        self.timings = {"cache_n": cached, "prompt_n": prompt - cached} if owner.flavor == "llamacpp" else None
         ids = [f"call_{uuid.uuid4().hex[:8]}" for _ in calls]
         if not body.get("stream"):
             message: dict[str, Any] = {"role": "assistant", "content": reply}
@@ -268,7 +274,8 @@ class _OpenAIHandler(_Handler):
                 elif owner.chunk_delay:
                     time.sleep(owner.chunk_delay)
                 self._event({**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]})
-            self._event({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
+            last = {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]}
+            self._event({**last, "timings": self.timings} if getattr(self, "timings", None) else last)
             if usage is not None and owner.usage_in_stream:
                 self._event({**base, "choices": [], "usage": usage})
             self._event(b"[DONE]")

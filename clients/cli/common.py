@@ -97,8 +97,9 @@ def when(timestamp: float) -> str:
 def session_line(s: SessionInfo) -> str:
     plural = "" if s.compactions == 1 else "s"
     extra = f" · {s.compactions} compaction{plural} · reliability {s.reliability:.0%}" if s.compactions else ""
+    cache = f" · {s.cache_hit_rate:.0%} from the model's cache" if s.cache_hit_rate is not None else ""
     return (f"{s.name} ({s.id}) · {s.model} · {s.message_count} message{'' if s.message_count == 1 else 's'} · "
-            f"{tokens(s.next_tokens or s.token_count, s.token_count_exact)} / {s.window:,} tokens{extra}")
+            f"{tokens(s.next_tokens or s.token_count, s.token_count_exact)} / {s.window:,} tokens{extra}{cache}")
 
 
 def usage_lines(u: Usage) -> list[str]:
@@ -114,10 +115,19 @@ def usage_lines(u: Usage) -> list[str]:
     lines += [f"  {name.ljust(width)}  {tokens(n, u.exact).rjust(9)}" for name, n in parts]
     lines.append(f"  {'active msgs'.ljust(width)}  {u.messages:>9}")
     lines.append(f"conversation budget {u.budget:,} tokens, {u.budget_fill:.0%} used")
+    lines.append(cache_line(u))
     lines.append(f"reliability {u.reliability:.0%}" + (
         " — low: a small model may lose track of a compacted conversation; consider a new "
         "conversation or a larger model" if u.reliability < 0.40 else ""))
     return lines
+
+
+def cache_line(u: Usage) -> str:
+    """What the model server's prompt cache served: a turn reads only what it did not hold."""
+    if u.cache_hit_rate is None:
+        return "prompt cache: the model server has not said what it served"
+    last = f"{u.cached_tokens:,} of the last prompt's {u.tokens:,} tokens, " if u.cached_tokens is not None else ""
+    return f"prompt cache: {last}{u.cache_hit_rate:.0%} of all prompt tokens served from it"
 
 
 def to_json(event: msgspec.Struct) -> str:

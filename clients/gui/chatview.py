@@ -274,7 +274,11 @@ class ChatView(QWidget):
         self.stop_button.setVisible(busy)
 
     def _usage_changed(self) -> None:
-        self.usage.setText(usage_text(self.gauge.tokens, self.gauge.num_ctx, self.gauge.exact))
+        rate = self.session.cache_hit_rate if self.session is not None else None
+        self.usage.setText(usage_text(self.gauge.tokens, self.gauge.num_ctx, self.gauge.exact)
+                           + (f" · {rate:.0%} cached" if rate is not None else ""))
+        self.usage.setToolTip("" if rate is None else f"{rate:.0%} of this chat's prompt tokens came from the "
+                              "model server's cache: a turn reads only the rest")
 
 
 def _cwd() -> str:

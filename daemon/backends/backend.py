@@ -160,10 +160,10 @@ class OllamaBackend(OneServer):
             stream = await (await self.client()).chat(model, messages, stream=True,
                                                       options=options, **extras.fields())
             self.reached()
-            done = False
-            async for chunk in sending(stream, on_sent):
+            done, notes = False, {}
+            async for chunk in sending(stream, on_sent, notes):
                 done = bool(chunk.done)
-                yield chunk_of(chunk, self.name)
+                yield chunk_of(chunk, self.name, notes.get("cached"))
             if not done:
                 raise ModelCallError(ErrorCode.STREAM_INTERRUPTED,
                                      "Ollama ended the answer before its final chunk: send again")

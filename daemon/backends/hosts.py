@@ -38,7 +38,10 @@ class Host:
     backend: Any  # OllamaBackend | OpenAIBackend: a ModelBackend with `name` and `kind`
     #: The models config.toml gives it (empty: whatever it lists).
     models: tuple[str, ...] = ()
+    #: Requests in flight, and of those the answers (chats): what a turn is routed by
+    #: (an embedding request is short; it does not send a turn elsewhere).
     busy: int = 0
+    answering: int = 0
     failures: int = 0
     retry_at: float = 0.0
 
@@ -136,7 +139,7 @@ class Hosts:
         busy first; then the down ones, soonest due first."""
         now = time.monotonic()
         serving = [h for h in self.members if h.serves(model) is not False] or list(self.members)
-        up = sorted((h for h in serving if h.due(now)), key=lambda h: (h.failures > 0, h.busy))
+        up = sorted((h for h in serving if h.due(now)), key=lambda h: (h.failures > 0, h.answering, h.busy))
         return up + sorted((h for h in serving if not h.due(now)), key=lambda h: h.retry_at)
 
     def _failed(self, host: Host, exc: ModelCallError) -> bool:
@@ -154,11 +157,12 @@ class Hosts:
             f"{h.backend.name}: {e.message}" for h, e in tried))
 
     async def _each(self, model: str, call: Callable[[Any], Awaitable[T]],
-                    usable: Callable[[Host], bool] = lambda h: True) -> T:
-        """`call(backend)` on the first (`usable`) server that answers."""
+                    usable: Callable[[Host], bool] = lambda h: True, answer: bool = False) -> T:
+        """`call(backend)` on the first (`usable`) server that answers (`answer`: a chat)."""
         tried: list[tuple[Host, ModelCallError]] = []
         for host in filter(usable, self.ranked(model)):
             host.busy += 1
+            host.answering += answer
             try:
                 result = await call(host.backend)
             except ModelCallError as exc:
@@ -168,6 +172,7 @@ class Hosts:
                 raise
             finally:
                 host.busy -= 1
+                host.answering -= answer
             self._up(host)
             return result
         raise self._all_failed(model, tried)
@@ -240,6 +245,7 @@ class Hosts:
         tried: list[tuple[Host, ModelCallError]] = []
         for host in self.ranked(model):
             host.busy += 1
+            host.answering += 1
             self._serving[model] = host
             stream = host.backend.stream_chat(model, messages, options, extras, on_sent)
             try:
@@ -262,12 +268,13 @@ class Hosts:
                 return
             finally:
                 host.busy -= 1
+                host.answering -= 1
                 await stream.aclose()
         raise self._all_failed(model, tried)
 
     async def chat_once(self, model: str, messages: Sequence[Mapping[str, Any]],
                         options: Mapping[str, Any]) -> ChatChunk:
-        return await self._each(model, lambda b: b.chat_once(model, messages, options))
+        return await self._each(model, lambda b: b.chat_once(model, messages, options), answer=True)
 
     async def embed(self, model: str, texts: list[str]) -> list[list[float]]:
         """Embeddings from a server that serves `model` and is not streaming an answer,

@@ -11,8 +11,9 @@ from ctxkeep.daemon.backends.protocol import ChatChunk, ModelCallError
 log = logging.getLogger(__name__)
 
 
-def chunk_of(response: Any, host: str) -> ChatChunk:
-    """An `ollama.ChatResponse` (a streamed chunk, or a whole answer) as a ChatChunk."""
+def chunk_of(response: Any, host: str, cached: int | None = None) -> ChatChunk:
+    """An `ollama.ChatResponse` (a streamed chunk, or a whole answer) as a ChatChunk (with
+    `cached`, the prompt tokens Ollama's cache served, as its bytes said)."""
     message = response.message
     calls = tuple(ToolCall(function=FunctionCall(name=c.function.name, arguments=dict(c.function.arguments or {})))
                   for c in (message.tool_calls or ()))
@@ -21,6 +22,7 @@ def chunk_of(response: Any, host: str) -> ChatChunk:
     return ChatChunk(
         content=message.content or "", thinking=message.thinking or "", tool_calls=calls, done=True,
         done_reason=str(response.done_reason or ""), prompt_eval_count=response.prompt_eval_count,
+        prompt_eval_cached_count=cached,
         eval_count=int(response.eval_count or 0), total_duration=int(response.total_duration or 0),
         load_duration=int(response.load_duration or 0),
         prompt_eval_duration=int(response.prompt_eval_duration or 0),

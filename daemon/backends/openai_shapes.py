@@ -104,6 +104,7 @@ class StreamReader:
         self.first_at = 0
         self.finish = ""
         self.usage: Any = None
+        self.timings: dict[str, Any] = {}
         self.calls: dict[int, dict[str, Any]] = {}
         #: Chunks that carried text: a token each on llama.cpp's servers (the answer's count
         #: where a server leaves `usage` out).
@@ -113,6 +114,9 @@ class StreamReader:
         """The text or thinking an event carries (None when it carries none)."""
         if getattr(event, "usage", None) is not None:
             self.usage = event.usage
+        timings = (getattr(event, "model_extra", None) or {}).get("timings")
+        if isinstance(timings, dict):  # llama.cpp's server: what its prompt cache served
+            self.timings = timings
         text, thought = [], []
         for choice in event.choices or ():
             delta = choice.delta
@@ -145,9 +149,20 @@ class StreamReader:
         return ChatChunk(
             tool_calls=calls, done=True, done_reason=self.finish,
             prompt_eval_count=None if usage is None else int(usage.prompt_tokens),
+            prompt_eval_cached_count=cached_tokens(usage, self.timings),
             eval_count=self.pieces if usage is None else int(usage.completion_tokens or 0),
             total_duration=max(0, now - self.started), prompt_eval_duration=max(0, first - self.started),
             eval_duration=max(0, now - first), host=self.host)
+
+
+def cached_tokens(usage: Any, timings: dict[str, Any]) -> int | None:
+    """The prompt tokens the server's cache served: `usage.prompt_tokens_details.cached_tokens`
+    (OpenAI's API), else llama.cpp's `timings.cache_n`; None when it says neither."""
+    details = getattr(usage, "prompt_tokens_details", None) if usage is not None else None
+    cached = getattr(details, "cached_tokens", None) if details is not None else None
+    if cached is None:
+        cached = timings.get("cache_n")
+    return int(cached) if isinstance(cached, int) and cached >= 0 else None
 
 
 def _arguments(text: str) -> dict[str, Any]:

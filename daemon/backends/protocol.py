@@ -37,6 +37,10 @@ class ChatChunk(msgspec.Struct, frozen=True, kw_only=True):
     done_reason: str = ""
     #: The exact tokens of the prompt (None: the server did not say).
     prompt_eval_count: int | None = None
+    #: Of those, the ones the server took from its prompt cache rather than read (None:
+    #: it did not say): Ollama's prompt_eval_cached_count, llama.cpp's timings.cache_n,
+    #: OpenAI's usage.prompt_tokens_details.cached_tokens.
+    prompt_eval_cached_count: int | None = None
     eval_count: int = 0
     #: Nanoseconds, as Ollama reports them (measured by the daemon for other servers).
     total_duration: int = 0

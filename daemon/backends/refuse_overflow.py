@@ -7,16 +7,42 @@ documented extension point, and `ollama.AsyncClient(**kwargs)` passes them on.
 The same transport tells a turn when its chat request is out (see sent.py).
 """
 
+import re
 import urllib.request
 from urllib.parse import urlsplit
 
 import httpx
 
-from ctxkeep.daemon.backends.sent import current_trace
+from ctxkeep.daemon.backends.sent import current_notes, current_trace
+
+
+#: Ollama's count of the prompt tokens its cache served, in an answer's last line.
+_CACHED = re.compile(rb'"prompt_eval_cached_count"\s*:\s*(\d+)')
+
+
+class Noting(httpx.AsyncByteStream):
+    """An answer's bytes, passed on as they come, with `prompt_eval_cached_count` (which
+    the `ollama` package's types drop) written into `notes` when a line carries it."""
+
+    def __init__(self, inner: httpx.AsyncByteStream, notes: dict[str, int]) -> None:
+        self.inner, self.notes, self.tail = inner, notes, b""
+
+    async def __aiter__(self):  # type: ignore[override]
+        async for chunk in self.inner:
+            seen = self.tail + chunk
+            found = _CACHED.findall(seen)
+            if found:
+                self.notes["cached"] = int(found[-1])
+            self.tail = seen[-64:]
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
 
 
 class RefuseOverflow(httpx.AsyncBaseTransport):
-    """Adds `"truncate": false` to the JSON body of each POST /api/chat, then sends it on."""
+    """Adds `"truncate": false` to the JSON body of each POST /api/chat, then sends it on
+    (and notes what its answer says of the prompt cache: `Noting`)."""
 
     def __init__(self, inner: httpx.AsyncBaseTransport) -> None:
         self.inner = inner
@@ -34,7 +60,11 @@ class RefuseOverflow(httpx.AsyncBaseTransport):
                        if k.lower() != "content-length"]
             request = httpx.Request("POST", request.url, headers=headers, content=body,
                                     extensions=current_trace(request.extensions))
-        return await self.inner.handle_async_request(request)
+        notes = current_notes() if request.url.path.endswith("/api/chat") else None
+        response = await self.inner.handle_async_request(request)
+        if notes is not None:
+            response.stream = Noting(response.stream, notes)  # type: ignore[arg-type]
+        return response
 
     async def aclose(self) -> None:
         await self.inner.aclose()

@@ -16,6 +16,9 @@ from typing import Any
 
 #: Read by the transport while a request is being made (see the module's docstring).
 _on_sent: ContextVar[Callable[[], object] | None] = ContextVar("on_sent", default=None)
+#: Where the transport notes what the answer's bytes say that the `ollama` package drops
+#: (`prompt_eval_cached_count`), for the stream being started.
+_notes: ContextVar[dict[str, int] | None] = ContextVar("notes", default=None)
 
 #: The `trace` events (httpcore's names) that mean the whole request is out.
 SENT_EVENTS = frozenset({"http11.send_request_body.complete", "http2.send_request_body.complete"})
@@ -23,14 +26,16 @@ SENT_EVENTS = frozenset({"http11.send_request_body.complete", "http2.send_reques
 Trace = Callable[[str, dict[str, Any]], Awaitable[None]]
 
 
-async def sending(stream: AsyncIterator[Any], on_sent: Callable[[], object] | None) -> AsyncIterator[Any]:
+async def sending(stream: AsyncIterator[Any], on_sent: Callable[[], object] | None,
+                  notes: dict[str, int] | None = None) -> AsyncIterator[Any]:
     """`stream`, whose request (made while its first chunk is awaited) calls `on_sent`
-    once it is out."""
-    token = _on_sent.set(on_sent)
+    once it is out (and has its transport fill `notes`: `current_notes`)."""
+    token, noting = _on_sent.set(on_sent), _notes.set(notes)
     try:
         first = await anext(stream, None)
     finally:
         _on_sent.reset(token)
+        _notes.reset(noting)
     if first is None:
         return
     yield first
@@ -66,3 +71,8 @@ def tracer(on_sent: Callable[[], object], outer: Trace | None = None) -> Trace:
         if outer is not None:
             await outer(event, info)
     return trace
+
+
+def current_notes() -> dict[str, int] | None:
+    """Where the stream being started wants the transport's notes (None: nowhere)."""
+    return _notes.get()

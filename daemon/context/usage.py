@@ -114,4 +114,6 @@ def usage_of(session: SessionRecord, context: ActiveContext, active: list[Messag
     return Usage(tokens=tokens, window=window, fill=tokens / window if window else 0.0,
                  exact=exact, next_tokens=session.next_prompt if recorded else tokens, segments=seg, messages=len(active), budget=b.available,
                  budget_fill=round(b.fill, 4),
-                 reliability=round(reliability.score(session.parameter_size, session.compactions), 4))
+                 reliability=round(reliability.score(session.parameter_size, session.compactions), 4),
+                 cached_tokens=session.cached_tokens if session.cached_tokens >= 0 and exact else None,
+                 cache_hit_rate=session.cache_hit_rate)

@@ -34,6 +34,8 @@ class Appending:
     goals: Goals | None = None
     recalled_tokens: int | None = None
     answer_tokens: int = 0
+    #: Of `token_count`, the tokens the server's prompt cache served (None: it did not say).
+    cached: int | None = None
 
 
 class History:
@@ -63,7 +65,7 @@ class History:
                   answered: Iterable[int] = (), calibrations: Iterable[tuple[str, Calibration]] = (),
                   anchor: tuple[int, list[float], str, list[float]] | None = None,
                   goals: Goals | None = None, recalled_tokens: int | None = None,
-                  answer_tokens: int = 0) -> Callable[[lmdb.Transaction], Appended]:
+                  answer_tokens: int = 0, cached: int | None = None) -> Callable[[lmdb.Transaction], Appended]:
         """The one message-append primitive, as a transaction function.
 
         `activate_seqs` (messages already stored) and then the messages at the
@@ -76,11 +78,12 @@ class History:
         `calibrations` (key, record) and `goals` are saved in the same transaction (one
         sync for an answer and all it changed); `anchor` (the exact count, the features of
         the prompt it counted, the model, the features of its recall block) becomes the
-        session's anchor for estimates.
+        session's anchor for estimates; `cached`, of `token_count`, what the server's prompt
+        cache served.
         """
         batch = list(messages)
         how = Appending(set(activate), list(activate_seqs), token_count, exact, pending,
-                        set(answered), list(calibrations), anchor, goals, recalled_tokens, answer_tokens)
+                        set(answered), list(calibrations), anchor, goals, recalled_tokens, answer_tokens, cached)
         return lambda txn: self._append(txn, session_id, batch, how)
 
     def _append(self, txn: lmdb.Transaction, session_id: str, batch: list[NewMessage],
@@ -120,6 +123,10 @@ class History:
             record.token_count = how.token_count
             record.tokens_exact = how.exact
             record.answer_tokens = how.answer_tokens
+            record.cached_tokens = -1 if how.cached is None else min(how.cached, how.token_count)
+            if how.cached is not None:
+                record.cache_prompt_tokens = min(2**53, record.cache_prompt_tokens + how.token_count)
+                record.cache_served_tokens = min(2**53, record.cache_served_tokens + record.cached_tokens)
         for key, calibration in how.calibrations:
             txn.put(key.encode(), codecs.encode(calibration), db=self.dbs["calibration"])
         if how.anchor is not None:

@@ -55,6 +55,11 @@ class SessionRecord(msgspec.Struct, kw_only=True):
     forgotten: list[int] = []
     #: Tokens the last prompt's recall block took (part of its exact count).
     recalled_tokens: int = 0
+    #: The server's prompt cache, over the turns whose server said: the prompt tokens they
+    #: sent and, of those, the ones its cache served; the last turn's served (-1: not said).
+    cache_prompt_tokens: int = 0
+    cache_served_tokens: int = 0
+    cached_tokens: int = -1
     #: The last answer's tokens, while token_count is the exact count of the prompt it
     #: answered (the next prompt holds them too).
     answer_tokens: int = 0
@@ -81,6 +86,11 @@ class SessionRecord(msgspec.Struct, kw_only=True):
         return min(2**53, max(0, self.token_count - self.recalled_tokens + self.answer_tokens))
 
     @property
+    def cache_hit_rate(self) -> float | None:
+        """The share of prompt tokens the server's cache served (None: no server said)."""
+        return round(self.cache_served_tokens / self.cache_prompt_tokens, 4) if self.cache_prompt_tokens else None
+
+    @property
     def window(self) -> int:
         """num_ctx capped by the model's context_length, when known."""
         if self.context_length:
@@ -100,6 +110,7 @@ class SessionRecord(msgspec.Struct, kw_only=True):
             auto_compaction=self.auto_compaction, thresholds=self.thresholds,
             recall=self.recall, recall_budget=self.recall_budget,
             memory=self.memory, remembered=self.remembered, forgotten=self.forgotten,  # type: ignore[arg-type]
+            cache_hit_rate=self.cache_hit_rate,
             branched_from=self.branched_from, branched_at=self.branched_at, tools=self.tools)
 
 

@@ -25,7 +25,7 @@ from ctxkeep.daemon.turns.answer_format import format_problem
 from ctxkeep.daemon.turns.question import Reopened
 from ctxkeep.daemon.jobs.queue import Job
 from ctxkeep.daemon.recall.recaller import Recaller
-from ctxkeep.daemon.store.records import MessageRecord, NewMessage, View
+from ctxkeep.daemon.store.records import MessageRecord, NewMessage, SessionRecord, View
 from ctxkeep.daemon.store.writer import landed
 
 log = logging.getLogger("ctxkeep.daemon.turns.generation")
@@ -97,19 +97,14 @@ class Completer:
             exact=exact, answered=[user.seq], calibrations=calibrations, goals=goals,
             anchor=None if truncated or not counted else (token_count, list(sent), session.model,
                                            list(turn.recall.features)),
-            recalled_tokens=turn.recall.tokens, answer_tokens=eval_count if exact else 0))
+            recalled_tokens=turn.recall.tokens, answer_tokens=eval_count if exact else 0,
+            cached=final.prompt_eval_cached_count if exact and counted else None))
         if truncated:
             log.warning("session=%s prompt_eval_count %d (estimated %d, window %d): the server cut the "
                         "prompt, or counted only the tokens it did not have cached (older Ollama); the "
                         "estimate stands for the count", session.id, token_count, turn.estimate.tokens,
                         session.window)
-        job.end(ResponseGeneration(
-            generation_id=job.id, message=assistant.info(), token_count=token_count,
-            eval_count=eval_count, window=session.window, truncated=truncated,
-            next_tokens=bounded(session.next_prompt),
-            prompt_estimate=turn.estimate.tokens, total_duration=bounded(final.total_duration),
-            load_duration=bounded(final.load_duration), prompt_eval_duration=bounded(final.prompt_eval_duration),
-            eval_duration=bounded(final.eval_duration), host=final.host, token_count_exact=counted))
+        job.end(answered(job.id, assistant, session, turn, final, (token_count, counted, truncated)))
         estimator.weights(session.model)  # refit now, not on the next turn's way out
         self.recaller.stored(session.id)  # its index (when kept) takes the turn in
         context = msgspec.structs.replace(context, seqs=[*context.seqs, user.seq, assistant.seq],
@@ -121,3 +116,17 @@ class Completer:
         log.info("session=%s generation=%s done: %d prompt tokens (estimated %d), %d answer tokens",
                  session.id, job.id, token_count, turn.estimate.tokens, eval_count)
         return None if cancelled else view
+
+
+def answered(generation_id: str, assistant: MessageRecord, session: SessionRecord, turn: Turn, final: ChatChunk,
+             count: tuple[int, bool, bool]) -> ResponseGeneration:
+    """The event that ends a turn: the answer as stored, the counts and the server's timings."""
+    token_count, counted, truncated = count
+    return ResponseGeneration(
+        generation_id=generation_id, message=assistant.info(), token_count=token_count,
+        eval_count=bounded(final.eval_count), window=session.window, truncated=truncated,
+        next_tokens=bounded(session.next_prompt),
+        prompt_estimate=turn.estimate.tokens, total_duration=bounded(final.total_duration),
+        load_duration=bounded(final.load_duration), prompt_eval_duration=bounded(final.prompt_eval_duration),
+        eval_duration=bounded(final.eval_duration), host=final.host, token_count_exact=counted,
+        cached_tokens=None if session.cached_tokens < 0 else bounded(session.cached_tokens))

@@ -97,3 +97,22 @@ def test_a_server_that_sends_nothing_ends_the_turn_with_a_clear_error(short_tmp,
             assert isinstance(end, GenerationError) and end.code == "ollama_not_answering"
     finally:
         d.stop()
+
+
+@pytest.mark.parametrize("flavor", ["llamacpp", "vllm"])
+def test_what_the_servers_prompt_cache_served_is_read_as_each_server_says_it(short_tmp, server, flavor):
+    """Issue 42: llama.cpp's server says it as `timings.cache_n` on its last chunk, vLLM (and
+    OpenAI) as `usage.prompt_tokens_details.cached_tokens`."""
+    server.flavor = flavor
+    server.start()
+    d = daemon_on(short_tmp, server)
+    try:
+        with d.client() as c:
+            c.subscribe("")
+            sid = c.create_session(model=MODEL, system="Be brief and kind. " * 10).session.id
+            ends = [turn(c, sid, f"question number {i} about rivers") for i in range(3)]
+            cached = [e.cached_tokens for e in ends]
+            assert None not in cached and cached[0] < cached[1] <= cached[2]  # the system prompt on, then more
+            assert c.usage(sid).usage.cache_hit_rate > 0
+    finally:
+        d.stop()

@@ -333,6 +333,27 @@ def test_the_count_never_silently_shrinks_whatever_the_server_counts_of_its_cach
     assert info.next_tokens >= 0.8 * whole
 
 
+def test_what_the_servers_prompt_cache_served_is_recorded_and_shown(client, daemon, standin):
+    """Issue 42: Ollama's `prompt_eval_cached_count` (which the `ollama` package drops: read
+    from the answer's bytes) per turn, its share over the session in `usage`, `sessions`
+    and `show`; the count stays the whole prompt."""
+    sid = client.create_session(model="qwen2.5:7b", name="cached", num_ctx=8192,
+                                system="You are a careful assistant who answers briefly. " * 12).session.id
+    ends = []
+    for i in range(4):
+        end, _ = wait_terminal(client, client.send(sid, f"Tell me about the river number {i}, please.").generation_id)
+        ends.append(end)
+    assert ends[0].cached_tokens == 0 and all(e.cached_tokens > 0.5 * e.token_count for e in ends[1:])
+    assert ends[-1].token_count == standin.chats[-1].prompt_tokens  # the whole prompt, cached or not
+    usage = client.usage(sid).usage
+    assert usage.cached_tokens == ends[-1].cached_tokens and 0.3 < usage.cache_hit_rate < 1
+    assert client.session(sid).session.cache_hit_rate == usage.cache_hit_rate
+    shown = daemon.cli("show", "cached", "--last", "1").stdout
+    assert f"{usage.cache_hit_rate:.0%} from the model's cache" in shown
+    chat = daemon.cli("chat", "cached", input="/usage\n/quit\n").stdout
+    assert f"{ends[-1].cached_tokens:,} of the last prompt's" in chat
+
+
 def test_show_prompt_is_exactly_what_the_model_sees_part_by_part(client, daemon, standin):
     """`prompt` (and `ctxkeep show --prompt`): the system prompt, then each message as the
     model is shown it, in the order it is sent, each with its estimate."""
