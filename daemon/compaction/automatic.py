@@ -37,8 +37,9 @@ from ctxkeep.protocol.events import CompactionRequest, CompactionResult, Context
 from ctxkeep.daemon.compaction import early_levels, relevance
 from ctxkeep.daemon.compaction.applier import Applier
 from ctxkeep.daemon.compaction.checkpoints import Checkpointer
+from ctxkeep.daemon.compaction.passes import EXTRA_CHECKPOINTS, PASS_TARGET, Pass, worth_retrying
 from ctxkeep.daemon.compaction.planner import (
-    KEEP_TOOL_EXCHANGES, STRATEGY, Change, compaction_marker, preserved_seqs,
+    STRATEGY, Change, compaction_marker, preserved_seqs,
 )
 from ctxkeep.daemon.compaction.summarizer import SummaryRejected
 from ctxkeep.daemon.context.estimator import Estimate
@@ -52,35 +53,6 @@ from ctxkeep.daemon.store.store import StoreError
 
 log = logging.getLogger(__name__)
 
-#: After a pass the whole context should be at most this share of the window.
-PASS_TARGET = 0.8
-#: Extra level-3 steps a pass may take to reach PASS_TARGET.
-EXTRA_CHECKPOINTS = 3
-
-
-@dataclass
-class Pass:
-    """One automatic compaction pass: one snapshot, taken before its first change."""
-
-    reason: str
-    #: The last messages this pass keeps (None: keep_recent_messages). A prompt that must
-    #: fit may take the recent ones too, two at a time, before it is refused.
-    keep_recent: int | None = None
-    #: Past levels 1-3: the context is still too large, so the user's share may be
-    #: summarized below half the budget (shown as such) rather than stay over target.
-    extra: bool = False
-    #: The tool exchanges (the turn's own among them) kept whole; a prompt that must fit
-    #: takes the older ones down to the turn's own before it is refused.
-    keep_tools: int = KEEP_TOOL_EXCHANGES
-    #: What the prompt carries beside its messages (the tools it offers), counted in `fits`.
-    offered: Vector = ZERO
-    #: The question the prompt must fit for, once everything else was done: the long
-    #: answers still whole are shown as their head and tail (`early_levels.long_answers`).
-    last_resort: MessageRecord | None = None
-    snapshot_id: str = ""
-    levels: list[int] = field(default_factory=list)
-
-
 @dataclass
 class AutoCompactor:
     """Runs inside a session's job (the queue runs one at a time), so it never interleaves
@@ -92,6 +64,10 @@ class AutoCompactor:
     checkpointer: Checkpointer
     #: Stored messages' word counts, for level 2's BM25.
     terms: relevance.TermCache = field(default_factory=relevance.TermCache)
+    #: Sessions whose last threshold pass changed nothing: the context's tokens and messages
+    #: then. The next waits for a reason (passes.worth_retrying): every pass re-reads the
+    #: prompt on a CPU, and one that cannot help is not tried again at once.
+    fruitless: dict[str, tuple[int, int]] = field(default_factory=dict)
 
     def thresholds(self, session: SessionRecord) -> list[float]:
         return session.thresholds or self.parts.config.compaction_thresholds
@@ -123,8 +99,17 @@ class AutoCompactor:
             return
         cooling = context.last_auto_at >= 0 and \
             session.message_count - context.last_auto_at < self.parts.config.compaction_cooldown
-        if self.level_for(session, self.budget(view)) and not cooling:
-            await self.compact(view, Pass("threshold crossed"))
+        if not self.level_for(session, self.budget(view)) or cooling:
+            return
+        total = self.total(view)
+        if not worth_retrying(self.fruitless.get(session.id), total, session.message_count, session.window):
+            return
+        pass_ = Pass("threshold crossed")
+        await self.compact(view, pass_)
+        if pass_.levels:
+            self.fruitless.pop(session.id, None)
+        else:
+            self.fruitless[session.id] = (total, session.message_count)
 
     async def before_send(self, view: View, user: MessageRecord, pass_: Pass) -> View:
         """Run `pass_` (cooldown or not) when the prompt plus the reply room would not fit;

@@ -25,7 +25,8 @@ from typing import Any
 from ctxkeep.protocol import ErrorCode
 from ctxkeep.protocol.events import GenerationError, QueryReceived
 from ctxkeep.daemon.backends.protocol import ChatExtras, ModelCallError
-from ctxkeep.daemon.compaction.automatic import AutoCompactor, Pass
+from ctxkeep.daemon.compaction.automatic import AutoCompactor
+from ctxkeep.daemon.compaction.passes import Pass
 from ctxkeep.daemon.context.parts import Parts
 from ctxkeep.daemon.turns import waiting
 from ctxkeep.daemon.turns.complete import Completer

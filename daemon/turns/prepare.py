@@ -10,7 +10,8 @@ from typing import Any, NamedTuple
 
 from ctxkeep.protocol import ErrorCode
 from ctxkeep.protocol.events import GenerationRecalled
-from ctxkeep.daemon.compaction.automatic import AutoCompactor, Pass
+from ctxkeep.daemon.compaction.automatic import AutoCompactor
+from ctxkeep.daemon.compaction.passes import Pass
 from ctxkeep.daemon.context.estimator import Estimate
 from ctxkeep.daemon.context.features import Vector, add, json_features
 from ctxkeep.daemon.context.parts import Parts

@@ -278,3 +278,14 @@ def test_a_summary_call_refused_as_too_long_is_split_and_retried(tmp_path):
         assert max(Refusing.bodies) > 1500 and sorted(Refusing.bodies)[0] <= 1500
     finally:
         store.close()
+
+
+def test_a_pass_that_changed_nothing_is_tried_again_only_for_a_reason():
+    """Issue 42: every pass re-reads the prompt on a CPU; one that could not help waits until
+    the context grew by a tenth of the window, or by two turns (older messages have left
+    the verbatim tail since)."""
+    from ctxkeep.daemon.compaction.passes import RETRY_GROWTH, RETRY_MESSAGES, worth_retrying
+    assert worth_retrying(None, 1000, 10, 2048)
+    assert not worth_retrying((1500, 10), 1500, 10, 2048) and not worth_retrying((1500, 10), 1600, 12, 2048)
+    assert worth_retrying((1500, 10), 1500 + int(RETRY_GROWTH * 2048) + 1, 12, 2048)
+    assert worth_retrying((1500, 10), 1510, 10 + RETRY_MESSAGES, 2048)

@@ -1,0 +1,52 @@
+"""What one automatic compaction pass is (`Pass`), how far it goes, and when a pass is
+worth trying again (pure rules, apart from the levels that run them)."""
+
+from dataclasses import dataclass, field
+
+from ctxkeep.daemon.compaction.planner import KEEP_TOOL_EXCHANGES
+from ctxkeep.daemon.context.features import ZERO, Vector
+from ctxkeep.daemon.store.records import MessageRecord
+
+
+#: After a pass the whole context should be at most this share of the window.
+PASS_TARGET = 0.8
+#: Extra level-3 steps a pass may take to reach PASS_TARGET.
+EXTRA_CHECKPOINTS = 3
+
+
+#: A threshold pass that changed nothing is tried again once the context grew by this share
+#: of the window, or by RETRY_MESSAGES messages (older ones have left the verbatim tail).
+RETRY_GROWTH = 0.1
+RETRY_MESSAGES = 4
+
+
+def worth_retrying(fruitless_at: tuple[int, int] | None, total: int, messages: int, window: int) -> bool:
+    """Whether a threshold pass may run again, the last one having changed nothing when the
+    context held (tokens, messages) `fruitless_at` (None: it changed something, or none ran)."""
+    if fruitless_at is None:
+        return True
+    tokens, count = fruitless_at
+    return total >= tokens + RETRY_GROWTH * window or messages >= count + RETRY_MESSAGES
+
+
+@dataclass
+class Pass:
+    """One automatic compaction pass: one snapshot, taken before its first change."""
+
+    reason: str
+    #: The last messages this pass keeps (None: keep_recent_messages). A prompt that must
+    #: fit may take the recent ones too, two at a time, before it is refused.
+    keep_recent: int | None = None
+    #: Past levels 1-3: the context is still too large, so the user's share may be
+    #: summarized below half the budget (shown as such) rather than stay over target.
+    extra: bool = False
+    #: The tool exchanges (the turn's own among them) kept whole; a prompt that must fit
+    #: takes the older ones down to the turn's own before it is refused.
+    keep_tools: int = KEEP_TOOL_EXCHANGES
+    #: What the prompt carries beside its messages (the tools it offers), counted in `fits`.
+    offered: Vector = ZERO
+    #: The question the prompt must fit for, once everything else was done: the long
+    #: answers still whole are shown as their head and tail (`early_levels.long_answers`).
+    last_resort: MessageRecord | None = None
+    snapshot_id: str = ""
+    levels: list[int] = field(default_factory=list)
