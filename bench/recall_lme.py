@@ -141,17 +141,19 @@ def replay(daemon, standin: OllamaStandin, q: Question, window: int, ask, embedd
         sid = c.import_session(name=q.qid, model=MODEL, num_ctx=window, messages=[
             {"role": t.role, "content": t.content, "created": t.created} for t in q.turns]).session.id
         if embedded:
-            wait_embedded(c)
+            wait_embedded(c, standin)
         ask(c, sid, q.text)
         chat = [ch for ch in standin.chats if ch.body.get("stream", True)][-1]
         c.delete(sid)
     return "\n".join(m["content"] for m in chat.body["messages"]), chat.prompt_tokens
 
 
-def wait_embedded(c, limit_s: float = 1800) -> None:
-    """Until `status` says no passage waits for its vector."""
-    deadline = time.monotonic() + limit_s
-    time.sleep(0.5)
-    while "still to embed" in c.status().status.recall:
-        assert time.monotonic() < deadline, "passages not embedded in time"
+def wait_embedded(c, standin: OllamaStandin, limit_s: float = 1800) -> None:
+    """Until the passages have their vectors: the embedder has started (the stand-in was
+    asked, or 5 s went by) and `status` says no passage waits."""
+    start = time.monotonic()
+    asked = len(standin.embeds)
+    while (len(standin.embeds) == asked and time.monotonic() < start + 5)  \
+            or "still to embed" in c.status().status.recall:  # (all in the daemon's cache: no asking)
+        assert time.monotonic() < start + limit_s, "passages not embedded in time"
         time.sleep(0.5)
