@@ -196,7 +196,7 @@ def minilm_embedder(cache: str = ""):
     import hashlib
     import sqlite3
     import threading
-    from ctxkeep.daemon.recall.minilm import MiniLM
+    from minilm_encoder import MiniLM
     model, kept, lock = MiniLM(), {}, threading.Lock()
     db = sqlite3.connect(cache, check_same_thread=False) if cache else None
     if db is not None:

@@ -29,7 +29,7 @@ QUESTION = "Which of my relatives lives up in the Arctic, and what does she do f
 
 @pytest.fixture(scope="module")
 def minilm():
-    from ctxkeep.daemon.recall.minilm import MiniLM
+    from minilm_encoder import MiniLM
     model = MiniLM()
     return lambda texts: [v.tolist() for v in model.encode(texts)]
 
