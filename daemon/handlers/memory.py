@@ -29,7 +29,8 @@ async def search(services: Services, req: MemorySearch) -> MemoryHits:
     terms = query_terms(req.query)
     vector = await services.recaller.embedder.vector(req.query, services.config.recall_embed_wait_ms / 1000)
     await memory.built(FIRST_BUILD_WAIT)
-    ranked = await memory.rank(asker, Query(terms, vector, select.addressed(req.query)), req.limit)
+    ranked = await memory.rank(asker, Query(terms, vector, select.addressed(req.query), own=frozenset(terms)),
+                               req.limit)
     index = memory.index
     hits = []
     for pid, score in ranked[:req.limit]:

@@ -147,6 +147,15 @@ class MemoryIndex:
             flags &= self.families[owners] != self._family_number(family or own.family)  # type: ignore[union-attr]
         return flags
 
+    def holding(self, terms: frozenset[str]) -> np.ndarray:
+        """A flag per passage id: does it hold one of `terms` (stems)."""
+        flags = np.zeros(len(self.passages), dtype=bool)
+        for term in terms:
+            found = self.lexical.postings.get(term)
+            if found is not None:
+                flags[np.frombuffer(found[0], dtype=np.uint32)] = True
+        return flags
+
     def source(self, pid: int) -> Owner | None:
         """The session a passage is from (None: deleted)."""
         return self.by_number[self.owner_of[pid]]

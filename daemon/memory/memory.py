@@ -62,6 +62,9 @@ class Query:
     holds: frozenset[int] | set[int] = frozenset()
     #: The span of time it asks about (recall/when.py), if it names one.
     span: tuple[float, float] | None = None
+    #: The terms of the new message itself (not of the turn before, which `terms` may
+    #: hold): memory brings back only passages that share one of them.
+    own: frozenset[str] = frozenset()
 
 
 class Memory:
@@ -198,8 +201,11 @@ class Memory:
         index = await self.ready()
         if index is None or not index.passages:
             return []
+        if not query.own:
+            return []  # a message with no words of its own ("and then?") points at nothing elsewhere
         asker = self._session(session_id) if session_id else None
         allowed = index.candidates(session_id, self.family(asker) if asker else "")
+        allowed &= index.holding(query.own)  # the message's own words must point there
         ranked = [index.lexical.rank(query.terms, (), limit, allowed)]
         if query.vector is not None and index.semantic.ids:
             ranked.append(index.semantic.rank(query.vector, lambda pid: not allowed[pid], limit))

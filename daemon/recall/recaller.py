@@ -25,6 +25,7 @@ from ctxkeep.daemon.backends.protocol import ModelBackend
 from ctxkeep.daemon.recall import select, when
 from ctxkeep.daemon.memory import block as memory_block
 from ctxkeep.daemon.memory.memory import Memory, Query, Remembered
+from ctxkeep.daemon.recall import lexical
 from ctxkeep.daemon.recall.lexical import query_terms, terms
 from ctxkeep.daemon.recall.passages import Passage
 from ctxkeep.daemon.recall.semantic import Embedder
@@ -159,7 +160,8 @@ class Recaller:
                 room = min(room, self.config.memory_budget)
             overhead = self.estimator.text(model, f"{memory_block.OPENING}\n{select.CLOSING}")
             remembered = await self.memory.recall(
-                session, Query(query, vector, asks_of, index.texts | {hash(user.content.strip())}, asked_about),
+                session, Query(query, vector, asks_of, index.texts | {hash(user.content.strip())}, asked_about,
+                               frozenset(terms(lexical.unstamped(user.content)))),
                 room, overhead,
                 lambda pid, name: self.estimator.estimate(model, memory_block.line_features(self.memory, pid, name)))
         if not own and not remembered:

@@ -135,3 +135,15 @@ def test_a_private_forgotten_or_deleted_sessions_words_never_reach_another_promp
     for word, kind in secrets.items():
         reached = any(word in p for p in prompts)
         assert reached == (kind in ("all", "none")), (word, kind)
+
+
+def test_memory_follows_the_new_messages_own_words_only(tmp_path):
+    """A follow-up with no words of its own ("and then?"), or whose words no other session
+    holds, brings nothing from other sessions, whatever the turn before it was about."""
+    async def scenario(app):
+        await say(app, await new(app, "family"), SISTER)
+        asker = await new(app, "asker")
+        await say(app, asker, "Tell me about glaciers in general.")
+        return [await say(app, asker, "And then?"), await say(app, asker, "Thanks, understood.")]
+    (follow_ups), _ = run(tmp_path, scenario)
+    assert [[p.session_id for p in r if p.session_id] for r in follow_ups] == [[], []]
