@@ -24,7 +24,6 @@ import statistics
 import sys
 import tempfile
 import time
-from collections import defaultdict
 from dataclasses import replace
 from pathlib import Path
 
@@ -70,7 +69,7 @@ def run(windows: list[int], limit: int, kinds: str, config: str) -> None:
         root = Path(tempfile.mkdtemp(prefix="ckmem", dir="/tmp"))
         daemon = DaemonProcess(root, standin.url, log_level="warning")
         daemon.write_config(config)
-        rows: dict[str, dict[str, dict[str, list[bool]]]] = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
+        rows = recall_lme.new_rows()
         budget = window - min(1024, window // 8)
         tokens: list[int] = []
         try:
@@ -78,12 +77,8 @@ def run(windows: list[int], limit: int, kinds: str, config: str) -> None:
             for q in questions:
                 prompt, spent = ask(daemon, standin, q, window)
                 tokens.append(spent)
-                taken = {"ctxkeepd": prompt, "no_memory": set(), **recall_lme.baselines(q, budget, standin.count)}
-                for method, what in taken.items():
-                    turns, sessions = recall_lme.found(q, what)
-                    for kind in (q.kind, "all"):
-                        rows[kind][method]["turns"] += turns
-                        rows[kind][method]["sessions"] += sessions
+                recall_lme.tally(rows, q, [("ctxkeepd", prompt), ("no_memory", set()),
+                                           *recall_lme.baselines(q, budget, standin.count).items()])
             cut = len(standin.truncations) + len(standin.refusals)
         finally:
             daemon.stop()
@@ -91,11 +86,7 @@ def run(windows: list[int], limit: int, kinds: str, config: str) -> None:
             shutil.rmtree(root, ignore_errors=True)
         emit(bench="memory", window=window, questions=len(questions), baseline_budget=budget,
              prompt_tokens_mean=round(statistics.fmean(tokens)) if tokens else 0, cut_or_refused_prompts=cut)
-        pct = lambda hits: round(100 * sum(hits) / len(hits), 1) if hits else None  # noqa: E731
-        for kind in sorted(k for k in rows if k != "all") + ["all"]:
-            emit(bench="memory", window=window, kind=kind, n=len(rows[kind]["ctxkeepd"]["turns"]),
-                 turn_pct={m: pct(v["turns"]) for m, v in rows[kind].items()},
-                 session_pct={m: pct(v["sessions"]) for m, v in rows[kind].items()})
+        recall_lme.emit_rows(emit, rows, bench="memory", window=window)
 
 
 def time_memory(sessions: int, messages: int, turns_timed: int = 40) -> dict[str, float]:

@@ -233,18 +233,14 @@ def run_lme(which: str, windows: list[int], limit: int, config: str, embed: str,
         root = Path(tempfile.mkdtemp(prefix="cklme", dir="/tmp"))
         daemon = DaemonProcess(root, standin.url, log_level="warning")
         daemon.write_config(config)
-        rows: dict[str, dict[str, dict[str, list[bool]]]] = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
+        rows = recall_lme.new_rows()
         tokens: list[int] = []
         try:
             daemon.start()
             for q in questions:
                 prompt, spent = recall_lme.replay(daemon, standin, q, window, turn, embedded=embedder is not None)
                 tokens.append(spent)
-                for method, taken in [("ctxkeepd", prompt), *recall_lme.baselines(q, spent, standin.count).items()]:
-                    turns, sessions = recall_lme.found(q, taken)
-                    for kind in (q.kind, "all"):
-                        rows[kind][method]["turns"] += turns
-                        rows[kind][method]["sessions"] += sessions
+                recall_lme.tally(rows, q, [("ctxkeepd", prompt), *recall_lme.baselines(q, spent, standin.count).items()])
             cut = len(standin.truncations) + len(standin.refusals)
         finally:
             daemon.stop()
@@ -252,11 +248,7 @@ def run_lme(which: str, windows: list[int], limit: int, config: str, embed: str,
             shutil.rmtree(root, ignore_errors=True)
         emit(bench="recall", set=which, window=window, embed=embed, questions=len(questions), cut_or_refused_prompts=cut,
              prompt_tokens_mean=round(statistics.fmean(tokens)) if tokens else 0)
-        for kind in sorted(k for k in rows if k != "all") + ["all"]:
-            pct = lambda hits: round(100 * sum(hits) / len(hits), 1) if hits else None  # noqa: E731
-            emit(bench="recall", set=which, window=window, embed=embed, kind=kind, n=len(rows[kind]["ctxkeepd"]["turns"]),
-                 turn_pct={m: pct(v["turns"]) for m, v in rows[kind].items()},
-                 session_pct={m: pct(v["sessions"]) for m, v in rows[kind].items()})
+        recall_lme.emit_rows(emit, rows, bench="recall", set=which, window=window, embed=embed)
 
 
 def main() -> None:

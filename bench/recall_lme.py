@@ -16,7 +16,7 @@ import math
 import re
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -157,3 +157,32 @@ def wait_embedded(c, standin: OllamaStandin, limit_s: float = 1800) -> None:
             or "still to embed" in c.status().status.recall:  # (all in the daemon's cache: no asking)
         assert time.monotonic() < start + limit_s, "passages not embedded in time"
         time.sleep(0.5)
+
+
+# -- tallies, per question type ----------------------------------------------------------------
+
+Rows = dict[str, dict[str, dict[str, list[bool]]]]
+
+
+def new_rows() -> Rows:
+    """kind → method → "turns" / "sessions" → found or not, one per evidence turn or session."""
+    from collections import defaultdict
+    return defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
+
+
+def tally(rows: Rows, q: Question, taken: Iterable[tuple[str, "str | set[int]"]]) -> None:
+    """Count each method's prompt (or chosen turns) for the question, under its type and "all"."""
+    for method, what in taken:
+        turns, sessions = found(q, what)
+        for kind in (q.kind, "all"):
+            rows[kind][method]["turns"] += turns
+            rows[kind][method]["sessions"] += sessions
+
+
+def emit_rows(emit: Callable[..., None], rows: Rows, **fields: object) -> None:
+    """One JSON line per question type (then "all"): turn and session percentages by method."""
+    pct = lambda hits: round(100 * sum(hits) / len(hits), 1) if hits else None  # noqa: E731
+    for kind in sorted(k for k in rows if k != "all") + ["all"]:
+        emit(**fields, kind=kind, n=len(rows[kind]["ctxkeepd"]["turns"]),
+             turn_pct={m: pct(v["turns"]) for m, v in rows[kind].items()},
+             session_pct={m: pct(v["sessions"]) for m, v in rows[kind].items()})
