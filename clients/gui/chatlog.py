@@ -29,6 +29,8 @@ class ChatLog(LogView):
     action = Signal(str, int)
     #: An image's bytes are wanted for its thumbnail (its hash).
     image_wanted = Signal(str)
+    #: A link to another chat's message was clicked: its session and seq.
+    open_message = Signal(str, int)
 
     def __init__(self, theme: Theme = DARK) -> None:
         super().__init__()
@@ -215,7 +217,9 @@ class ChatLog(LogView):
                     f'{arrow} {html.escape(entry.text)}</a></p>')
             if not entry.expanded:
                 return line
-            rows = "".join(f"<div>{html.escape(row)}</div>" for row in entry.details.splitlines())
+            rows = "".join(f'<div><a href="open:{entry.links[n][0]}:{entry.links[n][1]}" style="color:{self.theme.dim};">'
+                           f"{html.escape(row)}</a></div>" if n in entry.links else f"<div>{html.escape(row)}</div>"
+                           for n, row in enumerate(entry.details.splitlines()))
             return line + f'<div style="color:{self.theme.dim}; margin-left: 16px;">{rows}</div>'
         return self._header(entry) + to_html(entry.text, self.theme, self._keep_code) + thumbnails_html(
             self.document(), entry.images, self._asked, self.image_wanted.emit, self.theme.dim)
@@ -271,6 +275,10 @@ class ChatLog(LogView):
                     self.copied.emit(entry.text)
             else:
                 self.action.emit(name, int(seq))
+        elif url.scheme() == "open":  # another chat's message, recalled by memory
+            session, _, seq = url.path().partition(":")
+            if seq.isdigit():
+                self.open_message.emit(session, int(seq))
         elif url.scheme() == "copy":
             index = int(url.path()) if url.path().isdigit() else -1
             if 0 <= index < len(self.code):

@@ -35,6 +35,8 @@ class ChatView(QWidget):
     #: The first page of the session is shown (for --screenshot and the benches).
     shown = Signal()
     status = Signal(str)
+    #: A message of another chat is wanted (a link in a recall line): its session and seq.
+    open_message = Signal(str, int)
 
     def __init__(self, submit, theme: Theme) -> None:
         super().__init__()
@@ -64,6 +66,7 @@ class ChatView(QWidget):
         self.pages = HistoryPages(submit, self.log, self.actions)
         self.log.older_wanted.connect(lambda: self.pages.load_older())
         self.log.newer_wanted.connect(lambda: self.pages.load_newer())
+        self.log.open_message.connect(self.open_message)
         self.composer = Composer()
         self.composer.send_requested.connect(self.send)
         self.composer.stop_requested.connect(self.stop)
@@ -204,7 +207,7 @@ class ChatView(QWidget):
         elif isinstance(event, GenerationRecalled):  # the line goes under its question
             line = recall_entry(len({p.seq for p in event.recalled if not p.session_id}),
                                 recalled_details(event.recalled),
-                                len({(p.session_id, p.seq) for p in event.recalled if p.session_id}))
+                                len({(p.session_id, p.seq) for p in event.recalled if p.session_id}), event.recalled)
             if event.generation_id in self.received:
                 self.log.append(line)
             else:

@@ -21,8 +21,10 @@ class Entry:
     who: str = ""
     #: The message's seq in the history (-1: a marker, or not stored yet).
     seq: int = -1
-    #: A "recall" entry's excerpts, shown when it is opened (a click on its line).
+    #: A "recall" entry's excerpts, shown when it is opened (a click on its line), and for
+    #: each line that is another chat's message, that message (session id, seq): a link.
     details: str = ""
+    links: dict[int, tuple[str, int]] = field(default_factory=dict)
     expanded: bool = False
     #: When the message was stored (Unix seconds; 0: not stored yet), shown on hover.
     created: float = 0.0
@@ -156,20 +158,21 @@ def _note(m: MessageInfo) -> str:
     return "attached " + ", ".join(shown) if shown else ""
 
 
-def recall_entry(count: int, details: str, elsewhere: int = 0) -> Entry:
+def recall_entry(count: int, details: str, elsewhere: int = 0, passages=()) -> Entry:
     """The line above an answer that says what recall (and memory: `elsewhere`, from other
     chats) brought into its prompt."""
     what = [("an earlier message" if count == 1 else f"{count} earlier messages") if count else "",
             ("1 message of another chat" if elsewhere == 1 else f"{elsewhere} messages of other chats")
             if elsewhere else ""]
+    links = {n: (p.session_id, p.seq) for n, p in enumerate(passages) if getattr(p, "session_id", "")}
     return Entry("recall", f"recalled {' and '.join(filter(None, what))} into this question's prompt",
-                 details=details)
+                 details=details, links=links)
 
 
 def recalled_details(passages) -> str:
     """Each recalled passage on a line: which message (of which chat, for memory's), who,
     and its start."""
-    return "\n".join(f"{chat(p)}#{p.seq} {p.role}: {p.text[:120]}{'…' if len(p.text) > 120 else ''}"
+    return "\n".join(f"{chat(p)}#{p.seq} {p.role}: {' '.join(p.text[:120].split())}{'…' if len(p.text) > 120 else ''}"
                      for p in passages)
 
 

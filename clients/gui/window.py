@@ -52,6 +52,7 @@ class MainWindow(QMainWindow):
         self.panel = SessionPanel()
         self.chat = ChatView(self.worker.submit, self.theme)
         self.chat.status.connect(self.say)
+        self.chat.open_message.connect(lambda sid, seq: self.open_match(sid, seq, ""))
         self.chat.shown.connect(self.ready)
         self.empty, self.empty_text = self._empty_page()
         self.stack = QStackedWidget()

@@ -17,6 +17,15 @@ def test_the_memory_window_searches_opens_and_forgets(open_window, client):
     wait_until(lambda: window.chat.session is not None and window.chat.session.id == other.id)
     client.send(other.id, "How are the quince trees by the wall doing?")
     wait_until(lambda: "recalled 2 messages of other chats into this question's prompt" in window.chat.log.plain())
+    line = next(e for e in window.chat.log.entries if e.kind == "recall")
+    window.chat.log.toggle(line)  # opened: each line links to the message in its chat
+    assert "«garden» #0 user: We planted three quince trees" in window.chat.log.plain()
+    assert line.links[0] == (garden.id, 0)
+    from PySide6.QtCore import QUrl
+    window.chat.log.anchorClicked.emit(QUrl(f"open:{garden.id}:0"))
+    wait_until(lambda: window.chat.session is not None and window.chat.session.id == garden.id)
+    window.open_session(other.id)
+    wait_until(lambda: window.chat.session is not None and window.chat.session.id == other.id)
     window.memory.open_for(window.chat.session)
     view = window.memory
     view.words.setText("quince trees")
