@@ -11,11 +11,13 @@ from .compact import run_compaction
 from .lines import Reader, plain_reader, reader
 from .new import add_session_options, create_or_choose
 from .show import folded, message_lines
+from ..present import CONTINUE
 
 HELP = """commands:
   /help      this text
   /usage     how full the context window is, by segment
   /retry     a new answer to the last question (the old one stays in history)
+  /continue  ask the model to go on where its last answer stopped (one cut at its limit)
   /edit TEXT ask the last question again as TEXT (the old one stays in history);
              /edit alone opens the last question in $EDITOR
   /alt [N]   the answers to the last question; with N, make answer #N the one the model sees
@@ -45,7 +47,8 @@ def add_parser(commands) -> argparse.ArgumentParser:
     return parser
 
 
-COMMANDS = ("/help", "/usage", "/goals", "/undo", "/pin", "/compact", "/retry", "/edit", "/alt", "/show")
+COMMANDS = ("/help", "/usage", "/goals", "/undo", "/pin", "/compact", "/retry", "/continue", "/edit", "/alt",
+            "/show")
 
 
 def _command(client, session_id: str, text: str, out, style: Styles) -> None:
@@ -117,6 +120,8 @@ def _redo(client, session_id: str, text: str, args: argparse.Namespace):
     think = True if args.think else None
     if name == "/retry":
         return lambda: client.regenerate(session_id, think=think)
+    if name == "/continue":  # a question of its own, in history like any other
+        return lambda: client.send(session_id, CONTINUE, think=think)
     if name == "/edit" and not rest.strip():  # on a terminal: the last question in $EDITOR
         rest = _in_editor(client, session_id) or ""
     if name == "/edit" and rest.strip():  # the last question

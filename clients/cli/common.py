@@ -251,7 +251,8 @@ def _show(event: Event, accepted: Accepted, out: TextIO, style: "Styles", notes:
         out.flush()
         if isinstance(event, ResponseGeneration) and event.message.done_reason == "length":
             print(f"\n{style.dim}[the answer reached its limit (answer_max_share of the window, or the "
-                  f"session's num_predict): ask it to go on — \"Continue.\"]{style.reset}", file=notes, flush=True)
+                  f"session's num_predict): /continue in `ctxkeep chat` asks it to go on]{style.reset}",
+                  file=notes, flush=True)
         return event
     out.flush()
     return None

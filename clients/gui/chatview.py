@@ -159,8 +159,13 @@ class ChatView(QWidget):
             self.open(self.session)
         self.submit(requests.Send(session=self.session.id, text=text, cwd=_cwd()))
 
-    def sent(self, ok: bool, text: str = "") -> None:
-        """The daemon's answer to a send: the box is emptied only once it has the message."""
+    def sent(self, ok: bool, text: str = "", request: requests.Send | None = None) -> None:
+        """The daemon's answer to a send: the box is emptied only once it has the message
+        (a send of the box's: it is read-only until then; a message action's leaves it be)."""
+        if not self.composer.isReadOnly():
+            if text:
+                self.status.emit(f"Not sent: {text}")
+            return
         self.composer.setReadOnly(False)
         if ok:
             self.composer.last_sent = self.composer.text()

@@ -57,6 +57,8 @@ class Entry:
 
 #: What can be done with a stored message, by its role.
 ACTIONS = {"user": ("copy", "edit", "pin", "branch"), "assistant": ("copy", "retry", "pin", "branch")}
+#: The note of an answer that reached its length limit.
+CUT = "cut at its length limit"
 
 
 def actions_html(entry: Entry, colour: str) -> str:
@@ -70,6 +72,8 @@ def actions_html(entry: Entry, colour: str) -> str:
         return (f'<a href="act:{name}:{seq}" style="color:{colour}; text-decoration: none;">'
                 f'{text or name}</a>')
     names = ["unpin" if name == "pin" and entry.pinned else name for name in ACTIONS.get(entry.role, ())]
+    if entry.role == "assistant" and entry.note.startswith(CUT):
+        names.insert(1, "continue")  # an answer cut at its length limit: go on from there
     links = [link(name, entry.seq) for name in names]
     if len(entry.choices) > 1:
         i, seqs = entry.choice_index(), [c.seq for c in entry.choices]
@@ -151,7 +155,7 @@ def _note(m: MessageInfo) -> str:
     if m.role == "user" and m.alternative_of >= 0:
         return f"reworded #{m.alternative_of}"
     if m.done_reason == "length":
-        return "cut at its length limit: ask it to go on"
+        return f"{CUT}: continue asks it to go on"
     if m.format_error:
         return f"not in the format asked: {m.format_error[:80]}"
     shown = [f.path for f in m.files] + [i.name or "an image" for i in m.images]

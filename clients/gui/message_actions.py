@@ -8,6 +8,7 @@ from collections.abc import Callable
 from PySide6.QtWidgets import QInputDialog, QWidget
 
 from ...protocol import requests
+from ..present import CONTINUE
 from ...protocol.replies import HistoryReply, UsageReply
 from ...protocol.structs import MessageInfo
 from .chatlog import ChatLog
@@ -54,6 +55,8 @@ class MessageActions:
             self.submit(requests.Branch(session=sid, at=seq))
         elif name == "alt":
             self._alternative(seq)
+        elif name == "continue":  # a question of its own, in history like any other
+            self.submit(requests.Send(session=sid, text=CONTINUE, cwd=os.getcwd()))
 
     def _alternative(self, seq: int) -> None:
         """Another answer to the last question becomes the one the model sees (the daemon's

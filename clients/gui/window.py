@@ -220,7 +220,7 @@ class MainWindow(QMainWindow):
 
     def _accepted(self, request: requests.Request, reply: Accepted) -> None:
         if isinstance(request, requests.Send):
-            self.chat.sent(True)
+            self.chat.sent(True, request=request)
         elif self.chat.session is not None and reply.session_id != self.chat.session.id:
             self.say(" ".join(reply.warnings))  # an earlier question, edited: in a branch
             self.open_session(reply.session_id)

@@ -367,3 +367,17 @@ def test_show_prompt_is_exactly_what_the_model_sees_part_by_part(client, daemon,
     assert all(p.tokens > 0 for p in reply.parts) and reply.tokens >= sum(p.tokens for p in reply.parts) * 0.8
     shown = daemon.cli("show", sid, "--prompt").stdout
     assert "system" in shown and "user #0" in shown and "assistant #3" in shown and "Answer briefly." in shown
+
+
+def test_continue_asks_the_model_to_go_on_after_an_answer_cut_at_its_limit(client, daemon, standin):
+    """Issue 41: `ask` says how to go on after an answer cut at its limit; `/continue` in
+    `ctxkeep chat` sends the request to go on, a question of its own in history."""
+    from ctxkeep.clients.present import CONTINUE
+    sid = client.create_session(model="qwen2.5:7b", name="long", num_ctx=2048).session.id
+    standin.script(" ".join(f"word{i}" for i in range(3000)))
+    asked = daemon.cli("ask", "long", "Tell me everything.")
+    assert "/continue in `ctxkeep chat` asks it to go on" in asked.stderr + asked.stdout
+    chat = daemon.cli("chat", "long", input="/continue\n/quit\n")
+    assert chat.returncode == 0, chat.stderr
+    assert standin.chats[-1].body["messages"][-1]["content"] == CONTINUE
+    assert client.history(sid, limit=10).messages[2].content == CONTINUE

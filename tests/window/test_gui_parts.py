@@ -314,7 +314,8 @@ def test_tool_exchanges_are_collapsed_and_images_drawn_as_thumbnails_once_fetche
 
 def test_an_answer_cut_at_its_limit_or_off_its_format_says_so_beside_its_name():
     cut = entries_of([message(0, "user", "hi"), message(1, "assistant", "a long one", done_reason="length")], [])
-    assert cut[-1].note == "cut at its length limit: ask it to go on"
+    assert cut[-1].note == "cut at its length limit: continue asks it to go on"
+    assert "act:continue:1" in actions_html(cut[-1], "#888")  # the action that does it
     off = entries_of([message(0, "user", "json please"), message(1, "assistant", "nope", format_error="not JSON: x")], [])
     assert off[-1].note == "not in the format asked: not JSON: x"
 
