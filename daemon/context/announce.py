@@ -30,6 +30,10 @@ log = logging.getLogger(__name__)
 ON_LOOP_MESSAGES = 2000
 
 
+#: How near a restored snapshot's exact count the estimate must be for the count to stand.
+RESTORED_AGREEMENT = 0.02
+
+
 @dataclass
 class Announcer:
     """Publishes session changes; reads state fresh from the store each time."""
@@ -47,16 +51,22 @@ class Announcer:
         _, context, active = view or self.store.history.view(session.id)
         return usage_of(session, context, active, self.estimator, self.config)
 
-    async def prompt_changed(self, session_id: str) -> SessionRecord:
+    async def prompt_changed(self, session_id: str, counted: int | None = None) -> SessionRecord:
         """What the model would see may have changed: record a fresh estimate in place of
         the count (committed by the writer thread). A prompt that is the one last counted
-        (a new window, a name: nothing the model sees) keeps its exact count."""
+        (a new window, a name: nothing the model sees) keeps its exact count; so does one
+        whose exact count `counted` is known (a restored snapshot's) when the estimate
+        agrees with it (within RESTORED_AGREEMENT, and the estimate's own possible error on
+        what it estimated: nothing the prompt holds changed since)."""
         if self.store.sessions.get(session_id).message_count > ON_LOOP_MESSAGES:  # read and counted off the loop
             session, context, active = await self.store.off_loop(self.store.history.view, session_id)
             estimate = await asyncio.to_thread(self.estimator.context_estimate, session, context, active)
         else:
             session, context, active = self.store.history.view(session_id)
             estimate = self.estimator.context_estimate(session, context, active)
+        if counted is not None and abs(estimate.tokens - counted) <= \
+                RESTORED_AGREEMENT * counted + self.estimator.margin(session.model) * estimate.uncertain:
+            return session
         return await self.store.off_loop(self.store.context.set_estimate, session_id, estimate.tokens,
                                          estimate.uncertain == 0)
 

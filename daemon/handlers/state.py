@@ -81,7 +81,8 @@ async def snapshot_restore(services: Services, req: requests.SnapshotRestore, re
                                                      snapshot_id, undo=not req.snapshot_id)
     info = snapshot.info()
     services.bus.publish(SnapshotRestored(snapshot=info), record.id)
-    await services.announcer.prompt_changed(record.id)
+    # the snapshot's exact count stands when nothing joined since and the estimate agrees
+    await services.announcer.prompt_changed(record.id, record.next_prompt if record.tokens_exact else None)
     services.announcer.changed(record.id)
     return SnapshotReply(id=req.id, session_id=record.id, snapshot=info)
 

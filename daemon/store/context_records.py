@@ -66,6 +66,10 @@ class SnapshotRecord(msgspec.Struct, kw_only=True):
     next_seq: int = -1
     #: Set when `undo` restored it, so the next undo walks further back.
     undone: bool = False
+    #: The answer and the recall block of the prompt `token_count` counted (what the next
+    #: prompt then held: SessionRecord.next_prompt).
+    answer_tokens: int = 0
+    recalled_tokens: int = 0
 
     def info(self) -> SnapshotInfo:
         return SnapshotInfo(id=self.id, created=self.created, reason=self.reason,

@@ -404,3 +404,22 @@ def test_a_big_imported_conversation_is_compacted_and_continued(daemon_factory, 
     answered = daemon.cli("ask", "-s", "big2", "what", "did", "we", "decide?")
     assert answered.returncode == 0 and "An answer about the plan." in answered.stdout, answered.stderr
     assert not standin.truncations and not standin.refusals
+
+
+def test_undoing_a_manual_compaction_keeps_the_exact_count(client, standin):
+    """Issue 41, item 9: the prompt after an undo is the one counted before the compaction:
+    its exact count stands (an estimate only once something it holds changed)."""
+    sid = client.create_session(model=MODEL).session.id
+    ends = converse(client, sid, 6)
+    before = client.session(sid).session
+    assert before.token_count_exact and before.token_count == ends[-1].token_count
+    standin.script("Six questions about six topics were asked.")
+    assert compact(client, sid)[-1].status == "ok"
+    assert not client.session(sid).session.token_count_exact  # compacted: an estimate
+    client.restore(sid)  # undo
+    after = client.session(sid).session
+    assert after.token_count_exact and after.token_count == before.token_count
+    assert compact(client, sid)[-1].status == "ok"
+    client.set_system(sid, "You are a patient assistant who explains every step at length, " * 3)
+    client.restore(sid)  # the prompt now holds a system prompt the count never saw
+    assert not client.session(sid).session.token_count_exact
