@@ -78,6 +78,9 @@ class Memory:
         self._building: asyncio.Task[None] | None = None
         self._dirty: set[str] = set()
         self._catching_up: set[str] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
+        #: Worker threads adding to the index now: memory ranks nothing meanwhile.
+        self.mutating = 0
 
     def mode(self, session: SessionRecord) -> str:
         return session.memory or self.config.memory
@@ -101,9 +104,13 @@ class Memory:
         if self.index is None:
             self._start_build()
             return None
+        if self.mutating:  # a large backlog is being read into the index: leave it be
+            return self.index
         for session_id in list(self._dirty - self._catching_up):
             self._dirty.discard(session_id)
-            await self._catch_up(self.index, session_id)
+            self._catch_up(self.index, session_id)
+            if self.mutating:
+                break
         return self.index
 
     def _start_build(self) -> None:
@@ -120,9 +127,10 @@ class Memory:
         return f"memory across {len(self.index.owners):,} sessions ({live:,} passages)"
 
     async def close(self) -> None:
-        if self._building is not None:
-            self._building.cancel()
-            await asyncio.gather(self._building, return_exceptions=True)
+        tasks = [t for t in (self._building, *self._tasks) if t is not None]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
     async def built(self, wait: float) -> bool:
         """Whether the index is there, after waiting up to `wait` seconds for its first build."""
@@ -152,34 +160,46 @@ class Memory:
                     break
         return index
 
-    async def _catch_up(self, index: MemoryIndex, session_id: str) -> None:
+    def _catch_up(self, index: MemoryIndex, session_id: str) -> None:
+        """Index what the session stored since: a few messages at once, a large backlog (an
+        import) in a worker thread, during which memory ranks nothing (a turn never waits)."""
         try:
             session = self.store.sessions.get(session_id)
         except StoreError:
             index.drop(session_id)
             return
         owner = index.owner(session, family(session, self._session))
-        if session.next_seq <= owner.next_seq:
+        behind = session.next_seq - owner.next_seq
+        if behind <= 0:
             return
-        self._catching_up.add(session_id)
-        try:
-            await self._read_session(index, owner, session)
-        finally:
-            self._catching_up.discard(session_id)
+        if behind > INLINE_MESSAGES:
+            self._catching_up.add(session_id)
+            task = asyncio.get_running_loop().create_task(self._read_in_thread(index, owner, session),
+                                                          name="memory-catch-up")
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+            return
+        self._read_pages(index, owner, session)
         self._want_vectors(index)
 
-    async def _read_session(self, index: MemoryIndex, owner: Owner, session: SessionRecord) -> None:
+    async def _read_in_thread(self, index: MemoryIndex, owner: Owner, session: SessionRecord) -> None:
+        self.mutating += 1
+        try:
+            await asyncio.to_thread(self._read_pages, index, owner, session)
+        finally:
+            self.mutating -= 1
+            self._catching_up.discard(session.id)
+        self._dirty.add(session.id)  # what it stored meanwhile
+        self._want_vectors(index)
+
+    def _read_pages(self, index: MemoryIndex, owner: Owner, session: SessionRecord) -> None:
         start: int | None = owner.next_seq
         while start is not None:
             page, start, _ = self.store.history.page(session.id, start=start, limit=1000)
             if not page:
                 break
-            if session.next_seq - owner.next_seq > INLINE_MESSAGES:
-                ready = await asyncio.to_thread(prepared, page)  # terms counted off the loop
-            else:
-                ready = prepared(page)
             if owner.session_id in index.owners:  # not deleted meanwhile
-                index.add(owner, page, *ready)
+                index.add(owner, page, *prepared(page))
 
     def _session(self, session_id: str) -> SessionRecord | None:
         try:
@@ -199,7 +219,7 @@ class Memory:
         """(passage id, score relative to the best) of what memory could bring back into a
         turn of `session_id` ("" = of none), best first, those below FLOOR left out."""
         index = await self.ready()
-        if index is None or not index.passages:
+        if index is None or not index.passages or self.mutating:
             return []
         if not query.own:
             return []  # a message with no words of its own ("and then?") points at nothing elsewhere

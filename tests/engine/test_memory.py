@@ -147,3 +147,35 @@ def test_memory_follows_the_new_messages_own_words_only(tmp_path):
         return [await say(app, asker, "And then?"), await say(app, asker, "Thanks, understood.")]
     (follow_ups), _ = run(tmp_path, scenario)
     assert [[p.session_id for p in r if p.session_id] for r in follow_ups] == [[], []]
+
+
+def test_a_large_import_is_read_into_memory_off_the_event_loop(tmp_path):
+    """An import of more than memory.INLINE_MESSAGES is indexed in a worker thread: turns
+    meanwhile recall nothing from memory (never wait for it); then it is there."""
+    from ctxkeep.daemon.memory.memory import INLINE_MESSAGES
+    from ctxkeep.protocol.imported import ImportedMessage
+
+    async def scenario(app):
+        assert await app.services.recaller.memory.built(10)  # read (empty) before the import
+        filler = [ImportedMessage(role="user" if i % 2 == 0 else "assistant", content=f"note {i} about the shed")
+                  for i in range(INLINE_MESSAGES + 200)]
+        await app.call(requests.SessionImport(name="big", model=MODEL, messages=[
+            ImportedMessage(role="user", content=SISTER), ImportedMessage(role="assistant", content="Noted."),
+            *filler]))
+        asker = await new(app, "asker")
+        memory = app.services.recaller.memory
+        threaded, read_in_thread = [], memory._read_in_thread
+
+        async def spied(index, owner, session):
+            threaded.append(session.name)
+            await read_in_thread(index, owner, session)
+        memory._read_in_thread = spied
+        await say(app, asker, "Hello there, how are things?")  # its recall starts the catch-up
+        assert threaded == ["big"]
+        for _ in range(200):
+            if not memory.mutating and not memory._tasks:
+                break
+            await asyncio.sleep(0.05)
+        return await say(app, asker, QUESTION)
+    recalled, _ = run(tmp_path, scenario)
+    assert SISTER in [p.text for p in recalled]
