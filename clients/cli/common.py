@@ -13,7 +13,8 @@ from typing import TextIO
 import msgspec
 
 from ...protocol.events import (
-    CompactionResult, ContextWarning, Event, GenerationError, GenerationThinking,
+    CompactionProgress, CompactionRequest, CompactionResult, ContextWarning, Event, GenerationError,
+    GenerationThinking,
     GenerationToken, GenerationWaiting, ResponseGeneration,
 )
 from ...protocol.structs import SessionInfo, Usage
@@ -227,8 +228,16 @@ def _show(event: Event, accepted: Accepted, out: TextIO, style: "Styles", notes:
     if isinstance(event, ContextWarning) and event.session_id == accepted.session_id:
         print(f"\nctxkeep: warning: {event.message}", file=notes, flush=True)
         return None
+    if isinstance(event, CompactionRequest) and event.session_id == accepted.session_id and event.level:
+        _waiting_line(notes, style, shown, f"[compacting: level {event.level}, {event.messages:,} messages, "
+                                          f"{event.tokens_before:,} tokens…]")
+        return None
+    if isinstance(event, CompactionProgress) and event.session_id == accepted.session_id:
+        _waiting_line(notes, style, shown, f"[compacting: summary {event.step} of {event.steps} written…]")
+        return None
     if isinstance(event, CompactionResult) and event.session_id == accepted.session_id \
             and event.status == "ok" and event.level:
+        _waiting_line(notes, style, shown, "")
         print(f"{style.dim}{event.marker}{style.reset}", file=notes, flush=True)
         return None
     if getattr(event, "generation_id", None) != accepted.generation_id:

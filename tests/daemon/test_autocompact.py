@@ -303,3 +303,14 @@ def test_cli_goals_pin_snapshot_undo(daemon, standin):
     chat = daemon.cli("chat", sid, input="/goals\n/usage\n/pin\n/quit\n")
     assert "goal: Write the report" in chat.stdout and "reliability" in chat.stdout
     assert "pinned #" in chat.stdout
+
+
+def test_ask_shows_a_compaction_that_runs_before_its_answer(client, daemon, standin):
+    """Issue 42: a turn that must compact first says so while it does, not silence."""
+    words = " ".join(f"w{i}" for i in range(60))
+    client.import_session(name="full", model=MODEL, num_ctx=1024, messages=[
+        {"role": "user" if i % 2 == 0 else "assistant", "content": f"{i}: {words}"} for i in range(40)])
+    standin.script("A summary of forty long messages.", "The answer.")
+    asked = daemon.cli("ask", "full", "And now, what next?")
+    assert asked.returncode == 0, asked.stderr
+    assert "ctxkeep: compacting: level" in asked.stderr and "messages" in asked.stderr

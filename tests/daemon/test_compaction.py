@@ -423,3 +423,4 @@ def test_undoing_a_manual_compaction_keeps_the_exact_count(client, standin):
     client.set_system(sid, "You are a patient assistant who explains every step at length, " * 3)
     client.restore(sid)  # the prompt now holds a system prompt the count never saw
     assert not client.session(sid).session.token_count_exact
+
