@@ -14,6 +14,8 @@ from ctxkeep.protocol.events import (
 from ctxkeep.protocol.goals import Goals
 from conftest import talkative, until_idle, wait_for
 
+from harness import DaemonThread
+
 MODEL = "qwen2.5:7b"
 
 
@@ -62,10 +64,11 @@ def test_bm25_and_cosine():
 
 
 @pytest.fixture
-def daemon(daemon_factory):
-    d = daemon_factory()
-    d.write_config("compaction_cooldown = 0\nkeep_recent_messages = 2\n")
-    return d.start()
+def daemon(short_tmp, standin):
+    """The daemon in a thread of this process, passes allowed on every turn."""
+    d = DaemonThread(short_tmp, standin.url, compaction_cooldown=0, keep_recent_messages=2).start()
+    yield d
+    d.stop()
 
 
 SEEN: dict[int, list] = {}
@@ -182,19 +185,20 @@ def test_level3_checkpoint_goals_pins_and_aging(client, standin):
     assert client.goals(s.id).goals.decisions[0].locked
 
 
-def test_cooldown_between_automatic_compactions(daemon_factory, standin):
-    d = daemon_factory()
-    d.write_config("compaction_cooldown = 6\nkeep_recent_messages = 2\n")
-    d.start()
-    with d.client() as c:
-        c.subscribe("")
-        s = c.create_session(model=MODEL).session
-        c.set_model(s.id, thresholds=[0.01, 0.02, 0.99])
-        for i in range(6):
-            turn(c, s.id, f"topic {i} with some words")
-        ok = [r for r in collect(c, CompactionResult) if r.status == "ok"]
-        # 6 turns = 12 messages: with a cooldown of 6 messages, at most 2 runs changed anything
-        assert 1 <= len(ok) <= 2
+def test_cooldown_between_automatic_compactions(short_tmp, standin):
+    d = DaemonThread(short_tmp, standin.url, compaction_cooldown=6, keep_recent_messages=2).start()
+    try:
+        with d.client() as c:
+            c.subscribe("")
+            s = c.create_session(model=MODEL).session
+            c.set_model(s.id, thresholds=[0.01, 0.02, 0.99])
+            for i in range(6):
+                turn(c, s.id, f"topic {i} with some words")
+            ok = [r for r in collect(c, CompactionResult) if r.status == "ok"]
+    finally:
+        d.stop()
+    # 6 turns = 12 messages: with a cooldown of 6 messages, at most 2 runs changed anything
+    assert 1 <= len(ok) <= 2
 
 
 def test_snapshots_and_undo(client, standin):

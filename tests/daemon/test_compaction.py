@@ -10,6 +10,7 @@ from conftest import events_until, wait_for, wait_terminal
 from ctxkeep.clients import CtxkeepError
 from ctxkeep.daemon.context.prompt import COMPACTION_SYSTEM
 from ctxkeep.daemon.store.store import Store
+from harness import DaemonThread
 from ctxkeep.protocol.events import (
     CompactionProgress, CompactionRequest, CompactionResult, GenerationError, ResponseGeneration,
 )
@@ -67,8 +68,16 @@ def assert_valid_prompt(messages):
 
 
 @pytest.fixture
-def daemon(daemon_factory):
-    """Manual compaction on its own: automatic compaction is tested in test_autocompact.py."""
+def daemon(short_tmp, standin):
+    """Manual compaction on its own (automatic compaction is tested in test_autocompact.py),
+    the daemon in a thread of this process (a process only where one is killed)."""
+    d = DaemonThread(short_tmp, standin.url, auto_compaction=False).start()
+    yield d
+    d.stop()
+
+
+@pytest.fixture
+def daemon_process(daemon_factory):
     d = daemon_factory()
     d.write_config("auto_compaction = false\n")
     return d.start()
@@ -235,7 +244,8 @@ def test_cancel_mid_compaction(client, standin, session):
     assert active(client, session.id) == before
 
 
-def test_daemon_killed_mid_compaction_loses_nothing(daemon, standin):
+def test_daemon_killed_mid_compaction_loses_nothing(daemon_process, standin):
+    daemon = daemon_process
     with daemon.client() as c:
         c.subscribe("")
         s = c.create_session(model=MODEL).session
