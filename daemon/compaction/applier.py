@@ -40,13 +40,14 @@ class Applier:
         return session, stored, cancelled
 
     async def level(self, view: View, change: Change, audit: CompactionRecord,
-                    after: int) -> tuple[View, bool]:
+                    after: int, first: bool = True) -> tuple[View, bool]:
         """An automatic level's change (the cooldown restarts): (the session as it now
-        is, whether a cancel came meanwhile)."""
+        is, whether a cancel came meanwhile). The pass's `first` change counts as the
+        session's compaction (a pass is one compaction, however many levels it ran)."""
         def update(c: ActiveContext, record: SessionRecord) -> None:
             c.seqs, c.file_summaries, c.checkpoints = change.seqs, change.file_summaries, change.checkpoints
             c.last_auto_at = record.message_count
-            record.compactions += 1
+            record.compactions += first
             record.token_count, record.tokens_exact = after, False
             record.answer_tokens = 0
         store = self.parts.store

@@ -11,7 +11,7 @@ starts or stops working.
 import asyncio
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ctxkeep.protocol.events import ContextUsage, ContextWarning, SessionUpdated
 from ctxkeep.protocol.structs import SessionInfo, Usage
@@ -43,6 +43,9 @@ class Announcer:
     estimator: Estimator
     config: Config
     busy: Callable[[str], bool]
+    #: Each session's compaction count when its reliability was last looked at (a pass's
+    #: later levels do not count again: its warning is said once).
+    _scored: dict[str, int] = field(default_factory=dict)
 
     def info(self, session: SessionRecord) -> SessionInfo:
         return session.info(busy=self.busy(session.id))
@@ -93,8 +96,12 @@ class Announcer:
         if self.changed(session_id) is None:
             return
         session = self.store.sessions.get(session_id)
+        last = self._scored.get(session_id, session.compactions - 1)
+        if last == session.compactions:
+            return
+        self._scored[session_id] = session.compactions
         now = reliability.score(session.parameter_size, session.compactions)
-        before = reliability.score(session.parameter_size, session.compactions - 1)
+        before = reliability.score(session.parameter_size, last)
         if now < reliability.WARNING_BELOW <= before:
             self.bus.publish(ContextWarning(kind="reliability", message=reliability.warning(
                 session.model, session.compactions)), session_id)

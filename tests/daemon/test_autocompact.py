@@ -236,12 +236,16 @@ def test_reliability_warning_and_score_in_usage(client, standin):
     talkative(standin)
     for i in range(6):
         turn(client, s.id, f"question {i} about something")
-    warnings = [w for w in collect(client, ContextWarning) if w.kind == "reliability"]
+    seen = collect(client, (ContextWarning, SnapshotCreated, CompactionResult))
+    warnings = [w for w in seen if isinstance(w, ContextWarning) and w.kind == "reliability"]
     assert len(warnings) == 1 and "Use larger model" not in warnings[0].message
     assert "start a new conversation" in warnings[0].message.lower()
     info = client.session(s.id).session
     assert info.compactions >= 2 and info.reliability == pytest.approx(
         reliability.score("7.6B", info.compactions), abs=1e-3)
+    passes = [e for e in seen if isinstance(e, SnapshotCreated) and "automatic" in e.snapshot.reason]
+    levels = [r for r in seen if isinstance(r, CompactionResult) and r.status == "ok"]
+    assert info.compactions == len(passes) <= len(levels)  # a pass is one compaction, whatever it ran
     assert client.usage(s.id).usage.reliability == info.reliability
 
 
