@@ -95,7 +95,7 @@ def time_memory(sessions: int, messages: int, turns_timed: int = 40) -> dict[str
     from inprocess import InProcess
     from memory_backend import MemoryBackend
     from ctxkeep.daemon.config import Config
-    from ctxkeep.daemon.memory.memory import Query
+    from ctxkeep.daemon.memory.query import Query
     from ctxkeep.daemon.recall.lexical import query_terms
     from ctxkeep.daemon.store.records import NewMessage
     from ctxkeep.protocol import requests

@@ -5,7 +5,8 @@ from ctxkeep.protocol import ErrorCode
 from ctxkeep.protocol.memory import MemoryForget, MemoryHit, MemorySearch
 from ctxkeep.protocol.replies import MemoryForgotten, MemoryHits
 from ctxkeep.daemon.handlers.registry import RequestError, handles
-from ctxkeep.daemon.memory.memory import Memory, Query
+from ctxkeep.daemon.memory.memory import Memory
+from ctxkeep.daemon.memory.query import Query
 from ctxkeep.daemon.recall import select
 from ctxkeep.daemon.recall.lexical import query_terms
 from ctxkeep.daemon.services import Services

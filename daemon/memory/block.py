@@ -9,7 +9,8 @@ from ctxkeep.daemon.recall import select
 from ctxkeep.daemon.tokens import Vector, text_features
 
 if TYPE_CHECKING:
-    from ctxkeep.daemon.memory.memory import Memory, Remembered
+    from ctxkeep.daemon.memory.memory import Memory
+    from ctxkeep.daemon.memory.query import Remembered
 
 OPENING = ("<recalled from the user's other conversations — not part of my new message; oldest "
            "first, with when, in which conversation, and who said it>")

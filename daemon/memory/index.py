@@ -9,13 +9,13 @@ retry or an edit, is left out from the next turn on.
 
 from array import array
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ctxkeep.daemon.recall import select
-from ctxkeep.daemon.recall.lexical import LexicalIndex
+from ctxkeep.daemon.recall.lexical import LexicalIndex, counts_of
 from ctxkeep.daemon.recall.passages import Passage, passages
 from ctxkeep.daemon.recall.semantic import SemanticIndex
 from ctxkeep.daemon.store.records import MessageRecord, SessionRecord
@@ -93,7 +93,7 @@ class MemoryIndex:
     def add(self, owner: Owner, messages: Sequence[MessageRecord], cut: Sequence[list[Passage]] | None = None,
             counted: Sequence[list[Counter[str]]] | None = None) -> None:
         """Messages of the owner's session, in order, after those indexed; with `cut` and
-        `counted`, each one's passages and their term counts (memory.prepared)."""
+        `counted`, each one's passages and their term counts (`prepared`)."""
         for n, m in enumerate(messages):
             if m.seq < owner.next_seq:
                 continue
@@ -172,3 +172,22 @@ class MemoryIndex:
             answers = [a for a in owner.answered_by.get(p.seq, ()) if a not in owner.replaced]
             other = answers[-1] if answers else -1
         return owner.pids.get(other, [])[:1]
+
+
+def prepared(page: Sequence[MessageRecord]) -> tuple[list[list[Passage]], list[list[Counter[str]]]]:
+    """The passages of a page of messages and their term counts (pure: any thread)."""
+    cut = [passages(m) for m in page]
+    return cut, [[counts_of(p) for p in ps] for ps in cut]
+
+
+def family(session: SessionRecord, get: Callable[[str], SessionRecord | None]) -> str:
+    """The first session of `session`'s conversation, following `branched_from` (a deleted
+    source ends the chain; a loop cannot, as a branch is made after its source)."""
+    seen = {session.id}
+    while session.branched_from and session.branched_from not in seen:
+        source = get(session.branched_from)
+        if source is None:
+            return session.branched_from
+        seen.add(source.id)
+        session = source
+    return session.id

@@ -10,19 +10,16 @@ a changed setting), a deleted session is left out at once.
 
 import asyncio
 import logging
-from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable
 
 from ctxkeep.protocol.events import Event, SessionDeleted
 from ctxkeep.daemon.config import Config
-from ctxkeep.daemon.memory.index import MemoryIndex, Owner
+from ctxkeep.daemon.memory.index import MemoryIndex, Owner, family, prepared
+from ctxkeep.daemon.memory.query import Query, Remembered
 from ctxkeep.daemon.recall import select, when
-from ctxkeep.daemon.recall.lexical import counts_of
-from ctxkeep.daemon.recall.passages import Passage, passages
 from ctxkeep.daemon.recall.semantic import Embedder
 from ctxkeep.daemon.store.errors import StoreError
-from ctxkeep.daemon.store.records import MessageRecord, SessionRecord
+from ctxkeep.daemon.store.records import SessionRecord
 from ctxkeep.daemon.store.store import Store
 
 log = logging.getLogger(__name__)
@@ -39,32 +36,6 @@ INLINE_MESSAGES = 500
 REBUILD_DEAD = 20_000
 #: The embedder's key for memory's passages.
 EMBED_KEY = "\0memory"
-
-
-@dataclass(frozen=True)
-class Remembered:
-    """A passage of another session that memory brings into a prompt."""
-
-    session_id: str
-    session_name: str
-    passage: Passage
-    score: float = 0.0
-
-
-@dataclass(frozen=True)
-class Query:
-    """What a turn asks recall and memory: its terms (with weights), its vector (None: words
-    only), whose words it asks about, what its own session holds (texts' hashes) and when."""
-
-    terms: Mapping[str, float]
-    vector: list[float] | None = None
-    asks_of: str | None = None
-    holds: frozenset[int] | set[int] = frozenset()
-    #: The span of time it asks about (recall/when.py), if it names one.
-    span: tuple[float, float] | None = None
-    #: The terms of the new message itself (not of the turn before, which `terms` may
-    #: hold): memory brings back only passages that share one of them.
-    own: frozenset[str] = frozenset()
 
 
 class Memory:
@@ -271,28 +242,8 @@ class Memory:
         return sorted(out, key=lambda r: (r.passage.created, r.passage.seq, r.passage.part))
 
 
-def prepared(page: Sequence[MessageRecord]) -> tuple[list[list[Passage]], list[list[Counter[str]]]]:
-    """The passages of a page of messages and their term counts (pure: any thread)."""
-    cut = [passages(m) for m in page]
-    return cut, [[counts_of(p) for p in ps] for ps in cut]
-
-
-def family(session: SessionRecord, get: Callable[[str], SessionRecord | None]) -> str:
-    """The first session of `session`'s conversation, following `branched_from` (a deleted
-    source ends the chain; a loop cannot, as a branch is made after its source)."""
-    seen = {session.id}
-    while session.branched_from and session.branched_from not in seen:
-        source = get(session.branched_from)
-        if source is None:
-            return session.branched_from
-        seen.add(source.id)
-        session = source
-    return session.id
-
-
 def _span(times: list[float]) -> tuple[float, float]:
     if not times:
         return 0.0, 1.0
     oldest, newest = min(times), max(times)
     return oldest, newest if newest > oldest else oldest + 1.0
-

@@ -24,7 +24,8 @@ from ctxkeep.daemon.context.features import JOIN, add
 from ctxkeep.daemon.backends.protocol import ModelBackend
 from ctxkeep.daemon.recall import select, when
 from ctxkeep.daemon.memory import block as memory_block
-from ctxkeep.daemon.memory.memory import Memory, Query, Remembered
+from ctxkeep.daemon.memory.memory import Memory
+from ctxkeep.daemon.memory.query import Query, Remembered
 from ctxkeep.daemon.recall import lexical
 from ctxkeep.daemon.recall.lexical import query_terms, terms
 from ctxkeep.daemon.recall.passages import Passage

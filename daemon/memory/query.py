@@ -1,0 +1,32 @@
+"""What a turn asks recall and memory (`Query`), and what memory brings back (`Remembered`)."""
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from ctxkeep.daemon.recall.passages import Passage
+
+
+@dataclass(frozen=True)
+class Remembered:
+    """A passage of another session that memory brings into a prompt."""
+
+    session_id: str
+    session_name: str
+    passage: Passage
+    score: float = 0.0
+
+
+@dataclass(frozen=True)
+class Query:
+    """What a turn asks recall and memory: its terms (with weights), its vector (None: words
+    only), whose words it asks about, what its own session holds (texts' hashes) and when."""
+
+    terms: Mapping[str, float]
+    vector: list[float] | None = None
+    asks_of: str | None = None
+    holds: frozenset[int] | set[int] = frozenset()
+    #: The span of time it asks about (recall/when.py), if it names one.
+    span: tuple[float, float] | None = None
+    #: The terms of the new message itself (not of the turn before, which `terms` may
+    #: hold): memory brings back only passages that share one of them.
+    own: frozenset[str] = frozenset()
