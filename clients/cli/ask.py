@@ -13,7 +13,8 @@ from ...protocol.events import GenerationError
 from ...protocol.images import ImageInput
 from ..core import CtxkeepError
 from ..present import chat_models
-from .common import add_session_argument, connect, fail, stream_turn
+from .common import add_session_argument, connect, fail
+from .turn_stream import stream_turn
 
 
 def add_parser(commands) -> argparse.ArgumentParser:

@@ -6,7 +6,8 @@ import sys
 
 from ...protocol.events import GenerationError, ResponseGeneration
 from ..core import CtxkeepError, DaemonUnavailable
-from .common import add_session_argument, Styles, connect, gauge, session_line, stream_turn, usage_lines
+from .common import add_session_argument, Styles, connect, gauge, session_line, usage_lines
+from .turn_stream import stream_turn
 from .compact import run_compaction
 from .lines import Reader, plain_reader, reader
 from .new import add_session_options, create_or_choose
