@@ -156,12 +156,13 @@ class Recaller:
         used = self.estimator.estimate(model, add(text_features(text), JOIN)) if own else 0
         remembered: list[Remembered] = []
         if self.memory is not None:
+            index.texts.add(hash(user.content.strip()))  # the question is this session's (stored or about to be)
             room = (budget if whole is None else whole) - used
             if self.config.memory_budget:
                 room = min(room, self.config.memory_budget)
             overhead = self.estimator.text(model, f"{memory_block.OPENING}\n{select.CLOSING}")
             remembered = await self.memory.recall(
-                session, Query(query, vector, asks_of, index.texts | {hash(user.content.strip())}, asked_about,
+                session, Query(query, vector, asks_of, index.texts, asked_about,
                                frozenset(terms(lexical.unstamped(user.content)))),
                 room, overhead,
                 lambda pid, name: self.estimator.estimate(model, memory_block.line_features(self.memory, pid, name)))
