@@ -21,7 +21,8 @@ class ImportedMessage(msgspec.Struct, kw_only=True):
     status: Literal["complete", "interrupted"] = "complete"
     error: str = ""
     #: Seqs in the session it joins (an export's own, into a new one): what it answers and
-    #: what it replaced (-1: none).
+    #: what it replaced (-1: none; an answer's `reply_to` is then the last question before
+    #: it in the same import).
     reply_to: Annotated[int, Meta(ge=-1)] = -1
     alternative_of: Annotated[int, Meta(ge=-1)] = -1
     #: An answer's tool calls; a `tool` message's results (its content is then them as text).

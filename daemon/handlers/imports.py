@@ -36,6 +36,18 @@ def kept(messages: list[ImportedMessage], first: int, appending: bool = False) -
     return [i for i in range(len(messages)) if first + i not in replaced]
 
 
+def answered(messages: list[ImportedMessage], first: int) -> list[int]:
+    """Each message's `reply_to`: as given, else, for an answer, the last question before
+    it in the import (an HTTP client's or an export's conversation seldom says which
+    question an answer answers, and recall brings an answer back with its question)."""
+    out, question = [], -1
+    for i, m in enumerate(messages):
+        if m.role == "user":
+            question = first + i
+        out.append(m.reply_to if m.reply_to >= 0 or m.role != "assistant" else question)
+    return out
+
+
 @handles(requests.SessionImport, waits=True)
 async def import_session(services: Services, req: requests.SessionImport) -> SessionReply:
     """A new session (made as `session.create` makes one) with the messages, all of them
@@ -54,10 +66,10 @@ async def import_session(services: Services, req: requests.SessionImport) -> Ses
         images = [await stored_images(services, m.images) for m in req.messages]
         await store.off_loop(store.history.append, record.id, [
             NewMessage(role=m.role, content=results_text(m.tool_results) if m.tool_results else m.content,
-                       thinking=m.thinking, kind=m.kind, status=m.status, error=m.error, reply_to=m.reply_to,
+                       thinking=m.thinking, kind=m.kind, status=m.status, error=m.error, reply_to=question,
                        alternative_of=m.alternative_of, tool_calls=m.tool_calls, tool_results=m.tool_results,
                        images=refs, said_at=m.created or 0.0)
-            for m, refs in zip(req.messages, images)], activate=kept(req.messages, record.next_seq, bool(req.session)))
+            for m, refs, question in zip(req.messages, images, answered(req.messages, record.next_seq))], activate=kept(req.messages, record.next_seq, bool(req.session)))
         record = await services.announcer.prompt_changed(record.id)  # the count is now an estimate
         # indexed for recall now (a worker thread for a large one; embeddings in the background)
         asyncio.get_running_loop().create_task(services.recaller.prepare(record.id), name="recall-index")
