@@ -38,6 +38,10 @@ class MemoryBackend:
         self.chats: list[tuple[list[dict[str, Any]], dict[str, Any]]] = []
         #: The tokenizer (the stand-in's `count_tokens`, or `count_tokens_bpe`).
         self.count = count
+        #: Whether `count` says a prompt's tokens before it is sent (as llama.cpp's server
+        #: can; Ollama cannot), and the prompts it was asked.
+        self.counts = False
+        self.counted: list[list[dict[str, Any]]] = []
         self._faults: deque[tuple[int, BaseException]] = deque()
         self._gate: asyncio.Event | None = None
         self._parked_at: list[asyncio.Event] = []
@@ -162,6 +166,15 @@ class MemoryBackend:
 
     async def loaded(self, model: str) -> bool | None:
         return model in self.models
+
+    async def count_prompt(self, model: str, messages: list[dict[str, Any]],
+                    tools: list[dict[str, Any]] | None = None) -> int | None:
+        if not self.counts:
+            return None
+        sent = [dict(m) for m in messages]
+        self.counted.append(sent)
+        known = self.models.get(model)
+        return self.count(render(sent)) + (known.image_tokens if known else 0) * images_of(sent)
 
     async def embed(self, model: str, texts: list[str]) -> list[list[float]]:
         known = self.models.get(model)

@@ -14,6 +14,9 @@ records as the Ollama stand-in (`OllamaStandin`), speaking OpenAI's API as those
   ever cut: `truncations` stays empty, `refusals` records each 400.
 - What says the window: `GET /props` (flavor "llamacpp": `default_generation_settings.n_ctx`),
   `max_model_len` in `GET /v1/models` (flavor "vllm"), nothing (flavor "plain").
+- Counting before sending (`tokenizer_pages`, not llama-cpp-python's): llama.cpp's
+  `POST /apply-template` (`prompt`, the template's text) and `POST /tokenize` (`content`:
+  `tokens`); vLLM's `POST /tokenize` with `messages` (`count`). `counted` records each.
 - `POST /v1/embeddings`, `GET /v1/models`, `GET /health`.
 """
 
@@ -27,35 +30,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ollama_standin import ChatRecord, Fault, Model, OllamaStandin, _Handler, embed_vector, split_stream
+from openai_counting import CountingPages, ollama_shaped
 
 CHAT = "/v1/chat/completions"
-
-
-def ollama_shaped(messages: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str]:
-    """OpenAI's messages as the template reads them (Ollama's shape: text, base64 images,
-    calls with object arguments, tool results named), and why they are refused ("")."""
-    out, names = [], {}
-    for i, m in enumerate(messages):
-        content = m.get("content")
-        images = []
-        if isinstance(content, list):
-            images = [p["image_url"]["url"].split(",", 1)[1] for p in content if p.get("type") == "image_url"]
-            content = "".join(p.get("text", "") for p in content if p.get("type") == "text")
-        shaped: dict[str, Any] = {"role": m.get("role", "user"), "content": content or ""}
-        if images:
-            shaped["images"] = images
-        if m.get("tool_calls"):
-            shaped["tool_calls"] = []
-            for call in m["tool_calls"]:
-                names[call["id"]] = call["function"]["name"]
-                shaped["tool_calls"].append({"function": {"name": call["function"]["name"],
-                                                          "arguments": json.loads(call["function"]["arguments"])}})
-        if m.get("role") == "tool":
-            if m.get("tool_call_id") not in names:
-                return [], f"messages[{i}]: tool_call_id {m.get('tool_call_id')!r} answers no call"
-            shaped["tool_name"] = names[m["tool_call_id"]]
-        out.append(shaped)
-    return out, ""
 
 
 @dataclass
@@ -77,6 +54,9 @@ class OpenAIStandin(OllamaStandin):
     slots: int = 1
     #: Requests that came while an answer streamed: (path, whether the answer was cut).
     beside_streams: list = field(default_factory=list)
+    #: Whether /tokenize (and llama.cpp's /apply-template) are served; the prompts counted.
+    tokenizer_pages: bool = True
+    counted: list = field(default_factory=list)
     _streaming: int = 0
     _interrupts: int = 0
 
@@ -101,7 +81,7 @@ class OpenAIStandin(OllamaStandin):
         super().fail_next(kind, **kwargs)
 
 
-class _OpenAIHandler(_Handler):
+class _OpenAIHandler(CountingPages, _Handler):
     owner: OpenAIStandin
 
     def _oerror(self, status: int, message: str, kind: str = "invalid_request_error", **extra: Any) -> None:
@@ -141,6 +121,10 @@ class _OpenAIHandler(_Handler):
                 self.owner.beside_streams.append((self.path, cut))
                 self.owner._interrupts += cut
         routes = {CHAT: self._completion, "/v1/embeddings": self._embeddings}
+        if self.owner.tokenizer_pages and self.owner.flavor in ("llamacpp", "vllm"):
+            routes["/tokenize"] = self._tokenize
+        if self.owner.tokenizer_pages and self.owner.flavor == "llamacpp":
+            routes["/apply-template"] = self._apply_template
         handler = routes.get(self.path)
         if handler is None:
             self._oerror(404, "File Not Found", "not_found_error")

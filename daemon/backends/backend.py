@@ -195,6 +195,12 @@ class OllamaBackend(OneServer):
             raise ModelCallError(ErrorCode.OLLAMA_ERROR, "Ollama returned the wrong number of embeddings")
         return vectors
 
+    async def count_prompt(self, model: str, messages: Sequence[Mapping[str, Any]],
+                    tools: list[dict[str, Any]] | None = None) -> int | None:
+        """None: Ollama's API counts a prompt only by answering it (and cuts one that does
+        not fit its window silently, so a one-token answer would not say either)."""
+        return None
+
     def explain(self, exc: BaseException, model: str = "") -> ModelCallError:
         """A ModelCallError saying what went wrong and what to do next (noting whether
         Ollama answered at all)."""

@@ -3,7 +3,8 @@
 import asyncio
 
 from ctxkeep.daemon.config import Config
-from ctxkeep.daemon.backends.hosts import Host, Hosts
+from ctxkeep.daemon.backends.host import Host
+from ctxkeep.daemon.backends.hosts import Hosts
 
 
 def backend_for(config: Config) -> Hosts:

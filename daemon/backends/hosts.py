@@ -13,12 +13,12 @@ import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from ctxkeep.protocol import ErrorCode
 from ctxkeep.protocol.structs import BackendStatus, ModelInfo, OllamaStatus
 from ctxkeep.daemon.backends.facts import ModelFacts, same_model
+from ctxkeep.daemon.backends.host import Host
 from ctxkeep.daemon.backends.protocol import ChatChunk, ChatExtras, ModelCallError
 
 log = logging.getLogger(__name__)
@@ -29,37 +29,6 @@ MAX_RETRY_S = 30.0
 SERVER_FAILURES = frozenset({ErrorCode.OLLAMA_UNREACHABLE, ErrorCode.STREAM_INTERRUPTED})
 #: Failures after which another server may still do: it is tried, this one stays up.
 TRY_ANOTHER = frozenset({ErrorCode.MODEL_NOT_FOUND, ErrorCode.OLLAMA_ERROR})
-
-
-@dataclass
-class Host:
-    """One server and what the router knows of it."""
-
-    backend: Any  # OllamaBackend | OpenAIBackend: a ModelBackend with `name` and `kind`
-    #: The models config.toml gives it (empty: whatever it lists).
-    models: tuple[str, ...] = ()
-    #: Requests in flight, and of those the answers (chats): what a turn is routed by
-    #: (an embedding request is short; it does not send a turn elsewhere).
-    busy: int = 0
-    answering: int = 0
-    failures: int = 0
-    retry_at: float = 0.0
-
-    def serves(self, model: str) -> bool | None:
-        """Whether it serves `model` (None: not known yet)."""
-        names = self.models or self.backend.listed
-        return None if names is None else any(same_model(n, model) or n == model for n in names)
-
-    def due(self, now: float) -> bool:
-        """Up, or down long enough to be asked again."""
-        return not self.failures or self.retry_at <= now
-
-    def status(self) -> BackendStatus:
-        s = self.backend.hosts()[0]
-        retry = max(0.0, self.retry_at - time.monotonic()) if self.failures else 0.0
-        return BackendStatus(name=s.name, kind=s.kind, host=s.host, reachable=s.reachable and not self.failures,
-                             version=s.version, error=s.error, checked=s.checked, busy=self.busy,
-                             retry_in=round(retry, 1))
 
 
 class Hosts:
@@ -285,6 +254,24 @@ class Hosts:
                                  "takes one request at a time: embeddings wait")
         return await self._each(model, lambda b: b.embed(model, texts),
                                 lambda h: not h.busy or h.backend.takes_side_requests())
+
+    async def count_prompt(self, model: str, messages: Sequence[Mapping[str, Any]],
+                    tools: list[dict[str, Any]] | None = None) -> int | None:
+        """The prompt's tokens by the first server of `model` that can count it and is
+        free to (as for embeddings: one of one slot that streams an answer is not asked)."""
+        for host in self.ranked(model):
+            if host.busy and not host.backend.takes_side_requests():
+                continue
+            host.busy += 1
+            try:
+                found = await host.backend.count_prompt(model, messages, tools)
+            except ModelCallError:
+                found = None
+            finally:
+                host.busy -= 1
+            if found is not None:
+                return found
+        return None
 
 
 def _narrowest(found: list[ModelFacts]) -> ModelFacts:

@@ -22,7 +22,8 @@ from ctxkeep.protocol import ErrorCode
 from ctxkeep.protocol.structs import ModelInfo, OllamaStatus
 from ctxkeep.daemon.backends.facts import ModelFacts, same_model
 from ctxkeep.daemon.backends.one_server import OneServer
-from ctxkeep.daemon.backends.openai_client import make_client
+from ctxkeep.daemon.backends.openai_client import make_client, server_root
+from ctxkeep.daemon.backends.openai_count import PromptCounter
 from ctxkeep.daemon.backends.openai_errors import classify
 from ctxkeep.daemon.backends.openai_facts import model_facts
 from ctxkeep.daemon.backends.openai_shapes import StreamReader, answer_chunk, request_messages, request_params
@@ -60,6 +61,7 @@ class OpenAIBackend(OneServer):
         #: first user message instead).
         self._drops_system: dict[str, bool] = {}
         self.where = f"{name!r} at {url}"
+        self._counter = PromptCounter(server_root(url), self.where)
 
     def _id(self, model: str) -> str:
         """The server's id of a model users name by its alias."""
@@ -231,6 +233,15 @@ class OpenAIBackend(OneServer):
             raise self.explain(exc, model) from None
         self.reached()
         return answer_chunk(response, self.name, started)
+
+    async def count_prompt(self, model: str, messages: Sequence[Mapping[str, Any]],
+                    tools: list[dict[str, Any]] | None = None) -> int | None:
+        """The prompt's tokens by the server's tokenizer and template (openai_count.py)."""
+        sent = request_messages(messages, self._drops_system.get(model, False))
+        found = await self._counter.count(await self.client(), self._id(model), sent, tools)
+        if found is not None:
+            self.reached()
+        return found
 
     async def embed(self, model: str, texts: list[str]) -> list[list[float]]:
         """Embeddings from /v1/embeddings (one call for all texts)."""

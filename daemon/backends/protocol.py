@@ -114,3 +114,9 @@ class ModelBackend(Protocol):
         """One answer whole (summaries): one chunk with `done`."""
 
     async def embed(self, model: str, texts: list[str]) -> list[list[float]]: ...
+
+    async def count_prompt(self, model: str, messages: Sequence[Mapping[str, Any]],
+                    tools: list[dict[str, Any]] | None = None) -> int | None:
+        """The prompt's tokens as the server will count them, asked before it is sent (its
+        own tokenizer and template), or None where the server cannot say (Ollama's API has
+        no tokenizer: its counts come with each answer)."""

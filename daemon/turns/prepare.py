@@ -63,6 +63,8 @@ class Preparer:
         offered = json_features(tools)
         features = add(estimator.context_features(*view, question.record), offered)
         if not self.auto.fits_estimate(view.session, estimator.of_features(view.session, features)):
+            view = await self._counted(view, question.record, features, tools)
+        if not self.auto.fits_estimate(view.session, estimator.of_features(view.session, features)):
             user = await question.settled()
             refuse_impossible(self.parts, view, user)  # before any compaction
             compacted.offered = offered
@@ -80,6 +82,29 @@ class Preparer:
         messages = self.prompts.build(*view, question.record, recall.block)
         options = {**session.options, "num_ctx": session.window, "num_predict": room}
         return Turn(view, features, estimate, recall, messages, options)
+
+    async def _counted(self, view: View, user: MessageRecord, features: Vector, tools: list | None) -> View:
+        """The view with its session anchored on the model server's own count of the prompt,
+        where the server can say it before the prompt is sent (backends/openai_count.py): a
+        prompt the estimate says will not fit is measured before anything is compacted or
+        refused, and the count calibrates the estimates (so a fresh store's first turn is
+        measured, not guessed)."""
+        session = view.session
+        messages = self.prompts.build(*view, user)
+        if any(m.get("images") for m in messages):
+            return view  # what an image costs is the server's to say only as it reads it
+        exact = await self.parts.backend.count_prompt(session.model, messages, tools)
+        if exact is None:
+            return view
+        estimator, store = self.parts.estimator, self.parts.store
+        guessed = estimator.of_features(session, features)
+        log.info("session=%s: the server counts the prompt %d tokens (estimated %d)", session.id, exact,
+                 guessed.tokens)
+        estimator.save(estimator.observe(session, features, exact, guessed))
+
+        def anchor(r: SessionRecord) -> None:
+            r.anchor_tokens, r.anchor_features, r.anchor_model, r.anchor_recall = exact, list(features), r.model, []
+        return view._replace(session=await store.off_loop(store.sessions.update, session.id, anchor))
 
     async def _window(self, session: SessionRecord) -> SessionRecord:
         """The session with its model's context_length, size and vision (from /api/show) recorded."""

@@ -108,6 +108,38 @@ def test_a_server_that_leaves_usage_out_of_its_stream_is_asked_the_count():
     assert asked.body["max_tokens"] == 1 and not asked.body.get("stream")
 
 
+@pytest.mark.parametrize("flavor, pages, way", [("llamacpp", True, "llamacpp"), ("vllm", True, "vllm"),
+                                                ("llamacpp", False, "reading"), ("plain", False, "reading")])
+def test_a_prompt_is_counted_before_it_is_sent_by_the_servers_tokenizer(flavor, pages, way):
+    """llama.cpp's server writes the prompt by its template (/apply-template) and tokenizes
+    it; vLLM counts the messages (/tokenize); a server with neither page (llama-cpp-python)
+    reads the prompt once for one token. The count is the one the chat then reports."""
+    standin = OpenAIStandin(flavor=flavor, tokenizer_pages=pages).start()
+    messages = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Why is the sky blue?"}]
+    tools = [{"type": "function", "function": {"name": "weather", "description": "The weather in a city",
+                                               "parameters": {"type": "object", "properties": {}}}}]
+
+    async def body(backend):
+        counted = [await backend.count_prompt(MODEL, messages, tools), await backend.count_prompt(MODEL, messages)]
+        return counted, backend._counter.way, await chat(backend, messages, extras=ChatExtras(tools=tools))
+    try:
+        (with_tools, plain), found, chunks = run(standin, body)
+    finally:
+        standin.stop()
+    assert with_tools == chunks[-1].prompt_eval_count == standin.chats[-1].prompt_tokens
+    assert 0 < plain < with_tools and found == way
+    assert len(standin.chats) == (3 if way == "reading" else 1)  # counted by reading: one token each
+
+
+def test_ollama_cannot_count_a_prompt_before_answering_it():
+    standin = OllamaStandin().start()
+    try:
+        assert run(standin, lambda b: b.count_prompt(MODEL, [{"role": "user", "content": "Hi"}])) is None
+        assert standin.chats == []
+    finally:
+        standin.stop()
+
+
 def test_a_tool_call_comes_whole_and_its_result_answers_it(server):
     tools = [{"type": "function", "function": {"name": "weather", "parameters": {"type": "object"}}}]
     server.script_tool_call("weather", {"city": "Paris", "days": [1, 2]})

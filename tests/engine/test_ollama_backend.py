@@ -135,7 +135,8 @@ def test_unreachable_and_unknown_model_say_what_to_do(standin: OllamaStandin):
 
 def test_every_backend_has_every_member_of_the_protocol():
     """The engine is typed against ModelBackend; each backend must provide all of it."""
-    from ctxkeep.daemon.backends.hosts import Host, Hosts
+    from ctxkeep.daemon.backends.host import Host
+    from ctxkeep.daemon.backends.hosts import Hosts
     from ctxkeep.daemon.backends.openai_backend import OpenAIBackend
     from ctxkeep.daemon.backends.protocol import ModelBackend
     members = {n for n in vars(ModelBackend) if not n.startswith("_")} | \

@@ -1,0 +1,69 @@
+"""Counts asked of the model server before a prompt is sent (backends/openai_count.py), in
+the engine: where the server can count (llama.cpp's server, vLLM), a prompt the estimate
+says will not fit is measured before anything is refused or compacted."""
+
+import asyncio
+
+from ctxkeep.protocol import requests
+from ctxkeep.protocol.events import CompactionRequest, GenerationError, ResponseGeneration
+from inprocess import InProcess
+from memory_backend import MemoryBackend
+from ollama_standin import count_tokens_bpe
+
+MODEL = "qwen2.5:7b"
+PROSE = "The quick brown fox jumps over the lazy dog near the river bank, said Maria."
+
+
+def _ends(app: InProcess) -> dict:
+    return {e.generation_id: e for e in app.bus.seen if isinstance(e, (ResponseGeneration, GenerationError))}
+
+
+def test_a_prompt_the_estimate_refuses_is_measured_by_the_server_and_sent_when_it_fits(tmp_path):
+    """A fresh store over-counts (the cautious prior, +53 % here): the server's count says
+    the message fits, so it is sent, uncompacted, and that count calibrates the estimates;
+    one that does not fit by the server's count is refused, never sent."""
+    backend = MemoryBackend(count=count_tokens_bpe)
+    backend.counts = True
+    app = InProcess(tmp_path, backend)
+    text = " ".join([PROSE] * 40)
+
+    async def go():
+        sid = (await app.call(requests.SessionCreate(model=MODEL, num_ctx=1024))).session.id
+        assert app.services.estimator.text(MODEL, text) > 1024 - 128  # the prior says it cannot fit
+        assert not app.services.estimator.calibrated(MODEL)
+        first = (await app.call(requests.Send(session=sid, text=text))).generation_id
+        await app.services.jobs.drain(30)
+        fresh = (await app.call(requests.SessionCreate(model=MODEL, num_ctx=1024))).session.id
+        huge = (await app.call(requests.Send(session=fresh, text=text * 3))).generation_id
+        await app.services.jobs.drain(30)
+        return first, huge
+    try:
+        first, huge = asyncio.run(go())
+        ends = _ends(app)
+        assert isinstance(ends[first], ResponseGeneration)
+        assert backend.counted[0] == backend.chats[0][0]  # the prompt measured is the prompt sent
+        assert isinstance(ends[huge], GenerationError) and ends[huge].code == "context_overflow"
+        assert len(backend.chats) == 1 and len(backend.counted) == 2  # measured, refused, not sent
+        seen = [e for e in app.bus.seen if isinstance(e, (CompactionRequest, ResponseGeneration))]
+        assert isinstance(seen[0], ResponseGeneration)  # nothing compacted to make it fit
+    finally:
+        app.close()
+
+
+def test_without_a_server_count_the_estimate_decides_as_before(tmp_path):
+    """Ollama cannot count before answering: nothing is asked, and the same message is
+    sent on the lower bound of its estimate (test_estimates.py), the server's count after."""
+    backend = MemoryBackend(count=count_tokens_bpe)
+    app = InProcess(tmp_path, backend)
+
+    async def go():
+        sid = (await app.call(requests.SessionCreate(model=MODEL, num_ctx=1024))).session.id
+        gid = (await app.call(requests.Send(session=sid, text=" ".join([PROSE] * 40)))).generation_id
+        await app.services.jobs.drain(30)
+        return gid
+    try:
+        gid = asyncio.run(go())
+        assert isinstance(_ends(app)[gid], ResponseGeneration)
+        assert backend.counted == []
+    finally:
+        app.close()
