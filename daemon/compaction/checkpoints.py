@@ -3,6 +3,7 @@ summary, their files as outlines), the user's own oldest messages when they alon
 half the budget, and existing checkpoints age — recent, old, ancient, merged — each step
 re-compressed smaller."""
 
+import asyncio
 import secrets
 import time
 from dataclasses import dataclass
@@ -37,8 +38,8 @@ class Checkpointer:
         past the levels (`extra`), when nothing else is left), existing checkpoints age."""
         session, context, active = view
         older = [m for m in active if m.seq not in preserved]
-        users = self._user_share(session.model, context, active, budget, preserved,
-                                 keep_recent, force=extra and not older)
+        users = await asyncio.to_thread(self._user_share, session.model, context, active, budget, preserved,
+                                        keep_recent, extra and not older)
         summarizer = await Summarizer.for_session(self.parts.backend, self.parts.estimator,
                                                   self.parts.config, session)
         instructions = instructions_for(context)
@@ -88,17 +89,14 @@ class Checkpointer:
         smaller than the messages themselves."""
         summarizer.check_room()
         room = min(summarizer.room, target(budget, "recent"))
-        lines = [(transcript, self.parts.estimator.text(summarizer.model, transcript))
-                 for transcript in (outline_line(m, m.seq in summaries) for m in group)]
-        chunks = chunk_lines(lines, summarizer.budget)
+        # a first pass over a big import reads thousands of messages: off the event loop
+        chunks, original = await asyncio.to_thread(self._transcript, session.model, group, summaries, summarizer)
         text, tokens = await summarizer.summarize(
             chunks, USER_SUMMARY_SYSTEM if of_user else CHECKPOINT_SYSTEM, instructions, room=room)
         ran = tool_lines(group)
         if ran:  # every tool exchange as one line, whatever the summary kept of it
             block = "Tools run:\n" + "\n".join(ran)
             text, tokens = f"{text}\n\n{block}", tokens + self.parts.estimator.text(session.model, block)
-        original = sum(self.parts.estimator.message(session.model, m.prompt_content(m.seq in summaries))
-                       for m in group)
         if tokens >= original:
             return None
         return Checkpoint(
@@ -107,6 +105,16 @@ class Checkpointer:
             key_decisions=[d.description for d in context.goals.decisions if d.locked],
             files=sorted({f.path for m in group for f in m.files if not f.error}),
             next_steps=list(context.goals.next_steps), created=time.time(), of_user=of_user)
+
+    def _transcript(self, model: str, group: list[MessageRecord], summaries: set[int],
+                    summarizer: Summarizer) -> tuple[list[str], int]:
+        """The group's transcript in chunks the summarizer's window takes, and the tokens
+        the group costs in the prompt now."""
+        estimator = self.parts.estimator
+        lines = [(transcript, estimator.text(summarizer.model, transcript))
+                 for transcript in (outline_line(m, m.seq in summaries) for m in group)]
+        original = sum(estimator.message(model, m.prompt_content(m.seq in summaries)) for m in group)
+        return chunk_lines(lines, summarizer.budget), original
 
     def _user_share(self, model: str, context: ActiveContext, active: list[MessageRecord],
                     budget: Budget, preserved: set[int], keep_recent: int,

@@ -123,19 +123,26 @@ async def embeddings(backend: ModelBackend, store: Store, model: str,
     return [vectors[d] for d in digests]
 
 
-async def score(candidates: list[MessageRecord], recent: list[MessageRecord], *,
-                backend: ModelBackend | None, store: Store, embed_model: str,
-                terms: TermCache, session_id: str) -> list[float]:
-    """A relevance score per candidate (higher: keep): BM25 normalized, plus cosine when
-    embeddings work, times the boost for file references and code. The candidates are
-    stored messages of `session_id`, whose word counts `terms` keeps."""
+def by_words(candidates: list[MessageRecord], recent: list[MessageRecord], terms: TermCache,
+             session_id: str) -> list[float]:
+    """Each candidate's BM25 score for the recent messages' words, the best as 1."""
     query = [w for m in recent for w in words(m.content)]
     if all(m.seq >= 0 for m in candidates):  # stored messages: through the session's index
         keyword = terms.postings.bm25(session_id, candidates, query, lambda m: terms.of(session_id, m))
     else:
         keyword = bm25_counts([terms.of(session_id, m) for m in candidates], query)
     top = max(keyword, default=0.0) or 1.0
-    scores = [k / top for k in keyword]
+    return [k / top for k in keyword]
+
+
+async def score(candidates: list[MessageRecord], recent: list[MessageRecord], *,
+                backend: ModelBackend | None, store: Store, embed_model: str,
+                terms: TermCache, session_id: str) -> list[float]:
+    """A relevance score per candidate (higher: keep): BM25 normalized, plus cosine when
+    embeddings work, times the boost for file references and code. The candidates are
+    stored messages of `session_id`, whose word counts `terms` keeps."""
+    # thousands of candidates after a big import: counted off the event loop
+    scores = await asyncio.to_thread(by_words, candidates, recent, terms, session_id)
     if backend is not None and embed_model and candidates:
         texts = [m.content[:4000] or " " for m in candidates] + [" ".join(m.content[:2000] for m in recent) or " "]
         vectors = await embeddings(backend, store, embed_model, texts)

@@ -86,18 +86,20 @@ class Preparer:
     async def _counted(self, view: View, user: MessageRecord, features: Vector, tools: list | None) -> View:
         """The view with its session anchored on the model server's own count of the prompt,
         where the server can say it before the prompt is sent (backends/openai_count.py): a
-        prompt the estimate says will not fit is measured before anything is compacted or
-        refused, and the count calibrates the estimates (so a fresh store's first turn is
-        measured, not guessed)."""
+        prompt the estimate says will not fit, but might, is measured before anything is
+        compacted or refused, and the count calibrates the estimates (so a fresh store's
+        first turn is measured, not guessed)."""
         session = view.session
+        estimator, store = self.parts.estimator, self.parts.store
+        guessed = estimator.of_features(session, features)
+        if estimator.lowered(session.model, guessed) + reply_room(self.parts.config, session.window) > session.window:
+            return view  # it cannot fit even by the estimate's lower bound: nothing to ask
         messages = self.prompts.build(*view, user)
         if any(m.get("images") for m in messages):
             return view  # what an image costs is the server's to say only as it reads it
         exact = await self.parts.backend.count_prompt(session.model, messages, tools)
         if exact is None:
             return view
-        estimator, store = self.parts.estimator, self.parts.store
-        guessed = estimator.of_features(session, features)
         log.info("session=%s: the server counts the prompt %d tokens (estimated %d)", session.id, exact,
                  guessed.tokens)
         estimator.save(estimator.observe(session, features, exact, guessed))

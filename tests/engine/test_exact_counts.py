@@ -21,7 +21,7 @@ def _ends(app: InProcess) -> dict:
 def test_a_prompt_the_estimate_refuses_is_measured_by_the_server_and_sent_when_it_fits(tmp_path):
     """A fresh store over-counts (the cautious prior, +53 % here): the server's count says
     the message fits, so it is sent, uncompacted, and that count calibrates the estimates;
-    one that does not fit by the server's count is refused, never sent."""
+    one that cannot fit even by the estimate's lower bound is refused unasked, never sent."""
     backend = MemoryBackend(count=count_tokens_bpe)
     backend.counts = True
     app = InProcess(tmp_path, backend)
@@ -43,7 +43,7 @@ def test_a_prompt_the_estimate_refuses_is_measured_by_the_server_and_sent_when_i
         assert isinstance(ends[first], ResponseGeneration)
         assert backend.counted[0] == backend.chats[0][0]  # the prompt measured is the prompt sent
         assert isinstance(ends[huge], GenerationError) and ends[huge].code == "context_overflow"
-        assert len(backend.chats) == 1 and len(backend.counted) == 2  # measured, refused, not sent
+        assert len(backend.chats) == 1 and len(backend.counted) == 1  # refused unasked, not sent
         seen = [e for e in app.bus.seen if isinstance(e, (CompactionRequest, ResponseGeneration))]
         assert isinstance(seen[0], ResponseGeneration)  # nothing compacted to make it fit
     finally:
