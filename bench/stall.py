@@ -5,7 +5,8 @@
 One client pings the daemon in a loop while another keeps it busy with, in turn:
 nothing (the baseline), dry-run compactions that wait on a slow `/api/show` (1 s
 each), sends with ten `@file` references to a 1 MiB Python file (as outlines, and in
-full), and sends listing a folder of 50,000 entries — all beside `--neighbours`
+full), sends listing a folder of 50,000 entries, and imports of 10,000 messages each
+compacted by the first question into a 4,096 window — all beside `--neighbours`
 CPU-bound processes of their own (a busy machine). Prints one JSON line per load: ping
 p50/p99/max (goal: p99 under 50 ms whatever runs).
 """
@@ -55,6 +56,26 @@ def busy(control: str, frames: list[bytes], stop: threading.Event) -> None:
     sock.close()
 
 
+def imports(daemon, stop: threading.Event) -> None:
+    """Import 10,000 messages as a new session, ask a question (its turn compacts the
+    import to fit a 4,096 window), until the question's answer ends; again until stopped."""
+    import random
+    rng = random.Random(1)
+    words = "garden river kitchen walked slowly under bright autumn trees while friends talked".split()
+    messages = [{"role": ("user", "assistant")[i % 2], "content": " ".join(rng.choice(words) for _ in range(40))}
+                for i in range(10000)]
+    with daemon.client(timeout=120) as c:
+        c.subscribe("")
+        while not stop.is_set():
+            sid = c.import_session(model="qwen2.5:7b", num_ctx=4096, messages=messages).session.id
+            gid = c.send(sid, "What did we say about the garden?").generation_id
+            while not stop.is_set():
+                item = c.next_event(timeout=1)
+                if item is not None and getattr(item[1], "generation_id", "") == gid and \
+                        type(item[1]).__name__ in ("ResponseGeneration", "GenerationError"):
+                    break
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pings", type=int, default=400)
@@ -93,19 +114,24 @@ def run(args: argparse.Namespace) -> None:
                                                    "text": "read " + " ".join(["@big.py:full"] * 10)}).encode()],
             "50k_entry_listing": [json.dumps({"type": "send", "id": "l", "session": sid,
                                               "cwd": str(work), "text": "what is in @many/"}).encode()],
+            "10k_message_import_compacted": [],
         }
         for name, frames in loads.items():
             stop = threading.Event()
             if name == "slow_api_show":
                 for _ in range(200):
                     standin.fail_next("delay", seconds=1.0, path="/api/show")
-            worker = threading.Thread(target=busy, args=(daemon.control, frames, stop), daemon=True)
-            if frames:
+            pings, worker = args.pings, None
+            if name == "10k_message_import_compacted":  # pinged for as long as an import takes
+                pings, worker = args.pings * 10, threading.Thread(target=imports, args=(daemon, stop), daemon=True)
+            elif frames:
+                worker = threading.Thread(target=busy, args=(daemon.control, frames, stop), daemon=True)
+            if worker is not None:
                 worker.start()
                 time.sleep(0.2)
-            samples = pinger(daemon.control, args.pings)
+            samples = pinger(daemon.control, pings)
             stop.set()
-            if frames:
+            if worker is not None:
                 worker.join()
             standin.faults.clear()
             stats = percentiles(samples)

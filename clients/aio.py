@@ -11,10 +11,9 @@ from ..protocol import encode, requests
 from ..protocol.events import DaemonStatusEvent, Event
 from ..protocol.replies import Reply
 from .calls import Calls
-from .curve_keys import secure
 from .errors import CtxkeepError, subscription_not_taken
 from .core import (
-    GapTracker, RequestIds, check_reachable, endpoints, no_answer,
+    GapTracker, RequestIds, open_dealer, endpoints, no_answer,
     open_subscriber, patience, read_event, read_reply, unanswered, unwrap,
 )
 
@@ -62,11 +61,7 @@ class AsyncClient(Calls):
     async def request(self, request: requests.Request, expect: type[R] = Reply) -> R:  # type: ignore[assignment,override]
         """Send a request and await its reply; an error reply raises CtxkeepError."""
         if self._dealer is None:
-            check_reachable(self.control)
-            self._dealer = self._context.socket(zmq.DEALER)
-            self._dealer.setsockopt(zmq.LINGER, 0)
-            secure(self._dealer, self.control)
-            self._dealer.connect(self.control)
+            self._dealer = open_dealer(self._context, self.control)
             self._reader = asyncio.create_task(self._read_replies())
         self._ids.stamp(request)
         future: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()

@@ -148,6 +148,18 @@ def read_event(frames: list[bytes]) -> tuple[str, Event] | None:
     return (frames[0].decode(errors="replace"), event) if event is not None else None
 
 
+def open_dealer(context: zmq.Context, endpoint: str) -> zmq.Socket:
+    """A DEALER socket to the daemon's control endpoint (CURVE where it is TCP), for a
+    sync or an asyncio context alike."""
+    from .curve_keys import secure
+    check_reachable(endpoint)
+    sock = context.socket(zmq.DEALER)
+    sock.setsockopt(zmq.LINGER, 0)
+    secure(sock, endpoint)
+    sock.connect(endpoint)
+    return sock
+
+
 def open_subscriber(sock: zmq.Socket | None, context: zmq.Context, endpoint: str,
                     prefixes: tuple[str, ...]) -> zmq.Socket:
     """A SUB socket (new, or `sock`) subscribed to `prefixes` (default: everything) and to

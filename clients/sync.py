@@ -10,10 +10,9 @@ from ..protocol import encode, requests
 from ..protocol.events import DaemonStatusEvent, Event
 from ..protocol.replies import Reply
 from .calls import Calls
-from .curve_keys import secure
 from .errors import subscription_not_taken
 from .core import (
-    CtxkeepError, DaemonUnavailable, GapTracker, RequestIds, check_reachable, endpoints, no_answer,
+    CtxkeepError, DaemonUnavailable, GapTracker, RequestIds, open_dealer, endpoints, no_answer,
     open_subscriber, patience, read_event, read_reply, running_daemon, unanswered, unwrap,
 )
 
@@ -52,11 +51,7 @@ class Client(Calls):
 
     def _socket(self) -> zmq.Socket:
         if self._dealer is None:
-            check_reachable(self.control)
-            self._dealer = self._context.socket(zmq.DEALER)
-            self._dealer.setsockopt(zmq.LINGER, 0)
-            secure(self._dealer, self.control)
-            self._dealer.connect(self.control)
+            self._dealer = open_dealer(self._context, self.control)
         return self._dealer
 
     def request(self, request: requests.Request, expect: type[R] = Reply) -> R:  # type: ignore[assignment]
