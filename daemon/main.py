@@ -1,5 +1,5 @@
 """`ctxkeepd`: run the daemon in the foreground (systemd runs it the same way), or one of
-its maintenance subcommands (tools.py)."""
+its maintenance subcommands (maintenance.py)."""
 
 import argparse
 import asyncio
@@ -16,7 +16,7 @@ from ctxkeep.daemon.transports.zmq.curve import CurveError
 from ctxkeep.daemon.server.runtime import AlreadyRunning, RuntimeDirError
 from ctxkeep.daemon.server.daemon import Daemon
 from ctxkeep.daemon.store.store import StoreError
-from ctxkeep.daemon.tools import add_tools
+from ctxkeep.daemon.maintenance import add_tools
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

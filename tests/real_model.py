@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from ctxkeep.daemon.config_backends import BackendConfig
+from ctxkeep.daemon.config.backends import BackendConfig
 from harness import DaemonThread
 from recording_proxy import RecordingProxy
 

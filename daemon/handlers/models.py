@@ -5,7 +5,7 @@ import asyncio
 from ctxkeep.protocol import ErrorCode, requests
 from ctxkeep.protocol.replies import DefaultModelReply, ModelsReply
 from ctxkeep.daemon.config import ConfigError
-from ctxkeep.daemon.config_file import set_top_level
+from ctxkeep.daemon.config.file import set_top_level
 from ctxkeep.daemon.handlers.registry import RequestError, handles
 from ctxkeep.daemon.backends.protocol import ModelCallError
 from ctxkeep.daemon.backends.facts import same_model

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from conftest import wait_terminal
-from ctxkeep.daemon.config_backends import BackendConfig
+from ctxkeep.daemon.config.backends import BackendConfig
 from ctxkeep.protocol.events import GenerationError, ResponseGeneration
 from harness import DaemonThread
 from ollama_standin import OllamaStandin

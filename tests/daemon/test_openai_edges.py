@@ -6,7 +6,7 @@ that comes beside it, and a server that sends nothing at all."""
 import pytest
 
 from conftest import wait_terminal
-from ctxkeep.daemon.config_backends import BackendConfig
+from ctxkeep.daemon.config.backends import BackendConfig
 from ctxkeep.protocol.events import GenerationError, ResponseGeneration
 from harness import DaemonThread
 from ollama_standin import Model

@@ -13,7 +13,7 @@ from ctxkeep.daemon.backends.configured import backend_for
 from ctxkeep.daemon.backends.openai_backend import OpenAIBackend
 from ctxkeep.daemon.backends.protocol import ChatExtras, ModelCallError
 from ctxkeep.daemon.config import Config
-from ctxkeep.daemon.config_backends import BackendConfig
+from ctxkeep.daemon.config.backends import BackendConfig
 from ctxkeep.protocol import ErrorCode, requests
 from ctxkeep.protocol.events import CompactionResult, GenerationError, ResponseGeneration
 from inprocess import InProcess

@@ -244,7 +244,7 @@ def test_config_show_says_where_each_value_comes_from(daemon_factory):
 
 
 def test_config_md_matches_the_code():
-    from ctxkeep.daemon.config_doc import render_markdown
+    from ctxkeep.daemon.config.doc import render_markdown
     assert (REPO / "docs" / "config.md").read_text() == render_markdown(), \
         "docs/config.md is stale: ctxkeepd config doc > docs/config.md"
 

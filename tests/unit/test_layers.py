@@ -18,8 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 #: The daemon's layers, lowest first: (name, the modules or packages under ctxkeep.daemon).
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("foundation", ("errors", "tokens", "shorten", "reliability", "config_backends", "config_recall",
-                    "config", "config_file", "config_doc")),
+    ("foundation", ("errors", "tokens", "shorten", "reliability", "config")),
     ("store", ("store",)),
     ("model backends", ("backends",)),
     ("event bus", ("events",)),
@@ -31,7 +30,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("engine wiring", ("services",)),
     ("handlers", ("handlers",)),
     ("transports", ("transports",)),
-    ("process", ("server", "main", "tools")),
+    ("process", ("server", "main", "maintenance")),
 ]
 #: The top-level packages: clients and the daemon both stand on the protocol, apart.
 PACKAGES = {"protocol": ("ctxkeep.protocol",), "daemon": ("ctxkeep.protocol", "ctxkeep.daemon"),

@@ -18,8 +18,8 @@ import msgspec
 from msgspec import Meta
 
 from ctxkeep.protocol import DEFAULT_MAX_FRAME_BYTES, paths
-from ctxkeep.daemon.config_backends import BackendConfig, check_names
-from ctxkeep.daemon.config_recall import RecallConfig, described as _doc
+from ctxkeep.daemon.config.backends import BackendConfig, check_names
+from ctxkeep.daemon.config.recall import RecallConfig, described as _doc
 
 #: Keys whose new value applies on SIGHUP without a restart.
 LIVE = frozenset({
@@ -39,7 +39,7 @@ class ConfigError(Exception):
 
 
 class Config(RecallConfig, kw_only=True, forbid_unknown_fields=True):
-    """Every setting, with its default (recall's and memory's in config_recall.py)."""
+    """Every setting, with its default (recall's and memory's in recall.py)."""
 
     ollama_host: Annotated[str, _doc("Where Ollama listens; OLLAMA_HOST overrides it.")] = \
         "http://127.0.0.1:11434"

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from ctxkeep.daemon.config import ConfigError, load, show
-from ctxkeep.daemon.config_doc import render_markdown
+from ctxkeep.daemon.config.doc import render_markdown
 
 
 def add_tools(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:

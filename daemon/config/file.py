@@ -8,7 +8,7 @@ from pathlib import Path
 
 import msgspec
 
-from ctxkeep.daemon.config import load
+from ctxkeep.daemon.config.settings import load
 
 _TABLE = re.compile(r"^\s*\[")
 

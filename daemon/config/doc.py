@@ -2,13 +2,13 @@
 
 import msgspec
 
-from ctxkeep.daemon.config import LIVE, Config
+from ctxkeep.daemon.config.settings import LIVE, Config
 
 
 def render_markdown() -> str:
     """docs/config.md."""
     out = ["# Configuration", "",
-           "_Generated from `daemon/config.py` by `ctxkeepd config doc`; "
+           "_Generated from `daemon/config/` by `ctxkeepd config doc`; "
            "do not edit by hand._", "",
            "ctxkeepd reads `$XDG_CONFIG_HOME/ctxkeep/config.toml` (default "
            "`~/.config/ctxkeep/config.toml`; `ctxkeepd --config PATH` for another). Every key "
