@@ -158,6 +158,7 @@ class Embedder:
                     more = False
                 if not more:
                     self._wanted.pop(session_id, None)
+                await asyncio.sleep(0)  # batches found in the cache await nothing: let others in
 
     def _failed(self, exc: ModelCallError) -> None:
         if not self.unavailable:
