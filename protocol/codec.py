@@ -75,7 +75,7 @@ def _head(frame: bytes, max_bytes: int) -> _Head:
 
 #: The deepest nesting of arrays and objects a frame may have (requests need 4).
 MAX_DEPTH = 64
-_STRINGS = re.compile(rb'"(?:[^"\\\\]|\\\\.)*"')
+_STRINGS = re.compile(rb'"(?:[^"\\]+|\\.)*"')  # a JSON string, its escapes included
 _BRACKETS = re.compile(rb"[\[\]{}]")
 
 

@@ -120,3 +120,23 @@ def test_an_invalid_request_is_answered_in_the_users_words():
     with pytest.raises(DecodeFailure) as failure:
         decode_request(b'{"type":"session.create","id":"r","num_ctx":0}')
     assert failure.value.message == "invalid 'session.create' request: `num_ctx` must be at least 256"
+
+
+def test_brackets_inside_strings_do_not_count_towards_a_frames_depth():
+    """The depth guard skips strings, escaped quotes included: a message full of `\\"[`
+    is text, not nesting; real nesting past MAX_DEPTH is refused before decoding."""
+    import json
+
+    from ctxkeep.protocol import ErrorCode
+    from ctxkeep.protocol.codec import MAX_DEPTH, DecodeFailure, decode_request
+    text = 'he typed \\"[[[\\" and ' + "[{" * 200
+    frame = json.dumps({"type": "send", "id": "a", "session": "s", "text": text}).encode()
+    assert decode_request(frame).text == text
+    deep = b'{"type": "send", "id": "b", "session": "s", "tools": ' + b"[" * (MAX_DEPTH + 1) \
+        + b"]" * (MAX_DEPTH + 1) + b"}"
+    try:
+        decode_request(deep)
+    except DecodeFailure as exc:
+        assert exc.code == ErrorCode.BAD_JSON and "deeper" in exc.message
+    else:
+        raise AssertionError("a frame nested past MAX_DEPTH was decoded")
