@@ -15,6 +15,7 @@ from ctxkeep.daemon.files.workers import FileReader
 from ctxkeep.daemon.compaction.manual import Compactor
 from ctxkeep.daemon.context.estimator import Estimator
 from ctxkeep.daemon.context.parts import Parts
+from ctxkeep.daemon.context.speeds import Speeds
 from ctxkeep.daemon.context.prompt import TurnPrompts
 from ctxkeep.daemon.turns.complete import Completer
 from ctxkeep.daemon.turns.endings import Endings
@@ -51,6 +52,8 @@ class Services:
     config_path: Path
     #: Reads @file references off the event loop (large ones in a worker process).
     files: FileReader
+    #: Each model's reading and writing speed on this machine (`status` shows them).
+    speeds: Speeds
     #: Recall's indexes and embeddings, for every session (`recaller.memory`: memory
     #: across sessions).
     recaller: Recaller
@@ -78,4 +81,4 @@ def build(config: Config, store: Store, bus: EventBus, backend: ModelBackend,
                     listing=SessionListing(store, jobs.busy_sessions),
                     status=status, stopping=stopping,
                     config_path=config_path or paths.config_path(), files=FileReader(),
-                    recaller=recaller)
+                    speeds=parts.speeds, recaller=recaller)

@@ -18,7 +18,7 @@ from .examples import EXAMPLES
 from .tool_examples import TOOL_LOOP
 from .tools import FunctionCall, FunctionSpec, ToolCall, ToolResult, ToolSpec
 from .structs import (
-    AttachedFile, BackendStatus, CheckpointInfo, DaemonStatus, FileUse, MessageInfo, OllamaStatus,
+    AttachedFile, BackendStatus, CheckpointInfo, DaemonStatus, FileUse, MessageInfo, ModelSpeed, OllamaStatus,
     Segments, SessionInfo, SnapshotInfo, Usage,
 )
 from .goals import Decision, GoalCheckpoint, Goals, GoalsInput
@@ -205,7 +205,7 @@ def render_markdown() -> str:
     add("## Records")
     for cls in (SessionInfo, MessageInfo, ToolSpec, FunctionSpec, ToolCall, FunctionCall, ToolResult, AttachedFile, FileUse, Usage, Segments, Goals,
                 GoalCheckpoint, Decision, GoalsInput, CheckpointInfo, SnapshotInfo, DaemonStatus,
-                OllamaStatus, BackendStatus, replies.PromptPart):
+                OllamaStatus, BackendStatus, ModelSpeed, replies.PromptPart):
         describe(out, cls, cls.__name__)
     add("")
     add("## Error codes")

@@ -174,12 +174,17 @@ class CompactionRequest(Event, tag=subjects.COMPACTION_REQUEST):
 
 
 class CompactionProgress(Event, tag=subjects.COMPACTION_PROGRESS):
-    """One summarization call of a compaction is done (`step` of `steps`)."""
+    """A compaction's summaries start (`step` 0) or one summarization call is done
+    (`step` of `steps`)."""
 
     compaction_id: str
     step: Count
     steps: Count
     detail: str = ""
+    #: About how many seconds the rest should take, at the speeds the summarizing model
+    #: showed on this machine (from the server's timings of its answers); None until it
+    #: has answered once.
+    expected_s: Annotated[float, Meta(ge=0, le=1e9)] | None = None
 
 
 class CompactionResult(Event, tag=subjects.COMPACTION_RESULT):

@@ -8,7 +8,8 @@ from msgspec import Meta
 from .counts import Count, Seq
 from .limits import Options as Options, OptionValue as OptionValue  # re-exported
 from .images import ImageRef
-from .servers import BackendStatus, ModelInfo as ModelInfo, OllamaStatus  # ModelInfo: re-exported
+from .servers import BackendStatus as BackendStatus, ModelInfo as ModelInfo, OllamaStatus as OllamaStatus  # re-exported
+from .status import DaemonStatus as DaemonStatus, ModelSpeed as ModelSpeed  # re-exported
 from .tools import ToolCall, ToolResult, ToolSpec
 from .memory import MemoryMode, MemoryRef
 
@@ -181,39 +182,6 @@ class SearchHit(msgspec.Struct, kw_only=True):
     session_id: str
     session_name: str
     message: MessageInfo
-
-
-class DaemonStatus(msgspec.Struct, kw_only=True):
-    """The daemon as a whole."""
-
-    version: str
-    protocol: int
-    pid: int
-    started: float
-    uptime: float
-    sessions: Count
-    generations_running: Count
-    control_endpoint: str
-    events_endpoint: str
-    store_path: str
-    #: The last event sequence number published (events are numbered from 1).
-    last_seq: Count
-    #: The model servers as one: reachable while any of them is.
-    ollama: OllamaStatus
-    #: Each model server, in config order.
-    backends: list[BackendStatus] = []
-    #: The model of new sessions that name none (`models.default` changes it).
-    default_model: str = ""
-    #: Whether Ollama has the default model, as its model list last said (null: not known).
-    default_model_installed: bool | None = None
-    #: How recall ranks: by words and meaning, by words only (and why), or off.
-    recall: str = ""
-    #: The HTTP front door (Ollama's and OpenAI's APIs): its Unix socket, and its TCP URL
-    #: ("" when http_listen is not set).
-    http_socket: str = ""
-    http_url: str = ""
-    #: Whether HTTP over TCP needs the bearer token ("token") or not ("none").
-    http_auth: str = ""
 
 
 class Segments(msgspec.Struct, kw_only=True):

@@ -41,6 +41,9 @@ class MemoryBackend:
         #: Whether `count` says a prompt's tokens before it is sent (as llama.cpp's server
         #: can; Ollama cannot), and the prompts it was asked.
         self.counts = False
+        #: Nanoseconds the answers' timings say a prompt token and an answer token took.
+        self.ns_per_read = 1
+        self.ns_per_write = 1
         self.counted: list[list[dict[str, Any]]] = []
         self._faults: deque[tuple[int, BaseException]] = deque()
         self._gate: asyncio.Event | None = None
@@ -152,8 +155,8 @@ class MemoryBackend:
         if fail_at >= 0 and error is not None:
             raise error
         yield ChatChunk(done=True, done_reason="length" if cut else "stop", prompt_eval_count=tokens,
-                        eval_count=self.count(text), total_duration=1, prompt_eval_duration=1,
-                        eval_duration=1, host="memory")
+                        eval_count=self.count(text), total_duration=1, prompt_eval_duration=tokens * self.ns_per_read,
+                        eval_duration=self.count(text) * self.ns_per_write, host="memory")
 
     async def chat_once(self, model: str, messages: Sequence[Mapping[str, Any]],
                         options: Mapping[str, Any]) -> ChatChunk:
@@ -162,7 +165,8 @@ class MemoryBackend:
         await self._wait_if_held()
         text = self.reply(sent)
         return ChatChunk(content=text, done=True, prompt_eval_count=tokens, eval_count=self.count(text),
-                         host="memory")
+                         prompt_eval_duration=tokens * self.ns_per_read,
+                         eval_duration=self.count(text) * self.ns_per_write, host="memory")
 
     async def loaded(self, model: str) -> bool | None:
         return model in self.models

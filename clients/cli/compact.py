@@ -57,7 +57,9 @@ def run_compaction(client: Client, session: str, out: TextIO, tail: int | None =
                   f"{event.tokens_before:,} tokens in {event.calls} call(s)…{style.reset}",
                   file=out, flush=True)
         elif isinstance(event, CompactionProgress):
-            print(f"{style.dim}  {event.step}/{event.steps} {event.detail}{style.reset}",
+            left = f" (~{event.expected_s:,.0f} s {'left' if event.step else 'in all'})" \
+                if event.expected_s is not None and event.expected_s >= 1 else ""
+            print(f"{style.dim}  {event.step}/{event.steps} {event.detail}{left}{style.reset}",
                   file=out, flush=True)
         elif isinstance(event, CompactionResult):
             return event

@@ -45,6 +45,9 @@ def run(args: argparse.Namespace) -> int:
     print(f"  model     {s.default_model} (the default of new sessions){missing}")
     if s.recall:
         print(f"  recall    {s.recall}")
+    for i, m in enumerate(s.speeds):  # measured since the daemon started
+        said = ", ".join(f"{what} {n:,.0f} tokens/s" for what, n in (("reads", m.read), ("writes", m.write)) if n)
+        print(f"  {'speeds' if i == 0 else '':8}  {m.model} {said} here")
     several = len(s.backends) > 1 or any(b.kind != "ollama" or b.name != "ollama" for b in s.backends)
     if several:
         for i, b in enumerate(s.backends):

@@ -92,6 +92,14 @@ def _send_holding_ctrl_c(send: Callable[[], Accepted]) -> tuple[Accepted, bool]:
     return accepted, bool(pressed)
 
 
+def progress_words(event: CompactionProgress) -> str:
+    """"summarizing 3 part(s) with gemma3:270m, ~40 s" / "summary 1 of 4 written, ~30 s left"."""
+    what = event.detail if event.step == 0 else f"summary {event.step} of {event.steps} written"
+    if event.expected_s is None or event.expected_s < 1:
+        return what
+    return f"{what}, ~{event.expected_s:,.0f} s" + (" left" if event.step else "")
+
+
 def _show(event: Event, accepted: Accepted, out: TextIO, style: "Styles", notes: TextIO,
           show_thinking: bool, shown: dict[str, bool]) -> Event | None:
     """Print what `event` adds to the turn; the terminal event of the turn is returned."""
@@ -103,7 +111,7 @@ def _show(event: Event, accepted: Accepted, out: TextIO, style: "Styles", notes:
                                           f"{event.tokens_before:,} tokens…]")
         return None
     if isinstance(event, CompactionProgress) and event.session_id == accepted.session_id:
-        _waiting_line(notes, style, shown, f"[compacting: summary {event.step} of {event.steps} written…]")
+        _waiting_line(notes, style, shown, f"[compacting: {progress_words(event)}…]")
         return None
     if isinstance(event, CompactionResult) and event.session_id == accepted.session_id \
             and event.status == "ok" and event.level:

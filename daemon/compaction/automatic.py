@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 import msgspec
 
-from ctxkeep.protocol.events import CompactionRequest, CompactionResult, ContextWarning
+from ctxkeep.protocol.events import CompactionProgress, CompactionRequest, CompactionResult, ContextWarning
 from ctxkeep.daemon.compaction import early_levels, relevance
 from ctxkeep.daemon.compaction.applier import Applier
 from ctxkeep.daemon.compaction.checkpoints import Checkpointer
@@ -187,7 +187,7 @@ class AutoCompactor:
             messages=len(active), level=level, strategy=STRATEGY[level]), session.id)
         status, note, after = "failed", "", before
         try:
-            change = await self._change(view, level, pass_)
+            change = await self._change(view, level, pass_, cid)
             if isinstance(change, str):
                 status, note = "skipped", change
                 return view
@@ -224,7 +224,7 @@ class AutoCompactor:
             if status == "ok":
                 self.parts.announcer.compacted(session.id)
 
-    async def _change(self, view: View, level: int, pass_: Pass) -> Change | str:
+    async def _change(self, view: View, level: int, pass_: Pass, cid: str) -> Change | str:
         """What `level` would change now (or why nothing)."""
         keep_recent = self.parts.config.keep_recent_messages if pass_.keep_recent is None \
             else pass_.keep_recent
@@ -236,8 +236,11 @@ class AutoCompactor:
             return early_levels.file_outlines(self.parts.config, view, pass_.keep_tools)
         if level == 2:
             return await early_levels.prune(self.parts, self.terms, view, preserved)
+        def progress(step: int, steps: int, detail: str, expected: float | None) -> None:
+            self.parts.bus.publish(CompactionProgress(compaction_id=cid, step=step, steps=steps, detail=detail,
+                                                      expected_s=expected), view.session.id)
         return await self.checkpointer.checkpoint(view, self.budget(view), preserved, keep_recent,
-                                                  pass_.extra)
+                                                  pass_.extra, progress)
 
     async def _commit(self, view: View, change: Change, level: int, pass_: Pass, before: int,
                       after: int) -> tuple[View, bool]:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import msgspec
 
-from ctxkeep.daemon.compaction.summarizer import Summarizer, chunk_lines, instructions_for
+from ctxkeep.daemon.compaction.summarizer import Progress, Summarizer, chunk_lines, instructions_for
 from ctxkeep.daemon.compaction.planner import AGE_SHARE, AGES, Change, outline_line, tool_lines
 from ctxkeep.daemon.context.parts import Parts
 from ctxkeep.daemon.context.prompt import AGE_SYSTEM, CHECKPOINT_SYSTEM, USER_SUMMARY_SYSTEM
@@ -32,7 +32,7 @@ class Checkpointer:
     parts: Parts
 
     async def checkpoint(self, view: View, budget: Budget, preserved: set[int], keep_recent: int,
-                         extra: bool) -> Change | str:
+                         extra: bool, progress: Progress = lambda *_: None) -> Change | str:
         """Level 3's change (or why there is none): the messages outside `preserved`
         become a checkpoint, the user's oldest ones too when they pass half the budget (or,
         past the levels (`extra`), when nothing else is left), existing checkpoints age."""
@@ -41,7 +41,7 @@ class Checkpointer:
         users = await asyncio.to_thread(self._user_share, session.model, context, active, budget, preserved,
                                         keep_recent, extra and not older)
         summarizer = await Summarizer.for_session(self.parts.backend, self.parts.estimator,
-                                                  self.parts.config, session)
+                                                  self.parts.config, session, self.parts.speeds)
         instructions = instructions_for(context)
         checkpoints = list(context.checkpoints)
         notes: list[str] = []
@@ -52,7 +52,7 @@ class Checkpointer:
             if not group:
                 continue
             made = await self._summarize(session, group, summaries, summarizer, instructions,
-                                         budget, of_user, context)
+                                         budget, of_user, context, progress)
             if made is None:
                 notes.append(f"{len(group)} older message(s) too short to summarize")
                 continue
@@ -84,7 +84,8 @@ class Checkpointer:
 
     async def _summarize(self, session: SessionRecord, group: list[MessageRecord],
                          summaries: set[int], summarizer: Summarizer, instructions: str,
-                         budget: Budget, of_user: bool, context: ActiveContext) -> Checkpoint | None:
+                         budget: Budget, of_user: bool, context: ActiveContext,
+                         progress: Progress) -> Checkpoint | None:
         """A checkpoint of `group` (their files as outlines), or None when it would not be
         smaller than the messages themselves."""
         summarizer.check_room()
@@ -92,7 +93,7 @@ class Checkpointer:
         # a first pass over a big import reads thousands of messages: off the event loop
         chunks, original = await asyncio.to_thread(self._transcript, session.model, group, summaries, summarizer)
         text, tokens = await summarizer.summarize(
-            chunks, USER_SUMMARY_SYSTEM if of_user else CHECKPOINT_SYSTEM, instructions, room=room)
+            chunks, USER_SUMMARY_SYSTEM if of_user else CHECKPOINT_SYSTEM, instructions, progress, room=room)
         ran = tool_lines(group)
         if ran:  # every tool exchange as one line, whatever the summary kept of it
             block = "Tools run:\n" + "\n".join(ran)

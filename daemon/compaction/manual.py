@@ -87,7 +87,8 @@ class Compactor:
         tail = config.compaction_tail_turns if tail_turns is None else tail_turns
         _, context, active = self.parts.store.history.view(session.id)
         head, keep = manual_parts(context, active, tail)
-        summarizer = await Summarizer.for_session(self.parts.backend, self.parts.estimator, config, session)
+        summarizer = await Summarizer.for_session(self.parts.backend, self.parts.estimator, config, session,
+                                                  self.parts.speeds)
         before, exact = self.tokens_now(session, context, active)
         summarized = sum(self.parts.estimator.message(session.model, m.content) for m in head)
         # A summary typically takes about a quarter of what it replaces, within its room.
@@ -145,9 +146,9 @@ class Compactor:
             return
         failure = dict(tokens_before=plan.tokens_before, tokens_after=plan.tokens_before)
         try:
-            def progress(step: int, steps: int, detail: str) -> None:
+            def progress(step: int, steps: int, detail: str, expected: float | None) -> None:
                 self.parts.bus.publish(CompactionProgress(compaction_id=job.id, step=step, steps=steps,
-                                                    detail=detail), job.session_id)
+                                                          detail=detail, expected_s=expected), job.session_id)
             text, tokens = await plan.summarizer.summarize(
                 plan.chunks, COMPACTION_SYSTEM, instructions_for(plan.context, instructions), progress)
             await self._accept(job, plan, text, tokens, requested_by)

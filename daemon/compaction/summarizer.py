@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from ctxkeep.protocol import ErrorCode
 from ctxkeep.daemon.context import goals as goal_markers
 from ctxkeep.daemon.context.estimator import SLACK, Estimator
+from ctxkeep.daemon.context.speeds import Speeds
 from ctxkeep.daemon.errors import RequestError
 from ctxkeep.daemon.backends.protocol import ModelCallError
 from ctxkeep.daemon.backends.protocol import ModelBackend
@@ -57,6 +58,11 @@ def chunk_lines(lines: list[tuple[str, int]], budget: int) -> list[str]:
     return chunks
 
 
+#: What a compaction's summaries report: (step, steps, what was done, seconds the rest
+#: should take or None).
+Progress = Callable[[int, int, str, "float | None"], None]
+
+
 @dataclass
 class Summarizer:
     """Summarization calls that never overflow the summarizing model's window."""
@@ -69,13 +75,17 @@ class Summarizer:
     room: int
     #: Estimated tokens of text one call may be given.
     budget: int
+    #: Where each call's timings teach the model's speeds.
+    speeds: Speeds | None = None
 
     @classmethod
     async def for_session(cls, backend: ModelBackend, estimator: Estimator, config: Config,
-                          session: SessionRecord) -> "Summarizer":
+                          session: SessionRecord, speeds: Speeds | None = None) -> "Summarizer":
         """The summarizer of `session`'s compactions (planner.compaction_model)."""
-        return await cls.for_model(backend, estimator, compaction_model(session, config),
-                                   session.num_ctx, config.summary_max_tokens)
+        found = await cls.for_model(backend, estimator, compaction_model(session, config),
+                                    session.num_ctx, config.summary_max_tokens)
+        found.speeds = speeds
+        return found
 
     @classmethod
     async def for_model(cls, backend: ModelBackend, estimator: Estimator, model: str,
@@ -122,23 +132,30 @@ class Summarizer:
         messages = summary_call(system, instructions, body, header)
         options = {"num_ctx": self.window, "num_predict": room or self.room}
         response = await self.backend.chat_once(self.model, messages, options)
+        if self.speeds is not None:
+            self.speeds.observe(self.model, response)
         text = response.content.strip()
         if not text:
             raise SummaryRejected("the model returned an empty summary")
         return text, response.eval_count or self.estimator.text(self.model, text)
 
     async def summarize(self, chunks: list[str], system: str, instructions: str,
-                        progress: Callable[[int, int, str], None] = lambda *_: None,
+                        progress: Progress = lambda *_: None,
                         room: int | None = None) -> tuple[str, int]:
-        """The summary of the chunks: one call each, then merge calls until one remains."""
+        """The summary of the chunks: one call each, then merge calls until one remains.
+        `progress` hears of the start (step 0) and of each call done, with how long the
+        rest should take at the model's measured speeds."""
         self.check_room()
         steps = len(chunks) + (1 if len(chunks) > 1 else 0)
+        progress(0, steps, f"summarizing {len(chunks)} part(s) with {self.model}",
+                 self.expected(chunks, steps, room))
         step = 0
         texts: list[tuple[str, int]] = []
-        for chunk in chunks:
+        for n, chunk in enumerate(chunks):
             texts.append(await self.call(system, instructions, chunk, _HEADER, room))
             step += 1
-            progress(step, max(steps, step), f"summarized part {step} of {len(chunks)}")
+            progress(step, max(steps, step), f"summarized part {step} of {len(chunks)}",
+                     self.expected(chunks[n + 1:], steps - step, room))
         while len(texts) > 1:
             lines = [(f"Part {i + 1}: {t}\n\n", self.estimator.text(self.model, t) + 4)
                      for i, (t, _) in enumerate(texts)]
@@ -149,8 +166,18 @@ class Summarizer:
             for group in groups:
                 texts.append(await self.call(MERGE_SYSTEM, instructions, group, _MERGE_HEADER, room))
                 step += 1
-                progress(step, max(steps, step), "merged summaries")
+                progress(step, max(steps, step), "merged summaries", None)
         return texts[0]
+
+    def expected(self, chunks: list[str], calls: int, room: int | None = None) -> float | None:
+        """Seconds `calls` calls should take reading `chunks` (merges read what the calls
+        wrote) and writing summaries of about half their room each, at the model's
+        measured speeds (None: not measured yet)."""
+        if self.speeds is None or calls <= 0:
+            return None if calls > 0 else 0.0
+        written = calls * (room or self.room) // 2
+        read = sum(self.estimator.text(self.model, c) for c in chunks) + written
+        return self.speeds.expected(self.model, read, written)
 
 
 def _halves(body: str) -> tuple[str, str] | None:

@@ -13,7 +13,7 @@ import zmq.asyncio
 
 from ctxkeep.protocol import DAEMON_VERSION, PROTOCOL_VERSION, ErrorCode
 from ctxkeep.protocol.events import DaemonStatusEvent
-from ctxkeep.protocol.structs import DaemonStatus
+from ctxkeep.protocol.structs import DaemonStatus, ModelSpeed
 from ctxkeep.protocol.paths import http_socket, http_token_path, ipc_path
 from ctxkeep.daemon import services
 from ctxkeep.daemon.config import Config, ConfigError, apply_live, load
@@ -283,6 +283,8 @@ class Daemon:
                 same_model(name, self.config.default_model) for name in self.backend.listed),
             recall=self.services.recaller.status(),
             http_socket=str(self.front_door.socket_path), http_url=self.front_door.url,
-            http_auth="token" if self.front_door.token else "none")
+            http_auth="token" if self.front_door.token else "none",
+            speeds=[ModelSpeed(model=m, read=round(s.read, 1), write=round(s.write, 1))
+                    for m, s in sorted(self.services.speeds.measured().items())])
 
     # -- requests ---------------------------------------------------------------

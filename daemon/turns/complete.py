@@ -70,6 +70,7 @@ class Completer:
         estimator = self.parts.estimator
         assert final is not None
         token_count, counted, truncated = self.counted(turn, final, user)
+        self.parts.speeds.observe(session.model, final)  # what the next turns should take
         eval_count = bounded(final.eval_count)
         sent = add(turn.features, turn.recall.features)  # the prompt as sent, its recall block in
         calibrations = [] if truncated or not counted else estimator.observe(

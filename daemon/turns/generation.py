@@ -184,9 +184,11 @@ class Generations:
             await asyncio.wait([first, question.commit.future], timeout=SENT_WAIT_S,
                                return_when=asyncio.FIRST_COMPLETED)
             user = await question.settled()
+            speeds, prompt = self.parts.speeds, turn.estimate.tokens
             await waiting.first_chunk(first, backend, session.model, job.id,
-                                      self.parts.config.first_token_timeout,
-                                      lambda event: self.parts.bus.publish(event, session.id))
+                                      speeds.patience(session.model, prompt, self.parts.config.first_token_timeout),
+                                      lambda event: self.parts.bus.publish(event, session.id),
+                                      speeds.said(session.model, prompt))
         except BaseException:
             first.cancel()
             raise

@@ -5,7 +5,10 @@ left clients silent for up to `read_timeout`. While a turn waits for its first c
 says so every few seconds (`generation.waiting`), telling a model that is loading (not in
 /api/ps yet: this may take minutes) from a loaded one processing the prompt and from a
 server that does not answer /api/ps either; a model that is not loading and sends nothing
-for `first_token_timeout` seconds ends the turn with `ollama_not_answering`.
+for `first_token_timeout` seconds ends the turn with `ollama_not_answering` — or for
+longer, where the model is measured slower than that allows for the prompt (it is given
+three times what reading the prompt should take at its speed here, context/speeds.py), and
+the waiting lines say how long reading it should take.
 """
 
 import asyncio
@@ -31,10 +34,11 @@ WORDS = {
 
 async def first_chunk(first: "asyncio.Future[Any]", backend: ModelBackend, model: str,
                       generation_id: str, timeout: float,
-                      publish: Callable[[GenerationWaiting], object]) -> None:
+                      publish: Callable[[GenerationWaiting], object], reading: str = "") -> None:
     """Wait until `first` (the stream's first chunk) is done, reporting as it goes; raises
     ModelCallError(ollama_not_answering) when a model that is not loading sends nothing
-    for `timeout` seconds (`first` is cancelled then)."""
+    for `timeout` seconds (`first` is cancelled then). `reading`: how long reading the
+    prompt should take at the model's measured speed ("" when not measured)."""
     start = time.monotonic()
     report_at = FIRST_REPORT_S
     while True:
@@ -46,12 +50,13 @@ async def first_chunk(first: "asyncio.Future[Any]", backend: ModelBackend, model
         waited = time.monotonic() - start
         if first.done():
             return
+        words = WORDS[state].format(model=model) + (f" ({reading})" if reading and state == "processing" else "")
         publish(GenerationWaiting(generation_id=generation_id, model=model, waited=round(waited, 1),
-                                  state=state, message=WORDS[state].format(model=model)))
+                                  state=state, message=words))
         if state != "loading" and waited >= timeout:
             first.cancel()
-            what = (f"{model} is loaded" if state == "processing" else
-                    "Ollama did not answer /api/ps either")
+            what = (f"{model} is loaded" + (f", and reading this prompt should take {reading}" if reading else "")
+                    if state == "processing" else "Ollama did not answer /api/ps either")
             raise ModelCallError(
                 ErrorCode.OLLAMA_NOT_ANSWERING,
                 f"Ollama took the request but sent nothing for {waited:.0f} s ({what}): it "

@@ -120,9 +120,11 @@ def test_compaction_flow_seen_by_two_clients(daemon, standin):
         acc = a.compact(s.id, tail_turns=2, requested_by="test")
         seen_a = compaction_events(a, acc.compaction_id)
         seen_b = compaction_events(b, acc.compaction_id)
-        assert [type(e) for e in seen_a] == [CompactionRequest, CompactionProgress, CompactionResult]
+        assert [type(e) for e in seen_a] == [CompactionRequest, CompactionProgress, CompactionProgress,
+                                             CompactionResult]
         assert [e.seq for e in seen_a] == [e.seq for e in seen_b]
-        request, _, result = seen_a
+        request, start, _, result = seen_a
+        assert start.step == 0 and "summarizing 1 part(s)" in start.detail
         assert request.requested_by == "test" and request.tokens_before == ends[-1].token_count
         assert request.messages == 12
         assert result.status == "ok" and MARKER.match(result.marker), result.marker
@@ -296,10 +298,12 @@ def test_long_history_is_summarized_in_chunks_then_merged(client, standin):
     converse(client, s.id, 6, text=lambda i: f"Point {i}: " + "context " * 30)
     standin.reply_fn = None
     events = compact(client, s.id, tail_turns=1)
-    request, *progress, result = events
+    request, start, *progress, result = events
     assert request.calls > 2 and result.status == "ok", result.reason
     summary_calls = [c for c in standin.chats if c.body.get("stream") is False]
-    # one progress event per call made (the plan's count is a forecast: merges may take more)
+    # the start, then one progress event per call made (the plan's count is a forecast:
+    # merges may take more)
+    assert start.step == 0  # (the stand-in answers too fast to measure: expected_s is tested in the engine)
     assert len(progress) == len(summary_calls) >= request.calls - 1
     assert [p.step for p in progress] == list(range(1, len(progress) + 1))
     assert "Summaries of consecutive parts" in summary_calls[-1].body["messages"][1]["content"]

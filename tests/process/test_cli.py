@@ -496,7 +496,7 @@ def test_models_default_sets_and_shows_the_default(daemon, standin):
     assert refused.returncode == 1 and "no model 'nosuch:1b'" in refused.stderr
     changed = daemon.cli("models", "default", "small:1b")
     assert changed.returncode == 0 and "new sessions now use small:1b" in changed.stdout
-    assert 'default_model = "small:1b"' in daemon.config.file.read_text()
+    assert 'default_model = "small:1b"' in daemon.config_file.read_text()
     assert "small:1b (the default of new sessions)" in daemon.cli("status").stdout
     assert json.loads(daemon.cli("new", "--json").stdout)["model"] == "small:1b"
     assert any(line.startswith("* small:1b") for line in daemon.cli("models").stdout.splitlines())

@@ -1,0 +1,78 @@
+"""How fast each model reads prompts and writes answers on this machine, learnt from the
+model server's own timings of every answer (`prompt_eval_duration` for the tokens it read
+that its cache did not hold, `eval_duration` for the tokens it wrote): what a turn or a
+compaction is expected to take, and how long a model that is reading a prompt is waited
+for before it counts as stuck."""
+
+from dataclasses import dataclass
+
+from ctxkeep.daemon.backends.protocol import ChatChunk
+
+#: How much each new measurement moves a speed (an exponential moving average).
+SMOOTHING = 0.3
+#: Measurements smaller than these say more about overheads than about speed.
+MIN_TOKENS = 16
+MIN_SECONDS = 0.05
+#: A model reading a prompt is given this many times what the prompt should take, and
+#: PATIENCE_S more, before it counts as not answering (never less than configured).
+PATIENCE = 3.0
+PATIENCE_S = 30.0
+
+
+@dataclass
+class Speed:
+    """One model's speeds in tokens a second (0: not measured yet)."""
+
+    read: float = 0.0
+    write: float = 0.0
+
+
+def _moved(old: float, new: float) -> float:
+    return new if not old else old + SMOOTHING * (new - old)
+
+
+class Speeds:
+    """Each model's reading and writing speed, from the answers it gave since start-up."""
+
+    def __init__(self) -> None:
+        self._by_model: dict[str, Speed] = {}
+
+    def of(self, model: str) -> Speed:
+        return self._by_model.get(model, Speed())
+
+    def measured(self) -> dict[str, Speed]:
+        """Every model measured so far."""
+        return {m: s for m, s in self._by_model.items() if s.read or s.write}
+
+    def observe(self, model: str, final: ChatChunk) -> None:
+        """Learn from an answer's last chunk (its counts and the server's timings)."""
+        speed = self._by_model.setdefault(model, Speed())
+        read = (final.prompt_eval_count or 0) - (final.prompt_eval_cached_count or 0)
+        seconds = final.prompt_eval_duration / 1e9
+        if read >= MIN_TOKENS and seconds >= MIN_SECONDS:
+            speed.read = _moved(speed.read, read / seconds)
+        seconds = final.eval_duration / 1e9
+        if (final.eval_count or 0) >= MIN_TOKENS and seconds >= MIN_SECONDS:
+            speed.write = _moved(speed.write, (final.eval_count or 0) / seconds)
+
+    def expected(self, model: str, read: int, write: int = 0) -> float | None:
+        """Seconds to read `read` tokens and write `write`, at the model's measured speeds
+        (None: a speed it needs is not measured yet)."""
+        speed = self.of(model)
+        if (read and not speed.read) or (write and not speed.write):
+            return None
+        return (read / speed.read if read else 0.0) + (write / speed.write if write else 0.0)
+
+    def patience(self, model: str, read: int, configured: float) -> float:
+        """How long a model reading a prompt of `read` new tokens may send nothing: the
+        configured first_token_timeout, or more where the model is measured slower than
+        that allows for this prompt."""
+        expected = self.expected(model, read)
+        return configured if expected is None else max(configured, PATIENCE * expected + PATIENCE_S)
+
+    def said(self, model: str, read: int) -> str:
+        """"~40 s at 38 tokens/s here" for reading `read` tokens ("" when not measured)."""
+        expected = self.expected(model, read)
+        if expected is None or expected < 1:
+            return ""
+        return f"~{expected:,.0f} s for {read:,} tokens at {self.of(model).read:,.0f} tokens/s here"
