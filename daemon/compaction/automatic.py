@@ -37,7 +37,9 @@ from ctxkeep.protocol.events import CompactionProgress, CompactionRequest, Compa
 from ctxkeep.daemon.compaction import early_levels, relevance
 from ctxkeep.daemon.compaction.applier import Applier
 from ctxkeep.daemon.compaction.checkpoints import Checkpointer
-from ctxkeep.daemon.compaction.passes import EXTRA_CHECKPOINTS, PASS_TARGET, Pass, worth_retrying
+from ctxkeep.daemon.compaction.passes import (
+    EXTRA_CHECKPOINTS, PASS_TARGET, Pass, least_step, worth_retrying,
+)
 from ctxkeep.daemon.compaction.planner import (
     STRATEGY, Change, compaction_marker, preserved_seqs,
 )
@@ -153,6 +155,7 @@ class AutoCompactor:
         (checkpoints, aging) while the context stays above the level-3 threshold or
         80 % of the window (for a prompt that must fit: until it fits). Returns the
         session as the pass left it."""
+        pass_.must_fit = user is not None
         for level in (1, 2, 3):
             if self.needed(level, pass_, user, view):
                 view = await self.run(view, level, pass_)
@@ -200,6 +203,14 @@ class AutoCompactor:
                         "nothing was changed")
                 after = before
                 return view
+            share = self.parts.config.compaction_min_step
+            least = least_step(session.window, pass_.must_fit, share)
+            if before - after < least:
+                status = "skipped"
+                note = (f"it would free only ~{before - after:,} tokens, under {share:.0%} of the window: "
+                        "nothing was changed (each pass makes the model re-read the whole prompt)")
+                after = before
+                return view
             changed, cancelled = await self._commit(view, change, level, pass_, before, after)
             status, note = "ok", change.note
             pass_.levels.append(level)
@@ -240,7 +251,9 @@ class AutoCompactor:
             self.parts.bus.publish(CompactionProgress(compaction_id=cid, step=step, steps=steps, detail=detail,
                                                       expected_s=expected), view.session.id)
         return await self.checkpointer.checkpoint(view, self.budget(view), preserved, keep_recent,
-                                                  pass_.extra, progress)
+                                                  pass_.extra, progress,
+                                                  least_step(view.session.window, pass_.must_fit,
+                                                             self.parts.config.compaction_min_step))
 
     async def _commit(self, view: View, change: Change, level: int, pass_: Pass, before: int,
                       after: int) -> tuple[View, bool]:

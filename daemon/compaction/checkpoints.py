@@ -25,6 +25,17 @@ def target(budget: Budget, age: str) -> int:
     return max(48, int(base * AGE_SHARE[age]))
 
 
+def aging_frees(checkpoints: list[Checkpoint], budget: Budget) -> int:
+    """About how many tokens aging each checkpoint one step would free (its size over the
+    next age's target; merging the ancient ones is not counted)."""
+    freed = 0
+    for c in checkpoints:
+        if not c.verbatim:
+            age = AGES[min(AGES.index(c.age) + 1, len(AGES) - 1)]
+            freed += max(0, c.current_tokens - target(budget, age))
+    return freed
+
+
 @dataclass
 class Checkpointer:
     """Level 3: checkpoints made, the user's share summarized, checkpoints aged."""
@@ -32,7 +43,7 @@ class Checkpointer:
     parts: Parts
 
     async def checkpoint(self, view: View, budget: Budget, preserved: set[int], keep_recent: int,
-                         extra: bool, progress: Progress = lambda *_: None) -> Change | str:
+                         extra: bool, progress: Progress = lambda *_: None, least: int = 0) -> Change | str:
         """Level 3's change (or why there is none): the messages outside `preserved`
         become a checkpoint, the user's oldest ones too when they pass half the budget (or,
         past the levels (`extra`), when nothing else is left), existing checkpoints age."""
@@ -52,9 +63,9 @@ class Checkpointer:
             if not group:
                 continue
             made = await self._summarize(session, group, summaries, summarizer, instructions,
-                                         budget, of_user, context, progress)
-            if made is None:
-                notes.append(f"{len(group)} older message(s) too short to summarize")
+                                         budget, of_user, context, progress, least)
+            if isinstance(made, str):
+                notes.append(made)
                 continue
             if not gone:  # age what was there before this step's first new checkpoint
                 checkpoints = await self._age(checkpoints, budget, summarizer, instructions)
@@ -72,6 +83,8 @@ class Checkpointer:
         if not gone:
             if not checkpoints:
                 return "; ".join(notes) or "nothing outside the preserved messages to summarize"
+            if least and aging_frees(checkpoints, budget) < least:  # not worth its summary calls
+                return "; ".join(notes + ["aging the checkpoints would free too little"])
             aged = await self._age(checkpoints, budget, summarizer, instructions)
             if [(c.current_tokens, c.age) for c in aged] == [(c.current_tokens, c.age) for c in checkpoints]:
                 return "; ".join(notes) or "checkpoints are as small as they get"
@@ -85,13 +98,17 @@ class Checkpointer:
     async def _summarize(self, session: SessionRecord, group: list[MessageRecord],
                          summaries: set[int], summarizer: Summarizer, instructions: str,
                          budget: Budget, of_user: bool, context: ActiveContext,
-                         progress: Progress) -> Checkpoint | None:
-        """A checkpoint of `group` (their files as outlines), or None when it would not be
-        smaller than the messages themselves."""
+                         progress: Progress, least: int) -> Checkpoint | str:
+        """A checkpoint of `group` (their files as outlines), or why there is none: it would
+        not be smaller than the messages themselves, or they take fewer than `least` tokens
+        (not worth a pass: checked before the model is asked)."""
         summarizer.check_room()
         room = min(summarizer.room, target(budget, "recent"))
         # a first pass over a big import reads thousands of messages: off the event loop
         chunks, original = await asyncio.to_thread(self._transcript, session.model, group, summaries, summarizer)
+        if original < least:
+            return (f"{len(group)} older message(s) of ~{original:,} tokens: not worth a pass yet "
+                    "(each makes the model re-read the whole prompt)")
         text, tokens = await summarizer.summarize(
             chunks, USER_SUMMARY_SYSTEM if of_user else CHECKPOINT_SYSTEM, instructions, progress, room=room)
         ran = tool_lines(group)
@@ -99,7 +116,7 @@ class Checkpointer:
             block = "Tools run:\n" + "\n".join(ran)
             text, tokens = f"{text}\n\n{block}", tokens + self.parts.estimator.text(session.model, block)
         if tokens >= original:
-            return None
+            return f"{len(group)} older message(s) too short to summarize"
         return Checkpoint(
             id=secrets.token_hex(4), first_seq=group[0].seq, last_seq=group[-1].seq,
             summary=text, original_tokens=original, current_tokens=tokens,

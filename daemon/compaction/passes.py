@@ -20,6 +20,14 @@ RETRY_GROWTH = 0.1
 RETRY_MESSAGES = 4
 
 
+def least_step(window: int, must_fit: bool, share: float) -> int:
+    """The fewest tokens a pass's change must free: `share` of the window (config
+    `compaction_min_step`) for a pass after an answer, none for a prompt that must fit.
+    Each pass rewrites the prompt's start, so the model server re-reads all of it (its
+    cache is lost): a few large passes cost far less than many small ones."""
+    return 0 if must_fit else int(share * window)
+
+
 def worth_retrying(fruitless_at: tuple[int, int] | None, total: int, messages: int, window: int) -> bool:
     """Whether a threshold pass may run again, the last one having changed nothing when the
     context held (tokens, messages) `fruitless_at` (None: it changed something, or none ran)."""
@@ -48,5 +56,8 @@ class Pass:
     #: The question the prompt must fit for, once everything else was done: the long
     #: answers still whole are shown as their head and tail (`early_levels.long_answers`).
     last_resort: MessageRecord | None = None
+    #: Whether it makes room for a prompt about to be sent (else a threshold was crossed,
+    #: and a change must free `least_step`).
+    must_fit: bool = False
     snapshot_id: str = ""
     levels: list[int] = field(default_factory=list)

@@ -27,7 +27,7 @@ LIVE = frozenset({
     "drain_timeout", "compaction_tail_turns", "compaction_model", "summary_role",
     "summary_max_tokens", "file_roots", "file_max_bytes", "file_summary_threshold",
     "file_refs_per_message", "file_bytes_per_message",
-    "remote_file_refs", "auto_compaction", "compaction_thresholds", "compaction_cooldown",
+    "remote_file_refs", "auto_compaction", "compaction_thresholds", "compaction_cooldown", "compaction_min_step",
     "keep_recent_messages", "preserve_user_messages", "embed_model", "reply_reserve_tokens",
     "snapshots_kept", "image_turns", "max_image_bytes", "max_images_per_message", "answer_max_share",
     "memory", "memory_budget",
@@ -109,6 +109,10 @@ class Config(RecallConfig, kw_only=True, forbid_unknown_fields=True):
         "messages) and 3 (checkpoint) run.")] = msgspec.field(default_factory=lambda: [0.5, 0.65, 0.8])
     compaction_cooldown: Annotated[int, Meta(ge=0), _doc(
         "Messages between two automatic compactions (a prompt that would not fit overrides it).")] = 2
+    compaction_min_step: Annotated[float, Meta(ge=0, le=0.9), _doc(
+        "The least share of the window a compaction after an answer must free, or it waits: each "
+        "pass makes the model re-read the whole prompt (0 = any step; a prompt that would not fit "
+        "is always made to fit).")] = 0.15
     keep_recent_messages: Annotated[int, Meta(ge=1), _doc(
         "The last messages automatic compaction never prunes or summarizes.")] = 5
     preserve_user_messages: Annotated[bool, _doc(

@@ -207,7 +207,8 @@ class Recaller:
             return []
         model = session.model
         overhead = self.estimator.text(model, f"{select.OPENING}\n{select.CLOSING}")
-        return select.select(sorted(scores, key=lambda pid: (-scores[pid], -pid)), index.lexical.passages,
+        ranked_ids = select.distinct(sorted(scores, key=lambda pid: (-scores[pid], -pid)), index.term_set)
+        return select.select(ranked_ids, index.lexical.passages,
                              budget, overhead, lambda pid: self.estimator.estimate(model, index.lines[pid]),
                              index.partners, scores.__getitem__)
 

@@ -120,6 +120,27 @@ DENSITY = 0.5
 WEIGHED = 300
 
 
+#: Passages whose terms overlap this much (Jaccard) with a better one say the same thing
+#: again (a small model restating a fact in answer after answer): only the best is taken.
+SAME = 0.7
+#: The best passages checked for saying the same again (the rest follow as they are).
+DISTINCT_CHECKED = 60
+
+
+def distinct(ranked: Sequence[int], term_set: Callable[[int], frozenset[str]]) -> list[int]:
+    """`ranked` without the passages that repeat a better-ranked one (SAME), among the
+    first DISTINCT_CHECKED."""
+    kept: list[int] = []
+    seen: list[frozenset[str]] = []
+    for pid in ranked[:DISTINCT_CHECKED]:
+        mine = term_set(pid)
+        if mine and any(len(mine & other) >= SAME * len(mine | other) for other in seen):
+            continue
+        kept.append(pid)
+        seen.append(mine)
+    return kept + list(ranked[DISTINCT_CHECKED:])
+
+
 def select(ranked: Sequence[int], passages: Sequence[Passage], budget: int, overhead: int,
            cost: Callable[[int], int], partners: Callable[[Passage], list[int]],
            score: Callable[[int], float] | None = None) -> list[Passage]:

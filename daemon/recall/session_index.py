@@ -5,7 +5,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ctxkeep.daemon.recall import select
-from ctxkeep.daemon.recall.lexical import LexicalIndex
+from ctxkeep.daemon.recall.lexical import LexicalIndex, terms
 from ctxkeep.daemon.recall.passages import Passage, passages
 from ctxkeep.daemon.recall.semantic import SemanticIndex
 from ctxkeep.daemon.store.records import MessageRecord
@@ -31,6 +31,8 @@ class SessionIndex:
     #: The hash of every passage's text: what memory need not bring from other sessions
     #: (a branch's copies of this conversation's turns).
     texts: set[int] = field(default_factory=set)
+    #: Each ranked passage's terms, as far as asked (`term_set`).
+    _terms: dict[int, frozenset[str]] = field(default_factory=dict)
 
     def add(self, messages: Sequence[MessageRecord]) -> None:
         start = len(self.lexical.passages)
@@ -48,6 +50,13 @@ class SessionIndex:
             self.replaced |= self.replaced_by(m)
         if messages:
             self.lexical.next_seq = max(self.lexical.next_seq, messages[-1].seq + 1)
+
+    def term_set(self, pid: int) -> frozenset[str]:
+        """The passage's terms (kept once asked: recall asks of its best-ranked ones)."""
+        found = self._terms.get(pid)
+        if found is None:
+            found = self._terms[pid] = frozenset(terms(self.lexical.passages[pid].text))
+        return found
 
     def replaced_by(self, m: MessageRecord) -> set[int]:
         """What message `m` replaced: a regenerated answer its predecessor; an edited

@@ -65,8 +65,10 @@ def test_bm25_and_cosine():
 
 @pytest.fixture
 def daemon(short_tmp, standin):
-    """The daemon in a thread of this process, passes allowed on every turn."""
-    d = DaemonThread(short_tmp, standin.url, compaction_cooldown=0, keep_recent_messages=2).start()
+    """The daemon in a thread of this process, passes allowed on every turn and in steps of
+    any size (each level's own behaviour is what these tests follow)."""
+    d = DaemonThread(short_tmp, standin.url, compaction_cooldown=0, keep_recent_messages=2,
+                     compaction_min_step=0).start()
     yield d
     d.stop()
 
@@ -186,7 +188,8 @@ def test_level3_checkpoint_goals_pins_and_aging(client, standin):
 
 
 def test_cooldown_between_automatic_compactions(short_tmp, standin):
-    d = DaemonThread(short_tmp, standin.url, compaction_cooldown=6, keep_recent_messages=2).start()
+    d = DaemonThread(short_tmp, standin.url, compaction_cooldown=6, keep_recent_messages=2,
+                     compaction_min_step=0).start()
     try:
         with d.client() as c:
             c.subscribe("")

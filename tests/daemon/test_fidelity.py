@@ -12,6 +12,7 @@ from ctxkeep.daemon.compaction.summarizer import chunk_lines
 from ctxkeep.daemon.store.records import Attachment, MessageRecord
 from ctxkeep.protocol.events import CompactionResult, GenerationError, ResponseGeneration
 from conftest import talkative, until_idle
+from harness import DaemonThread
 from ollama_standin import OllamaStandin, count_tokens_bpe
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
@@ -26,6 +27,15 @@ def standin():
     server = OllamaStandin(tokenizer="bpe").start()
     yield server
     server.stop()
+
+
+@pytest.fixture
+def daemon(short_tmp, standin):
+    """Passes in steps of any size (compaction_min_step = 0): these tests follow the levels
+    and undo through small passes (test_fruitless_passes.py holds the step rule)."""
+    d = DaemonThread(short_tmp, standin.url, compaction_min_step=0).start()
+    yield d
+    d.stop()
 
 
 def turn(client, sid, text, cwd=""):

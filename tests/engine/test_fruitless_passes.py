@@ -31,3 +31,32 @@ def test_a_fruitless_pass_waits_for_the_context_to_grow(tmp_path):
     tried = [n for n, p in enumerate(passes) if p]
     assert len(tried) >= 2
     assert all(b - a >= 2 for a, b in zip(tried, tried[1:]))  # never on consecutive turns
+
+
+def test_a_pass_after_an_answer_runs_only_in_a_worthwhile_step(tmp_path):
+    """Issue 42: each pass rewrites the prompt's start, so the model re-reads all of it. A
+    pass run because a threshold was crossed changes the context only when it frees at
+    least MIN_STEP of the window (a prompt that must fit is exempt): a 45-turn chat in a
+    2,048 window compacts in a few large steps, not in a hundred small ones."""
+    import random
+
+    from chatter import FILLER
+    from ctxkeep.daemon.compaction.passes import least_step
+    MIN_STEP = Config().compaction_min_step
+    assert least_step(2048, False, MIN_STEP) == int(MIN_STEP * 2048) and least_step(2048, True, MIN_STEP) == 0
+    rng = random.Random(3)
+    backend = MemoryBackend(reply=lambda m: " ".join(rng.choice(FILLER) for _ in range(rng.randint(40, 160))))
+    app = InProcess(tmp_path, backend, Config(embed_model=""))
+
+    async def go() -> None:
+        sid = (await app.call(requests.SessionCreate(model="qwen2.5:7b", num_ctx=2048))).session.id
+        for _ in range(45):
+            await app.call(requests.Send(session=sid, text=" ".join(rng.choice(FILLER) for _ in range(rng.randint(10, 60)))))
+            await app.services.jobs.drain(30)
+    asyncio.run(go())
+    app.close()
+    why = {e.compaction_id: e.requested_by for e in app.bus.seen if isinstance(e, CompactionRequest)}
+    done = [e for e in app.bus.seen if isinstance(e, CompactionResult) and e.status == "ok"]
+    after_answers = [e for e in done if why[e.compaction_id] == "auto (threshold crossed)"]
+    assert after_answers and all(e.tokens_freed >= MIN_STEP * 2048 for e in after_answers)
+    assert len(done) < 45  # without the rule: 106 changes, 98 tokens each on average

@@ -124,3 +124,18 @@ def test_with_scores_the_budget_goes_to_short_turns_that_match_as_well_as_long_o
     if chosen and left:
         assert max(cost(p.seq) for p in chosen) <= max(cost(p.seq) for p in left) or \
             min(cost(p.seq) for p in left) > room
+
+
+def test_a_passage_that_says_a_better_one_again_is_left_out():
+    """Three restatements of one sentence and one different passage: the best restatement
+    and the different one stay, in their order; the rest of the ranking is untouched."""
+    from ctxkeep.daemon.recall.lexical import terms
+    from ctxkeep.daemon.recall.select import DISTINCT_CHECKED, distinct
+    texts = {0: "My locker code is 4701-green, my locker code. Sure, cooking.",
+             1: "My locker code is 4719-green, my locker code. Sure, cooking.",
+             2: "Please remember this: my locker code is 4711-blue.",
+             3: "My locker code is 4768-green, my locker code. Sure, cooking."}
+    term_set = lambda pid: frozenset(terms(texts.get(pid, f"passage {pid}")))  # noqa: E731
+    assert distinct([0, 1, 2, 3], term_set) == [0, 2]
+    far = list(range(100, 100 + DISTINCT_CHECKED)) + [1, 3]
+    assert distinct(far, term_set) == far  # past the checked ones: as they were
