@@ -1,6 +1,7 @@
 """session.create / list / get / rename / delete / set_system / set_model."""
 
 import asyncio
+from collections.abc import Callable
 
 from ctxkeep.protocol import ErrorCode, requests
 from ctxkeep.protocol.events import ContextUsage, SessionCreated, SessionDeleted
@@ -23,6 +24,13 @@ async def _updated(services: Services, req, record: SessionRecord, prompt_change
         await services.announcer.prompt_changed(record.id)
     info = services.announcer.changed(record.id, usage=prompt_changed or usage_changed)
     return SessionReply(id=req.id, session=info)
+
+
+async def _stored(services: Services, req, record: SessionRecord, change: Callable[[SessionRecord], None],
+                  prompt_changed: bool) -> SessionReply:
+    """Store `change` to the session, announce it (`_updated`) and answer."""
+    updated = await services.store.off_loop(services.store.sessions.update, record.id, change)
+    return await _updated(services, req, updated, prompt_changed)
 
 
 #: Names and model names are keys in the store, which takes at most 511 bytes a key.
@@ -108,8 +116,7 @@ async def rename(services: Services, req: requests.SessionRename, record: Sessio
 
     def change(r: SessionRecord) -> None:
         r.name = req.name
-    updated = await services.store.off_loop(services.store.sessions.update, record.id, change)
-    return await _updated(services, req, updated, False)
+    return await _stored(services, req, record, change, False)
 
 
 @handles(requests.SessionDelete, session=True, waits=True)
@@ -128,8 +135,7 @@ async def set_system(services: Services, req: requests.SetSystem, record: Sessio
 
     def change(r: SessionRecord) -> None:
         r.system = req.system
-    updated = await services.store.off_loop(services.store.sessions.update, record.id, change)
-    return await _updated(services, req, updated, True)
+    return await _stored(services, req, record, change, True)
 
 
 @handles(requests.SetTools, session=True, waits=True)
@@ -137,8 +143,7 @@ async def set_tools(services: Services, req: requests.SetTools, record: SessionR
 
     def change(r: SessionRecord) -> None:
         r.tools = list(req.tools)
-    updated = await services.store.off_loop(services.store.sessions.update, record.id, change)
-    return await _updated(services, req, updated, True)
+    return await _stored(services, req, record, change, True)
 
 
 @handles(requests.SetModel, session=True, waits=True)
