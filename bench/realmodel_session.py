@@ -71,7 +71,9 @@ def summary(name: str, window: int, seconds: list[float], proxy: RecordingProxy,
          p95_s=round(ordered[int(0.95 * (len(ordered) - 1))], 2),
          slow_turns=sum(s > 2 * statistics.median(ordered) for s in ordered),
          cache_share=round(share, 3), tokens_read=read, answers=kinds.count("answer"),
-         summary_calls=kinds.count("summary"), count_calls=kinds.count("count"), **extra)
+         summary_calls=kinds.count("summary"), count_calls=kinds.count("count"),
+         server_s={k: round(sum(e.seconds for e, x in zip(proxy.exchanges, kinds) if x == k), 1)
+                   for k in ("answer", "summary", "count")}, **extra)
 
 
 def kind(body: dict) -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import time
 import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -23,6 +24,8 @@ class Exchange:
     usage: dict[str, Any] | None = None
     #: The answer's bytes, as the server sent them.
     raw: bytes = b""
+    #: Seconds from the request to the answer's last byte.
+    seconds: float = 0.0
 
 
 @dataclass
@@ -43,6 +46,7 @@ class RecordingProxy:
 
             def _pass(self, method: str) -> None:
                 raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                started = time.monotonic()
                 conn = http.client.HTTPConnection(target.hostname, target.port, timeout=600)
                 headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "connection")}
                 conn.request(method, self.path, body=raw or None, headers=headers)
@@ -69,6 +73,7 @@ class RecordingProxy:
                 self.wfile.flush()
                 if exchange is not None:
                     exchange.usage, exchange.raw = usage_of(seen), seen
+                    exchange.seconds = time.monotonic() - started
                 conn.close()
 
             def do_GET(self) -> None:  # noqa: N802

@@ -26,10 +26,18 @@ FIRST_REPORT_S = 2.0
 REPORT_EVERY_S = 5.0
 
 WORDS = {
-    "loading": "Ollama is loading {model} into memory (a large model can take minutes)",
+    "loading": "{server} is loading {model} into memory (a large model can take minutes)",
     "processing": "{model} is loaded and reading the prompt",
-    "not_answering": "Ollama does not answer (not even which models it has loaded)",
+    "not_answering": "{server} does not answer (not even which models it has loaded)",
 }
+
+
+def server_of(backend: ModelBackend) -> tuple[str, str]:
+    """How the waiting lines name the model server, and how to restart it: Ollama when
+    every configured server is one, else "the model server"."""
+    if all(b.kind == "ollama" for b in backend.hosts()):
+        return "Ollama", "Restart it (`systemctl restart ollama`, or `ollama serve`)"
+    return "the model server", "Restart it"
 
 
 async def first_chunk(first: "asyncio.Future[Any]", backend: ModelBackend, model: str,
@@ -41,6 +49,7 @@ async def first_chunk(first: "asyncio.Future[Any]", backend: ModelBackend, model
     prompt should take at the model's measured speed ("" when not measured)."""
     start = time.monotonic()
     report_at = FIRST_REPORT_S
+    server, restart = server_of(backend)
     while True:
         done, _ = await asyncio.wait([first], timeout=max(0.0, report_at - (time.monotonic() - start)))
         if done:
@@ -50,16 +59,17 @@ async def first_chunk(first: "asyncio.Future[Any]", backend: ModelBackend, model
         waited = time.monotonic() - start
         if first.done():
             return
-        words = WORDS[state].format(model=model) + (f" ({reading})" if reading and state == "processing" else "")
+        words = WORDS[state].format(model=model, server=server)
+        words = words[0].upper() + words[1:] + (f" ({reading})" if reading and state == "processing" else "")
         publish(GenerationWaiting(generation_id=generation_id, model=model, waited=round(waited, 1),
                                   state=state, message=words))
         if state != "loading" and waited >= timeout:
             first.cancel()
             what = (f"{model} is loaded" + (f", and reading this prompt should take {reading}" if reading else "")
-                    if state == "processing" else "Ollama did not answer /api/ps either")
+                    if state == "processing" else f"{server} did not say which models it has loaded either")
             raise ModelCallError(
                 ErrorCode.OLLAMA_NOT_ANSWERING,
-                f"Ollama took the request but sent nothing for {waited:.0f} s ({what}): it "
-                "stopped answering. Restart it (`systemctl restart ollama`, or `ollama serve`) "
-                "and send again; first_token_timeout in config.toml sets how long to wait")
+                f"{server[0].upper() + server[1:]} took the request but sent nothing for {waited:.0f} s "
+                f"({what}): it stopped answering. {restart} and send again; first_token_timeout in "
+                "config.toml sets how long to wait")
         report_at = waited + REPORT_EVERY_S
