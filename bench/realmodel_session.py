@@ -21,6 +21,7 @@ client's, no turn over 2× the median without a visible reason.
 """
 
 import argparse
+from collections import Counter
 import random
 import shutil
 import statistics
@@ -73,19 +74,27 @@ def summary(name: str, window: int, seconds: list[float], proxy: RecordingProxy,
          cache_share=round(share, 3), tokens_read=read, answers=kinds.count("answer"),
          summary_calls=kinds.count("summary"), count_calls=kinds.count("count"),
          server_s={k: round(sum(e.seconds for e, x in zip(proxy.exchanges, kinds) if x == k), 1)
-                   for k in ("answer", "summary", "count")}, **extra)
+                   for k in ("answer", "summary", "count")},
+         summaries_by_kind=dict(Counter(summary_kind(e.body) for e in proxy.exchanges if summary_kind(e.body))),
+         **extra)
 
 
 def kind(body: dict) -> str:
     """What a chat request was: an answer, a summary, or a count (one token of answer)."""
     if body.get("max_tokens") == 1:
         return "count"
+    return "summary" if summary_kind(body) else "answer"
+
+
+def summary_kind(body: dict) -> str:
+    """A summary call's kind (a new checkpoint, a merge, an aging), or "" for none."""
     last = str(body["messages"][-1].get("content", ""))
-    return "summary" if any(h in last for h in SUMMARY_HEADERS) else "answer"
+    return next((k for h, k in SUMMARY_HEADERS.items() if h in last), "")
 
 
-#: How ctxkeepd's summary calls open their last message.
-SUMMARY_HEADERS = ("Conversation to summarize", "Summary to shorten", "Summaries of")
+#: How ctxkeepd's summary calls open their last message, and what each kind is.
+SUMMARY_HEADERS = {"Conversation to summarize": "checkpoint", "Summaries of": "merge",
+                   "Summary to shorten": "aging"}
 
 
 def through_ctxkeepd(url: str, window: int, texts: list[str], answer: int) -> None:
