@@ -147,15 +147,19 @@ class Summarizer:
         rest should take at the model's measured speeds."""
         self.check_room()
         steps = len(chunks) + (1 if len(chunks) > 1 else 0)
+        # what is left to read, in characters (a manual compaction of an import has
+        # hundreds of chunks: estimated once, by the first chunk's tokens per character)
+        left = [sum(len(c) for c in chunks[n:]) for n in range(len(chunks) + 1)] if self.speeds else []
+        per_char = self.estimator.text(self.model, chunks[0]) / max(1, len(chunks[0])) if chunks and left else 0.0
         progress(0, steps, f"summarizing {len(chunks)} part(s) with {self.model}",
-                 self.expected(chunks, steps, room))
+                 self.expected(round(per_char * left[0]) if left else 0, steps, room))
         step = 0
         texts: list[tuple[str, int]] = []
         for n, chunk in enumerate(chunks):
             texts.append(await self.call(system, instructions, chunk, _HEADER, room))
             step += 1
             progress(step, max(steps, step), f"summarized part {step} of {len(chunks)}",
-                     self.expected(chunks[n + 1:], steps - step, room))
+                     self.expected(round(per_char * left[n + 1]) if left else 0, steps - step, room))
         while len(texts) > 1:
             lines = [(f"Part {i + 1}: {t}\n\n", self.estimator.text(self.model, t) + 4)
                      for i, (t, _) in enumerate(texts)]
@@ -169,15 +173,14 @@ class Summarizer:
                 progress(step, max(steps, step), "merged summaries", None)
         return texts[0]
 
-    def expected(self, chunks: list[str], calls: int, room: int | None = None) -> float | None:
-        """Seconds `calls` calls should take reading `chunks` (merges read what the calls
-        wrote) and writing summaries of about half their room each, at the model's
-        measured speeds (None: not measured yet)."""
+    def expected(self, tokens: int, calls: int, room: int | None = None) -> float | None:
+        """Seconds `calls` calls should take reading `tokens` of transcript (and, for the
+        merges, what the calls wrote) and writing summaries of about half their room each,
+        at the model's measured speeds (None: not measured yet)."""
         if self.speeds is None or calls <= 0:
             return None if calls > 0 else 0.0
         written = calls * (room or self.room) // 2
-        read = sum(self.estimator.text(self.model, c) for c in chunks) + written
-        return self.speeds.expected(self.model, read, written)
+        return self.speeds.expected(self.model, tokens + written, written)
 
 
 def _halves(body: str) -> tuple[str, str] | None:
