@@ -39,7 +39,9 @@ def recalled_fact(short_tmp, minilm, embed_model: str) -> tuple[bool, bool]:
     standin = OllamaStandin(embedder=minilm).start()
     standin.reply_fn = filler_reply
     rng = random.Random(3)
-    d = DaemonThread(short_tmp, standin.url, embed_model=embed_model).start()
+    # the question's own vector is waited for (50 ms by default: the NumPy encoder on a busy
+    # 2-core machine can take longer, and the turn would then rank by words alone)
+    d = DaemonThread(short_tmp, standin.url, embed_model=embed_model, recall_embed_wait_ms=10_000).start()
     try:
         with d.client() as c:
             c.subscribe("")
