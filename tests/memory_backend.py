@@ -114,12 +114,16 @@ class MemoryBackend:
         self.models[model] = Model(model)
         yield "success", 0, 0
 
+    def _tokens(self, model: str, sent: list[dict[str, Any]]) -> int:
+        """A prompt's tokens: its rendered text's, and a fixed cost per image."""
+        known = self.models.get(model)
+        return self.count(render(sent)) + (known.image_tokens if known else 0) * images_of(sent)
+
     def _prompt(self, model: str, messages: Sequence[Mapping[str, Any]],
                 options: Mapping[str, Any]) -> tuple[list[dict[str, Any]], int]:
         sent = [dict(m) for m in messages]
         self.chats.append((sent, dict(options)))
-        known = self.models.get(model)
-        tokens = self.count(render(sent)) + (known.image_tokens if known else 0) * images_of(sent)
+        tokens = self._tokens(model, sent)
         if tokens > int(options.get("num_ctx", 4096)):
             raise ModelCallError(ErrorCode.CONTEXT_OVERFLOW,
                                  f"Ollama refused a prompt larger than the window ({tokens} tokens): "
@@ -177,8 +181,7 @@ class MemoryBackend:
             return None
         sent = [dict(m) for m in messages]
         self.counted.append(sent)
-        known = self.models.get(model)
-        return self.count(render(sent)) + (known.image_tokens if known else 0) * images_of(sent)
+        return self._tokens(model, sent)
 
     async def embed(self, model: str, texts: list[str]) -> list[list[float]]:
         known = self.models.get(model)
