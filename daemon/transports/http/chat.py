@@ -11,7 +11,7 @@ import msgspec
 
 from ctxkeep.protocol import ErrorCode, requests
 from ctxkeep.protocol.events import (
-    Event, GenerationError, GenerationThinking, GenerationToken, ResponseGeneration,
+    Event, GenerationError, ResponseGeneration,
 )
 from ctxkeep.protocol.replies import Accepted, Error, Reply, SessionReply
 from ctxkeep.protocol.chat_shapes import NotAMessage, imported
@@ -277,18 +277,3 @@ class Chats:
             if generation and not ended:
                 await asyncio.shield(dispatch(self.services, requests.Cancel(
                     session=session_id, generation_id=generation), self.caller))
-
-    async def answer(self, chat: ChatRequest) -> AsyncIterator[tuple[str, Any]]:
-        """The answer as it streams: ("thinking", text), ("token", text), then ("done",
-        the ResponseGeneration). A turn that fails raises HttpError (before anything was
-        yielded, the client gets an error status; after, an error in the stream)."""
-        session_id, made = await self.session_for(chat)
-        async for event in self.run(session_id, chat, made):
-            if isinstance(event, GenerationError):
-                raise HttpError(event.code, event.message)
-            if isinstance(event, ResponseGeneration):
-                yield "done", event
-            elif isinstance(event, GenerationToken):
-                yield "token", event.text
-            elif isinstance(event, GenerationThinking):
-                yield "thinking", event.text

@@ -4,19 +4,19 @@ endpoints that hold no conversation are Ollama's own answers, forwarded."""
 
 import asyncio
 import time
-from contextlib import aclosing
 from typing import Any
 
 import msgspec
 from aiohttp import web
 
 from ctxkeep.protocol import ErrorCode
-from ctxkeep.protocol.events import ResponseGeneration
+from ctxkeep.protocol.events import GenerationThinking, GenerationToken, ResponseGeneration
+from ctxkeep.daemon.transports.http.answering import intake, respond
 from ctxkeep.daemon.transports.http.catalog import Catalog
 from ctxkeep.daemon.transports.http.chat import ChatRequest, Chats, check_extras, settings, split_messages, tools_of
 from ctxkeep.daemon.transports.http.errors import HttpError, ollama_error
 from ctxkeep.daemon.transports.http.passthrough import Passthrough
-from ctxkeep.daemon.transports.http.wire import memory_header, NDJSON, read_json, rfc3339
+from ctxkeep.daemon.transports.http.wire import NDJSON, read_json, rfc3339
 
 
 class OllamaChat(msgspec.Struct, kw_only=True):
@@ -85,13 +85,6 @@ def _chunk(model: str, content: str = "", thinking: str = "", tool_calls: list |
     if tool_calls:
         message["tool_calls"] = msgspec.to_builtins(tool_calls)
     return {"model": model, "created_at": rfc3339(), "message": message, "done": bool(final), **final}
-
-
-def _final(model: str, done: ResponseGeneration, started: int, first: int) -> dict[str, Any]:
-    now = time.monotonic_ns()
-    return {"done_reason": done.message.done_reason or "stop", "total_duration": now - started, "load_duration": 0,
-            "prompt_eval_count": done.token_count, "prompt_eval_duration": max(first - started, 0),
-            "eval_count": done.eval_count, "eval_duration": max(now - first, 0)}
 
 
 class OllamaApi:
@@ -169,49 +162,56 @@ class OllamaApi:
             return ollama_error(error)
 
     async def chat(self, request: web.Request) -> web.StreamResponse:
-        started = time.monotonic_ns()
+        shape = OllamaShape(time.monotonic_ns())
         try:
-            body = await read_json(request, OllamaChat, self.chats.services.config.http_max_messages)
-            chat = await self.chats.intake(len(body.messages), chat_request, body,
-                                           request.headers.get("X-Ctxkeep-Session", ""))
-            chat.memory = memory_header(request)
+            body, chat = await intake(request, self.chats, OllamaChat, lambda b: len(b.messages), chat_request)
         except HttpError as error:
             return ollama_error(error)
-        async with aclosing(self.chats.answer(chat)) as answer:
-            try:
-                kind, value = await anext(answer)
-            except HttpError as error:
-                return ollama_error(error)
-            first = time.monotonic_ns()
-            if not body.stream:
-                return await self._whole(body.model, kind, value, answer, started, first)
-            response = web.StreamResponse(headers={"Content-Type": NDJSON})
-            await response.prepare(request)
-            try:
-                while True:
-                    if kind == "done":
-                        if value.message.tool_calls:  # as Ollama streams them: a chunk of their own
-                            await response.write(msgspec.json.encode(_chunk(
-                                body.model, tool_calls=value.message.tool_calls)) + b"\n")
-                        await response.write(msgspec.json.encode(_chunk(body.model, **_final(
-                            body.model, value, started, first))) + b"\n")
-                        break
-                    await response.write(msgspec.json.encode(_chunk(
-                        body.model, **{("content" if kind == "token" else "thinking"): value})) + b"\n")
-                    kind, value = await anext(answer)
-            except HttpError as error:  # Ollama's way: an error line in the stream
-                await response.write(msgspec.json.encode({"error": error.message}) + b"\n")
-            await response.write_eof()
-            return response
+        shape.model = body.model
+        return await respond(request, self.chats, chat, shape, body.stream)
 
-    async def _whole(self, model: str, kind: str, value: Any, answer, started: int, first: int) -> web.Response:
-        """stream: false — the answer as one object."""
-        content, thinking = [], []
-        try:
-            while kind != "done":
-                (content if kind == "token" else thinking).append(value)
-                kind, value = await anext(answer)
-        except HttpError as error:
-            return ollama_error(error)
-        return web.json_response(_chunk(model, "".join(content), "".join(thinking), value.message.tool_calls,
-                                        **_final(model, value, started, first)))
+
+class OllamaShape:
+    """An answer as Ollama writes one: NDJSON chunks (a final one with its counts and
+    durations), an error as a line of its own, or one object."""
+
+    stream_headers = {"Content-Type": NDJSON}
+
+    def __init__(self, started: int) -> None:
+        self.model = ""
+        self.started = self.first = started
+
+    def failed(self, error: HttpError) -> web.Response:
+        return ollama_error(error)
+
+    def opening(self) -> list[bytes]:
+        self.first = time.monotonic_ns()
+        return []
+
+    def piece(self, event: GenerationToken | GenerationThinking) -> list[bytes]:
+        kind = "content" if isinstance(event, GenerationToken) else "thinking"
+        return [_line(_chunk(self.model, **{kind: event.text}))]
+
+    def closing(self, done: ResponseGeneration) -> list[bytes]:
+        calls = [_line(_chunk(self.model, tool_calls=done.message.tool_calls))] if done.message.tool_calls else []
+        return [*calls, _line(_chunk(self.model, **self._final(done)))]  # calls: a chunk of their own, as Ollama's
+
+    def broken(self, error: HttpError) -> list[bytes]:
+        return [_line({"error": error.message})]
+
+    def ending(self) -> list[bytes]:
+        return []
+
+    def whole(self, text: str, thinking: str, done: ResponseGeneration) -> dict[str, Any]:
+        return _chunk(self.model, text, thinking, done.message.tool_calls, **self._final(done))
+
+    def _final(self, done: ResponseGeneration) -> dict[str, Any]:
+        now = time.monotonic_ns()
+        return {"done_reason": done.message.done_reason or "stop", "total_duration": now - self.started,
+                "load_duration": 0, "prompt_eval_count": done.token_count,
+                "prompt_eval_duration": max(self.first - self.started, 0),
+                "eval_count": done.eval_count, "eval_duration": max(now - self.first, 0)}
+
+
+def _line(chunk: dict[str, Any]) -> bytes:
+    return msgspec.json.encode(chunk) + b"\n"

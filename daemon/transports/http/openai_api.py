@@ -6,18 +6,18 @@ from whichever model server has them.
 
 import time
 import uuid
-from contextlib import aclosing
 from typing import Any
 
 import msgspec
 from aiohttp import web
 
 from ctxkeep.protocol import ErrorCode
-from ctxkeep.protocol.events import ResponseGeneration
+from ctxkeep.protocol.events import GenerationThinking, GenerationToken, ResponseGeneration
 from ctxkeep.daemon.backends.protocol import ModelCallError
+from ctxkeep.daemon.transports.http.answering import intake, respond
 from ctxkeep.daemon.transports.http.chat import ChatRequest, Chats, check_extras, settings, split_messages, tools_of
 from ctxkeep.daemon.transports.http.errors import HttpError, openai_error
-from ctxkeep.daemon.transports.http.wire import memory_header, read_json
+from ctxkeep.daemon.transports.http.wire import read_json
 
 
 class StreamOptions(msgspec.Struct, kw_only=True):
@@ -94,7 +94,7 @@ def _finish(done: ResponseGeneration) -> str:
     return "tool_calls" if done.message.tool_calls else ("length" if done.message.done_reason == "length" else "stop")
 
 
-def _usage(done: Any) -> dict[str, int]:
+def _usage(done: ResponseGeneration) -> dict[str, int]:
     return {"prompt_tokens": done.token_count, "completion_tokens": done.eval_count,
             "total_tokens": done.token_count + done.eval_count}
 
@@ -140,68 +140,59 @@ class OpenAIApi:
 
     async def completions(self, request: web.Request) -> web.StreamResponse:
         try:
-            body = await read_json(request, ChatCompletion, self.chats.services.config.http_max_messages)
-            chat = await self.chats.intake(len(body.messages), chat_request, body,
-                                           request.headers.get("X-Ctxkeep-Session", ""))
-            chat.memory = memory_header(request)
+            body, chat = await intake(request, self.chats, ChatCompletion, lambda b: len(b.messages), chat_request)
         except HttpError as error:
             return openai_error(error)
-        created = int(time.time())
-        async with aclosing(self.chats.answer(chat)) as answer:
-            try:
-                kind, value = await anext(answer)
-            except HttpError as error:
-                return openai_error(error)
-            if not body.stream:
-                return await self._whole(body, kind, value, answer, created)
-            return await self._stream(request, body, kind, value, answer, created)
+        return await respond(request, self.chats, chat, OpenAIShape(body), body.stream)
 
-    async def _whole(self, body: ChatCompletion, kind: str, value: Any, answer, created: int) -> web.Response:
-        content = []
-        try:
-            while kind != "done":
-                if kind == "token":
-                    content.append(value)
-                kind, value = await anext(answer)
-        except HttpError as error:
-            return openai_error(error)
-        return web.json_response({
-            "id": f"chatcmpl-{value.generation_id}", "object": "chat.completion", "created": created,
-            "model": body.model, "system_fingerprint": "ctxkeep",
-            "choices": [{"index": 0, "message": {
-                "role": "assistant", "content": "".join(content) or (None if value.message.tool_calls else ""),
-                **({"tool_calls": _tool_calls(value)} if value.message.tool_calls else {})},
-                "finish_reason": _finish(value), "logprobs": None}],
-            "usage": _usage(value)})
 
-    async def _stream(self, request: web.Request, body: ChatCompletion, kind: str, value: Any,
-                      answer, created: int) -> web.StreamResponse:
-        response = web.StreamResponse(headers={"Content-Type": "text/event-stream",
-                                               "Cache-Control": "no-cache"})
-        await response.prepare(request)
-        ident = f"chatcmpl-{uuid.uuid4().hex[:24]}"
+class OpenAIShape:
+    """An answer as OpenAI writes one: server-sent `chat.completion.chunk`s (the usage in a
+    chunk of its own when asked for), an error as an event, `[DONE]` last; or one
+    `chat.completion`."""
 
-        async def send(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> None:
-            chunk = {"id": ident, "object": "chat.completion.chunk", "created": created, "model": body.model,
-                     "system_fingerprint": "ctxkeep",
-                     "choices": [{"index": 0, "delta": delta, "finish_reason": finish}], **extra}
-            if "usage" in extra:
-                chunk["choices"] = []
-            await response.write(b"data: " + msgspec.json.encode(chunk) + b"\n\n")
-        try:
-            await send({"role": "assistant", "content": ""})
-            while kind != "done":
-                if kind == "token":
-                    await send({"content": value})
-                kind, value = await anext(answer)
-            if value.message.tool_calls:
-                await send({"tool_calls": _tool_calls(value, streamed=True)})
-            await send({}, _finish(value))
-            if body.stream_options and body.stream_options.include_usage:
-                await send({}, usage=_usage(value))
-        except HttpError as error:
-            await response.write(b"data: " + msgspec.json.encode({"error": {
-                "message": error.message, "type": "server_error", "param": None, "code": error.code}}) + b"\n\n")
-        await response.write(b"data: [DONE]\n\n")
-        await response.write_eof()
-        return response
+    stream_headers = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
+
+    def __init__(self, body: ChatCompletion) -> None:
+        self.body = body
+        self.created = int(time.time())
+        self.ident = f"chatcmpl-{uuid.uuid4().hex[:24]}"
+
+    def failed(self, error: HttpError) -> web.Response:
+        return openai_error(error)
+
+    def opening(self) -> list[bytes]:
+        return [self._chunk({"role": "assistant", "content": ""})]
+
+    def piece(self, event: GenerationToken | GenerationThinking) -> list[bytes]:
+        return [self._chunk({"content": event.text})] if isinstance(event, GenerationToken) else []
+
+    def closing(self, done: ResponseGeneration) -> list[bytes]:
+        calls = [self._chunk({"tool_calls": _tool_calls(done, streamed=True)})] if done.message.tool_calls else []
+        usage = self.body.stream_options and self.body.stream_options.include_usage
+        return [*calls, self._chunk({}, _finish(done)), *([self._chunk({}, usage=_usage(done))] if usage else [])]
+
+    def broken(self, error: HttpError) -> list[bytes]:
+        return [_event({"error": {"message": error.message, "type": "server_error", "param": None,
+                                  "code": error.code}})]
+
+    def ending(self) -> list[bytes]:
+        return [b"data: [DONE]\n\n"]
+
+    def whole(self, text: str, thinking: str, done: ResponseGeneration) -> dict[str, Any]:
+        message = {"role": "assistant", "content": text or (None if done.message.tool_calls else ""),
+                   **({"tool_calls": _tool_calls(done)} if done.message.tool_calls else {})}
+        return {"id": f"chatcmpl-{done.generation_id}", "object": "chat.completion", "created": self.created,
+                "model": self.body.model, "system_fingerprint": "ctxkeep",
+                "choices": [{"index": 0, "message": message, "finish_reason": _finish(done), "logprobs": None}],
+                "usage": _usage(done)}
+
+    def _chunk(self, delta: dict[str, Any], finish: str | None = None, **extra: Any) -> bytes:
+        """A `chat.completion.chunk` (one with `usage` has no choices)."""
+        choices = [] if "usage" in extra else [{"index": 0, "delta": delta, "finish_reason": finish}]
+        return _event({"id": self.ident, "object": "chat.completion.chunk", "created": self.created,
+                       "model": self.body.model, "system_fingerprint": "ctxkeep", "choices": choices, **extra})
+
+
+def _event(data: dict[str, Any]) -> bytes:
+    return b"data: " + msgspec.json.encode(data) + b"\n\n"

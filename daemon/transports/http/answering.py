@@ -1,0 +1,114 @@
+"""One answer path under both HTTP APIs. A chat request is read into the engine's terms
+(`intake`), run as a session turn (`Chats.run`), and its events written back (`respond`),
+streamed or as one object; what differs between Ollama's API and OpenAI's is only the shape
+of what is written, which each API gives as an `AnswerShape`."""
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import aclosing
+from typing import Any, Protocol, TypeVar
+
+from aiohttp import web
+
+from ctxkeep.protocol.events import GenerationError, GenerationThinking, GenerationToken, ResponseGeneration
+from ctxkeep.daemon.transports.http.chat import ChatRequest, Chats
+from ctxkeep.daemon.transports.http.errors import HttpError
+from ctxkeep.daemon.transports.http.wire import memory_header, read_json
+
+#: What an answer streams: its text, its thinking, and the end of the turn.
+Piece = GenerationToken | GenerationThinking | ResponseGeneration
+Body = TypeVar("Body")
+
+
+class AnswerShape(Protocol):
+    """How one HTTP API writes an answer and its errors."""
+
+    #: The streamed answer's Content-Type (and any other headers).
+    stream_headers: dict[str, str]
+
+    def failed(self, error: HttpError) -> web.Response:
+        """The error, before anything of the answer was written."""
+
+    def opening(self) -> list[bytes]:
+        """Called once the turn has begun to answer: what a stream starts with (a whole
+        answer writes none of it)."""
+
+    def piece(self, event: GenerationToken | GenerationThinking) -> list[bytes]:
+        """A streamed piece of the answer."""
+
+    def closing(self, done: ResponseGeneration) -> list[bytes]:
+        """What a stream ends with, after the answer's last piece."""
+
+    def broken(self, error: HttpError) -> list[bytes]:
+        """The error, inside a stream already under way."""
+
+    def ending(self) -> list[bytes]:
+        """What ends every stream, answered or broken."""
+
+    def whole(self, text: str, thinking: str, done: ResponseGeneration) -> dict[str, Any]:
+        """The answer as one object (a request with streaming off)."""
+
+
+async def intake(request: web.Request, chats: Chats, kind: type[Body], messages: Callable[[Body], int],
+                 read: Callable[[Body, str], ChatRequest]) -> tuple[Body, ChatRequest]:
+    """A chat request's body (`kind`) and what it asks in the engine's terms (`read`), its
+    session named by the X-Ctxkeep-Session header or the body, and its memory by
+    X-Ctxkeep-Memory. Raises HttpError."""
+    body = await read_json(request, kind, chats.services.config.http_max_messages)
+    chat = await chats.intake(messages(body), read, body, request.headers.get("X-Ctxkeep-Session", ""))
+    chat.memory = memory_header(request)
+    return body, chat
+
+
+async def respond(request: web.Request, chats: Chats, chat: ChatRequest, shape: AnswerShape,
+                  stream: bool) -> web.StreamResponse:
+    """Run the chat as a turn and write its answer in `shape`: a turn that fails before it
+    answers is an error status; one that fails midway, an error in the stream."""
+    async with aclosing(pieces(chats, chat)) as answer:
+        try:
+            first = await anext(answer)
+        except HttpError as error:
+            return shape.failed(error)
+        opening = shape.opening()
+        if not stream:
+            return await _whole(first, answer, shape)
+        response = web.StreamResponse(headers=shape.stream_headers)
+        await response.prepare(request)
+        try:
+            await _write(response, opening)
+            while not isinstance(first, ResponseGeneration):
+                await _write(response, shape.piece(first))
+                first = await anext(answer)
+            await _write(response, shape.closing(first))
+        except HttpError as error:
+            await _write(response, shape.broken(error))
+        await _write(response, shape.ending())
+        await response.write_eof()
+        return response
+
+
+async def pieces(chats: Chats, chat: ChatRequest) -> AsyncIterator[Piece]:
+    """The answer as it streams, up to its ResponseGeneration; a turn that fails raises
+    HttpError."""
+    session_id, made = await chats.session_for(chat)
+    async for event in chats.run(session_id, chat, made):
+        if isinstance(event, GenerationError):
+            raise HttpError(event.code, event.message)
+        if isinstance(event, (GenerationToken, GenerationThinking, ResponseGeneration)):
+            yield event
+
+
+async def _whole(first: Piece, answer: AsyncIterator[Piece], shape: AnswerShape) -> web.Response:
+    text: list[str] = []
+    thinking: list[str] = []
+    try:
+        while not isinstance(first, ResponseGeneration):
+            (text if isinstance(first, GenerationToken) else thinking).append(first.text)
+            first = await anext(answer)
+    except HttpError as error:
+        return shape.failed(error)
+    return web.json_response(shape.whole("".join(text), "".join(thinking), first))
+
+
+async def _write(response: web.StreamResponse, chunks: list[bytes]) -> None:
+    for chunk in chunks:
+        await response.write(chunk)
