@@ -25,7 +25,7 @@ from common import emit
 from harness import DaemonProcess
 from ollama_standin import OllamaStandin, render
 
-from ctxkeep.daemon.shorten import shortened
+from ctxkeep.daemon.context.shorten import shortened
 from ctxkeep.protocol.events import GenerationError, ResponseGeneration, SessionUpdated
 from ctxkeep.protocol.tools import FunctionSpec, ToolResult, ToolSpec
 

@@ -41,6 +41,7 @@ from ctxkeep.protocol.replies import HistoryReply
 from inprocess import InProcess
 from memory_backend import MemoryBackend
 from ollama_standin import Model
+from ctxkeep.daemon.store.shown import message_info
 
 MODEL = "huge:7b"
 WORDS = ("context window token model prompt answer question summary history message session "
@@ -135,7 +136,7 @@ async def active_pages(active: int) -> None:
             times.append(time.perf_counter() - t0 - client)
         t1 = time.perf_counter()
         seqs = daemon.store.context.get(record.id).seqs
-        msgspec.json.encode([m.info() for m in daemon.store.history.messages(record.id, seqs)])
+        msgspec.json.encode([message_info(m) for m in daemon.store.history.messages(record.id, seqs)])
         bare = time.perf_counter() - t1
         assert seen == active, (seen, active)
         daemon.close()

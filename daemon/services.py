@@ -25,7 +25,7 @@ from ctxkeep.daemon.jobs.queue import SessionJobs
 from ctxkeep.daemon.backends.protocol import ModelBackend
 from ctxkeep.daemon.recall.recaller import Recaller
 from ctxkeep.daemon.events.bus import EventBus
-from ctxkeep.daemon.store.listing import SessionListing
+from ctxkeep.daemon.context.listing import SessionListing
 from ctxkeep.daemon.store.store import Store
 
 

@@ -146,11 +146,7 @@ class MemoryBackend:
             on_sent()
         await self._wait_if_held()
         fail_at, error = self._faults.popleft() if self._faults else (-1, None)
-        text = self.reply(sent)
-        limit = int(options.get("num_predict") or 0)
-        cut = limit > 0 and self.count(text) > limit
-        while cut and text and self.count(text) > limit:  # generation stops there, as Ollama's does
-            text = text.rsplit(" ", 1)[0] if " " in text else ""
+        text, cut = self._limited(self.reply(sent), options)
         for index, piece in enumerate(split_stream(text)):
             if index == fail_at:
                 raise error  # type: ignore[misc]
@@ -162,13 +158,22 @@ class MemoryBackend:
                         eval_count=self.count(text), total_duration=1, prompt_eval_duration=tokens * self.ns_per_read,
                         eval_duration=self.count(text) * self.ns_per_write, host="memory")
 
+    def _limited(self, text: str, options: Mapping[str, Any]) -> tuple[str, bool]:
+        """The answer as far as `num_predict` lets it go (generation stops there, as
+        Ollama's does), and whether it was cut."""
+        limit = int(options.get("num_predict") or 0)
+        cut = limit > 0 and self.count(text) > limit
+        while cut and text and self.count(text) > limit:
+            text = text.rsplit(" ", 1)[0] if " " in text else ""
+        return text, cut
+
     async def chat_once(self, model: str, messages: Sequence[Mapping[str, Any]],
                         options: Mapping[str, Any]) -> ChatChunk:
         await self.facts(model)
         sent, tokens = self._prompt(model, messages, options)
         await self._wait_if_held()
-        text = self.reply(sent)
-        return ChatChunk(content=text, done=True, prompt_eval_count=tokens, eval_count=self.count(text),
+        text, cut = self._limited(self.reply(sent), options)
+        return ChatChunk(content=text, done=True, done_reason="length" if cut else "stop", prompt_eval_count=tokens, eval_count=self.count(text),
                          prompt_eval_duration=tokens * self.ns_per_read,
                          eval_duration=self.count(text) * self.ns_per_write, host="memory")
 

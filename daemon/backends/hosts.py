@@ -258,9 +258,11 @@ class Hosts:
     async def count_prompt(self, model: str, messages: Sequence[Mapping[str, Any]],
                     tools: list[dict[str, Any]] | None = None) -> int | None:
         """The prompt's tokens by the first server of `model` that can count it and is
-        free to (as for embeddings: one of one slot that streams an answer is not asked)."""
+        free to: one of one slot that streams an answer is not asked (it would cut the
+        stream); one busy with a side request (an embedding, the model's facts) is, as the
+        server queues it."""
         for host in self.ranked(model):
-            if host.busy and not host.backend.takes_side_requests():
+            if host.answering and not host.backend.takes_side_requests():
                 continue
             host.busy += 1
             try:

@@ -38,7 +38,7 @@ from ctxkeep.daemon.compaction import early_levels, relevance
 from ctxkeep.daemon.compaction.applier import Applier
 from ctxkeep.daemon.compaction.checkpoints import Checkpointer
 from ctxkeep.daemon.compaction.passes import (
-    EXTRA_CHECKPOINTS, PASS_TARGET, Pass, least_step, worth_retrying,
+    AGING_STEPS, EXTRA_CHECKPOINTS, PASS_TARGET, Pass, least_step, worth_retrying,
 )
 from ctxkeep.daemon.compaction.planner import (
     STRATEGY, Change, compaction_marker, preserved_seqs,
@@ -163,19 +163,34 @@ class AutoCompactor:
             pass_.keep_tools = 1  # the last exchanges do not fit whole beside the reply room
             view = await self.run(view, 1, pass_)
         pass_.extra = True
-        for step in range(EXTRA_CHECKPOINTS):
+        for step in range(EXTRA_CHECKPOINTS + (AGING_STEPS if user is not None else 0)):
             if not self.needed(3, pass_, user, view):
                 break
             if user is not None:
-                pass_.keep_recent = max(1, self.parts.config.keep_recent_messages - 2 * (step + 1))
+                # the last messages too, two at a time: at the end (when showing long answers
+                # as their head and tail is not enough) even the newest exchange goes into the
+                # summary, and the summaries age, rather than the question be refused
+                keep = max(0, self.parts.config.keep_recent_messages - 2 * (step + 1))
+                if keep == 0:
+                    view = await self._newest_shortened(view, user, pass_)
+                    if self.fits(view, user, pass_.offered):
+                        break
+                pass_.keep_recent = keep
             changed = await self.run(view, 3, pass_)
-            if changed is view and user is None:
+            if changed is view and (user is None or pass_.keep_recent == 0):
                 break
             view = changed
         if user is not None and not self.fits(view, user, pass_.offered):
-            pass_.last_resort = user  # the newest answers too: never a dead end for one long answer
-            view = await self.run(view, 1, pass_)
+            view = await self._newest_shortened(view, user, pass_)
         return view
+
+    async def _newest_shortened(self, view: View, user: MessageRecord, pass_: Pass) -> View:
+        """Level 1 for the newest answers too (their head and tail), once a pass: never a
+        dead end for one long answer."""
+        if pass_.last_resort is not None:
+            return view
+        pass_.last_resort = user
+        return await self.run(view, 1, pass_)
 
     # -- one level -----------------------------------------------------------------
 

@@ -11,12 +11,13 @@ from dataclasses import dataclass
 import msgspec
 
 from ctxkeep.daemon.compaction.summarizer import Progress, Summarizer, chunk_lines, instructions_for
-from ctxkeep.daemon.compaction.planner import AGE_SHARE, AGES, Change, outline_line, tool_lines
+from ctxkeep.daemon.compaction.planner import AGE_SHARE, AGES, Change, last, outline_line, tool_lines
 from ctxkeep.daemon.context.parts import Parts
 from ctxkeep.daemon.context.prompt import AGE_SYSTEM, CHECKPOINT_SYSTEM, USER_SUMMARY_SYSTEM
 from ctxkeep.daemon.context.usage import Budget
 from ctxkeep.daemon.store.records import MessageRecord, SessionRecord, View
 from ctxkeep.daemon.store.context_records import ActiveContext, Checkpoint
+from ctxkeep.daemon.context.content import prompt_content
 
 
 def target(budget: Budget, age: str) -> int:
@@ -131,7 +132,7 @@ class Checkpointer:
         estimator = self.parts.estimator
         lines = [(transcript, estimator.text(summarizer.model, transcript))
                  for transcript in (outline_line(m, m.seq in summaries) for m in group)]
-        original = sum(estimator.message(model, m.prompt_content(m.seq in summaries)) for m in group)
+        original = sum(estimator.message(model, prompt_content(m, m.seq in summaries)) for m in group)
         return chunk_lines(lines, summarizer.budget), original
 
     def _user_share(self, model: str, context: ActiveContext, active: list[MessageRecord],
@@ -140,8 +141,8 @@ class Checkpointer:
         """The oldest user messages to summarize when the preserved ones pass half the
         budget (down to 40 % of it), or with `force` whenever there are any (at least
         one); the last and the pinned messages always stay."""
-        cost = {m.seq: self.parts.estimator.message(model, m.prompt_content()) for m in active}
-        keep_recent = {m.seq for m in active[-keep_recent:]}
+        cost = {m.seq: self.parts.estimator.message(model, prompt_content(m)) for m in active}
+        keep_recent = {m.seq for m in last(active, keep_recent)}
         total = sum(cost[s] for s in preserved if s in cost)
         base = budget.available + budget.pinned  # what the conversation and pins may take
         if total <= base / 2 and not force:

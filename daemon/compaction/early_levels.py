@@ -10,7 +10,7 @@ from ctxkeep.daemon.compaction.planner import (
 )
 from ctxkeep.daemon.config import Config
 from ctxkeep.daemon.context.parts import Parts
-from ctxkeep.daemon.shorten import shortened
+from ctxkeep.daemon.context.shorten import shortened
 from ctxkeep.daemon.store.records import MessageRecord, View
 
 

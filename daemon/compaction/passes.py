@@ -12,6 +12,9 @@ from ctxkeep.daemon.store.records import MessageRecord
 PASS_TARGET = 0.8
 #: Extra level-3 steps a pass may take to reach PASS_TARGET.
 EXTRA_CHECKPOINTS = 3
+#: More level-3 steps a prompt that must fit may take once nothing is left to summarize:
+#: each ages the checkpoints one age more, down to one merged summary.
+AGING_STEPS = 3
 
 
 #: A threshold pass that changed nothing is tried again once the context grew by this share

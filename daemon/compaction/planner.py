@@ -12,6 +12,7 @@ from ctxkeep.daemon.config import Config
 from ctxkeep.daemon.context.prompt import transcript_line
 from ctxkeep.daemon.store.records import MessageRecord, SessionRecord
 from ctxkeep.daemon.store.context_records import ActiveContext, Checkpoint
+from ctxkeep.daemon.context.content import prompt_content, short_results
 
 STRATEGY = {1: "file_compress", 2: "message_prune", 3: "checkpoint"}
 AGES = ("recent", "old", "ancient", "merged")
@@ -86,7 +87,7 @@ def outline_line(message: MessageRecord, file_summaries: bool) -> str:
     """A message as the summarizer reads it: its text and its files (as outlines where
     there are outlines), so a summarized message's files become part of the summary; a tool
     message as its results' head and tail."""
-    shown = msgspec.structs.replace(message, content=message.prompt_content(True)) if message.tool_results else message
+    shown = msgspec.structs.replace(message, content=prompt_content(message, True)) if message.tool_results else message
     line = transcript_line(shown)
     blocks = [f.summary or f.block for f in message.files if not f.error] if message.files else []
     if not blocks:
@@ -103,12 +104,17 @@ def older_tool_messages(active: list[MessageRecord], keep_tools: int
     return tools[:cut], tools[cut:]
 
 
+def last(active: list[MessageRecord], n: int) -> list[MessageRecord]:
+    """The last `n` messages (none for 0, where `active[-0:]` would be all of them)."""
+    return active[-n:] if n > 0 else []
+
+
 def preserved_seqs(context: ActiveContext, active: list[MessageRecord], keep_recent: int,
                    preserve_user: bool, keep_tools: int = KEEP_TOOL_EXCHANGES) -> set[int]:
     """Messages no automatic compaction touches: the last ones, pinned ones, user ones, the
     tool exchanges that with the turn's own make its last `keep_tools`; each with the
     other half of its tool exchange."""
-    keep = {m.seq for m in active[-keep_recent:]} | set(context.pinned)
+    keep = {m.seq for m in last(active, keep_recent)} | set(context.pinned)
     keep |= {m.seq for m in older_tool_messages(active, keep_tools)[1]}
     if preserve_user:
         keep |= {m.seq for m in active if m.role == "user"}
@@ -153,7 +159,7 @@ def plan_file_summaries(context: ActiveContext, active: list[MessageRecord],
     recent = {f.path for m in active[-RECENT_FILE_MESSAGES:] for f in m.files}
     pinned, done = set(context.pinned), set(context.file_summaries)
     older = older_tool_messages(active, keep_tools)[0]
-    shortens = {m.seq for m in older if any(s != r.content for s, r in zip(m.short_results(), m.tool_results))}
+    shortens = {m.seq for m in older if any(s != r.content for s, r in zip(short_results(m), m.tool_results))}
     shortens |= old_images(active, image_turns)
     return [m.seq for m in active if m.seq not in pinned and m.seq not in done
             and (m.seq in shortens or any(f.summary and f.path not in recent for f in m.files))]

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from ctxkeep.protocol.events import ContextUsage, ContextWarning, SessionUpdated
 from ctxkeep.protocol.structs import SessionInfo, Usage
-from ctxkeep.daemon import reliability
+from ctxkeep.daemon.context import reliability
 from ctxkeep.daemon.events.bus import EventBus
 from ctxkeep.daemon.config import Config
 from ctxkeep.daemon.context.estimator import Estimator
@@ -24,6 +24,7 @@ from ctxkeep.daemon.store.store import Store
 from ctxkeep.daemon.store.store import UnknownSession
 from ctxkeep.daemon.context.usage import usage_of
 from ctxkeep.daemon.store.records import View
+from ctxkeep.daemon.context.listing import shown
 
 log = logging.getLogger(__name__)
 #: A session with more messages is read and estimated in worker threads (as recall indexes it).
@@ -48,7 +49,7 @@ class Announcer:
     _scored: dict[str, int] = field(default_factory=dict)
 
     def info(self, session: SessionRecord) -> SessionInfo:
-        return session.info(busy=self.busy(session.id))
+        return shown(session, busy=self.busy(session.id))
 
     def usage(self, session: SessionRecord, view: View | None = None) -> Usage:
         _, context, active = view or self.store.history.view(session.id)

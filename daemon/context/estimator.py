@@ -135,6 +135,14 @@ class Estimator:
         novel = math.ceil(sum(fitting.uncovered(calibration, w, v) for v in (delta, old, recall)))
         return Estimate(max(0, round(tokens)), uncertain, min(novel, uncertain))
 
+    def unanchored(self, model: str, features: Vector) -> Estimate:
+        """The estimate of a prompt with these features from the model's weights alone (no
+        session's exact count to start from: a prompt unlike the session's own)."""
+        w = self.weights(model)
+        cost = sum(wi * abs(x) for wi, x in zip(w, features))
+        novel = math.ceil(fitting.uncovered(self._calibration(model), w, features))
+        return Estimate(self.estimate(model, features), math.ceil(cost), min(novel, math.ceil(cost)))
+
     def context_estimate(self, session: SessionRecord, context: ActiveContext,
                          active: Sequence[MessageRecord], user: MessageRecord | None = None) -> Estimate:
         return self.of_features(session, self.context_features(session, context, active, user))

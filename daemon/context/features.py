@@ -14,12 +14,13 @@ from typing import Any, NamedTuple
 
 import msgspec
 
-from ctxkeep.daemon.shorten import shortened
+from ctxkeep.daemon.context.shorten import shortened
 from ctxkeep.daemon.context.fold import PrefixFold
 from ctxkeep.daemon.context.per_message import PerMessage
 from ctxkeep.daemon.store.records import MessageRecord, SessionRecord
 from ctxkeep.daemon.store.context_records import ActiveContext
 from ctxkeep.daemon.tokens import FEATURES, IMAGE, ONE, ZERO, Vector, text_features, widened
+from ctxkeep.daemon.context.content import short_results
 
 __all__ = ["FEATURES", "ONE", "Vector", "ZERO", "text_features"]
 
@@ -90,7 +91,7 @@ def message_features(m: MessageRecord) -> MessageFeatures:
             return add(scale(ONE, len(m.tool_results) - 1), *(
                 add(text_features(text), text_features(r.tool_name), RESULT_WRAP)
                 for r, text in zip(m.tool_results, texts)))
-        return MessageFeatures(ZERO, results([r.content for r in m.tool_results]), results(m.short_results()))
+        return MessageFeatures(ZERO, results([r.content for r in m.tool_results]), results(short_results(m)))
     joins = scale(JOIN, len(m.files))
     blocks = [widened(f.features) or text_features(f.block)
               for f in m.files]  # computed where the file was read, when it was

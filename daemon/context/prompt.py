@@ -10,6 +10,7 @@ from ctxkeep.daemon.context.fold import PrefixFold
 from ctxkeep.protocol.tools import calls_text
 from ctxkeep.daemon.store.records import MessageRecord, SessionRecord
 from ctxkeep.daemon.store.context_records import ActiveContext, Checkpoint
+from ctxkeep.daemon.context.content import prompt_content, short_results
 
 Message = dict[str, Any]
 
@@ -46,9 +47,9 @@ def wire(m: MessageRecord, short: bool = False, vision: bool = False) -> list[Me
     (`send_images` puts their bytes in), else with their notes in its text."""
     if m.tool_results:
         return [{"role": "tool", "content": brief if short else r.content, "tool_name": r.tool_name}
-                for r, brief in zip(m.tool_results, m.short_results())]
+                for r, brief in zip(m.tool_results, short_results(m))]
     seen = bool(m.images) and vision and not short
-    out: Message = {"role": m.role, "content": m.prompt_content(short, seen)}
+    out: Message = {"role": m.role, "content": prompt_content(m, short, seen)}
     if m.tool_calls:
         out["tool_calls"] = msgspec.to_builtins(m.tool_calls)
     if seen:

@@ -4,7 +4,7 @@ from dataclasses import dataclass
 
 from ctxkeep.protocol.structs import Segments, Usage
 from ctxkeep.daemon.context import goals as goal_markers
-from ctxkeep.daemon import reliability
+from ctxkeep.daemon.context import reliability
 from ctxkeep.daemon.config import Config
 from ctxkeep.daemon.context.estimator import Estimator
 from ctxkeep.daemon.context.prompt import checkpoint_block

@@ -6,6 +6,7 @@ from ctxkeep.protocol.replies import SearchReply
 from ctxkeep.daemon.handlers.registry import handles
 from ctxkeep.daemon.services import Services
 from ctxkeep.daemon.store.word_index import words
+from ctxkeep.daemon.store.shown import message_info
 
 
 @handles(requests.Search)
@@ -18,5 +19,5 @@ async def search(services: Services, req: requests.Search) -> SearchReply:
     for sid, message in hits:
         if sid not in names:
             names[sid] = store.sessions.get(sid).name
-        out.append(SearchHit(session_id=sid, session_name=names[sid], message=message.info()))
+        out.append(SearchHit(session_id=sid, session_name=names[sid], message=message_info(message)))
     return SearchReply(id=req.id, hits=out, total=total, words=sorted(words(req.query)))

@@ -14,6 +14,7 @@ from ctxkeep.daemon.backends.protocol import ModelCallError
 from ctxkeep.daemon.backends.facts import ModelFacts
 from ctxkeep.daemon.backends.options import check_options
 from ctxkeep.daemon.handlers.registry import RequestError, handles
+from ctxkeep.daemon.context.listing import shown
 
 
 async def _updated(services: Services, req, record: SessionRecord, prompt_changed: bool,
@@ -107,7 +108,7 @@ async def list_sessions(services: Services, req: requests.SessionList) -> Sessio
 
 @handles(requests.SessionGet, session=True)
 async def get(services: Services, req: requests.SessionGet, record: SessionRecord) -> SessionReply:
-    return SessionReply(id=req.id, session=record.info(busy=services.jobs.busy(record.id)))
+    return SessionReply(id=req.id, session=shown(record, busy=services.jobs.busy(record.id)))
 
 
 @handles(requests.SessionRename, session=True, waits=True)

@@ -5,7 +5,7 @@ import msgspec
 from ctxkeep.protocol import ErrorCode, requests
 from ctxkeep.protocol.tools import ToolCall, ToolResult, results_text
 from ctxkeep.daemon.files.chunker import kind_of, summarize
-from ctxkeep.daemon.shorten import shortened
+from ctxkeep.daemon.context.shorten import shortened
 from ctxkeep.protocol.turn_requests import Turn
 from ctxkeep.daemon.backends.protocol import ChatExtras
 from ctxkeep.daemon.turns.answer_format import schema_problem

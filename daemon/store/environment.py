@@ -26,6 +26,7 @@ from ctxkeep.daemon.store.migrations import MIGRATIONS, SCHEMA_VERSION
 from ctxkeep.daemon.store.records import SessionRecord
 from ctxkeep.daemon.store.context_records import ActiveContext
 from ctxkeep.daemon.store.writer import GroupWriter
+from ctxkeep.daemon.store.shown import session_info
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -131,7 +132,7 @@ class Environment:
 
     def put_session(self, txn: lmdb.Transaction, record: SessionRecord) -> None:
         codecs.in_range(record.num_ctx, NumCtx, "num_ctx")
-        codecs.checked(record.info(), codecs.session_info)  # what clients read of it, in range
+        codecs.checked(session_info(record), codecs.session_info)  # what clients read of it, in range
         txn.put(keys.session_key(record.id), codecs.checked(record, codecs.session), db=self.dbs["sessions"])
 
     def context_in(self, txn: lmdb.Transaction, session_id: str) -> ActiveContext:

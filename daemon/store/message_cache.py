@@ -10,6 +10,7 @@ from collections import OrderedDict
 
 from ctxkeep.protocol import encode
 from ctxkeep.daemon.store.records import MessageRecord
+from ctxkeep.daemon.store.shown import message_info
 
 
 class MessageCache:
@@ -41,7 +42,7 @@ class MessageCache:
         for m in messages:
             found = known.get(m.seq)
             if found is None:
-                found = known[m.seq] = encode(m.info())
+                found = known[m.seq] = encode(message_info(m))
             out.append(found)
         return out
 

@@ -1,17 +1,16 @@
-"""What the store keeps, as MessagePack Structs. Separate from the wire types so
-the storage schema and the protocol can change apart."""
+"""What the store keeps, as MessagePack Structs: the storage schema, and only that. Separate
+from the wire types so the storage schema and the protocol can change apart (shown.py maps
+one to the other; what the model is shown of a message is context/content.py's)."""
 
 from typing import NamedTuple
 
 import msgspec
 
-from ctxkeep.daemon.reliability import score as reliability_score
-from ctxkeep.protocol.structs import MessageInfo, Options, SessionInfo
+from ctxkeep.protocol.structs import Options
 from ctxkeep.daemon.store.attachment import Attachment
 from ctxkeep.protocol.images import ImageRef
 from ctxkeep.protocol.memory import MemoryRef
-from ctxkeep.protocol.tools import ToolCall, ToolResult, ToolSpec, results_text
-from ctxkeep.daemon.shorten import shortened
+from ctxkeep.protocol.tools import ToolCall, ToolResult, ToolSpec
 from ctxkeep.daemon.store.context_records import ActiveContext
 
 
@@ -97,22 +96,6 @@ class SessionRecord(msgspec.Struct, kw_only=True):
             return min(self.num_ctx, self.context_length)
         return self.num_ctx
 
-    def info(self, busy: bool = False) -> SessionInfo:
-        """The session as the protocol shows it."""
-        return SessionInfo(
-            id=self.id, name=self.name, model=self.model, system=self.system,
-            options=self.options, num_ctx=min(max(self.num_ctx, 0), 2**53), window=min(max(self.window, 0), 2**53),
-            created=self.created, updated=self.updated, message_count=self.message_count,
-            token_count=self.token_count, token_count_exact=self.tokens_exact,
-            next_tokens=self.next_prompt, busy=busy,
-            compactions=self.compactions, compaction_model=self.compaction_model,
-            reliability=round(reliability_score(self.parameter_size, self.compactions), 4),
-            auto_compaction=self.auto_compaction, thresholds=self.thresholds,
-            recall=self.recall, recall_budget=self.recall_budget,
-            memory=self.memory, remembered=self.remembered, forgotten=self.forgotten,  # type: ignore[arg-type]
-            cache_hit_rate=self.cache_hit_rate,
-            branched_from=self.branched_from, branched_at=self.branched_at, tools=self.tools)
-
 
 class MessageFields(msgspec.Struct, kw_only=True):
     """What a message is, stored or about to be: the fields `MessageRecord` and `NewMessage`
@@ -151,33 +134,6 @@ class MessageRecord(MessageFields, kw_only=True, frozen=True):
 
     seq: int
     created: float
-
-    def short_results(self) -> list[str]:
-        """Level 1's short form of each tool result: its outline, or its head and tail."""
-        outlines = self.result_outlines + [""] * (len(self.tool_results) - len(self.result_outlines))
-        return [o or shortened(r.content) for o, r in zip(outlines, self.tool_results)]
-
-    def prompt_content(self, file_summaries: bool = False, images_seen: bool = False) -> str:
-        """The text the model sees: the message, then its expanded @file references
-        (as summaries, where level-1 compaction made them so), then, unless the model sees
-        its images, each one's note ("[image: name]"); a `tool` message's results (head and
-        tail, where level-1 compaction shortened them); an answer too long for the window's
-        last turns, as its head and tail where compaction shortened it."""
-        if self.tool_results and file_summaries:
-            return results_text([ToolResult(tool_name=r.tool_name, content=short)
-                                 for r, short in zip(self.tool_results, self.short_results())])
-        if file_summaries and self.role == "assistant" and not self.files:
-            return shortened(self.content)
-        notes = [] if images_seen else [i.note() for i in self.images]
-        if not self.files and not notes:
-            return self.content
-        blocks = [f.summary if file_summaries and f.summary else f.block for f in self.files]
-        return "\n\n".join([self.content, *blocks, *notes])
-
-    def info(self) -> MessageInfo:
-        """The message as the protocol shows it."""
-        fields = {f: getattr(self, f) for f in MessageInfo.__struct_fields__ if f != "files"}
-        return MessageInfo(**fields, files=[f.info() for f in self.files])
 
 
 class NewMessage(MessageFields, kw_only=True):

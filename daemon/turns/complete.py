@@ -27,6 +27,8 @@ from ctxkeep.daemon.jobs.queue import Job
 from ctxkeep.daemon.recall.recaller import Recaller
 from ctxkeep.daemon.store.records import MessageRecord, NewMessage, SessionRecord, View
 from ctxkeep.daemon.store.writer import landed
+from ctxkeep.daemon.context.content import prompt_content
+from ctxkeep.daemon.store.shown import message_info
 
 log = logging.getLogger("ctxkeep.daemon.turns.generation")
 
@@ -47,7 +49,7 @@ class Completer:
         lowest = turn.estimate.tokens - 2 * estimator.allowance(session.model, turn.estimate) - SLACK
         # what the last prompt left in this one, with at least half the new message's estimate
         # (only where the estimate too says nothing left the prompt since: not a regenerate's)
-        kept = session.next_prompt + estimator.message(session.model, user.prompt_content()) // 2 - SLACK \
+        kept = session.next_prompt + estimator.message(session.model, prompt_content(user)) // 2 - SLACK \
             if session.tokens_exact else 0
         kept = kept if turn.estimate.tokens >= kept else 0
         return token_count >= session.window or token_count < kept or (
@@ -75,7 +77,7 @@ class Completer:
         sent = add(turn.features, turn.recall.features)  # the prompt as sent, its recall block in
         calibrations = [] if truncated or not counted else estimator.observe(
             session, sent, token_count, turn.estimate, [(output.text, eval_count)],
-            repeated=repetitive(user.prompt_content()))
+            repeated=repetitive(prompt_content(user)))
         # bounded, but a schema's patterns may take their time: never on the event loop
         format_error = await asyncio.to_thread(format_problem, output.text, answer_format) \
             if answer_format is not None else ""
@@ -124,7 +126,7 @@ def answered(generation_id: str, assistant: MessageRecord, session: SessionRecor
     """The event that ends a turn: the answer as stored, the counts and the server's timings."""
     token_count, counted, truncated = count
     return ResponseGeneration(
-        generation_id=generation_id, message=assistant.info(), token_count=token_count,
+        generation_id=generation_id, message=message_info(assistant), token_count=token_count,
         eval_count=bounded(final.eval_count), window=session.window, truncated=truncated,
         next_tokens=bounded(session.next_prompt),
         prompt_estimate=turn.estimate.tokens, total_duration=bounded(final.total_duration),

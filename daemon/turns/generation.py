@@ -39,6 +39,7 @@ from ctxkeep.daemon.turns.question import Question, Reopened, Withdrawn
 from ctxkeep.daemon.jobs.queue import Job, SessionJobs
 from ctxkeep.daemon.store.errors import StoreError
 from ctxkeep.daemon.store.records import MessageRecord, NewMessage, SessionRecord, View
+from ctxkeep.daemon.store.shown import message_info
 
 log = logging.getLogger(__name__)
 #: How often a streaming answer is saved as a draft (seconds).
@@ -143,7 +144,7 @@ class Generations:
     def _announcer(self, job: Job, session: SessionRecord) -> Callable[[MessageRecord], object]:
         """What says a turn's question is stored (`query.received`)."""
         return lambda user: self.parts.bus.publish(QueryReceived(
-            generation_id=job.id, message=user.info(), model=session.model), session.id)
+            generation_id=job.id, message=message_info(user), model=session.model), session.id)
 
     async def _execute(self, job: Job, question: Question, extras: ChatExtras) -> None:
         """The turn, top to bottom. Its question is committed once the model request is

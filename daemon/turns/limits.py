@@ -10,6 +10,7 @@ from ctxkeep.daemon.context.usage import reply_room
 from ctxkeep.daemon.errors import RequestError
 from ctxkeep.daemon.store.records import MessageRecord, SessionRecord, View
 from ctxkeep.protocol import ErrorCode
+from ctxkeep.daemon.context.content import prompt_content
 
 
 def more_room(session: SessionRecord) -> str:
@@ -58,18 +59,25 @@ def judged(parts: Parts, model: str, estimate: Estimate | int) -> tuple[int, boo
     return math.ceil(tokens / PRIOR_OVER), True
 
 
-def refuse_impossible(parts: Parts, view: View, user: MessageRecord) -> None:
-    """Refuse a question that cannot fit however much is compacted: the system prompt,
-    goals, pins and the question itself, plus the reply room, over the window."""
+def floor_view(parts: Parts, view: View) -> View:
+    """The least a prompt of this view can be, however much is compacted: the system
+    prompt, goals and pins (the question goes with it)."""
     session, context, _ = view
-    estimator = parts.estimator
     floor_context = msgspec.structs.replace(context, seqs=[], checkpoints=[])
-    pinned = parts.store.history.messages(session.id, context.pinned)
-    floor, _ = judged(parts, session.model, estimator.estimate(
-        session.model, estimator.context_features(session, floor_context, pinned, user)))
+    return View(session, floor_context, parts.store.history.messages(session.id, context.pinned))
+
+
+def refuse_impossible(parts: Parts, view: View, user: MessageRecord, counted: int | None = None) -> None:
+    """Refuse a question that cannot fit however much is compacted: the system prompt,
+    goals, pins and the question itself (`floor_view`; `counted`: the model server's count
+    of that prompt, else its estimate), plus the reply room, over the window."""
+    session = view.session
+    estimator = parts.estimator
+    floor = counted if counted is not None else judged(parts, session.model, estimator.estimate(
+        session.model, estimator.context_features(*floor_view(parts, view), user)))[0]
     room = reply_room(parts.config, session.window)
     if floor + room > session.window:
-        mine = estimator.message(session.model, user.prompt_content())
+        mine = estimator.message(session.model, prompt_content(user))
         raise RequestError(
             ErrorCode.CONTEXT_OVERFLOW,
             f"this message is about {mine:,} tokens; with the system prompt, goals and pins "

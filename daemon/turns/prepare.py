@@ -16,9 +16,9 @@ from ctxkeep.daemon.context.estimator import Estimate
 from ctxkeep.daemon.context.features import Vector, add, json_features
 from ctxkeep.daemon.context.parts import Parts
 from ctxkeep.daemon.errors import RequestError
-from ctxkeep.daemon.context.prompt import TurnPrompts
+from ctxkeep.daemon.context.prompt import TurnPrompts, build_messages
 from ctxkeep.daemon.context.usage import measure, reply_room
-from ctxkeep.daemon.turns.limits import answer_room, refuse_impossible
+from ctxkeep.daemon.turns.limits import answer_room, floor_view, judged, refuse_impossible
 from ctxkeep.daemon.turns.question import Question
 from ctxkeep.daemon.recall.recaller import NONE as NO_RECALL, Recall, Recaller
 from ctxkeep.daemon.store.records import MessageRecord, SessionRecord, View
@@ -66,10 +66,13 @@ class Preparer:
             view = await self._counted(view, question.record, features, tools)
         if not self.auto.fits_estimate(view.session, estimator.of_features(view.session, features)):
             user = await question.settled()
-            refuse_impossible(self.parts, view, user)  # before any compaction
+            view, floor = await self._floor(view, user, tools)
+            refuse_impossible(self.parts, view, user, floor)  # before any compaction
             compacted.offered = offered
             view = await self.auto.before_send(view, user, compacted)
             features = add(estimator.context_features(*view, user), offered)
+            if not self.auto.fits_estimate(view.session, estimator.of_features(view.session, features)):
+                view = await self._counted(view, user, features, tools)  # compacted: fits by its count?
         session = view.session
         estimate = estimator.of_features(session, features)
         recall, estimate = (NO_RECALL, estimate) if question.record.role == "tool" else \
@@ -89,24 +92,49 @@ class Preparer:
         prompt the estimate says will not fit, but might, is measured before anything is
         compacted or refused, and the count calibrates the estimates (so a fresh store's
         first turn is measured, not guessed)."""
-        session = view.session
-        estimator, store = self.parts.estimator, self.parts.store
-        guessed = estimator.of_features(session, features)
-        if estimator.lowered(session.model, guessed) + reply_room(self.parts.config, session.window) > session.window:
-            return view  # it cannot fit even by the estimate's lower bound: nothing to ask
-        messages = self.prompts.build(*view, user)
-        if any(m.get("images") for m in messages):
-            return view  # what an image costs is the server's to say only as it reads it
-        exact = await self.parts.backend.count_prompt(session.model, messages, tools)
-        if exact is None:
-            return view
-        log.info("session=%s: the server counts the prompt %d tokens (estimated %d)", session.id, exact,
-                 guessed.tokens)
-        estimator.save(estimator.observe(session, features, exact, guessed))
+        guessed = self.parts.estimator.of_features(view.session, features)
+        exact = await self._measured(view.session, self.prompts.build(*view, user), features, guessed, tools)
+        return view if exact is None else await self._anchored(view, exact, features)
+
+    async def _floor(self, view: View, user: MessageRecord, tools: list | None) -> tuple[View, int | None]:
+        """The model server's count of the least the prompt can be (limits.floor_view: the
+        system prompt, goals, pins and the question), where the estimate cannot say whether
+        it fits, with the view anchored on it (so that what compaction adds back is all
+        that is estimated); else (the view, None): the estimate decides."""
+        estimator = self.parts.estimator
+        session, least = view.session, floor_view(self.parts, view)
+        features = add(estimator.context_features(*least, user), json_features(tools))
+        guessed = estimator.unanchored(session.model, features)
+        if judged(self.parts, session.model, guessed)[0] + reply_room(self.parts.config, session.window) \
+                <= session.window:
+            return view, None  # it fits by the estimate
+        exact = await self._measured(session, build_messages(*least, user), features, guessed, tools)
+        return (view, None) if exact is None else (await self._anchored(view, exact, features), exact)
+
+    async def _anchored(self, view: View, exact: int, features: Vector) -> View:
+        """The view with its session anchored on `exact`, the count of a prompt of `features`."""
+        store = self.parts.store
 
         def anchor(r: SessionRecord) -> None:
             r.anchor_tokens, r.anchor_features, r.anchor_model, r.anchor_recall = exact, list(features), r.model, []
-        return view._replace(session=await store.off_loop(store.sessions.update, session.id, anchor))
+        return view._replace(session=await store.off_loop(store.sessions.update, view.session.id, anchor))
+
+    async def _measured(self, session: SessionRecord, messages: list, features: Vector, guessed: Estimate,
+                        tools: list | None) -> int | None:
+        """The server's count of `messages` (None where it cannot say before reading them,
+        or where even the estimate's lower bound cannot fit), learnt by the estimator."""
+        estimator = self.parts.estimator
+        if estimator.lowered(session.model, guessed) + reply_room(self.parts.config, session.window) > session.window:
+            return None  # it cannot fit even by the estimate's lower bound: nothing to ask
+        if any(m.get("images") for m in messages):
+            return None  # what an image costs is the server's to say only as it reads it
+        exact = await self.parts.backend.count_prompt(session.model, messages, tools)
+        if exact is None:
+            return None
+        log.info("session=%s: the server counts the prompt %d tokens (estimated %d)", session.id, exact,
+                 guessed.tokens)
+        estimator.save(estimator.observe(session, features, exact, guessed))
+        return exact
 
     async def _window(self, session: SessionRecord) -> SessionRecord:
         """The session with its model's context_length, size and vision (from /api/show) recorded."""

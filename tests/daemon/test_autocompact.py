@@ -5,7 +5,7 @@ import time
 import pytest
 
 from ctxkeep.daemon.context import goals as goal_markers
-from ctxkeep.daemon import reliability
+from ctxkeep.daemon.context import reliability
 from ctxkeep.daemon.compaction.relevance import bm25, cosine, words
 from ctxkeep.protocol.events import (
     CompactionResult, ContextWarning, GenerationError, GoalUpdated, ResponseGeneration, SnapshotCreated,

@@ -3,8 +3,10 @@ the engine: where the server can count (llama.cpp's server, vLLM), a prompt the 
 says will not fit is measured before anything is refused or compacted."""
 
 import asyncio
+import random
 
 from ctxkeep.protocol import requests
+from ctxkeep.daemon.tokens import text_features
 from ctxkeep.protocol.events import CompactionRequest, GenerationError, ResponseGeneration
 from inprocess import InProcess
 from memory_backend import MemoryBackend
@@ -12,6 +14,8 @@ from ollama_standin import count_tokens_bpe
 
 MODEL = "qwen2.5:7b"
 PROSE = "The quick brown fox jumps over the lazy dog near the river bank, said Maria."
+WORDS = ["The", "river", "garden", "kitchen", "walked", "slowly", "under", "bright", "autumn", "trees",
+         "while", "friends", "talked", "about", "plans", "for", "winter", "and", "spring."]
 
 
 def _ends(app: InProcess) -> dict:
@@ -65,5 +69,36 @@ def test_without_a_server_count_the_estimate_decides_as_before(tmp_path):
         gid = asyncio.run(go())
         assert isinstance(_ends(app)[gid], ResponseGeneration)
         assert backend.counted == []
+    finally:
+        app.close()
+
+
+def test_a_big_message_the_raised_estimate_calls_impossible_is_measured_and_answered(tmp_path):
+    """Issue 41, the 2,048 scenario: after a long turn, a ~1,400-token message of a kind
+    the estimator has not seen (its estimate raised by the uncalibrated margin says even
+    the least prompt cannot fit) is measured by the server: the least prompt fits, so the
+    context is compacted and the message answered, not refused."""
+    backend = MemoryBackend(count=count_tokens_bpe)
+    backend.counts = True
+    app = InProcess(tmp_path, backend)
+    rng = random.Random(3)
+    big = " ".join(rng.choice(WORDS) for _ in range(1200))
+
+    async def go():
+        sid = (await app.call(requests.SessionCreate(model=MODEL, num_ctx=2048))).session.id
+        gids = []
+        for text in ["Hello there, how are you?", " ".join([PROSE] * 50), big]:
+            if text is big:  # the estimate raised by its error says it cannot fit at all
+                estimator = app.services.estimator
+                assert estimator.raised(MODEL, estimator.unanchored(MODEL, text_features(big))) + 256 > 2048
+            gids.append((await app.call(requests.Send(session=sid, text=text))).generation_id)
+            await app.services.jobs.drain(30)
+        return gids
+    try:
+        gids = asyncio.run(go())
+        ends = _ends(app)
+        assert all(isinstance(ends[g], ResponseGeneration) for g in gids), [ends[g] for g in gids]
+        assert backend.counted and backend.counted[-1][-1]["content"] == big  # the least prompt, measured
+        assert ends[gids[-1]].token_count + 256 <= 2048
     finally:
         app.close()

@@ -15,6 +15,7 @@ from ctxkeep.daemon.store.errors import NameTaken
 from ctxkeep.protocol import encode, requests
 from inprocess import InProcess
 from memory_backend import MemoryBackend
+from ctxkeep.daemon.context.listing import shown
 
 MODEL = "qwen2.5:7b"
 STEP = st.one_of(
@@ -31,7 +32,7 @@ STEP = st.one_of(
 def fresh(app: InProcess) -> bytes:
     """The list as computed from the store and the queue, with no cache."""
     busy = app.services.jobs.busy
-    return encode([s.info(busy=busy(s.id)) for s in app.store.sessions.all()])
+    return encode([shown(s, busy=busy(s.id)) for s in app.store.sessions.all()])
 
 
 async def run(app: InProcess, steps: list[tuple]) -> None:

@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 #: The daemon's layers, lowest first: (name, the modules or packages under ctxkeep.daemon).
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("foundation", ("errors", "tokens", "shorten", "reliability", "config")),
+    ("foundation", ("errors", "tokens", "config")),
     ("store", ("store",)),
     ("model backends", ("backends",)),
     ("event bus", ("events",)),

@@ -12,7 +12,16 @@ from collections.abc import Callable
 import msgspec
 
 from ctxkeep.protocol import encode
+from ctxkeep.protocol.structs import SessionInfo
+from ctxkeep.daemon.context import reliability
+from ctxkeep.daemon.store.records import SessionRecord
+from ctxkeep.daemon.store.shown import session_info
 from ctxkeep.daemon.store.store import Store
+
+
+def shown(record: SessionRecord, busy: bool = False) -> SessionInfo:
+    """The session as clients see it, its reliability score included."""
+    return session_info(record, busy, reliability.score(record.parameter_size, record.compactions))
 
 
 class SessionListing:
@@ -31,6 +40,6 @@ class SessionListing:
         key = (self.store.commits, self.busy())
         if key != self._key:
             busy = key[1]
-            self._encoded = msgspec.Raw(encode([s.info(busy=s.id in busy) for s in self.store.sessions.all()]))
+            self._encoded = msgspec.Raw(encode([shown(s, busy=s.id in busy) for s in self.store.sessions.all()]))
             self._key = key
         return self._encoded
