@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import io
 import os
+import traceback
 import signal
 import subprocess
 import sys
@@ -224,6 +225,16 @@ class DaemonThread:
         if self._thread.is_alive():
             self._loop.call_soon_threadsafe(self._daemon.stop)
             self._thread.join(30)
+            if self._thread.is_alive():
+                raise RuntimeError(f"ctxkeepd (in a thread) did not stop in 30 s:\n{_stuck(self._thread, self._loop)}")
         self._thread = None
         if self._failure is not None:
             raise RuntimeError(f"ctxkeepd (in a thread) failed: {self._failure!r}")
+
+
+def _stuck(thread: threading.Thread, loop: asyncio.AbstractEventLoop) -> str:
+    """Where a thread that would not stop is, and its event loop's tasks."""
+    frame = sys._current_frames().get(thread.ident or 0)
+    where = "".join(traceback.format_stack(frame)) if frame is not None else "(no frame)"
+    tasks = "\n".join(repr(t) for t in asyncio.all_tasks(loop))
+    return f"{where}\ntasks:\n{tasks}"

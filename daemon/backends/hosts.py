@@ -1,7 +1,8 @@
 """Several model servers behind one backend.
 
-A call for a model goes to the least busy server that serves it (config order breaks a
-tie). A server that cannot be reached, or whose answer broke before its first token, is
+A call for a model goes to the first server that serves it and is not answering another
+call (config order; a side request such as an embedding does not count, so the model's
+prompt cache stays where it is). A server that cannot be reached, or whose answer broke before its first token, is
 marked down and the call goes on to the next one: a turn fails over before any of its
 answer is shown, never after. A down server is asked again after a wait that doubles
 (1 s up to half a minute; the daemon's watch asks it, and it is still tried when no other
@@ -104,11 +105,13 @@ class Hosts:
         return self.status
 
     def ranked(self, model: str) -> list[Host]:
-        """The servers to try for `model`, in order: those that serve it and are up, least
-        busy first; then the down ones, soonest due first."""
+        """The servers to try for `model`, in order: those that serve it and are up, those
+        not answering first, in config order (a side request such as an embedding does not
+        send a chat elsewhere: the model's prompt cache is where it was); then the down
+        ones, soonest due first."""
         now = time.monotonic()
         serving = [h for h in self.members if h.serves(model) is not False] or list(self.members)
-        up = sorted((h for h in serving if h.due(now)), key=lambda h: (h.failures > 0, h.answering, h.busy))
+        up = sorted((h for h in serving if h.due(now)), key=lambda h: (h.failures > 0, h.answering))
         return up + sorted((h for h in serving if not h.due(now)), key=lambda h: h.retry_at)
 
     def _failed(self, host: Host, exc: ModelCallError) -> bool:

@@ -46,7 +46,7 @@ class Config(RecallConfig, kw_only=True, forbid_unknown_fields=True):
     backends: Annotated[list[BackendConfig], _doc(
         "Model servers, one [[backends]] table each (name, kind = \"ollama\" or \"openai\", url, "
         "optional key, models, context_length); [] = one Ollama at ollama_host. A model several "
-        "serve goes to the least busy (docs/operations.md).")] = []
+        "serve goes to the first not answering another turn (docs/operations.md).")] = []
     connect_timeout: Annotated[float, Meta(gt=0), _doc("Seconds to wait for a connection to Ollama.")] = 5.0
     read_timeout: Annotated[float, Meta(gt=0), _doc(
         "Seconds without a byte from Ollama before a call is given up (loading a model can be slow).")] = 600.0

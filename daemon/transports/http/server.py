@@ -25,6 +25,9 @@ from ctxkeep.daemon.transports.http.openai_api import OpenAIApi
 from ctxkeep.daemon.transports.http.passthrough import Passthrough
 
 log = logging.getLogger(__name__)
+#: Seconds requests still in flight get when ctxkeepd stops (aiohttp's default is 60: a
+#: stop must be quick); then they are cancelled, a turn's partial answer kept.
+SHUTDOWN_S = 3.0
 #: HTTP clients send text for a model: an `@` is not a file to read on this machine.
 HTTP_CALLER = Caller(remote=True, files=False)
 
@@ -92,7 +95,8 @@ class FrontDoor:
         self.app.add_routes(OllamaApi(self.chats, self.passthrough).routes())
         self.app.add_routes(OpenAIApi(self.chats).routes())
         self.runner = web.AppRunner(self.app, handler_cancellation=True, access_log=None,
-                                    keepalive_timeout=config.http_idle_timeout, logger=request_logger())
+                                    keepalive_timeout=config.http_idle_timeout, logger=request_logger(),
+                                    shutdown_timeout=SHUTDOWN_S)
         self.cap: ConnectionCap | None = None
 
     @property
