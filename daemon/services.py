@@ -10,6 +10,7 @@ from ctxkeep.daemon.config import Config
 from ctxkeep.daemon.context.announce import Announcer
 from ctxkeep.daemon.compaction.applier import Applier
 from ctxkeep.daemon.compaction.automatic import AutoCompactor
+from ctxkeep.daemon.compaction.levels import LevelRunner
 from ctxkeep.daemon.compaction.checkpoints import Checkpointer
 from ctxkeep.daemon.files.workers import FileReader
 from ctxkeep.daemon.compaction.manual import Compactor
@@ -69,7 +70,7 @@ def build(config: Config, store: Store, bus: EventBus, backend: ModelBackend,
     jobs.watch_busy(announcer.busy_changed)  # the announcer says when a session is busy
     parts = Parts(store, bus, backend, config, estimator, announcer)
     applier = Applier(parts)
-    auto = AutoCompactor(parts, applier, Checkpointer(parts))
+    auto = AutoCompactor(parts, LevelRunner(parts, applier, Checkpointer(parts)))
     recaller = Recaller(store, backend, estimator, config)
     assert recaller.memory is not None
     bus.listen(recaller.memory.heard)  # memory learns of new messages, settings and deletions

@@ -25,35 +25,18 @@ must shrink the context, or it fails and changes nothing. One snapshot is taken 
 pass's first change, so `undo` takes back a whole pass.
 """
 
-import asyncio
-import logging
-import secrets
-import time
 from dataclasses import dataclass, field
 
-import msgspec
-
-from ctxkeep.protocol.events import CompactionProgress, CompactionRequest, CompactionResult, ContextWarning
-from ctxkeep.daemon.compaction import early_levels, relevance
-from ctxkeep.daemon.compaction.applier import Applier
-from ctxkeep.daemon.compaction.checkpoints import Checkpointer
+from ctxkeep.daemon.compaction.levels import LevelRunner
 from ctxkeep.daemon.compaction.passes import (
-    AGING_STEPS, EXTRA_CHECKPOINTS, PASS_TARGET, Pass, least_step, worth_retrying,
+    AGING_STEPS, EXTRA_CHECKPOINTS, PASS_TARGET, Pass, worth_retrying,
 )
-from ctxkeep.daemon.compaction.planner import (
-    STRATEGY, Change, compaction_marker, preserved_seqs,
-)
-from ctxkeep.daemon.compaction.summarizer import SummaryRejected
 from ctxkeep.daemon.context.estimator import Estimate
 from ctxkeep.daemon.context.features import ZERO, Vector, add
 from ctxkeep.daemon.context.parts import Parts
-from ctxkeep.daemon.context.usage import Budget, measure, reply_room
-from ctxkeep.daemon.errors import RequestError
+from ctxkeep.daemon.context.usage import Budget, reply_room
 from ctxkeep.daemon.store.records import MessageRecord, SessionRecord, View
-from ctxkeep.daemon.store.context_records import CompactionRecord
-from ctxkeep.daemon.store.store import StoreError
 
-log = logging.getLogger(__name__)
 
 @dataclass
 class AutoCompactor:
@@ -62,10 +45,8 @@ class AutoCompactor:
     level to level."""
 
     parts: Parts
-    applier: Applier
-    checkpointer: Checkpointer
-    #: Stored messages' word counts, for level 2's BM25.
-    terms: relevance.TermCache = field(default_factory=relevance.TermCache)
+    #: Runs each level (levels.py).
+    levels: LevelRunner
     #: Sessions whose last threshold pass changed nothing: the context's tokens and messages
     #: then. The next waits for a reason (passes.worth_retrying): every pass re-reads the
     #: prompt on a CPU, and one that cannot help is not tried again at once.
@@ -85,11 +66,10 @@ class AutoCompactor:
         return max((i + 1 for i, t in enumerate(self.thresholds(session)) if fill >= t), default=0)
 
     def total(self, view: View) -> int:
-        """The context as it would be sent now, estimated."""
-        return self.parts.estimator.context(*view)
+        return self.levels.total(view)
 
     def budget(self, view: View) -> Budget:
-        return measure(*view, self.parts.estimator, self.parts.config)
+        return self.levels.budget(view)
 
     # -- entry points ------------------------------------------------------------
 
@@ -125,7 +105,7 @@ class AutoCompactor:
         """Undo a pass made for a prompt that was then not answered (refused by the window
         or the server, failed, cancelled): a turn that fails changes nothing."""
         if pass_.snapshot_id:
-            await self.applier.roll_back(session_id, pass_.snapshot_id)
+            await self.levels.applier.roll_back(session_id, pass_.snapshot_id)
 
     def fits(self, view: View, user: MessageRecord, offered: Vector = ZERO) -> bool:
         estimator = self.parts.estimator
@@ -158,10 +138,10 @@ class AutoCompactor:
         pass_.must_fit = user is not None
         for level in (1, 2, 3):
             if self.needed(level, pass_, user, view):
-                view = await self.run(view, level, pass_)
+                view = await self.levels.run(view, level, pass_)
         if user is not None and pass_.keep_tools > 1 and not self.fits(view, user, pass_.offered):
             pass_.keep_tools = 1  # the last exchanges do not fit whole beside the reply room
-            view = await self.run(view, 1, pass_)
+            view = await self.levels.run(view, 1, pass_)
         pass_.extra = True
         for step in range(EXTRA_CHECKPOINTS + (AGING_STEPS if user is not None else 0)):
             if not self.needed(3, pass_, user, view):
@@ -176,7 +156,7 @@ class AutoCompactor:
                     if self.fits(view, user, pass_.offered):
                         break
                 pass_.keep_recent = keep
-            changed = await self.run(view, 3, pass_)
+            changed = await self.levels.run(view, 3, pass_)
             if changed is view and (user is None or pass_.keep_recent == 0):
                 break
             view = changed
@@ -190,107 +170,4 @@ class AutoCompactor:
         if pass_.last_resort is not None:
             return view
         pass_.last_resort = user
-        return await self.run(view, 1, pass_)
-
-    # -- one level -----------------------------------------------------------------
-
-    async def run(self, view: View, level: int, pass_: Pass) -> View:
-        """Run one level: exactly one compaction.request and one compaction.result.
-        Returns the session as it left it (`view` itself when nothing changed)."""
-        session, context, active = view
-        before = self.total(view)
-        cid = secrets.token_hex(6)
-        self.parts.bus.publish(CompactionRequest(
-            compaction_id=cid, requested_by=f"auto ({pass_.reason})", tokens_before=before,
-            messages=len(active), level=level, strategy=STRATEGY[level]), session.id)
-        status, note, after = "failed", "", before
-        try:
-            change = await self._change(view, level, pass_, cid)
-            if isinstance(change, str):
-                status, note = "skipped", change
-                return view
-            new = msgspec.structs.replace(context, seqs=change.seqs, checkpoints=change.checkpoints,
-                                          file_summaries=change.file_summaries)
-            kept = set(change.seqs)  # once: in the comprehension it would be made per message
-            after = self.total(View(session, new, [m for m in active if m.seq in kept]))
-            if after >= before:
-                note = (f"it would not shrink the context ({before:,} → ~{after:,} tokens): "
-                        "nothing was changed")
-                after = before
-                return view
-            share = self.parts.config.compaction_min_step
-            least = least_step(session.window, pass_.must_fit, share)
-            if before - after < least:
-                status = "skipped"
-                note = (f"it would free only ~{before - after:,} tokens, under {share:.0%} of the window: "
-                        "nothing was changed (each pass makes the model re-read the whole prompt)")
-                after = before
-                return view
-            changed, cancelled = await self._commit(view, change, level, pass_, before, after)
-            status, note = "ok", change.note
-            pass_.levels.append(level)
-            for kind, message in change.warnings:
-                self.parts.bus.publish(ContextWarning(kind=kind, message=message), session.id)
-            if cancelled:  # it landed before the cancel could stop it: say so, then stop
-                raise asyncio.CancelledError
-            return changed
-        except asyncio.CancelledError:
-            if status != "ok":
-                note = "cancelled"
-            raise
-        except (RequestError, SummaryRejected, StoreError) as exc:
-            note = str(exc)
-            return view
-        except Exception as exc:  # noqa: BLE001 - a bug must still end the compaction
-            log.exception("session=%s automatic compaction level %d failed", session.id, level)
-            note = f"internal error ({exc!r}): see the daemon's log"
-            return view
-        finally:
-            self._result(cid, session.id, status, level, note, before, after)
-            if status == "ok":
-                self.parts.announcer.compacted(session.id)
-
-    async def _change(self, view: View, level: int, pass_: Pass, cid: str) -> Change | str:
-        """What `level` would change now (or why nothing)."""
-        keep_recent = self.parts.config.keep_recent_messages if pass_.keep_recent is None \
-            else pass_.keep_recent
-        preserved = preserved_seqs(view.context, view.active, keep_recent,
-                                   self.parts.config.preserve_user_messages, pass_.keep_tools)
-        if level == 1:
-            if pass_.last_resort is not None:
-                return early_levels.long_answers(view, pass_.last_resort)
-            return early_levels.file_outlines(self.parts.config, view, pass_.keep_tools)
-        if level == 2:
-            return await early_levels.prune(self.parts, self.terms, view, preserved)
-        def progress(step: int, steps: int, detail: str, expected: float | None) -> None:
-            self.parts.bus.publish(CompactionProgress(compaction_id=cid, step=step, steps=steps, detail=detail,
-                                                      expected_s=expected), view.session.id)
-        return await self.checkpointer.checkpoint(view, self.budget(view), preserved, keep_recent,
-                                                  pass_.extra, progress,
-                                                  least_step(view.session.window, pass_.must_fit,
-                                                             self.parts.config.compaction_min_step))
-
-    async def _commit(self, view: View, change: Change, level: int, pass_: Pass, before: int,
-                      after: int) -> tuple[View, bool]:
-        """Snapshot (once per pass), then the change with its audit record."""
-        session = view.session
-        kept = set(change.seqs)
-        if not pass_.snapshot_id:
-            pass_.snapshot_id = await self.applier.snapshot(
-                session.id, f"before compaction (automatic: {pass_.reason})")
-        audit = CompactionRecord(
-            time=time.time(), level=level, strategy=STRATEGY[level], tokens_before=before,
-            tokens_after=after, tokens_freed=before - after,
-            summarized=[s for s in view.context.seqs if s not in kept],
-            kept=change.seqs, summary_seq=-1, model=session.model, requested_by="auto",
-            reason=change.note)
-        return await self.applier.level(view, change, audit, after, first=not pass_.levels)
-
-    def _result(self, cid: str, session_id: str, status: str, level: int, reason: str,
-                before: int, after: int) -> None:
-        marker = compaction_marker(before, after, level) if status == "ok" else ""
-        self.parts.bus.publish(CompactionResult(
-            compaction_id=cid, status=status, reason=reason, tokens_before=before,  # type: ignore[arg-type]
-            tokens_after=after, tokens_freed=max(0, before - after), level=level,
-            strategy=STRATEGY[level], marker=marker), session_id)
-        log.info("session=%s auto compaction level %d %s %s", session_id, level, status, reason or marker)
+        return await self.levels.run(view, 1, pass_)
