@@ -39,8 +39,8 @@ class Applier:
             record=record, token_estimate=after))
         return session, stored, cancelled
 
-    async def level(self, view: View, change: Change, audit: CompactionRecord,
-                    after: int, first: bool = True) -> tuple[View, bool]:
+    async def commit_level(self, view: View, change: Change, audit: CompactionRecord,
+                           after: int, first: bool = True) -> tuple[View, bool]:
         """An automatic level's change (the cooldown restarts): (the session as it now
         is, whether a cancel came meanwhile). The pass's `first` change counts as the
         session's compaction (a pass is one compaction, however many levels it ran)."""

@@ -136,7 +136,7 @@ class LevelRunner:
             summarized=[s for s in view.context.seqs if s not in kept],
             kept=change.seqs, summary_seq=-1, model=session.model, requested_by="auto",
             reason=change.note)
-        return await self.applier.level(view, change, audit, after, first=not pass_.levels)
+        return await self.applier.commit_level(view, change, audit, after, first=not pass_.levels)
 
     def _result(self, cid: str, session_id: str, status: str, level: int, reason: str,
                 before: int, after: int) -> None:

@@ -1,12 +1,12 @@
-"""usage, prompt and compact: the context window of a session."""
+"""usage and prompt: what a session's context window holds, by part and by count."""
 
-from ctxkeep.protocol import ErrorCode, requests
-from ctxkeep.protocol.replies import CompactionAccepted, CompactionPlan, PromptPart, PromptReply, UsageReply
+from ctxkeep.protocol import requests
+from ctxkeep.protocol.replies import PromptPart, PromptReply, UsageReply
 from ctxkeep.daemon.context import goals as goal_markers
 from ctxkeep.daemon.context.prompt import checkpoint_block, wire
 from ctxkeep.daemon.services import Services
 from ctxkeep.daemon.store.records import SessionRecord
-from ctxkeep.daemon.handlers.registry import RequestError, handles
+from ctxkeep.daemon.handlers.registry import handles
 
 
 @handles(requests.Usage, session=True)
@@ -33,14 +33,3 @@ async def prompt(services: Services, req: requests.Prompt, record: SessionRecord
                 role=m.role, seq=m.seq, shown="summary" if m.kind == "summary" else "shortened" if short else "whole"))
     return PromptReply(id=req.id, session_id=record.id, parts=parts, window=session.window,
                        tokens=estimator.context(session, context, active))
-
-
-@handles(requests.Compact, session=True, waits=True)
-async def compact(services: Services, req: requests.Compact,
-                  record: SessionRecord) -> CompactionAccepted | CompactionPlan:
-    if req.dry_run:  # the compaction model's window comes from Ollama: may raise its errors
-        return (await services.compactor.plan(record, req.tail_turns)).reply(req.id)
-    if services.stopping():
-        raise RequestError(ErrorCode.SHUTTING_DOWN, "ctxkeepd is shutting down")
-    job, ahead = services.compactor.submit(record, req.tail_turns, req.instructions, req.requested_by)
-    return CompactionAccepted(id=req.id, session_id=record.id, compaction_id=job.id, ahead=ahead)
