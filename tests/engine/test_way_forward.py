@@ -86,30 +86,39 @@ def test_from_any_reachable_state_the_next_short_question_is_answered(steps):
         shutil.rmtree(root, ignore_errors=True)
 
 
+WORDS = ["river", "garden", "kitchen", "walked", "slowly", "bright", "autumn", "trees", "friends", "plans"]
+
+
+def message(n: int, shift: int = 0) -> str:
+    """`n` words (two tokens each by the stand-in's count)."""
+    return " ".join(WORDS[(i * 7 + shift) % len(WORDS)] for i in range(n))
+
+
+def answered_in_2048(app: InProcess, texts: list[str]) -> str:
+    """Each text sent in turn to a new session with a 2,048 window; asserts every one was
+    answered; the session's id."""
+    async def go() -> tuple[str, list[str]]:
+        sid = (await app.call(requests.SessionCreate(model=MODEL, num_ctx=2048))).session.id
+        gids = []
+        for text in texts:
+            gids.append((await app.call(requests.Send(session=sid, text=text))).generation_id)
+            await app.services.jobs.drain(30)
+        return sid, gids
+    sid, gids = asyncio.run(go())
+    ends = {e.generation_id: e for e in app.bus.seen if isinstance(e, (ResponseGeneration, GenerationError))}
+    assert all(isinstance(ends[g], ResponseGeneration) for g in gids), [ends[g] for g in gids]
+    return sid
+
+
 def test_a_message_that_fits_alone_is_answered_when_the_newest_exchange_is_summarized(tmp_path):
     """Issue 41, in a 2,048 window: after a ~900-token message and a ~500-token answer, a
     ~1,250-token message fits only without them. The newest exchange goes into the summary
     (it stays in history) rather than the message be refused."""
     long_answer = " ".join(["Here is a long answer about the river and the garden."] * 40)
-    backend = MemoryBackend(reply=lambda m: "A short summary of what was said."
-                            if "summar" in m[0]["content"].lower() else long_answer)
-    app = InProcess(tmp_path, backend)
-    words = ["river", "garden", "kitchen", "walked", "slowly", "bright", "autumn", "trees", "friends", "plans"]
-
-    def message(n: int) -> str:
-        return " ".join(words[(i * 7) % len(words)] for i in range(n))
-
-    async def go():
-        sid = (await app.call(requests.SessionCreate(model=MODEL, num_ctx=2048))).session.id
-        gids = []
-        for text in ["Hello there, how are you?", message(450), message(620)]:
-            gids.append((await app.call(requests.Send(session=sid, text=text))).generation_id)
-            await app.services.jobs.drain(30)
-        return sid, gids
+    app = InProcess(tmp_path, MemoryBackend(reply=lambda m: "A short summary of what was said."
+                                            if "summar" in m[0]["content"].lower() else long_answer))
     try:
-        sid, gids = asyncio.run(go())
-        ends = {e.generation_id: e for e in app.bus.seen if isinstance(e, (ResponseGeneration, GenerationError))}
-        assert all(isinstance(ends[g], ResponseGeneration) for g in gids), [ends[g] for g in gids]
+        sid = answered_in_2048(app, ["Hello there, how are you?", message(450), message(620)])
         _, context, active = app.store.history.view(sid)
         assert [m.seq for m in active] == [4, 5] and context.checkpoints  # the rest is in the summary
     finally:
@@ -121,24 +130,9 @@ def test_long_summaries_age_down_to_one_merged_summary_rather_than_a_refusal(tmp
     allows leave too little beside a ~1,250-token message; the summaries age (old, ancient,
     merged) until it fits, and it is answered."""
     rambling = " ".join(["The talk was about rivers, gardens and the plans for winter."] * 60)
-    backend = MemoryBackend(reply=lambda m: rambling)
-    app = InProcess(tmp_path, backend)
-    words = ["river", "garden", "kitchen", "walked", "slowly", "bright", "autumn", "trees", "friends", "plans"]
-
-    def message(n: int, shift: int) -> str:
-        return " ".join(words[(i * 7 + shift) % len(words)] for i in range(n))
-
-    async def go():
-        sid = (await app.call(requests.SessionCreate(model=MODEL, num_ctx=2048))).session.id
-        gids = []
-        for n, text in enumerate(["Hello there, how are you?", message(400, 1), message(450, 2), message(620, 3)]):
-            gids.append((await app.call(requests.Send(session=sid, text=text))).generation_id)
-            await app.services.jobs.drain(30)
-        return sid, gids
+    app = InProcess(tmp_path, MemoryBackend(reply=lambda m: rambling))
     try:
-        sid, gids = asyncio.run(go())
-        ends = {e.generation_id: e for e in app.bus.seen if isinstance(e, (ResponseGeneration, GenerationError))}
-        assert all(isinstance(ends[g], ResponseGeneration) for g in gids), [ends[g] for g in gids]
+        sid = answered_in_2048(app, ["Hello there, how are you?", message(400, 1), message(450, 2), message(620, 3)])
         _, context, _ = app.store.history.view(sid)
         assert [c.age for c in context.checkpoints][0] in ("ancient", "merged")
     finally:
