@@ -114,7 +114,7 @@ class AutoCompactor:
 
     def fits_estimate(self, session: SessionRecord, prompt: Estimate) -> bool:
         """Whether a prompt of this estimate, raised by its error, leaves the reply room."""
-        room = reply_room(self.parts.config, session.window)
+        room = reply_room(self.parts.config, session)
         return self.parts.estimator.raised(session.model, prompt) + room <= session.window
 
     def needed(self, level: int, pass_: Pass, user: MessageRecord | None, view: View) -> bool:

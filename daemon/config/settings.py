@@ -134,7 +134,8 @@ class Config(RecallConfig, kw_only=True, forbid_unknown_fields=True):
         "that reaches it ends with done_reason \"length\", marked so, and the session still has "
         "room for the next question; a session's own num_predict option overrides it.")] = 0.25
     reply_reserve_tokens: Annotated[int, Meta(ge=0), _doc(
-        "Room kept for the answer in every prompt (at most an eighth of the window).")] = 1024
+        "Room kept for the answer in every prompt (at most an eighth of the window, and no more than "
+        "a session's own num_predict lets an answer take).")] = 1024
     tcp_control: Annotated[str, _doc(
         "A TCP control endpoint for remote clients, e.g. tcp://0.0.0.0:5555; \"\" = none. "
         "Only with CURVE: clients must be listed in the authorized keys (`ctxkeep keys add`).")] = ""

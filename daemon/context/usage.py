@@ -52,8 +52,13 @@ class Budget:
         return self.system + self.goals + self.pinned + self.checkpoints + self.conversation
 
 
-def reply_room(config: Config, window: int) -> int:
-    return min(config.reply_reserve_tokens, window // 8)
+def reply_room(config: Config, session: SessionRecord) -> int:
+    """The room kept for the answer in every prompt: `reply_reserve_tokens`, at most an
+    eighth of the window, and no more than the session's own num_predict allows its answers
+    (what an answer cannot use is recall's and the conversation's)."""
+    room = min(config.reply_reserve_tokens, session.window // 8)
+    own = session.options.get("num_predict")
+    return min(room, own) if isinstance(own, int) and not isinstance(own, bool) and own > 0 else room
 
 
 def measure(session: SessionRecord, context: ActiveContext, active: list[MessageRecord],
@@ -79,7 +84,7 @@ def measure(session: SessionRecord, context: ActiveContext, active: list[Message
         k = whole.tokens / estimated
         fixed = {name: round(v * k) for name, v in fixed.items()}
         rest = {name: round(v * k) for name, v in rest.items()}
-    reply = reply_room(config, session.window)
+    reply = reply_room(config, session)
     recalling = config.recall if session.recall is None else session.recall
     reserved = int(config.recall_share * max(0, session.window - reply - sum(fixed.values()))) if recalling else 0
     return Budget(window=session.window, reply=reply, **fixed,

@@ -75,7 +75,7 @@ def refuse_impossible(parts: Parts, view: View, user: MessageRecord, counted: in
     estimator = parts.estimator
     floor = counted if counted is not None else judged(parts, session.model, estimator.estimate(
         session.model, estimator.context_features(*floor_view(parts, view), user)))[0]
-    room = reply_room(parts.config, session.window)
+    room = reply_room(parts.config, session)
     if floor + room > session.window:
         mine = estimator.message(session.model, prompt_content(user))
         raise RequestError(
@@ -96,7 +96,7 @@ def answer_room(parts: Parts, session: SessionRecord, estimate: Estimate, compac
     automatic compaction is on, so the context is already as small as it gets)."""
     raised = parts.estimator.raised(session.model, estimate)
     room = session.window - raised
-    reserve = reply_room(parts.config, session.window)
+    reserve = reply_room(parts.config, session)
     least, first = judged(parts, session.model, estimate)
     if room < reserve and first and session.window - least >= reserve:
         return reserve  # the first count of this model: the server refuses what does not fit

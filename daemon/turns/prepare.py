@@ -105,7 +105,7 @@ class Preparer:
         session, least = view.session, floor_view(self.parts, view)
         features = add(estimator.context_features(*least, user), json_features(tools))
         guessed = estimator.unanchored(session.model, features)
-        if judged(self.parts, session.model, guessed)[0] + reply_room(self.parts.config, session.window) \
+        if judged(self.parts, session.model, guessed)[0] + reply_room(self.parts.config, session) \
                 <= session.window:
             return view, None  # it fits by the estimate
         exact = await self._measured(session, build_messages(*least, user), features, guessed, tools)
@@ -124,7 +124,7 @@ class Preparer:
         """The server's count of `messages` (None where it cannot say before reading them,
         or where even the estimate's lower bound cannot fit), learnt by the estimator."""
         estimator = self.parts.estimator
-        if estimator.lowered(session.model, guessed) + reply_room(self.parts.config, session.window) > session.window:
+        if estimator.lowered(session.model, guessed) + reply_room(self.parts.config, session) > session.window:
             return None  # it cannot fit even by the estimate's lower bound: nothing to ask
         if any(m.get("images") for m in messages):
             return None  # what an image costs is the server's to say only as it reads it
@@ -162,7 +162,7 @@ class Preparer:
         session = view.session
         estimator, config = self.parts.estimator, self.parts.config
         budget = measure(*view, estimator, config)
-        reserve = reply_room(config, session.window)
+        reserve = reply_room(config, session)
         raised, margin = estimator.raised(session.model, estimate), estimator.margin(session.model)
         room = self.recaller.room(session.window, reserve, raised,
                                   self.recaller.cap(session, budget.available + budget.reserved), margin)

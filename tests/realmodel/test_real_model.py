@@ -13,7 +13,7 @@ import time
 import pytest
 
 from conftest import wait_terminal
-from ctxkeep.protocol.events import GenerationError, GenerationToken, ResponseGeneration
+from ctxkeep.protocol.events import GenerationError, GenerationRecalled, GenerationToken, ResponseGeneration
 from real_model import MODEL, WINDOW, question, skip_without_a_real_model
 from recording_proxy import RecordingProxy
 
@@ -102,9 +102,11 @@ def test_recall_brings_an_early_fact_back_into_the_prompt(real, proxy):
     ends = run_turns(real, proxy, sid, ["Please remember this: my locker code is 4711-blue."])
 
     def still_active() -> bool:
+        """Whether the message itself is still in the active context (a summary that
+        repeats the code does not count: recall is what is tested)."""
         with real.client() as client:
             active = client.history(sid, limit=1000, active=True).messages
-        return "4711-blue" in json.dumps([m.content for m in active])
+        return "4711-blue" in json.dumps([m.content for m in active if m.kind == "message"])
     for t in range(40):  # until compaction sets the fact aside (in large steps: compaction_min_step)
         ends += run_turns(real, proxy, sid, [question(t, rng)])
         if t >= 13 and not still_active():
@@ -114,7 +116,12 @@ def test_recall_brings_an_early_fact_back_into_the_prompt(real, proxy):
     assert all(isinstance(e, ResponseGeneration) for e, _ in ends), [
         (len(e.body["messages"]), e.body.get("max_tokens"), e.status, e.raw[-300:]) for e in proxy.exchanges
         if b"finish_reason\": \"" not in e.raw][:3]
-    assert "4711-blue" in json.dumps(streamed(proxy)[-1]["messages"]), "recall put the early turn back"
+    last_end, last_events = ends[-1]
+    recalled = [e for e in last_events if isinstance(e, GenerationRecalled)]
+    assert any("4711-blue" in p.text for e in recalled for p in e.recalled) \
+        and "4711-blue" in json.dumps(streamed(proxy)[-1]["messages"]), (
+        "recall put the early turn back", last_end.token_count, streamed(proxy)[-1].get("max_tokens"),
+        [(e.tokens, [p.text[:60] for p in e.recalled]) for e in recalled])
 
 
 def test_big_messages_on_a_fresh_store_are_measured_not_refused(real, proxy):

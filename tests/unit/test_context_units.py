@@ -289,3 +289,17 @@ def test_a_pass_that_changed_nothing_is_tried_again_only_for_a_reason():
     assert not worth_retrying((1500, 10), 1500, 10, 2048) and not worth_retrying((1500, 10), 1600, 12, 2048)
     assert worth_retrying((1500, 10), 1500 + int(RETRY_GROWTH * 2048) + 1, 12, 2048)
     assert worth_retrying((1500, 10), 1510, 10 + RETRY_MESSAGES, 2048)
+
+
+@pytest.mark.parametrize("window, options, room", [
+    (1024, {}, 128), (32768, {}, 1024),             # an eighth of the window, at most reply_reserve_tokens
+    (1024, {"num_predict": 40}, 40),                 # answers held to 40 tokens need no more
+    (1024, {"num_predict": 500}, 128),
+    (1024, {"num_predict": -1}, 128), (1024, {"num_predict": True}, 128),  # not a limit
+])
+def test_the_reply_room_is_what_an_answer_can_take(window, options, room):
+    from ctxkeep.daemon.config import Config
+    from ctxkeep.daemon.context.usage import reply_room
+    from ctxkeep.daemon.store.records import SessionRecord
+    session = SessionRecord(id="s", name="s", model="m", num_ctx=window, options=options, created=0, updated=0)
+    assert reply_room(Config(), session) == room
