@@ -42,8 +42,18 @@ def llama() -> Iterator[str]:
     """The server's URL (the recording proxy's is `proxy`)."""
     url, server = start_llama(WINDOW)
     yield url
+    stop_llama(server)
+
+
+def stop_llama(server: subprocess.Popen) -> None:
+    """Stop the server: it finishes the request it is computing first (a summary whose
+    client has gone), so after 10 s it is killed."""
     server.terminate()
-    server.wait(10)
+    try:
+        server.wait(10)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        server.wait(10)
 
 
 def start_llama(window: int) -> tuple[str, subprocess.Popen]:

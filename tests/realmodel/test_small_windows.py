@@ -16,7 +16,7 @@ from conftest import wait_terminal
 from ctxkeep.daemon.config.backends import BackendConfig
 from ctxkeep.protocol.events import ResponseGeneration
 from harness import DaemonThread
-from real_model import MODEL, skip_without_a_real_model, start_llama
+from real_model import MODEL, skip_without_a_real_model, start_llama, stop_llama
 from recording_proxy import RecordingProxy
 
 pytestmark = skip_without_a_real_model
@@ -32,8 +32,7 @@ def proxy() -> Iterator[RecordingProxy]:
     recording = RecordingProxy(url).start()
     yield recording
     recording.stop()
-    server.terminate()
-    server.wait(10)
+    stop_llama(server)
 
 
 @pytest.fixture
