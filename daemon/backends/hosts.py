@@ -1,17 +1,11 @@
 """Several model servers behind one backend.
 
-A call for a model goes to the first server that serves it and is not answering another
-call (config order; a side request such as an embedding does not count, so the model's
-prompt cache stays where it is). A server that cannot be reached, or whose answer broke before its first token, is
-marked down and the call goes on to the next one: a turn fails over before any of its
-answer is shown, never after. A down server is asked again after a wait that doubles
-(1 s up to half a minute; the daemon's watch asks it, and it is still tried when no other
-server is left). Counts and calibration are the engine's, per model: which server
-answered does not matter to a session.
+Each call goes to the servers in the order `Routing` gives (backends/routing.py): a turn
+fails over before any of its answer is shown, never after. Counts and calibration are the
+engine's, per model: which server answered does not matter to a session.
 """
 
 import asyncio
-import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
@@ -21,24 +15,18 @@ from ctxkeep.protocol.structs import BackendStatus, ModelInfo, OllamaStatus
 from ctxkeep.daemon.backends.facts import ModelFacts, same_model
 from ctxkeep.daemon.backends.host import Host
 from ctxkeep.daemon.backends.protocol import ChatChunk, ChatExtras, ModelCallError
+from ctxkeep.daemon.backends.routing import SERVER_FAILURES, Routing
 
-log = logging.getLogger(__name__)
 T = TypeVar("T")
-#: The longest wait before a down server is asked again, in seconds.
-MAX_RETRY_S = 30.0
-#: Failures that mean "this server, not the request": the next server is tried.
-SERVER_FAILURES = frozenset({ErrorCode.OLLAMA_UNREACHABLE, ErrorCode.STREAM_INTERRUPTED})
-#: Failures after which another server may still do: it is tried, this one stays up.
-TRY_ANOTHER = frozenset({ErrorCode.MODEL_NOT_FOUND, ErrorCode.OLLAMA_ERROR})
 
 
 class Hosts:
     """The daemon's model servers as one `ModelBackend`."""
 
     def __init__(self, hosts: list[Host]) -> None:
-        assert hosts, "at least one model server"
+        self.routing = Routing(hosts)
         self.members = hosts
-        self.changed = hosts[0].backend.changed  # shared by every member
+        self.changed = self.routing.changed
         self._serving: dict[str, Host] = {}
 
     # -- what the daemon reads ------------------------------------------------------
@@ -49,22 +37,21 @@ class Hosts:
 
     @property
     def status(self) -> OllamaStatus:
-        """Reachable while any server is: the first reachable one's status, else every error."""
-        states = [h.status() for h in self.members]
-        up = next((s for s in states if s.reachable), None)
-        if up is not None:
-            return OllamaStatus(host=up.host, reachable=True, version=up.version)
-        return OllamaStatus(host=states[0].host if len(states) == 1 else ", ".join(s.host for s in states),
-                            reachable=False, checked=all(s.checked for s in states),
-                            error="; ".join(s.error for s in states if s.error))
+        return self.routing.status
+
+    def hosts(self) -> list[BackendStatus]:
+        return self.routing.hosts()
+
+    async def check(self, down_too: bool = False) -> OllamaStatus:
+        return await self.routing.check(down_too)
+
+    def ranked(self, model: str) -> list[Host]:
+        return self.routing.ranked(model)
 
     @property
     def listed(self) -> list[str] | None:
         lists = [h.backend.listed for h in self.members if h.backend.listed is not None]
         return None if not lists else sorted({n for names in lists for n in names})
-
-    def hosts(self) -> list[BackendStatus]:
-        return [h.status() for h in self.members]
 
     def ollama_url(self) -> str | None:
         return next((h.backend.host for h in self.members if h.backend.kind == "ollama"), None)
@@ -75,58 +62,6 @@ class Hosts:
 
     async def close(self) -> None:
         await asyncio.gather(*(h.backend.close() for h in self.members))
-
-    # -- up and down ----------------------------------------------------------------
-
-    def _down(self, host: Host) -> None:
-        host.failures += 1
-        host.retry_at = time.monotonic() + min(MAX_RETRY_S, 2.0 ** (host.failures - 1))
-        log.warning("model server %s is down; asked again in %.0f s", host.backend.name,
-                    host.retry_at - time.monotonic())
-
-    def _up(self, host: Host) -> None:
-        if host.failures:
-            log.info("model server %s answers again", host.backend.name)
-            host.failures, host.retry_at = 0, 0.0
-            self.changed.set()
-
-    async def check(self, down_too: bool = False) -> OllamaStatus:
-        """Ask each server that is up, or due to be asked again (`down_too`: every down one,
-        its wait or not), whether it answers; not one that is answering a call now (it
-        evidently answers, and a request beside a stream cuts the stream short on
-        llama-cpp-python's server)."""
-        now = time.monotonic()
-        due = [h for h in self.members if (h.due(now) or down_too) and not h.busy]
-        for host, state in zip(due, await asyncio.gather(*(h.backend.check() for h in due))):
-            if state.reachable:
-                self._up(host)
-            elif not host.failures or host.retry_at <= time.monotonic():
-                self._down(host)
-        return self.status
-
-    def ranked(self, model: str) -> list[Host]:
-        """The servers to try for `model`, in order: those that serve it and are up, those
-        not answering first, in config order (a side request such as an embedding does not
-        send a chat elsewhere: the model's prompt cache is where it was); then the down
-        ones, soonest due first."""
-        now = time.monotonic()
-        serving = [h for h in self.members if h.serves(model) is not False] or list(self.members)
-        up = sorted((h for h in serving if h.due(now)), key=lambda h: (h.failures > 0, h.answering))
-        return up + sorted((h for h in serving if not h.due(now)), key=lambda h: h.retry_at)
-
-    def _failed(self, host: Host, exc: ModelCallError) -> bool:
-        """Whether the call may go on to the next server after `exc` (before any answer)."""
-        if exc.code in SERVER_FAILURES:
-            self._down(host)
-            return True
-        return exc.code in TRY_ANOTHER
-
-    @staticmethod
-    def _all_failed(model: str, tried: list[tuple[Host, ModelCallError]]) -> ModelCallError:
-        if len(tried) == 1:
-            return tried[0][1]
-        return ModelCallError(tried[-1][1].code, f"no model server could answer for {model!r}: " + "; ".join(
-            f"{h.backend.name}: {e.message}" for h, e in tried))
 
     async def _each(self, model: str, call: Callable[[Any], Awaitable[T]],
                     usable: Callable[[Host], bool] = lambda h: True, answer: bool = False) -> T:
@@ -139,15 +74,15 @@ class Hosts:
                 result = await call(host.backend)
             except ModelCallError as exc:
                 tried.append((host, exc))
-                if self._failed(host, exc):
+                if self.routing.goes_on(host, exc):
                     continue
                 raise
             finally:
                 host.busy -= 1
                 host.answering -= answer
-            self._up(host)
+            self.routing.up(host)
             return result
-        raise self._all_failed(model, tried)
+        raise self.routing.all_failed(model, tried)
 
     # -- model calls ----------------------------------------------------------------
 
@@ -225,24 +160,24 @@ class Hosts:
                     first = await anext(stream)
                 except ModelCallError as exc:
                     tried.append((host, exc))
-                    if self._failed(host, exc):
+                    if self.routing.goes_on(host, exc):
                         continue
                     raise
-                self._up(host)
+                self.routing.up(host)
                 yield first
                 try:
                     async for chunk in stream:
                         yield chunk
                 except ModelCallError as exc:
                     if exc.code in SERVER_FAILURES:
-                        self._down(host)
+                        self.routing.down(host)
                     raise
                 return
             finally:
                 host.busy -= 1
                 host.answering -= 1
                 await stream.aclose()
-        raise self._all_failed(model, tried)
+        raise self.routing.all_failed(model, tried)
 
     async def chat_once(self, model: str, messages: Sequence[Mapping[str, Any]],
                         options: Mapping[str, Any]) -> ChatChunk:
