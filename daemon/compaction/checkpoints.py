@@ -60,11 +60,16 @@ class Checkpointer:
         warnings: list[tuple[str, str]] = []
         summaries = set(context.file_summaries)
         gone: set[int] = set()
-        for group, of_user in ((older, False), (users, True)):
-            if not group:
-                continue
-            made = await self._summarize(session, group, summaries, summarizer, instructions,
-                                         budget, of_user, context, progress, least)
+        groups = [(group, of_user, await asyncio.to_thread(  # a big import's first pass: off the loop
+            self._transcript, session.model, group, summaries, summarizer))
+            for group, of_user in ((older, False), (users, True)) if group]
+        worth = sum(original for *_, (_, original) in groups)
+        if worth < least:  # the step together, not each group: both go in one pass
+            return (f"{sum(len(g) for g, *_ in groups)} older message(s) of ~{worth:,} tokens: not worth "
+                    "a pass yet (each makes the model re-read the whole prompt)")
+        for group, of_user, transcript in groups:
+            made = await self._summarize(session, group, transcript, summarizer, instructions,
+                                         budget, of_user, context, progress)
             if isinstance(made, str):
                 notes.append(made)
                 continue
@@ -97,19 +102,15 @@ class Checkpointer:
                       "; ".join(notes), warnings)
 
     async def _summarize(self, session: SessionRecord, group: list[MessageRecord],
-                         summaries: set[int], summarizer: Summarizer, instructions: str,
+                         transcript: tuple[list[str], int], summarizer: Summarizer, instructions: str,
                          budget: Budget, of_user: bool, context: ActiveContext,
-                         progress: Progress, least: int) -> Checkpoint | str:
-        """A checkpoint of `group` (their files as outlines), or why there is none: it would
-        not be smaller than the messages themselves, or they take fewer than `least` tokens
-        (not worth a pass: checked before the model is asked)."""
+                         progress: Progress) -> Checkpoint | str:
+        """A checkpoint of `group` (their files as outlines) from its `transcript` (chunks,
+        and the tokens the group costs now), or why there is none: it would not be smaller
+        than the messages themselves."""
         summarizer.check_room()
         room = min(summarizer.room, target(budget, "recent"))
-        # a first pass over a big import reads thousands of messages: off the event loop
-        chunks, original = await asyncio.to_thread(self._transcript, session.model, group, summaries, summarizer)
-        if original < least:
-            return (f"{len(group)} older message(s) of ~{original:,} tokens: not worth a pass yet "
-                    "(each makes the model re-read the whole prompt)")
+        chunks, original = transcript
         text, tokens = await summarizer.summarize(
             chunks, USER_SUMMARY_SYSTEM if of_user else CHECKPOINT_SYSTEM, instructions, progress, room=room)
         ran = tool_lines(group)

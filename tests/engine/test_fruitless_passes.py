@@ -60,3 +60,36 @@ def test_a_pass_after_an_answer_runs_only_in_a_worthwhile_step(tmp_path):
     after_answers = [e for e in done if why[e.compaction_id] == "auto (threshold crossed)"]
     assert after_answers and all(e.tokens_freed >= MIN_STEP * 2048 for e in after_answers)
     assert len(done) < 45  # without the rule: 106 changes, 98 tokens each on average
+
+
+def test_the_step_is_judged_whole_the_users_share_with_the_older_messages(tmp_path):
+    """A pass that would summarize older answers and the user's earliest messages is worth
+    it when the two together free the least step, though neither alone would: judged
+    apart, a 1,024 window's chat (the user's messages kept verbatim, each longer than the
+    answer) skipped such passes while the conversation grew over its budget and took
+    recall's room (the real-model recall test saw a prompt of 957 with no recall)."""
+    import random
+    import re
+
+    from ctxkeep.daemon.compaction.passes import least_step
+    rng = random.Random(9)
+    words = ["careful", "plan", "small", "steps", "notes", "ideas", "weekly", "list", "quiet"]
+    backend = MemoryBackend(reply=lambda m: " ".join(rng.choice(words) for _ in range(30)))
+    app = InProcess(tmp_path, backend, Config(embed_model=""))
+
+    async def go() -> None:
+        sid = (await app.call(requests.SessionCreate(model="qwen2.5:7b", num_ctx=1024,
+                                                     options={"num_predict": 40}))).session.id
+        for t in range(30):
+            text = f"Turn {t}: one short thing, please. Context: " + " ".join(rng.choice(words) for _ in range(40))
+            await app.call(requests.Send(session=sid, text=text))
+            await app.services.jobs.drain(30)
+    asyncio.run(go())
+    app.close()
+    least = least_step(1024, False, Config().compaction_min_step)
+    skipped = [e.reason for e in app.bus.seen if isinstance(e, CompactionResult)
+               and "not worth a pass yet" in e.reason]
+    assert skipped  # the rule was exercised
+    for reason in skipped:
+        offered = sum(int(n.replace(",", "")) for n in re.findall(r"of ~([\d,]+) tokens: not worth", reason))
+        assert offered < least, reason
