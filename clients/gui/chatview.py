@@ -1,6 +1,7 @@
 """The open session: its header (name, model picker, gauge, token count), the log, and the
 message box. History comes in pages, newest first: the last page when the session opens,
-older ones as the reader scrolls up; live events are held until the first page is shown."""
+older ones as the reader scrolls up; live events are held until the first page is shown,
+then applied by `LiveEvents` (live_events.py)."""
 
 import os
 
@@ -10,23 +11,18 @@ from PySide6.QtWidgets import (
 )
 
 from ...protocol import requests
-from ...protocol.events import (
-    CompactionRequest, CompactionResult, ContextUsage, ContextWarning, GenerationError,
-    GenerationRecalled, GenerationToken, QueryReceived, ResponseGeneration,
-)
 from ...protocol.structs import ModelInfo, SessionInfo
 from ...protocol.replies import HistoryReply, ImageReply, UsageReply
 from .chatlog import ChatLog
 from .composer import Composer
 from ..present import chat_models
 from .dialogs import fill_models
-from .entries import Entry, entries_of, recall_entry, recalled_details
 from .history_pages import HistoryPages
+from .live_events import LiveEvents
 from .router import Router
 from .message_actions import MessageActions
 from .gauge import ContextGauge, usage_text
 from .theme import Theme
-from .words import compaction_outcome, stopped
 
 class ChatView(QWidget):
     """Sends requests through `submit`; the window routes this session's replies and
@@ -44,10 +40,6 @@ class ChatView(QWidget):
         self.session: SessionInfo | None = None
         self.loading = False
         self.held: list[object] = []
-        #: Generations whose question is shown, and recall lines waiting for theirs.
-        self.received: set[str] = set()
-        self.recalls: dict[str, Entry] = {}
-        self.streaming: set[str] = set()
         self._models: list[ModelInfo] = []
         self.title = QLabel()
         self.title.setObjectName("title")
@@ -67,6 +59,8 @@ class ChatView(QWidget):
         self.log.older_wanted.connect(lambda: self.pages.load_older())
         self.log.newer_wanted.connect(lambda: self.pages.load_newer())
         self.log.open_message.connect(self.open_message)
+        self.live = LiveEvents(self.log, self.pages, self.actions, self.gauge, self.status.emit, self._set_busy,
+                               self._usage_changed, lambda: self.session.model if self.session else "")
         self.composer = Composer()
         self.composer.send_requested.connect(self.send)
         self.composer.stop_requested.connect(self.stop)
@@ -98,8 +92,8 @@ class ChatView(QWidget):
         """Show `session` from its last page, or (`at`) from just before that message to
         the end, scrolled to it with `find`'s words selected."""
         self.show_info(session)
-        self.loading, self.held, self.streaming = True, [], set()
-        self.received, self.recalls = set(), {}
+        self.loading, self.held = True, []
+        self.live.reset()
         self.log.reset()
         self._set_busy(session.busy)
         self.pages.start(session, at, find)
@@ -195,88 +189,16 @@ class ChatView(QWidget):
 
     # -- events of the open session ---------------------------------------------------------
 
+    @property
+    def streaming(self) -> set[str]:
+        """The answers being written now."""
+        return self.live.streaming
+
     def on_event(self, event: object) -> None:
-        if self.loading:
+        if self.loading:  # live events follow the first page
             self.held.append(event)
-            return
-        who = self.session.model if self.session else ""
-        if not self.pages.newest and isinstance(event, (QueryReceived, GenerationRecalled, GenerationToken)):
-            return  # reading around an older message: the new ones come when scrolled to
-        if isinstance(event, QueryReceived):
-            if event.message.seq >= self.pages.end:
-                self.log.append(entries_of([event.message], [])[0])
-                self.pages.end = event.message.seq + 1
-            self.received.add(event.generation_id)
-            if event.generation_id in self.recalls:  # told before the question was stored
-                self.log.append(self.recalls.pop(event.generation_id))
-        elif isinstance(event, GenerationRecalled):  # the line goes under its question
-            line = recall_entry(len({p.seq for p in event.recalled if not p.session_id}),
-                                recalled_details(event.recalled),
-                                len({(p.session_id, p.seq) for p in event.recalled if p.session_id}), event.recalled)
-            if event.generation_id in self.received:
-                self.log.append(line)
-            else:
-                self.recalls[event.generation_id] = line
-        elif isinstance(event, GenerationToken):
-            self.streaming.add(event.generation_id)
-            self._set_busy(True)
-            self.log.stream(event.generation_id, event.text, who)
-        elif isinstance(event, (ResponseGeneration, GenerationError)):
-            self._answer_ended(event, who)
-        elif isinstance(event, CompactionRequest):
-            self.gauge.set_compacting(True)
-            self._set_busy(True)  # a compaction can be stopped too
-            self.status.emit(f"Compacting {event.messages} messages…")
-        elif isinstance(event, CompactionResult):
-            self.gauge.set_compacting(False)
-            self._set_busy(bool(self.streaming))
-            if event.status == "ok":
-                self.log.append(Entry("marker", event.marker))
-                self.gauge.set_tokens(event.tokens_after, exact=False)
-                self._usage_changed()
-                self.status.emit("Compacted")
-            else:
-                self.status.emit(compaction_outcome(event.status, event.reason))
-        elif isinstance(event, ContextUsage):
-            self.gauge.set_window(event.usage.window)
-            self.gauge.set_tokens(event.usage.next_tokens or event.usage.tokens, exact=event.usage.exact)
-            self._usage_changed()
-        elif isinstance(event, ContextWarning):
-            self.status.emit(event.message)
-
-    def _answer_ended(self, event: "ResponseGeneration | GenerationError", who: str) -> None:
-        """An answer is stored whole, or stopped: in its place in the log, with its actions."""
-        self._ended(event.generation_id)
-        if not self.pages.newest:  # reading around an older message: only the numbers change
-            if isinstance(event, ResponseGeneration):
-                self.gauge.set_tokens(event.next_tokens or event.token_count, exact=event.token_count_exact)
-            return
-        if isinstance(event, ResponseGeneration):
-            if event.message.seq >= self.pages.end and self.actions.answered(event.generation_id, event.message):
-                self.pages.end = event.message.seq + 1
-            elif event.message.seq >= self.pages.end:
-                m = event.message
-                self.log.end_stream(event.generation_id, m.content, who=m.model, seq=m.seq,
-                                    reply_to=m.reply_to, created=m.created)
-                self.pages.end = event.message.seq + 1
-            else:  # the page shown already has it
-                self.log.drop_stream(event.generation_id)
-            self.gauge.set_window(event.window)
-            self.gauge.set_tokens(event.next_tokens or event.token_count, exact=event.token_count_exact)
-            self._usage_changed()
-            return
-        if 0 <= event.stored_seq < self.pages.end:  # the page shown already has it
-            self.log.drop_stream(event.generation_id)
         else:
-            self.log.end_stream(event.generation_id, event.partial,
-                                note=stopped(event.code, event.message), who=who, seq=event.stored_seq)
-            self.pages.end = max(self.pages.end, event.stored_seq + 1)
-        if event.code != "cancelled":
-            self.status.emit(f"The answer stopped: {stopped(event.code, event.message)}")
-
-    def _ended(self, generation_id: str) -> None:
-        self.streaming.discard(generation_id)
-        self._set_busy(bool(self.streaming))
+            self.live.on_event(event)
 
     def _set_busy(self, busy: bool) -> None:
         self.stop_button.setVisible(busy)
