@@ -63,10 +63,11 @@ class Checkpointer:
         groups = [(group, of_user, await asyncio.to_thread(  # a big import's first pass: off the loop
             self._transcript, session.model, group, summaries, summarizer))
             for group, of_user in ((older, False), (users, True)) if group]
-        worth = sum(original for *_, (_, original) in groups)
-        if worth < least:  # the step together, not each group: both go in one pass
-            return (f"{sum(len(g) for g, *_ in groups)} older message(s) of ~{worth:,} tokens: not worth "
-                    "a pass yet (each makes the model re-read the whole prompt)")
+        worth = sum(original - self._summary_cost(session.model, group, original, summarizer, budget)
+                    for group, _, (_, original) in groups)
+        if least and worth < least:  # the step together, not each group: both go in one pass
+            return (f"{sum(len(g) for g, *_ in groups)} older message(s) would free ~{max(0, worth):,} tokens "
+                    "beside their summary: not worth a pass yet (each makes the model re-read the whole prompt)")
         for group, of_user, transcript in groups:
             made = await self._summarize(session, group, transcript, summarizer, instructions,
                                          budget, of_user, context, progress)
@@ -125,6 +126,16 @@ class Checkpointer:
             key_decisions=[d.description for d in context.goals.decisions if d.locked],
             files=sorted({f.path for m in group for f in m.files if not f.error}),
             next_steps=list(context.goals.next_steps), created=time.time(), of_user=of_user)
+
+    def _summary_cost(self, model: str, group: list[MessageRecord], original: int,
+                      summarizer: Summarizer, budget: Budget) -> int:
+        """The most a checkpoint of `group` (`original` tokens) can take in the prompt: its
+        summary's room (never more than what it replaces) and its heading. A step is judged
+        by what it frees beside that before the model is asked (a summary made, then thrown
+        away as too small a step, is a wasted call that re-read the prompt)."""
+        heading = f"[recent checkpoint, messages {group[0].seq}-{group[-1].seq}]\n\n"
+        summary = min(summarizer.room, target(budget, "recent"), original)
+        return summary + self.parts.estimator.text(model, heading)
 
     def _transcript(self, model: str, group: list[MessageRecord], summaries: set[int],
                     summarizer: Summarizer) -> tuple[list[str], int]:

@@ -167,6 +167,8 @@ class Preparer:
         room = self.recaller.room(session.window, reserve, raised,
                                   self.recaller.cap(session, budget.available + budget.reserved), margin)
         whole = self.recaller.room(session.window, reserve, raised, session.window, margin)
+        log.debug("session=%s recall may take %d tokens (with memory %d): the prompt is ~%d, raised %d",
+                  session.id, room, whole, estimate.tokens, raised)
         for _ in range(3):
             try:
                 recall = await self.recaller.recall(*view, user, room, whole)

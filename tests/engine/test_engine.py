@@ -236,7 +236,7 @@ def test_requests_that_write_commit_off_the_event_loop(tmp_path):
         if asked.startswith(("Conversation to summarize", "Summary to shorten", "Summaries of")):
             return "Summary: the plan."
         return " ".join(f"detail{i}" for i in range(80))
-    app = InProcess(tmp_path, MemoryBackend(reply=reply))
+    app = InProcess(tmp_path, MemoryBackend(reply=reply), Config(compaction_min_step=0))  # a pass each turn
     committed_in: list[str] = []
     real_write = app.store.env.write
 
