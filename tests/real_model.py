@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from ctxkeep.daemon.config.backends import BackendConfig
+from ctxkeep.protocol.events import GenerationError, ResponseGeneration
 from harness import DaemonThread
 from recording_proxy import RecordingProxy
 
@@ -119,3 +120,21 @@ def real(short_tmp: Path, proxy: RecordingProxy) -> Iterator[DaemonThread]:
                          BackendConfig(name="llama", kind="openai", url=proxy.url, context_length=WINDOW)]).start()
     yield d
     d.stop()
+
+
+def streamed(proxy: RecordingProxy) -> list:
+    """The turns' own requests as the proxy saw them (streamed; counts and summaries are not)."""
+    return [e.body for e in proxy.exchanges if e.body.get("stream")]
+
+
+def run_turns(real: DaemonThread, sid: str, texts: list[str]) -> list[tuple[ResponseGeneration | GenerationError, list]]:
+    """Each text sent in turn: its terminal event and every event of its generation."""
+    from conftest import wait_terminal  # conftest imports this module for its fixtures
+    ends = []
+    with real.client() as client:
+        client.subscribe("")
+        for text in texts:
+            accepted = client.send(sid, text)
+            end, events = wait_terminal(client, accepted.generation_id, timeout=300)
+            ends.append((end, events))
+    return ends

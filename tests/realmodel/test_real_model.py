@@ -12,9 +12,8 @@ import time
 
 import pytest
 
-from conftest import wait_terminal
-from ctxkeep.protocol.events import GenerationError, GenerationRecalled, GenerationToken, ResponseGeneration
-from real_model import MODEL, WINDOW, question, skip_without_a_real_model
+from ctxkeep.protocol.events import GenerationToken, ResponseGeneration
+from real_model import MODEL, WINDOW, question, run_turns, skip_without_a_real_model, streamed
 from recording_proxy import RecordingProxy
 
 pytestmark = skip_without_a_real_model
@@ -24,10 +23,6 @@ FIGURES: list[dict] = []
 
 def pytest_terminal_summary_lines() -> list[str]:
     return [json.dumps(f) for f in FIGURES]
-
-
-def streamed(proxy: RecordingProxy) -> list:
-    return [e.body for e in proxy.exchanges if e.body.get("stream")]
 
 
 def server_count(proxy: RecordingProxy, body: dict) -> int | None:
@@ -40,21 +35,10 @@ def server_count(proxy: RecordingProxy, body: dict) -> int | None:
     return None
 
 
-def run_turns(real, proxy, sid: str, texts: list[str]) -> list[ResponseGeneration | GenerationError]:
-    ends = []
-    with real.client() as client:
-        client.subscribe("")
-        for text in texts:
-            accepted = client.send(sid, text)
-            end, events = wait_terminal(client, accepted.generation_id, timeout=300)
-            ends.append((end, events))
-    return ends
-
-
 def test_turns_stream_with_the_servers_exact_count(real, proxy):
     with real.client() as client:
         sid = client.create_session(model=MODEL).session.id
-    ends = run_turns(real, proxy, sid, ["Hello! Name three colors.", "Now name three animals.",
+    ends = run_turns(real, sid, ["Hello! Name three colors.", "Now name three animals.",
                                         "And three fruits, please."])
     for (end, events), sent in zip(ends, streamed(proxy)):
         assert isinstance(end, ResponseGeneration), end
@@ -68,7 +52,7 @@ def test_a_60_turn_chat_in_a_1024_window_is_never_refused_or_cut(real, proxy):
     with real.client() as client:
         sid = client.create_session(model=MODEL).session.id
     started = time.monotonic()
-    ends = run_turns(real, proxy, sid, [question(t, rng) for t in range(60)])
+    ends = run_turns(real, sid, [question(t, rng) for t in range(60)])
     seconds = time.monotonic() - started
     failed = [e for e, _ in ends if not isinstance(e, ResponseGeneration)]
     assert not failed, failed[:3]
@@ -95,35 +79,6 @@ def _set_aside(real, sid: str) -> int:
     return len([m for m in everything if m.kind == "message"]) - len([m for m in active if m.kind == "message"])
 
 
-def test_recall_brings_an_early_fact_back_into_the_prompt(real, proxy):
-    rng = random.Random(9)
-    with real.client() as client:
-        sid = client.create_session(model=MODEL).session.id
-    ends = run_turns(real, proxy, sid, ["Please remember this: my locker code is 4711-blue."])
-
-    def still_active() -> bool:
-        """Whether the message itself is still in the active context (a summary that
-        repeats the code does not count: recall is what is tested)."""
-        with real.client() as client:
-            active = client.history(sid, limit=1000, active=True).messages
-        return "4711-blue" in json.dumps([m.content for m in active if m.kind == "message"])
-    for t in range(40):  # until compaction sets the fact aside (in large steps: compaction_min_step)
-        ends += run_turns(real, proxy, sid, [question(t, rng)])
-        if t >= 13 and not still_active():
-            break
-    assert not still_active(), "set aside by compaction"
-    ends += run_turns(real, proxy, sid, ["What is my locker code?"])
-    assert all(isinstance(e, ResponseGeneration) for e, _ in ends), [
-        (len(e.body["messages"]), e.body.get("max_tokens"), e.status, e.raw[-300:]) for e in proxy.exchanges
-        if b"finish_reason\": \"" not in e.raw][:3]
-    last_end, last_events = ends[-1]
-    recalled = [e for e in last_events if isinstance(e, GenerationRecalled)]
-    assert any("4711-blue" in p.text for e in recalled for p in e.recalled) \
-        and "4711-blue" in json.dumps(streamed(proxy)[-1]["messages"]), (
-        "recall put the early turn back", last_end.token_count, streamed(proxy)[-1].get("max_tokens"),
-        [(e.tokens, [p.text[:60] for p in e.recalled]) for e in recalled])
-
-
 def test_big_messages_on_a_fresh_store_are_measured_not_refused(real, proxy):
     """A fresh store has no exact count yet, and its prior over-counts Gemma's tokenizer:
     a ~400-token first message into the 1,024 window, then messages that each take half
@@ -137,7 +92,7 @@ def test_big_messages_on_a_fresh_store_are_measured_not_refused(real, proxy):
         sid = client.create_session(model=MODEL).session.id
     texts = [f"Summarize this in one sentence: {paragraph(330)}"] + \
         [f"And this one, in one sentence: {paragraph(420)}" for _ in range(3)]
-    ends = run_turns(real, proxy, sid, texts)
+    ends = run_turns(real, sid, texts)
     assert all(isinstance(e, ResponseGeneration) for e, _ in ends), [e for e, _ in ends]
     first = streamed(proxy)[0]
     assert 350 <= server_count(proxy, first) <= 1024 - 128
