@@ -1,7 +1,7 @@
 """Level 3 of automatic compaction: older messages become a checkpoint (a goal-aware
-summary, their files as outlines), the user's own oldest messages when they alone pass
-half the budget, and existing checkpoints age — recent, old, ancient, merged — each step
-re-compressed smaller."""
+summary, their files as outlines) — with the user's own oldest messages among them when
+those alone pass half the budget, in one summary call — and existing checkpoints age —
+recent, old, ancient, merged — each step re-compressed smaller."""
 
 import asyncio
 import secrets
@@ -13,7 +13,9 @@ import msgspec
 from ctxkeep.daemon.compaction.summarizer import Progress, Summarizer, chunk_lines, instructions_for
 from ctxkeep.daemon.compaction.planner import AGE_SHARE, AGES, Change, last, outline_line, tool_lines
 from ctxkeep.daemon.context.parts import Parts
-from ctxkeep.daemon.context.prompt import AGE_SYSTEM, CHECKPOINT_SYSTEM, USER_SUMMARY_SYSTEM
+from ctxkeep.daemon.context.prompt import (
+    AGE_SYSTEM, CHECKPOINT_SYSTEM, CHECKPOINT_WITH_USER_SYSTEM, USER_SUMMARY_SYSTEM,
+)
 from ctxkeep.daemon.context.usage import Budget
 from ctxkeep.daemon.store.records import MessageRecord, SessionRecord, View
 from ctxkeep.daemon.store.context_records import ActiveContext, Checkpoint
@@ -60,33 +62,34 @@ class Checkpointer:
         warnings: list[tuple[str, str]] = []
         summaries = set(context.file_summaries)
         gone: set[int] = set()
-        groups = [(group, of_user, await asyncio.to_thread(  # a big import's first pass: off the loop
-            self._transcript, session.model, group, summaries, summarizer))
-            for group, of_user in ((older, False), (users, True)) if group]
-        worth = sum(original - self._summary_cost(session.model, group, original, summarizer, budget)
-                    for group, _, (_, original) in groups)
-        if least and worth < least:  # the step together, not each group: both go in one pass
-            return (f"{sum(len(g) for g, *_ in groups)} older message(s) would free ~{max(0, worth):,} tokens "
-                    "beside their summary: not worth a pass yet (each makes the model re-read the whole prompt)")
-        for group, of_user, transcript in groups:
+        # one checkpoint, one summary call: the older answers with the user's earliest
+        # messages among them, as they were said (each call makes the model read anew)
+        group = sorted(older + users, key=lambda m: m.seq)
+        if group:
+            transcript = await asyncio.to_thread(  # a big import's first pass: off the event loop
+                self._transcript, session.model, group, summaries, summarizer)
+            worth = transcript[1] - self._summary_cost(session.model, group, transcript[1], summarizer, budget)
+            if least and worth < least:
+                return (f"{len(group)} older message(s) would free ~{max(0, worth):,} tokens beside their "
+                        "summary: not worth a pass yet (each makes the model re-read the whole prompt)")
+            system = USER_SUMMARY_SYSTEM if not older else CHECKPOINT_WITH_USER_SYSTEM if users else CHECKPOINT_SYSTEM
             made = await self._summarize(session, group, transcript, summarizer, instructions,
-                                         budget, of_user, context, progress)
+                                         budget, system, bool(users), context, progress)
             if isinstance(made, str):
                 notes.append(made)
-                continue
-            if not gone:  # age what was there before this step's first new checkpoint
-                checkpoints = await self._age(checkpoints, budget, summarizer, instructions)
-            checkpoints.append(made)
-            gone |= {m.seq for m in group}
-            if of_user:
-                message = (f"{len(group)} of your earliest messages (#{group[0].seq}–#{group[-1].seq}) "
-                           "are now kept as a summary, not word for word: your own messages passed "
-                           "half of the conversation's budget. `ctxkeep undo` puts them back; "
-                           "a larger num_ctx keeps more of them verbatim.")
-                warnings.append(("user_summary", message))
-                notes.append(message)
             else:
-                notes.append(f"{len(group)} message(s) became a checkpoint")
+                checkpoints = await self._age(checkpoints, budget, summarizer, instructions)
+                checkpoints.append(made)
+                gone = {m.seq for m in group}
+                if older:
+                    notes.append(f"{len(older)} message(s) became a checkpoint")
+                if users:
+                    message = (f"{len(users)} of your earliest messages (#{users[0].seq}–#{users[-1].seq}) "
+                               "are now kept as a summary, not word for word: your own messages passed "
+                               "half of the conversation's budget. `ctxkeep undo` puts them back; "
+                               "a larger num_ctx keeps more of them verbatim.")
+                    warnings.append(("user_summary", message))
+                    notes.append(message)
         if not gone:
             if not checkpoints:
                 return "; ".join(notes) or "nothing outside the preserved messages to summarize"
@@ -104,7 +107,7 @@ class Checkpointer:
 
     async def _summarize(self, session: SessionRecord, group: list[MessageRecord],
                          transcript: tuple[list[str], int], summarizer: Summarizer, instructions: str,
-                         budget: Budget, of_user: bool, context: ActiveContext,
+                         budget: Budget, system: str, of_user: bool, context: ActiveContext,
                          progress: Progress) -> Checkpoint | str:
         """A checkpoint of `group` (their files as outlines) from its `transcript` (chunks,
         and the tokens the group costs now), or why there is none: it would not be smaller
@@ -113,7 +116,7 @@ class Checkpointer:
         room = min(summarizer.room, target(budget, "recent"))
         chunks, original = transcript
         text, tokens = await summarizer.summarize(
-            chunks, USER_SUMMARY_SYSTEM if of_user else CHECKPOINT_SYSTEM, instructions, progress, room=room)
+            chunks, system, instructions, progress, room=room)
         ran = tool_lines(group)
         if ran:  # every tool exchange as one line, whatever the summary kept of it
             block = "Tools run:\n" + "\n".join(ran)

@@ -188,6 +188,13 @@ USER_SUMMARY_SYSTEM = (
     "fit word for word. Keep every request, fact, constraint, preference, decision, file name "
     "and question the user stated, in the user's terms. Output only the summary."
 )
+CHECKPOINT_WITH_USER_SYSTEM = (
+    "You compress the older part of a conversation, the user's own earlier messages among it, "
+    "into a checkpoint that replaces it. Keep every request, fact, constraint, preference, "
+    "decision, file name and question the user stated, in the user's terms, and the answers' "
+    "decisions, facts established, code changes, open questions and next steps; drop "
+    "pleasantries and repetition. Output only the checkpoint text."
+)
 AGE_SYSTEM = (
     "You shorten a summary of an older part of a conversation. Keep only what matters for "
     "continuing the work: decisions, facts, file names, open questions. Output only the "
