@@ -376,15 +376,15 @@ def test_cli_compact_show_active_and_chat(daemon, standin):
     assert failed.returncode == 1 and "compaction failed: ollama_error" in failed.stderr
 
 
-def test_a_big_imported_conversation_is_compacted_and_continued(daemon_factory, standin, tmp_path):
-    """`ctxkeep import` of 10,000 messages into an 8,192 window, after another session's
-    turns of one word repeated (which skewed the estimates before), then `compact` and
-    `ask`: the summary calls all fit (counted by a tokenizer the estimator was not built
-    around), the question is answered, nothing was cut. (Automatic compaction on, unlike
-    this module's other daemons.)"""
-    import json
+def test_a_big_imported_conversation_is_compacted_and_continued(short_tmp, standin):
+    """An import of 10,000 messages (in the CLI's batches) into an 8,192 window, after
+    another session's turns of one word repeated (which skewed the estimates before), then
+    `compact` and a question: the summary calls all fit (counted by a tokenizer the
+    estimator was not built around), the question is answered, nothing was cut. (Automatic
+    compaction on, unlike this module's other daemons.)"""
     import random
-    daemon = daemon_factory().start()
+
+    from ctxkeep.clients.cli.transfer import batches, imported_messages
     rng = random.Random(4)
     words = ("plan module session answer question budget design parser refactor window "
              "history estimate decision because however meanwhile the of and to").split()
@@ -396,27 +396,37 @@ def test_a_big_imported_conversation_is_compacted_and_continued(daemon_factory, 
             return "Summary: " + " ".join(rng.choice(words) for _ in range(30))
         return "An answer about the plan."
     standin.reply_fn = reply
-    other = daemon.cli("new", "--name", "other")
-    assert other.returncode == 0, other.stderr
-    for _ in range(6):
-        assert daemon.cli("ask", "-s", "other", *(["hello"] * 40)).returncode == 0
     conversation = [{"role": "user" if i % 2 == 0 else "assistant",
                      "content": " ".join(rng.choice(words) for _ in range(rng.randint(8, 50))) + "."}
                     for i in range(10_000)]
-    path = tmp_path / "big.json"
-    path.write_text(json.dumps({"messages": conversation}))
-    imported = daemon.cli("import", str(path), "--name", "big", "--num-ctx", "8192")
-    assert imported.returncode == 0, imported.stderr
-    compacted = daemon.cli("compact", "big")
-    assert compacted.returncode == 0 and "compacted" in compacted.stdout, (compacted.stdout, compacted.stderr)
-    answered = daemon.cli("ask", "-s", "big", "what", "did", "we", "decide?")
-    assert answered.returncode == 0 and "An answer about the plan." in answered.stdout, answered.stderr
-    # and with no `compact`: the question's own automatic pass makes it fit (it compacted
-    # 202K to 134K tokens and refused before)
-    path.write_text(json.dumps({"messages": conversation[:4000]}))
-    assert daemon.cli("import", str(path), "--name", "big2").returncode == 0
-    answered = daemon.cli("ask", "-s", "big2", "what", "did", "we", "decide?")
-    assert answered.returncode == 0 and "An answer about the plan." in answered.stdout, answered.stderr
+
+    def imported(client, messages: list[dict], **fields) -> str:
+        parts = batches(imported_messages(messages))
+        sid = client.import_session(model=MODEL, messages=parts[0], **fields).session.id
+        for part in parts[1:]:
+            client.import_session(session=sid, messages=part)
+        return sid
+
+    def answer(client, sid: str, text: str) -> str:
+        end, _ = wait_terminal(client, client.send(sid, text).generation_id, timeout=60)
+        assert isinstance(end, ResponseGeneration), end
+        return end.message.content
+    daemon = DaemonThread(short_tmp, standin.url, default_model=MODEL).start()
+    try:
+        with daemon.client(timeout=60) as client:
+            client.subscribe("")
+            other = client.create_session(model=MODEL, name="other").session.id
+            for _ in range(6):
+                answer(client, other, " ".join(["hello"] * 40))
+            big = imported(client, conversation, name="big", num_ctx=8192)
+            assert compact(client, big)[-1].status == "ok"
+            assert answer(client, big, "what did we decide?") == "An answer about the plan."
+            # and with no `compact`: the question's own automatic pass makes it fit (it
+            # compacted 202K to 134K tokens and refused before)
+            big2 = imported(client, conversation[:4000], name="big2")
+            assert answer(client, big2, "what did we decide?") == "An answer about the plan."
+    finally:
+        daemon.stop()
     assert not standin.truncations and not standin.refusals
 
 

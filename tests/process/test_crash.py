@@ -3,12 +3,17 @@ bench/crash.py is the soak)."""
 
 import os
 
+import pytest
+
 import crash
 
 
-def test_kills_at_random_points_lose_no_acknowledged_question(daemon_factory, standin):
-    kills = int(os.environ.get("CTXKEEP_CRASH_KILLS", "20"))
-    report = crash.run(daemon_factory(), standin, kills=kills, seed=3)
+@pytest.mark.parametrize("kills", [
+    int(os.environ.get("CTXKEEP_CRASH_KILLS", "10")),
+    pytest.param(40, marks=pytest.mark.long),  # the long run's: more kills, another seed
+])
+def test_kills_at_random_points_lose_no_acknowledged_question(daemon_factory, standin, kills):
+    report = crash.run(daemon_factory(), standin, kills=kills, seed=3 if kills < 40 else 11)
     assert report.kills == kills and report.restarts_failed == 0
     assert report.acknowledged >= kills
     assert report.lost == []
