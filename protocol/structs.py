@@ -217,7 +217,8 @@ class CheckpointInfo(msgspec.Struct, kw_only=True):
     files: list[str] = []
     next_steps: list[str] = []
     created: float = 0.0
-    #: A summary of the user's own messages: they passed half the conversation's budget.
+    #: The summary holds the user's own earlier messages too (they passed half the
+    #: conversation's budget).
     of_user: bool = False
 
 

@@ -15,7 +15,7 @@ from ctxkeep.daemon.context.content import prompt_content, short_results
 Message = dict[str, Any]
 
 
-_OF_USER = ", a summary of the user's own messages"
+_OF_USER = ", the user's own messages among them"
 
 
 def checkpoint_block(checkpoints: list[Checkpoint]) -> str:

@@ -25,7 +25,7 @@ class Checkpoint(msgspec.Struct, kw_only=True):
     created: float = 0.0
     #: User messages folded in verbatim (stores before the user-summary rule).
     verbatim: bool = False
-    #: A summary of the user's own messages (shown as such: `user_summary` warning).
+    #: The summary holds the user's own messages too (shown as such: `user_summary` warning).
     of_user: bool = False
 
     def info(self) -> CheckpointInfo:

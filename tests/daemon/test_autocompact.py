@@ -267,7 +267,7 @@ def test_user_messages_stay_verbatim_until_a_shown_summary(client, standin):
                 continue
             verbatim = any(m["role"] == "user" and earlier in m["content"] for m in prompt)
             if not verbatim:  # it left the prompt: only ever inside a summary shown as the user's
-                assert "a summary of the user's own messages" in system, (earlier[:20], i)
+                assert "the user's own messages among them" in system, (earlier[:20], i)
                 summarized_from[earlier] = i
     warnings = [w for w in collect(client, ContextWarning) if w.kind == "user_summary"]
     assert warnings and "your earliest messages" in warnings[0].message
