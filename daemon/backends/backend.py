@@ -127,7 +127,8 @@ class OllamaBackend(OneServer):
         """Whether Ollama has `model` in memory now (/api/ps), or None when it does not
         answer that within a few seconds either."""
         try:
-            running = await asyncio.wait_for((await self.client()).ps(), PS_TIMEOUT_S)
+            async with asyncio.timeout(PS_TIMEOUT_S):  # not wait_for: on 3.11 it may swallow a cancel
+                running = await (await self.client()).ps()
         except Exception:  # noqa: BLE001 - a timeout or an error: it does not answer
             return None
         wanted = model if ":" in model else f"{model}:latest"

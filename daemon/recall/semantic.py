@@ -128,13 +128,13 @@ class Embedder:
         if cached is not None:
             return cached
         try:
-            (vector,) = await asyncio.wait_for(asyncio.shield(
-                self.backend.embed(model, [text[:EMBED_CHARS]])), wait)
+            async with asyncio.timeout(wait):  # not wait_for: on 3.11 it may swallow a cancel
+                (vector,) = await asyncio.shield(self.backend.embed(model, [text[:EMBED_CHARS]]))
         except ModelCallError as exc:
             if exc.code is not ErrorCode.BUSY:  # refused: not asked again until the server changes
                 self._failed(exc)
             return None
-        except (asyncio.TimeoutError, ValueError):
+        except (TimeoutError, ValueError):
             return None
         return vector
 

@@ -42,7 +42,9 @@ async def watch_ollama(backend: ModelBackend, server_changed: Callable[[], None]
         interval = OLLAMA_CHECK_S if status.reachable else OLLAMA_RETRY_S
         waits = [max(h.retry_in, 0.05) for h in backend.hosts() if h.checked and not h.reachable]
         interval = min([interval, *waits])
-        try:
-            await asyncio.wait_for(backend.changed.wait(), interval)
-        except asyncio.TimeoutError:
+        try:  # asyncio.timeout, not wait_for: on Python 3.11 wait_for swallows a cancel that
+            # comes just as the event is set (the watch then held the daemon's stop a minute)
+            async with asyncio.timeout(interval):
+                await backend.changed.wait()
+        except TimeoutError:
             pass
