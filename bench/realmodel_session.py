@@ -33,11 +33,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from common import emit  # noqa: E402
-from harness import DaemonThread  # noqa: E402
-from real_model import MODEL, question, start_llama  # noqa: E402
+from real_model import MODEL, question, served, start_llama  # noqa: E402
 from recording_proxy import RecordingProxy  # noqa: E402
 
-from ctxkeep.daemon.config.backends import BackendConfig  # noqa: E402
 from ctxkeep.protocol.events import CompactionResult, GenerationError, ResponseGeneration, SessionUpdated  # noqa: E402
 
 
@@ -104,9 +102,7 @@ SUMMARY_HEADERS = {"Conversation to summarize": "checkpoint", "Summaries of": "m
 def through_ctxkeepd(url: str, window: int, texts: list[str], answer: int) -> None:
     proxy = RecordingProxy(url).start()
     root = Path(tempfile.mkdtemp(prefix="ckrs", dir="/tmp"))
-    daemon = DaemonThread(root, proxy.url, default_model=MODEL, default_options={"num_predict": answer, **GREEDY},
-                          backends=[BackendConfig(name="llama", kind="openai", url=proxy.url,
-                                                  context_length=window)]).start()
+    daemon = served(root, proxy, window, default_options={"num_predict": answer, **GREEDY})
     seconds, compactions = [], 0
     try:
         with daemon.client(timeout=600) as c:

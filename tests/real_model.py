@@ -115,11 +115,25 @@ def proxy(llama: str) -> Iterator[RecordingProxy]:
 def real(short_tmp: Path, proxy: RecordingProxy) -> Iterator[DaemonThread]:
     """ctxkeepd with the real model as its one backend (through the proxy); answers kept
     short so that 60 turns take minutes, not hours, on two cores; an HTTP front door."""
-    d = DaemonThread(short_tmp, proxy.url, default_model=MODEL, default_options={"num_predict": 40},
-                     http_listen=f"127.0.0.1:{free_port()}", http_auth="none", backends=[
-                         BackendConfig(name="llama", kind="openai", url=proxy.url, context_length=WINDOW)]).start()
+    d = served(short_tmp, proxy, WINDOW, default_options={"num_predict": 40},
+               http_listen=f"127.0.0.1:{free_port()}", http_auth="none")
     yield d
     d.stop()
+
+
+def served(root: Path, proxy: RecordingProxy, window: int, **settings: object) -> DaemonThread:
+    """ctxkeepd (in a thread) with the server behind `proxy` as its one backend, started."""
+    return DaemonThread(root, proxy.url, default_model=MODEL, backends=[
+        BackendConfig(name="llama", kind="openai", url=proxy.url, context_length=window)], **settings).start()
+
+
+def recorded_llama(window: int) -> Iterator[RecordingProxy]:
+    """A server of `window` tokens behind a recording proxy, for a module's fixture."""
+    url, server = start_llama(window)
+    recording = RecordingProxy(url).start()
+    yield recording
+    recording.stop()
+    stop_llama(server)
 
 
 def streamed(proxy: RecordingProxy) -> list:

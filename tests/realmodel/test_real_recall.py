@@ -12,10 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from ctxkeep.daemon.config.backends import BackendConfig
 from ctxkeep.protocol.events import GenerationRecalled, ResponseGeneration
 from harness import DaemonThread
-from real_model import MODEL, question, run_turns, skip_without_a_real_model, start_llama, stop_llama, streamed
+from real_model import MODEL, question, recorded_llama, run_turns, served, skip_without_a_real_model, streamed
 from recording_proxy import RecordingProxy
 
 pytestmark = skip_without_a_real_model
@@ -25,17 +24,12 @@ WINDOW = 2048
 
 @pytest.fixture(scope="module")
 def proxy() -> Iterator[RecordingProxy]:
-    url, server = start_llama(WINDOW)
-    recording = RecordingProxy(url).start()
-    yield recording
-    recording.stop()
-    stop_llama(server)
+    yield from recorded_llama(WINDOW)
 
 
 @pytest.fixture
 def real(short_tmp: Path, proxy: RecordingProxy) -> Iterator[DaemonThread]:
-    d = DaemonThread(short_tmp, proxy.url, default_model=MODEL, default_options={"num_predict": 40}, backends=[
-        BackendConfig(name="llama", kind="openai", url=proxy.url, context_length=WINDOW)]).start()
+    d = served(short_tmp, proxy, WINDOW, default_options={"num_predict": 40})
     yield d
     d.stop()
 

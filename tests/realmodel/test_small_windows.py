@@ -13,10 +13,9 @@ from pathlib import Path
 import pytest
 
 from conftest import wait_terminal
-from ctxkeep.daemon.config.backends import BackendConfig
 from ctxkeep.protocol.events import ResponseGeneration
 from harness import DaemonThread
-from real_model import MODEL, skip_without_a_real_model, start_llama, stop_llama
+from real_model import MODEL, recorded_llama, served, skip_without_a_real_model
 from recording_proxy import RecordingProxy
 
 pytestmark = skip_without_a_real_model
@@ -28,17 +27,12 @@ WORDS = ["The", "river", "garden", "kitchen", "walked", "slowly", "under", "brig
 
 @pytest.fixture(scope="module")
 def proxy() -> Iterator[RecordingProxy]:
-    url, server = start_llama(WINDOW)
-    recording = RecordingProxy(url).start()
-    yield recording
-    recording.stop()
-    stop_llama(server)
+    yield from recorded_llama(WINDOW)
 
 
 @pytest.fixture
 def daemon(short_tmp: Path, proxy: RecordingProxy) -> Iterator[DaemonThread]:
-    d = DaemonThread(short_tmp, proxy.url, default_model=MODEL, backends=[
-        BackendConfig(name="llama", kind="openai", url=proxy.url, context_length=WINDOW)]).start()
+    d = served(short_tmp, proxy, WINDOW)
     yield d
     d.stop()
 
