@@ -14,7 +14,7 @@ from ctxkeep.daemon.compaction.summarizer import Progress, Summarizer, chunk_lin
 from ctxkeep.daemon.compaction.planner import AGE_SHARE, AGES, Change, last, outline_line, tool_lines
 from ctxkeep.daemon.context.parts import Parts
 from ctxkeep.daemon.context.prompt import (
-    AGE_SYSTEM, CHECKPOINT_SYSTEM, CHECKPOINT_WITH_USER_SYSTEM, USER_SUMMARY_SYSTEM,
+    AGE_SYSTEM, CHECKPOINT_SYSTEM, CHECKPOINT_WITH_USER_SYSTEM, USER_SUMMARY_SYSTEM, checkpoint_heading,
 )
 from ctxkeep.daemon.context.usage import Budget
 from ctxkeep.daemon.store.records import MessageRecord, SessionRecord, View
@@ -68,7 +68,8 @@ class Checkpointer:
         if group:
             transcript = await asyncio.to_thread(  # a big import's first pass: off the event loop
                 self._transcript, session.model, group, summaries, summarizer)
-            worth = transcript[1] - self._summary_cost(session.model, group, transcript[1], summarizer, budget)
+            worth = transcript[1] - self._summary_cost(session.model, group, bool(users), transcript[1],
+                                                       summarizer, budget)
             if least and worth < least:
                 return (f"{len(group)} older message(s) would free ~{max(0, worth):,} tokens beside their "
                         "summary: not worth a pass yet (each makes the model re-read the whole prompt)")
@@ -130,13 +131,13 @@ class Checkpointer:
             files=sorted({f.path for m in group for f in m.files if not f.error}),
             next_steps=list(context.goals.next_steps), created=time.time(), of_user=of_user)
 
-    def _summary_cost(self, model: str, group: list[MessageRecord], original: int,
+    def _summary_cost(self, model: str, group: list[MessageRecord], of_user: bool, original: int,
                       summarizer: Summarizer, budget: Budget) -> int:
         """The most a checkpoint of `group` (`original` tokens) can take in the prompt: its
         summary's room (never more than what it replaces) and its heading. A step is judged
         by what it frees beside that before the model is asked (a summary made, then thrown
         away as too small a step, is a wasted call that re-read the prompt)."""
-        heading = f"[recent checkpoint, messages {group[0].seq}-{group[-1].seq}]\n\n"
+        heading = checkpoint_heading("recent", group[0].seq, group[-1].seq, of_user) + "\n\n"
         summary = min(summarizer.room, target(budget, "recent"), original)
         return summary + self.parts.estimator.text(model, heading)
 

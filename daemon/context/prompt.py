@@ -23,9 +23,14 @@ def checkpoint_block(checkpoints: list[Checkpoint]) -> str:
     if not checkpoints:
         return ""
     parts = ["Summary of the earlier conversation, oldest part first:"]
-    parts += [f"[{c.age} checkpoint, messages {c.first_seq}-{c.last_seq}{_OF_USER if c.of_user else ''}]"
-              f"\n{c.summary}" for c in checkpoints]
+    parts += [f"{checkpoint_heading(c.age, c.first_seq, c.last_seq, c.of_user)}\n{c.summary}"
+              for c in checkpoints]
     return "\n\n".join(parts)
+
+
+def checkpoint_heading(age: str, first_seq: int, last_seq: int, of_user: bool) -> str:
+    """The line that opens one checkpoint in the prompt."""
+    return f"[{age} checkpoint, messages {first_seq}-{last_seq}{_OF_USER if of_user else ''}]"
 
 
 def system_parts(session: SessionRecord, context: ActiveContext) -> list[str]:
