@@ -181,7 +181,8 @@ class MemoryBackend:
         return model in self.models
 
     async def count_prompt(self, model: str, messages: list[dict[str, Any]],
-                    tools: list[dict[str, Any]] | None = None) -> int | None:
+                           tools: list[dict[str, Any]] | None = None,
+                           options: dict[str, Any] | None = None) -> int | None:
         if not self.counts:
             return None
         sent = [dict(m) for m in messages]

@@ -20,7 +20,8 @@ Real HTTP on 127.0.0.1 (a random port), speaking the documented Ollama API:
 - Images (`images` of a message, base64) cost a fixed number of tokens each for a
   model with vision (`vision:4b`: 256; /api/show lists "vision"); a model without
   answers HTTP 400.
-- Replies are scripted (`script()`), else derived from the last user message.
+- Replies are scripted (`script()`), else derived from the last user message; a
+  one-token read (`num_predict: 1`, how ctxkeepd counts a prompt) leaves the script.
 - Faults (`fail_next()`): delay, HTTP 500, connection dropped mid-stream.
   An unknown model gets 404 as from Ollama.
 """
@@ -579,7 +580,8 @@ class _Handler(BaseHTTPRequestHandler):
                              f"context length ({num_ctx} tokens)")
             return
         kept = messages[keep_from:]
-        reply = owner.next_reply(kept, bool(tools), bool(body.get("format")))
+        # a one-token read (how ctxkeepd counts a prompt) is no answer: the script waits
+        reply = "The" if num_predict == 1 else owner.next_reply(kept, bool(tools), bool(body.get("format")))
         calls: list[dict[str, Any]] = []
         if isinstance(reply, dict):  # a scripted tool call
             calls, reply = reply["tool_calls"], reply.get("content", "")

@@ -185,7 +185,8 @@ class _OpenAIHandler(CountingPages, _Handler):
             owner.chats.append(record)
         if self._refused(record, prompt, max_tokens):
             return
-        reply = owner.next_reply(messages, bool(tools), bool(body.get("response_format")))
+        # a one-token read (how ctxkeepd counts a prompt) is no answer: the script waits
+        reply = "The" if max_tokens == 1 else owner.next_reply(messages, bool(tools), bool(body.get("response_format")))
         calls: list[dict[str, Any]] = []
         if isinstance(reply, dict):
             calls, reply = reply["tool_calls"], reply.get("content", "")

@@ -18,6 +18,7 @@ The package is used through its public API only (`AsyncClient.chat`, `show`,
 """
 
 import asyncio
+import re
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
 
@@ -30,8 +31,18 @@ from ctxkeep.daemon.backends.protocol import ChatChunk, ChatExtras, ModelCallErr
 from ctxkeep.daemon.backends.one_server import OneServer
 from ctxkeep.daemon.backends.sent import sending
 
+#: The first Ollama that reads `truncate` on /api/chat (older ones cut an overflowing prompt).
+REFUSES_OVERFLOW_FROM = (0, 12)
+
 #: Seconds /api/ps may take when asked while a chat waits for its first token.
 PS_TIMEOUT_S = 3.0
+
+
+def refuses_overflow(version: str) -> bool:
+    """Whether an Ollama of `version` refuses a prompt over the window rather than cutting
+    it (an unknown or unusual version, as from a build of its own, is taken to)."""
+    found = re.match(r"v?(\d+)\.(\d+)", version or "")
+    return found is None or (int(found[1]), int(found[2])) >= REFUSES_OVERFLOW_FROM
 
 
 def _make_client(host: str, connect_timeout: float, read_timeout: float) -> Any:
@@ -197,10 +208,30 @@ class OllamaBackend(OneServer):
         return vectors
 
     async def count_prompt(self, model: str, messages: Sequence[Mapping[str, Any]],
-                    tools: list[dict[str, Any]] | None = None) -> int | None:
-        """None: Ollama's API counts a prompt only by answering it (and cuts one that does
-        not fit its window silently, so a one-token answer would not say either)."""
-        return None
+                           tools: list[dict[str, Any]] | None = None,
+                           options: Mapping[str, Any] | None = None) -> int | None:
+        """The prompt's tokens by the model's own tokenizer and template. Ollama's API has
+        no tokenizer page, so the server reads the prompt for one token of answer, with the
+        chat's options (its `num_ctx`: the model is not loaded again, and the prompt stays
+        in its cache for the chat). None where it cannot say: a prompt over the window is
+        refused (`truncate: false`), not cut; an Ollama older than 0.12 would cut it
+        silently (its count would then say nothing), so it is not asked."""
+        if not refuses_overflow(self.status.version):
+            return None
+        reading = {**(options or {}), "num_predict": 1}
+        offered = {"tools": tools} if tools else {}
+        try:
+            response = await (await self.client()).chat(model, messages, stream=False, options=reading,
+                                                        **offered)
+        except Exception as exc:  # noqa: BLE001
+            error = self.explain(exc, model)
+            if error.code == ErrorCode.CONTEXT_OVERFLOW:
+                return None  # refused as longer than the window: the estimate decides
+            raise error from None
+        self.reached()
+        count = response.prompt_eval_count or 0
+        window = int(reading.get("num_ctx") or 0)
+        return count if count > 0 and not (window and count >= window) else None
 
     def explain(self, exc: BaseException, model: str = "") -> ModelCallError:
         """A ModelCallError saying what went wrong and what to do next (noting whether

@@ -194,7 +194,8 @@ class Hosts:
                                 lambda h: not h.busy or h.backend.takes_side_requests())
 
     async def count_prompt(self, model: str, messages: Sequence[Mapping[str, Any]],
-                    tools: list[dict[str, Any]] | None = None) -> int | None:
+                           tools: list[dict[str, Any]] | None = None,
+                           options: Mapping[str, Any] | None = None) -> int | None:
         """The prompt's tokens by the first server of `model` that can count it and is
         free to: one of one slot that streams an answer is not asked (it would cut the
         stream); one busy with a side request (an embedding, the model's facts) is, as the
@@ -204,7 +205,7 @@ class Hosts:
                 continue
             host.busy += 1
             try:
-                found = await host.backend.count_prompt(model, messages, tools)
+                found = await host.backend.count_prompt(model, messages, tools, options)
             except ModelCallError:
                 found = None
             finally:

@@ -235,7 +235,8 @@ class OpenAIBackend(OneServer):
         return answer_chunk(response, self.name, started)
 
     async def count_prompt(self, model: str, messages: Sequence[Mapping[str, Any]],
-                    tools: list[dict[str, Any]] | None = None) -> int | None:
+                           tools: list[dict[str, Any]] | None = None,
+                           options: Mapping[str, Any] | None = None) -> int | None:
         """The prompt's tokens by the server's tokenizer and template (openai_count.py)."""
         sent = request_messages(messages, self._drops_system.get(model, False))
         found = await self._counter.count(await self.client(), self._id(model), sent, tools)

@@ -116,7 +116,8 @@ class ModelBackend(Protocol):
     async def embed(self, model: str, texts: list[str]) -> list[list[float]]: ...
 
     async def count_prompt(self, model: str, messages: Sequence[Mapping[str, Any]],
-                    tools: list[dict[str, Any]] | None = None) -> int | None:
+                           tools: list[dict[str, Any]] | None = None,
+                           options: Mapping[str, Any] | None = None) -> int | None:
         """The prompt's tokens as the server will count them, asked before it is sent (its
-        own tokenizer and template), or None where the server cannot say (Ollama's API has
-        no tokenizer: its counts come with each answer)."""
+        own tokenizer and template; `options` as the chat will send them), or None where
+        the server cannot say."""

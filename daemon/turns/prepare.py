@@ -128,7 +128,8 @@ class Preparer:
             return None  # it cannot fit even by the estimate's lower bound: nothing to ask
         if any(m.get("images") for m in messages):
             return None  # what an image costs is the server's to say only as it reads it
-        exact = await self.parts.backend.count_prompt(session.model, messages, tools)
+        exact = await self.parts.backend.count_prompt(session.model, messages, tools,
+                                                      {**session.options, "num_ctx": session.window})
         if exact is None:
             return None
         log.info("session=%s: the server counts the prompt %d tokens (estimated %d)", session.id, exact,

@@ -69,7 +69,7 @@ def test_a_message_that_cannot_fit_is_refused_before_anything_is_compacted(clien
     before = [m.seq for m in client.history(s.id, active=True).messages]
     prompts = lambda: [c for c in standin.chats if c.body.get("stream", True)]  # noqa: E731
     calls = len(prompts())
-    huge = "word " * 1000 + "x" * 3000  # ~1,900 tokens in a 2,048-token window
+    huge = "word " * 1150 + "x" * 3000  # 1,900 tokens in a 2,048-token window
     end, events = turn(client, s.id, huge)
     assert isinstance(end, GenerationError) and end.code == "context_overflow"
     assert "send less" in end.message and "the context is as it was" in end.message

@@ -131,13 +131,31 @@ def test_a_prompt_is_counted_before_it_is_sent_by_the_servers_tokenizer(flavor, 
     assert len(standin.chats) == (3 if way == "reading" else 1)  # counted by reading: one token each
 
 
-def test_ollama_cannot_count_a_prompt_before_answering_it():
+def test_ollama_counts_a_prompt_by_reading_it_for_one_token():
+    """Ollama has no tokenizer page: the server reads the prompt for one token of answer,
+    with the chat's window (so the model is not loaded again). The count is the one the
+    chat then reports; a prompt over the window is refused by the server, not cut, and
+    counts as unknown; an Ollama older than 0.12 (which would cut it) is not asked."""
     standin = OllamaStandin().start()
+    messages = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Why is the sky blue?"}]
+    huge = [{"role": "user", "content": "word " * 3000}]
+
+    async def body(backend):
+        await backend.check()
+        counted = await backend.count_prompt(MODEL, messages, None, {"num_ctx": 2048})
+        over = await backend.count_prompt(MODEL, huge, None, {"num_ctx": 2048})
+        backend.status.version = "0.11.4"
+        old = await backend.count_prompt(MODEL, messages, None, {"num_ctx": 2048})
+        return counted, over, old, await chat(backend, messages, {"num_ctx": 2048})
     try:
-        assert run(standin, lambda b: b.count_prompt(MODEL, [{"role": "user", "content": "Hi"}])) is None
-        assert standin.chats == []
+        counted, over, old, chunks = run(standin, body)
+        reading, refused, answered = standin.chats
     finally:
         standin.stop()
+    assert counted == chunks[-1].prompt_eval_count == answered.prompt_tokens > 0
+    assert reading.body["options"] == {"num_ctx": 2048, "num_predict": 1} and reading.num_ctx == answered.num_ctx
+    assert over is None and refused.refused and standin.truncations == []
+    assert old is None  # not asked: three chats in all
 
 
 def test_a_tool_call_comes_whole_and_its_result_answers_it(server):

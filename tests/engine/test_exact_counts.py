@@ -5,12 +5,15 @@ says will not fit is measured before anything is refused or compacted."""
 import asyncio
 import random
 
+from ctxkeep.daemon.backends.configured import backend_for
+from ctxkeep.daemon.config import Config
+from ctxkeep.daemon.config.backends import BackendConfig
 from ctxkeep.protocol import requests
 from ctxkeep.daemon.tokens import text_features
 from ctxkeep.protocol.events import CompactionRequest, GenerationError, ResponseGeneration
 from inprocess import InProcess
 from memory_backend import MemoryBackend
-from ollama_standin import count_tokens_bpe
+from ollama_standin import OllamaStandin, count_tokens_bpe
 
 MODEL = "qwen2.5:7b"
 PROSE = "The quick brown fox jumps over the lazy dog near the river bank, said Maria."
@@ -102,3 +105,31 @@ def test_a_big_message_the_raised_estimate_calls_impossible_is_measured_and_answ
         assert ends[gids[-1]].token_count + 256 <= 2048
     finally:
         app.close()
+
+
+def test_a_fresh_stores_first_message_to_ollama_is_measured_and_answered(tmp_path):
+    """Issue 41, over Ollama's own API (the stand-in, real HTTP): a fresh store's prior says
+    a first message cannot fit a 1,024 window; the server reads the prompt for one token,
+    with the chat's window, and its count says it fits: answered, never cut or refused."""
+    standin = OllamaStandin(tokenizer="bpe").start()
+    config = Config(num_ctx=1024, backends=[BackendConfig(name="here", kind="ollama", url=standin.url)])
+    app = InProcess(tmp_path, backend_for(config), config)
+    text = " ".join([PROSE] * 40)
+
+    async def go():
+        sid = (await app.call(requests.SessionCreate(model=MODEL))).session.id
+        assert app.services.estimator.text(MODEL, text) > 1024 - 128  # the prior says it cannot fit
+        gid = (await app.call(requests.Send(session=sid, text=text))).generation_id
+        await app.services.jobs.drain(30)
+        await app.backend.close()
+        return gid
+    try:
+        gid = asyncio.run(go())
+        reading, answered = standin.chats
+    finally:
+        standin.stop()
+        app.close()
+    assert isinstance(_ends(app)[gid], ResponseGeneration)
+    assert reading.body["options"]["num_predict"] == 1 and reading.num_ctx == answered.num_ctx == 1024
+    assert reading.prompt_tokens == answered.prompt_tokens == _ends(app)[gid].token_count
+    assert standin.truncations == [] and standin.refusals == []
