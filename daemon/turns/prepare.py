@@ -168,8 +168,9 @@ class Preparer:
         room = self.recaller.room(session.window, reserve, raised,
                                   self.recaller.cap(session, budget.available + budget.reserved), margin)
         whole = self.recaller.room(session.window, reserve, raised, session.window, margin)
-        log.debug("session=%s recall may take %d tokens (with memory %d): the prompt is ~%d, raised %d",
-                  session.id, room, whole, estimate.tokens, raised)
+        log.debug("session=%s recall may take %d tokens (with memory %d): the prompt is ~%d (%d uncertain, "
+                  "%d novel), raised %d (margin %.2f)", session.id, room, whole, estimate.tokens,
+                  estimate.uncertain, estimate.novel, raised, margin)
         for _ in range(3):
             try:
                 recall = await self.recaller.recall(*view, user, room, whole)
