@@ -1,7 +1,8 @@
 """One model server among several (backends/hosts.py): what the router knows of it."""
 
+import asyncio
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ctxkeep.protocol.structs import BackendStatus
@@ -21,6 +22,27 @@ class Host:
     answering: int = 0
     failures: int = 0
     retry_at: float = 0.0
+    #: Side requests in flight (embeddings, counts, facts), and whether there are none.
+    sides: int = 0
+    no_sides: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def __post_init__(self) -> None:
+        self.no_sides.set()
+
+    def side_started(self) -> None:
+        self.sides += 1
+        self.no_sides.clear()
+
+    def side_ended(self) -> None:
+        self.sides -= 1
+        if not self.sides:
+            self.no_sides.set()
+
+    async def free_for_an_answer(self) -> None:
+        """Wait, on a server of one slot, for the side requests already under way there: one
+        that reached it after an answer began would cut that answer short."""
+        if not self.backend.takes_side_requests():
+            await self.no_sides.wait()
 
     def serves(self, model: str) -> bool | None:
         """Whether it serves `model` (None: not known yet)."""

@@ -70,7 +70,11 @@ class Hosts:
         for host in filter(usable, self.ranked(model)):
             host.busy += 1
             host.answering += answer
+            if not answer:
+                host.side_started()
             try:
+                if answer:
+                    await host.free_for_an_answer()
                 result = await call(host.backend)
             except ModelCallError as exc:
                 tried.append((host, exc))
@@ -80,6 +84,8 @@ class Hosts:
             finally:
                 host.busy -= 1
                 host.answering -= answer
+                if not answer:
+                    host.side_ended()
             self.routing.up(host)
             return result
         raise self.routing.all_failed(model, tried)
@@ -157,6 +163,7 @@ class Hosts:
             stream = host.backend.stream_chat(model, messages, options, extras, on_sent)
             try:
                 try:
+                    await host.free_for_an_answer()
                     first = await anext(stream)
                 except ModelCallError as exc:
                     tried.append((host, exc))
@@ -204,12 +211,14 @@ class Hosts:
             if host.answering and not host.backend.takes_side_requests():
                 continue
             host.busy += 1
+            host.side_started()
             try:
                 found = await host.backend.count_prompt(model, messages, tools, options)
             except ModelCallError:
                 found = None
             finally:
                 host.busy -= 1
+                host.side_ended()
             if found is not None:
                 return found
         return None
