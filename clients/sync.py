@@ -12,7 +12,7 @@ from ..protocol.replies import Reply
 from .calls import Calls
 from .errors import subscription_not_taken
 from .core import (
-    CtxkeepError, DaemonUnavailable, GapTracker, RequestIds, open_dealer, endpoints, no_answer,
+    CtxkeepError, GapTracker, RequestIds, open_dealer, endpoints, no_answer,
     open_subscriber, patience, read_event, read_reply, running_daemon, unanswered, unwrap,
 )
 
