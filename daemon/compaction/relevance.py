@@ -84,6 +84,11 @@ def bm25_counts(documents: Sequence[tuple[dict[str, int], int]], query: Sequence
     return scores
 
 
+def similarities(vectors: list[list[float]], target: list[float]) -> list[float]:
+    """Each vector's cosine with `target` (0 where either has no length)."""
+    return [cosine(v, target) for v in vectors]
+
+
 def cosine(a: list[float], b: list[float]) -> float:
     """Cosine similarity; 0 when either vector has no length."""
     na = math.sqrt(sum(x * x for x in a))
@@ -106,7 +111,7 @@ async def embeddings(backend: ModelBackend, store: Store, model: str,
     """Vectors for `texts`, from the cache or one /api/embed call; None on any failure."""
     def cached() -> tuple[list[str], dict[str, list[float]]]:
         digests = [hashlib.sha256(t.encode()).hexdigest() for t in texts]
-        return digests, {d: v for d in set(digests) if (v := store.caches.embedding(model, d)) is not None}
+        return digests, store.caches.embeddings(model, list(dict.fromkeys(digests)))
     # many texts: hashed and read in a worker thread, not on the event loop
     digests, vectors = await asyncio.to_thread(cached) if len(texts) > ON_LOOP_TEXTS else cached()
     missing = [(d, t) for d, t in zip(digests, texts) if d not in vectors]
@@ -147,6 +152,7 @@ async def score(candidates: list[MessageRecord], recent: list[MessageRecord], *,
         texts = [m.content[:4000] or " " for m in candidates] + [" ".join(m.content[:2000] for m in recent) or " "]
         vectors = await embeddings(backend, store, embed_model, texts)
         if vectors is not None:
-            target = vectors[-1]
-            scores = [s + max(0.0, cosine(v, target)) for s, v in zip(scores, vectors[:-1])]
+            near = await asyncio.to_thread(similarities, vectors[:-1], vectors[-1]) \
+                if len(candidates) > ON_LOOP_TEXTS else similarities(vectors[:-1], vectors[-1])
+            scores = [s + max(0.0, c) for s, c in zip(scores, near)]
     return [s * _boost(m) for s, m in zip(scores, candidates)]

@@ -64,12 +64,16 @@ async def import_session(services: Services, req: requests.SessionImport) -> Ses
         record = await new_session(services, req, source, req.branched_at if source else -1)
     if req.messages:
         images = [await stored_images(services, m.images) for m in req.messages]
-        await store.off_loop(store.history.append, record.id, [
-            NewMessage(role=m.role, content=results_text(m.tool_results) if m.tool_results else m.content,
-                       thinking=m.thinking, kind=m.kind, status=m.status, error=m.error, reply_to=question,
-                       alternative_of=m.alternative_of, tool_calls=m.tool_calls, tool_results=m.tool_results,
-                       images=refs, said_at=m.created or 0.0)
-            for m, refs, question in zip(req.messages, images, answered(req.messages, record.next_seq))], activate=kept(req.messages, record.next_seq, bool(req.session)))
+        start, active = record.next_seq, kept(req.messages, record.next_seq, bool(req.session))
+
+        def append() -> None:  # thousands of records: made by the writer thread, not the loop
+            store.history.append(record.id, [
+                NewMessage(role=m.role, content=results_text(m.tool_results) if m.tool_results else m.content,
+                           thinking=m.thinking, kind=m.kind, status=m.status, error=m.error, reply_to=question,
+                           alternative_of=m.alternative_of, tool_calls=m.tool_calls, tool_results=m.tool_results,
+                           images=refs, said_at=m.created or 0.0)
+                for m, refs, question in zip(req.messages, images, answered(req.messages, start))], activate=active)
+        await store.off_loop(append)
         record = await services.announcer.prompt_changed(record.id)  # the count is now an estimate
         # indexed for recall now (a worker thread for a large one; embeddings in the background)
         asyncio.get_running_loop().create_task(services.recaller.prepare(record.id), name="recall-index")

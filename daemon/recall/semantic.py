@@ -49,7 +49,7 @@ class SemanticIndex:
         #: Passage ids below this were looked at (embedded, or found in the cache).
         self.done = 0
 
-    def add(self, pid: int, vector: list[float]) -> None:
+    def add(self, pid: int, vector: list[float] | np.ndarray) -> None:
         v = np.asarray(vector, dtype=np.float32)
         norm = float(np.linalg.norm(v))
         if norm == 0 or v.ndim != 1:
@@ -62,6 +62,25 @@ class SemanticIndex:
             self._matrix = np.concatenate([self._matrix, np.empty_like(self._matrix)])
         self._matrix[len(self.ids)] = v / norm
         self.ids.append(pid)
+
+    def add_many(self, pids: list[int], vectors: list[list[float]]) -> None:
+        """`add` for each; vectors of one size are converted together (a batch's are)."""
+        if len({len(v) for v in vectors}) != 1:
+            for pid, vector in zip(pids, vectors):
+                self.add(pid, vector)
+            return
+        rows = np.asarray(vectors, dtype=np.float32)
+        if self._matrix is None:
+            self._matrix = np.empty((64, rows.shape[1]), dtype=np.float32)
+        if rows.shape[1] != self._matrix.shape[1]:
+            return  # another model's: left out
+        norms = np.linalg.norm(rows, axis=1)
+        keep = norms > 0
+        rows, kept = rows[keep] / norms[keep, None], [pid for pid, k in zip(pids, keep) if k]
+        while len(self.ids) + len(kept) > self._matrix.shape[0]:
+            self._matrix = np.concatenate([self._matrix, np.empty_like(self._matrix)])
+        self._matrix[len(self.ids):len(self.ids) + len(kept)] = rows
+        self.ids.extend(kept)
 
     def rank(self, query: list[float], skip: Callable[[int], bool], limit: int) -> list[tuple[int, float]]:
         """(passage id, cosine) of the `limit` nearest passages, nearest first, of those
@@ -183,8 +202,7 @@ class Embedder:
         self.working = True
         try:
             texts = [p.text[:EMBED_CHARS] for p in batch]
-            digests = [digest(t) for t in texts]
-            cached = {d: v for d in set(digests) if (v := self.store.caches.embedding(model, d)) is not None}
+            digests, cached = await asyncio.to_thread(self._cached, model, texts)
             missing = {d: t for d, t in zip(digests, texts) if d not in cached}
             if missing:
                 vectors = await self.backend.embed(model, list(missing.values()))
@@ -195,12 +213,16 @@ class Embedder:
             self.working = False
         if index.done != start:  # rebuilt meanwhile
             return True
-        for offset, d in enumerate(digests):
-            index.add(start + offset, cached[d])
+        index.add_many(list(range(start, start + len(batch))), [cached[d] for d in digests])
         index.done = start + len(batch)
         if start + len(batch) >= 2000 and (start // 2000) != ((start + len(batch)) // 2000):
             log.info("session=%s: %d passages embedded for recall", session_id, index.done)
         return index.done < len(passages)
+
+    def _cached(self, model: str, texts: list[str]) -> tuple[list[str], dict[str, list[float]]]:
+        """(each text's digest, the vectors the store has of them): run in a worker thread."""
+        digests = [digest(t) for t in texts]
+        return digests, self.store.caches.embeddings(model, list(dict.fromkeys(digests)))
 
     async def close(self) -> None:
         if self._task is not None:

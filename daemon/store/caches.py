@@ -23,8 +23,14 @@ class Caches:
                                            db=self.dbs["calibration"]))
 
     def embedding(self, model: str, digest: str) -> list[float] | None:
-        raw = self.env.read(lambda txn: txn.get(keys.embedding_key(model, digest), db=self.dbs["embeddings"]))
-        return codecs.vector(raw) if raw else None
+        return self.embeddings(model, [digest]).get(digest)
+
+    def embeddings(self, model: str, digests: list[str]) -> dict[str, list[float]]:
+        """The cached vectors of those texts that have one (one read transaction)."""
+        def read(txn: lmdb.Transaction) -> dict[str, list[float]]:
+            found = ((d, txn.get(keys.embedding_key(model, d), db=self.dbs["embeddings"])) for d in digests)
+            return {d: codecs.vector(raw) for d, raw in found if raw}
+        return self.env.read(read)
 
     def save_embeddings(self, model: str, vectors: dict[str, list[float]]) -> None:
         def save(txn: lmdb.Transaction) -> None:

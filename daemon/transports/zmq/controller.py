@@ -22,6 +22,8 @@ from ctxkeep.daemon.transports.zmq.inbox import Inbox
 from ctxkeep.daemon.services import Services
 
 log = logging.getLogger(__name__)
+#: Frames larger than this (an import of thousands of messages) are decoded off the loop.
+OFF_LOOP_BYTES = 256 * 1024
 
 class Controller:
     """Serves requests from ROUTER sockets with the daemon's services."""
@@ -46,7 +48,7 @@ class Controller:
                 peer = frames[0]
                 envelope, request = self._unwrap(frames)
                 before = last.get(peer)
-                if before is None and type(request) not in WAITING:
+                if before is None and not isinstance(request, bytes) and type(request) not in WAITING:
                     self._reply(router, peer, envelope, await self.dispatch(request, caller))
                     continue
                 task = asyncio.create_task(self._answer(router, peer, envelope, request, caller, before))
@@ -55,8 +57,9 @@ class Controller:
         finally:
             router.close()
 
-    def _unwrap(self, frames: list[bytes]) -> tuple[list[bytes], "Request | Error"]:
-        """(envelope, the decoded request or the error that answers the frame)."""
+    def _unwrap(self, frames: list[bytes]) -> tuple[list[bytes], "Request | Error | bytes"]:
+        """(envelope, the decoded request or the error that answers the frame; a frame
+        over OFF_LOOP_BYTES as it came, to be decoded off the event loop)."""
         rest = frames[1:]
         envelope: list[bytes] = []
         if len(rest) == 2 and rest[0] == b"":  # a REQ socket's empty delimiter
@@ -64,12 +67,16 @@ class Controller:
         if len(rest) != 1:
             return envelope, Error(code=ErrorCode.BAD_FRAME.value,
                                    message=f"expected one JSON frame per request, got {len(rest)}")
-        return envelope, self.decode(rest[0])
+        # a large frame (an import) is decoded in a worker thread: other clients go on
+        return envelope, rest[0] if len(rest[0]) > OFF_LOOP_BYTES else self.decode(rest[0])
 
     async def _answer(self, router: Inbox, peer: bytes, envelope: list[bytes],
-                      request: "Request | Error", caller: Caller,
+                      request: "Request | Error | bytes", caller: Caller,
                       before: "asyncio.Task[None] | None") -> None:
-        """Answer one request, after the same client's previous one; never raises."""
+        """Answer one request (a large frame decoded first), after the same client's
+        previous one; never raises."""
+        if isinstance(request, bytes):
+            request = await asyncio.to_thread(self.decode, request)
         if before is not None:
             await asyncio.wait([before])
         self._reply(router, peer, envelope, await self.dispatch(request, caller))
