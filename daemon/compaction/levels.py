@@ -19,6 +19,7 @@ from ctxkeep.daemon.compaction.checkpoints import Checkpointer
 from ctxkeep.daemon.compaction.passes import Pass, least_step
 from ctxkeep.daemon.compaction.planner import STRATEGY, Change, compaction_marker, preserved_seqs
 from ctxkeep.daemon.compaction.summarizer import SummaryRejected
+from ctxkeep.daemon.context.announce import ON_LOOP_MESSAGES
 from ctxkeep.daemon.context.parts import Parts
 from ctxkeep.daemon.context.usage import Budget, measure
 from ctxkeep.daemon.errors import RequestError
@@ -43,6 +44,12 @@ class LevelRunner:
         """The context as it would be sent now, estimated."""
         return self.parts.estimator.context(*view)
 
+    async def _total(self, view: View) -> int:
+        """`total`, in a worker thread for a context of thousands of messages (an import's)."""
+        if len(view.active) > ON_LOOP_MESSAGES:
+            return await asyncio.to_thread(self.total, view)
+        return self.total(view)
+
     def budget(self, view: View) -> Budget:
         return measure(*view, self.parts.estimator, self.parts.config)
 
@@ -50,7 +57,7 @@ class LevelRunner:
         """Run one level: exactly one compaction.request and one compaction.result.
         Returns the session as it left it (`view` itself when nothing changed)."""
         session, context, active = view
-        before = self.total(view)
+        before = await self._total(view)
         cid = secrets.token_hex(6)
         self.parts.bus.publish(CompactionRequest(
             compaction_id=cid, requested_by=f"auto ({pass_.reason})", tokens_before=before,
@@ -64,7 +71,7 @@ class LevelRunner:
             new = msgspec.structs.replace(context, seqs=change.seqs, checkpoints=change.checkpoints,
                                           file_summaries=change.file_summaries)
             kept = set(change.seqs)  # once: in the comprehension it would be made per message
-            after = self.total(View(session, new, [m for m in active if m.seq in kept]))
+            after = await self._total(View(session, new, [m for m in active if m.seq in kept]))
             if after >= before:
                 note = (f"it would not shrink the context ({before:,} → ~{after:,} tokens): "
                         "nothing was changed")
@@ -100,7 +107,7 @@ class LevelRunner:
         finally:
             self._result(cid, session.id, status, level, note, before, after)
             if status == "ok":
-                self.parts.announcer.compacted(session.id)
+                await self.parts.announcer.compacted(session.id)
 
     async def _change(self, view: View, level: int, pass_: Pass, cid: str) -> Change | str:
         """What `level` would change now (or why nothing)."""

@@ -190,7 +190,7 @@ class Compactor:
         self._result(job, "ok", tokens_before=plan.tokens_before, tokens_after=after,
                      tokens_freed=freed, marker=compaction_marker(plan.tokens_before, after),
                      summarized=len(plan.head), kept=len(plan.keep), summary_seq=summary.seq)
-        self.parts.announcer.compacted(session.id)
+        await self.parts.announcer.compacted(session.id)
 
 
 def _reason(code: ErrorCode, message: str) -> str:

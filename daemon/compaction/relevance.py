@@ -100,6 +100,8 @@ def cosine(a: list[float], b: list[float]) -> float:
 
 #: More texts than this are hashed and looked up off the event loop.
 ON_LOOP_TEXTS = 64
+#: Texts sent to the embedding model in one call.
+EMBED_BATCH = 256
 
 
 def _boost(message: MessageRecord) -> float:
@@ -108,7 +110,8 @@ def _boost(message: MessageRecord) -> float:
 
 async def embeddings(backend: ModelBackend, store: Store, model: str,
                      texts: list[str]) -> list[list[float]] | None:
-    """Vectors for `texts`, from the cache or one /api/embed call; None on any failure."""
+    """Vectors for `texts`, from the cache or /api/embed (EMBED_BATCH texts a call: a
+    request of thousands would be written on the event loop at once); None on any failure."""
     def cached() -> tuple[list[str], dict[str, list[float]]]:
         digests = [hashlib.sha256(t.encode()).hexdigest() for t in texts]
         return digests, store.caches.embeddings(model, list(dict.fromkeys(digests)))
@@ -118,7 +121,9 @@ async def embeddings(backend: ModelBackend, store: Store, model: str,
     if missing:
         try:
             unique = dict(missing)
-            got = await backend.embed(model, list(unique.values()))
+            asked = list(unique.values())
+            got = [v for i in range(0, len(asked), EMBED_BATCH)
+                   for v in await backend.embed(model, asked[i:i + EMBED_BATCH])]
         except ModelCallError as exc:
             log.info("embeddings unavailable (%s): keywords alone", exc.message)
             return None

@@ -18,7 +18,7 @@ from ctxkeep.protocol.structs import SessionInfo, Usage
 from ctxkeep.daemon.context import reliability
 from ctxkeep.daemon.events.bus import EventBus
 from ctxkeep.daemon.config import Config
-from ctxkeep.daemon.context.estimator import Estimator
+from ctxkeep.daemon.context.estimator import Estimate, Estimator
 from ctxkeep.daemon.store.records import SessionRecord
 from ctxkeep.daemon.store.store import Store
 from ctxkeep.daemon.store.store import UnknownSession
@@ -64,7 +64,11 @@ class Announcer:
         what it estimated: nothing the prompt holds changed since)."""
         if self.store.sessions.get(session_id).message_count > ON_LOOP_MESSAGES:  # read and counted off the loop
             session, context, active = await self.store.off_loop(self.store.history.view, session_id)
-            estimate = await asyncio.to_thread(self.estimator.context_estimate, session, context, active)
+
+            def count() -> Estimate:  # the usage's folds too: the announcement that follows resumes them
+                usage_of(session, context, active, self.estimator, self.config)
+                return self.estimator.context_estimate(session, context, active)
+            estimate = await asyncio.to_thread(count)
         else:
             session, context, active = self.store.history.view(session_id)
             estimate = self.estimator.context_estimate(session, context, active)
@@ -82,20 +86,29 @@ class Announcer:
             session = view.session if view else self.store.sessions.get(session_id)
         except UnknownSession:
             return None  # deleted meanwhile: session.deleted said so
+        return self._publish(session, self.usage(session, view) if usage else None)
+
+    def _publish(self, session: SessionRecord, usage: Usage | None) -> SessionInfo:
         info = self.info(session)
-        self.bus.publish(SessionUpdated(session=info), session_id)
-        if usage:
-            self.bus.publish(ContextUsage(usage=self.usage(session, view)), session_id)
+        self.bus.publish(SessionUpdated(session=info), session.id)
+        if usage is not None:
+            self.bus.publish(ContextUsage(usage=usage), session.id)
         return info
 
     def busy_changed(self, session_id: str) -> None:
         self.changed(session_id, usage=False)
 
-    def compacted(self, session_id: str) -> None:
-        """After a compaction changed the context: the change, and the reliability
-        warning when the score just fell below its threshold."""
-        if self.changed(session_id) is None:
-            return
+    async def compacted(self, session_id: str) -> None:
+        """After a compaction changed the context: the change (a large context measured
+        in a worker thread), and the reliability warning when the score just fell below
+        its threshold."""
+        try:
+            view = self.store.history.view(session_id)
+        except UnknownSession:
+            return  # deleted meanwhile: session.deleted said so
+        usage = await asyncio.to_thread(self.usage, view.session, view) if len(view.active) > ON_LOOP_MESSAGES \
+            else self.usage(view.session, view)
+        self._publish(view.session, usage)
         session = self.store.sessions.get(session_id)
         last = self._scored.get(session_id, session.compactions - 1)
         if last == session.compactions:

@@ -10,6 +10,7 @@ else (a compaction, a restored snapshot, other settings) folds from the start. S
 messages never change, so a sequence number stands for its message.
 """
 
+import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
 from typing import Generic, TypeVar
@@ -35,35 +36,41 @@ class PrefixFold(Generic[S]):
         self._sessions = sessions
         self._per_session = per_session
         self._kept: OrderedDict[str, list[tuple[Hashable, list[int], S]]] = OrderedDict()
+        self._lock = threading.Lock()
         #: Messages folded, and folds that resumed (to see that turns do resume).
         self.steps = 0
         self.resumed = 0
 
     def fold(self, session_id: str, key: Hashable, messages: Sequence[MessageRecord]) -> S:
-        """The state after every message of `messages`, in order."""
+        """The state after every message of `messages`, in order (callable from worker
+        threads too: a large context is folded off the event loop)."""
         seqs = [m.seq for m in messages]
         stored = next((i for i, seq in enumerate(seqs) if seq < 0), len(seqs))
-        kept = self._kept.setdefault(session_id, [])
-        self._kept.move_to_end(session_id)
-        best = max((entry for entry in kept if entry[0] == key and len(entry[1]) <= stored
-                    and seqs[:len(entry[1])] == entry[1]), key=lambda e: len(e[1]), default=None)
+        with self._lock:
+            kept = self._kept.setdefault(session_id, [])
+            self._kept.move_to_end(session_id)
+            best = max((entry for entry in kept if entry[0] == key and len(entry[1]) <= stored
+                        and seqs[:len(entry[1])] == entry[1]), key=lambda e: len(e[1]), default=None)
+            if best is not None:
+                self.resumed += 1
+                kept.remove(best)
+                kept.append(best)  # most recently used last
         done, state = (0, self._start()) if best is None else (len(best[1]), best[2])
-        if best is not None:
-            self.resumed += 1
-            kept.remove(best)
-            kept.append(best)  # most recently used last
-            if done < len(seqs):
-                state = self._copy(state)
+        if best is not None and done < len(seqs):
+            state = self._copy(state)
         for m in messages[done:stored]:
             state = self._step(state, m, key)
         if stored > done:
-            kept.append((key, seqs[:stored], state))
-            del kept[:-self._per_session]
+            with self._lock:
+                kept = self._kept.setdefault(session_id, [])
+                kept.append((key, seqs[:stored], state))
+                del kept[:-self._per_session]
             if stored < len(seqs):
                 state = self._copy(state)
         for m in messages[stored:]:
             state = self._step(state, m, key)
         self.steps += len(seqs) - done
-        if len(self._kept) > self._sessions:
-            self._kept.popitem(last=False)
+        with self._lock:
+            if len(self._kept) > self._sessions:
+                self._kept.popitem(last=False)
         return state

@@ -63,7 +63,7 @@ async def import_session(services: Services, req: requests.SessionImport) -> Ses
         source = store.sessions.get(req.branched_from).id if req.branched_from else ""
         record = await new_session(services, req, source, req.branched_at if source else -1)
     if req.messages:
-        images = [await stored_images(services, m.images) for m in req.messages]
+        images = [await stored_images(services, m.images) if m.images else [] for m in req.messages]
         start, active = record.next_seq, kept(req.messages, record.next_seq, bool(req.session))
 
         def append() -> None:  # thousands of records: made by the writer thread, not the loop
