@@ -1,7 +1,6 @@
 """session.branch: a new session holding another's history up to a message, with the
 context as it stood then."""
 
-import asyncio
 
 from ctxkeep.protocol import ErrorCode, requests
 from ctxkeep.protocol.replies import SessionReply
@@ -38,7 +37,7 @@ async def made_branch(services: Services, record: SessionRecord, last: int, name
     made = await store.off_loop(store.branches.branch, record.id, last, name)
     made = await services.announcer.prompt_changed(made.id)  # the count: an estimate until a turn
     # indexed for recall (a worker thread for a long one; embeddings in the background)
-    asyncio.get_running_loop().create_task(services.recaller.prepare(made.id), name="recall-index")
+    services.recaller.prepare(made.id)
     return made, announce_new(services, made)
 
 

@@ -1,6 +1,5 @@
 """session.import: a conversation brought in from an export or another tool."""
 
-import asyncio
 
 from ctxkeep.protocol import ErrorCode, requests
 from ctxkeep.protocol.replies import SessionReply
@@ -76,7 +75,7 @@ async def import_session(services: Services, req: requests.SessionImport) -> Ses
         await store.off_loop(append)
         record = await services.announcer.prompt_changed(record.id)  # the count is now an estimate
         # indexed for recall now (a worker thread for a large one; embeddings in the background)
-        asyncio.get_running_loop().create_task(services.recaller.prepare(record.id), name="recall-index")
+        services.recaller.prepare(record.id)
     if not req.session:
         return SessionReply(id=req.id, session=announce_new(services, record))
     info = services.announcer.changed(record.id)

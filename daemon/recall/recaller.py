@@ -98,6 +98,9 @@ class Recaller:
         #: The user's other sessions, recalled after the session's own history.
         self.memory: Memory | None = Memory(store, self.embedder, config)
         self._indexes: OrderedDict[str, SessionIndex] = OrderedDict()
+        #: Sessions being indexed ahead of their first turn; whether the daemon is stopping.
+        self._preparing: set[asyncio.Task[SessionIndex]] = set()
+        self._closing = False
 
     def enabled(self, session: SessionRecord) -> bool:
         return self.config.recall if session.recall is None else session.recall
@@ -237,16 +240,23 @@ class Recaller:
 
     def _catch_up(self, session_id: str, index: SessionIndex) -> None:
         start: int | None = index.lexical.next_seq
-        while start is not None:
+        while start is not None and not self._closing:  # closing: the store is about to close
             page, start, _ = self.store.history.page(session_id, start=start, limit=1000)
             index.add(page)
             if not page:
                 break
 
-    async def prepare(self, session_id: str) -> None:
-        """Index a session ahead of its first turn (an import): its passages, and their
-        embeddings in the background."""
-        await self._index(session_id)
+    def prepare(self, session_id: str) -> None:
+        """Index a session ahead of its first turn (an import, a branch), in the
+        background: its passages, then their embeddings."""
+        task = asyncio.get_running_loop().create_task(self._index(session_id), name="recall-index")
+        self._preparing.add(task)
+        task.add_done_callback(self._prepared)
+
+    def _prepared(self, task: "asyncio.Task[SessionIndex]") -> None:
+        self._preparing.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.warning("indexing a session for recall failed: %r (its first turn indexes it)", task.exception())
 
     def stored(self, session_id: str) -> None:
         """Messages were stored: if the session's index is kept, have them embedded soon
@@ -257,6 +267,8 @@ class Recaller:
             self.embedder.want(session_id, lambda: (index.lexical.passages, index.semantic))
 
     async def close(self) -> None:
+        self._closing = True  # an indexing under way stops after its page, before the store closes
+        await asyncio.gather(*self._preparing, return_exceptions=True)
         if self.memory is not None:
             await self.memory.close()
         await self.embedder.close()

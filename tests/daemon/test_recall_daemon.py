@@ -93,3 +93,23 @@ def test_an_imported_history_is_recalled_after_a_restart(daemon_factory, standin
     assert 0 in [p["seq"] for p in received["recalled"]]
     sent = [c for c in standin.chats if c.body.get("stream", True)][-1].body["messages"][-1]["content"]
     assert FACT in sent
+
+
+def test_a_daemon_stopped_while_an_import_is_indexed_stops_cleanly(short_tmp, standin, caplog):
+    """An import of thousands of messages is indexed for recall in a worker thread; a stop
+    that comes meanwhile waits for the page under way, then closes the store: no read of a
+    closed store, no task left pending."""
+    import asyncio
+
+    from harness import DaemonThread
+    daemon = DaemonThread(short_tmp, standin.url).start()
+    messages = [{"role": ("user", "assistant")[i % 2], "content": f"message {i} about the garden and the river"}
+                for i in range(6000)]
+    with daemon.client(timeout=60) as c:
+        c.import_session(model=MODEL, messages=messages)
+    loop = daemon._loop
+    daemon.stop()
+    assert [t.get_name() for t in asyncio.all_tasks(loop) if not t.done()] == []
+    problems = [r for r in caplog.records if r.levelname in ("WARNING", "ERROR") and (
+        "recall" in r.getMessage() or "pending" in r.getMessage() or "closed" in r.getMessage())]
+    assert problems == []
