@@ -64,6 +64,10 @@ def setup_logging(level: str) -> None:
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
+#: How long a thread holds the interpreter before another may run (Python's default: 5 ms).
+SWITCH_INTERVAL_S = 0.001
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.config is not None and not args.config.is_file():
@@ -86,6 +90,9 @@ def main(argv: list[str] | None = None) -> int:
         log.error("%s", exc)
         daemon.close()
         return 1
+    # Work moved off the event loop (large imports' folds, indexing) runs in threads that
+    # share the interpreter: the loop gets it back after at most this long, not 5 ms.
+    sys.setswitchinterval(SWITCH_INTERVAL_S)
     try:
         asyncio.run(daemon.serve())
     except KeyboardInterrupt:
