@@ -52,18 +52,15 @@ def pytest_configure(config: pytest.Config) -> None:
     config.add_cleanup(lambda: shutil.rmtree(home, ignore_errors=True))
     for level in LEVELS:
         config.addinivalue_line("markers", f"{level}: a test of the {level} level (tests/{level}/)")
-    config.addinivalue_line("markers", "heavy: one of the longest tests (10 s and more): run first")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark each test with its level: the folder it lives in. The `heavy` ones (the longest,
-    10 s and more) run first, so that no worker is left alone with one at the end."""
+    """Mark each test with its level: the folder it lives in."""
     for item in items:
         level = item.path.parent.name
         if level not in LEVELS:
             raise pytest.UsageError(f"{item.nodeid}: tests live in one of tests/{{{','.join(LEVELS)}}}/")
         item.add_marker(getattr(pytest.mark, level))
-    items.sort(key=lambda item: item.get_closest_marker("heavy") is None)  # stable: otherwise as collected
 
 
 def events_until(client: Client, done, timeout: float, what: str) -> list[Event]:

@@ -376,7 +376,6 @@ def test_cli_compact_show_active_and_chat(daemon, standin):
     assert failed.returncode == 1 and "compaction failed: ollama_error" in failed.stderr
 
 
-@pytest.mark.heavy
 def test_a_big_imported_conversation_is_compacted_and_continued(short_tmp, standin):
     """An import of 10,000 messages (in the CLI's batches) into an 8,192 window, after
     another session's turns of one word repeated (which skewed the estimates before), then

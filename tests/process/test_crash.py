@@ -9,7 +9,7 @@ import crash
 
 
 @pytest.mark.parametrize("kills", [
-    pytest.param(int(os.environ.get("CTXKEEP_CRASH_KILLS", "10")), marks=pytest.mark.heavy),
+    int(os.environ.get("CTXKEEP_CRASH_KILLS", "10")),
     pytest.param(40, marks=pytest.mark.long),  # the long run's: more kills, another seed
 ])
 def test_kills_at_random_points_lose_no_acknowledged_question(daemon_factory, standin, kills):
