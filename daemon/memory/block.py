@@ -2,6 +2,7 @@
 recall, each line saying when, in which conversation, and who said it."""
 
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from ctxkeep.daemon.context.features import add
@@ -32,7 +33,18 @@ def line_features(memory: "Memory", pid: int, name: str) -> Vector:
     name is kept with the index)."""
     index = memory.index
     assert index is not None
-    return add(index.lines[pid], text_features(where(name)))
+    return add(index.lines[pid], _where_features(name))
+
+
+@lru_cache(maxsize=1024)
+def _where_features(name: str) -> Vector:
+    """A conversation name's features (asked for every candidate passage, every turn)."""
+    return text_features(where(name))
+
+
+def block_features(memory: "Memory", remembered: Sequence["Remembered"]) -> Vector:
+    """The features of `block(remembered)`, from the lines' kept features."""
+    return select.block_features((line_features(memory, r.pid, r.session_name) for r in remembered), OPENING)
 
 
 def block(remembered: Sequence["Remembered"]) -> str:

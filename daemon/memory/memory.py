@@ -237,7 +237,7 @@ class Memory:
                     if allowed[o] and hash(index.passages[o].text) not in query.holds]
         chosen = select.choose(list(score), budget, overhead, lambda pid: cost(pid, name(pid)), partners,
                                score.__getitem__)
-        out = [Remembered(o.session_id, o.name, index.passages[pid], score.get(pid, 0.0))
+        out = [Remembered(o.session_id, o.name, index.passages[pid], score.get(pid, 0.0), pid)
                for pid in chosen if (o := index.source(pid)) is not None]
         return sorted(out, key=lambda r: (r.passage.created, r.passage.seq, r.passage.part))
 

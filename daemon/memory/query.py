@@ -14,6 +14,8 @@ class Remembered:
     session_name: str
     passage: Passage
     score: float = 0.0
+    #: The passage's id in memory's index.
+    pid: int = -1
 
 
 @dataclass(frozen=True)

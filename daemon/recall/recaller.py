@@ -36,6 +36,9 @@ from ctxkeep.daemon.store.records import MessageRecord, SessionRecord
 from ctxkeep.daemon.store.context_records import ActiveContext
 from ctxkeep.daemon.tokens import ZERO, Vector, text_features
 
+#: The features of the newline between memory's block and the session's own.
+NEWLINE = text_features("\n")
+
 log = logging.getLogger(__name__)
 
 #: Sessions whose indexes are kept.
@@ -156,7 +159,9 @@ class Recaller:
             if self.enabled(session) else []
         model = session.model
         text = select.block(own)
-        used = self.estimator.estimate(model, add(text_features(text), JOIN)) if own else 0
+        own_features = select.block_features(index.lines[index.by_seq[p.seq][p.part]] for p in own) \
+            if own else ZERO
+        used = self.estimator.estimate(model, add(own_features, JOIN)) if own else 0
         remembered: list[Remembered] = []
         if self.memory is not None:
             index.texts.add(hash(user.content.strip()))  # the question is this session's (stored or about to be)
@@ -172,7 +177,8 @@ class Recaller:
         if not own and not remembered:
             return NONE
         text = "\n".join(filter(None, [memory_block.block(remembered), text]))
-        features = add(text_features(text), JOIN)
+        theirs = memory_block.block_features(self.memory, remembered) if remembered and self.memory else ZERO
+        features = add(theirs, own_features, NEWLINE if remembered and own else ZERO, JOIN)
         return Recall(block=text, passages=tuple(own), tokens=self.estimator.estimate(model, features),
                       features=features, semantic=vector is not None, remembered=tuple(remembered))
 

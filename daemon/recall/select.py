@@ -3,9 +3,12 @@ budget, and the block they make. Pure functions of their inputs."""
 
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from functools import lru_cache
 
+from ctxkeep.daemon.context.features import add
 from ctxkeep.daemon.recall.passages import Passage
+from ctxkeep.daemon.tokens import Vector, text_features
 
 #: A new message with fewer terms than this (words that say what it is about), or one
 #: that refers back with fewer than REFERRING_TERMS, is asked with the turn before it.
@@ -174,6 +177,18 @@ def choose(ranked: Sequence[int], budget: int, overhead: int, cost: Callable[[in
                 chosen[other] = None
                 used += price
     return list(chosen)
+
+
+def block_features(lines: Iterable[Vector], opening: str = OPENING) -> Vector:
+    """The features of a block of these lines (each line's features with its newline, as
+    the index keeps them): the same as the block's text would give, since no word or run
+    of spaces crosses a newline — without reading the block's text again every turn."""
+    return add(_edge(opening + "\n"), *lines, _edge(CLOSING))
+
+
+@lru_cache(maxsize=8)
+def _edge(text: str) -> Vector:
+    return text_features(text)
 
 
 def block(chosen: Sequence[Passage]) -> str:

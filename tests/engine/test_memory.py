@@ -179,3 +179,4 @@ def test_a_large_import_is_read_into_memory_off_the_event_loop(tmp_path):
         return await say(app, asker, QUESTION)
     recalled, _ = run(tmp_path, scenario)
     assert SISTER in [p.text for p in recalled]
+

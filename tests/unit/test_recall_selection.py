@@ -139,3 +139,23 @@ def test_a_passage_that_says_a_better_one_again_is_left_out():
     assert distinct([0, 1, 2, 3], term_set) == [0, 2]
     far = list(range(100, 100 + DISTINCT_CHECKED)) + [1, 3]
     assert distinct(far, term_set) == far  # past the checked ones: as they were
+
+
+@settings(max_examples=60, deadline=None)
+@given(texts=st.lists(st.text(alphabet=st.sampled_from(list("ab Zé9,.\n  ")), min_size=1, max_size=60),
+                      min_size=1, max_size=8),
+       pick=st.lists(st.booleans(), min_size=8, max_size=8))
+def test_a_blocks_features_add_up_from_its_lines_as_its_text_gives_them(texts, pick):
+    """Recall's block is costed from each line's kept features, not read again each turn:
+    exactly what the block's own text gives (no word or run of spaces crosses a newline)."""
+    from ctxkeep.daemon.memory import block as memory_block
+    from ctxkeep.daemon.tokens import text_features
+    index = SessionIndex()
+    index.add([NewMessage(role=("user", "assistant")[i % 2], content=t).record(i, 1e9 + i)
+               for i, t in enumerate(texts)])
+    chosen = [p for p, keep in zip(index.lexical.passages, pick) if keep] or index.lexical.passages[:1]
+    lines = [index.lines[index.by_seq[p.seq][p.part]] for p in chosen]
+    assert select.block_features(lines) == text_features(select.block(chosen))
+    opening = memory_block.OPENING  # memory's block: the same lines under its own opening
+    assert select.block_features(lines, opening) == text_features(
+        "\n".join([opening, *(select.line(p) for p in chosen), select.CLOSING]))
