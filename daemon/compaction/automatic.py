@@ -138,7 +138,10 @@ class AutoCompactor:
         pass_.must_fit = user is not None
         for level in (1, 2, 3):
             if self.needed(level, pass_, user, view):
-                view = await self.levels.run(view, level, pass_)
+                changed = await self.levels.run(view, level, pass_)
+                if level == 3 and changed is view and user is None:
+                    return view  # the same step again now would be judged (and paid for) the same
+                view = changed
         if user is not None and pass_.keep_tools > 1 and not self.fits(view, user, pass_.offered):
             pass_.keep_tools = 1  # the last exchanges do not fit whole beside the reply room
             view = await self.levels.run(view, 1, pass_)

@@ -4,6 +4,7 @@ those alone pass half the budget, in one summary call — and existing checkpoin
 recent, old, ancient, merged — each step re-compressed smaller."""
 
 import asyncio
+import math
 import secrets
 import time
 from dataclasses import dataclass
@@ -67,7 +68,7 @@ class Checkpointer:
         group = sorted(older + users, key=lambda m: m.seq)
         if group:
             transcript = await asyncio.to_thread(  # a big import's first pass: off the event loop
-                self._transcript, session.model, group, summaries, summarizer)
+                self._transcript, view, group, summaries, summarizer)
             worth = transcript[1] - self._summary_cost(session.model, group, bool(users), transcript[1],
                                                        summarizer, budget)
             if least and worth < least:
@@ -104,7 +105,7 @@ class Checkpointer:
         checkpoints.sort(key=lambda c: c.first_seq)
         return Change([s for s in context.seqs if s not in gone],
                       [s for s in context.file_summaries if s not in gone], checkpoints,
-                      "; ".join(notes), warnings)
+                      "; ".join(notes), warnings, judged=bool(least))
 
     async def _summarize(self, session: SessionRecord, group: list[MessageRecord],
                          transcript: tuple[list[str], int], summarizer: Summarizer, instructions: str,
@@ -139,17 +140,24 @@ class Checkpointer:
         away as too small a step, is a wasted call that re-read the prompt)."""
         heading = checkpoint_heading("recent", group[0].seq, group[-1].seq, of_user) + "\n\n"
         summary = min(summarizer.room, target(budget, "recent"), original)
-        return summary + self.parts.estimator.text(model, heading)
+        # the room is the model's own tokens; the pass measures the summary by its estimate
+        estimated = math.ceil(summary * (1 + self.parts.estimator.margin(model)))
+        return estimated + self.parts.estimator.text(model, heading)
 
-    def _transcript(self, model: str, group: list[MessageRecord], summaries: set[int],
+    def _transcript(self, view: View, group: list[MessageRecord], summaries: set[int],
                     summarizer: Summarizer) -> tuple[list[str], int]:
         """The group's transcript in chunks the summarizer's window takes, and the tokens
-        the group costs in the prompt now."""
+        the group costs in the prompt now: the context's estimate with and without it, the
+        measure the pass judges its step by (merged turns and their template included)."""
         estimator = self.parts.estimator
         lines = [(transcript, estimator.text(summarizer.model, transcript))
                  for transcript in (outline_line(m, m.seq in summaries) for m in group)]
-        original = sum(estimator.message(model, prompt_content(m, m.seq in summaries)) for m in group)
-        return chunk_lines(lines, summarizer.budget), original
+        session, context, active = view
+        gone = {m.seq for m in group}
+        without = msgspec.structs.replace(context, seqs=[s for s in context.seqs if s not in gone])
+        original = estimator.context(*view) - estimator.context(
+            session, without, [m for m in active if m.seq not in gone])
+        return chunk_lines(lines, summarizer.budget), max(0, original)
 
     def _user_share(self, model: str, context: ActiveContext, active: list[MessageRecord],
                     budget: Budget, preserved: set[int], keep_recent: int,

@@ -79,7 +79,7 @@ class LevelRunner:
                 return view
             share = self.parts.config.compaction_min_step
             least = least_step(session.window, pass_.must_fit, share)
-            if before - after < least:
+            if before - after < least and not change.judged:
                 status = "skipped"
                 note = (f"it would free only ~{before - after:,} tokens, under {share:.0%} of the window: "
                         "nothing was changed (each pass makes the model re-read the whole prompt)")

@@ -70,6 +70,10 @@ class Change:
     checkpoints: list[Checkpoint]
     note: str
     warnings: list[tuple[str, str]] = field(default_factory=list)
+    #: Its step was judged worth a pass before the model was asked for its summaries: kept
+    #: whenever it shrinks the context (thrown away, the calls would have re-read the prompt
+    #: for nothing, and the next pass would pay for them again).
+    judged: bool = False
 
 
 def tool_lines(group: list[MessageRecord]) -> list[str]:

@@ -99,3 +99,62 @@ def test_the_step_is_judged_whole_the_users_share_with_the_older_messages(tmp_pa
         assert reason.count("not worth a pass yet") == 1, reason
         freed = re.search(r"would free ~([\d,]+) tokens", reason)
         assert freed and int(freed.group(1).replace(",", "")) < least, reason
+
+
+def _chat(app: InProcess, turns: int, text) -> str:
+    async def go() -> str:
+        sid = (await app.call(requests.SessionCreate(model="qwen2.5:7b", num_ctx=2048))).session.id
+        for t in range(turns):
+            await app.call(requests.Send(session=sid, text=text(t)))
+            await app.services.jobs.drain(30)
+        return sid
+    return asyncio.run(go())
+
+
+def test_a_step_too_small_is_judged_once_a_pass(tmp_path):
+    """A threshold pass whose level-3 step is too small stops there: the same step tried
+    again at once is judged the same (on a real model the second try had asked for the
+    same summary again, 4-8 s of a CPU's time for nothing)."""
+    import random
+
+    from chatter import FILLER
+    rng = random.Random(3)
+    backend = MemoryBackend(reply=lambda m: " ".join(rng.choice(FILLER) for _ in range(rng.randint(35, 48))))
+    app = InProcess(tmp_path, backend, Config(embed_model=""))
+    _chat(app, 24, lambda t: " ".join(rng.choice(FILLER) for _ in range(rng.randint(20, 45))))
+    app.close()
+    passes: list[list[CompactionResult]] = []
+    for e in app.bus.seen:
+        if isinstance(e, CompactionRequest) and e.level == 1:
+            passes.append([])
+        elif isinstance(e, CompactionResult) and passes:
+            passes[-1].append(e)
+    small = [p for p in passes if any(r.level == 3 and r.status == "skipped" for r in p)]
+    assert small, "the rule was exercised"
+    assert all(len([r for r in p if r.level == 3]) == 1 for p in small), [[r.reason[:40] for r in p] for p in small]
+
+
+def test_a_step_judged_worth_it_is_kept_once_its_summary_is_made(tmp_path):
+    """Level 3 judges its step before the model writes the summary; once it is written, the
+    change is kept whenever it shrinks the context, though the estimate of the summary
+    came out higher than the judgement allowed for (thrown away, the summary would have
+    re-read the prompt for nothing, and the next pass would pay for it again). Other
+    levels' changes still must free the least step."""
+    from ctxkeep.daemon.compaction.passes import Pass
+    from ctxkeep.daemon.compaction.planner import Change
+    backend = MemoryBackend(reply=lambda m: "Noted: " + "the shed door sticks in wet weather. " * 3)
+    app = InProcess(tmp_path, backend, Config(embed_model="", auto_compaction=False))
+    sid = _chat(app, 6, lambda t: f"note {t}: the shed door sticks in wet weather, and the hinge squeaks")
+    runner = app.services.generations.auto.levels
+    view = app.store.history.view(sid)
+    small = Change(view.context.seqs[1:], [], [], "one message less")  # frees one message: under 15 %
+    outcome = {}
+    for judged in (False, True):
+        async def checkpoint(*args, **kwargs) -> Change:
+            return Change(small.seqs, [], [], small.note, judged=judged)
+        runner.checkpointer.checkpoint = checkpoint  # the judgement's outcome, without a model
+        asyncio.run(runner.run(view, 3, Pass("threshold crossed")))
+        outcome[judged] = [e for e in app.bus.seen if isinstance(e, CompactionResult)][-1]
+    app.close()
+    assert outcome[False].status == "skipped" and "would free only" in outcome[False].reason
+    assert outcome[True].status == "ok" and 0 < outcome[True].tokens_freed < 0.15 * 2048

@@ -63,12 +63,28 @@ def test_a_60_turn_chat_in_a_1024_window_is_never_refused_or_cut(real, proxy):
     for sent, (end, _) in zip(turns, ends):  # prompt and answer fit the window together
         assert end.token_count + sent["max_tokens"] <= WINDOW
     set_aside = _set_aside(real, sid)
+    _one_number(real, sid)
     errors = [abs(e.prompt_estimate - e.token_count) / e.token_count for e, _ in ends[10:]]
     FIGURES.append({"figure": "realmodel_60_turns", "model": MODEL, "window": WINDOW, "turns": len(ends),
                     "exact_count_agreement": sum(exact) / len(exact), "refused": 0, "cut": 0,
                     "messages_set_aside": set_aside, "estimator_error_mean": round(sum(errors) / len(errors), 4),
                     "estimator_error_max": round(max(errors), 4), "turns_per_s": round(len(ends) / seconds, 3)})
     assert set_aside > 0, "a 60-turn chat in a 1,024 window compacts"
+
+
+def _one_number(real, sid: str) -> None:
+    """One number for the window (issue 41) on the real model: once the session is idle
+    (any compaction after the last answer done), what the gauge and `sessions` show is what
+    `/usage` says, and its parts add up to it."""
+    with real.client() as client:
+        deadline = time.monotonic() + 300
+        while client.session(sid).session.busy and time.monotonic() < deadline:
+            time.sleep(0.2)
+        session = client.session(sid).session
+        usage = client.usage(sid).usage
+    assert not session.busy
+    assert session.next_tokens == usage.tokens, (session.next_tokens, usage.tokens)
+    assert usage.tokens <= WINDOW
 
 
 def _set_aside(real, sid: str) -> int:
