@@ -63,6 +63,12 @@ class Speeds:
             return None
         return (read / speed.read if read else 0.0) + (write / speed.write if write else 0.0)
 
+    def reads_in(self, model: str, seconds: float) -> int | None:
+        """The tokens the model reads in `seconds` at its measured speed (None: no limit
+        asked for, or the speed not measured yet)."""
+        speed = self.of(model).read
+        return int(speed * seconds) if seconds and speed else None
+
     def patience(self, model: str, read: int, configured: float) -> float:
         """How long a model reading a prompt of `read` new tokens may send nothing: the
         configured first_token_timeout, or more where the model is measured slower than

@@ -165,12 +165,14 @@ class Preparer:
         budget = measure(*view, estimator, config)
         reserve = reply_room(config, session)
         raised, margin = estimator.raised(session.model, estimate), estimator.margin(session.model)
-        room = self.recaller.room(session.window, reserve, raised,
-                                  self.recaller.cap(session, budget.available + budget.reserved), margin)
-        whole = self.recaller.room(session.window, reserve, raised, session.window, margin)
-        log.debug("session=%s recall may take %d tokens (with memory %d): the prompt is ~%d (%d uncertain, "
-                  "%d novel), raised %d (margin %.2f)", session.id, room, whole, estimate.tokens,
-                  estimate.uncertain, estimate.novel, raised, margin)
+        slow = self.parts.speeds.reads_in(session.model, config.recall_read_seconds)  # new text, read whole
+        cap = self.recaller.cap(session, budget.available + budget.reserved)
+        room = self.recaller.room(session.window, reserve, raised, cap if slow is None else min(cap, slow), margin)
+        whole = self.recaller.room(session.window, reserve, raised,
+                                   session.window if slow is None else slow, margin)
+        log.debug("session=%s recall may take %d tokens (with memory %d; by reading speed %s): the prompt is "
+                  "~%d (%d uncertain, %d novel), raised %d (margin %.2f)", session.id, room, whole, slow,
+                  estimate.tokens, estimate.uncertain, estimate.novel, raised, margin)
         for _ in range(3):
             try:
                 recall = await self.recaller.recall(*view, user, room, whole)

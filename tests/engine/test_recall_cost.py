@@ -1,0 +1,53 @@
+"""Recall's block is new text every turn, read whole by the model: on a slow machine it is
+bounded by what the model reads in `recall_read_seconds` at its measured speed (issue 42:
+on 2 CPU cores recall's ~740 tokens were half of every turn's time)."""
+
+import asyncio
+import random
+
+from ctxkeep.daemon.config import Config
+from ctxkeep.daemon.backends.protocol import ChatChunk
+from ctxkeep.protocol import requests
+from ctxkeep.protocol.events import GenerationRecalled
+from inprocess import InProcess
+from memory_backend import MemoryBackend
+
+TOPICS = ["the garden", "a bicycle trip", "the kitchen shelves", "a chess opening", "the budget"]
+
+
+def test_the_bound_is_the_models_reading_speed_times_the_setting(tmp_path):
+    app = InProcess(tmp_path, MemoryBackend(), Config(embed_model=""))
+    speeds = app.services.speeds
+    assert speeds.reads_in("gemma3", 1.5) is None  # not measured yet: no bound
+    # an answer that read 2,000 tokens in 10 s: 200 tokens a second
+    speeds.observe("gemma3", ChatChunk(done=True, prompt_eval_count=2000, eval_count=40,
+                                                    prompt_eval_duration=10 * 10**9, eval_duration=10**9))
+    assert speeds.reads_in("gemma3", 1.5) == 300
+    assert speeds.reads_in("gemma3", 0) is None  # 0: no bound
+    app.close()
+
+
+def recalled(tmp_path, ns_per_read: int, seconds: float) -> list[int]:
+    """The recalled blocks' tokens over a 30-turn chat whose questions come back to earlier
+    topics, the model reading at 1e9 / ns_per_read tokens a second."""
+    rng = random.Random(5)
+    backend = MemoryBackend(reply=lambda m: " ".join(rng.choice(["fine", "noted", "sure", "idea"]) for _ in range(40)))
+    backend.ns_per_read = ns_per_read
+    app = InProcess(tmp_path, backend, Config(embed_model="", recall_read_seconds=seconds))
+
+    async def go() -> None:
+        sid = (await app.call(requests.SessionCreate(model="qwen2.5:7b", num_ctx=2048))).session.id
+        for t in range(30):
+            topic = rng.choice(TOPICS)
+            await app.call(requests.Send(session=sid, text=f"Turn {t}: one short thing about {topic}, please."))
+            await app.services.jobs.drain(30)
+    asyncio.run(go())
+    app.close()
+    return [e.tokens for e in app.bus.seen if isinstance(e, GenerationRecalled)]
+
+
+def test_a_slow_models_recalled_block_is_what_it_reads_in_the_time_allowed(tmp_path):
+    fast = recalled(tmp_path / "fast", ns_per_read=100_000, seconds=1.0)  # 10,000 tokens/s: no bound
+    slow = recalled(tmp_path / "slow", ns_per_read=10_000_000, seconds=1.0)  # 100 tokens/s
+    assert fast and max(fast) > 150, fast
+    assert slow and max(slow) <= 100 + 10, slow  # within the estimate's margin
