@@ -37,7 +37,8 @@ def describe(event) -> str:
         return f"{event.code}: {event.message}"
     if isinstance(event, ContextUsage):
         u = event.usage
-        return f"{'' if u.exact else '~'}{u.next_tokens or u.tokens:,}/{u.window:,} ({u.fill:.0%})"
+        following = u.next_tokens or u.tokens  # what the next prompt holds, as every gauge shows it
+        return f"{'' if u.exact else '~'}{following:,}/{u.window:,} ({following / max(1, u.window):.0%})"
     if isinstance(event, CompactionRequest):
         return (f"by {event.requested_by}: {event.messages} messages, "
                 f"{event.tokens_before:,} tokens, {event.calls} call(s)")
