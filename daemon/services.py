@@ -66,9 +66,10 @@ def build(config: Config, store: Store, bus: EventBus, backend: ModelBackend,
     """Wire the services together (the one place that does)."""
     estimator = Estimator(store)
     jobs = SessionJobs(bus.publish)
-    announcer = Announcer(store, bus, estimator, config, jobs.busy)
+    speeds = Speeds()
+    announcer = Announcer(store, bus, estimator, config, jobs.busy, speeds)
     jobs.watch_busy(announcer.busy_changed)  # the announcer says when a session is busy
-    parts = Parts(store, bus, backend, config, estimator, announcer)
+    parts = Parts(store, bus, backend, config, estimator, announcer, speeds)
     applier = Applier(parts)
     auto = AutoCompactor(parts, LevelRunner(parts, applier, Checkpointer(parts)))
     recaller = Recaller(store, backend, estimator, config)

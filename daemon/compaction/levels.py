@@ -51,7 +51,8 @@ class LevelRunner:
         return self.total(view)
 
     def budget(self, view: View) -> Budget:
-        return measure(*view, self.parts.estimator, self.parts.config)
+        return measure(*view, self.parts.estimator, self.parts.config,
+                       self.parts.announcer.recall_read(view.session.model))
 
     async def run(self, view: View, level: int, pass_: Pass) -> View:
         """Run one level: exactly one compaction.request and one compaction.result.

@@ -19,6 +19,7 @@ from ctxkeep.daemon.context import reliability
 from ctxkeep.daemon.events.bus import EventBus
 from ctxkeep.daemon.config import Config
 from ctxkeep.daemon.context.estimator import Estimate, Estimator
+from ctxkeep.daemon.context.speeds import Speeds
 from ctxkeep.daemon.store.records import SessionRecord
 from ctxkeep.daemon.store.store import Store
 from ctxkeep.daemon.store.store import UnknownSession
@@ -44,16 +45,22 @@ class Announcer:
     estimator: Estimator
     config: Config
     busy: Callable[[str], bool]
+    #: Each model's measured speeds: how much room recall's block may take (usage.measure).
+    speeds: Speeds = field(default_factory=Speeds)
     #: Each session's compaction count when its reliability was last looked at (a pass's
     #: later levels do not count again: its warning is said once).
     _scored: dict[str, int] = field(default_factory=dict)
+
+    def recall_read(self, model: str) -> int | None:
+        """The most tokens recall's block may take for `model` on this machine."""
+        return self.speeds.reads_in(model, self.config.recall_read_seconds)
 
     def info(self, session: SessionRecord) -> SessionInfo:
         return shown(session, busy=self.busy(session.id))
 
     def usage(self, session: SessionRecord, view: View | None = None) -> Usage:
         _, context, active = view or self.store.history.view(session.id)
-        return usage_of(session, context, active, self.estimator, self.config)
+        return usage_of(session, context, active, self.estimator, self.config, self.recall_read(session.model))
 
     async def prompt_changed(self, session_id: str, counted: int | None = None) -> SessionRecord:
         """What the model would see may have changed: record a fresh estimate in place of
@@ -66,7 +73,7 @@ class Announcer:
             session, context, active = await self.store.off_loop(self.store.history.view, session_id)
 
             def count() -> Estimate:  # the usage's folds too: the announcement that follows resumes them
-                usage_of(session, context, active, self.estimator, self.config)
+                usage_of(session, context, active, self.estimator, self.config, self.recall_read(session.model))
                 return self.estimator.context_estimate(session, context, active)
             estimate = await asyncio.to_thread(count)
         else:

@@ -62,11 +62,14 @@ def reply_room(config: Config, session: SessionRecord) -> int:
 
 
 def measure(session: SessionRecord, context: ActiveContext, active: list[MessageRecord],
-            estimator: Estimator, config: Config) -> Budget:
+            estimator: Estimator, config: Config, recall_read: int | None = None) -> Budget:
     """The budget of a session's context as it stands (folded on from the session's last
     measure when the context only grew: context/fold.py). The segments are estimates,
     scaled so that together they make the anchored estimate of the whole prompt (exact
-    when nothing changed since the last count); its possible error is the conversation's."""
+    when nothing changed since the last count); its possible error is the conversation's.
+    Recall's reserved share is at most `recall_read`, the most its block may take on this
+    machine (Speeds.reads_in): room kept for a block that cannot come is room compaction
+    would free for nothing."""
     model = session.model
     key = (session.id, frozenset(context.pinned), frozenset(context.file_summaries), session.vision)
     parts = estimator.segmented.fold(session.id, key, active)
@@ -87,20 +90,22 @@ def measure(session: SessionRecord, context: ActiveContext, active: list[Message
     reply = reply_room(config, session)
     recalling = config.recall if session.recall is None else session.recall
     reserved = int(config.recall_share * max(0, session.window - reply - sum(fixed.values()))) if recalling else 0
+    allowance = estimator.allowance(model, whole)
+    if recall_read is not None:  # the block, and what the prompt's possible error may take beside it
+        reserved = min(reserved, recall_read + allowance)
     return Budget(window=session.window, reply=reply, **fixed,
                   files=rest["files"], summaries=rest["summaries"],
-                  conversation=sum(rest.values()), allowance=estimator.allowance(model, whole),
-                  reserved=reserved)
+                  conversation=sum(rest.values()), allowance=allowance, reserved=reserved)
 
 
 def usage_of(session: SessionRecord, context: ActiveContext, active: list[MessageRecord],
-             estimator: Estimator, config: Config) -> Usage:
+             estimator: Estimator, config: Config, recall_read: int | None = None) -> Usage:
     """The session's usage: its count as recorded — Ollama's exact count of the last
     prompt, or the estimate recorded when the prompt last changed (`exact: false`).
 
     Segments are estimates, scaled to add up to the count.
     """
-    b = measure(session, context, active, estimator, config)
+    b = measure(session, context, active, estimator, config, recall_read)
     seg = Segments(system=b.system, pinned=b.goals + b.pinned, files=b.files,
                    summaries=b.checkpoints + b.summaries, recent=max(0, b.conversation - b.files - b.summaries))
     parts = ("system", "pinned", "files", "summaries", "recent")

@@ -7,15 +7,17 @@ the registry retrieves nothing), its regular expressions are compiled up front a
 with a time limit (the `regex` module's `timeout`), and a whole check has a deadline. A
 schema that cannot be checked is refused when the turn is asked (`schema_problem`)."""
 
+from __future__ import annotations
+
 import json
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jsonschema
-import regex
-from jsonschema import ValidationError
-from referencing import Registry
-from referencing.exceptions import NoSuchResource, Unresolvable
+if TYPE_CHECKING:
+    from jsonschema import ValidationError
+
+# jsonschema, referencing and regex are imported where a schema is first checked: most
+# daemons never check one, and together they are a sixth of the daemon's start-up imports.
 
 #: The largest schema taken, as JSON.
 MAX_SCHEMA_BYTES = 64 * 1024
@@ -35,6 +37,7 @@ class Unchecked(Exception):
 
 def _retrieve_nothing(uri: str):
     """The registry's retrieval: a schema names only itself (no network, no files)."""
+    from referencing.exceptions import NoSuchResource
     raise NoSuchResource(ref=uri)
 
 
@@ -66,6 +69,8 @@ def schema_problem(schema: str | dict[str, Any] | None) -> str:
     """Why `schema` (a turn's `format`) cannot be used to check an answer ("" when it can)."""
     if not isinstance(schema, dict):
         return ""
+    import jsonschema
+    import regex
     size = len(json.dumps(schema))
     if size > MAX_SCHEMA_BYTES:
         return f"it is {size:,} bytes as JSON; at most {MAX_SCHEMA_BYTES:,} are taken"
@@ -99,6 +104,10 @@ def schema_problem(schema: str | dict[str, Any] | None) -> str:
 def _bounded_validator(schema: dict[str, Any], deadline: float):
     """A validator for `schema` whose patterns run under a time limit and whose
     references resolve only inside it."""
+    import jsonschema
+    import regex
+    from jsonschema import ValidationError
+    from referencing import Registry
     base = jsonschema.validators.validator_for(schema)
 
     def search(pattern: str, text: str) -> bool:
@@ -130,6 +139,8 @@ def _bounded_validator(schema: dict[str, Any], deadline: float):
 def _check(schema: dict[str, Any], value: Any, deadline: float) -> ValidationError | None:
     """The best error of `value` against `schema` (None: it matches); Unchecked when the
     check cannot finish (a reference that leads back to itself, a deadline passed)."""
+    import jsonschema
+    from referencing.exceptions import Unresolvable
     try:
         errors = _bounded_validator(schema, deadline).iter_errors(value)
         return jsonschema.exceptions.best_match(errors)

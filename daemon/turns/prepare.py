@@ -162,10 +162,10 @@ class Preparer:
         smaller), up to its cap."""
         session = view.session
         estimator, config = self.parts.estimator, self.parts.config
-        budget = measure(*view, estimator, config)
+        slow = self.parts.announcer.recall_read(session.model)  # new text every turn, read whole
+        budget = measure(*view, estimator, config, slow)
         reserve = reply_room(config, session)
         raised, margin = estimator.raised(session.model, estimate), estimator.margin(session.model)
-        slow = self.parts.speeds.reads_in(session.model, config.recall_read_seconds)  # new text, read whole
         cap = self.recaller.cap(session, budget.available + budget.reserved)
         room = self.recaller.room(session.window, reserve, raised, cap if slow is None else min(cap, slow), margin)
         whole = self.recaller.room(session.window, reserve, raised,
