@@ -13,6 +13,9 @@ class ModelSpeed(msgspec.Struct, kw_only=True):
     model: str
     read: float = 0.0
     write: float = 0.0
+    #: The most tokens recall's block may take for this model here: what it reads in
+    #: `recall_read_seconds` (0: no bound).
+    recall_tokens: int = 0
 
 
 class DaemonStatus(msgspec.Struct, kw_only=True):

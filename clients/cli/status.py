@@ -5,6 +5,7 @@ import time
 
 import msgspec
 
+from ctxkeep.protocol.status import ModelSpeed
 from ctxkeep.protocol.structs import BackendStatus
 
 from .common import connect, when
@@ -46,8 +47,7 @@ def run(args: argparse.Namespace) -> int:
     if s.recall:
         print(f"  recall    {s.recall}")
     for i, m in enumerate(s.speeds):  # measured since the daemon started
-        said = ", ".join(f"{what} {n:,.0f} tokens/s" for what, n in (("reads", m.read), ("writes", m.write)) if n)
-        print(f"  {'speeds' if i == 0 else '':8}  {m.model} {said} here")
+        print(f"  {'speeds' if i == 0 else '':8}  {speed_line(m)}")
     several = len(s.backends) > 1 or any(b.kind != "ollama" or b.name != "ollama" for b in s.backends)
     if several:
         for i, b in enumerate(s.backends):
@@ -72,3 +72,10 @@ def backend_line(b: BackendStatus) -> str:
         return f"{b.name} ({kind}) at {b.host}: not checked yet"
     again = f"; asked again in {b.retry_in:.0f} s" if b.retry_in else ""
     return f"{b.name} ({kind}) at {b.host}: DOWN ({b.error or 'unreachable'}){again}"
+
+
+def speed_line(m: ModelSpeed) -> str:
+    """A model's measured speeds here, and the bound they put on recall's block."""
+    said = ", ".join(f"{what} {n:,.0f} tokens/s" for what, n in (("reads", m.read), ("writes", m.write)) if n)
+    bound = f"; recall's block ≤ {m.recall_tokens:,} tokens (recall_read_seconds)" if m.recall_tokens else ""
+    return f"{m.model} {said} here{bound}"

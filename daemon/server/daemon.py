@@ -284,7 +284,8 @@ class Daemon:
             recall=self.services.recaller.status(),
             http_socket=str(self.front_door.socket_path), http_url=self.front_door.url,
             http_auth="token" if self.front_door.token else "none",
-            speeds=[ModelSpeed(model=m, read=round(s.read, 1), write=round(s.write, 1))
+            speeds=[ModelSpeed(model=m, read=round(s.read, 1), write=round(s.write, 1),
+                               recall_tokens=self.services.announcer.recall_read(m) or 0)
                     for m, s in sorted(self.services.speeds.measured().items())])
 
     # -- requests ---------------------------------------------------------------
