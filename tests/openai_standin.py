@@ -51,6 +51,7 @@ class OpenAIStandin(OllamaStandin):
     drops_system: bool = False
     #: Slots (/props `total_slots`); with one, a request that comes while an answer streams
     #: cuts that answer short, as llama-cpp-python's server does (`interrupt_requests`).
+    #: Flavor "vllm" batches whatever comes, as vLLM does: nothing is cut.
     slots: int = 1
     #: Requests that came while an answer streamed: (path, whether the answer was cut).
     beside_streams: list = field(default_factory=list)
@@ -117,7 +118,7 @@ class _OpenAIHandler(CountingPages, _Handler):
         with self.owner._lock:
             self.owner.posts.append(self.path)
             if self.owner._streaming:  # another request while an answer streams
-                cut = self.owner.slots <= 1
+                cut = self.owner.slots <= 1 and self.owner.flavor != "vllm"
                 self.owner.beside_streams.append((self.path, cut))
                 self.owner._interrupts += cut
         routes = {CHAT: self._completion, "/v1/embeddings": self._embeddings}
