@@ -13,15 +13,14 @@ import zmq.asyncio
 
 from ctxkeep.protocol import DAEMON_VERSION, PROTOCOL_VERSION, ErrorCode
 from ctxkeep.protocol.events import DaemonStatusEvent
-from ctxkeep.protocol.structs import DaemonStatus, ModelSpeed
+from ctxkeep.protocol.structs import DaemonStatus
 from ctxkeep.protocol.paths import http_socket, http_token_path, ipc_path
 from ctxkeep.daemon import services
 from ctxkeep.daemon.config import Config, ConfigError, apply_live, load
 from ctxkeep.daemon.jobs.queue import SessionJobs
-from ctxkeep.daemon.backends.facts import same_model
 from ctxkeep.daemon.backends.configured import backend_for
 from ctxkeep.daemon.backends.hosts import Hosts
-from ctxkeep.daemon.server import runtime, systemd
+from ctxkeep.daemon.server import report, runtime, systemd
 from ctxkeep.daemon.server.ollama_watch import watch_ollama
 from ctxkeep.daemon.transports.zmq import curve
 from ctxkeep.daemon.events.bus import EventBus
@@ -149,15 +148,7 @@ class Daemon:
                  ", ".join(e for e in (cfg.tcp_control, cfg.tcp_events) if e), folder)
 
     def _status_line(self) -> str:
-        sessions = f"STATUS={self.store.sessions.count()} sessions"
-        hosts = self.backend.hosts()
-        if len(hosts) > 1 or hosts[0].kind != "ollama":
-            return f"{sessions}, model servers: " + ", ".join(
-                f"{h.name} {'up' if h.reachable else 'DOWN'}" for h in hosts)
-        ollama = self.backend.status
-        reach = (f"Ollama {ollama.version} reachable".replace("  ", " ") if ollama.reachable
-                 else "Ollama NOT reachable")
-        return f"{sessions}, {reach} at {ollama.host}"
+        return report.status_line(self.store.sessions.count(), self.backend)
 
     async def _watchdog(self, interval: float) -> None:
         """WATCHDOG=1 from the event loop itself, only while every control loop runs: if
@@ -279,13 +270,10 @@ class Daemon:
             control_endpoint=self.control_endpoint, events_endpoint=self.events_endpoint,
             store_path=str(self.store.path), last_seq=self.bus.last_seq,
             ollama=self.backend.status, backends=self.backend.hosts(), default_model=self.config.default_model,
-            default_model_installed=None if self.backend.listed is None else any(
-                same_model(name, self.config.default_model) for name in self.backend.listed),
+            default_model_installed=report.default_installed(self.backend, self.config.default_model),
             recall=self.services.recaller.status(),
             http_socket=str(self.front_door.socket_path), http_url=self.front_door.url,
             http_auth="token" if self.front_door.token else "none",
-            speeds=[ModelSpeed(model=m, read=round(s.read, 1), write=round(s.write, 1),
-                               recall_tokens=self.services.announcer.recall_read(m) or 0)
-                    for m, s in sorted(self.services.speeds.measured().items())])
+            speeds=report.model_speeds(self.services))
 
     # -- requests ---------------------------------------------------------------
