@@ -87,7 +87,9 @@ def kind(body: dict) -> str:
 def summary_kind(body: dict) -> str:
     """A summary call's kind (a new checkpoint, a merge, an aging), or "" for none."""
     last = str(body["messages"][-1].get("content", ""))
-    return next((k for h, k in SUMMARY_HEADERS.items() if h in last), "")
+    # the first header in it (the text after it, a summary being shortened, may quote another)
+    found = sorted((last.find(h), k) for h, k in SUMMARY_HEADERS.items() if h in last)
+    return found[0][1] if found else ""
 
 
 #: Both clients' answers sampled greedily, so that runs of the same code write the same answers

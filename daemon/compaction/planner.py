@@ -16,9 +16,12 @@ from ctxkeep.daemon.context.content import prompt_content, short_results
 
 STRATEGY = {1: "file_compress", 2: "message_prune", 3: "checkpoint"}
 AGES = ("recent", "old", "ancient", "merged")
-#: Each age's target size, as a share of the budget without checkpoints (seed 002's
-#: ~2000 / 1200 / 800 / 400 tokens of a 6,800-token budget, scaled to the window).
-AGE_SHARE = {"recent": 0.15, "old": 0.09, "ancient": 0.06, "merged": 0.03}
+#: Each age's target size, as a share of the budget without checkpoints (seed 002's recent
+#: and merged sizes scaled to the window). Every re-compression is a model call that re-reads
+#: and rewrites a summary (minutes a pass on a CPU, and detail lost each time), so a
+#: checkpoint ages in one large step, recent → old at 40 % of its size; old → ancient only
+#: marks it for the next merge (no call), and the ancient ones merge into one.
+AGE_SHARE = {"recent": 0.15, "old": 0.06, "ancient": 0.06, "merged": 0.03}
 RECENT_FILE_MESSAGES = 3
 #: The last tool exchanges of a prompt (its turn's own among them) compaction leaves whole.
 KEEP_TOOL_EXCHANGES = 3
