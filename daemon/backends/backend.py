@@ -68,6 +68,13 @@ class OllamaBackend(OneServer):
                  changed: asyncio.Event | None = None) -> None:
         super().__init__(name, host, lambda: _make_client(host, connect_timeout, read_timeout), changed)
         self._timeouts = (connect_timeout, read_timeout)
+        #: What `check` asks /api/version with (made by its first check).
+        self._version_http: Any = None
+
+    async def close(self) -> None:
+        if self._version_http is not None:
+            await self._version_http.aclose()
+        await super().close()
 
     def ollama_url(self) -> str | None:
         return self.host
@@ -77,9 +84,11 @@ class OllamaBackend(OneServer):
         which a model call alone does not tell)."""
         await self.client()  # httpx is imported with it
         import httpx
+        if self._version_http is None:  # one for the daemon's life, made off the loop: checks
+            # come every 2 s while Ollama is down, and each client builds a TLS context (~30 ms CPU)
+            self._version_http = await asyncio.to_thread(httpx.AsyncClient, base_url=self.host, timeout=3.0)
         try:
-            async with httpx.AsyncClient(base_url=self.host, timeout=3.0) as http:
-                response = await http.get("/api/version")
+            response = await self._version_http.get("/api/version")
             response.raise_for_status()
             version = str(response.json().get("version", ""))
             self.status = OllamaStatus(host=self.host, reachable=True, version=version)
