@@ -24,7 +24,8 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=25)
     args = parser.parse_args()
     env = dict(os.environ, CTXKEEP_STATE_EXAMPLES=str(args.examples),
-               CTXKEEP_STATE_STEPS=str(args.steps), CTXKEEP_STATE_RANDOM="1")
+               CTXKEEP_STATE_STEPS=str(args.steps), CTXKEEP_STATE_RANDOM="1",
+               CTXKEEP_STATE_RESTARTS=str(args.steps))
     started = time.monotonic()
     result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "--timeout", "0",
                              "-p", "no:cacheprovider", "tests/daemon/test_state_machine.py"],

@@ -7,8 +7,9 @@ no session is busy; every question has an answer (complete or interrupted); the
 active context references only stored messages; the last `context.usage` of each
 session says what a fresh `usage` request says.
 
-CI runs a bounded number of examples; bench/soak_states.py runs many more
-(CTXKEEP_STATE_EXAMPLES).
+CI runs a bounded number of examples, each restarting the daemon at most once (a start is
+most of an example's CPU); bench/soak_states.py runs many more, and longer, with no bound
+on restarts (CTXKEEP_STATE_EXAMPLES, CTXKEEP_STATE_STEPS, CTXKEEP_STATE_RESTARTS).
 """
 
 from __future__ import annotations
@@ -33,8 +34,9 @@ from ctxkeep.protocol.goals import Goals
 from harness import DaemonProcess
 from ollama_standin import OllamaStandin
 
-EXAMPLES = int(os.environ.get("CTXKEEP_STATE_EXAMPLES", "6"))
+EXAMPLES = int(os.environ.get("CTXKEEP_STATE_EXAMPLES", "10"))
 STEPS = int(os.environ.get("CTXKEEP_STATE_STEPS", "14"))
+RESTARTS = int(os.environ.get("CTXKEEP_STATE_RESTARTS", "1"))
 MODEL = "qwen2.5:7b"
 TEXTS = st.sampled_from([
     "hello", "explain the plan in detail " * 8, "def f(x):\n    return [x, {'k': x}]\n" * 4,
@@ -58,6 +60,7 @@ class Lifecycle(RuleBasedStateMachine):
         self.accepted: dict[str, str] = {}  # job id -> session id
         self.counts: dict[str, int] = {}
         self.sessions: list[str] = []
+        self.restarts = 0
 
     def _connect(self) -> Client:
         client = self.daemon.client(timeout=10)
@@ -160,9 +163,11 @@ class Lifecycle(RuleBasedStateMachine):
     def goals(self, i: int, goal: str) -> None:
         self.call(lambda: self.client.set_goals(self.sessions[i], Goals(goal=goal, next_steps=["next"])))
 
+    @precondition(lambda self: self.restarts < RESTARTS)
     @rule()
     def restart(self) -> None:
         """SIGTERM: running work gets the drain time, then ends as shutting_down."""
+        self.restarts += 1
         self.daemon.stop(signal.SIGTERM)
         deadline = time.monotonic() + 5
         while time.monotonic() < deadline:  # the last events, up to the stopping status
