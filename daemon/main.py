@@ -14,7 +14,6 @@ from ctxkeep.protocol import DAEMON_VERSION
 from ctxkeep.daemon.config import ConfigError, load
 from ctxkeep.daemon.transports.zmq.curve import CurveError
 from ctxkeep.daemon.server.runtime import AlreadyRunning, RuntimeDirError
-from ctxkeep.daemon.server.daemon import Daemon
 from ctxkeep.daemon.store.store import StoreError
 from ctxkeep.daemon.maintenance import add_tools
 
@@ -79,7 +78,15 @@ def main(argv: list[str] | None = None) -> int:
     setup_logging(args.log_level)
     log = logging.getLogger("ctxkeepd")
     try:
-        daemon = Daemon(load(args.config), args.config)
+        config = load(args.config)
+    except ConfigError as exc:
+        log.error("configuration error: %s", exc)
+        return 2
+    # the server's modules (the HTTP front door, the model clients, recall) only to serve:
+    # the maintenance subcommands and a configuration error are told in a fraction of the time
+    from ctxkeep.daemon.server.daemon import Daemon
+    try:
+        daemon = Daemon(config, args.config)
     except ConfigError as exc:
         log.error("configuration error: %s", exc)
         return 2
