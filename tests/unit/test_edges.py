@@ -113,3 +113,23 @@ def test_a_long_text_is_counted_in_slices_with_the_same_features():
         assert tokens.text_features(text) == tokens._features(text)
     unbroken = "a" * (3 * tokens.SLICE)  # no space to cut at: cut anyway, the letters all counted
     assert tokens.text_features(unbroken)[0] == len(unbroken)
+
+
+def test_ascii_text_is_counted_as_the_regular_expressions_count_it():
+    """The byte-translation path for ASCII text: every feature the same as the regular
+    expressions give, over random texts of all 128 ASCII characters (controls included)."""
+    import random
+
+    from ctxkeep.daemon import tokens
+
+    def by_expressions(text: str) -> tuple[float, ...]:
+        latin, digits = len(tokens._LATIN.findall(text)), len(tokens._DIGITS.findall(text))
+        newlines, space = text.count("\n"), len(tokens._SPACE.findall(text))
+        return (float(latin), float(len(tokens._LATIN_WORDS.findall(text))), 0.0, float(digits),
+                float(len(text) - latin - digits - newlines - space), float(newlines), float(space), 0.0, 0.0)
+    rng = random.Random(7)
+    alphabet = [chr(c) for c in range(128)]
+    for _ in range(5000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 80)))
+        assert tokens.text_features(text) == by_expressions(text), repr(text)
+    assert tokens.text_features("Größe 42") == tokens._features("Größe 42")  # not ASCII: the expressions
