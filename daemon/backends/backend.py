@@ -55,10 +55,10 @@ def _make_client(host: str, connect_timeout: float, read_timeout: float) -> Any:
     import httpx
     import ollama
 
-    from ctxkeep.daemon.backends.refuse_overflow import RefuseOverflow, proxy_for
-    inner = httpx.AsyncHTTPTransport(proxy=proxy_for(host))
+    from ctxkeep.daemon.backends.refuse_overflow import RefuseOverflow
+    from ctxkeep.daemon.backends.transport import transport_for
     return ollama.AsyncClient(host=host, timeout=httpx.Timeout(read_timeout, connect=connect_timeout),
-                              transport=RefuseOverflow(inner), trust_env=False)
+                              transport=RefuseOverflow(transport_for(host)), trust_env=False)
 
 
 class OllamaBackend(OneServer):
@@ -84,9 +84,10 @@ class OllamaBackend(OneServer):
         which a model call alone does not tell)."""
         await self.client()  # httpx is imported with it
         import httpx
-        if self._version_http is None:  # one for the daemon's life, made off the loop: checks
-            # come every 2 s while Ollama is down, and each client builds a TLS context (~30 ms CPU)
-            self._version_http = await asyncio.to_thread(httpx.AsyncClient, base_url=self.host, timeout=3.0)
+        if self._version_http is None:  # one for the daemon's life: checks come every 2 s
+            # while Ollama is down (made with the model client, so its TLS context is made)
+            from ctxkeep.daemon.backends.transport import tls_context
+            self._version_http = httpx.AsyncClient(base_url=self.host, timeout=3.0, verify=tls_context())
         try:
             response = await self._version_http.get("/api/version")
             response.raise_for_status()

@@ -7,7 +7,7 @@ from typing import Any
 
 import httpx
 
-from ctxkeep.daemon.backends.refuse_overflow import proxy_for
+from ctxkeep.daemon.backends.transport import transport_for
 from ctxkeep.daemon.backends.sent import current_trace
 
 
@@ -43,7 +43,7 @@ def make_client(url: str, key: str, connect_timeout: float, read_timeout: float)
     """An `openai.AsyncOpenAI` for the server at `url` (imports openai)."""
     import openai
     timeout = httpx.Timeout(read_timeout, connect=connect_timeout)
-    http = httpx.AsyncClient(transport=TraceSent(httpx.AsyncHTTPTransport(proxy=proxy_for(url))),
+    http = httpx.AsyncClient(transport=TraceSent(transport_for(url)),
                              timeout=timeout, trust_env=False)
     return openai.AsyncOpenAI(base_url=api_base(url), api_key=key or "none", max_retries=0,
                               timeout=timeout, http_client=http)

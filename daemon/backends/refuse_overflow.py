@@ -8,8 +8,6 @@ The same transport tells a turn when its chat request is out (see sent.py).
 """
 
 import re
-import urllib.request
-from urllib.parse import urlsplit
 
 import httpx
 
@@ -69,12 +67,3 @@ class RefuseOverflow(httpx.AsyncBaseTransport):
     async def aclose(self) -> None:
         await self.inner.aclose()
 
-
-def proxy_for(url: str) -> str | None:
-    """The proxy the environment names for `url` (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY,
-    NO_PROXY, as curl and httpx read them), or None."""
-    parts = urlsplit(url)
-    if parts.hostname and urllib.request.proxy_bypass(parts.hostname):
-        return None
-    proxies = urllib.request.getproxies()
-    return proxies.get(parts.scheme) or proxies.get("all")

@@ -148,7 +148,7 @@ def test_every_backend_has_every_member_of_the_protocol():
 
 
 def test_a_proxied_host_keeps_its_proxy_and_no_proxy_is_respected(monkeypatch):
-    from ctxkeep.daemon.backends.refuse_overflow import proxy_for
+    from ctxkeep.daemon.backends.transport import proxy_for
     monkeypatch.setenv("HTTP_PROXY", "http://proxy.example:3128")
     monkeypatch.setenv("NO_PROXY", "localhost,127.0.0.1")
     assert proxy_for("http://ollama.lan:11434") == "http://proxy.example:3128"
