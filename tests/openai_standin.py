@@ -29,7 +29,8 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from ollama_standin import ChatRecord, Fault, Model, OllamaStandin, _Handler, embed_vector, split_stream
+from ollama_standin import ChatRecord, Fault, Model, OllamaStandin, embed_vector, split_stream
+from standin_http import StandinHandler
 from openai_counting import CountingPages, ollama_shaped
 
 CHAT = "/v1/chat/completions"
@@ -82,7 +83,7 @@ class OpenAIStandin(OllamaStandin):
         super().fail_next(kind, **kwargs)
 
 
-class _OpenAIHandler(CountingPages, _Handler):
+class _OpenAIHandler(CountingPages, StandinHandler):
     owner: OpenAIStandin
 
     def _oerror(self, status: int, message: str, kind: str = "invalid_request_error", **extra: Any) -> None:
