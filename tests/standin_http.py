@@ -165,12 +165,18 @@ class StandinHandler(BaseHTTPRequestHandler):
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
 
-    def _embed(self, body: dict[str, Any], fault: Fault | None) -> None:
-        owner = self.owner
+    def _model_or_404(self, body: dict[str, Any]) -> Model | None:
+        """The model the request names, or None once it was answered 404 as Ollama does."""
         name = body.get("model", "")
-        m = owner.model(name)
+        m = self.owner.model(name)
         if m is None:
             self._error(404, f"model \"{name}\" not found, try pulling it first")
+        return m
+
+    def _embed(self, body: dict[str, Any], fault: Fault | None) -> None:
+        owner = self.owner
+        m = self._model_or_404(body)
+        if m is None:
             return
         inputs = body.get("input", "")
         texts = [inputs] if isinstance(inputs, str) else list(inputs)
@@ -182,10 +188,8 @@ class StandinHandler(BaseHTTPRequestHandler):
 
     def _chat(self, body: dict[str, Any], fault: Fault | None) -> None:
         owner = self.owner
-        name = body.get("model", "")
-        m = owner.model(name)
+        m = self._model_or_404(body)
         if m is None:
-            self._error(404, f"model \"{name}\" not found, try pulling it first")
             return
         messages = body.get("messages") or []
         options = body.get("options") or {}
