@@ -16,6 +16,7 @@ lives in, so `pytest -m unit` (or engine, daemon, process, window) runs one leve
 
 from __future__ import annotations
 
+import json
 import shutil
 import signal
 import tempfile
@@ -24,6 +25,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import zmq
 
 from ctxkeep.clients import Client
 from ctxkeep.protocol.events import (
@@ -206,3 +208,18 @@ def door(short_tmp: Path, standin: OllamaStandin) -> Iterator[DaemonThread]:
     d = DaemonThread(short_tmp, standin.url, http_listen=f"127.0.0.1:{free_port()}").start()
     yield d
     d.stop()
+
+
+def raw_socket(daemon) -> zmq.Socket:
+    """A bare DEALER on the daemon's control socket: frames the client library would never send."""
+    sock = zmq.Context.instance().socket(zmq.DEALER)
+    sock.setsockopt(zmq.LINGER, 0)
+    sock.connect(daemon.control)
+    return sock
+
+
+def raw_request(sock: zmq.Socket, payload: bytes, timeout_ms: int = 5000) -> dict:
+    """Send one raw frame on `raw_socket`'s socket; its reply, decoded."""
+    sock.send(payload)
+    assert sock.poll(timeout_ms), "no reply"
+    return json.loads(sock.recv())
