@@ -1,70 +1,25 @@
-"""Context accounting and manual compaction through the real daemon and the stand-in."""
+"""Manual compaction through the real daemon and the stand-in: its flow seen by two clients,
+its record, dry runs, failures, cancels and kills, chunks then merges, undo."""
 
 import re
 import signal
-from pathlib import Path
 
 import pytest
 
-from conftest import events_until, wait_for, wait_terminal
+from compaction_steps import (
+    MODEL, active, assert_valid_prompt, compact, compaction_events, converse, full_history,
+)
+from conftest import events_until, wait_for
+from harness import DaemonThread
 from ctxkeep.clients import CtxkeepError
 from ctxkeep.daemon.context.prompt import COMPACTION_SYSTEM
 from ctxkeep.daemon.store.store import Store
-from harness import DaemonThread
 from ctxkeep.protocol.events import (
     CompactionProgress, CompactionRequest, CompactionResult, GenerationError, ResponseGeneration,
 )
 
-MODEL = "qwen2.5:7b"
+
 MARKER = re.compile(r"^── compacted: [\d,]+ → ~[\d,]+ tokens \([\d,]+ freed\) ──$")
-REPO = Path(__file__).resolve().parents[2]
-PROSE = [p for p in (REPO / "README.md").read_text().split("\n\n") if len(p) > 120]
-CODE = [c for f in sorted((REPO / "daemon").glob("*.py"))
-        for c in f.read_text().split("\n\n\n") if len(c) > 120]
-
-
-def converse(client, sid, turns, text=lambda i: f"Question {i}: tell me about topic {i}."):
-    """Run `turns` turns; returns their response.generation events."""
-    ends = []
-    for i in range(turns):
-        acc = client.send(sid, text(i))
-        end, _ = wait_terminal(client, acc.generation_id)
-        assert isinstance(end, ResponseGeneration), end
-        ends.append(end)
-    return ends
-
-
-def compaction_events(client, compaction_id, timeout=30.0):
-    """Events of one compaction up to and including its result."""
-    seen = []
-    while True:
-        item = client.next_event(timeout=timeout)
-        assert item is not None, f"no compaction.result; saw {seen}"
-        event = item[1]
-        if getattr(event, "compaction_id", None) == compaction_id:
-            seen.append(event)
-            if isinstance(event, CompactionResult):
-                return seen
-
-
-def compact(client, sid, **kw):
-    acc = client.compact(sid, **kw)
-    return compaction_events(client, acc.compaction_id)
-
-
-def active(client, sid):
-    return client.history(sid, active=True, limit=1000).messages
-
-
-def full_history(client, sid):
-    return client.history(sid, limit=1000).messages
-
-
-def assert_valid_prompt(messages):
-    """System first, never two of the same role in a row."""
-    roles = [m["role"] for m in messages]
-    assert "system" not in roles[1:]
-    assert all(a != b for a, b in zip(roles, roles[1:])), roles
 
 
 @pytest.fixture
@@ -86,27 +41,6 @@ def daemon_process(daemon_factory):
 @pytest.fixture
 def session(client):
     return client.create_session(model=MODEL, system="You are helpful.").session
-
-
-def test_counts_after_turns_equal_the_models(client, standin, session):
-    ends = converse(client, session.id, 5)
-    chats = [c for c in standin.chats if c.body.get("stream", True)]
-    assert [e.token_count for e in ends] == [c.prompt_tokens for c in chats]
-    assert client.session(session.id).session.token_count == ends[-1].token_count
-    usage = client.usage(session.id).usage
-    assert usage.exact and usage.tokens == ends[-1].token_count
-    seg = usage.segments
-    assert seg.system + seg.pinned + seg.files + seg.summaries + seg.recent == usage.tokens
-    assert seg.system > 0 and seg.recent > 0
-
-
-def test_estimate_within_5_percent_on_prose_and_code(client, standin):
-    s = client.create_session(model=MODEL, num_ctx=32768).session
-    standin.reply_fn = lambda msgs: CODE[len(msgs) % len(CODE)][:900]
-    ends = converse(client, s.id, 24,
-                    text=lambda i: (PROSE if i % 2 else CODE)[i % (len(PROSE) if i % 2 else len(CODE))][:700])
-    errors = [abs(e.prompt_estimate - e.token_count) / e.token_count for e in ends[4:]]
-    assert max(errors) < 0.05, errors
 
 
 def test_compaction_flow_seen_by_two_clients(daemon, standin):
@@ -331,17 +265,6 @@ def test_three_compactions_keep_history_and_a_valid_context(client, standin, ses
     assert not standin.truncations and not standin.refusals
 
 
-def test_prompt_over_the_window_is_never_sent(client, standin):
-    s = client.create_session(model=MODEL, num_ctx=512).session
-    calls = len(standin.chats)
-    acc = client.send(s.id, "word " * 2000)
-    end, _ = wait_terminal(client, acc.generation_id)
-    assert isinstance(end, GenerationError) and end.code == "context_overflow"
-    assert "send less" in end.message and "raise num_ctx" in end.message
-    assert len(standin.chats) == calls  # refused before any call, and before any compaction
-    assert not [c for c in client.snapshots(s.id).snapshots]
-
-
 def test_compaction_model_can_differ(client, standin, session):
     converse(client, session.id, 5)
     client.set_model(session.id, compaction_model="small:1b")
@@ -374,77 +297,3 @@ def test_cli_compact_show_active_and_chat(daemon, standin):
     standin.fail_next("http500")
     failed = daemon.cli("compact", sid, "--tail", "1")
     assert failed.returncode == 1 and "compaction failed: ollama_error" in failed.stderr
-
-
-def test_a_big_imported_conversation_is_compacted_and_continued(short_tmp, standin):
-    """An import of 10,000 messages (in the CLI's batches) into an 8,192 window, after
-    another session's turns of one word repeated (which skewed the estimates before), then
-    `compact` and a question: the summary calls all fit (counted by a tokenizer the
-    estimator was not built around), the question is answered, nothing was cut. (Automatic
-    compaction on, unlike this module's other daemons.)"""
-    import random
-
-    from ctxkeep.clients.cli.transfer import batches, imported_messages
-    rng = random.Random(4)
-    words = ("plan module session answer question budget design parser refactor window "
-             "history estimate decision because however meanwhile the of and to").split()
-    standin.tokenizer = "bpe"
-
-    def reply(messages):
-        last = messages[-1]["content"]
-        if last.startswith(("Conversation to summarize", "Summary to shorten", "Summaries of")):
-            return "Summary: " + " ".join(rng.choice(words) for _ in range(30))
-        return "An answer about the plan."
-    standin.reply_fn = reply
-    conversation = [{"role": "user" if i % 2 == 0 else "assistant",
-                     "content": " ".join(rng.choice(words) for _ in range(rng.randint(8, 50))) + "."}
-                    for i in range(10_000)]
-
-    def imported(client, messages: list[dict], **fields) -> str:
-        parts = batches(imported_messages(messages))
-        sid = client.import_session(model=MODEL, messages=parts[0], **fields).session.id
-        for part in parts[1:]:
-            client.import_session(session=sid, messages=part)
-        return sid
-
-    def answer(client, sid: str, text: str) -> str:
-        end, _ = wait_terminal(client, client.send(sid, text).generation_id, timeout=60)
-        assert isinstance(end, ResponseGeneration), end
-        return end.message.content
-    daemon = DaemonThread(short_tmp, standin.url, default_model=MODEL).start()
-    try:
-        with daemon.client(timeout=60) as client:
-            client.subscribe("")
-            other = client.create_session(model=MODEL, name="other").session.id
-            for _ in range(6):
-                answer(client, other, " ".join(["hello"] * 40))
-            big = imported(client, conversation, name="big", num_ctx=8192)
-            assert compact(client, big)[-1].status == "ok"
-            assert answer(client, big, "what did we decide?") == "An answer about the plan."
-            # and with no `compact`: the question's own automatic pass makes it fit (it
-            # compacted 202K to 134K tokens and refused before)
-            big2 = imported(client, conversation[:4000], name="big2")
-            assert answer(client, big2, "what did we decide?") == "An answer about the plan."
-    finally:
-        daemon.stop()
-    assert not standin.truncations and not standin.refusals
-
-
-def test_undoing_a_manual_compaction_keeps_the_exact_count(client, standin):
-    """Issue 41, item 9: the prompt after an undo is the one counted before the compaction:
-    its exact count stands (an estimate only once something it holds changed)."""
-    sid = client.create_session(model=MODEL).session.id
-    ends = converse(client, sid, 6)
-    before = client.session(sid).session
-    assert before.token_count_exact and before.token_count == ends[-1].token_count
-    standin.script("Six questions about six topics were asked.")
-    assert compact(client, sid)[-1].status == "ok"
-    assert not client.session(sid).session.token_count_exact  # compacted: an estimate
-    client.restore(sid)  # undo
-    after = client.session(sid).session
-    assert after.token_count_exact and after.token_count == before.token_count
-    assert compact(client, sid)[-1].status == "ok"
-    client.set_system(sid, "You are a patient assistant who explains every step at length, " * 3)
-    client.restore(sid)  # the prompt now holds a system prompt the count never saw
-    assert not client.session(sid).session.token_count_exact
-
