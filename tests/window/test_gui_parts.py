@@ -1,19 +1,14 @@
-"""The window's parts alone (pytest-qt, offscreen): the log, the message box, Markdown,
-the gauge's label, themes, and how a history page becomes log entries."""
+"""The window's chat log alone (pytest-qt, offscreen): streaming into it, the reader's view
+and selection, older pages, and how a history page becomes log entries."""
 
 import pytest
 from PySide6.QtCore import QPoint, Qt
-from PySide6.QtGui import QColor, QFontMetricsF, QGuiApplication, QTextCursor
+from PySide6.QtGui import QGuiApplication, QTextCursor
 from PySide6.QtWidgets import QApplication
 
-from ctxkeep.clients.gui import theme as themes
 from ctxkeep.clients.gui.chatlog import ChatLog
 from ctxkeep.clients.gui.entries import Entry
 from ctxkeep.clients.gui.entries import actions_html, entries_of
-from ctxkeep.clients.gui.composer import Composer
-from ctxkeep.clients.gui.gauge import ContextGauge, compact_count, usage_text
-from ctxkeep.clients.gui.markdown import to_html
-from ctxkeep.clients.gui.words import stopped
 from ctxkeep.protocol.structs import AttachedFile, CompactionMark, MessageInfo
 
 
@@ -31,9 +26,6 @@ def log(qtbot):
         made.append(Entry("message", f"message number {i}\n\nwith a second paragraph",
                           role="user" if i % 2 == 0 else "assistant"))
     return made
-
-
-# -- the log -------------------------------------------------------------------------------------
 
 
 def test_streamed_pieces_grow_one_frame_and_leave_the_rest_alone(log):
@@ -108,84 +100,6 @@ def test_text_stays_readable_on_a_wide_window(log):
     assert log.viewport().width() <= 880
 
 
-# -- Markdown ---------------------------------------------------------------------------------
-
-
-def test_markdown_with_highlighted_code_and_no_raw_html():
-    kept = []
-    out = to_html("# Title\n\nSome *words* and `code`.\n\n```python\nx = 1 < 2\n```\n\n<b>raw</b>",
-                  themes.DARK, lambda code: kept.append(code) or len(kept) - 1)
-    assert "<h1>Title</h1>" in out and "<em>words</em>" in out and "<code>code</code>" in out
-    assert 'style="color:' in out and "&lt;" in out  # Pygments' inline colours; < escaped
-    assert '<a href="copy:0">Copy</a>' in out and kept == ["x = 1 < 2"]
-    assert "<b>raw</b>" not in out
-
-
-# -- the message box -------------------------------------------------------------------------
-
-
-def test_enter_sends_shift_enter_breaks_up_recalls_esc_stops(qtbot):
-    box = Composer()
-    qtbot.addWidget(box)
-    sent, stops = [], []
-    box.send_requested.connect(sent.append)
-    box.stop_requested.connect(lambda: stops.append(1))
-    qtbot.keyClicks(box, "first line")
-    qtbot.keyClick(box, Qt.Key.Key_Return, Qt.KeyboardModifier.ShiftModifier)
-    qtbot.keyClicks(box, "second line")
-    height = box.height()
-    qtbot.keyClick(box, Qt.Key.Key_Return)
-    assert sent == ["first line\nsecond line"] and box.height() >= height
-    box.last_sent = sent[0]
-    box.clear()
-    qtbot.keyClick(box, Qt.Key.Key_Return)  # empty: nothing sent
-    qtbot.keyClick(box, Qt.Key.Key_Up)
-    assert box.text() == "first line\nsecond line"
-    qtbot.keyClick(box, Qt.Key.Key_Escape)
-    assert stops == [1] and len(sent) == 1
-
-
-# -- the gauge's label ---------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("tokens", [1_500, 1_982, 47_200, 999_999, 1_250_000])
-def test_the_gauge_label_fits_the_ring(qtbot, tokens):
-    gauge = ContextGauge(2_000_000)
-    qtbot.addWidget(gauge)
-    gauge.set_tokens(tokens, exact=False)
-    side = min(gauge.width(), gauge.height())
-    ring = max(4.0, side / 10)
-    room = side - 3 * ring
-    font = gauge.label_font(gauge.centre_text(), room)
-    assert QFontMetricsF(font).horizontalAdvance(gauge.centre_text()) <= room
-
-
-def test_a_count_short_of_the_window_never_reads_as_full():
-    assert compact_count(1_982) == "1.9K" and compact_count(2_048) == "2K"
-    assert usage_text(1_982, 2_048) == "1,982 / 2,048 tokens · 96 %"
-    assert usage_text(14_200, 32_768, exact=False).startswith("~14,200")
-
-
-# -- themes and words ----------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("theme", [themes.LIGHT, themes.DARK])
-def test_a_theme_sets_the_palette_every_widget_draws_with(qapp, theme):
-    themes.apply(qapp, theme)
-    palette = qapp.palette()
-    assert palette.color(palette.ColorRole.Base) == QColor(theme.surface)
-    assert palette.color(palette.ColorRole.Highlight) == QColor(theme.accent)
-    assert palette.color(palette.ColorRole.ToolTipBase) == QColor(theme.raised)
-
-
-def test_codes_are_said_in_words():
-    assert "ollama serve" in stopped("ollama_unreachable") and "_" not in stopped("ollama_unreachable")
-    assert stopped("cancelled") == "stopped"
-
-
-# -- history pages as entries ------------------------------------------------------------------
-
-
 def test_a_reopened_history_shows_each_compaction_where_it_happened():
     marker = "── compacted: 9,000 → ~2,000 tokens (7,000 freed) ──"
     pruned = "── compacted (older messages set aside): 5,000 → ~4,000 tokens (1,000 freed) ──"
@@ -220,15 +134,6 @@ def test_two_answers_streaming_alike_each_grow_their_own(log):
     assert [e.text for e in log.entries[-2:]] == ["same words", "same words and more"]
 
 
-def test_a_compaction_stopped_on_purpose_is_not_called_a_failure():
-    """Esc during an automatic compaction said "Compaction failed: cancelled"."""
-    from ctxkeep.clients.gui.words import compaction_outcome
-    for reason in ("cancelled", "cancelled: cancelled by a client"):
-        assert compaction_outcome("failed", reason) == "Compaction stopped — the context is as it was"
-    assert compaction_outcome("failed", "summary rejected: empty").startswith("Compaction failed")
-    assert compaction_outcome("skipped", "nothing to compact").startswith("Nothing to compact yet")
-
-
 def test_a_recall_line_above_an_answer_opens_to_what_was_recalled(log):
     """The small line recall leaves above an answer: closed, it says how many earlier
     messages were recalled; a click on it shows which (and again hides them). A reopened
@@ -248,19 +153,6 @@ def test_a_recall_line_above_an_answer_opens_to_what_was_recalled(log):
     assert "moved to Lisbon" not in log.plain() and "In Lisbon." in log.plain()
     page = entries_of([message(6, "user", "q"), message(7, "assistant", "a", recalled=[1, 2])], [])
     assert [e.kind for e in page] == ["message", "recall", "message"] and page[1].details == "#1 #2"
-
-
-def test_branches_are_listed_under_the_session_they_were_taken_from():
-    from ctxkeep.clients.gui.sessions import as_tree
-    from ctxkeep.protocol.structs import SessionInfo
-
-    def made(sid, source=""):
-        return SessionInfo(id=sid, name=sid, model="m", num_ctx=8192, created=0.0, updated=0.0,
-                           branched_from=source)
-    newest_first = [made("b2", "a"), made("c"), made("a"), made("b1", "a"), made("b1x", "b1"),
-                    made("orphan", "gone")]
-    assert [(s.id, depth) for s, depth in as_tree(newest_first)] == [
-        ("c", 0), ("a", 0), ("b2", 1), ("b1", 1), ("b1x", 2), ("orphan", 0)]
 
 
 def test_the_whole_answers_to_a_question_are_one_entry_with_arrows_between_them():
@@ -318,31 +210,3 @@ def test_an_answer_cut_at_its_limit_or_off_its_format_says_so_beside_its_name():
     assert "act:continue:1" in actions_html(cut[-1], "#888")  # the action that does it
     off = entries_of([message(0, "user", "json please"), message(1, "assistant", "nope", format_error="not JSON: x")], [])
     assert off[-1].note == "not in the format asked: not JSON: x"
-
-
-def test_a_running_compaction_can_be_stopped_like_an_answer(qtbot):
-    """Issue 41, item 5: an automatic compaction shows Stop (and Esc reaches it): Cancel goes
-    to the daemon for the session; the button goes when the compaction ends."""
-    from ctxkeep.clients.gui.chatview import ChatView
-    from ctxkeep.clients.gui.theme import DARK
-    from ctxkeep.protocol import requests
-    from ctxkeep.protocol.events import CompactionRequest, CompactionResult
-    from ctxkeep.protocol.structs import SessionInfo
-    sent = []
-    view = ChatView(sent.append, DARK)
-    qtbot.addWidget(view)
-    view.show()
-    view.session = SessionInfo(id="s1", name="s", model="m", num_ctx=2048, created=0.0, updated=0.0)
-    assert view.stop_button.isHidden()
-    view.on_event(CompactionRequest(session_id="s1", compaction_id="c1", tokens_before=1900, messages=12, level=3))
-    assert not view.stop_button.isHidden()
-    view.session = msgspec_busy(view.session)
-    view.stop_button.click()
-    assert [type(r) for r in sent if isinstance(r, requests.Cancel)] == [requests.Cancel]
-    view.on_event(CompactionResult(session_id="s1", compaction_id="c1", status="skipped", reason="cancelled"))
-    assert view.stop_button.isHidden()
-
-
-def msgspec_busy(session):
-    import msgspec
-    return msgspec.structs.replace(session, busy=True)
