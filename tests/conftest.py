@@ -35,6 +35,7 @@ from file_tree import write_tree
 from harness import DaemonProcess, DaemonThread
 from ollama_standin import OllamaStandin
 from real_model import free_port, llama, proxy, real  # noqa: F401 - free_port, and the realmodel tests' fixtures
+from window_steps import app, open_window, window_without_daemon  # noqa: F401 - the window tests' fixtures
 
 #: The pyramid's levels, cheapest first: each is a folder of tests/ and a marker.
 LEVELS = ("unit", "engine", "daemon", "process", "window", "realmodel")

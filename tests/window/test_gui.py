@@ -5,115 +5,28 @@ import time
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
-import pytest  # noqa: E402
 from PySide6.QtCore import QPoint, Qt, QUrl  # noqa: E402
-from PySide6.QtGui import QColor, QGuiApplication  # noqa: E402
+from PySide6.QtGui import QGuiApplication  # noqa: E402
 from PySide6.QtTest import QTest  # noqa: E402
-from PySide6.QtWidgets import QApplication  # noqa: E402
 
 from conftest import wait_terminal  # noqa: E402
-from ctxkeep.clients.gui.gauge import AMBER, GREEN, RED, TRACK, ContextGauge, compact_count  # noqa: E402
-from ctxkeep.clients.gui.window import MainWindow  # noqa: E402
-from ctxkeep.clients.gui.worker import DaemonWorker  # noqa: E402
-from ctxkeep.clients.gui.history_pages import PAGE  # noqa: E402
+from window_steps import long_session, wait_until  # noqa: E402
 from ctxkeep.clients.gui.dialogs import NewSessionDialog  # noqa: E402
 from ctxkeep.protocol import requests  # noqa: E402
 from ctxkeep.protocol.events import CompactionRequest, CompactionResult  # noqa: E402
-from ctxkeep.protocol.structs import SessionInfo  # noqa: E402
 from PySide6.QtWidgets import QMessageBox  # noqa: E402
 
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+
 MODEL = "qwen2.5:7b"
-
-
-@pytest.fixture(scope="module")
-def app():
-    return QApplication.instance() or QApplication([])
-
-
-def wait_until(predicate, timeout=15.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        QApplication.processEvents()
-        if predicate():
-            return
-        time.sleep(0.01)
-    raise AssertionError("condition not met in time")
-
-
-def pixel(gauge: ContextGauge, x: int, y: int) -> QColor:
-    return gauge.grab().toImage().pixelColor(x, y)
-
-
-def close(a: QColor, hex_colour: str) -> bool:
-    b = QColor(hex_colour)
-    return abs(a.red() - b.red()) + abs(a.green() - b.green()) + abs(a.blue() - b.blue()) < 40
-
-
-# -- the gauge alone ---------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("tokens, colour", [(0, GREEN), (599, GREEN), (600, AMBER), (850, AMBER),
-                                            (851, RED), (1000, RED), (5000, RED)])
-def test_gauge_colour_at_each_threshold(app, tokens, colour):
-    gauge = ContextGauge(1000)
-    gauge.set_tokens(tokens)
-    assert gauge.colour() == colour
-
-
-def test_gauge_draws_counter_clockwise_from_twelve(app):
-    gauge = ContextGauge(1000)
-    gauge.resize(100, 100)
-    gauge.setFixedSize(100, 100)
-    gauge.set_tokens(500)  # half: from 12 o'clock over 9 to 6, on the left
-    ring = 5 + 5  # pen width 10 at side 100, centred on the rect's edge at 10
-    assert close(pixel(gauge, ring, 50), GREEN), pixel(gauge, ring, 50).name()  # 9 o'clock
-    assert close(pixel(gauge, 100 - ring, 50), TRACK)  # 3 o'clock: not reached
-    gauge.set_tokens(700)
-    assert close(pixel(gauge, ring, 50), AMBER)
-    assert close(pixel(gauge, 100 - ring, 50), TRACK)
-    gauge.set_tokens(900)
-    assert close(pixel(gauge, 100 - ring, 50), RED)  # past 6 o'clock, round to 3
-
-
-def test_gauge_centre_text_and_tooltip(app):
-    gauge = ContextGauge(128_000)
-    gauge.set_tokens(47_200)
-    assert gauge.centre_text() == "47K"
-    assert gauge.toolTip() == "47,200 / 128,000 tokens — click to compact"
-    gauge.set_tokens(14_200, exact=False)
-    assert gauge.centre_text() == "~14K" and gauge.toolTip().startswith("~14,200 / 128,000")
-    assert [compact_count(n) for n in (950, 4_700, 47_200, 1_250_000)] == ["950", "4.7K", "47K", "1.2M"]
-
-
-def test_gauge_click_requests_compaction_unless_compacting(app):
-    gauge = ContextGauge(1000)
-    clicks = []
-    gauge.compact_requested.connect(lambda: clicks.append(1))
-    QTest.mouseClick(gauge, Qt.MouseButton.LeftButton, pos=QPoint(20, 20))
-    assert clicks == [1]
-    gauge.set_compacting(True)
-    QTest.mouseClick(gauge, Qt.MouseButton.LeftButton, pos=QPoint(20, 20))
-    assert clicks == [1] and "compacting" in gauge.toolTip()
-
-
-# -- the window on a daemon ------------------------------------------------------------------
-
-
-@pytest.fixture
-def open_window(app, daemon):
-    made = []
-
-    def make(session=""):
-        worker = DaemonWorker(daemon.control, daemon.events)
-        window = MainWindow(worker, session)
-        worker.start()
-        window.show()
-        made.append((worker, window))
-        return window
-    yield make
-    for worker, window in made:
-        window.close()
-        worker.stop()
 
 
 def converse(client, sid, n):
@@ -185,31 +98,6 @@ def test_two_windows_stay_in_step(open_window, daemon, standin, client):
     wait_until(lambda: a.chat.gauge.tokens == b.chat.gauge.tokens > 0)
 
 
-@pytest.fixture
-def window_without_daemon(app, daemon_factory):
-    """A window on a daemon not started yet: (the window, that daemon)."""
-    d = daemon_factory()
-    worker = DaemonWorker(d.control, d.events)
-    window = MainWindow(worker)
-    worker.start()
-    window.show()
-    yield window, d
-    window.close()
-    worker.stop()
-
-
-def test_banner_without_daemon_then_reconnects(window_without_daemon, standin):
-    window, d = window_without_daemon
-    wait_until(lambda: window.banner.isVisible())
-    assert "ctxkeepd is not running" in window.banner.text()
-    assert "ctxkeep daemon run" in window.banner.text()
-    d.start()
-    with d.client() as c:
-        c.create_session(name="appears")
-    wait_until(lambda: not window.banner.isVisible(), timeout=20)
-    wait_until(lambda: window.chat.session is not None and window.chat.session.name == "appears")
-
-
 def test_window_renders_to_png(open_window, daemon, standin, client, tmp_path):
     s = client.create_session(model=MODEL).session
     converse(client, s.id, 2)
@@ -222,35 +110,6 @@ def test_window_renders_to_png(open_window, daemon, standin, client, tmp_path):
     colours = {image.pixelColor(x, y).name() for x in range(0, image.width(), 37)
                for y in range(0, image.height(), 29)}
     assert len(colours) > 5  # a drawn window, not a blank one
-
-
-# -- long sessions, controls -------------------------------------------------------------------
-
-
-def long_session(client, n: int, name: str = "long"):
-    """A session of `n` messages, brought in as an import (no model calls)."""
-    messages = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"line {i} of the long talk"}
-                for i in range(n)]
-    return client.import_session(name=name, model=MODEL, messages=messages).session
-
-
-def test_a_long_session_opens_at_its_last_page_and_pages_in_older_ones(open_window, client):
-    s = long_session(client, 300)
-    window = open_window(s.id)
-    log = window.chat.log
-    wait_until(lambda: "line 299 of the long talk" in log.plain() and not window.chat.loading)
-    assert "line 200 of" not in log.plain() and len(log.entries) <= PAGE + 5  # only the last page
-    assert log.at_bottom() and log.has_older
-    for _ in range(300 // PAGE + 1):  # the reader scrolls up, page after page
-        if not log.has_older:
-            break
-        shown = len(log.entries)
-        log.verticalScrollBar().setValue(0)
-        wait_until(lambda: len(log.entries) > shown)
-        assert log.verticalScrollBar().value() > 0  # the view stays on what was read
-    text = log.plain()
-    assert not log.has_older and "line 0 of the long talk" in text
-    assert [int(e.text.split()[1]) for e in log.entries] == list(range(300))  # in order, once each
 
 
 def test_stop_cancels_the_answer_being_written(open_window, client, standin):
@@ -340,45 +199,6 @@ def test_first_run_without_models_pulls_one(open_window, client, standin):
     assert dialog.pull_box.isHidden() and dialog.buttons.buttons()[0].isEnabled()
 
 
-def test_a_message_typed_while_the_daemon_is_away_stays_in_the_box(window_without_daemon):
-    window, _ = window_without_daemon
-    wait_until(lambda: window.banner.isVisible())
-    window.chat.session = SessionInfo(id="x", name="x", model=MODEL, num_ctx=8192, created=0, updated=0)
-    QTest.keyClicks(window.chat.composer, "do not lose me")
-    QTest.keyClick(window.chat.composer, Qt.Key.Key_Return)
-    wait_until(lambda: "Not sent" in window.statusBar().currentMessage())
-    assert window.chat.composer.text() == "do not lose me" and not window.chat.composer.isReadOnly()
-
-
-def test_a_search_result_shows_its_match_and_opens_there(open_window, client):
-    """Ctrl+K on message text: the row shows an excerpt around the match, wraps instead of
-    scrolling sideways, and opening it shows that message (not the end of the chat) with
-    the word selected."""
-    messages = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"line {i} of the long talk"}
-                for i in range(200)]
-    messages[30]["content"] = "an old remark about the zebra crossing near the station, long ago"
-    far = client.import_session(name="a session with a rather long name that will not fit",
-                                model=MODEL, messages=messages).session
-    first = client.create_session(name="first", model=MODEL).session
-    window = open_window(first.id)
-    panel = window.panel
-    panel.resize(220, 400)
-    wait_until(lambda: panel.list.count() == 2)
-    QTest.keyClicks(panel.search, "zebra")
-    wait_until(lambda: panel.list.count() == 1 and "1 message match" in panel.list.item(0).text())
-    row = panel.list.item(0).text()
-    assert "“…old remark about the zebra crossing near the station" in row, row
-    assert panel.list.horizontalScrollBarPolicy() == Qt.ScrollBarPolicy.ScrollBarAlwaysOff
-    assert panel.list.wordWrap()
-    panel.list.itemActivated.emit(panel.list.item(0))
-    log = window.chat.log
-    wait_until(lambda: window.chat.session is not None and window.chat.session.id == far.id
-               and not window.chat.loading)
-    assert log.textCursor().selectedText() == "zebra"
-    assert 0 <= log.cursorRect().top() < log.viewport().height()  # in view, not at the end
-    assert not log.at_bottom()
-
-
 def last_seen(client, sid: str) -> str:
     """The last message the model sees ("" while a turn has taken it out)."""
     seen = client.history(sid, active=True).messages
@@ -425,7 +245,6 @@ def test_each_message_offers_its_actions_and_each_does_what_it_says(open_window,
     panel = window.panel  # the branch is listed right under its source
     wait_until(lambda: [panel.list.item(i).text().split("\n")[0] for i in range(panel.list.count())]
                == ["acts", "↳ acts (branch)"])
-
 
 
 def test_a_reopened_session_shows_the_answer_the_model_sees_its_pins_and_message_times(

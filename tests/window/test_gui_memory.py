@@ -5,7 +5,7 @@ import os
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
-from test_gui import MODEL, app, open_window, wait_until  # noqa: E402,F401  (fixtures)
+from window_steps import MODEL, wait_until  # noqa: E402
 
 
 def test_the_memory_window_searches_opens_and_forgets(open_window, client):
