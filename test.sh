@@ -19,7 +19,7 @@ python3 -m venv .venv
 # daemon process would compile them again (about 10 s of a run on 2 cores).
 unset PYTHONDONTWRITEBYTECODE
 # once, on both cores, before the workers and daemons would each compile them again
-.venv/bin/python -m compileall -q -j 0 daemon clients protocol bench tests >/dev/null
+.venv/bin/python -m compileall -q -j 0 daemon clients protocol bench tests
 if [ $# -gt 0 ]; then
     exec .venv/bin/python -m pytest "$@"
 fi
