@@ -1,0 +1,53 @@
+"""Checkpoints age in one large step (planner.AGE_SHARE): recent → old is the one
+re-compression before a checkpoint is merged; old → ancient only marks it for the merge,
+with no model call (each call re-reads and rewrites a summary, and loses detail)."""
+
+import asyncio
+
+from ctxkeep.daemon.compaction.checkpoints import Checkpointer, target
+from ctxkeep.daemon.context.usage import Budget
+from ctxkeep.daemon.store.context_records import Checkpoint
+
+BUDGET = Budget(window=4096, reply=256, system=40, goals=0, pinned=0, checkpoints=0, files=0,
+                summaries=0, conversation=1000)
+
+
+class Writer:
+    """A summarizer that writes every summary to the size it is allowed, as a small model does."""
+
+    def __init__(self) -> None:
+        self.calls: list[int] = []
+
+    async def call(self, system: str, instructions: str, body: str, header: str,
+                   room: int | None = None) -> tuple[str, int]:
+        assert room is not None
+        self.calls.append(room)
+        return "s " * room, room
+
+
+def checkpoint(n: int, age: str, tokens: int) -> Checkpoint:
+    return Checkpoint(id=str(n), age=age, first_seq=10 * n, last_seq=10 * n + 9, summary="x " * tokens,
+                      original_tokens=4 * tokens, current_tokens=tokens)
+
+
+def aged(checkpoints: list[Checkpoint], writer: Writer) -> list[Checkpoint]:
+    return asyncio.run(Checkpointer(parts=None)._age(checkpoints, BUDGET, writer, ""))  # type: ignore[arg-type]
+
+
+def test_a_checkpoint_is_recompressed_once_on_its_way_to_the_merge():
+    writer = Writer()
+    recent = target(BUDGET, "recent")
+    out = aged([checkpoint(0, "recent", recent)], writer)  # recent -> old: one call, to 40 %
+    assert [c.age for c in out] == ["old"] and writer.calls == [target(BUDGET, "old")]
+    assert target(BUDGET, "old") <= 0.4 * recent + 1
+    out = aged(out, writer)  # old -> ancient: marked, not rewritten
+    assert [c.age for c in out] == ["ancient"] and len(writer.calls) == 1
+    assert out[0].summary == "s " * target(BUDGET, "old")
+
+
+def test_a_checkpoint_marked_ancient_merges_into_the_merged_one_in_one_call():
+    writer = Writer()
+    merged = checkpoint(0, "merged", target(BUDGET, "merged"))
+    out = aged([merged, checkpoint(1, "old", target(BUDGET, "old"))], writer)
+    assert [c.age for c in out] == ["merged"] and writer.calls == [target(BUDGET, "merged")]
+    assert (out[0].first_seq, out[0].last_seq) == (0, 19)
