@@ -85,7 +85,7 @@ class OllamaBackend(OneServer):
         await self.client()  # httpx is imported with it
         import httpx
         if self._version_http is None:  # one for the daemon's life: checks come every 2 s
-            # while Ollama is down (made with the model client, so its TLS context is made)
+            # while Ollama is down (made after the model client, whose TLS context it shares)
             from ctxkeep.daemon.backends.transport import tls_context
             self._version_http = httpx.AsyncClient(base_url=self.host, timeout=3.0, verify=tls_context())
         try:

@@ -18,7 +18,7 @@ STRATEGY = {1: "file_compress", 2: "message_prune", 3: "checkpoint"}
 AGES = ("recent", "old", "ancient", "merged")
 #: Each age's target size, as a share of the budget without checkpoints (seed 002's recent
 #: and merged sizes scaled to the window). Every re-compression is a model call that re-reads
-#: and rewrites a summary (minutes a pass on a CPU, and detail lost each time), so a
+#: and rewrites a summary (seconds a call on a CPU, and detail lost each time), so a
 #: checkpoint ages in one large step, recent → old at 40 % of its size; old → ancient only
 #: marks it for the next merge (no call), and the ancient ones merge into one.
 AGE_SHARE = {"recent": 0.15, "old": 0.06, "ancient": 0.06, "merged": 0.03}
