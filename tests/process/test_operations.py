@@ -3,7 +3,6 @@
 import os
 import shutil
 import signal
-import socket
 import stat
 import subprocess
 import sys
@@ -14,18 +13,12 @@ import pytest
 import zmq
 import zmq.auth
 
-from conftest import wait_terminal
+from conftest import free_port, wait_terminal
 from ctxkeep.clients import Client, CtxkeepError
 from ctxkeep.protocol.events import ResponseGeneration
 
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_sighup_reloads_live_keys_and_reports_the_rest(daemon_factory, standin):
