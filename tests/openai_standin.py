@@ -59,6 +59,10 @@ class OpenAIStandin(OllamaStandin):
     #: Whether /tokenize (and llama.cpp's /apply-template) are served; the prompts counted.
     tokenizer_pages: bool = True
     counted: list = field(default_factory=list)
+    #: What flavor "llamacpp" says its reading and writing took (`timings.prompt_ms`,
+    #: `predicted_ms`), in milliseconds a token: 500 and 50 tokens a second.
+    ms_per_read: float = 2.0
+    ms_per_write: float = 20.0
     _streaming: int = 0
     _interrupts: int = 0
 
@@ -207,7 +211,10 @@ class _OpenAIHandler(CountingPages, StandinHandler):
         cached = owner.cache_counts(json.dumps(messages), prompt).get("prompt_eval_cached_count", 0)
         if owner.flavor == "vllm":
             usage["prompt_tokens_details"] = {"cached_tokens": cached}  # type: ignore[assignment]
-        self.timings = {"cache_n": cached, "prompt_n": prompt - cached} if owner.flavor == "llamacpp" else None
+        written = owner.count(reply)
+        self.timings = {"cache_n": cached, "prompt_n": prompt - cached, "prompt_ms": (prompt - cached) * owner.ms_per_read,
+                        "predicted_n": written, "predicted_ms": written * owner.ms_per_write} \
+            if owner.flavor == "llamacpp" else None
         ids = [f"call_{uuid.uuid4().hex[:8]}" for _ in calls]
         if not body.get("stream"):
             message: dict[str, Any] = {"role": "assistant", "content": reply}
@@ -219,7 +226,8 @@ class _OpenAIHandler(CountingPages, StandinHandler):
                 message["reasoning_content"] = thinking
             self._json(200, {"id": "chatcmpl-standin", "object": "chat.completion", "created": int(time.time()),
                              "model": m.name, "usage": usage,
-                             "choices": [{"index": 0, "message": message, "finish_reason": finish}]})
+                             "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+                             **({"timings": self.timings} if self.timings else {})})
             return
         self._stream(m.name, reply, thinking, calls, ids, finish,
                      usage if (body.get("stream_options") or {}).get("include_usage") else None, fault)

@@ -26,7 +26,9 @@ from ctxkeep.daemon.backends.openai_client import make_client, server_root
 from ctxkeep.daemon.backends.openai_count import PromptCounter
 from ctxkeep.daemon.backends.openai_errors import classify
 from ctxkeep.daemon.backends.openai_facts import model_facts
-from ctxkeep.daemon.backends.openai_shapes import StreamReader, answer_chunk, request_messages, request_params
+from ctxkeep.daemon.backends.openai_shapes import (
+    StreamReader, answer_chunk, request_messages, request_params, shared_share,
+)
 from ctxkeep.daemon.backends.protocol import ChatChunk, ChatExtras, ModelCallError
 from ctxkeep.daemon.backends.sent import calling
 
@@ -62,6 +64,9 @@ class OpenAIBackend(OneServer):
         self._drops_system: dict[str, bool] = {}
         self.where = f"{name!r} at {url}"
         self._counter = PromptCounter(server_root(url), self.where)
+        #: The last prompt sent to the server for reading (its cache holds it): where the
+        #: server does not say what its cache served, the prefix a prompt shares with it does.
+        self._last_read: list[dict[str, Any]] = []
 
     def _id(self, model: str) -> str:
         """The server's id of a model users name by its alias."""
@@ -189,6 +194,7 @@ class OpenAIBackend(OneServer):
         sent = request_messages(messages, self._drops_system.get(model, False))
         params = request_params(options, extras)
         reader = StreamReader(self.name)
+        share = self._reading(sent)
         try:
             stream = await calling((await self.client()).chat.completions.create(
                 model=self._id(model), messages=sent, stream=True, stream_options={"include_usage": True}, **params),
@@ -206,7 +212,19 @@ class OpenAIBackend(OneServer):
         final = reader.final()
         if final.prompt_eval_count is None:
             final = await self._counted(final, model, sent, params)
-        yield final
+        yield self._estimated(final, share)
+
+    def _reading(self, sent: list[dict[str, Any]]) -> float:
+        """The share of `sent` the server's cache probably holds; `sent` is what it holds next."""
+        share, self._last_read = shared_share(self._last_read, sent), sent
+        return share
+
+    @staticmethod
+    def _estimated(final: ChatChunk, share: float) -> ChatChunk:
+        """`final` with the cached tokens estimated by `share` where the server said nothing."""
+        if final.prompt_eval_cached_count is not None or final.prompt_eval_count is None:
+            return final
+        return msgspec.structs.replace(final, cached_estimate=round(final.prompt_eval_count * share))
 
     async def _counted(self, final: ChatChunk, model: str, sent: list[dict[str, Any]],
                        params: dict[str, Any]) -> ChatChunk:
@@ -224,15 +242,15 @@ class OpenAIBackend(OneServer):
                         options: Mapping[str, Any]) -> ChatChunk:
         """One whole answer (summaries)."""
         started = time.monotonic_ns()
+        sent = request_messages(messages, self._drops_system.get(model, False))
+        share = self._reading(sent)
         try:
             response = await (await self.client()).chat.completions.create(
-                model=self._id(model), messages=request_messages(messages, self._drops_system.get(model, False)),
-                stream=False,
-                **request_params(options, ChatExtras()))
+                model=self._id(model), messages=sent, stream=False, **request_params(options, ChatExtras()))
         except Exception as exc:  # noqa: BLE001
             raise self.explain(exc, model) from None
         self.reached()
-        return answer_chunk(response, self.name, started)
+        return self._estimated(answer_chunk(response, self.name, started), share)
 
     async def count_prompt(self, model: str, messages: Sequence[Mapping[str, Any]],
                            tools: list[dict[str, Any]] | None = None,
@@ -240,6 +258,8 @@ class OpenAIBackend(OneServer):
         """The prompt's tokens by the server's tokenizer and template (openai_count.py)."""
         sent = request_messages(messages, self._drops_system.get(model, False))
         found = await self._counter.count(await self.client(), self._id(model), sent, tools)
+        if self._counter.way == "reading":  # the server read it to count it
+            self._reading(sent)
         if found is not None:
             self.reached()
         return found

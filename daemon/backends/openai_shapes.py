@@ -4,6 +4,7 @@ arguments of `chat.completions.create`, and a streamed answer's chunks read back
 
 import base64
 import json
+import os
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -144,15 +145,36 @@ class StreamReader:
         """The last chunk: the calls, why the answer ended, the counts."""
         calls = tuple(ToolCall(function=FunctionCall(name=c["name"], arguments=_arguments(c["arguments"])))
                       for _, c in sorted(self.calls.items()))
-        now, first = time.monotonic_ns(), self.first_at or time.monotonic_ns()
+        now = time.monotonic_ns()
         usage = self.usage
+        reading, writing = self.durations(now)
         return ChatChunk(
             tool_calls=calls, done=True, done_reason=self.finish,
             prompt_eval_count=None if usage is None else int(usage.prompt_tokens),
             prompt_eval_cached_count=cached_tokens(usage, self.timings),
             eval_count=self.pieces if usage is None else int(usage.completion_tokens or 0),
-            total_duration=max(0, now - self.started), prompt_eval_duration=max(0, first - self.started),
-            eval_duration=max(0, now - first), host=self.host)
+            total_duration=max(0, now - self.started), prompt_eval_duration=reading,
+            eval_duration=writing, host=self.host)
+
+    def durations(self, now: int) -> tuple[int, int]:
+        """Nanoseconds the server spent reading the prompt and writing the answer: its own
+        `timings` (llama.cpp's server), else, for a stream, until the first text and after
+        it; (0, 0) for a whole answer without timings (the two cannot be told apart)."""
+        timings = self.timings
+        if isinstance(timings.get("prompt_ms"), (int, float)) and isinstance(timings.get("predicted_ms"), (int, float)):
+            return max(0, int(timings["prompt_ms"] * 1e6)), max(0, int(timings["predicted_ms"] * 1e6))
+        if not self.first_at:
+            return 0, 0
+        return max(0, self.first_at - self.started), max(0, now - self.first_at)
+
+
+def shared_share(before: Sequence[Mapping[str, Any]], now: Sequence[Mapping[str, Any]]) -> float:
+    """The share of `now`'s text that opens it as it opened `before`: what a server that
+    keeps the last prompt it read can serve from its cache (by characters)."""
+    def text(messages: Sequence[Mapping[str, Any]]) -> str:
+        return "".join(f"\x00{m.get('role')}\x01{m.get('content')}" for m in messages)
+    old, new = text(before), text(now)
+    return len(os.path.commonprefix([old, new])) / len(new) if new else 0.0
 
 
 def cached_tokens(usage: Any, timings: dict[str, Any]) -> int | None:
@@ -182,6 +204,8 @@ def answer_chunk(response: Any, host: str, started: int) -> ChatChunk:
     for call in (message.tool_calls if message else None) or ():
         reader.calls[len(reader.calls)] = {"name": call.function.name, "arguments": call.function.arguments}
     reader.usage, reader.finish = response.usage, response.choices[0].finish_reason if response.choices else ""
+    timings = (getattr(response, "model_extra", None) or {}).get("timings")
+    reader.timings = timings if isinstance(timings, dict) else {}
     final = reader.final()
     extra = (message.model_extra or {}) if message else {}
     thinking = extra.get("reasoning_content") or extra.get("reasoning") or ""

@@ -41,6 +41,10 @@ class ChatChunk(msgspec.Struct, frozen=True, kw_only=True):
     #: it did not say): Ollama's prompt_eval_cached_count, llama.cpp's timings.cache_n,
     #: OpenAI's usage.prompt_tokens_details.cached_tokens.
     prompt_eval_cached_count: int | None = None
+    #: Where the server does not say what its cache served: the backend's estimate, from the
+    #: prefix this prompt shares with the last one it sent that server (which keeps the last
+    #: prompt it read). It teaches reading speeds (context/speeds.py); it is never shown.
+    cached_estimate: int | None = None
     eval_count: int = 0
     #: Nanoseconds, as Ollama reports them (measured by the daemon for other servers).
     total_duration: int = 0

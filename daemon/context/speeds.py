@@ -47,7 +47,8 @@ class Speeds:
     def observe(self, model: str, final: ChatChunk) -> None:
         """Learn from an answer's last chunk (its counts and the server's timings)."""
         speed = self._by_model.setdefault(model, Speed())
-        read = (final.prompt_eval_count or 0) - (final.prompt_eval_cached_count or 0)
+        cached = final.prompt_eval_cached_count
+        read = (final.prompt_eval_count or 0) - ((final.cached_estimate if cached is None else cached) or 0)
         seconds = final.prompt_eval_duration / 1e9
         if read >= MIN_TOKENS and seconds >= MIN_SECONDS:
             speed.read = _moved(speed.read, read / seconds)

@@ -12,7 +12,8 @@ from ctxkeep.protocol import ErrorCode
 from ctxkeep.protocol.events import GenerationRecalled
 from ctxkeep.daemon.compaction.automatic import AutoCompactor
 from ctxkeep.daemon.compaction.passes import Pass
-from ctxkeep.daemon.context.estimator import Estimate
+from ctxkeep.daemon.context.content import prompt_content
+from ctxkeep.daemon.context.estimator import Estimate, Estimator
 from ctxkeep.daemon.context.features import Vector, add, json_features
 from ctxkeep.daemon.context.parts import Parts
 from ctxkeep.daemon.errors import RequestError
@@ -24,6 +25,19 @@ from ctxkeep.daemon.recall.recaller import NONE as NO_RECALL, Recall, Recaller
 from ctxkeep.daemon.store.records import MessageRecord, SessionRecord, View
 
 log = logging.getLogger("ctxkeep.daemon.turns.generation")
+
+
+def displaced_by_recall(view: View, estimator: Estimator) -> int:
+    """Estimated tokens the next prompt makes the server read again because the last
+    prompt's recall block opened its user message: the server's cache ends where that block
+    began, so the message and its answer are read anew. 0 when the last prompt had no block,
+    or the prompt changed since it was counted (a compaction: it is read anew whatever
+    recall does)."""
+    session, _, active = view
+    if not (session.recalled_tokens and session.tokens_exact):
+        return 0
+    start = next((i for i in range(len(active) - 1, -1, -1) if active[i].role == "user"), len(active))
+    return sum(estimator.message(session.model, prompt_content(m)) for m in active[start:])
 
 
 class Turn(NamedTuple):
@@ -164,6 +178,8 @@ class Preparer:
         estimator, config = self.parts.estimator, self.parts.config
         slow = self.parts.announcer.recall_read(session.model)  # new text every turn, read whole
         budget = measure(*view, estimator, config, slow)
+        if slow is not None:  # the last block made the server read its exchange anew: that shares
+            slow = max(slow // 2, slow - displaced_by_recall(view, estimator))  # the bound (half kept)
         reserve = reply_room(config, session)
         raised, margin = estimator.raised(session.model, estimate), estimator.margin(session.model)
         cap = self.recaller.cap(session, budget.available + budget.reserved)

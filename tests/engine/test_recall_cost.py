@@ -35,9 +35,9 @@ def test_the_bound_is_the_models_reading_speed_times_the_setting(tmp_path):
     app.close()
 
 
-def recalled(tmp_path, ns_per_read: int, seconds: float) -> list[int]:
-    """The recalled blocks' tokens over a 60-turn chat whose questions come back to earlier
-    topics, the model reading at 1e9 / ns_per_read tokens a second."""
+def chat(tmp_path, ns_per_read: int, seconds: float) -> tuple[InProcess, MemoryBackend]:
+    """A 60-turn chat whose questions come back to earlier topics, the model reading at
+    1e9 / ns_per_read tokens a second."""
     rng = random.Random(5)
     backend = MemoryBackend(reply=lambda m: " ".join(rng.choice(["fine", "noted", "sure", "idea"]) for _ in range(40)))
     backend.ns_per_read = ns_per_read
@@ -51,6 +51,12 @@ def recalled(tmp_path, ns_per_read: int, seconds: float) -> list[int]:
             await app.services.jobs.drain(30)
     asyncio.run(go())
     app.close()
+    return app, backend
+
+
+def recalled(tmp_path, ns_per_read: int, seconds: float) -> list[int]:
+    """The recalled blocks' tokens over `chat`."""
+    app, _ = chat(tmp_path, ns_per_read, seconds)
     return [e.tokens for e in app.bus.seen if isinstance(e, GenerationRecalled)]
 
 
@@ -59,3 +65,19 @@ def test_a_slow_models_recalled_block_is_what_it_reads_in_the_time_allowed(tmp_p
     slow = recalled(tmp_path / "slow", ns_per_read=5_000_000, seconds=1.0)  # 200 tokens/s
     assert fast and max(fast) > 150, fast
     assert slow and max(slow) <= 200 + 20, slow  # within the estimate's margin
+
+
+def test_a_block_and_the_exchange_its_predecessor_makes_the_server_read_again_share_the_bound(tmp_path):
+    """A block opens its message, so the next prompt (that message without it) differs from
+    the last from there on: the server reads that message and its answer again. What recall
+    makes a turn read, that and the new block, stays within the time allowed."""
+    _, backend = chat(tmp_path, ns_per_read=5_000_000, seconds=1.0)  # 200 tokens/s
+    answers = [sent for sent, options in backend.chats if "Turn " in str(sent[-1].get("content"))]
+    blocked = [(before, now) for before, now in zip(answers, answers[1:])
+               if before[-1]["content"].startswith("<recalled") and now[-1]["content"].startswith("<recalled")
+               and len(now) == len(before) + 2 and now[:len(before) - 1] == before[:-1]]  # no compaction between
+    assert len(blocked) >= 5, len(blocked)
+    for before, now in blocked:
+        block = now[-1]["content"].split("\n\nTurn ")[0]
+        again = [m["content"] for m in now[len(before) - 1:-1]]  # that message, as now sent, and its answer
+        assert backend.count(block) + sum(map(backend.count, again)) <= 200 + 20, (block, again)
