@@ -11,9 +11,9 @@ full). Both answers are capped at `--answer` tokens. Per client, one JSON line:
 
 - wall time per turn, until the session takes the next message (p50, p95, total:
   ctxkeepd's compactions and summaries included);
-- `cache_share`: the share of prompt tokens the server could serve from its cache: each
-  request's prefix shared with the request before it (summary calls included, in the
-  order sent), as a share of its characters, times its prompt tokens (the server's count);
+- `cache_share`: the share of prompt tokens the server served from its cache, and
+  `tokens_read`, those it read, over every request (summary calls and counts included),
+  from the server's own log (its prefix-match hits), with its seconds reading and writing;
 - compactions and summary calls (ctxkeepd).
 
 Goals (issue 42): cache_share ≥ 0.8 over the session, total time ≤ 1.0× the truncating
@@ -23,6 +23,7 @@ client's, no turn over 2× the median without a visible reason.
 import argparse
 from collections import Counter
 import random
+import re
 import shutil
 import statistics
 import sys
@@ -33,7 +34,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from common import emit  # noqa: E402
-from real_model import MODEL, question, served, start_llama  # noqa: E402
+from real_model import MODEL, question, served, server_log, start_llama  # noqa: E402
 from recording_proxy import RecordingProxy  # noqa: E402
 
 from ctxkeep.protocol.events import CompactionResult, GenerationError, ResponseGeneration, SessionUpdated  # noqa: E402
@@ -43,33 +44,45 @@ def text_of(messages: list[dict]) -> str:
     return "\n".join(f"{m.get('role')}: {m.get('content')}" for m in messages)
 
 
-def cache_share(proxy: RecordingProxy) -> tuple[float, int]:
-    """Prompt tokens the server could take from its cache (each request's prefix shared
-    with the one before it), as a share of all prompt tokens sent; and the tokens it had
-    to read."""
-    cached = total = 0.0
-    before = ""
-    for e in proxy.exchanges:
-        if not e.usage:
-            continue
-        now = text_of(e.body["messages"])
-        shared = next((i for i, (a, b) in enumerate(zip(before, now)) if a != b), min(len(before), len(now)))
-        tokens = int(e.usage["prompt_tokens"])
-        cached += tokens * shared / max(1, len(now))
-        total += tokens
-        before = now
-    return (cached / total if total else 0.0), round(total - cached)
+#: llama-cpp-python's server's log, per request: the prefix its cache held and what it read.
+PREFIX_HIT = re.compile(r"Llama\.generate: (\d+) prefix-match hit, remaining (\d+) prompt tokens")
+FULLY_CACHED = "Llama.generate: full prompt already cached"
+READ = re.compile(r"prompt eval time =\s*([\d.]+) ms /\s*(\d+) tokens")
+WROTE = re.compile(r"\beval time =\s*([\d.]+) ms /\s*(\d+) runs")
 
 
-def summary(name: str, window: int, seconds: list[float], proxy: RecordingProxy, **extra: object) -> None:
+def server_said(log: Path, start: int) -> dict[str, float]:
+    """What the server's log says of the requests since byte `start`: the prompt tokens its
+    cache served and those it read, and its seconds reading and writing. A prompt it holds
+    whole (one asked again right after it was counted) is the size of the one before."""
+    cached = read = last = read_ms = write_ms = 0.0
+    with open(log, "rb") as f:
+        f.seek(start)
+        for line in f.read().decode(errors="replace").splitlines():
+            if (hit := PREFIX_HIT.search(line)) is not None:
+                cached += int(hit[1])
+                last = int(hit[1]) + int(hit[2])
+            elif FULLY_CACHED in line:
+                cached += last
+            elif (found := READ.search(line)) is not None:
+                read += int(found[2])
+                read_ms += float(found[1])
+            elif (found := WROTE.search(line)) is not None:
+                write_ms += float(found[1])
+    return {"cached": cached, "read": read, "read_s": read_ms / 1000, "write_s": write_ms / 1000}
+
+
+def summary(name: str, window: int, seconds: list[float], proxy: RecordingProxy, said: dict[str, float],
+            **extra: object) -> None:
     ordered = sorted(seconds)
-    share, read = cache_share(proxy)
+    tokens = said["cached"] + said["read"]
     kinds = [kind(e.body) for e in proxy.exchanges]
     emit(bench="realmodel_session", client=name, window=window, turns=len(seconds),
          total_s=round(sum(seconds), 1), p50_s=round(statistics.median(ordered), 2),
          p95_s=round(ordered[int(0.95 * (len(ordered) - 1))], 2),
          slow_turns=sum(s > 2 * statistics.median(ordered) for s in ordered),
-         cache_share=round(share, 3), tokens_read=read, answers=kinds.count("answer"),
+         cache_share=round(said["cached"] / tokens if tokens else 0.0, 3), tokens_read=round(said["read"]),
+         server_read_s=round(said["read_s"], 1), server_write_s=round(said["write_s"], 1), answers=kinds.count("answer"),
          summary_calls=kinds.count("summary"), count_calls=kinds.count("count"),
          server_s={k: round(sum(e.seconds for e, x in zip(proxy.exchanges, kinds) if x == k), 1)
                    for k in ("answer", "summary", "count")},
@@ -103,6 +116,7 @@ SUMMARY_HEADERS = {"Conversation to summarize": "checkpoint", "Summaries of": "m
 
 def through_ctxkeepd(url: str, window: int, texts: list[str], answer: int) -> None:
     proxy = RecordingProxy(url).start()
+    log_start = server_log(url).stat().st_size
     root = Path(tempfile.mkdtemp(prefix="ckrs", dir="/tmp"))
     daemon = served(root, proxy, window, default_options={"num_predict": answer, **GREEDY})
     seconds, compactions = [], 0
@@ -124,7 +138,7 @@ def through_ctxkeepd(url: str, window: int, texts: list[str], answer: int) -> No
                     if done and isinstance(e, SessionUpdated) and e.session_id == sid and not e.session.busy:
                         break
                 seconds.append(time.monotonic() - start)
-        summary("ctxkeepd", window, seconds, proxy, compactions=compactions)
+        summary("ctxkeepd", window, seconds, proxy, server_said(server_log(url), log_start), compactions=compactions)
     finally:
         daemon.stop()
         proxy.stop()
@@ -136,6 +150,7 @@ def truncating(url: str, window: int, texts: list[str], answer: int) -> None:
     of the last prompt, chars/3 for what is new)."""
     import openai
     proxy = RecordingProxy(url).start()
+    log_start = server_log(url).stat().st_size
     client = openai.OpenAI(base_url=f"{proxy.url}/v1", api_key="none", max_retries=0, timeout=600)
     history: list[dict] = []
     seconds = []
@@ -148,7 +163,7 @@ def truncating(url: str, window: int, texts: list[str], answer: int) -> None:
             reply = client.chat.completions.create(model=MODEL, messages=history, max_tokens=answer, **GREEDY)
             history.append({"role": "assistant", "content": reply.choices[0].message.content or ""})
             seconds.append(time.monotonic() - start)
-        summary("truncating", window, seconds, proxy)
+        summary("truncating", window, seconds, proxy, server_said(server_log(url), log_start))
     finally:
         proxy.stop()
 

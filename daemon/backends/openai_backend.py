@@ -26,9 +26,8 @@ from ctxkeep.daemon.backends.openai_client import make_client, server_root
 from ctxkeep.daemon.backends.openai_count import PromptCounter
 from ctxkeep.daemon.backends.openai_errors import classify
 from ctxkeep.daemon.backends.openai_facts import model_facts
-from ctxkeep.daemon.backends.openai_shapes import (
-    StreamReader, answer_chunk, request_messages, request_params, shared_share,
-)
+from ctxkeep.daemon.backends.openai_shapes import StreamReader, answer_chunk, request_messages, request_params
+from ctxkeep.daemon.backends.server_cache import ServerCache
 from ctxkeep.daemon.backends.protocol import ChatChunk, ChatExtras, ModelCallError
 from ctxkeep.daemon.backends.sent import calling
 
@@ -64,9 +63,8 @@ class OpenAIBackend(OneServer):
         self._drops_system: dict[str, bool] = {}
         self.where = f"{name!r} at {url}"
         self._counter = PromptCounter(server_root(url), self.where)
-        #: The last prompt sent to the server for reading (its cache holds it): where the
-        #: server does not say what its cache served, the prefix a prompt shares with it does.
-        self._last_read: list[dict[str, Any]] = []
+        #: What its prompt cache probably holds, where it does not say.
+        self._cache = ServerCache()
 
     def _id(self, model: str) -> str:
         """The server's id of a model users name by its alias."""
@@ -193,8 +191,12 @@ class OpenAIBackend(OneServer):
         """Stream a chat; raises ModelCallError on any failure, including a cut stream."""
         sent = request_messages(messages, self._drops_system.get(model, False))
         params = request_params(options, extras)
+        first = None  # the prompt counted before its answer: (count, nanoseconds, share cached)
+        if self._cache.streams_bare:  # so that the answer stays in the server's cache for the next turn
+            share = self._cache.reading(sent)
+            first = (*await self._ask_count(model, sent, params), share)
         reader = StreamReader(self.name)
-        share = self._reading(sent)
+        share = self._cache.reading(sent)
         try:
             stream = await calling((await self.client()).chat.completions.create(
                 model=self._id(model), messages=sent, stream=True, stream_options={"include_usage": True}, **params),
@@ -211,46 +213,41 @@ class OpenAIBackend(OneServer):
                                  f"{self.where} ended the answer before saying why it ended: send again")
         final = reader.final()
         if final.prompt_eval_count is None:
-            final = await self._counted(final, model, sent, params)
-        yield self._estimated(final, share)
+            self._cache.streams_bare = True
+            if first is not None and first[0] is not None:  # it read the prompt then, not now
+                count, reading, share = first
+                final = msgspec.structs.replace(final, prompt_eval_count=count, prompt_eval_duration=reading)
+            else:
+                final = msgspec.structs.replace(final, prompt_eval_count=(await self._ask_count(model, sent, params))[0])
+        yield self._cache.estimated(final, share)
 
-    def _reading(self, sent: list[dict[str, Any]]) -> float:
-        """The share of `sent` the server's cache probably holds; `sent` is what it holds next."""
-        share, self._last_read = shared_share(self._last_read, sent), sent
-        return share
-
-    @staticmethod
-    def _estimated(final: ChatChunk, share: float) -> ChatChunk:
-        """`final` with the cached tokens estimated by `share` where the server said nothing."""
-        if final.prompt_eval_cached_count is not None or final.prompt_eval_count is None:
-            return final
-        return msgspec.structs.replace(final, cached_estimate=round(final.prompt_eval_count * share))
-
-    async def _counted(self, final: ChatChunk, model: str, sent: list[dict[str, Any]],
-                       params: dict[str, Any]) -> ChatChunk:
-        """`final` with the server's count of the prompt, asked whole (one token of answer)."""
+    async def _ask_count(self, model: str, sent: list[dict[str, Any]],
+                         params: dict[str, Any]) -> tuple[int | None, int]:
+        """The server's count of the prompt, asked whole (one token of answer), and the
+        nanoseconds it took: reading what its cache did not hold. None when it failed."""
+        started = time.monotonic_ns()
         try:
             whole = await (await self.client()).chat.completions.create(
                 model=self._id(model), messages=sent, stream=False, **{**params, "max_tokens": 1})
         except Exception as exc:  # noqa: BLE001 - the answer stands; only its count is unknown
             log.warning("%s did not count the prompt: %s", self.where, self.explain(exc, model).message)
-            return final
+            return None, 0
         usage = whole.usage
-        return msgspec.structs.replace(final, prompt_eval_count=int(usage.prompt_tokens) if usage else None)
+        return (int(usage.prompt_tokens) if usage else None), time.monotonic_ns() - started
 
     async def chat_once(self, model: str, messages: Sequence[Mapping[str, Any]],
                         options: Mapping[str, Any]) -> ChatChunk:
         """One whole answer (summaries)."""
         started = time.monotonic_ns()
         sent = request_messages(messages, self._drops_system.get(model, False))
-        share = self._reading(sent)
+        share = self._cache.reading(sent)
         try:
             response = await (await self.client()).chat.completions.create(
                 model=self._id(model), messages=sent, stream=False, **request_params(options, ChatExtras()))
         except Exception as exc:  # noqa: BLE001
             raise self.explain(exc, model) from None
         self.reached()
-        return self._estimated(answer_chunk(response, self.name, started), share)
+        return self._cache.estimated(answer_chunk(response, self.name, started), share)
 
     async def count_prompt(self, model: str, messages: Sequence[Mapping[str, Any]],
                            tools: list[dict[str, Any]] | None = None,
@@ -259,7 +256,7 @@ class OpenAIBackend(OneServer):
         sent = request_messages(messages, self._drops_system.get(model, False))
         found = await self._counter.count(await self.client(), self._id(model), sent, tools)
         if self._counter.way == "reading":  # the server read it to count it
-            self._reading(sent)
+            self._cache.reading(sent)
         if found is not None:
             self.reached()
         return found

@@ -4,7 +4,6 @@ arguments of `chat.completions.create`, and a streamed answer's chunks read back
 
 import base64
 import json
-import os
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -166,15 +165,6 @@ class StreamReader:
         if not self.first_at:
             return 0, 0
         return max(0, self.first_at - self.started), max(0, now - self.first_at)
-
-
-def shared_share(before: Sequence[Mapping[str, Any]], now: Sequence[Mapping[str, Any]]) -> float:
-    """The share of `now`'s text that opens it as it opened `before`: what a server that
-    keeps the last prompt it read can serve from its cache (by characters)."""
-    def text(messages: Sequence[Mapping[str, Any]]) -> str:
-        return "".join(f"\x00{m.get('role')}\x01{m.get('content')}" for m in messages)
-    old, new = text(before), text(now)
-    return len(os.path.commonprefix([old, new])) / len(new) if new else 0.0
 
 
 def cached_tokens(usage: Any, timings: dict[str, Any]) -> int | None:

@@ -27,9 +27,11 @@ class RecallConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         "recallable word for word).")] = 0.4
     recall_read_seconds: Annotated[float, Meta(ge=0, le=3600), described(
         "The most reading recall may cost a turn, in seconds at the model's measured reading "
-        "speed on this machine: the recalled block is new text every turn, read whole. On a "
-        "CPU it bounds the block (Gemma 3 270M on 2 cores: ~1 s is ~300 tokens); on a GPU it "
-        "is no bound. 0 = no bound (nor before the model's speed is measured).")] = 1.0
+        "speed on this machine: the recalled block is new text every turn, read whole, and the "
+        "last turn's block makes the server read that turn's message and answer again (the "
+        "block keeps at least half). On a CPU it bounds the block (Gemma 3 270M on 2 cores: "
+        "~1 s is ~200 tokens); on a GPU it is no bound. 0 = no bound (nor before the model's "
+        "speed is measured).")] = 1.0
     recall_embed_wait_ms: Annotated[float, Meta(ge=0, le=10_000), described(
         "How long a turn waits for the embedding of its new message before recalling by words "
         "alone (passages are embedded in the background; a turn never waits for those).")] = 50.0

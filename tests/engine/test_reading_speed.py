@@ -10,7 +10,7 @@ import asyncio
 import pytest
 
 from ctxkeep.daemon.backends.openai_backend import OpenAIBackend
-from ctxkeep.daemon.backends.openai_shapes import shared_share
+from ctxkeep.daemon.backends.server_cache import shared_share
 from ctxkeep.daemon.backends.protocol import ChatChunk, ChatExtras
 from ctxkeep.daemon.context.speeds import Speeds
 from openai_standin import OpenAIStandin
@@ -102,3 +102,19 @@ def test_tokens_the_cache_served_are_not_counted_as_read():
     said = ChatChunk(done=True, prompt_eval_count=1500, prompt_eval_cached_count=500, cached_estimate=1000,
                      eval_count=40, prompt_eval_duration=2 * 10**9, eval_duration=10**9)
     assert learnt([said]).of(MODEL).read == 500  # the server's word over the estimate
+
+
+def test_a_server_that_leaves_usage_out_of_its_streams_counts_each_prompt_before_its_answer():
+    """After the count after the first answer (llama-cpp-python's server ignores include_usage),
+    each prompt is counted before its answer streams: the server's cache then ends with the
+    answer, which the next prompt holds, instead of with the prompt counted after it."""
+    standin = OpenAIStandin(flavor="plain", usage_in_stream=False).start()
+    try:
+        finals = chat(standin)
+    finally:
+        standin.stop()
+    kinds = ["count" if c.body.get("max_tokens") == 1 else "answer" for c in standin.chats]
+    assert kinds == ["answer", "count", "count", "answer", "count", "answer"]
+    streamed = [c for c in standin.chats if not c.body.get("max_tokens") == 1]
+    assert [f.prompt_eval_count for f in finals] == [c.prompt_tokens for c in streamed]
+    assert all(f.prompt_eval_duration > 0 for f in finals)  # reading timed by the count that read it

@@ -1,0 +1,43 @@
+"""What an OpenAI-compatible server's prompt cache probably holds where the server does not
+say (llama-cpp-python's): it keeps the last prompt it read, with the answer it wrote, and
+reads again only what follows the longest prefix a new prompt shares with it."""
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import msgspec
+
+from ctxkeep.daemon.backends.protocol import ChatChunk
+
+
+def shared_share(before: Sequence[Mapping[str, Any]], now: Sequence[Mapping[str, Any]]) -> float:
+    """The share of `now`'s text that opens it as it opened `before`: what a server that
+    keeps the last prompt it read can serve from its cache (by characters)."""
+    def text(messages: Sequence[Mapping[str, Any]]) -> str:
+        return "".join(f"\x00{m.get('role')}\x01{m.get('content')}" for m in messages)
+    old, new = text(before), text(now)
+    return len(os.path.commonprefix([old, new])) / len(new) if new else 0.0
+
+
+class ServerCache:
+    """The last prompt one server was sent to read, and how it reports its counts."""
+
+    def __init__(self) -> None:
+        self.last: list[dict[str, Any]] = []
+        #: Whether the server leaves usage out of its streams (llama-cpp-python's): then each
+        #: prompt is counted, read whole for one token, before its answer streams rather than
+        #: after (a count after it would put the answer out of the server's cache).
+        self.streams_bare = False
+
+    def reading(self, sent: list[dict[str, Any]]) -> float:
+        """The share of `sent` the server's cache probably holds; `sent` is what it holds next."""
+        share, self.last = shared_share(self.last, sent), sent
+        return share
+
+    @staticmethod
+    def estimated(final: ChatChunk, share: float) -> ChatChunk:
+        """`final` with the cached tokens estimated by `share` where the server said nothing."""
+        if final.prompt_eval_cached_count is not None or final.prompt_eval_count is None:
+            return final
+        return msgspec.structs.replace(final, cached_estimate=round(final.prompt_eval_count * share))
