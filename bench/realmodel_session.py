@@ -46,7 +46,6 @@ def text_of(messages: list[dict]) -> str:
 
 #: llama-cpp-python's server's log, per request: the prefix its cache held and what it read.
 PREFIX_HIT = re.compile(r"Llama\.generate: (\d+) prefix-match hit, remaining (\d+) prompt tokens")
-FULLY_CACHED = "Llama.generate: full prompt already cached"
 READ = re.compile(r"prompt eval time =\s*([\d.]+) ms /\s*(\d+) tokens")
 WROTE = re.compile(r"\beval time =\s*([\d.]+) ms /\s*(\d+) runs")
 
@@ -54,16 +53,14 @@ WROTE = re.compile(r"\beval time =\s*([\d.]+) ms /\s*(\d+) runs")
 def server_said(log: Path, start: int) -> dict[str, float]:
     """What the server's log says of the requests since byte `start`: the prompt tokens its
     cache served and those it read, and its seconds reading and writing. A prompt it holds
-    whole (one asked again right after it was counted) is the size of the one before."""
-    cached = read = last = read_ms = write_ms = 0.0
+    whole ("full prompt already cached": an answer asked right after its prompt was counted)
+    is not counted again: the count before it was that prompt."""
+    cached = read = read_ms = write_ms = 0.0
     with open(log, "rb") as f:
         f.seek(start)
         for line in f.read().decode(errors="replace").splitlines():
             if (hit := PREFIX_HIT.search(line)) is not None:
                 cached += int(hit[1])
-                last = int(hit[1]) + int(hit[2])
-            elif FULLY_CACHED in line:
-                cached += last
             elif (found := READ.search(line)) is not None:
                 read += int(found[2])
                 read_ms += float(found[1])
