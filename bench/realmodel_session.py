@@ -52,15 +52,15 @@ WROTE = re.compile(r"\beval time =\s*([\d.]+) ms /\s*(\d+) runs")
 
 def server_said(log: Path, start: int) -> dict[str, float]:
     """What the server's log says of the requests since byte `start`: the prompt tokens its
-    cache served and those it read, and its seconds reading and writing. A prompt it holds
-    whole ("full prompt already cached": an answer asked right after its prompt was counted)
-    is not counted again: the count before it was that prompt."""
+    cache served and those it read, and its seconds reading and writing. A prompt asked again
+    whole (a count right after its answer, or an answer right after its count: one token
+    read, or "full prompt already cached") is not counted twice."""
     cached = read = read_ms = write_ms = 0.0
     with open(log, "rb") as f:
         f.seek(start)
         for line in f.read().decode(errors="replace").splitlines():
             if (hit := PREFIX_HIT.search(line)) is not None:
-                cached += int(hit[1])
+                cached += int(hit[1]) if int(hit[2]) > 1 else 0
             elif (found := READ.search(line)) is not None:
                 read += int(found[2])
                 read_ms += float(found[1])
