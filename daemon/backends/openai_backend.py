@@ -195,7 +195,7 @@ class OpenAIBackend(OneServer):
         if self._cache.streams_bare:  # so that the answer stays in the server's cache for the next turn
             share = self._cache.reading(sent)
             first = (*await self._ask_count(model, sent, params), share)
-        reader = StreamReader(self.name)
+        reader, written = StreamReader(self.name), []
         share = self._cache.reading(sent)
         try:
             stream = await calling((await self.client()).chat.completions.create(
@@ -205,6 +205,7 @@ class OpenAIBackend(OneServer):
                 self.reached()
                 chunk = reader.read(event)
                 if chunk is not None:
+                    written.append(chunk.content)
                     yield chunk
         except Exception as exc:  # noqa: BLE001
             raise self.explain(exc, model) from None
@@ -212,13 +213,15 @@ class OpenAIBackend(OneServer):
             raise ModelCallError(ErrorCode.STREAM_INTERRUPTED,
                                  f"{self.where} ended the answer before saying why it ended: send again")
         final = reader.final()
+        self._cache.wrote(sent, "".join(written))
         if final.prompt_eval_count is None:
             self._cache.streams_bare = True
             if first is not None and first[0] is not None:  # it read the prompt then, not now
                 count, reading, share = first
                 final = msgspec.structs.replace(final, prompt_eval_count=count, prompt_eval_duration=reading)
-            else:
+            else:  # the count after the answer: the server's cache ends with the prompt again
                 final = msgspec.structs.replace(final, prompt_eval_count=(await self._ask_count(model, sent, params))[0])
+                self._cache.reading(sent)
         yield self._cache.estimated(final, share)
 
     async def _ask_count(self, model: str, sent: list[dict[str, Any]],
@@ -247,7 +250,9 @@ class OpenAIBackend(OneServer):
         except Exception as exc:  # noqa: BLE001
             raise self.explain(exc, model) from None
         self.reached()
-        return self._cache.estimated(answer_chunk(response, self.name, started), share)
+        whole = answer_chunk(response, self.name, started)
+        self._cache.wrote(sent, whole.content)
+        return self._cache.estimated(whole, share)
 
     async def count_prompt(self, model: str, messages: Sequence[Mapping[str, Any]],
                            tools: list[dict[str, Any]] | None = None,

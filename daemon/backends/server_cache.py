@@ -21,7 +21,8 @@ def shared_share(before: Sequence[Mapping[str, Any]], now: Sequence[Mapping[str,
 
 
 class ServerCache:
-    """The last prompt one server was sent to read, and how it reports its counts."""
+    """What one server last read (the prompt, then the answer it wrote), and how it reports
+    its counts."""
 
     def __init__(self) -> None:
         self.last: list[dict[str, Any]] = []
@@ -34,6 +35,10 @@ class ServerCache:
         """The share of `sent` the server's cache probably holds; `sent` is what it holds next."""
         share, self.last = shared_share(self.last, sent), sent
         return share
+
+    def wrote(self, sent: list[dict[str, Any]], answer: str) -> None:
+        """The server answered `sent` with `answer`: its cache holds both."""
+        self.last = [*sent, {"role": "assistant", "content": answer}]
 
     @staticmethod
     def estimated(final: ChatChunk, share: float) -> ChatChunk:
