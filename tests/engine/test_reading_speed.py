@@ -65,6 +65,11 @@ def test_the_share_of_a_prompt_that_opens_it_as_it_opened_the_last_one():
     assert 0.3 < longer < 0.6
     assert shared_share(first, [{"role": "user", "content": "abXX"}]) == 0.8  # up to where it differs
     assert shared_share(first, [{"role": "system", "content": "abcd"}]) < 0.2  # the role is part of it
+    # whole messages, then the first that differs, to its last shared character
+    long = [{"role": "user", "content": "x" * 1000}, {"role": "assistant", "content": "y" * 500 + "z"}]
+    changed = [long[0], {"role": "assistant", "content": "y" * 500 + "w"}, {"role": "user", "content": "q"}]
+    total = sum(len(f"\x00{m['role']}\x01{m['content']}") for m in changed)
+    assert shared_share(long, changed) == (total - len("\x00user\x01q") - 1) / total
 
 
 def test_llama_cpps_timings_are_its_speeds():
