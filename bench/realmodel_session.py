@@ -14,7 +14,8 @@ full). Both answers are capped at `--answer` tokens. Per client, one JSON line:
 - `cache_share`: the share of prompt tokens the server served from its cache, and
   `tokens_read`, those it read, over every request (summary calls and counts included),
   from the server's own log (its prefix-match hits), with its seconds reading and writing;
-- compactions and summary calls (ctxkeepd).
+- compactions and summary calls (ctxkeepd), and of those the calls asked as the continuation
+  of the turn the server holds (`summaries_in_place`: read from its cache but for the request).
 
 Goals (issue 42): cache_share ≥ 0.8 over the session, total time ≤ 1.0× the truncating
 client's, no turn over 2× the median without a visible reason.
@@ -84,6 +85,7 @@ def summary(name: str, window: int, seconds: list[float], proxy: RecordingProxy,
          server_s={k: round(sum(e.seconds for e, x in zip(proxy.exchanges, kinds) if x == k), 1)
                    for k in ("answer", "summary", "count")},
          summaries_by_kind=dict(Counter(summary_kind(e.body) for e in proxy.exchanges if summary_kind(e.body))),
+         summaries_in_place=sum(bool(summary_kind(e.body)) and len(e.body["messages"]) > 2 for e in proxy.exchanges),
          **extra)
 
 

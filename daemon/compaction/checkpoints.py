@@ -14,6 +14,7 @@ import msgspec
 from ctxkeep.daemon.compaction.summarizer import Progress, Summarizer, chunk_lines, instructions_for
 from ctxkeep.daemon.compaction.planner import AGE_SHARE, AGES, Change, last, outline_line, tool_lines
 from ctxkeep.daemon.context.parts import Parts
+from ctxkeep.daemon.context.served import opening_through
 from ctxkeep.daemon.context.prompt import (
     AGE_SYSTEM, CHECKPOINT_SYSTEM, CHECKPOINT_WITH_USER_SYSTEM, USER_SUMMARY_SYSTEM, checkpoint_heading,
 )
@@ -55,8 +56,8 @@ class Checkpointer:
         older = [m for m in active if m.seq not in preserved]
         users = await asyncio.to_thread(self._user_share, session.model, context, active, budget, preserved,
                                         keep_recent, extra and not older)
-        summarizer = await Summarizer.for_session(self.parts.backend, self.parts.estimator,
-                                                  self.parts.config, session, self.parts.speeds)
+        summarizer = (await Summarizer.for_session(self.parts.backend, self.parts.estimator, self.parts.config,
+                                                   session, self.parts.speeds)).continuing(self.parts.served, session.id)
         instructions = instructions_for(context)
         checkpoints = list(context.checkpoints)
         notes: list[str] = []
@@ -117,8 +118,9 @@ class Checkpointer:
         summarizer.check_room()
         room = min(summarizer.room, target(budget, "recent"))
         chunks, original = transcript
-        text, tokens = await summarizer.summarize(
-            chunks, system, instructions, progress, room=room)
+        served = summarizer.served  # the server holds the group's messages as the last turn showed them?
+        opening = opening_through(served, group[-1].seq, self.parts.estimator) if served else None
+        text, tokens = await summarizer.summarize(chunks, system, instructions, progress, room=room, opening=opening)
         ran = tool_lines(group)
         if ran:  # every tool exchange as one line, whatever the summary kept of it
             block = "Tools run:\n" + "\n".join(ran)

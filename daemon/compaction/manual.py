@@ -25,6 +25,7 @@ from ctxkeep.daemon.compaction.summarizer import (
     MIN_CALL_BUDGET, Summarizer, SummaryRejected, instructions_for,
 )
 from ctxkeep.daemon.context.parts import Parts
+from ctxkeep.daemon.context.served import opening_through
 from ctxkeep.daemon.context.prompt import COMPACTION_SYSTEM, SUMMARY_PREFIX
 from ctxkeep.daemon.errors import RequestError
 from ctxkeep.daemon.jobs.queue import Job, SessionJobs
@@ -87,8 +88,8 @@ class Compactor:
         tail = config.compaction_tail_turns if tail_turns is None else tail_turns
         _, context, active = self.parts.store.history.view(session.id)
         head, keep = manual_parts(context, active, tail)
-        summarizer = await Summarizer.for_session(self.parts.backend, self.parts.estimator, config, session,
-                                                  self.parts.speeds)
+        summarizer = (await Summarizer.for_session(self.parts.backend, self.parts.estimator, config, session,
+                                                   self.parts.speeds)).continuing(self.parts.served, session.id)
         before, exact = self.tokens_now(session, context, active)
         summarized = sum(self.parts.estimator.message(session.model, m.content) for m in head)
         # A summary typically takes about a quarter of what it replaces, within its room.
@@ -149,8 +150,11 @@ class Compactor:
             def progress(step: int, steps: int, detail: str, expected: float | None) -> None:
                 self.parts.bus.publish(CompactionProgress(compaction_id=job.id, step=step, steps=steps,
                                                           detail=detail, expected_s=expected), job.session_id)
+            served = plan.summarizer.served  # the server holds the head as the last turn showed it?
+            opening = opening_through(served, plan.head[-1].seq, self.parts.estimator) if served else None
             text, tokens = await plan.summarizer.summarize(
-                plan.chunks, COMPACTION_SYSTEM, instructions_for(plan.context, instructions), progress)
+                plan.chunks, COMPACTION_SYSTEM, instructions_for(plan.context, instructions), progress,
+                opening=opening)
             await self._accept(job, plan, text, tokens, requested_by)
         except RequestError as exc:
             self._result(job, "failed", reason=_reason(exc.code, exc.message), **failure)

@@ -14,8 +14,9 @@ from ctxkeep.daemon.errors import RequestError
 from ctxkeep.daemon.backends.protocol import ModelCallError
 from ctxkeep.daemon.backends.protocol import ModelBackend
 from ctxkeep.daemon.context.prompt import (
-    COMPACTION_SYSTEM, MERGE_SYSTEM, summary_call, transcript_line,
+    COMPACTION_SYSTEM, MERGE_SYSTEM, Message, continuation, summary_call, transcript_line,
 )
+from ctxkeep.daemon.context.served import LastPrompts, Opening, Served, system_opening
 from ctxkeep.daemon.compaction.planner import compaction_model
 from ctxkeep.daemon.config import Config
 from ctxkeep.daemon.store.records import MessageRecord, SessionRecord
@@ -27,6 +28,11 @@ log = logging.getLogger(__name__)
 _HEADER = "Conversation to summarize:"
 #: The fewest tokens of text a summarization call must be able to take.
 MIN_CALL_BUDGET = 64
+#: The least room a summary asked as the last turn's continuation may be left.
+MIN_IN_PLACE_ROOM = 32
+#: What a summary asked after the conversation's opening summarizes.
+IN_PLACE_BODY = ("the conversation above, after the system message (its summaries stay as they are): "
+                 "your summary replaces it.")
 _MERGE_HEADER = "Summaries of consecutive parts of the conversation, in order:"
 
 
@@ -77,6 +83,11 @@ class Summarizer:
     budget: int
     #: Where each call's timings teach the model's speeds.
     speeds: Speeds | None = None
+    #: The session's last turn as the model's server read it, where a call may go on from
+    #: its opening (read from the server's cache); None: each call is read whole.
+    served: Served | None = None
+    #: Told of each call that goes on from none of it (the server's cache then holds that).
+    last_prompts: LastPrompts | None = None
 
     @classmethod
     async def for_session(cls, backend: ModelBackend, estimator: Estimator, config: Config,
@@ -86,6 +97,25 @@ class Summarizer:
                                     session.num_ctx, config.summary_max_tokens)
         found.speeds = speeds
         return found
+
+    def continuing(self, last_prompts: LastPrompts, session_id: str) -> "Summarizer":
+        """Calls that go on from `session_id`'s last turn where its model's server read it
+        last (the summarizing model is the session's), each told to `last_prompts` otherwise."""
+        self.served, self.last_prompts = last_prompts.of(session_id, self.model), last_prompts
+        return self
+
+    def in_place(self, request: str, room: int | None, opening: Opening | None) -> tuple[list[Message], int] | None:
+        """The messages of a call that asks `request` after `opening`, and the room its answer
+        takes: `room`, or what the window leaves after them where that is at least half of it
+        (a shorter summary is also sooner written); else None: a call of its own."""
+        if opening is None:
+            return None
+        room = room or self.room
+        asked = math.ceil(self.estimator.text(self.model, request) * (1 + self.estimator.margin(self.model)))
+        left = self.window - opening.tokens - asked - SLACK
+        if left < max(MIN_IN_PLACE_ROOM, room // 2):
+            return None
+        return [*opening.messages, {"role": "user", "content": request}], min(room, left)
 
     @classmethod
     async def for_model(cls, backend: ModelBackend, estimator: Estimator, model: str,
@@ -129,7 +159,22 @@ class Summarizer:
 
     async def _call(self, system: str, instructions: str, body: str, header: str,
                     room: int | None) -> tuple[str, int]:
-        messages = summary_call(system, instructions, body, header)
+        """One summary: after the last turn's system message where that fits (read from the
+        server's cache: its checkpoints among it), else on its own."""
+        opening = system_opening(self.served, self.estimator, self.model) if self.served else None
+        found = self.in_place(continuation(system, instructions, body, header)["content"], room, opening)
+        if found is not None:
+            try:
+                return await self._ask(*found)
+            except ModelCallError as exc:  # a count too low: the call on its own may fit
+                if exc.code is not ErrorCode.CONTEXT_OVERFLOW:
+                    raise
+                self.served = None
+        if self.last_prompts is not None:
+            self.last_prompts.other(self.model)
+        return await self._ask(summary_call(system, instructions, body, header), room)
+
+    async def _ask(self, messages: list[Message], room: int | None) -> tuple[str, int]:
         options = {"num_ctx": self.window, "num_predict": room or self.room}
         response = await self.backend.chat_once(self.model, messages, options)
         if self.speeds is not None:
@@ -141,11 +186,14 @@ class Summarizer:
 
     async def summarize(self, chunks: list[str], system: str, instructions: str,
                         progress: Progress = lambda *_: None,
-                        room: int | None = None) -> tuple[str, int]:
-        """The summary of the chunks: one call each, then merge calls until one remains.
-        `progress` hears of the start (step 0) and of each call done, with how long the
-        rest should take at the model's measured speeds."""
+                        room: int | None = None, opening: Opening | None = None) -> tuple[str, int]:
+        """The summary of the chunks: one call each, then merge calls until one remains;
+        or, where the last turn's prompt opens with the messages they show (`opening`), one
+        call that goes on from there, where that fits. `progress` hears of the start (step 0)
+        and of each call done, with how long the rest should take at the model's measured speeds."""
         self.check_room()
+        if opening and (done := await self._in_place_summary(system, instructions, opening, progress, room)):
+            return done
         steps = len(chunks) + (1 if len(chunks) > 1 else 0)
         # what is left to read, in characters (a manual compaction of an import has
         # hundreds of chunks: estimated once, by the first chunk's tokens per character)
@@ -172,6 +220,26 @@ class Summarizer:
                 step += 1
                 progress(step, max(steps, step), "merged summaries", None)
         return texts[0]
+
+    async def _in_place_summary(self, system: str, instructions: str, opening: Opening, progress: Progress,
+                                room: int | None) -> tuple[str, int] | None:
+        """The summary of the conversation in `opening`, asked after it (None where that does
+        not fit, or the server refused it as too long)."""
+        request = continuation(system, instructions, IN_PLACE_BODY, _HEADER)["content"]
+        found = self.in_place(request, room, opening)
+        if found is None:
+            return None
+        progress(0, 1, f"summarizing 1 part(s) with {self.model}, the conversation read from its cache",
+                 self.expected(self.estimator.text(self.model, request), 1, found[1]))
+        try:
+            made = await self._ask(*found)
+        except ModelCallError as exc:  # a count too low: in parts, on their own
+            if exc.code is not ErrorCode.CONTEXT_OVERFLOW:
+                raise
+            self.served = None
+            return None
+        progress(1, 1, "summarized", 0.0)
+        return made
 
     def expected(self, tokens: int, calls: int, room: int | None = None) -> float | None:
         """Seconds `calls` calls should take reading `tokens` of transcript (and, for the

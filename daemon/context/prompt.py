@@ -183,6 +183,13 @@ def summary_call(system: str, instructions: str, body: str, header: str) -> list
             {"role": "user", "content": f"{header}\n\n{body}".rstrip()}]
 
 
+def continuation(system: str, instructions: str, body: str, header: str) -> Message:
+    """A summary asked for after the conversation the model's server read last (so read from
+    its cache): what to summarize, then how."""
+    parts = [f"{header}\n\n{body}".rstrip(), system] + ([f"Also: {instructions}"] if instructions else [])
+    return {"role": "user", "content": "\n\n".join(parts)}
+
+
 CHECKPOINT_SYSTEM = (
     "You compress the older part of a conversation into a checkpoint that replaces it. "
     "Keep decisions, facts established, code changes, file names, open questions and next "

@@ -28,6 +28,7 @@ from ctxkeep.daemon.backends.protocol import ChatExtras, ModelCallError
 from ctxkeep.daemon.compaction.automatic import AutoCompactor
 from ctxkeep.daemon.compaction.passes import Pass
 from ctxkeep.daemon.context.parts import Parts
+from ctxkeep.daemon.context.served import Served
 from ctxkeep.daemon.turns import waiting
 from ctxkeep.daemon.turns.complete import Completer
 from ctxkeep.daemon.jobs.deferred import Deferred
@@ -168,7 +169,18 @@ class Generations:
                 raise
             return
         if done is not None:
+            self._served(turn, output, extras)
             await self._after(done)
+
+    def _served(self, turn: Turn, output: Output, extras: ChatExtras) -> None:
+        """What the model's server now holds, for a summary to go on from: the turn's prompt
+        and its answer, where they are sent again as they were read (not with tools or images,
+        or an answer that thought or called tools: those are sent again otherwise)."""
+        session = turn.view.session
+        plain = not (extras.tools or output.thought or output.calls) and not any("images" in m for m in turn.messages)
+        if plain:
+            self.parts.served.turn(session.model, Served(
+                session.id, [*turn.messages, {"role": "assistant", "content": output.text}], turn.view))
 
     async def _stream(self, job: Job, turn: Turn, question: Question, output: Output,
                       extras: ChatExtras) -> None:
@@ -177,6 +189,7 @@ class Generations:
         back), else when `first` ends, or soon at the latest."""
         session = turn.view.session
         backend = self.parts.backend
+        self.parts.served.other(session.model)  # whatever it held, it reads this turn now
         messages = await images_in(self.parts.store, turn.messages)
         stream = backend.stream_chat(session.model, messages, turn.options, extras,
                                      on_sent=question.start)

@@ -68,8 +68,11 @@ def test_compaction_flow_seen_by_two_clients(daemon, standin):
 
         call = standin.chats[-1].body
         assert call["stream"] is False and not call.get("tools")  # a summary offers no tools
-        assert call["messages"][0] == {"role": "system", "content": COMPACTION_SYSTEM}
-        assert "Question 0" in call["messages"][1]["content"]
+        # after the conversation as the last turn sent it (the model's server holds it): one request
+        assert call["messages"][0] == {"role": "system", "content": "Be brief."}
+        assert "Question 0" in call["messages"][1]["content"] and call["messages"][-2]["role"] == "assistant"
+        assert call["messages"][-1]["content"].startswith("Conversation to summarize")
+        assert COMPACTION_SYSTEM in call["messages"][-1]["content"]
 
         now = active(a, s.id)
         assert now[0].kind == "summary" and now[0].role == "assistant"
