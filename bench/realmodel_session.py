@@ -38,6 +38,9 @@ from common import emit  # noqa: E402
 from real_model import MODEL, question, served, server_log, start_llama  # noqa: E402
 from recording_proxy import RecordingProxy  # noqa: E402
 
+from ctxkeep.daemon.context.prompt import (  # noqa: E402
+    AGE_SYSTEM, CHECKPOINT_SYSTEM, CHECKPOINT_WITH_USER_SYSTEM, COMPACTION_SYSTEM, MERGE_SYSTEM, USER_SUMMARY_SYSTEM,
+)
 from ctxkeep.protocol.events import CompactionResult, GenerationError, ResponseGeneration, SessionUpdated  # noqa: E402
 
 
@@ -85,7 +88,8 @@ def summary(name: str, window: int, seconds: list[float], proxy: RecordingProxy,
          server_s={k: round(sum(e.seconds for e, x in zip(proxy.exchanges, kinds) if x == k), 1)
                    for k in ("answer", "summary", "count")},
          summaries_by_kind=dict(Counter(summary_kind(e.body) for e in proxy.exchanges if summary_kind(e.body))),
-         summaries_in_place=sum(bool(summary_kind(e.body)) and len(e.body["messages"]) > 2 for e in proxy.exchanges),
+         summaries_in_place=sum(bool(summary_kind(e.body)) and not e.body["messages"][0]["content"].startswith(ON_THEIR_OWN)
+                                for e in proxy.exchanges),
          **extra)
 
 
@@ -107,6 +111,10 @@ def summary_kind(body: dict) -> str:
 #: Both clients' answers sampled greedily, so that runs of the same code write the same answers
 #: (ctxkeepd's summaries keep the server's own sampling, as they would for a user).
 GREEDY = {"temperature": 0.0, "seed": 1}
+
+#: How ctxkeepd's summary calls on their own open (those that go on from a turn's prompt open as it did).
+ON_THEIR_OWN = (AGE_SYSTEM, CHECKPOINT_SYSTEM, CHECKPOINT_WITH_USER_SYSTEM, COMPACTION_SYSTEM, MERGE_SYSTEM,
+                USER_SUMMARY_SYSTEM)
 
 #: How ctxkeepd's summary calls open their last message, and what each kind is.
 SUMMARY_HEADERS = {"Conversation to summarize": "checkpoint", "Summaries of": "merge",

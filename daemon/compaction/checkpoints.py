@@ -4,6 +4,7 @@ those alone pass half the budget, in one summary call — and existing checkpoin
 recent, old, ancient, merged — each step re-compressed smaller."""
 
 import asyncio
+import logging
 import math
 import secrets
 import time
@@ -14,7 +15,7 @@ import msgspec
 from ctxkeep.daemon.compaction.summarizer import Progress, Summarizer, chunk_lines, instructions_for
 from ctxkeep.daemon.compaction.planner import AGE_SHARE, AGES, Change, last, outline_line, tool_lines
 from ctxkeep.daemon.context.parts import Parts
-from ctxkeep.daemon.context.served import opening_through
+from ctxkeep.daemon.context.served import Served, opening_through
 from ctxkeep.daemon.context.prompt import (
     AGE_SYSTEM, CHECKPOINT_SYSTEM, CHECKPOINT_WITH_USER_SYSTEM, USER_SUMMARY_SYSTEM, checkpoint_heading,
 )
@@ -22,6 +23,8 @@ from ctxkeep.daemon.context.usage import Budget
 from ctxkeep.daemon.store.records import MessageRecord, SessionRecord, View
 from ctxkeep.daemon.store.context_records import ActiveContext, Checkpoint
 from ctxkeep.daemon.context.content import prompt_content
+
+log = logging.getLogger(__name__)
 
 
 def target(budget: Budget, age: str) -> int:
@@ -39,6 +42,18 @@ def aging_frees(checkpoints: list[Checkpoint], budget: Budget) -> int:
             age = AGES[min(AGES.index(c.age) + 1, len(AGES) - 1)]
             freed += max(0, c.current_tokens - target(budget, age))
     return freed
+
+
+def shown_in(served: Served | None, checkpoints: list[Checkpoint]) -> str:
+    """Where the last turn's system message shows each of `checkpoints` as it is now, in
+    words a model finds it by ("" where one is not shown so: its summary is then quoted)."""
+    shown = {(c.id, c.summary): c for c in served.view.context.checkpoints} if served else {}
+    found = [shown.get((c.id, c.summary)) for c in checkpoints]
+    if not checkpoints or None in found:
+        return ""
+    headings = " and ".join(f"\u201c{checkpoint_heading(c.age, c.first_seq, c.last_seq, c.of_user)}\u201d"
+                            for c in found if c is not None)
+    return f"the {'summaries' if len(found) > 1 else 'summary'} under {headings} at the start of the conversation above."
 
 
 @dataclass
@@ -120,6 +135,9 @@ class Checkpointer:
         chunks, original = transcript
         served = summarizer.served  # the server holds the group's messages as the last turn showed them?
         opening = opening_through(served, group[-1].seq, self.parts.estimator) if served else None
+        if opening is None:
+            log.info("session=%s checkpoint on its own: %s", session.id, "the last turn's prompt did not show "
+                     "its messages as they are now" if served else "the model's server holds no turn of it")
         text, tokens = await summarizer.summarize(chunks, system, instructions, progress, room=room, opening=opening)
         ran = tool_lines(group)
         if ran:  # every tool exchange as one line, whatever the summary kept of it
@@ -192,7 +210,8 @@ class Checkpointer:
                 aged.append(c)
                 continue
             age = AGES[min(AGES.index(c.age) + 1, len(AGES) - 1)]
-            aged.append(await self._shrink(c, age, target(budget, age), summarizer, instructions))
+            aged.append(await self._shrink(c, age, target(budget, age), summarizer, instructions,
+                                           shown=shown_in(summarizer.served, [c])))
         ancient = [c for c in aged if c.age in ("ancient", "merged") and not c.verbatim]
         if len(ancient) > 1:
             merged = Checkpoint(
@@ -205,18 +224,20 @@ class Checkpointer:
                 files=sorted({f for c in ancient for f in c.files}),
                 next_steps=ancient[-1].next_steps, created=ancient[0].created,
                 of_user=any(c.of_user for c in ancient))
-            merged = await self._shrink(merged, "merged", target(budget, "merged"),
-                                        summarizer, instructions, force=True)
+            merged = await self._shrink(merged, "merged", target(budget, "merged"), summarizer, instructions,
+                                        force=True, shown=shown_in(summarizer.served, ancient))
             aged = [merged] + [c for c in aged if c not in ancient]
         return aged
 
     async def _shrink(self, c: Checkpoint, age: str, target: int, summarizer: Summarizer,
-                      instructions: str, force: bool = False) -> Checkpoint:
+                      instructions: str, force: bool = False, shown: str = "") -> Checkpoint:
+        """`c` as a checkpoint of `age`, its summary re-compressed to `target` tokens where it
+        is larger (or `force`d); `shown`: where the last turn's system message shows it."""
         if c.current_tokens <= target and not force:
             return msgspec.structs.replace(c, age=age)
         text, tokens = await summarizer.call(
             AGE_SYSTEM, instructions + f"\n\nAt most about {target} tokens.", c.summary,
-            "Summary to shorten:", room=target)
+            "Summary to shorten:", room=target, shown=shown)
         if tokens >= c.current_tokens:  # no gain: keep the longer one rather than lose detail
             return msgspec.structs.replace(c, age=age)
         return msgspec.structs.replace(c, age=age, summary=text, current_tokens=tokens,

@@ -31,8 +31,8 @@ MIN_CALL_BUDGET = 64
 #: The least room a summary asked as the last turn's continuation may be left.
 MIN_IN_PLACE_ROOM = 32
 #: What a summary asked after the conversation's opening summarizes.
-IN_PLACE_BODY = ("the conversation above, after the system message (its summaries stay as they are): "
-                 "your summary replaces it.")
+IN_PLACE_BODY = ("the conversation above, but for the summaries of its earlier parts at its start (they stay "
+                 "as they are): your summary replaces it.")
 _MERGE_HEADER = "Summaries of consecutive parts of the conversation, in order:"
 
 
@@ -141,12 +141,13 @@ class Summarizer:
         return chunk_lines(lines, self.budget)
 
     async def call(self, system: str, instructions: str, body: str, header: str,
-                   room: int | None = None) -> tuple[str, int]:
+                   room: int | None = None, shown: str = "") -> tuple[str, int]:
         """One summary: (text, its tokens). Raises SummaryRejected on an empty one. A call
         the model refuses as too long (an estimate too low) is split in two and each half
-        summarized, the summaries joined."""
+        summarized, the summaries joined. `shown`: where the last turn's system message
+        shows `body`, in words (a call that goes on from it names it there, not again)."""
         try:
-            return await self._call(system, instructions, body, header, room)
+            return await self._call(system, instructions, body, header, room, shown)
         except ModelCallError as exc:
             halves = _halves(body)
             if exc.code is not ErrorCode.CONTEXT_OVERFLOW or halves is None:
@@ -158,11 +159,11 @@ class Summarizer:
         return f"{first[0]}\n\n{second[0]}", first[1] + second[1]
 
     async def _call(self, system: str, instructions: str, body: str, header: str,
-                    room: int | None) -> tuple[str, int]:
+                    room: int | None, shown: str = "") -> tuple[str, int]:
         """One summary: after the last turn's system message where that fits (read from the
         server's cache: its checkpoints among it), else on its own."""
         opening = system_opening(self.served, self.estimator, self.model) if self.served else None
-        found = self.in_place(continuation(system, instructions, body, header)["content"], room, opening)
+        found = self.in_place(continuation(system, instructions, shown or body, header)["content"], room, opening)
         if found is not None:
             try:
                 return await self._ask(*found)
@@ -228,6 +229,8 @@ class Summarizer:
         request = continuation(system, instructions, IN_PLACE_BODY, _HEADER)["content"]
         found = self.in_place(request, room, opening)
         if found is None:
+            log.info("a summary on its own: after the ~%d tokens of the last turn that it summarizes, the "
+                     "window (%d) leaves it too little room", opening.tokens, self.window)
             return None
         progress(0, 1, f"summarizing 1 part(s) with {self.model}, the conversation read from its cache",
                  self.expected(self.estimator.text(self.model, request), 1, found[1]))

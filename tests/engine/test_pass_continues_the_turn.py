@@ -64,7 +64,7 @@ def test_a_pass_after_an_answer_goes_on_from_the_turn_the_server_holds(tmp_path,
     bodies, _ = chat(tmp_path, kind)
     assert {b["model"] for b in bodies} == {MODEL}
     summaries = [(i, b["messages"]) for i, b in enumerate(bodies) if b["messages"][-1]["content"].startswith(HEADERS)]
-    checkpoints = [(i, m) for i, m in summaries if "the conversation above" in m[-1]["content"]]
+    checkpoints = [(i, m) for i, m in summaries if m[-1]["content"].startswith(f"{HEADERS[0]}:\n\nthe conversation above")]
     agings = [(i, m) for i, m in summaries if m[-1]["content"].startswith(HEADERS[1])]
     assert checkpoints and agings
     for i, messages in checkpoints + agings:
@@ -72,6 +72,10 @@ def test_a_pass_after_an_answer_goes_on_from_the_turn_the_server_holds(tmp_path,
         assert messages[:-1] == turn[:len(messages) - 1]  # as the server read it
     assert all(m[-2]["role"] == "assistant" for _, m in checkpoints)  # a request follows an answer
     assert all(len(m) == 2 and m[0]["role"] == "system" for _, m in agings)  # the system message, then the request
+    # checkpoints the system message shows are named there by their headings, not quoted again
+    named = [m[-1]["content"].split("\n\n")[1] for _, m in agings]
+    assert named and all(n.startswith("the summaries under \u201c[") and n.endswith("of the conversation above.")
+                         for n in named)
 
 
 def test_a_compaction_model_of_its_own_summarizes_on_its_own(tmp_path):

@@ -135,3 +135,21 @@ def test_a_checkpoint_after_its_messages_is_one_call(tmp_path):
     asyncio.run(found.summarize(chunks, "Compress it.", "", room=100))
     assert all(m[0]["role"] == "system" and m[0]["content"] != "be brief" and len(m) == 2 for m in backend.sent)
     assert [m[1]["content"].startswith(HEADER) for m in backend.sent] == [True, True, True, False]
+
+
+def test_an_aging_names_the_checkpoints_the_system_message_shows_as_they_are():
+    import msgspec
+    from ctxkeep.daemon.compaction.checkpoints import shown_in
+    from ctxkeep.daemon.store.context_records import Checkpoint
+    recent = Checkpoint(id="a", first_seq=0, last_seq=5, summary="they planned the garden", original_tokens=90,
+                        current_tokens=9)
+    old = Checkpoint(id="b", age="old", first_seq=6, last_seq=9, summary="beans", original_tokens=40, current_tokens=2)
+    served = turn(TALK)
+    served = Served("s1", served.messages, served.view._replace(
+        context=msgspec.structs.replace(served.view.context, checkpoints=[old, recent])))
+    assert shown_in(served, [recent]) == ("the summary under \u201c[recent checkpoint, messages 0-5]\u201d "
+                                          "at the start of the conversation above.")
+    aged = msgspec.structs.replace(recent, age="old")  # aged without a call since: shown as it was then
+    assert "\u201c[old checkpoint, messages 6-9]\u201d and \u201c[recent checkpoint" in shown_in(served, [old, aged])
+    assert shown_in(served, [msgspec.structs.replace(recent, summary="shorter")]) == ""  # not as it is now
+    assert shown_in(None, [recent]) == "" and shown_in(served, []) == ""
