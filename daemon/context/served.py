@@ -5,10 +5,11 @@ the prefix a new prompt shares with it. A summary asked for after the opening of
 prompt (its system message; the conversation up to the last message summarized) is read
 from their cache but for the request, where a transcript of the same messages is read whole."""
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
-from ctxkeep.daemon.context.estimator import Estimator
+from ctxkeep.daemon.context.estimator import SLACK, Estimator
 from ctxkeep.daemon.context.prompt import context_messages
 from ctxkeep.daemon.store.records import View
 
@@ -24,6 +25,10 @@ class Served:
     messages: list[Message]
     #: The session as the prompt was built from it (before its question).
     view: View
+    #: The server's count of the prompt (0: none), and the estimate it was sent with: an
+    #: opening's estimate is scaled by what the count made of the whole.
+    counted: int = 0
+    estimated: int = 0
 
 
 @dataclass(frozen=True)
@@ -35,12 +40,26 @@ class Opening:
     tokens: int
 
 
+#: What an opening's tokens, scaled by the count of the whole prompt, are raised by: the error
+#: of one part's share of an exact count is far smaller than of an estimate alone.
+SCALED_MARGIN = 0.03
+
+
+def opening_tokens(served: Served, estimator: Estimator, model: str, estimate: int) -> int:
+    """The most an opening of the served prompt estimated at `estimate` tokens may take:
+    scaled by the count of the whole where the server counted it, else the estimate
+    raised by its error."""
+    if served.counted and served.estimated:
+        return math.ceil(estimate * served.counted / served.estimated * (1 + SCALED_MARGIN)) + SLACK
+    return estimator.raised(model, estimate)
+
+
 def system_opening(served: Served, estimator: Estimator, model: str) -> Opening | None:
     """The served prompt's system message (its checkpoints among it), where it has one."""
     first = served.messages[0]
     if first["role"] != "system":
         return None
-    return Opening([first], estimator.raised(model, estimator.message(model, first["content"])))
+    return Opening([first], opening_tokens(served, estimator, model, estimator.message(model, first["content"])))
 
 
 def opening_through(served: Served, seq: int, estimator: Estimator) -> Opening | None:
@@ -63,7 +82,7 @@ def opening_through(served: Served, seq: int, estimator: Estimator) -> Opening |
         built, tokens = [*built, answer], tokens + estimator.message(session.model, str(answer.get("content", "")))
     if built[-1]["role"] != "assistant":  # a tool's results: not every template takes a request after them
         return None
-    return Opening(built, estimator.raised(session.model, tokens))
+    return Opening(built, opening_tokens(served, estimator, session.model, tokens))
 
 
 class LastPrompts:

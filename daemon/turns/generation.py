@@ -169,18 +169,20 @@ class Generations:
                 raise
             return
         if done is not None:
-            self._served(turn, output, extras)
+            self._served(turn, output, extras, done)
             await self._after(done)
 
-    def _served(self, turn: Turn, output: Output, extras: ChatExtras) -> None:
+    def _served(self, turn: Turn, output: Output, extras: ChatExtras, done: View) -> None:
         """What the model's server now holds, for a summary to go on from: the turn's prompt
         and its answer, where they are sent again as they were read (not with tools or images,
         or an answer that thought or called tools: those are sent again otherwise)."""
         session = turn.view.session
         plain = not (extras.tools or output.thought or output.calls) and not any("images" in m for m in turn.messages)
         if plain:
+            counted = done.session.token_count if done.session.tokens_exact else 0
             self.parts.served.turn(session.model, Served(
-                session.id, [*turn.messages, {"role": "assistant", "content": output.text}], turn.view))
+                session.id, [*turn.messages, {"role": "assistant", "content": output.text}], turn.view,
+                counted, turn.estimate.tokens))
 
     async def _stream(self, job: Job, turn: Turn, question: Question, output: Output,
                       extras: ChatExtras) -> None:

@@ -153,3 +153,16 @@ def test_an_aging_names_the_checkpoints_the_system_message_shows_as_they_are():
     assert "\u201c[old checkpoint, messages 6-9]\u201d and \u201c[recent checkpoint" in shown_in(served, [old, aged])
     assert shown_in(served, [msgspec.structs.replace(recent, summary="shorter")]) == ""  # not as it is now
     assert shown_in(None, [recent]) == "" and shown_in(served, []) == ""
+
+
+def test_an_opening_of_a_counted_prompt_is_its_share_of_the_count(tmp_path):
+    """The server counted the whole prompt: an opening is its estimate scaled by what the count
+    made of the whole estimate, a little more (an estimate alone is raised by its error, which
+    kept checkpoints that fit from going on from the turn)."""
+    from ctxkeep.daemon.context.served import SCALED_MARGIN, opening_tokens
+    estimator = Estimator(Store.open(tmp_path))
+    served = turn(TALK)
+    assert opening_tokens(served, estimator, "m", 1000) == estimator.raised("m", 1000)  # no count
+    counted = Served("s1", served.messages, served.view, counted=1800, estimated=2000)
+    assert opening_tokens(counted, estimator, "m", 1000) == round(900 * (1 + SCALED_MARGIN)) + 16
+    assert opening_tokens(counted, estimator, "m", 1000) < estimator.raised("m", 1000)
