@@ -27,10 +27,24 @@ from ctxkeep.daemon.context.content import prompt_content
 log = logging.getLogger(__name__)
 
 
+#: The fewest tokens a summary is given.
+LEAST_SUMMARY = 48
+#: A new checkpoint's summary takes at most this share of what it replaces: a summary as
+#: long as its room (Gemma 3 270M writes every one to its cap) frees little and, at ~50 ms
+#: a token on a CPU, costs more time than anything else a pass does.
+SUMMARY_SHARE = 0.25
+
+
 def target(budget: Budget, age: str) -> int:
     """The size a checkpoint of `age` is compressed to."""
     base = budget.window - budget.reply - budget.system - budget.goals - budget.reserved
-    return max(48, int(base * AGE_SHARE[age]))
+    return max(LEAST_SUMMARY, int(base * AGE_SHARE[age]))
+
+
+def summary_room(budget: Budget, original: int) -> int:
+    """The most a new checkpoint's summary of `original` tokens may take: its age's size,
+    and no more than a share of what it replaces."""
+    return min(target(budget, "recent"), max(LEAST_SUMMARY, int(original * SUMMARY_SHARE)))
 
 
 def aging_frees(checkpoints: list[Checkpoint], budget: Budget) -> int:
@@ -131,14 +145,15 @@ class Checkpointer:
         and the tokens the group costs now), or why there is none: it would not be smaller
         than the messages themselves."""
         summarizer.check_room()
-        room = min(summarizer.room, target(budget, "recent"))
+        room = min(summarizer.room, summary_room(budget, transcript[1]))
         chunks, original = transcript
         served = summarizer.served  # the server holds the group's messages as the last turn showed them?
         opening = opening_through(served, group[-1].seq, self.parts.estimator) if served else None
         if opening is None:
             log.info("session=%s checkpoint on its own: %s", session.id, "the last turn's prompt did not show "
                      "its messages as they are now" if served else "the model's server holds no turn of it")
-        text, tokens = await summarizer.summarize(chunks, system, instructions, progress, room=room, opening=opening)
+        asked = "\n\n".join(p for p in (instructions, f"At most about {room} tokens.") if p)
+        text, tokens = await summarizer.summarize(chunks, system, asked, progress, room=room, opening=opening)
         ran = tool_lines(group)
         if ran:  # every tool exchange as one line, whatever the summary kept of it
             block = "Tools run:\n" + "\n".join(ran)
@@ -159,7 +174,7 @@ class Checkpointer:
         by what it frees beside that before the model is asked (a summary made, then thrown
         away as too small a step, is a wasted call that re-read the prompt)."""
         heading = checkpoint_heading("recent", group[0].seq, group[-1].seq, of_user) + "\n\n"
-        summary = min(summarizer.room, target(budget, "recent"), original)
+        summary = min(summarizer.room, summary_room(budget, original), original)
         # the room is the model's own tokens; the pass measures the summary by its estimate
         estimated = math.ceil(summary * (1 + self.parts.estimator.margin(model)))
         return estimated + self.parts.estimator.text(model, heading)

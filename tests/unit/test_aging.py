@@ -15,11 +15,14 @@ BUDGET = Budget(window=4096, reply=256, system=40, goals=0, pinned=0, checkpoint
 class Writer:
     """A summarizer that writes every summary to the size it is allowed, as a small model does."""
 
+    #: No turn of the session its model's server holds (each call on its own).
+    served = None
+
     def __init__(self) -> None:
         self.calls: list[int] = []
 
     async def call(self, system: str, instructions: str, body: str, header: str,
-                   room: int | None = None) -> tuple[str, int]:
+                   room: int | None = None, shown: str = "") -> tuple[str, int]:
         assert room is not None
         self.calls.append(room)
         return "s " * room, room

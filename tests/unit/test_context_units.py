@@ -166,3 +166,16 @@ def test_the_reply_room_is_what_an_answer_can_take(window, options, room):
     from ctxkeep.daemon.store.records import SessionRecord
     session = SessionRecord(id="s", name="s", model="m", num_ctx=window, options=options, created=0, updated=0)
     assert reply_room(Config(), session) == room
+
+
+def test_a_new_checkpoint_takes_at_most_a_quarter_of_what_it_replaces():
+    """Issue 42: Gemma 3 270M writes every summary to its cap, and writing is what a pass
+    spends most of its time on; a checkpoint of ~500 tokens of answers was ~280 tokens."""
+    from ctxkeep.daemon.compaction.checkpoints import LEAST_SUMMARY, summary_room, target
+    from ctxkeep.daemon.context.usage import Budget
+    budget = Budget(window=2048, reply=64, system=0, goals=0, pinned=0, checkpoints=0, files=0, summaries=0,
+                    conversation=0)
+    assert target(budget, "recent") == int(1984 * 0.15)
+    assert summary_room(budget, 504) == 126
+    assert summary_room(budget, 4000) == target(budget, "recent")  # never more than its age's size
+    assert summary_room(budget, 100) == LEAST_SUMMARY
