@@ -27,6 +27,11 @@ from ctxkeep.daemon.context.content import prompt_content
 log = logging.getLogger(__name__)
 
 
+#: Where the user's own messages, once they pass half the conversation's budget, are
+#: summarized down to (the oldest first): a fifth of the budget at once, so that the next such
+#: step is turns away (at 40 %, one or two messages a pass in a 2,048 window, and every pass
+#: makes the model read the prompt again).
+USER_SHARE_AFTER = 0.3
 #: The fewest tokens a summary is given.
 LEAST_SUMMARY = 48
 #: A new checkpoint's summary takes at most this share of what it replaces: a summary as
@@ -39,6 +44,11 @@ def target(budget: Budget, age: str) -> int:
     """The size a checkpoint of `age` is compressed to."""
     base = budget.window - budget.reply - budget.system - budget.goals - budget.reserved
     return max(LEAST_SUMMARY, int(base * AGE_SHARE[age]))
+
+
+def at_most(instructions: str, room: int) -> str:
+    """A summarizer's instructions with the size its summary may take."""
+    return "\n\n".join(p for p in (instructions, f"At most about {room} tokens.") if p)
 
 
 def summary_room(budget: Budget, original: int) -> int:
@@ -152,8 +162,8 @@ class Checkpointer:
         if opening is None:
             log.info("session=%s checkpoint on its own: %s", session.id, "the last turn's prompt did not show "
                      "its messages as they are now" if served else "the model's server holds no turn of it")
-        asked = "\n\n".join(p for p in (instructions, f"At most about {room} tokens.") if p)
-        text, tokens = await summarizer.summarize(chunks, system, asked, progress, room=room, opening=opening)
+        text, tokens = await summarizer.summarize(chunks, system, at_most(instructions, room), progress, room=room,
+                                                  opening=opening)
         ran = tool_lines(group)
         if ran:  # every tool exchange as one line, whatever the summary kept of it
             block = "Tools run:\n" + "\n".join(ran)
@@ -198,8 +208,8 @@ class Checkpointer:
                     budget: Budget, preserved: set[int], keep_recent: int,
                     force: bool = False) -> list[MessageRecord]:
         """The oldest user messages to summarize when the preserved ones pass half the
-        budget (down to 40 % of it), or with `force` whenever there are any (at least
-        one); the last and the pinned messages always stay."""
+        budget (down to USER_SHARE_AFTER of it), or with `force` whenever there are any (at
+        least one); the last and the pinned messages always stay."""
         cost = {m.seq: self.parts.estimator.message(model, prompt_content(m)) for m in active}
         keep_recent = {m.seq for m in last(active, keep_recent)}
         total = sum(cost[s] for s in preserved if s in cost)
@@ -208,7 +218,7 @@ class Checkpointer:
             return []
         out: list[MessageRecord] = []
         for m in active:
-            if total <= base * 0.4 and (out or not force):
+            if total <= base * USER_SHARE_AFTER and (out or not force):
                 break
             if m.role == "user" and m.seq not in keep_recent and m.seq not in context.pinned:
                 out.append(m)
@@ -251,7 +261,7 @@ class Checkpointer:
         if c.current_tokens <= target and not force:
             return msgspec.structs.replace(c, age=age)
         text, tokens = await summarizer.call(
-            AGE_SYSTEM, instructions + f"\n\nAt most about {target} tokens.", c.summary,
+            AGE_SYSTEM, at_most(instructions, target), c.summary,
             "Summary to shorten:", room=target, shown=shown)
         if tokens >= c.current_tokens:  # no gain: keep the longer one rather than lose detail
             return msgspec.structs.replace(c, age=age)
