@@ -12,10 +12,11 @@ from dataclasses import dataclass
 
 import msgspec
 
-from ctxkeep.daemon.compaction.summarizer import Progress, Summarizer, chunk_lines, instructions_for
+from ctxkeep.daemon.compaction.chunks import chunk_lines
+from ctxkeep.daemon.compaction.summarizer import Progress, Summarizer, instructions_for
 from ctxkeep.daemon.compaction.planner import AGE_SHARE, AGES, Change, last, outline_line, tool_lines
 from ctxkeep.daemon.context.parts import Parts
-from ctxkeep.daemon.context.served import Served, opening_through
+from ctxkeep.daemon.context.served import Served
 from ctxkeep.daemon.context.prompt import (
     AGE_SYSTEM, CHECKPOINT_SYSTEM, CHECKPOINT_WITH_USER_SYSTEM, USER_SUMMARY_SYSTEM, checkpoint_heading,
 )
@@ -157,11 +158,10 @@ class Checkpointer:
         summarizer.check_room()
         room = min(summarizer.room, summary_room(budget, transcript[1]))
         chunks, original = transcript
-        served = summarizer.served  # the server holds the group's messages as the last turn showed them?
-        opening = opening_through(served, group[-1].seq, self.parts.estimator) if served else None
+        opening = summarizer.opening_through(group[-1].seq)  # as the last turn showed them, in the cache
         if opening is None:
             log.info("session=%s checkpoint on its own: %s", session.id, "the last turn's prompt did not show "
-                     "its messages as they are now" if served else "the model's server holds no turn of it")
+                     "its messages as they are now" if summarizer.served else "the model's server holds no turn of it")
         text, tokens = await summarizer.summarize(chunks, system, at_most(instructions, room), progress, room=room,
                                                   opening=opening)
         ran = tool_lines(group)

@@ -25,7 +25,6 @@ from ctxkeep.daemon.compaction.summarizer import (
     MIN_CALL_BUDGET, Summarizer, SummaryRejected, instructions_for,
 )
 from ctxkeep.daemon.context.parts import Parts
-from ctxkeep.daemon.context.served import opening_through
 from ctxkeep.daemon.context.prompt import COMPACTION_SYSTEM, SUMMARY_PREFIX
 from ctxkeep.daemon.errors import RequestError
 from ctxkeep.daemon.jobs.queue import Job, SessionJobs
@@ -150,11 +149,9 @@ class Compactor:
             def progress(step: int, steps: int, detail: str, expected: float | None) -> None:
                 self.parts.bus.publish(CompactionProgress(compaction_id=job.id, step=step, steps=steps,
                                                           detail=detail, expected_s=expected), job.session_id)
-            served = plan.summarizer.served  # the server holds the head as the last turn showed it?
-            opening = opening_through(served, plan.head[-1].seq, self.parts.estimator) if served else None
             text, tokens = await plan.summarizer.summarize(
                 plan.chunks, COMPACTION_SYSTEM, instructions_for(plan.context, instructions), progress,
-                opening=opening)
+                opening=plan.summarizer.opening_through(plan.head[-1].seq))
             await self._accept(job, plan, text, tokens, requested_by)
         except RequestError as exc:
             self._result(job, "failed", reason=_reason(exc.code, exc.message), **failure)

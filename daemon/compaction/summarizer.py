@@ -1,5 +1,7 @@
 """Summaries for every kind of compaction: chunks sized to the compaction model's window,
-one call per chunk then merge calls; a call the model refuses as too long is split."""
+one call per chunk then merge calls; a call the model refuses as too long is split. Where
+the model's server holds the session's last turn, a call goes on from its opening (the
+messages summarized, or the system message) and the server reads only the request."""
 
 import logging
 import math
@@ -16,7 +18,8 @@ from ctxkeep.daemon.backends.protocol import ModelBackend
 from ctxkeep.daemon.context.prompt import (
     COMPACTION_SYSTEM, MERGE_SYSTEM, Message, continuation, summary_call, transcript_line,
 )
-from ctxkeep.daemon.context.served import LastPrompts, Opening, Served, system_opening
+from ctxkeep.daemon.context.served import LastPrompts, Opening, Served, opening_through, system_opening
+from ctxkeep.daemon.compaction.chunks import chunk_lines, halves
 from ctxkeep.daemon.compaction.planner import compaction_model
 from ctxkeep.daemon.config import Config
 from ctxkeep.daemon.store.records import MessageRecord, SessionRecord
@@ -38,30 +41,6 @@ _MERGE_HEADER = "Summaries of consecutive parts of the conversation, in order:"
 
 class SummaryRejected(Exception):
     """The model's summary cannot stand for what it would replace."""
-
-
-def chunk_lines(lines: list[tuple[str, int]], budget: int) -> list[str]:
-    """Greedy chunks of transcript lines, each at most `budget` estimated tokens; a line
-    longer than the budget is cut into pieces that fit."""
-    budget = max(1, budget)
-    chunks: list[str] = []
-    current: list[str] = []
-    used = 0
-    for text, tokens in lines:
-        pieces = [(text, tokens)]
-        if tokens > budget:
-            n = math.ceil(tokens / budget)
-            size = math.ceil(len(text) / n)
-            pieces = [(text[i:i + size], math.ceil(tokens / n)) for i in range(0, len(text), size)]
-        for piece, cost in pieces:
-            if current and used + cost > budget:
-                chunks.append("".join(current))
-                current, used = [], 0
-            current.append(piece)
-            used += cost
-    if current:
-        chunks.append("".join(current))
-    return chunks
 
 
 #: What a compaction's summaries report: (step, steps, what was done, seconds the rest
@@ -103,6 +82,10 @@ class Summarizer:
         last (the summarizing model is the session's), each told to `last_prompts` otherwise."""
         self.served, self.last_prompts = last_prompts.of(session_id, self.model), last_prompts
         return self
+
+    def opening_through(self, seq: int) -> Opening | None:
+        """The last turn's prompt through stored message `seq`, where the server holds it so."""
+        return opening_through(self.served, seq, self.estimator) if self.served else None
 
     def in_place(self, request: str, room: int | None, opening: Opening | None) -> tuple[list[Message], int] | None:
         """The messages of a call that asks `request` after `opening`, and the room its answer
@@ -149,13 +132,13 @@ class Summarizer:
         try:
             return await self._call(system, instructions, body, header, room, shown)
         except ModelCallError as exc:
-            halves = _halves(body)
-            if exc.code is not ErrorCode.CONTEXT_OVERFLOW or halves is None:
+            cut = halves(body)
+            if exc.code is not ErrorCode.CONTEXT_OVERFLOW or cut is None:
                 raise
         log.info("a summarization call of ~%d tokens was refused as too long: split in two",
                  self.estimator.text(self.model, body))
-        first = await self.call(system, instructions, halves[0], header, room)
-        second = await self.call(system, instructions, halves[1], header, room)
+        first = await self.call(system, instructions, cut[0], header, room)
+        second = await self.call(system, instructions, cut[1], header, room)
         return f"{first[0]}\n\n{second[0]}", first[1] + second[1]
 
     async def _call(self, system: str, instructions: str, body: str, header: str,
@@ -163,7 +146,7 @@ class Summarizer:
         """One summary: after the last turn's system message where that fits (read from the
         server's cache: its checkpoints among it), else on its own."""
         opening = system_opening(self.served, self.estimator, self.model) if self.served else None
-        found = self.in_place(continuation(system, instructions, shown or body, header)["content"], room, opening)
+        found = self.in_place(continuation(system, instructions, shown or body, header), room, opening)
         if found is not None:
             try:
                 return await self._ask(*found)
@@ -226,7 +209,7 @@ class Summarizer:
                                 room: int | None) -> tuple[str, int] | None:
         """The summary of the conversation in `opening`, asked after it (None where that does
         not fit, or the server refused it as too long)."""
-        request = continuation(system, instructions, IN_PLACE_BODY, _HEADER)["content"]
+        request = continuation(system, instructions, IN_PLACE_BODY, _HEADER)
         found = self.in_place(request, room, opening)
         if found is None:
             log.info("a summary on its own: after the ~%d tokens of the last turn that it summarizes, the "
@@ -252,21 +235,6 @@ class Summarizer:
             return None if calls > 0 else 0.0
         written = calls * (room or self.room) // 2
         return self.speeds.expected(self.model, tokens + written, written)
-
-
-def _halves(body: str) -> tuple[str, str] | None:
-    """`body` cut in two near its middle, at a paragraph (else a line, else a space);
-    None when it is too short to cut."""
-    if len(body) < 200:
-        return None
-    middle, reach = len(body) // 2, len(body) // 4
-    for mark in ("\n\n", "\n", " "):
-        found = [c for c in (body.rfind(mark, middle - reach, middle), body.find(mark, middle, middle + reach))
-                 if c > 0]
-        if found:
-            cut = min(found, key=lambda c: abs(c - middle)) + len(mark)
-            return body[:cut], body[cut:]
-    return body[:middle], body[middle:]
 
 
 def instructions_for(context: ActiveContext, extra: str = "") -> str:

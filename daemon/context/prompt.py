@@ -183,11 +183,11 @@ def summary_call(system: str, instructions: str, body: str, header: str) -> list
             {"role": "user", "content": f"{header}\n\n{body}".rstrip()}]
 
 
-def continuation(system: str, instructions: str, body: str, header: str) -> Message:
-    """A summary asked for after the conversation the model's server read last (so read from
-    its cache): what to summarize, then how."""
+def continuation(system: str, instructions: str, body: str, header: str) -> str:
+    """The request of a summary asked after the opening of the prompt the model's server read
+    last (so read from its cache): what to summarize, then how."""
     parts = [f"{header}\n\n{body}".rstrip(), system] + ([f"Also: {instructions}"] if instructions else [])
-    return {"role": "user", "content": "\n\n".join(parts)}
+    return "\n\n".join(parts)
 
 
 CHECKPOINT_SYSTEM = (

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from ctxkeep.daemon.compaction.planner import outline_line
-from ctxkeep.daemon.compaction.summarizer import chunk_lines
+from ctxkeep.daemon.compaction.chunks import chunk_lines
 from ctxkeep.daemon.store.records import Attachment, MessageRecord
 from ctxkeep.protocol.events import CompactionResult, GenerationError, ResponseGeneration
 from conftest import talkative, until_idle
