@@ -147,13 +147,8 @@ class Summarizer:
         server's cache: its checkpoints among it), else on its own."""
         opening = system_opening(self.served, self.estimator, self.model) if self.served else None
         found = self.in_place(continuation(system, instructions, shown or body, header), room, opening)
-        if found is not None:
-            try:
-                return await self._ask(*found)
-            except ModelCallError as exc:  # a count too low: the call on its own may fit
-                if exc.code is not ErrorCode.CONTEXT_OVERFLOW:
-                    raise
-                self.served = None
+        if found is not None and (made := await self._ask_in_place(*found)) is not None:
+            return made
         if self.last_prompts is not None:
             self.last_prompts.other(self.model)
         return await self._ask(summary_call(system, instructions, body, header), room)
@@ -217,15 +212,21 @@ class Summarizer:
             return None
         progress(0, 1, f"summarizing 1 part(s) with {self.model}, the conversation read from its cache",
                  self.expected(self.estimator.text(self.model, request), 1, found[1]))
+        made = await self._ask_in_place(*found)
+        if made is not None:
+            progress(1, 1, "summarized", 0.0)
+        return made
+
+    async def _ask_in_place(self, messages: list[Message], room: int) -> tuple[str, int] | None:
+        """`_ask` for a call that goes on from the last turn; None where the server refused it
+        as too long (a count too low): the turn is not gone on from again, the call goes on its own."""
         try:
-            made = await self._ask(*found)
-        except ModelCallError as exc:  # a count too low: in parts, on their own
+            return await self._ask(messages, room)
+        except ModelCallError as exc:
             if exc.code is not ErrorCode.CONTEXT_OVERFLOW:
                 raise
             self.served = None
             return None
-        progress(1, 1, "summarized", 0.0)
-        return made
 
     def expected(self, tokens: int, calls: int, room: int | None = None) -> float | None:
         """Seconds `calls` calls should take reading `tokens` of transcript (and, for the
