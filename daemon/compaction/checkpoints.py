@@ -1,7 +1,8 @@
 """Level 3 of automatic compaction: older messages become a checkpoint (a goal-aware
 summary, their files as outlines) — with the user's own oldest messages among them when
-those alone pass half the budget, in one summary call — and existing checkpoints age —
-recent, old, ancient, merged — each step re-compressed smaller."""
+those alone pass half the budget, in one summary call — after the existing checkpoints, which
+age — recent, old, ancient, merged — each step re-compressed smaller, once together they need
+the room (checkpoint_sizes.py)."""
 
 import asyncio
 import logging
@@ -14,7 +15,8 @@ import msgspec
 
 from ctxkeep.daemon.compaction.chunks import chunk_lines
 from ctxkeep.daemon.compaction.summarizer import Progress, Summarizer, instructions_for
-from ctxkeep.daemon.compaction.planner import AGE_SHARE, AGES, Change, last, outline_line, tool_lines
+from ctxkeep.daemon.compaction.checkpoint_sizes import aging_frees, at_most, crowded, summary_room, target
+from ctxkeep.daemon.compaction.planner import AGES, Change, last, outline_line, tool_lines
 from ctxkeep.daemon.context.parts import Parts
 from ctxkeep.daemon.context.served import Served
 from ctxkeep.daemon.context.prompt import (
@@ -33,40 +35,13 @@ log = logging.getLogger(__name__)
 #: step is turns away (at 40 %, one or two messages a pass in a 2,048 window, and every pass
 #: makes the model read the prompt again).
 USER_SHARE_AFTER = 0.3
-#: The fewest tokens a summary is given.
-LEAST_SUMMARY = 48
-#: A new checkpoint's summary takes at most this share of what it replaces: a summary as
-#: long as its room (Gemma 3 270M writes every one to its cap) frees little and, at ~50 ms
-#: a token on a CPU, costs more time than anything else a pass does.
-SUMMARY_SHARE = 0.25
 
 
-def target(budget: Budget, age: str) -> int:
-    """The size a checkpoint of `age` is compressed to."""
-    base = budget.window - budget.reply - budget.system - budget.goals - budget.reserved
-    return max(LEAST_SUMMARY, int(base * AGE_SHARE[age]))
-
-
-def at_most(instructions: str, room: int) -> str:
-    """A summarizer's instructions with the size its summary may take."""
-    return "\n\n".join(p for p in (instructions, f"At most about {room} tokens.") if p)
-
-
-def summary_room(budget: Budget, original: int) -> int:
-    """The most a new checkpoint's summary of `original` tokens may take: its age's size,
-    and no more than a share of what it replaces."""
-    return min(target(budget, "recent"), max(LEAST_SUMMARY, int(original * SUMMARY_SHARE)))
-
-
-def aging_frees(checkpoints: list[Checkpoint], budget: Budget) -> int:
-    """About how many tokens aging each checkpoint one step would free (its size over the
-    next age's target; merging the ancient ones is not counted)."""
-    freed = 0
-    for c in checkpoints:
-        if not c.verbatim:
-            age = AGES[min(AGES.index(c.age) + 1, len(AGES) - 1)]
-            freed += max(0, c.current_tokens - target(budget, age))
-    return freed
+def user_note(users: list[MessageRecord]) -> str:
+    """What the user is told when their own earliest messages became a summary."""
+    return (f"{len(users)} of your earliest messages (#{users[0].seq}–#{users[-1].seq}) are now kept "
+            "as a summary, not word for word: your own messages passed half of the conversation's "
+            "budget. `ctxkeep undo` puts them back; a larger num_ctx keeps more of them verbatim.")
 
 
 def shown_in(served: Served | None, checkpoints: list[Checkpoint]) -> str:
@@ -91,7 +66,8 @@ class Checkpointer:
                          extra: bool, progress: Progress = lambda *_: None, least: int = 0) -> Change | str:
         """Level 3's change (or why there is none): the messages outside `preserved`
         become a checkpoint, the user's oldest ones too when they pass half the budget (or,
-        past the levels (`extra`), when nothing else is left), existing checkpoints age."""
+        past the levels (`extra`), when nothing else is left), after the existing checkpoints
+        (aged first when they need the room; and where nothing is left to summarize)."""
         session, context, active = view
         older = [m for m in active if m.seq not in preserved]
         users = await asyncio.to_thread(self._user_share, session.model, context, active, budget, preserved,
@@ -121,18 +97,17 @@ class Checkpointer:
             if isinstance(made, str):
                 notes.append(made)
             else:
-                checkpoints = await self._age(checkpoints, budget, summarizer, instructions)
+                if crowded(checkpoints, made, budget):
+                    log.info("session=%s the checkpoints (%s) age before the new one (%d) joins them", session.id,
+                             "+".join(str(c.current_tokens) for c in checkpoints), made.current_tokens)
+                    checkpoints = await self._age(checkpoints, budget, summarizer, instructions)
                 checkpoints.append(made)
                 gone = {m.seq for m in group}
                 if older:
                     notes.append(f"{len(older)} message(s) became a checkpoint")
                 if users:
-                    message = (f"{len(users)} of your earliest messages (#{users[0].seq}–#{users[-1].seq}) "
-                               "are now kept as a summary, not word for word: your own messages passed "
-                               "half of the conversation's budget. `ctxkeep undo` puts them back; "
-                               "a larger num_ctx keeps more of them verbatim.")
-                    warnings.append(("user_summary", message))
-                    notes.append(message)
+                    warnings.append(("user_summary", user_note(users)))
+                    notes.append(user_note(users))
         if not gone:
             if not checkpoints:
                 return "; ".join(notes) or "nothing outside the preserved messages to summarize"

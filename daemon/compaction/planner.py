@@ -112,8 +112,16 @@ def older_tool_messages(active: list[MessageRecord], keep_tools: int
 
 
 def last(active: list[MessageRecord], n: int) -> list[MessageRecord]:
-    """The last `n` messages (none for 0, where `active[-0:]` would be all of them)."""
-    return active[-n:] if n > 0 else []
+    """The last `n` messages (none for 0, where `active[-0:]` would be all of them), with the
+    question the first of them answers: an answer kept without it (its question summarized)
+    would open the prompt as the model's turn, and the next pass would move the start of the
+    prompt the server holds in its cache."""
+    if n <= 0:
+        return []
+    start = max(0, len(active) - n)
+    if start > 0 and active[start].role == "assistant" and active[start - 1].role == "user":
+        start -= 1
+    return active[start:]
 
 
 def preserved_seqs(context: ActiveContext, active: list[MessageRecord], keep_recent: int,

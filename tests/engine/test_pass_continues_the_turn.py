@@ -20,11 +20,14 @@ MODEL = "qwen2.5:7b"
 HEADERS = ("Conversation to summarize", "Summary to shorten", "Summaries of")
 
 
-def chat(tmp_path, kind: str, **config) -> tuple[list[dict], InProcess]:
-    """Twenty-four turns of long answers in a 2,048 window: every request the server read."""
+def chat(tmp_path, kind: str, words: int = 40, **config) -> tuple[list[dict], InProcess]:
+    """Twenty-four turns of long answers in a 2,048 window (each checkpoint `words` long):
+    every request the server read."""
     standin = OllamaStandin() if kind == "ollama" else OpenAIStandin(n_ctx=2048)
 
     def reply(messages):
+        if messages[-1]["content"].startswith(HEADERS[0]):  # checkpoints long enough to age
+            return "Summary: " + " ".join(f"fact{len(messages)}x{i}" for i in range(words))
         if messages[-1]["content"].startswith(HEADERS):
             return "Summary: the user and the assistant discussed the plan."
         return " ".join(f"detail{len(messages)}x{i}" for i in range(80))
@@ -73,9 +76,24 @@ def test_a_pass_after_an_answer_goes_on_from_the_turn_the_server_holds(tmp_path,
     assert all(m[-2]["role"] == "assistant" for _, m in checkpoints)  # a request follows an answer
     assert all(len(m) == 2 and m[0]["role"] == "system" for _, m in agings)  # the system message, then the request
     # checkpoints the system message shows are named there by their headings, not quoted again
+    # (one made since that turn, or after a call that went on its own, is quoted)
     named = [m[-1]["content"].split("\n\n")[1] for _, m in agings]
-    assert named and all(n.startswith("the summaries under \u201c[") and n.endswith("of the conversation above.")
-                         for n in named)
+    named = [n for n in named if n.startswith(("the summary under \u201c[", "the summaries under \u201c["))]
+    assert any(n.startswith("the summaries under") for n in named)  # a merge among them
+    assert len(named) >= len(agings) // 2 and all(n.endswith("of the conversation above.") for n in named)
+
+
+def test_a_new_checkpoint_leaves_the_earlier_ones_as_the_server_holds_them(tmp_path):
+    """Checkpoints with room to spare do not age: a pass puts its checkpoint after the others,
+    so the prompt after it opens as the prompts before it did, through those (the server
+    reads again only what follows them). They change otherwise only where they aged."""
+    bodies, _ = chat(tmp_path, "ollama", words=6)
+    agings = [i for i, b in enumerate(bodies) if b["messages"][-1]["content"].startswith(HEADERS[1:])]
+    blocks = [(i, b["messages"][0]["content"].partition("Summary of the earlier conversation")[2])
+              for i, b in enumerate(bodies) if not b["messages"][-1]["content"].startswith(HEADERS)]
+    changes = [(i, j, a, b) for (i, a), (j, b) in zip(blocks, blocks[1:]) if a != b]
+    assert len([1 for _, _, a, b in changes if a and b.startswith(a)]) >= 3  # appended to what the server held
+    assert all(any(i < k < j for k in agings) for i, j, a, b in changes if not b.startswith(a))
 
 
 def test_a_compaction_model_of_its_own_summarizes_on_its_own(tmp_path):

@@ -4,7 +4,8 @@ with no model call (each call re-reads and rewrites a summary, and loses detail)
 
 import asyncio
 
-from ctxkeep.daemon.compaction.checkpoints import Checkpointer, target
+from ctxkeep.daemon.compaction.checkpoint_sizes import target
+from ctxkeep.daemon.compaction.checkpoints import Checkpointer
 from ctxkeep.daemon.context.usage import Budget
 from ctxkeep.daemon.store.context_records import Checkpoint
 
@@ -54,3 +55,17 @@ def test_a_checkpoint_marked_ancient_merges_into_the_merged_one_in_one_call():
     out = aged([merged, checkpoint(1, "old", target(BUDGET, "old"))], writer)
     assert [c.age for c in out] == ["merged"] and writer.calls == [target(BUDGET, "merged")]
     assert (out[0].first_seq, out[0].last_seq) == (0, 19)
+
+
+def test_checkpoints_age_only_when_they_need_the_room():
+    """Issue 42: aging rewrites every checkpoint, so the model server reads the whole prompt
+    again; a new checkpoint goes after the others, left as its cache holds them, until together
+    they pass CHECKPOINTS_SHARE of the budget."""
+    from ctxkeep.daemon.compaction.checkpoint_sizes import CHECKPOINTS_SHARE, base, crowded
+    share = int(base(BUDGET) * CHECKPOINTS_SHARE)
+    new = checkpoint(3, "recent", 100)
+    assert not crowded([], new, BUDGET)
+    assert not crowded([checkpoint(1, "recent", 200)], new, BUDGET)
+    assert not crowded([checkpoint(1, "recent", share - 100)], new, BUDGET)
+    assert crowded([checkpoint(1, "recent", share - 99)], new, BUDGET)
+    assert crowded([checkpoint(1, "recent", share - 150), checkpoint(2, "old", 60)], new, BUDGET)

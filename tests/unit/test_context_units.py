@@ -62,6 +62,18 @@ def test_preserved_are_the_last_pinned_and_users_own():
     assert preserved_seqs(context, active, 2, preserve_user=True) == {0, 2, 3, 4, 6, 8, 9}
 
 
+def test_the_last_messages_kept_start_with_a_question():
+    """Issue 42: an answer kept without its question (summarized) opened the prompt as the
+    model's turn, and moved the start of the prompt the server holds in its cache."""
+    active = [msg(i, "user" if i % 2 == 0 else "assistant") for i in range(10)]
+    context = ActiveContext(seqs=list(range(10)))
+    assert preserved_seqs(context, active, 3, preserve_user=False) == {6, 7, 8, 9}
+    assert preserved_seqs(context, active, 4, preserve_user=False) == {6, 7, 8, 9}
+    assert preserved_seqs(context, active, 0, preserve_user=False) == set()
+    tools = [msg(0, "user"), msg(1, "assistant"), msg(2, "tool"), msg(3, "assistant")]
+    assert preserved_seqs(ActiveContext(seqs=[0, 1, 2, 3]), tools, 1, preserve_user=False, keep_tools=0) == {3}
+
+
 def test_level1_summarizes_files_not_used_lately():
     def att(path: str) -> Attachment:
         return Attachment(path=path, mode="full", block=f"<{path}>", summary=f"outline of {path}")
@@ -171,7 +183,7 @@ def test_the_reply_room_is_what_an_answer_can_take(window, options, room):
 def test_a_new_checkpoint_takes_at_most_a_quarter_of_what_it_replaces():
     """Issue 42: Gemma 3 270M writes every summary to its cap, and writing is what a pass
     spends most of its time on; a checkpoint of ~500 tokens of answers was ~280 tokens."""
-    from ctxkeep.daemon.compaction.checkpoints import LEAST_SUMMARY, summary_room, target
+    from ctxkeep.daemon.compaction.checkpoint_sizes import LEAST_SUMMARY, summary_room, target
     from ctxkeep.daemon.context.usage import Budget
     budget = Budget(window=2048, reply=64, system=0, goals=0, pinned=0, checkpoints=0, files=0, summaries=0,
                     conversation=0)
