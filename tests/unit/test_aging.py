@@ -69,3 +69,34 @@ def test_checkpoints_age_only_when_they_need_the_room():
     assert not crowded([checkpoint(1, "recent", share - 100)], new, BUDGET)
     assert crowded([checkpoint(1, "recent", share - 99)], new, BUDGET)
     assert crowded([checkpoint(1, "recent", share - 150), checkpoint(2, "old", 60)], new, BUDGET)
+
+
+class Hundred:
+    """Every message costs 100 tokens."""
+
+    def message(self, model: str, content: str) -> int:
+        return 100
+
+
+def test_the_users_share_is_summarized_in_one_large_step():
+    """Issue 42: once the user's own messages pass half the budget, the oldest are summarized
+    in one step of about a third of the budget, so the next such step is turns away (at
+    one or two messages a step, every few turns a pass made the model read the prompt again);
+    the last messages stay."""
+    from types import SimpleNamespace
+    from ctxkeep.daemon.compaction.checkpoints import USER_SHARE_AFTER
+    from ctxkeep.daemon.store.context_records import ActiveContext
+    from ctxkeep.daemon.store.records import MessageRecord
+    active = [MessageRecord(seq=i, role="user" if i % 2 == 0 else "assistant", content=f"m{i}", created=0.0)
+              for i in range(20)]
+    budget = Budget(window=2000, reply=0, system=0, goals=0, pinned=0, checkpoints=0, files=0, summaries=0,
+                    conversation=0)
+    preserved = {m.seq for m in active if m.role == "user"} | {19}  # 10 questions and the last answer
+    checkpointer = Checkpointer(parts=SimpleNamespace(estimator=Hundred()))  # type: ignore[arg-type]
+    users = checkpointer._user_share("m", ActiveContext(seqs=list(range(20))), active, budget, preserved, 2)
+    assert [m.seq for m in users] == list(range(0, 2 * len(users), 2))  # the oldest first
+    assert len(users) * 100 >= 0.3 * 2000  # from just over half
+    assert (len(preserved) - len(users)) * 100 <= USER_SHARE_AFTER * 2000
+    assert 18 not in {m.seq for m in users}
+    assert checkpointer._user_share("m", ActiveContext(seqs=list(range(20))), active[:18], budget,
+                                    {m.seq for m in active[:18] if m.role == "user"}, 2) == []  # 9 of 20: not half
