@@ -31,11 +31,11 @@ log = logging.getLogger(__name__)
 
 
 #: Where the user's own messages, once they pass half the conversation's budget, are
-#: summarized down to (the oldest first): 30 % of the budget at once, so that the next such
-#: step is turns away (every pass makes the model read again the prompt after its first
-#: change; at 40 % it was one or two messages a pass in a 2,048 window; in 80 turns there
-#: 79.5 % of prompt tokens came from the cache at 30 %, 80.6 % at 20 %). Recall brings their
-#: words back when a question needs them.
+#: summarized down to, the oldest first: from half to a fifth of the budget in one step, so
+#: that the next such step is turns away (every pass makes the model read again the prompt
+#: after its first change; at 40 % it was one or two messages a pass in a 2,048 window; in 80
+#: turns there 79.5 % of prompt tokens came from the cache at 30 %, 79.4–80.6 % at 20 %).
+#: Recall brings their words back when a question needs them.
 USER_SHARE_AFTER = 0.2
 
 
