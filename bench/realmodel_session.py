@@ -23,6 +23,7 @@ client's, no turn over 2× the median without a visible reason.
 
 import argparse
 from collections import Counter
+import logging
 import random
 import re
 import shutil
@@ -182,7 +183,10 @@ def main() -> None:
     parser.add_argument("--answer", type=int, default=96, help="the most tokens an answer takes")
     parser.add_argument("--clients", default="truncating,ctxkeepd",
                         help="which clients run (the baseline belongs in the same run for timings)")
+    parser.add_argument("--log", type=Path, help="write the daemon's log (INFO: each pass, each aging and why) here")
     args = parser.parse_args()
+    if args.log:
+        logging.basicConfig(level=logging.INFO, filename=args.log, format="%(asctime)s %(name)s %(message)s")
     clients = {"truncating": truncating, "ctxkeepd": through_ctxkeepd}
     rng = random.Random(5)
     texts = [question(t, rng) for t in range(args.turns)]
