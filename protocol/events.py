@@ -60,7 +60,7 @@ class QueryReceived(Event, tag=subjects.QUERY_RECEIVED):
 
 class GenerationRecalled(Event, tag=subjects.GENERATION_RECALLED):
     """Recall put passages of earlier messages into the turn's prompt (a marked block
-    opening the new message, oldest first): sent before the prompt goes out, only when
+    after the new message, oldest first): sent before the prompt goes out, only when
     something was recalled. `tokens` is their estimate (the turn's exact count includes
     them); `by_meaning`, whether embeddings ranked them beside their words."""
 

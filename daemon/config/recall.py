@@ -16,7 +16,7 @@ class RecallConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
     recall: Annotated[bool, described(
         "Recall: before each turn, the passages of the session's whole history that the new "
-        "message needs (and the active context no longer holds) open the message, in the room "
+        "message needs (and the active context no longer holds) follow the message, in the room "
         "the window leaves (per session: `ctxkeep set --recall on|off`).")] = True
     recall_budget: Annotated[int, Meta(ge=0, le=2**24), described(
         "The most tokens recall may add to a prompt; 0 = up to the level-1 threshold of the "
@@ -28,8 +28,8 @@ class RecallConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     recall_read_seconds: Annotated[float, Meta(ge=0, le=3600), described(
         "The most reading recall may cost a turn, in seconds at the model's measured reading "
         "speed on this machine: the recalled block is new text every turn, read whole, and the "
-        "last turn's block makes the server read that turn's message and answer again (the "
-        "block keeps at least half). On a CPU it bounds the block (Gemma 3 270M on 2 cores: "
+        "last turn's block makes the server read that turn's answer again (the block keeps at "
+        "least half). On a CPU it bounds the block (Gemma 3 270M on 2 cores: "
         "~1 s is ~200 tokens); on a GPU it is no bound. 0 = no bound (nor before the model's "
         "speed is measured).")] = 1.0
     recall_embed_wait_ms: Annotated[float, Meta(ge=0, le=10_000), described(

@@ -138,13 +138,14 @@ class TurnPrompts:
     def build(self, session: SessionRecord, context: ActiveContext, active: list[MessageRecord],
               user: MessageRecord, recalled: str = "") -> list[Message]:
         """Equal to `build_messages(session, context, active, user)`; a `recalled` block
-        (recall/select.py) opens the new message (the prompt before it stays as the model
-        server last saw it, so its cache of that part stays good)."""
+        (recall/select.py) follows the new message: the prompt up to the end of the
+        message is what the next turn sends again, so the server's cache of it stays good
+        (a block before the message made the next turn read the message again)."""
         system, out = self.folded.fold(session.id, (frozenset(context.file_summaries), session.vision), active)
         system, out = list(system), list(out)  # the kept state stays as it is
-        if recalled:
-            user = msgspec.structs.replace(user, content=f"{recalled}\n\n{user.content}")
         _normalize_step((system, out), user, (frozenset(), session.vision))  # as build_messages shows it
+        if recalled:  # after the message as shown, its files and notes included
+            out[-1] = {**out[-1], "content": f"{out[-1]['content']}\n\n{recalled}"}
         texts = [t for t in (system_text(session, context), *system) if t]
         return ([{"role": "system", "content": "\n\n".join(texts)}] if texts else []) + out
 

@@ -29,15 +29,15 @@ log = logging.getLogger("ctxkeep.daemon.turns.generation")
 
 def displaced_by_recall(view: View, estimator: Estimator) -> int:
     """Estimated tokens the next prompt makes the server read again because the last
-    prompt's recall block opened its user message: the server's cache ends where that block
-    began, so the message and its answer are read anew. 0 when the last prompt had no block,
-    or the prompt changed since it was counted (a compaction: it is read anew whatever
-    recall does)."""
+    prompt's recall block followed its user message: the server's cache ends where that
+    block began, so the answer after the message is read anew. 0 when the last prompt had
+    no block, or the prompt changed since it was counted (a compaction: it is read anew
+    whatever recall does)."""
     session, _, active = view
     if not (session.recalled_tokens and session.tokens_exact):
         return 0
     start = next((i for i in range(len(active) - 1, -1, -1) if active[i].role == "user"), len(active))
-    return sum(estimator.message(session.model, prompt_content(m)) for m in active[start:])
+    return sum(estimator.message(session.model, prompt_content(m)) for m in active[start + 1:])
 
 
 class Turn(NamedTuple):

@@ -26,7 +26,8 @@ def test_the_cli_searches_forgets_and_shows_memory(daemon, standin):
         until_idle(c, garage.id, c.send(garage.id, CAR).generation_id)
         asker = c.create_session(model=MODEL, name="weekend").session
         until_idle(c, asker.id, c.send(asker.id, ASK).generation_id)
-        assert last_prompt(standin).startswith(block.OPENING) and f'in "garage" user: {CAR}' in last_prompt(standin)
+        assert last_prompt(standin).startswith(f"{ASK}\n\n{block.OPENING}")  # the block after the question
+        assert f'in "garage" user: {CAR}' in last_prompt(standin)
 
     found = daemon.cli("memory", "search", "skoda", "octavia")
     assert found.returncode == 0, found.stderr

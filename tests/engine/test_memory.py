@@ -55,7 +55,7 @@ def test_what_one_session_was_told_comes_back_in_a_new_one_with_its_source(tmp_p
         return family, recalled, hits, message
     (family, recalled, hits, message), backend = run(tmp_path, scenario)
     prompt = backend.chats[-1][0][-1]["content"]
-    assert prompt.startswith(block.OPENING) and SISTER in prompt and prompt.endswith(QUESTION)
+    assert prompt.startswith(f"{QUESTION}\n\n{block.OPENING}") and SISTER in prompt and prompt.endswith("</recalled>")
     assert f'in "family" user: {SISTER}' in prompt  # where it comes from, and when (the line's stamp)
     assert (family, "family", 0) in [(p.session_id, p.session_name, p.seq) for p in recalled]
     assert {p.session_id for p in recalled} == {family}  # (with the answer it had, when there is room)

@@ -67,17 +67,19 @@ def test_a_slow_models_recalled_block_is_what_it_reads_in_the_time_allowed(tmp_p
     assert slow and max(slow) <= 200 + 20, slow  # within the estimate's margin
 
 
-def test_a_block_and_the_exchange_its_predecessor_makes_the_server_read_again_share_the_bound(tmp_path):
-    """A block opens its message, so the next prompt (that message without it) differs from
-    the last from there on: the server reads that message and its answer again. What recall
-    makes a turn read, that and the new block, stays within the time allowed."""
+def test_a_block_and_the_answer_its_predecessor_makes_the_server_read_again_share_the_bound(tmp_path):
+    """A block follows its message, so the next prompt (that message without it) is the last
+    one up to the block's start: the server reads the message's answer again, not the
+    message. What recall makes a turn read, that and the new block, stays within the time
+    allowed."""
     _, backend = chat(tmp_path, ns_per_read=5_000_000, seconds=1.0)  # 200 tokens/s
-    answers = [sent for sent, options in backend.chats if "Turn " in str(sent[-1].get("content"))]
+    answers = [sent for sent, options in backend.chats if str(sent[-1].get("content")).startswith("Turn ")]
     blocked = [(before, now) for before, now in zip(answers, answers[1:])
-               if before[-1]["content"].startswith("<recalled") and now[-1]["content"].startswith("<recalled")
+               if "\n\n<recalled" in before[-1]["content"] and "\n\n<recalled" in now[-1]["content"]
                and len(now) == len(before) + 2 and now[:len(before) - 1] == before[:-1]]  # no compaction between
     assert len(blocked) >= 5, len(blocked)
     for before, now in blocked:
-        block = now[-1]["content"].split("\n\nTurn ")[0]
-        again = [m["content"] for m in now[len(before) - 1:-1]]  # that message, as now sent, and its answer
-        assert backend.count(block) + sum(map(backend.count, again)) <= 200 + 20, (block, again)
+        assert before[-1]["content"].startswith(now[len(before) - 1]["content"] + "\n\n<recalled")  # cached
+        block = "<recalled" + now[-1]["content"].split("\n\n<recalled", 1)[1]
+        again = now[len(before)]["content"]  # the answer to the message that had the block
+        assert backend.count(block) + backend.count(again) <= 200 + 20, (block, again)
