@@ -51,7 +51,7 @@ def test_a_fact_gone_from_the_context_comes_back_for_a_question_about_it_only(tm
     assert 0 in [p.seq for p in asked]
     last = prompt[-1]["content"]
     assert last.startswith(f"Where does Alice live these days?\n\n{select.OPENING}") and FACT in last
-    assert last.endswith(select.CLOSING)  # the block follows the question: the next turn reads it from the cache
+    assert last.endswith(select.CLOSING)  # after the question: the next turn, sending the question alone, reads it from the cache
     assert not any(FACT in m["content"] for m in prompt[:-1])  # only in the block, once
     assert 0 not in [p.seq for p in unrelated]
 

@@ -91,8 +91,10 @@ def test_a_busy_daemon_is_not_reported_as_dead(daemon_process, standin):
 def test_ask_says_so_when_the_daemon_restarted(daemon_process, standin):
     daemon = daemon_process  # a process of its own: it is killed or signalled
     sid, proc = ask_while_streaming(daemon, standin)
-    daemon.stop(signal.SIGKILL)
+    proc.send_signal(signal.SIGSTOP)  # `ask` held while the daemon restarts: on a loaded machine a
+    daemon.stop(signal.SIGKILL)  # slow start was seen first as "not running" (the test above)
     daemon.start()
+    proc.send_signal(signal.SIGCONT)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode != 0 and "restarted" in err, (out, err)
     with daemon.client() as c:  # the cut answer was marked at start-up

@@ -94,7 +94,11 @@ def histories(draw):
         summaries = draw(st.lists(st.integers(0, len(stored)), max_size=2))
         context = ActiveContext(seqs=[m.seq for m in active], file_summaries=summaries,
                                 pinned=draw(st.lists(st.integers(0, len(stored)), max_size=2)))
-        user = MessageRecord(seq=1000 + turn, role="user", content=draw(TEXT), created=0.0)  # seqs are unique
+        user = MessageRecord(seq=1000 + turn, role="user", content=draw(TEXT), created=0.0,  # seqs are unique
+                             files=[Attachment(path=f"u{turn}", mode="full", block=draw(TEXT), summary=draw(TEXT))
+                                    ] if draw(st.booleans()) else [],
+                             images=[ImageRef(hash=f"{1000 + turn:064x}", media_type="image/png", size=9,
+                                              name=draw(TEXT))] * draw(st.integers(0, 1)))
         states.append((context, active, user))
     return session, states
 
@@ -103,7 +107,8 @@ def histories(draw):
 @given(histories())
 def test_folds_kept_across_turns_equal_folds_from_the_start(case):
     """Features and prompts folded on from a session's earlier contexts (context/fold.py)
-    equal those computed from the start, however the context changed in between."""
+    equal those computed from the start, however the context changed in between; a recall
+    block follows the new message as the model sees it."""
     from ctxkeep.daemon.context.features import (
         FeatureCache, Folded, Segmented, context_features, fold_step, segment_step,
     )
@@ -125,7 +130,13 @@ def test_folds_kept_across_turns_equal_folds_from_the_start(case):
             assert context_features(cache, session, system, context, active, with_user, folded) \
                 == context_features(FeatureCache(), session, system, context, active, with_user)
         if all(m.seq >= 0 for m in active):
-            assert prompts.build(session, context, active, user) == build_messages(session, context, active, user)
+            plain = build_messages(session, context, active, user)
+            assert prompts.build(session, context, active, user) == plain
+            # recall's block: after the message as the model sees it (its files and notes
+            # too), so the next prompt, the message without it, is this one up to the block
+            recalled = prompts.build(session, context, active, user, "<recalled>\nx\n</recalled>")
+            assert recalled[:-1] == plain[:-1]
+            assert recalled[-1] == {**plain[-1], "content": f"{plain[-1]['content']}\n\n<recalled>\nx\n</recalled>"}
 
 
 _WORDS = st.sampled_from("alpha beta gamma delta kube pod mesh bread poem stock cat mouse".split())
