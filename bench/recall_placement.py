@@ -60,9 +60,10 @@ def main() -> None:
                     model=MODEL, messages=[*between, {"role": "user", "content": text}],
                     max_tokens=args.answer, temperature=0.0, seed=1)
                 answer = reply.choices[0].message.content or ""
-                held[placement] += right.lower() in answer.lower()
-                emit(bench="recall_placement", question=question, placement=placement,
-                     holds_fact=right.lower() in answer.lower(), answer=answer[:120])
+                holds = right.lower() in answer.lower()
+                held[placement] += holds
+                emit(bench="recall_placement", question=question, placement=placement, holds_fact=holds,
+                     answer=answer[:120])
     finally:
         server.terminate()
         server.wait(10)
