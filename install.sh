@@ -8,7 +8,7 @@ here=$(pwd)
 echo "==> installing ctxkeep into $here/.venv"
 python3 -m venv .venv
 .venv/bin/python -m pip install --quiet --upgrade pip
-.venv/bin/python -m pip install --quiet '.[gui]'
+.venv/bin/python -m pip install --quiet -c constraints.txt '.[gui]'
 
 state="${XDG_STATE_HOME:-$HOME/.local/state}/ctxkeep"
 mkdir -p "$state"

@@ -13,7 +13,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 python3 -m venv .venv
 .venv/bin/python -m pip install --quiet --upgrade pip
-.venv/bin/python -m pip install --quiet -e '.[test]'
+.venv/bin/python -m pip install --quiet -c constraints.txt -e '.[test]'
 # Byte-compiled modules and pytest's rewritten test modules are cached (__pycache__, ignored
 # by git) even where the environment says not to write them: every worker and every
 # daemon process would compile them again (about 10 s of a run on 2 cores).

@@ -64,13 +64,24 @@ def _head(frame: bytes, max_bytes: int) -> _Head:
                                                 "flatten the request")
     try:
         return _head_decoder.decode(frame)
-    except msgspec.ValidationError as exc:
-        if "at `$." in str(exc):  # an object whose `type`, `id` or `v` is mistyped
+    except (msgspec.DecodeError, ValueError, RecursionError) as exc:  # ValidationError included
+        if _is_json_object(frame):  # an object whose `type`, `id` or `v` is mistyped
             raise DecodeFailure(ErrorCode.INVALID_REQUEST, f"invalid request: {exc}",
                                 _lenient_id(frame)) from None
         raise DecodeFailure(ErrorCode.BAD_JSON, f"not a JSON object: {exc}") from None
-    except (msgspec.DecodeError, ValueError, RecursionError) as exc:  # ValueError: invalid UTF-8
-        raise DecodeFailure(ErrorCode.BAD_JSON, f"not a JSON object: {exc}") from None
+
+
+def _is_json_object(frame: bytes) -> bool:
+    """Whether a frame that failed to decode is UTF-8 JSON whose top level is an object.
+
+    Decided here, after a failure only, so which error code a frame gets never depends on
+    how a decoder version words or classes its exceptions (msgspec 0.23 reports invalid
+    UTF-8 inside a string as a validation error of a typed decode)."""
+    try:
+        frame.decode("utf-8")
+        return isinstance(msgspec.json.decode(frame), dict)
+    except (msgspec.DecodeError, ValueError, RecursionError):
+        return False
 
 
 #: The deepest nesting of arrays and objects a frame may have (requests need 4).
@@ -130,9 +141,9 @@ def decode_request(frame: bytes, max_bytes: int = DEFAULT_MAX_FRAME_BYTES) -> re
         )
     try:
         return _request_decoder.decode(frame)
-    except UnicodeDecodeError as exc:
-        raise DecodeFailure(ErrorCode.BAD_JSON, f"invalid UTF-8: {exc}", head.id) from None
-    except (msgspec.ValidationError, msgspec.DecodeError, ValueError) as exc:
+    except (msgspec.DecodeError, ValueError) as exc:  # ValidationError included
+        if not _is_json_object(frame):
+            raise DecodeFailure(ErrorCode.BAD_JSON, f"not UTF-8 JSON: {exc}", head.id) from None
         raise DecodeFailure(
             ErrorCode.INVALID_REQUEST, f"invalid {head.type!r} request: {in_words(str(exc))}", head.id
         ) from None

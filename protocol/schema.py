@@ -1,6 +1,7 @@
 """The protocol's JSON Schema (docs/protocol.schema.json): every request, reply and event,
 its definitions named as the protocol names them."""
 
+import inspect
 import json
 
 import msgspec
@@ -19,11 +20,26 @@ def render_schema() -> str:
         "title": f"ctxkeep protocol {PROTOCOL_VERSION}",
         "$defs": {**components, "Request": req, "Reply": rep, "Event": ev},
     }
+    _clean_descriptions(schema)
     text = json.dumps(schema, indent=2, sort_keys=True)
     for python, protocol in _schema_names(components).items():
         text = text.replace(f'"#/$defs/{python}"', f'"#/$defs/{protocol}"')
         text = text.replace(f'"{python}": {{', f'"{protocol}": {{')
     return json.dumps(json.loads(text), indent=2, sort_keys=True) + "\n"
+
+
+def _clean_descriptions(node: object) -> None:
+    """Every description as `inspect.cleandoc` leaves a docstring: msgspec versions differ in
+    how they indent a docstring's later lines (0.23 cleans them, 0.22 keeps them)."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "description" and isinstance(value, str):
+                node[key] = inspect.cleandoc(value)
+            else:
+                _clean_descriptions(value)
+    elif isinstance(node, list):
+        for item in node:
+            _clean_descriptions(item)
 
 
 def _schema_names(components: dict) -> dict[str, str]:
