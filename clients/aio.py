@@ -1,7 +1,7 @@
 """An asyncio client: the same calls as the sync one, awaited; events as an async iterator."""
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any, TypeVar
 
 import zmq
@@ -11,10 +11,10 @@ from ..protocol import encode, requests
 from ..protocol.events import DaemonStatusEvent, Event
 from ..protocol.replies import Reply
 from .calls import Calls
-from .errors import CtxkeepError, subscription_not_taken
+from .errors import CtxkeepError, daemon_restarted, subscription_not_taken
 from .core import (
-    GapTracker, RequestIds, open_dealer, endpoints, no_answer,
-    open_subscriber, patience, read_event, read_reply, unanswered, unwrap,
+    GapTracker, RequestIds, TurnEnd, ends_turn, of_turn, open_dealer, endpoints, no_answer,
+    open_subscriber, patience, read_event, read_reply, running_daemon, unanswered, unwrap,
 )
 
 R = TypeVar("R", bound=Reply)
@@ -34,6 +34,8 @@ class AsyncClient(Calls):
         self._waiting: dict[str, asyncio.Future[Reply]] = {}
         self._reader: asyncio.Task | None = None
         self.gaps = GapTracker()
+        #: (pid, start time) of the daemon that greeted the subscription.
+        self.daemon_identity: tuple[int, float] | None = None
 
     async def __aenter__(self) -> "AsyncClient":
         return self
@@ -91,6 +93,7 @@ class AsyncClient(Calls):
             while True:
                 item = await self.next_event()
                 if item and isinstance(item[1], DaemonStatusEvent):
+                    self.daemon_identity = (item[1].status.pid, item[1].status.started)
                     return item[1]
         try:
             return await asyncio.wait_for(greeting(), self.timeout)
@@ -119,3 +122,41 @@ class AsyncClient(Calls):
             item = await self.next_event()
             if item is not None:
                 yield item
+
+    async def turn(self, session: str, text: str = "", on_event: Callable[[Event], None] | None = None,
+                   quiet: float = 1.0, **send: Any) -> TurnEnd:
+        """Send a turn and await its end: the answer or the error that ended it (returned,
+        not raised); each of its events goes to `on_event` as it comes; `send` takes
+        `send`'s other fields. Subscribes to every event first when this client has not.
+        After `quiet` seconds without an event the daemon is asked whether it still runs:
+        DaemonUnavailable when none answers, CtxkeepError("daemon_restarted") when another
+        one does."""
+        if self._sub is None:
+            await self.subscribe()
+        generation = (await self.send(session, text, **send)).generation_id
+        while True:
+            try:
+                item = await asyncio.wait_for(self.next_event(), quiet)
+            except asyncio.TimeoutError:
+                await self._still_running()
+                continue
+            if item is None or not of_turn(item[1], generation):
+                continue
+            if on_event is not None:
+                on_event(item[1])
+            if ends_turn(item[1]):
+                return item[1]  # type: ignore[return-value]
+
+    async def _still_running(self) -> None:
+        """Return when the daemon that greeted the subscription still runs; raise when none
+        answers (DaemonUnavailable) or another one does."""
+        pid = running_daemon(self.control)
+        if pid is not None and self.daemon_identity and pid == self.daemon_identity[0]:
+            return  # the same daemon holds its lock: slow, not gone
+        timeout, self.timeout = self.timeout, min(self.timeout, 2.0)
+        try:
+            status = (await self.status()).status  # raises DaemonUnavailable when none answers
+        finally:
+            self.timeout = timeout
+        if self.daemon_identity and (status.pid, status.started) != self.daemon_identity:
+            raise daemon_restarted(status.pid)

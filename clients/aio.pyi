@@ -2,12 +2,12 @@
 
 import zmq
 import zmq.asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any, TypeVar
 from ..protocol import requests
 from ..protocol.events import DaemonStatusEvent, Event
 from ..protocol.replies import Accepted, Cancelled, CompactionAccepted, CompactionPlan, DefaultModelReply, Deleted, FilesReply, GoalsReply, HelloReply, HistoryReply, ImageReply, MemoryForgotten, MemoryHits, ModelsReply, Pong, PromptReply, PullAccepted, Reply, SearchReply, SessionReply, SessionsReply, SnapshotReply, SnapshotsReply, StatusReply, UsageReply
-from .core import GapTracker
+from .core import GapTracker, TurnEnd
 
 R = TypeVar('R', bound=Reply)
 
@@ -19,6 +19,7 @@ class AsyncClient:
     events_endpoint: str
     timeout: float
     gaps: GapTracker
+    daemon_identity: tuple[int, float] | None
 
     def __init__(self, control: str | None=..., events: str | None=..., timeout: float=..., context: zmq.asyncio.Context | None=...) -> None: ...
     async def __aenter__(self) -> 'AsyncClient': ...
@@ -35,6 +36,9 @@ class AsyncClient:
         ...
     def events(self) -> AsyncIterator[tuple[str, Event]]:
         """Events as they come."""
+        ...
+    async def turn(self, session: str, text: str=..., on_event: Callable[[Event], None] | None=..., quiet: float=..., **send: Any) -> TurnEnd:
+        """Send a turn and await its end: the answer or the error that ended it (returned,"""
         ...
 
     # -- the requests (calls.py), awaited --

@@ -17,7 +17,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 #: AsyncClient's public attributes (set in its __init__), with their types.
-ATTRIBUTES = {"control": "str", "events_endpoint": "str", "timeout": "float", "gaps": "GapTracker"}
+ATTRIBUTES = {"control": "str", "events_endpoint": "str", "timeout": "float", "gaps": "GapTracker",
+              "daemon_identity": "tuple[int, float] | None"}
 
 
 def _tree(name: str) -> ast.Module:

@@ -11,7 +11,7 @@ from typing import TypeVar
 import msgspec
 
 from ..protocol import ErrorCode, decode_event, decode_reply, paths, subjects
-from ..protocol.events import Event
+from ..protocol.events import Event, GenerationError, ResponseGeneration
 from ..protocol.replies import Error, Reply
 from ..protocol import requests
 from ..protocol.requests import Request
@@ -178,3 +178,18 @@ def open_subscriber(sock: zmq.Socket | None, context: zmq.Context, endpoint: str
     if not any(subjects.DAEMON_STATUS.startswith(p) for p in prefixes):
         sock.subscribe(subjects.DAEMON_STATUS.encode())
     return sock
+
+
+#: How a turn ends: its answer, or the error that ended it (cancelled, interrupted, failed).
+TurnEnd = ResponseGeneration | GenerationError
+
+
+def of_turn(event: Event, generation_id: str) -> bool:
+    """Whether an event belongs to the generation `generation_id`."""
+    return getattr(event, "generation_id", None) == generation_id
+
+
+def ends_turn(event: Event) -> bool:
+    """Whether an event is a generation's terminal one (each generation has exactly one)."""
+    return isinstance(event, (ResponseGeneration, GenerationError))
+

@@ -37,3 +37,11 @@ def subscription_not_taken(pid: int, waited: float) -> CtxkeepError:
                         "max_subscriptions and max_subscriptions_per_client allow (its log names the "
                         "limit and the connection), or it is very busy: retry, or raise those limits "
                         "in config.toml")
+
+
+def daemon_restarted(pid: int) -> CtxkeepError:
+    """What a client waiting on a daemon says when another daemon answers instead."""
+    return CtxkeepError("daemon_restarted",
+                        f"ctxkeepd restarted (now pid {pid}) while this waited: what it was doing was "
+                        "interrupted; its question is kept in history, marked interrupted. Send it again.")
+

@@ -1,7 +1,7 @@
 """A blocking client: requests on a DEALER, events on a SUB."""
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 import zmq
@@ -10,9 +10,9 @@ from ..protocol import encode, requests
 from ..protocol.events import DaemonStatusEvent, Event
 from ..protocol.replies import Reply
 from .calls import Calls
-from .errors import subscription_not_taken
+from .errors import daemon_restarted, subscription_not_taken
 from .core import (
-    CtxkeepError, GapTracker, RequestIds, open_dealer, endpoints, no_answer,
+    CtxkeepError, GapTracker, RequestIds, TurnEnd, ends_turn, of_turn, open_dealer, endpoints, no_answer,
     open_subscriber, patience, read_event, read_reply, running_daemon, unanswered, unwrap,
 )
 
@@ -127,10 +127,7 @@ class Client(Calls):
             finally:
                 self.timeout = timeout
             if self.daemon_identity and (status.pid, status.started) != self.daemon_identity:
-                raise CtxkeepError("daemon_restarted",
-                                   f"ctxkeepd restarted (now pid {status.pid}) while this waited: "
-                                   "what it was doing was interrupted; its question is kept in "
-                                   "history, marked interrupted. Send it again.")
+                raise daemon_restarted(status.pid)
 
     def events(self, timeout: float | None = None) -> Iterator[tuple[str, Event]]:
         """Events as they come; stops after `timeout` seconds without one (None: never)."""
@@ -141,4 +138,27 @@ class Client(Calls):
                     return
                 continue
             yield item
+
+    # -- a whole turn -------------------------------------------------------------
+
+    def turn(self, session: str, text: str = "", on_event: Callable[[Event], None] | None = None,
+             **send: Any) -> TurnEnd:
+        """Send a turn and wait for its end: the answer (`response.generation`) or the error
+        that ended it (`generation.error`: failed, cancelled, interrupted) — returned, not
+        raised. Each of the turn's events goes to `on_event` as it comes (tokens, recall,
+        waits, a compaction before it). `send` takes `send`'s other fields (cwd, think,
+        tools, format, …). Subscribes to every event first when this client has not. A
+        daemon that stops meanwhile raises DaemonUnavailable; one that restarted,
+        CtxkeepError("daemon_restarted")."""
+        if self._sub is None:
+            self.subscribe()
+        generation = self.send(session, text, **send).generation_id
+        while True:
+            _, event = self.wait_event()
+            if not of_turn(event, generation):
+                continue
+            if on_event is not None:
+                on_event(event)
+            if ends_turn(event):
+                return event  # type: ignore[return-value]
 

@@ -1,13 +1,16 @@
 """Start-up, restart, shutdown and the single-instance rule."""
 
 import os
+import threading
 import signal
 import subprocess
 import sys
 import time
 
+import pytest
+
 from conftest import wait_for, wait_terminal
-from ctxkeep.clients import Client
+from ctxkeep.clients import Client, DaemonUnavailable
 from ctxkeep.protocol.events import DaemonStatusEvent, GenerationError, GenerationToken, ResponseGeneration
 
 
@@ -157,3 +160,18 @@ def test_ipc_endpoint_env_override(daemon_factory, short_tmp):
         assert c.ping()
         assert c.status().status.control_endpoint == f"ipc://{short_tmp}/c"
     assert os.path.exists(short_tmp / "e")
+
+
+def test_client_turn_ends_when_the_daemon_is_killed(daemon_process, standin):
+    """`Client.turn` waiting on an answer whose daemon dies (no terminal event ever comes)
+    raises DaemonUnavailable instead of waiting forever."""
+    standin.fail_next("delay", seconds=30)
+    with daemon_process.client() as c:
+        sid = c.create_session(model="qwen2.5:7b").session.id
+        killer = threading.Timer(0.5, lambda: daemon_process.proc.send_signal(signal.SIGKILL))
+        killer.start()
+        try:
+            with pytest.raises(DaemonUnavailable):
+                c.turn(sid, "hi")
+        finally:
+            killer.join()
