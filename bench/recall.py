@@ -1,24 +1,29 @@
 """Recall: what reaches the model when a question needs something said long before.
 
-    python bench/recall.py [--set s|oracle|synthetic] [--windows 2048,4096,8192] [--limit N]
+    python bench/recall.py [--mode live|import|synthetic] [--windows 2048,4096,8192]
+                           [--per-kind N | --limit N] [--set s|oracle]
 
-The main mode (`--set s`, the default; `oracle` for the 440 questions with only their
-evidence sessions) replays the LongMemEval development split through the real daemon on the
-stand-in (bench/recall_lme.py says how) and reports, per window and question type, the
-evidence turns (`turn_pct`) and evidence sessions (`session_pct`) found verbatim in the
-prompt the model received, beside same-run baselines over whole turns at the same token
-count as each of ctxkeepd's prompts: the newest turns, half newest and half BM25, BM25 alone.
-Goals (issue 40): turns ≥ 95 % at 4,096 and ≥ 97 % at 8,192, sessions ≥ 99 %, and at least
-the half/half baseline in every question type.
+The main mode (`--mode live`) replays each question of the LongMemEval development split
+(../shared/bench-data/longmemeval/) through the real daemon on the stand-in message by
+message, as a user would send them (bench/recall_live.py): the stand-in answers with the
+recorded answers and writes summaries of realistic size, compaction and recall run as in
+a live chat, then the question is asked. Per window and question type it reports the
+evidence turns (`turn_pct`) and sessions (`session_pct`) found verbatim in the prompt the
+model received, beside same-run baselines over whole turns at the same token count as each
+of ctxkeepd's prompts (the newest turns; half newest, half BM25; BM25 alone), and where the
+prompts' tokens went (system, checkpoints, verbatim turns, recall, memory) with the summary
+calls per message sent. Goals (issue 57): ≥ 92 % of evidence turns at 4,096, ≥ 95 % at 8,192,
+at least the half/half baseline in every question type, and overall at 2,048.
 
-The second mode (`--set synthetic`): each conversation of tests/conversations.py (days of
-everyday chat with facts about people planted among it, some changed later; questions that
-paraphrase them, ask when, or need two facts) is replayed turn by turn, then every
-question is sent and the prompt searched for the turns that hold the answer; baselines as
-above (newest turns alone, half newest and half BM25). Goals: evidence ≥ 80 % at 4,096 and
-≥ 90 % at 8,192, above BM25 + recency in every kind.
+`--mode import` imports each history whole and asks the question (bench/recall_lme.py says
+how): recall with the room a fresh import leaves, which a live session never has.
 
-Both print one JSON line per window and question kind, and one for the time recall takes
+`--mode synthetic`: each conversation of tests/conversations.py (days of everyday chat with
+facts about people planted among it, some changed later; questions that paraphrase them,
+ask when, or need two facts) is replayed turn by turn, then every question is sent and the
+prompt searched for the turns that hold the answer; baselines as above.
+
+All print one JSON line per window and question kind, and one for the time recall takes
 per turn at 10,000 and 100,000 stored messages (in-process, the store on disk; goal: p50
 ≤ 15 ms at 10,000 messages and ≤ 50 ms at 100,000).
 """
@@ -37,7 +42,8 @@ from harness import DaemonProcess
 from ollama_standin import OllamaStandin, render
 
 import conversations
-from ctxkeep.protocol.events import GenerationError, ResponseGeneration, SessionUpdated
+import recall_live
+from ctxkeep.protocol.events import ResponseGeneration
 
 MODEL = "qwen2.5:7b"
 SUMMARY_HEADERS = ("Conversation to summarize", "Summary to shorten", "Summaries of")
@@ -58,16 +64,10 @@ def replier(conversation: conversations.Conversation):
 
 
 def turn(client, sid: str, text: str) -> object:
-    acc = client.send(sid, text)
-    end, done = None, False
-    while True:
-        item = client.next_event(timeout=60)
-        assert item is not None, "no event in 60 s"
-        e = item[1]
-        if isinstance(e, (ResponseGeneration, GenerationError)) and e.generation_id == acc.generation_id:
-            end, done = e, True
-        elif done and isinstance(e, SessionUpdated) and e.session_id == sid and not e.session.busy:
-            return end
+    """One turn, and the session idle again after it (its compaction done)."""
+    end = client.turn(sid, text)
+    recall_live.settle(client, sid)
+    return end
 
 
 # -- the baselines, over the same turns, at the same token count ------------------------------
@@ -207,12 +207,68 @@ def run_lme(which: str, windows: list[int], limit: int, config: str, embed: str,
         recall_lme.emit_rows(emit, rows, bench="recall", set=which, window=window, embed=embed)
 
 
+def pick(which: str, limit: int, per_kind: int, kinds: str) -> list:
+    """The questions: of the chosen types, the first `per_kind` of each (or the first `limit`)."""
+    import recall_lme
+    questions = [q for q in recall_lme.load(which) if not kinds or q.kind in kinds.split(",")]
+    if per_kind:
+        seen: dict[str, int] = defaultdict(int)
+        chosen = []
+        for q in questions:
+            if seen[q.kind] < per_kind:
+                chosen.append(q)
+                seen[q.kind] += 1
+        questions = chosen
+    return questions[:limit] if limit else questions
+
+
+def run_live(which: str, windows: list[int], questions: list, config: str, embed: str,
+             embedder=None) -> None:
+    """The live mode: one daemon per window, each question's history sent message by message
+    to a session of its own (deleted after its question), then the question."""
+    import recall_lme
+    for window in windows:
+        standin = OllamaStandin(embedder=embedder).start()
+        model = recall_live.Scripted(count=standin.count)
+        standin.reply_fn = model
+        root = Path(tempfile.mkdtemp(prefix="cklive", dir="/tmp"))
+        daemon = DaemonProcess(root, standin.url, log_level="warning")
+        daemon.write_config(config)
+        rows, replayed, cut = recall_lme.new_rows(), [], 0
+        try:
+            daemon.start()
+            with daemon.client(timeout=120) as c:
+                c.subscribe("")
+                for q in questions:
+                    r = recall_live.replay(c, standin, model, q, window, MODEL)
+                    replayed.append(r)
+                    recall_lme.tally(rows, q, [("ctxkeepd", r.prompt),
+                                               *recall_lme.baselines(q, r.tokens, standin.count).items()])
+                    cut += len(standin.truncations) + len(standin.refusals)
+                    emit(bench="recall", mode="live", window=window, question=q.qid, kind=q.kind,
+                         found=recall_lme.found(q, r.prompt)[0], parts=r.parts, summary_calls=r.summary_calls,
+                         turns=r.turns, seconds=round(r.seconds, 1), progress=f"{len(replayed)}/{len(questions)}")
+                    standin.chats.clear()
+        finally:
+            daemon.stop()
+            standin.stop()
+            shutil.rmtree(root, ignore_errors=True)
+        fields = dict(bench="recall", mode="live", set=which, window=window, embed=embed)
+        emit(**fields, questions=len(questions), cut_or_refused_prompts=cut)
+        recall_live.emit_parts(emit, replayed, **fields)
+        recall_lme.emit_rows(emit, rows, **fields)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--set", default="s", choices=["s", "oracle", "synthetic"],
+    parser.add_argument("--mode", default="live", choices=["live", "import", "synthetic"],
+                        help="live: each history sent message by message (the default); import: each "
+                             "history imported whole; synthetic: our own generated conversations")
+    parser.add_argument("--set", default="s", choices=["s", "oracle"],
                         help="LongMemEval's dev split (s: 60 questions with ~48 sessions each; oracle: 440 with "
-                             "their evidence sessions only), or our own generator")
+                             "their evidence sessions only)")
     parser.add_argument("--limit", type=int, default=0, help="the first N questions of a LongMemEval set")
+    parser.add_argument("--per-kind", type=int, default=0, help="the first N questions of each question type")
     parser.add_argument("--kinds", default="", help="only these LongMemEval question types (comma-separated)")
     parser.add_argument("--turns", type=int, default=500)
     parser.add_argument("--windows", default="2048,4096,8192")
@@ -231,10 +287,13 @@ def main() -> None:
     args = parser.parse_args()
     config = {"none": 'embed_model = ""\n', "standin": "", "minilm": 'embed_model = "all-minilm"\n'}[args.embed] \
         + "".join(f"{line}\n" for line in args.config)
-    if args.set != "synthetic":
-        run_lme(args.set, [int(w) for w in filter(None, args.windows.split(","))], args.limit, config, args.embed, args.kinds,
-                args.embed_cache)
-    for window in map(int, filter(None, args.windows.split(",")) if args.set == "synthetic" else ()):
+    windows = [int(w) for w in filter(None, args.windows.split(","))]
+    if args.mode == "live":
+        run_live(args.set, windows, pick(args.set, args.limit, args.per_kind, args.kinds), config, args.embed,
+                 minilm_embedder(args.embed_cache) if args.embed == "minilm" else None)
+    if args.mode == "import":
+        run_lme(args.set, windows, args.limit, config, args.embed, args.kinds, args.embed_cache)
+    for window in windows if args.mode == "synthetic" else ():
         totals: dict[str, dict[str, list[bool]]] = defaultdict(lambda: defaultdict(list))
         for seed in map(int, args.seeds.split(",")):
             for method, kinds in run_window(window, args.turns, seed, config).items():

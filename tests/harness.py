@@ -88,6 +88,8 @@ class DaemonProcess:
         `text` names another."""
         if "default_model" not in text:
             text = f'default_model = "{TEST_MODEL}"\n' + text
+        if "embed_builtin" not in text:  # the built-in embedder only where a test asks for it
+            text = "embed_builtin = false\n" + text
         self.config_file.parent.mkdir(parents=True, exist_ok=True)
         self.config_file.write_text(text)
 
@@ -177,7 +179,7 @@ class DaemonThread:
     def start(self) -> "DaemonThread":
         from ctxkeep.daemon.config import Config
         from ctxkeep.daemon.server.daemon import Daemon
-        settings = {"default_model": TEST_MODEL, **self.settings}
+        settings = {"default_model": TEST_MODEL, "embed_builtin": False, **self.settings}
         config = Config(control_endpoint=self.control, events_endpoint=self.events,
                         store_path=str(self.root / "data" / "ctxkeep" / "store"),
                         ollama_host=self.ollama_url, drain_timeout=0.0, **settings)

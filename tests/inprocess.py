@@ -33,7 +33,8 @@ class InProcess:
         self.store = Store.open(root)
         self.bus = RecordingBus()
         self.backend = backend
-        self.services = services_module.build(config or Config(), self.store, self.bus, backend,
+        config = config or Config(embed_builtin=False)  # the built-in embedder where a test asks for it
+        self.services = services_module.build(config, self.store, self.bus, backend,
                                               lambda: DaemonStatus(), lambda: False,
                                               root / "config.toml")
 

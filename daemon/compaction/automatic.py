@@ -101,6 +101,16 @@ class AutoCompactor:
             return view
         return await self.compact(view, pass_, user)
 
+    async def displace(self, view: View, seqs: tuple[int, ...], pass_: Pass) -> View:
+        """The oldest verbatim messages whose room the turn's recall takes leave the active
+        context (level 2's change, one compaction.request/result; undone with `pass_` when
+        the turn fails). Returns the session as it left it."""
+        pass_.displace, pass_.must_fit = seqs, True
+        try:
+            return await self.levels.run(view, 2, pass_)
+        finally:
+            pass_.displace = ()
+
     async def roll_back(self, session_id: str, pass_: Pass) -> None:
         """Undo a pass made for a prompt that was then not answered (refused by the window
         or the server, failed, cancelled): a turn that fails changes nothing."""

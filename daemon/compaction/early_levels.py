@@ -44,6 +44,15 @@ async def prune(parts: Parts, terms: relevance.TermCache, view: View, preserved:
                   f"{len(pruned)} low-relevance message(s) left the active context")
 
 
+def displaced(view: View, seqs: tuple[int, ...]) -> Change:
+    """Level 2 for recall's room: the oldest verbatim exchanges whose room the turn's recall
+    block takes leave the active context (the history keeps them, recallable word for word)."""
+    context, gone = view.context, set(seqs)
+    return Change([s for s in context.seqs if s not in gone], [s for s in context.file_summaries if s not in gone],
+                  list(context.checkpoints), f"{len(gone)} older message(s) made room for what this message "
+                  "recalls (they stay recallable word for word)")
+
+
 def long_answers(view: View, user: MessageRecord | None) -> Change | str:
     """The last resort for a prompt that must fit (nothing else left to compact): the long
     answers still shown whole — the newest exchange's included, which no other level

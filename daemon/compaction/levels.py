@@ -120,6 +120,8 @@ class LevelRunner:
             if pass_.last_resort is not None:
                 return early_levels.long_answers(view, pass_.last_resort)
             return early_levels.file_outlines(self.parts.config, view, pass_.keep_tools)
+        if level == 2 and pass_.displace:
+            return early_levels.displaced(view, pass_.displace)
         if level == 2:
             return await early_levels.prune(self.parts, self.terms, view, preserved)
         def progress(step: int, steps: int, detail: str, expected: float | None) -> None:

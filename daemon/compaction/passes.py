@@ -62,5 +62,8 @@ class Pass:
     #: Whether it makes room for a prompt about to be sent (else a threshold was crossed,
     #: and a change must free `least_step`).
     must_fit: bool = False
+    #: The verbatim messages whose room recall takes (recall/room.py): level 2 moves them
+    #: out of the active context instead of judging relevance.
+    displace: tuple[int, ...] = ()
     snapshot_id: str = ""
     levels: list[int] = field(default_factory=list)

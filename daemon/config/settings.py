@@ -28,7 +28,7 @@ LIVE = frozenset({
     "summary_max_tokens", "file_roots", "file_max_bytes", "file_summary_threshold",
     "file_refs_per_message", "file_bytes_per_message",
     "remote_file_refs", "auto_compaction", "compaction_thresholds", "compaction_cooldown", "compaction_min_step",
-    "keep_recent_messages", "preserve_user_messages", "embed_model", "reply_reserve_tokens",
+    "keep_recent_messages", "preserve_user_messages", "embed_model", "embed_builtin", "reply_reserve_tokens",
     "snapshots_kept", "image_turns", "max_image_bytes", "max_images_per_message", "answer_max_share",
     "memory", "memory_budget",
 })

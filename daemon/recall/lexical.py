@@ -142,6 +142,12 @@ class LexicalIndex:
                     found[term] = min(found.get(term, df), df)
         return dict.fromkeys(sorted(found, key=found.__getitem__)[:most], 1.0)
 
+    def rare(self, query: Mapping[str, float], share: float = 0.05) -> frozenset[str]:
+        """The query's terms found in at most `share` of the passages (two at least): what
+        a match on says what the message is about, where a common word does not."""
+        most = max(2, share * len(self.passages))
+        return frozenset(t for t in query if 0 < len(self.postings.get(t, ((), ()))[0]) <= most)
+
     def rank(self, query: Mapping[str, float], leave_out: Collection[int],
              limit: int, allowed: np.ndarray | None = None) -> list[tuple[int, float]]:
         """(passage id, score) of the best `limit` passages for the query terms (each with

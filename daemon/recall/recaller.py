@@ -14,27 +14,25 @@ import logging
 import math
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
 
-from ctxkeep.protocol.memory import MemoryRef
-from ctxkeep.protocol.structs import RecalledPassage
 from ctxkeep.daemon.config import Config
 from ctxkeep.daemon.context.estimator import Estimator
 from ctxkeep.daemon.context.features import JOIN, add
 from ctxkeep.daemon.backends.protocol import ModelBackend
-from ctxkeep.daemon.recall import select, when
+from ctxkeep.daemon.recall import room as recall_room, select, when
 from ctxkeep.daemon.memory import block as memory_block
 from ctxkeep.daemon.memory.memory import Memory
 from ctxkeep.daemon.memory.query import Query, Remembered
 from ctxkeep.daemon.recall import lexical
 from ctxkeep.daemon.recall.lexical import query_terms, terms
 from ctxkeep.daemon.recall.passages import Passage
+from ctxkeep.daemon.recall.recalled import NONE, Recall
 from ctxkeep.daemon.recall.semantic import Embedder
 from ctxkeep.daemon.recall.session_index import SessionIndex
 from ctxkeep.daemon.store.store import Store
 from ctxkeep.daemon.store.records import MessageRecord, SessionRecord
 from ctxkeep.daemon.store.context_records import ActiveContext
-from ctxkeep.daemon.tokens import ZERO, Vector, text_features
+from ctxkeep.daemon.tokens import ZERO, text_features
 
 #: The features of the newline between memory's block and the session's own.
 NEWLINE = text_features("\n")
@@ -53,40 +51,6 @@ MIN_ROOM = 48
 SECOND_HOP = 0.5
 
 
-@dataclass(frozen=True)
-class Recall:
-    """What a turn's prompt recalls: the block opening the new message (empty: none), its
-    passages, its estimated tokens and its features (with the blank line that joins it)."""
-
-    block: str = ""
-    passages: tuple[Passage, ...] = ()
-    tokens: int = 0
-    features: Vector = ZERO
-    semantic: bool = False
-    #: What memory brought from the user's other sessions (its block opens `block`).
-    remembered: tuple[Remembered, ...] = ()
-
-    @property
-    def seqs(self) -> list[int]:
-        return sorted({p.seq for p in self.passages})
-
-    @property
-    def sources(self) -> list[MemoryRef]:
-        """The messages of other sessions memory brought, each once."""
-        refs = dict.fromkeys((r.session_id, r.passage.seq) for r in self.remembered)
-        return [MemoryRef(session_id=sid, seq=seq) for sid, seq in refs]
-
-    def shown(self) -> list[RecalledPassage]:
-        """Its passages as the `generation.recalled` event lists them (memory's first, as
-        in the block)."""
-        def info(p: Passage, session_id: str = "", name: str = "") -> RecalledPassage:
-            return RecalledPassage(seq=p.seq, part=p.part, parts=p.parts, role=p.role,  # type: ignore[arg-type]
-                                   created=p.created, text=p.text, session_id=session_id, session_name=name)
-        return [*(info(r.passage, r.session_id, r.session_name) for r in self.remembered),
-                *(info(p) for p in self.passages)]
-
-
-NONE = Recall()
 
 
 class Recaller:
@@ -97,7 +61,7 @@ class Recaller:
         self.store = store
         self.estimator = estimator
         self.config = config
-        self.embedder = Embedder(store, backend, lambda: config.embed_model)
+        self.embedder = Embedder(store, backend, lambda: config.embed_model, lambda: config.embed_builtin)
         #: The user's other sessions, recalled after the session's own history.
         self.memory: Memory | None = Memory(store, self.embedder, config)
         self._indexes: OrderedDict[str, SessionIndex] = OrderedDict()
@@ -126,27 +90,30 @@ class Recaller:
     def _status(self) -> str:
         if not self.config.recall:
             return "off (recall = false in config.toml)"
-        model = self.config.embed_model
+        model = self.embedder.current()
+        server = self.config.embed_model
+        why = (f"the embedding model {server} is not available" if server and self.embedder.unavailable
+               else "no embed_model set" if not server else "")
         if not model:
-            return "by words only (no embed_model set)"
-        if self.embedder.unavailable:
-            return (f"by words only: the embedding model {model} is not available "
-                    f"(`ollama pull {model}` adds recall by meaning)")
+            fix = f" (`ollama pull {server}` adds recall by meaning)" if server else ""
+            return f"by words only ({why}){fix}" if why else "by words only"
         behind = self.embedder.behind()
         waiting = f"; {behind:,} passages still to embed (recalled by words until then)" if behind else ""
-        return f"by words and meaning ({model}){waiting}"
+        instead = f", as {why}" if why and model != server else ""
+        return f"by words and meaning ({model}{instead}){waiting}"
 
     def forget(self, session_id: str) -> None:
         self._indexes.pop(session_id, None)
 
     async def recall(self, session: SessionRecord, context: ActiveContext,
                      active: Sequence[MessageRecord], user: MessageRecord, budget: int,
-                     whole: int | None = None) -> Recall:
+                     whole: int | None = None, movable: recall_room.Movable = recall_room.NOTHING) -> Recall:
         """What the turn with the question `user` recalls within `budget` tokens: from its
         own history, then from the user's other sessions (memory) within what is left of
         `whole` (default: `budget`). Nothing said after the question is (a regenerated
-        turn's: the answers it replaces)."""
-        if budget < MIN_ROOM:
+        turn's: the answers it replaces). When the message reaches into the past, the room
+        of the `movable` exchanges is its own too (`Recall.displaced` says which it took)."""
+        if budget + movable.tokens < MIN_ROOM:
             return NONE
         index = await self._index(session.id)
         last_turn = [m.content for m in active[-2:] if m.role in ("user", "assistant")]
@@ -155,8 +122,8 @@ class Recaller:
         vector = await self._vector(index, active, user)
         asks_of = select.addressed(user.content)
         asked_about = when.span(user.content, user.created)
-        own = self._own(session, context, user, index, Query(query, vector, asks_of, span=asked_about), budget) \
-            if self.enabled(session) else []
+        own, displaced = self._own(session, context, user, index, Query(query, vector, asks_of, span=asked_about),
+                                   budget, movable) if self.enabled(session) else ([], ())
         model = session.model
         text = select.block(own)
         own_features = select.block_features(index.lines[index.by_seq[p.seq][p.part]] for p in own) \
@@ -180,28 +147,34 @@ class Recaller:
         theirs = memory_block.block_features(self.memory, remembered) if remembered and self.memory else ZERO
         features = add(theirs, own_features, NEWLINE if remembered and own else ZERO, JOIN)
         return Recall(block=text, passages=tuple(own), tokens=self.estimator.estimate(model, features),
-                      features=features, semantic=vector is not None, remembered=tuple(remembered))
+                      features=features, semantic=vector is not None, remembered=tuple(remembered),
+                      displaced=displaced)
 
     async def _vector(self, index: SessionIndex, active: Sequence[MessageRecord],
                       user: MessageRecord) -> list[float] | None:
         """The new message's vector (with the question before it when it refers back), if
         any passage here or in memory has one to compare with and it comes in time."""
         memory = self.memory.index if self.memory is not None else None
-        if not index.semantic.ids and (memory is None or not memory.semantic.ids):
+        model = self.embedder.current()
+        if not (index.semantic.ids and index.semantic.model == model) and \
+                (memory is None or not (memory.semantic.ids and memory.semantic.model == model)):
             return None
         asked = [m.content for m in active[-2:] if m.role == "user"]
         text = "\n".join([*asked, user.content]) if select.refers_back(user.content) else user.content
         return await self.embedder.vector(text, self.config.recall_embed_wait_ms / 1000)
 
     def _own(self, session: SessionRecord, context: ActiveContext, user: MessageRecord, index: SessionIndex,
-             asked: Query, budget: int) -> list[Passage]:
-        """The passages of the session's own history the turn recalls."""
+             asked: Query, budget: int, movable: recall_room.Movable) -> tuple[list[Passage], tuple[int, ...]]:
+        """The passages of the session's own history the turn recalls, and the movable
+        exchanges whose room they take."""
         query, vector, asks_of = asked.terms, asked.vector, asked.asks_of
         after = range(user.seq + 1, session.next_seq) if user.seq >= 0 else range(0)
         in_context = {*context.seqs, *session.pending, user.seq, *after}
         if session.message_count <= len(in_context):
-            return []  # everything said is in the prompt already
-        in_context |= index.replaced | index.replaced_by(user)
+            return [], ()  # everything said is in the prompt already
+        moving = movable.seqs
+        active = set(in_context)
+        in_context = (in_context - moving) | index.replaced | index.replaced_by(user)
         first = index.lexical.rank(query, in_context, RANKED)
         second = index.lexical.rank(index.lexical.expansion(first, query), in_context, RANKED)
         ranked, weights = [first, second], [1.0, SECOND_HOP]
@@ -212,14 +185,23 @@ class Recaller:
         scores = select.lifted(select.fused(*ranked, weights=weights,
                                             favored=lambda pid: index.lexical.passages[pid].role == asks_of),
                                index.lexical.passages, asked.span, when.LIFT)
+        passages = index.lexical.passages
+        rare = index.lexical.rare(query)
+        specific = lambda pid: bool(rare & index.term_set(pid))  # noqa: E731
+        if moving and not recall_room.reaches(scores, passages, moving, active, specific):
+            scores = {pid: s for pid, s in scores.items() if passages[pid].seq not in moving}
+            movable = recall_room.NOTHING
         if not scores:
-            return []
+            return [], ()
         model = session.model
         overhead = self.estimator.text(model, f"{select.OPENING}\n{select.CLOSING}")
+        cost = lambda pid: self.estimator.estimate(model, index.lines[pid])  # noqa: E731
         ranked_ids = select.distinct(sorted(scores, key=lambda pid: (-scores[pid], -pid)), index.term_set)
-        return select.select(ranked_ids, index.lexical.passages,
-                             budget, overhead, lambda pid: self.estimator.estimate(model, index.lines[pid]),
-                             index.partners, scores.__getitem__)
+        chosen = select.select(ranked_ids, passages, budget + movable.tokens, overhead, cost,
+                               index.partners, scores.__getitem__)
+        if not movable.exchanges:
+            return chosen, ()
+        return recall_room.fit(chosen, lambda p: cost(index.by_seq[p.seq][p.part]), overhead, budget, movable)
 
     def room(self, window: int, reserve: int, raised_prompt: int, cap: int, margin: float) -> int:
         """The tokens recall may take: what the window leaves beside the prompt (raised by

@@ -1,12 +1,13 @@
 """Meaning-based ranking for recall: embeddings of a session's passages, and their cosine
 to the new message's.
 
-Vectors come from the model server's embedding endpoint (`embed_model`, Ollama's
-/api/embed) and are kept in the store's embedding cache (by model and the text's
-SHA-256), so a passage is embedded once whatever session or restart asks again. They are
-computed in the background (`Embedder`), a batch at a time, as messages are stored and
-for a history that has none yet (an import, a store from before recall): a turn never
-waits for a passage's vector, and what has none yet is ranked by words alone.
+Vectors come from the model server's embedding model (`embed_model`, Ollama's /api/embed)
+or, where it has none, from the built-in one (encoders.py), and are kept in the store's
+embedding cache (by model and the text's SHA-256), so a passage is embedded once whatever
+session or restart asks again. They are computed in the background (`Embedder`), a batch
+at a time, as messages are stored and for a history that has none yet (an import, a store
+from before recall): a turn never waits for a passage's vector, and what has none yet is
+ranked by words alone.
 """
 
 import asyncio
@@ -19,6 +20,7 @@ import numpy as np
 from ctxkeep.protocol import ErrorCode
 from ctxkeep.daemon.backends.protocol import ModelCallError
 from ctxkeep.daemon.backends.protocol import ModelBackend
+from ctxkeep.daemon.recall.encoders import BuiltinEncoder, Encoder, ServerEncoder
 from ctxkeep.daemon.recall.passages import Passage
 from ctxkeep.daemon.store.store import Store
 
@@ -48,6 +50,15 @@ class SemanticIndex:
         self._matrix: np.ndarray | None = None
         #: Passage ids below this were looked at (embedded, or found in the cache).
         self.done = 0
+        #: The encoder its vectors are from (encoders.Encoder.name).
+        self.model = ""
+
+    def of(self, model: str) -> "SemanticIndex":
+        """The index, emptied when its vectors are another model's than `model` (the
+        embedder changed: the server's model came or went)."""
+        if model != self.model:
+            self.ids, self._matrix, self.done, self.model = [], None, 0, model
+        return self
 
     def add(self, pid: int, vector: list[float] | np.ndarray) -> None:
         v = np.asarray(vector, dtype=np.float32)
@@ -111,16 +122,39 @@ class SemanticIndex:
 class Embedder:
     """Computes passage vectors in the background, one session's batch at a time."""
 
-    def __init__(self, store: Store, backend: ModelBackend, model: Callable[[], str]) -> None:
+    def __init__(self, store: Store, backend: ModelBackend, model: Callable[[], str],
+                 builtin: Callable[[], bool] = lambda: True) -> None:
         self.store = store
         self.backend = backend
         self.model = model
-        #: Why embeddings are not available ("" when they are, or not tried yet).
+        self.builtin = builtin
+        #: Why the server's embedding model is not available ("" when it is, or not tried yet).
         self.unavailable = ""
         self.working = False
         self._wanted: dict[str, Callable[[], tuple[list[Passage], SemanticIndex]]] = {}
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self._server: ServerEncoder | None = None
+        self._builtin: BuiltinEncoder | None = None
+
+    def encoder(self) -> Encoder | None:
+        """Who embeds now: the server's embedding model while it answers, else the built-in
+        one (where allowed and installed), else none (recall by words alone)."""
+        model = self.model()
+        if model and not self.unavailable:
+            if self._server is None or self._server.name != model:
+                self._server = ServerEncoder(self.backend, model)
+            return self._server
+        if self.builtin() and BuiltinEncoder.available():
+            if self._builtin is None:
+                self._builtin = BuiltinEncoder()
+            return self._builtin
+        return None
+
+    def current(self) -> str:
+        """The name of the encoder that embeds now ("" for none)."""
+        encoder = self.encoder()
+        return encoder.name if encoder is not None else ""
 
     def want(self, session_id: str, source: Callable[[], tuple[list[Passage], SemanticIndex]]) -> None:
         """Have the session's passages embedded (`source` gives them and the index to fill)."""
@@ -138,17 +172,18 @@ class Embedder:
         return left
 
     async def vector(self, text: str, wait: float) -> list[float] | None:
-        """The vector of one text (a new message), if the model answers within `wait`
+        """The vector of one text (a new message, as a query), if it comes within `wait`
         seconds; None otherwise (the turn ranks by words alone)."""
-        model = self.model()
-        if not model or self.unavailable:
+        encoder = self.encoder()
+        if encoder is None:
             return None
-        cached = self.store.caches.embedding(model, digest(text[:EMBED_CHARS]))
+        key = f"{encoder.name}#query"
+        cached = self.store.caches.embedding(key, digest(text[:EMBED_CHARS]))
         if cached is not None:
             return cached
         try:
             async with asyncio.timeout(wait):  # not wait_for: on 3.11 it may swallow a cancel
-                (vector,) = await asyncio.shield(self.backend.embed(model, [text[:EMBED_CHARS]]))
+                (vector,) = await asyncio.shield(encoder.queries([text[:EMBED_CHARS]]))
         except ModelCallError as exc:
             if exc.code is not ErrorCode.BUSY:  # refused: not asked again until the server changes
                 self._failed(exc)
@@ -191,10 +226,11 @@ class Embedder:
     async def _batch(self, session_id: str, source: Callable[[], tuple[list[Passage], SemanticIndex]]) -> bool:
         """One batch of the session's passages that have no vector yet; True while more
         are left."""
-        model = self.model()
-        if not model or self.unavailable:
+        encoder = self.encoder()
+        if encoder is None:
             return False
         passages, index = source()
+        index.of(encoder.name)
         start = index.done
         batch = passages[start:start + BATCH]
         if not batch:
@@ -202,16 +238,16 @@ class Embedder:
         self.working = True
         try:
             texts = [p.text[:EMBED_CHARS] for p in batch]
-            digests, cached = await asyncio.to_thread(self._cached, model, texts)
+            digests, cached = await asyncio.to_thread(self._cached, encoder.name, texts)
             missing = {d: t for d, t in zip(digests, texts) if d not in cached}
             if missing:
-                vectors = await self.backend.embed(model, list(missing.values()))
+                vectors = await encoder.passages(list(missing.values()))
                 fresh = dict(zip(missing.keys(), vectors))
-                await self.store.off_loop(self.store.caches.save_embeddings, model, fresh)
+                await self.store.off_loop(self.store.caches.save_embeddings, encoder.name, fresh)
                 cached.update(fresh)
         finally:
             self.working = False
-        if index.done != start:  # rebuilt meanwhile
+        if index.done != start or index.model != encoder.name:  # rebuilt meanwhile
             return True
         index.add_many(list(range(start, start + len(batch))), [cached[d] for d in digests])
         index.done = start + len(batch)
@@ -228,3 +264,5 @@ class Embedder:
         if self._task is not None:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
+        if self._builtin is not None:
+            self._builtin.close()

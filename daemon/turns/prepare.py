@@ -21,7 +21,10 @@ from ctxkeep.daemon.context.prompt import TurnPrompts, build_messages
 from ctxkeep.daemon.context.usage import measure, reply_room
 from ctxkeep.daemon.turns.limits import answer_room, floor_view, judged, refuse_impossible
 from ctxkeep.daemon.turns.question import Question
-from ctxkeep.daemon.recall.recaller import NONE as NO_RECALL, Recall, Recaller
+from ctxkeep.daemon.recall.recaller import Recaller
+from ctxkeep.daemon.recall.recalled import NONE as NO_RECALL, Recall
+from ctxkeep.daemon.recall.room import NOTHING, Movable, bounded, movable
+from ctxkeep.daemon.compaction.planner import preserved_seqs
 from ctxkeep.daemon.store.records import MessageRecord, SessionRecord, View
 
 log = logging.getLogger("ctxkeep.daemon.turns.generation")
@@ -87,10 +90,13 @@ class Preparer:
             features = add(estimator.context_features(*view, user), offered)
             if not self.auto.fits_estimate(view.session, estimator.of_features(view.session, features)):
                 view = await self._counted(view, user, features, tools)  # compacted: fits by its count?
+        estimate = estimator.of_features(view.session, features)
+        if question.record.role != "tool":  # tool results ask nothing
+            view, features, recall, estimate = await self._recall(view, question.record, features, estimate,
+                                                                  compacted, offered)
+        else:
+            recall = NO_RECALL
         session = view.session
-        estimate = estimator.of_features(session, features)
-        recall, estimate = (NO_RECALL, estimate) if question.record.role == "tool" else \
-            await self._recall(view, question.record, features, estimate)  # tool results ask nothing
         if recall.block:
             self.parts.bus.publish(GenerationRecalled(
                 generation_id=generation_id, tokens=recall.tokens, by_meaning=recall.semantic,
@@ -168,12 +174,37 @@ class Preparer:
                 self.parts.announcer.changed(session.id)
         return session
 
-    async def _recall(self, view: View, user: MessageRecord, features: Vector,
-                      estimate: Estimate) -> tuple[Recall, Estimate]:
-        """What the prompt recalls, and the prompt's estimate with it: within what the window
-        leaves beside the prompt and the reply room (so recall never makes a prompt compact
-        or not fit: a block that would not fit with its own allowance is asked again,
-        smaller), up to its cap."""
+    def _movable(self, view: View) -> Movable:
+        """The oldest verbatim exchanges recall may take the room of (none where automatic
+        compaction is off: the user keeps the active context as it is)."""
+        session, context, active = view
+        if not self.auto.enabled(session):
+            return NOTHING
+        config, estimator = self.parts.config, self.parts.estimator
+        protected = preserved_seqs(context, active, config.keep_recent_messages, False)
+        return movable(active, protected | set(context.pinned),
+                       lambda m: estimator.message(session.model, prompt_content(m)))
+
+    async def _recall(self, view: View, user: MessageRecord, features: Vector, estimate: Estimate,
+                      compacted: Pass, offered: Vector) -> tuple[View, Vector, Recall, Estimate]:
+        """What the prompt recalls, and the view, features and estimate of the prompt with
+        it: within what the window leaves beside the prompt and the reply room (so recall
+        never makes a prompt compact or not fit: a block that would not fit with its own
+        allowance is asked again, smaller), up to its cap — and, when the message reaches
+        into the past, in the room of the oldest verbatim exchanges too, which then leave
+        the active context with this turn (`compacted` undoes that if the turn fails)."""
+        recall, estimate = await self._recalled(view, user, features, estimate, self._movable(view))
+        if not recall.displaced:
+            return view, features, recall, estimate
+        view = await self.auto.displace(view, recall.displaced, compacted)
+        estimator = self.parts.estimator
+        features = add(estimator.context_features(*view, user), offered)
+        recall, estimate = await self._recalled(view, user, features, estimator.of_features(view.session, features))
+        return view, features, recall, estimate
+
+    async def _recalled(self, view: View, user: MessageRecord, features: Vector, estimate: Estimate,
+                        moving: Movable = NOTHING) -> tuple[Recall, Estimate]:
+        """Recall within the room the prompt leaves (and the room of `moving`)."""
         session = view.session
         estimator, config = self.parts.estimator, self.parts.config
         slow = self.parts.announcer.recall_read(session.model)  # new text every turn, read whole
@@ -186,20 +217,25 @@ class Preparer:
         room = self.recaller.room(session.window, reserve, raised, cap if slow is None else min(cap, slow), margin)
         whole = self.recaller.room(session.window, reserve, raised,
                                    session.window if slow is None else slow, margin)
-        log.debug("session=%s recall may take %d tokens (with memory %d; by reading speed %s): the prompt is "
-                  "~%d (%d uncertain, %d novel), raised %d (margin %.2f)", session.id, room, whole, slow,
-                  estimate.tokens, estimate.uncertain, estimate.novel, raised, margin)
+        moving = bounded(moving, max(0, cap - room) if slow is None else max(0, min(cap, slow) - room))
+        log.debug("session=%s recall may take %d tokens (with memory %d; by reading speed %s; from older "
+                  "turns %d): the prompt is ~%d (%d uncertain, %d novel), raised %d (margin %.2f)", session.id,
+                  room, whole, slow, moving.tokens, estimate.tokens, estimate.uncertain, estimate.novel, raised,
+                  margin)
         for _ in range(3):
             try:
-                recall = await self.recaller.recall(*view, user, room, whole)
+                recall = await self.recaller.recall(*view, user, room, whole, moving)
             except Exception:  # noqa: BLE001 - a turn goes on without recall rather than fail
                 log.exception("session=%s recall failed: the turn goes on without it", session.id)
                 return NO_RECALL, estimate
             if not recall.block:
                 return NO_RECALL, estimate
+            if recall.displaced:
+                return recall, estimate  # the caller moves them out, then asks again
             with_recall = estimator.of_features(session, features, recall.features)
             over = estimator.raised(session.model, with_recall) + reserve - session.window
             if over <= 0:
                 return recall, with_recall
             room, whole = room - max(over * 2, 32), whole - max(over * 2, 32)
+            moving = NOTHING
         return NO_RECALL, estimate

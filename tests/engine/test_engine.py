@@ -144,7 +144,7 @@ def test_a_long_conversation_on_a_small_window_is_compacted_and_never_overflows(
                                                "Summaries of")):
             return "Summary: the user and the assistant discussed the plan."
         return " ".join(f"detail{i}" for i in range(80))
-    app = InProcess(tmp_path, MemoryBackend(reply=reply), Config(num_ctx=2048))
+    app = InProcess(tmp_path, MemoryBackend(reply=reply), Config(embed_builtin=False, num_ctx=2048))
 
     async def go():
         sid = (await app.call(requests.SessionCreate(model=MODEL))).session.id
@@ -202,7 +202,7 @@ def test_a_page_over_the_frame_cap_is_cut_short_and_points_on(tmp_path):
     from ctxkeep.daemon.store.records import NewMessage
     from ctxkeep.protocol import encode
     from ctxkeep.protocol.replies import HistoryReply
-    app = InProcess(tmp_path, MemoryBackend(), Config(max_frame_bytes=8192))
+    app = InProcess(tmp_path, MemoryBackend(), Config(embed_builtin=False, max_frame_bytes=8192))
     sid = app.store.sessions.create(name="big", model=MODEL, system="", options={}, num_ctx=8192).id
     app.store.history.append(sid, [NewMessage(role="user", content=f"{i} " + "x" * 900) for i in range(12)],
                      activate=range(12))

@@ -54,7 +54,7 @@ def test_a_long_new_message_is_estimated_within_a_tenth_by_a_bpe_tokenizer(tmp_p
     English is not underestimated by half (it was, by 45-48 %, against a real tokenizer)."""
     rng = random.Random(3)
     backend = MemoryBackend(reply=lambda m: english(random.Random(len(m)), 40), count=count_tokens_bpe)
-    app = InProcess(tmp_path, backend, Config(auto_compaction=False))
+    app = InProcess(tmp_path, backend, Config(embed_builtin=False, auto_compaction=False))
 
     async def go():
         sid = (await app.call(requests.SessionCreate(model=MODEL, num_ctx=16384))).session.id
@@ -112,7 +112,7 @@ def test_a_turn_that_fits_is_not_refused_and_a_refusal_adds_up(tmp_path):
     by 40 %); a message that does not fit is refused with numbers that add up."""
     rng = random.Random(9)
     backend = MemoryBackend(reply=lambda m: english(random.Random(len(m)), 60))
-    app = InProcess(tmp_path, backend, Config(auto_compaction=False))
+    app = InProcess(tmp_path, backend, Config(embed_builtin=False, auto_compaction=False))
 
     async def go():
         sid = (await app.call(requests.SessionCreate(model=MODEL, num_ctx=2048))).session.id

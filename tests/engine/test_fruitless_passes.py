@@ -13,7 +13,7 @@ from memory_backend import MemoryBackend
 def test_a_fruitless_pass_waits_for_the_context_to_grow(tmp_path):
     backend = MemoryBackend(reply=lambda messages: "Noted, thanks.")
     # everything stays within the recent messages kept verbatim: no level can change anything
-    app = InProcess(tmp_path, backend, Config(embed_model="", keep_recent_messages=200, recall=False))
+    app = InProcess(tmp_path, backend, Config(embed_model="", embed_builtin=False, keep_recent_messages=200, recall=False))
 
     async def go() -> list[int]:
         sid = (await app.call(requests.SessionCreate(model="qwen2.5:7b", num_ctx=2048))).session.id
@@ -46,7 +46,7 @@ def test_a_pass_after_an_answer_runs_only_in_a_worthwhile_step(tmp_path):
     assert least_step(2048, False, MIN_STEP) == int(MIN_STEP * 2048) and least_step(2048, True, MIN_STEP) == 0
     rng = random.Random(3)
     backend = MemoryBackend(reply=lambda m: " ".join(rng.choice(FILLER) for _ in range(rng.randint(40, 160))))
-    app = InProcess(tmp_path, backend, Config(embed_model=""))
+    app = InProcess(tmp_path, backend, Config(embed_model="", embed_builtin=False))
 
     async def go() -> None:
         sid = (await app.call(requests.SessionCreate(model="qwen2.5:7b", num_ctx=2048))).session.id
@@ -80,7 +80,7 @@ def test_the_step_is_judged_whole_the_users_share_with_the_older_messages(tmp_pa
     rng = random.Random(9)
     words = ["careful", "plan", "small", "steps", "notes", "ideas", "weekly", "list", "quiet"]
     backend = MemoryBackend(reply=lambda m: " ".join(rng.choice(words) for _ in range(30)))
-    app = InProcess(tmp_path, backend, Config(embed_model=""))
+    app = InProcess(tmp_path, backend, Config(embed_model="", embed_builtin=False))
 
     async def go() -> None:
         sid = (await app.call(requests.SessionCreate(model="qwen2.5:7b", num_ctx=1024,
@@ -120,7 +120,7 @@ def test_a_step_too_small_is_judged_once_a_pass(tmp_path):
     from chatter import FILLER
     rng = random.Random(3)
     backend = MemoryBackend(reply=lambda m: " ".join(rng.choice(FILLER) for _ in range(rng.randint(35, 48))))
-    app = InProcess(tmp_path, backend, Config(embed_model=""))
+    app = InProcess(tmp_path, backend, Config(embed_model="", embed_builtin=False))
     _chat(app, 24, lambda t: " ".join(rng.choice(FILLER) for _ in range(rng.randint(20, 45))))
     app.close()
     passes: list[list[CompactionResult]] = []
@@ -143,7 +143,7 @@ def test_a_step_judged_worth_it_is_kept_once_its_summary_is_made(tmp_path):
     from ctxkeep.daemon.compaction.passes import Pass
     from ctxkeep.daemon.compaction.planner import Change
     backend = MemoryBackend(reply=lambda m: "Noted: " + "the shed door sticks in wet weather. " * 3)
-    app = InProcess(tmp_path, backend, Config(embed_model="", auto_compaction=False))
+    app = InProcess(tmp_path, backend, Config(embed_model="", embed_builtin=False, auto_compaction=False))
     sid = _chat(app, 6, lambda t: f"note {t}: the shed door sticks in wet weather, and the hinge squeaks")
     runner = app.services.generations.auto.levels
     view = app.store.history.view(sid)

@@ -36,7 +36,7 @@ async def say(app: InProcess, sid: str, text: str) -> list:
 
 def run(tmp_path, scenario, config: Config | None = None):
     backend = MemoryBackend(reply=lambda messages: "Noted.")
-    app = InProcess(tmp_path, backend, config or Config(embed_model=""))
+    app = InProcess(tmp_path, backend, config or Config(embed_model="", embed_builtin=False))
     try:
         return asyncio.run(scenario(app)), backend
     finally:
@@ -103,7 +103,7 @@ def test_memory_off_in_config_leaves_every_session_to_itself(tmp_path):
     async def scenario(app):
         await say(app, await new(app, "family"), SISTER)
         return await say(app, await new(app, "x"), QUESTION)
-    recalled, _ = run(tmp_path, scenario, Config(embed_model="", memory="none"))
+    recalled, _ = run(tmp_path, scenario, Config(embed_model="", embed_builtin=False, memory="none"))
     assert recalled == []
 
 

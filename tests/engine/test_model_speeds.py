@@ -17,7 +17,7 @@ MODEL = "qwen2.5:7b"
 def test_a_compaction_says_how_long_its_summaries_should_take_at_the_models_speed(tmp_path):
     backend = MemoryBackend(reply=lambda messages: " ".join(FILLER[:12]))
     backend.ns_per_read, backend.ns_per_write = 2_000_000, 50_000_000  # 500 and 20 tokens a second
-    app = InProcess(tmp_path, backend, Config(embed_model="", recall=False))
+    app = InProcess(tmp_path, backend, Config(embed_model="", embed_builtin=False, recall=False))
 
     async def go():
         sid = (await app.call(requests.SessionCreate(model=MODEL, num_ctx=2048))).session.id
@@ -46,7 +46,7 @@ def test_a_model_measured_slow_is_waited_for_and_the_wait_says_how_long_reading_
     from ctxkeep.protocol.events import GenerationError, GenerationWaiting, ResponseGeneration
     backend = MemoryBackend()
     backend.ns_per_read = 50_000_000
-    app = InProcess(tmp_path, backend, Config(embed_model="", recall=False, first_token_timeout=1.0))
+    app = InProcess(tmp_path, backend, Config(embed_model="", embed_builtin=False, recall=False, first_token_timeout=1.0))
 
     async def go():
         sid = (await app.call(requests.SessionCreate(model=MODEL, num_ctx=4096))).session.id

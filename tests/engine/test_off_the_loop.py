@@ -17,7 +17,7 @@ def test_a_turn_is_two_synced_commits_both_off_the_event_loop(tmp_path):
     """The question (before `accepted`) and the answer with all it changed: two commits
     a turn, both by the writer thread; the event loop never waits for the disk. (Without
     embeddings: the embedding cache is written in the background, in commits of its own.)"""
-    app = InProcess(tmp_path, MemoryBackend(), Config(embed_model=""))
+    app = InProcess(tmp_path, MemoryBackend(), Config(embed_model="", embed_builtin=False))
 
     async def turn(sid: str) -> None:
         await app.call(requests.Send(session=sid, text="and then?"))
@@ -91,7 +91,7 @@ def test_requests_that_write_commit_off_the_event_loop(tmp_path):
         if asked.startswith(("Conversation to summarize", "Summary to shorten", "Summaries of")):
             return "Summary: the plan."
         return " ".join(f"detail{i}" for i in range(80))
-    app = InProcess(tmp_path, MemoryBackend(reply=reply), Config(compaction_min_step=0))  # a pass each turn
+    app = InProcess(tmp_path, MemoryBackend(reply=reply), Config(embed_builtin=False, compaction_min_step=0))  # a pass each turn
     committed_in: list[str] = []
     real_write = app.store.env.write
 

@@ -35,7 +35,7 @@ def chat(tmp_path, kind: str, words: int = 40, **config) -> tuple[list[dict], In
     standin.start()
     table = BackendConfig(name="here", kind=kind, url=standin.url)
     app = InProcess(tmp_path, backend_for(Config(num_ctx=2048, backends=[table])),
-                    Config(num_ctx=2048, backends=[table], **config))
+                    Config(embed_builtin=False, num_ctx=2048, backends=[table], **config))
 
     async def go():
         sid = (await app.call(requests.SessionCreate(model=MODEL))).session.id

@@ -36,7 +36,7 @@ def last_prompt(backend: MemoryBackend) -> list[dict]:
 def test_a_fact_gone_from_the_context_comes_back_for_a_question_about_it_only(tmp_path):
     rng = random.Random(3)
     backend = MemoryBackend(reply=filler_reply)
-    app = InProcess(tmp_path, backend, Config(embed_model=""))  # by words alone
+    app = InProcess(tmp_path, backend, Config(embed_model="", embed_builtin=False))  # by words alone
 
     async def go():
         sid = (await app.call(requests.SessionCreate(model=MODEL, num_ctx=2048))).session.id
@@ -61,7 +61,7 @@ def test_recall_never_makes_a_prompt_compact_or_not_fit(tmp_path):
     in-memory backend refuses any over the window) and recall adds to none that is full."""
     rng = random.Random(4)
     backend = MemoryBackend(reply=filler_reply)
-    app = InProcess(tmp_path, backend, Config(embed_model=""))
+    app = InProcess(tmp_path, backend, Config(embed_model="", embed_builtin=False))
 
     async def go():
         sid = (await app.call(requests.SessionCreate(model=MODEL, num_ctx=1024))).session.id
@@ -88,7 +88,7 @@ def test_a_question_about_the_users_own_fact_recalls_their_words_over_the_models
             return "Summary: they chatted."
         return f"My locker code is {rng.randint(4700, 4799)}-green, my locker code. " + filler_reply(messages)[:60]
     backend = MemoryBackend(reply=echo)
-    app = InProcess(tmp_path, backend, Config(embed_model=""))
+    app = InProcess(tmp_path, backend, Config(embed_model="", embed_builtin=False))
     said = "Please remember this: my locker code is 4711-blue."
 
     async def go():
@@ -123,7 +123,7 @@ def test_a_fact_inside_a_long_answer_comes_back_with_the_whole_answer(tmp_path):
     out of it: the words around the fact come with it."""
     rng = random.Random(5)
     backend = MemoryBackend(reply=filler_reply)
-    app = InProcess(tmp_path, backend, Config(embed_model=""))
+    app = InProcess(tmp_path, backend, Config(embed_model="", embed_builtin=False))
     long_answer = ("Here is a plan for your garden. " + " ".join(rng.choice(FILLER) for _ in range(120)) +
                    " For the tomatoes I suggest the Black Krim variety, planted in late April. " +
                    " ".join(rng.choice(FILLER) for _ in range(120)))
@@ -143,7 +143,7 @@ def test_in_a_two_person_chat_the_names_in_every_turn_do_not_drown_the_fact(tmp_
     question naming one of them still finds the turn that says what it asks."""
     rng = random.Random(6)
     backend = MemoryBackend(reply=filler_reply)
-    app = InProcess(tmp_path, backend, Config(embed_model=""))
+    app = InProcess(tmp_path, backend, Config(embed_model="", embed_builtin=False))
     fact = "Caroline: I finally adopted a rescue greyhound last weekend, his name is Biscuit."
     turns = _chatter(rng, 60, ("Caroline", "Melanie"))
     turns[20] = {"role": "user", "content": fact}
@@ -162,7 +162,7 @@ def test_a_question_stamped_with_its_date_finds_the_fact_not_every_stamped_messa
     recall every other stamped message in place of what it asks about."""
     rng = random.Random(7)
     backend = MemoryBackend(reply=filler_reply)
-    app = InProcess(tmp_path, backend, Config(embed_model=""))
+    app = InProcess(tmp_path, backend, Config(embed_model="", embed_builtin=False))
     fact = "I got my guitar serviced at Strings and Things on Elm Street."
     turns = []
     for day in range(1, 29):

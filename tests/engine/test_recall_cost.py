@@ -17,7 +17,7 @@ TOPICS = ["the garden", "a bicycle trip", "the kitchen shelves", "a chess openin
 
 
 def test_the_bound_is_the_models_reading_speed_times_the_setting(tmp_path):
-    app = InProcess(tmp_path, MemoryBackend(), Config(embed_model=""))
+    app = InProcess(tmp_path, MemoryBackend(), Config(embed_model="", embed_builtin=False))
     speeds = app.services.speeds
     assert speeds.reads_in("qwen2.5:7b", 1.5) is None  # not measured yet: no bound
     # an answer that read 2,000 tokens in 10 s: 200 tokens a second
@@ -41,7 +41,7 @@ def chat(tmp_path, ns_per_read: int, seconds: float) -> tuple[InProcess, MemoryB
     rng = random.Random(5)
     backend = MemoryBackend(reply=lambda m: " ".join(rng.choice(["fine", "noted", "sure", "idea"]) for _ in range(40)))
     backend.ns_per_read = ns_per_read
-    app = InProcess(tmp_path, backend, Config(embed_model="", recall_read_seconds=seconds))
+    app = InProcess(tmp_path, backend, Config(embed_model="", embed_builtin=False, recall_read_seconds=seconds))
 
     async def go() -> None:
         sid = (await app.call(requests.SessionCreate(model="qwen2.5:7b", num_ctx=2048))).session.id

@@ -167,7 +167,7 @@ def test_undo_restores_the_context_before_the_pass_plus_what_came_since(steps):
     root = Path(tempfile.mkdtemp(prefix="ckundo"))
     reply = lambda messages: ("Summary: short." if messages[-1]["content"].startswith(  # noqa: E731
         ("Conversation to summarize", "Summary to shorten", "Summaries of")) else "answer " * 40)
-    app = InProcess(root, MemoryBackend(reply=reply), Config(compaction_cooldown=0))
+    app = InProcess(root, MemoryBackend(reply=reply), Config(embed_builtin=False, compaction_cooldown=0))
     try:
         asyncio.run(_run(app, steps))
     finally:

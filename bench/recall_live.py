@@ -1,0 +1,217 @@
+"""Recall inside a live session: each LongMemEval development question's history sent to
+ctxkeepd message by message, as a user would, then the question.
+
+The stand-in answers each message with the history's own recorded answer, and every
+summarization call (a checkpoint, an aging, a merge) with a summary of realistic size —
+about a quarter of what it is given, never more than the call's `num_predict`, made of the
+source's own sentences spread evenly through it — so checkpoints take the room real ones
+take, and compaction and recall run as they do for a user. A session of the history that
+opens with the assistant's words is opened by its date line as the user's message.
+
+For the question's prompt it reports where the tokens went (system prompt, checkpoints,
+verbatim turns, recall, memory) and which evidence turns are in it verbatim, beside
+baselines over whole turns at the same token count (bench/recall_lme.py).
+"""
+
+import math
+import re
+import statistics
+import time
+from collections import Counter, deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import recall_lme
+from ctxkeep.clients import Client
+from ctxkeep.daemon.context.prompt import (
+    AGE_SYSTEM, CHECKPOINT_SYSTEM, CHECKPOINT_WITH_USER_SYSTEM, COMPACTION_SYSTEM, MERGE_SYSTEM,
+    USER_SUMMARY_SYSTEM,
+)
+from ctxkeep.daemon.memory.block import OPENING as MEMORY_OPENING
+from ctxkeep.daemon.recall.select import CLOSING, OPENING as RECALL_OPENING
+from ctxkeep.protocol.events import ResponseGeneration, SessionUpdated
+
+SUMMARY_SYSTEMS = (COMPACTION_SYSTEM, MERGE_SYSTEM, CHECKPOINT_SYSTEM, USER_SUMMARY_SYSTEM,
+                   CHECKPOINT_WITH_USER_SYSTEM, AGE_SYSTEM)
+CHECKPOINTS = "Summary of the earlier conversation"
+#: The share of its source a stand-in summary takes.
+SUMMARY_SHARE = 0.25
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+
+
+def is_summary_call(messages: list[dict[str, Any]]) -> bool:
+    """Whether a chat asks for a summary: its instructions are one of the summarizers'
+    (as the system message of a call of its own, or in the request of one that goes on from
+    the last turn's prompt)."""
+    last = messages[-1].get("content", "") if messages else ""
+    first = messages[0].get("content", "") if messages and messages[0].get("role") == "system" else ""
+    return any(s in last or (len(messages) == 2 and first.startswith(s)) for s in SUMMARY_SYSTEMS)
+
+
+def summary_source(messages: list[dict[str, Any]]) -> str:
+    """What a summary call summarizes: the text after the request's header; for a call
+    that goes on from the last turn's prompt ("the conversation above"), the messages before
+    the request (the checkpoints of the system message, for an aging)."""
+    request = messages[-1]["content"]
+    body = request.split("\n\n", 1)[1] if "\n\n" in request else request
+    body = next((body.split(s)[0] for s in SUMMARY_SYSTEMS if s in body), body).strip()
+    if "conversation above" not in body:
+        return body
+    earlier = messages[:-1]
+    if request.startswith("Summary to shorten"):
+        return "\n".join(m["content"].split(CHECKPOINTS, 1)[-1] for m in earlier if m["role"] == "system")
+    return "\n".join(m["content"] for m in earlier if m["role"] != "system")
+
+
+def summarize(source: str, tokens: int, count: Callable[[str], int]) -> str:
+    """About `tokens` tokens of `source`'s sentences, spread evenly through it, in order."""
+    sentences = [s for s in (p.strip() for p in _SENTENCE.split(source)) if s]
+    if not sentences:
+        return "Summary: nothing to keep."
+    costs = [count(s) + 1 for s in sentences]
+    share = min(1.0, tokens / max(1, sum(costs)))
+    picked, owed = [], 0.0
+    for s, cost in zip(sentences, costs):
+        owed += cost * share
+        if owed >= cost:
+            picked.append(s)
+            owed -= cost
+    return " ".join(picked or sentences[:1])
+
+
+@dataclass
+class Scripted:
+    """The stand-in's model: the history's own answers, summaries of realistic size."""
+
+    count: Callable[[str], int]
+    answers: dict[str, deque[str]] = field(default_factory=dict)
+    summary_calls: int = 0
+
+    def expect(self, user: str, answer: str) -> None:
+        self.answers.setdefault(user, deque()).append(answer)
+
+    def __call__(self, messages: list[dict[str, Any]]) -> str:
+        """The reply to a chat (the stand-in cuts it at the call's num_predict)."""
+        if is_summary_call(messages):
+            self.summary_calls += 1
+            source = summary_source(messages)
+            return summarize(source, max(16, math.ceil(self.count(source) * SUMMARY_SHARE)), self.count)
+        said = messages[-1].get("content", "").split(f"\n\n{RECALL_OPENING}")[0].split(f"\n\n{MEMORY_OPENING}")[0]
+        queue = self.answers.get(said)
+        return queue.popleft() if queue else "I see."
+
+
+@dataclass(frozen=True)
+class Step:
+    """One message the user sends, and the answer the history recorded for it."""
+
+    text: str
+    answer: str
+
+
+def steps(q: recall_lme.Question) -> list[Step]:
+    """The history as the messages a user sends: each user turn with the answer after it; an
+    assistant turn with no user turn before it (a session the assistant opens) answers the
+    session's date line, sent as the user's message."""
+    out: list[Step] = []
+    pending: str | None = None
+    for t in q.turns:
+        date = t.content[:t.content.index("]") + 1] if t.content.startswith("[") else "(go on)"
+        if t.role == "user":
+            if pending is not None:
+                out.append(Step(pending, ""))
+            pending = t.content
+        else:
+            out.append(Step(pending if pending is not None else date, t.content))
+            pending = None
+    if pending is not None:
+        out.append(Step(pending, ""))
+    return out
+
+
+def settle(c: Client, sid: str, quiet: float = 2.0) -> None:
+    """Until the session is idle again (the work after an answer, a compaction, done)."""
+    while True:
+        item = c.next_event(quiet)
+        if item is None:
+            if not c.session(sid).session.busy:
+                return
+            continue
+        e = item[1]
+        if isinstance(e, SessionUpdated) and e.session_id == sid and not e.session.busy:
+            return
+
+
+def parts(messages: list[dict[str, Any]], count: Callable[[str], int]) -> dict[str, int]:
+    """Where a prompt's tokens went: the system prompt (and goals), the checkpoints, the
+    verbatim turns, recall's block, memory's block (each part's text counted alone)."""
+    out = Counter[str]()
+    for i, m in enumerate(messages):
+        text = m.get("content", "") or ""
+        if m["role"] == "system":
+            head, _, checkpoints = text.partition(CHECKPOINTS)
+            out["system"] += count(head)
+            out["checkpoints"] += count(_ + checkpoints) if checkpoints else 0
+            continue
+        if i == len(messages) - 1:
+            for opening, name in ((MEMORY_OPENING, "memory"), (RECALL_OPENING, "recall")):
+                if opening in text:
+                    before, block = text.split(f"\n\n{opening}", 1) if f"\n\n{opening}" in text else text.split(opening, 1)
+                    block_text, _, after = block.partition(CLOSING)
+                    out[name] += count(opening + block_text + CLOSING)
+                    text = before + after
+            out["question"] += count(text)
+            continue
+        out["verbatim"] += count(text)
+    return dict(out)
+
+
+@dataclass
+class Replayed:
+    """One question replayed: its prompt's text, tokens and parts, and the replay's counts."""
+
+    prompt: str
+    tokens: int
+    parts: dict[str, int]
+    turns: int
+    summary_calls: int
+    errors: int
+    seconds: float
+
+
+def replay(c: Client, standin: Any, model: Scripted, q: recall_lme.Question, window: int,
+           model_name: str) -> Replayed:
+    """The question's history sent message by message to a new session, then the question."""
+    start = time.monotonic()
+    sid = c.create_session(name=f"live-{q.qid}", model=model_name, num_ctx=window).session.id
+    plan = steps(q)
+    for s in plan:
+        model.expect(s.text, s.answer)
+    calls_before, errors = model.summary_calls, 0
+    for s in plan:
+        end = c.turn(sid, s.text)
+        errors += not isinstance(end, ResponseGeneration)
+        settle(c, sid)
+    calls = model.summary_calls - calls_before
+    c.turn(sid, q.text)
+    chat = [ch for ch in standin.chats if ch.body.get("stream", True) and not is_summary_call(ch.body["messages"])][-1]
+    messages = chat.body["messages"]
+    settle(c, sid)
+    c.delete(sid)
+    model.answers.clear()
+    return Replayed("\n".join(m["content"] for m in messages), chat.prompt_tokens, parts(messages, standin.count),
+                    len(plan), calls, errors, time.monotonic() - start)
+
+
+def emit_parts(emit: Callable[..., None], replayed: list[Replayed], **fields: object) -> None:
+    """Where the questions' prompts' tokens went (medians and means), and the summary calls
+    per message sent."""
+    names = sorted({k for r in replayed for k in r.parts})
+    emit(**fields, what="prompt_parts",
+         median={k: statistics.median(r.parts.get(k, 0) for r in replayed) for k in names},
+         mean={k: round(statistics.fmean(r.parts.get(k, 0) for r in replayed)) for k in names},
+         prompt_tokens_median=statistics.median(r.tokens for r in replayed),
+         summary_calls_per_turn=round(sum(r.summary_calls for r in replayed) / max(1, sum(r.turns for r in replayed)), 3),
+         failed_turns=sum(r.errors for r in replayed),
+         seconds_per_question=round(statistics.fmean(r.seconds for r in replayed), 1))

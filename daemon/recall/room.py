@@ -1,0 +1,107 @@
+"""The room follows the question: when a new message reaches into the past, recall may take
+its room from the oldest verbatim exchanges of the active context (each is recallable word
+for word, so nothing is lost), and when it does not, recall takes nothing from them and the
+prompt's start stays as the model server holds it in its cache. Pure functions."""
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from ctxkeep.daemon.recall.passages import Passage, recallable
+from ctxkeep.daemon.store.records import MessageRecord
+
+#: A message reaches into the past when recall's best match outside the active context
+#: scores at least this share of its best match among the movable exchanges (the older
+#: verbatim turns): what it asks about is said there at least about as well.
+REACH = 0.8
+#: Of the conversation's verbatim tokens, the share recall never takes (the newest turns:
+#: what the next answer most often needs, and what keeps a reply in the conversation).
+KEPT_SHARE = 0.35
+
+
+@dataclass(frozen=True)
+class Movable:
+    """The oldest verbatim exchanges recall may take the room of, oldest first: each a
+    question and what answered it, with their estimated tokens."""
+
+    exchanges: tuple[tuple[tuple[int, ...], int], ...] = ()
+
+    @property
+    def seqs(self) -> set[int]:
+        return {s for seqs, _ in self.exchanges for s in seqs}
+
+    @property
+    def tokens(self) -> int:
+        return sum(tokens for _, tokens in self.exchanges)
+
+
+NOTHING = Movable()
+
+
+def movable(active: Sequence[MessageRecord], protected: set[int], cost: Callable[[MessageRecord], int]) -> Movable:
+    """The exchanges before the protected messages (the last ones, pinned ones, tool
+    exchanges: what compaction never moves either), oldest first, while the verbatim tokens
+    left stay at least KEPT_SHARE of all of them. An exchange is a user message and every
+    message after it up to the next one; one with a message recall cannot bring back (a
+    tool exchange, an image, a summary) is not movable, and none after it is."""
+    groups: list[list[MessageRecord]] = []
+    for m in active:
+        if m.role == "user" or not groups:
+            groups.append([])
+        groups[-1].append(m)
+    total = sum(cost(m) for m in active)
+    out: list[tuple[tuple[int, ...], int]] = []
+    taken = 0
+    for group in groups:
+        if any(m.seq in protected or not recallable(m) or m.images or m.tool_calls for m in group):
+            break
+        tokens = sum(cost(m) for m in group)
+        if total - taken - tokens < KEPT_SHARE * total:
+            break
+        out.append((tuple(m.seq for m in group), tokens))
+        taken += tokens
+    return Movable(tuple(out))
+
+
+def reaches(scores: dict[int, float], passages: Sequence[Passage], moving: set[int], active: set[int],
+            specific: Callable[[int], bool]) -> bool:
+    """Whether the message reaches into the past: its best match outside the active context
+    is `specific` (it shares a word with the message that few passages have) and scores at
+    least REACH × its best among the movable exchanges (or none is there)."""
+    outside = max(((s, pid) for pid, s in scores.items() if passages[pid].seq not in active), default=(0.0, -1))
+    inside = max((s for pid, s in scores.items() if passages[pid].seq in moving), default=0.0)
+    return outside[0] > 0 and outside[0] >= REACH * inside and specific(outside[1])
+
+
+def fit(chosen: Sequence[Passage], cost: Callable[[Passage], int], overhead: int, room: int,
+        moving: Movable) -> tuple[list[Passage], tuple[int, ...]]:
+    """The block's passages and the exchanges whose room it takes: the fewest oldest movable
+    exchanges that make room for the chosen passages from outside the active context and
+    those of the exchanges taken (a passage of an exchange left in place is there already).
+    When even all of them are not enough, the passages that fit, best first as chosen."""
+    taken: list[int] = []
+    freed = 0
+    for k in range(len(moving.exchanges) + 1):
+        gone = {s for seqs, _ in moving.exchanges[:k] for s in seqs}
+        block = [p for p in chosen if p.seq not in moving.seqs or p.seq in gone]
+        if overhead + sum(cost(p) for p in block) <= room + freed:
+            return block, tuple(sorted(gone))
+        if k < len(moving.exchanges):
+            taken.extend(moving.exchanges[k][0])
+            freed += moving.exchanges[k][1]
+    block, used = [], overhead
+    for p in chosen:
+        if used + cost(p) <= room + freed:
+            block.append(p)
+            used += cost(p)
+    return block, tuple(sorted(taken))
+
+
+def bounded(moving: Movable, limit: int) -> Movable:
+    """The oldest of `moving`'s exchanges that together take at most `limit` tokens."""
+    out, used = [], 0
+    for seqs, tokens in moving.exchanges:
+        if used + tokens > limit:
+            break
+        out.append((seqs, tokens))
+        used += tokens
+    return Movable(tuple(out))

