@@ -122,6 +122,21 @@ def until_idle(client: Client, session_id: str, job_id: str, timeout: float = 30
     return events_until(client, done, timeout, f"end of job {job_id} and idle session {session_id}")
 
 
+def idle(client: Client, session_id: str, timeout: float = 30.0) -> None:
+    """Until the session is idle (its queue empty: the work after a turn done), after a turn
+    `Client.turn` returned."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        item = client.next_event(timeout=1.0)
+        if item is None:
+            if not client.session(session_id).session.busy:
+                return
+            continue
+        if isinstance(item[1], SessionUpdated) and item[1].session_id == session_id and not item[1].session.busy:
+            return
+    raise AssertionError(f"session {session_id} still busy after {timeout} s")
+
+
 @pytest.fixture
 def watched_http() -> Iterator[tuple[str, list[str]]]:
     """A loopback HTTP server that records the path of every request it gets (what must

@@ -14,6 +14,14 @@ def add_parser(commands) -> argparse.ArgumentParser:
     return parser
 
 
+def memory_setting(s) -> str:
+    """A session's memory as the list shows it: forgotten (memory never recalls it), its
+    own setting (all, none, private), or the daemon's default."""
+    if not s.remembered:
+        return "forgotten"
+    return s.memory or "default"
+
+
 def run(args: argparse.Namespace) -> int:
     with connect(args) as client:
         sessions = client.sessions().sessions
@@ -26,10 +34,10 @@ def run(args: argparse.Namespace) -> int:
         return 0
     names = {s.id: s.name for s in sessions}
     branches = any(s.branched_from for s in sessions)
-    rows = [("ID", "NAME", "MODEL", "MSGS", "TOKENS", "UPDATED") + (("BRANCH OF",) if branches else ())]
+    rows = [("ID", "NAME", "MODEL", "MSGS", "TOKENS", "MEMORY", "UPDATED") + (("BRANCH OF",) if branches else ())]
     for s in sessions:
         fill = f"{tokens(s.next_tokens or s.token_count, s.token_count_exact)}/{s.window:,}"
-        row = (s.id, s.name, s.model, str(s.message_count), fill, when(s.updated))
+        row = (s.id, s.name, s.model, str(s.message_count), fill, memory_setting(s), when(s.updated))
         if branches:
             source = names.get(s.branched_from, f"{s.branched_from} (deleted)") if s.branched_from else ""
             row += (f"{source} @{s.branched_at}" if source else "",)

@@ -74,7 +74,18 @@ def exported(client, ref: str) -> dict[str, Any]:
               "branched_at": session.branched_at} if session.branched_from else {}
     return {"format": FORMAT, "version": VERSION, "id": session.id, "name": session.name,
             "model": session.model, "system": session.system, "options": session.options,
-            "num_ctx": session.num_ctx, **branch, "messages": messages}
+            "num_ctx": session.num_ctx, **branch, **_memory(session), "messages": messages}
+
+
+def _memory(session: Any) -> dict[str, Any]:
+    """What memory may do with the session's words, where it is not the default: its own
+    setting, forgotten whole, forgotten messages (an import keeps them so)."""
+    out: dict[str, Any] = {"memory": session.memory} if session.memory else {}
+    if not session.remembered:
+        out["remembered"] = False
+    if session.forgotten:
+        out["forgotten"] = list(session.forgotten)
+    return out
 
 
 def _extras(client, m: Any) -> dict[str, Any]:
@@ -134,7 +145,8 @@ def parse(text: str) -> dict[str, Any]:
         if data.get("version") != VERSION:
             raise NotAConversation(f"an export of version {data.get('version')}; this ctxkeep reads {VERSION}")
         return {k: data.get(k) for k in ("name", "model", "system", "options", "num_ctx",
-                                         "branched_from", "branched_at")} | {"messages": data.get("messages") or []}
+                                         "branched_from", "branched_at", "memory", "remembered", "forgotten")} \
+            | {"messages": data.get("messages") or []}
     source = data.get("messages") if isinstance(data, dict) else data
     if not isinstance(source, list):
         raise NotAConversation("no messages: expected a list of {role, content}, or an object with `messages`")
@@ -166,6 +178,18 @@ def batches(messages: list[ImportedMessage]) -> list[list[ImportedMessage]]:
         out[-1].append(m)
         size += n
     return out
+
+
+def _keep_memory(client, session: Any, doc: dict[str, Any]) -> Any:
+    """The imported session with the export's memory setting and forgotten marks."""
+    if doc.get("memory") in ("all", "none", "private"):
+        session = client.set_model(session.id, memory=doc["memory"]).session
+    forgotten = [s for s in doc.get("forgotten") or () if isinstance(s, int) and 0 <= s < session.message_count]
+    if forgotten:
+        client.memory_forget(session.id, forgotten)
+    if doc.get("remembered") is False:
+        client.memory_forget(session.id)
+    return client.session(session.id).session if forgotten or doc.get("remembered") is False else session
 
 
 def _import_hint(exc: CtxkeepError) -> str:
@@ -218,5 +242,6 @@ def run_import(args: argparse.Namespace) -> int:
             raise CtxkeepError(exc.code, f"cannot import {args.file}: {exc.message}{_import_hint(exc)}") from None
         for part in parts[1:]:
             session = client.import_session(session=session.id, messages=part).session
+        session = _keep_memory(client, session, doc)
     print(msgspec.json.encode(session).decode() if args.json else f"imported {session_line(session)}")
     return 0

@@ -4,7 +4,9 @@ session ranks what the user said in all the others in one pass.
 
 What may come back is decided per turn by flags over passage ids (numpy), not by
 rebuilding: a session deleted, private or forgotten, a message forgotten or replaced by a
-retry or an edit, is left out from the next turn on.
+retry or an edit, is left out from the next turn on. Privacy follows the words: a passage
+whose text is also a private or forgotten one's (a branch, a resent or imported copy, a
+restored snapshot) is left out with it, whatever session holds the copy.
 """
 
 from array import array
@@ -49,9 +51,15 @@ class MemoryIndex:
     def __init__(self) -> None:
         self.lexical = LexicalIndex()
         self.semantic = SemanticIndex()
-        #: Each passage's owner number, and whether it is hidden (forgotten or replaced).
+        #: Each passage's owner number, whether it is hidden (forgotten or replaced), and
+        #: its text's hash (a copy of a private or forgotten text is left out with it).
         self.owner_of = array("I")
         self.hidden = bytearray()
+        self.text_hash = array("q")
+        #: (passages, changes) when `_secret` was worked out, and what it was.
+        self._secret_at: tuple[int, int] = (-1, -1)
+        self._secret = np.zeros(0, dtype=bool)
+        self.changes = 0
         #: Each passage's line in a block (without its session's name), as features.
         self.lines: list[Vector] = []
         self.owners: dict[str, Owner] = {}
@@ -82,7 +90,10 @@ class MemoryIndex:
         found.name = session.name
         found.family = family or session.id
         self.families[found.number] = self._family_number(found.family)
-        self.allowed[found.number] = session.remembered and session.memory != "private"
+        allowed = session.remembered and session.memory != "private"
+        if bool(self.allowed[found.number]) != allowed:
+            self.allowed[found.number] = allowed
+            self.changes += 1
         forgotten = set(session.forgotten)
         if forgotten != found.forgotten:
             for seq in forgotten ^ found.forgotten:
@@ -110,6 +121,7 @@ class MemoryIndex:
             owner.pids[m.seq] = list(range(start, start + len(new)))
             self.owner_of.extend([owner.number] * len(new))
             self.hidden.extend([m.seq in owner.forgotten] * len(new))
+            self.text_hash.extend(hash(p.text.strip()) for p in new)
 
     def _replaces(self, owner: Owner, m: MessageRecord) -> list[int]:
         if m.role == "assistant" and m.reply_to >= 0:
@@ -123,12 +135,26 @@ class MemoryIndex:
     def _hide(self, owner: Owner, seq: int, hidden: bool) -> None:
         for pid in owner.pids.get(seq, ()):
             self.hidden[pid] = hidden
+        self.changes += 1
+
+    def secret(self) -> np.ndarray:
+        """A flag per passage id: is its text also one memory may not bring back (of a
+        private, forgotten or deleted session, or a forgotten message)? Worked out again
+        only when that changed, or passages were added."""
+        if self._secret_at != (len(self.passages), self.changes):
+            owners = np.frombuffer(self.owner_of, dtype=np.uint32)
+            shut = ~self.allowed[owners] | (np.frombuffer(self.hidden, dtype=np.uint8) != 0)
+            hashes = np.frombuffer(self.text_hash, dtype=np.int64)
+            self._secret = np.isin(hashes, hashes[shut]) if shut.any() else np.zeros(len(hashes), dtype=bool)
+            self._secret_at = (len(self.passages), self.changes)
+        return self._secret
 
     def drop(self, session_id: str) -> None:
         """A deleted session: never recalled again (its passages stay until a rebuild)."""
         owner = self.owners.pop(session_id, None)
         if owner is not None:
             self.allowed[owner.number] = False
+            self.changes += 1
             self.by_number[owner.number] = None
             self.dead += sum(map(len, owner.pids.values()))
 
@@ -139,7 +165,7 @@ class MemoryIndex:
         """A flag per passage id: may it come back into a turn of session `asker` (of the
         conversation `family`: none of its sessions' passages may)."""
         owners = np.frombuffer(self.owner_of, dtype=np.uint32)
-        flags = self.allowed[owners] & (np.frombuffer(self.hidden, dtype=np.uint8) == 0)
+        flags = self.allowed[owners] & (np.frombuffer(self.hidden, dtype=np.uint8) == 0) & ~self.secret()
         own = self.owners.get(asker)
         if own is not None:
             flags &= owners != own.number

@@ -18,7 +18,8 @@ from ctxkeep.daemon.store.sessions import Sessions
 
 #: What a branch takes over of its source's settings, as they are.
 SETTINGS = ("model", "system", "options", "num_ctx", "context_length", "parameter_size",
-            "auto_compaction", "thresholds", "compaction_model", "recall", "recall_budget", "tools")
+            "auto_compaction", "thresholds", "compaction_model", "recall", "recall_budget", "tools",
+            "memory", "remembered")
 
 
 def lineage(messages: list[MessageRecord], last: int) -> list[int]:
@@ -68,7 +69,8 @@ class Branches:
                 id=secrets.token_hex(6), name=name or self._free_name(txn, f"{source.name} (branch)"),
                 created=now, updated=now, next_seq=last + 1, message_count=last + 1,
                 token_count=source.token_count, tokens_exact=False, branched_from=source.id,
-                branched_at=last, **{k: getattr(source, k) for k in SETTINGS})
+                branched_at=last, forgotten=[s for s in source.forgotten if s <= last],
+                **{k: getattr(source, k) for k in SETTINGS})
             context = self._context_at(txn, source, last)
             self._copy_messages(txn, source.id, record.id, last)
             record.compactions = self._copy_compactions(txn, source.id, record.id, last)
