@@ -46,21 +46,6 @@ import recall_live
 from ctxkeep.protocol.events import ResponseGeneration
 
 MODEL = "qwen2.5:7b"
-SUMMARY_HEADERS = ("Conversation to summarize", "Summary to shorten", "Summaries of")
-
-
-def replier(conversation: conversations.Conversation):
-    """The stand-in answers each user message with the conversation's own answer (a summary
-    call with a short summary, a question with "I am not sure.")."""
-    answers = {t.user: t.assistant for t in conversation.turns}
-
-    def reply(messages):
-        last = messages[-1]["content"]
-        if last.startswith(SUMMARY_HEADERS):
-            return "Summary: the user and the assistant talked about everyday things."
-        said = last.rsplit("</recalled>\n\n", 1)[-1]
-        return answers.get(said, "I am not sure.")
-    return reply
 
 
 def turn(client, sid: str, text: str) -> object:
@@ -115,7 +100,10 @@ def baselines(conversation, question: str, budget: int, count) -> dict[str, set[
 def run_window(window: int, turns: int, seed: int, config: str = "") -> dict[str, dict[str, list[bool]]]:
     conversation = conversations.generate(seed, turns)
     standin = OllamaStandin()
-    standin.reply_fn = replier(conversation)
+    model = recall_live.Scripted(count=standin.count)  # its answers; summaries of realistic size
+    for t in conversation.turns:
+        model.expect(t.user, t.assistant)
+    standin.reply_fn = model
     standin.start()
     root = Path(tempfile.mkdtemp(prefix="ckrc", dir="/tmp"))
     daemon = DaemonProcess(root, standin.url, log_level="warning")
@@ -138,6 +126,9 @@ def run_window(window: int, turns: int, seed: int, config: str = "") -> dict[str
                 for name, taken in baselines(conversation, q.text, spent, standin.count).items():
                     found[name][q.kind].append(all(i in taken for i in q.evidence))
         found["ctxkeepd"]["cut or refused prompts"] = [False] * (len(standin.truncations) + len(standin.refusals))
+        emit(bench="recall", mode="synthetic", window=window, seed=seed, turns=len(conversation.turns),
+             summary_calls=model.summary_calls,
+             summary_calls_per_turn=round(model.summary_calls / max(1, len(conversation.turns)), 3))
     finally:
         daemon.stop()
         standin.stop()

@@ -60,14 +60,20 @@ class QueryReceived(Event, tag=subjects.QUERY_RECEIVED):
 
 class GenerationRecalled(Event, tag=subjects.GENERATION_RECALLED):
     """Recall put passages of earlier messages into the turn's prompt (a marked block
-    after the new message, oldest first): sent before the prompt goes out, only when
-    something was recalled. `tokens` is their estimate (the turn's exact count includes
+    after the new message, oldest first): sent before the prompt goes out, when something
+    was recalled or recall was cut. `tokens` is their estimate (the turn's exact count includes
     them); `by_meaning`, whether embeddings ranked them beside their words."""
 
     generation_id: str
     recalled: list[RecalledPassage]
     tokens: Count
     by_meaning: bool = False
+    #: What recall found room for (estimated tokens) before any bound cut it; equal to
+    #: `tokens` when nothing was cut.
+    found_tokens: Count = 0
+    #: Why the block holds less than recall found, in words ("" when nothing was cut):
+    #: the reading bound (`recall_read_seconds`) never takes it below its best few passages.
+    cut: str = ""
 
 
 class GenerationToken(Event, tag=subjects.GENERATION_TOKEN):

@@ -135,6 +135,9 @@ class MessageInfo(msgspec.Struct, kw_only=True):
     #: memory brought from other sessions.
     recalled: list[Seq] = []
     remembered: list[MemoryRef] = []
+    #: For an answer: why its prompt's recall held less than recall found, in words ("": it
+    #: held all of it).
+    recall_cut: str = ""
     #: For an answer: the tools it calls (its generation ended to have them run).
     tool_calls: list[ToolCall] = []
     #: For a `tool` message: what each call of the answer before it returned (`content`

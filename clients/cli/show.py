@@ -76,6 +76,8 @@ def run(args: argparse.Namespace) -> int:
                   f"{mark}{style.reset}")
             if m.recalled:  # what recall brought into the prompt this answered
                 print(f"  {style.dim}(its prompt recalled {recalled_list(m.recalled)}){style.reset}")
+            if m.recall_cut:
+                print(f"  {style.dim}(recall cut: {m.recall_cut}){style.reset}")
             if m.remembered:  # and what memory brought from other sessions
                 print(f"  {style.dim}(from other sessions: {remembered_list(client, m.remembered, names)}){style.reset}")
             for line in message_lines(m, args.full):

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import TextIO
 
 from ...protocol.events import (
-    CompactionProgress, CompactionRequest, CompactionResult, ContextWarning, Event, GenerationError,
+    CompactionProgress, CompactionRequest, CompactionResult, ContextWarning, Event, GenerationError, GenerationRecalled,
     GenerationThinking, GenerationToken, GenerationWaiting, ResponseGeneration,
 )
 from ...protocol.replies import Accepted
@@ -122,6 +122,10 @@ def _show(event: Event, accepted: Accepted, out: TextIO, style: "Styles", notes:
         return None
     if isinstance(event, GenerationWaiting):
         _waiting_line(notes, style, shown, f"[waiting: {event.message} · {event.waited:.0f} s]")
+        return None
+    if isinstance(event, GenerationRecalled):
+        if event.cut:  # never silently less than recall found
+            print(f"{style.dim}[recall cut: {event.cut}]{style.reset}", file=notes, flush=True)
         return None
     _waiting_line(notes, style, shown, "")  # the first token (or the end) clears it
     if isinstance(event, GenerationThinking) and show_thinking:

@@ -162,15 +162,16 @@ def _note(m: MessageInfo) -> str:
     return "attached " + ", ".join(shown) if shown else ""
 
 
-def recall_entry(count: int, details: str, elsewhere: int = 0, passages=()) -> Entry:
+def recall_entry(count: int, details: str, elsewhere: int = 0, passages=(), cut: str = "") -> Entry:
     """The line above an answer that says what recall (and memory: `elsewhere`, from other
-    chats) brought into its prompt."""
+    chats) brought into its prompt, and why it brought less than it found (`cut`)."""
     what = [("an earlier message" if count == 1 else f"{count} earlier messages") if count else "",
             ("1 message of another chat" if elsewhere == 1 else f"{elsewhere} messages of other chats")
             if elsewhere else ""]
     links = {n: (p.session_id, p.seq) for n, p in enumerate(passages) if getattr(p, "session_id", "")}
-    return Entry("recall", f"recalled {' and '.join(filter(None, what))} into this question's prompt",
-                 details=details, links=links)
+    said = f"recalled {' and '.join(filter(None, what))} into this question's prompt" if count or elsewhere \
+        else "recalled nothing into this question's prompt"
+    return Entry("recall", f"{said} (cut: {cut})" if cut else said, details=details, links=links)
 
 
 def recalled_details(passages) -> str:

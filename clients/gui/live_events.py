@@ -68,7 +68,8 @@ class LiveEvents:
         """The recall line goes under its question (held until the question is shown)."""
         line = recall_entry(len({p.seq for p in event.recalled if not p.session_id}),
                             recalled_details(event.recalled),
-                            len({(p.session_id, p.seq) for p in event.recalled if p.session_id}), event.recalled)
+                            len({(p.session_id, p.seq) for p in event.recalled if p.session_id}), event.recalled,
+                            event.cut)
         if event.generation_id in self.received:
             self.log.append(line)
         else:

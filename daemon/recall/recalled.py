@@ -25,6 +25,10 @@ class Recall:
     #: The oldest verbatim messages whose room the block takes (room.py): they leave the
     #: active context with this turn (recallable word for word, as every message is).
     displaced: tuple[int, ...] = ()
+    #: What recall found for the room without the reading bound (its estimated tokens), and
+    #: why the block holds less ("" when it holds all of it).
+    found: int = 0
+    cut: str = ""
 
     @property
     def seqs(self) -> list[int]:

@@ -116,6 +116,8 @@ class MessageFields(msgspec.Struct, kw_only=True):
     recalled: list[int] = []
     #: For an answer: the messages memory brought from other sessions into its prompt.
     remembered: list[MemoryRef] = []
+    #: For an answer: why its prompt's recall held less than recall found ("": it did not).
+    recall_cut: str = ""
     #: For a regenerated answer: the answer it replaced (-1: none).
     alternative_of: int = -1
     tool_calls: list[ToolCall] = []

@@ -83,7 +83,7 @@ class Completer:
             if answer_format is not None else ""
         reply = NewMessage(role="assistant", content=output.text, thinking=output.thought,
                            model=session.model, eval_count=eval_count, reply_to=user.seq,
-                           recalled=turn.recall.seqs, remembered=turn.recall.sources,
+                           recalled=turn.recall.seqs, remembered=turn.recall.sources, recall_cut=turn.recall.cut,
                            alternative_of=reopened.answer if reopened else -1,
                            tool_calls=output.calls, done_reason=final.done_reason,
                            format_error=format_error)

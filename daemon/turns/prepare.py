@@ -5,7 +5,7 @@ fit refused before anything is compacted, the pass that makes room when automati
 compaction is on, the passages recalled into the room left, and the reply room."""
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
 
 from ctxkeep.protocol import ErrorCode
@@ -28,6 +28,9 @@ from ctxkeep.daemon.compaction.planner import preserved_seqs
 from ctxkeep.daemon.store.records import MessageRecord, SessionRecord, View
 
 log = logging.getLogger("ctxkeep.daemon.turns.generation")
+
+#: The reading bound never takes recall below this many of its passages (their mean size).
+READ_FLOOR = 3
 
 
 def displaced_by_recall(view: View, estimator: Estimator) -> int:
@@ -97,10 +100,10 @@ class Preparer:
         else:
             recall = NO_RECALL
         session = view.session
-        if recall.block:
+        if recall.block or recall.cut:
             self.parts.bus.publish(GenerationRecalled(
                 generation_id=generation_id, tokens=recall.tokens, by_meaning=recall.semantic,
-                recalled=recall.shown()), session.id)
+                recalled=recall.shown(), found_tokens=recall.found or recall.tokens, cut=recall.cut), session.id)
         room = answer_room(self.parts, session, estimate, self.auto.enabled(session))
         messages = self.prompts.build(*view, question.record, recall.block)
         options = {**session.options, "num_ctx": session.window, "num_predict": room}
@@ -204,7 +207,9 @@ class Preparer:
 
     async def _recalled(self, view: View, user: MessageRecord, features: Vector, estimate: Estimate,
                         moving: Movable = NOTHING) -> tuple[Recall, Estimate]:
-        """Recall within the room the prompt leaves (and the room of `moving`)."""
+        """Recall within the room the prompt leaves (and the room of `moving`), bounded by
+        the reading speed (`recall_read_seconds`) but never below its best few passages
+        (READ_FLOOR); a cut is said in the recall (`found`, `cut`)."""
         session = view.session
         estimator, config = self.parts.estimator, self.parts.config
         slow = self.parts.announcer.recall_read(session.model)  # new text every turn, read whole
@@ -214,14 +219,28 @@ class Preparer:
         reserve = reply_room(config, session)
         raised, margin = estimator.raised(session.model, estimate), estimator.margin(session.model)
         cap = self.recaller.cap(session, budget.available + budget.reserved)
-        room = self.recaller.room(session.window, reserve, raised, cap if slow is None else min(cap, slow), margin)
-        whole = self.recaller.room(session.window, reserve, raised,
-                                   session.window if slow is None else slow, margin)
-        moving = bounded(moving, max(0, cap - room) if slow is None else max(0, min(cap, slow) - room))
-        log.debug("session=%s recall may take %d tokens (with memory %d; by reading speed %s; from older "
-                  "turns %d): the prompt is ~%d (%d uncertain, %d novel), raised %d (margin %.2f)", session.id,
-                  room, whole, slow, moving.tokens, estimate.tokens, estimate.uncertain, estimate.novel, raised,
-                  margin)
+        room = self.recaller.room(session.window, reserve, raised, cap, margin)
+        whole = self.recaller.room(session.window, reserve, raised, session.window, margin)
+        found, recall = await self._fitted(view, user, features, estimate, room, whole, bounded(moving, cap - room))
+        if slow is None or found.tokens <= slow or not found.block:
+            return found, recall
+        least = min(room, max(slow, READ_FLOOR * found.tokens // max(1, len(found.passages) + len(found.remembered))))
+        kept, with_kept = await self._fitted(view, user, features, estimate, least, least,
+                                             bounded(moving, max(0, least - room)))
+        cut = (f"the reading bound (recall_read_seconds = {config.recall_read_seconds:g}: ~{slow:,} tokens at "
+               f"this machine's reading speed) kept ~{kept.tokens:,} of ~{found.tokens:,} tokens found")
+        log.info("session=%s recall: %s", session.id, cut)
+        return replace(kept, found=found.tokens, cut=cut), with_kept
+
+    async def _fitted(self, view: View, user: MessageRecord, features: Vector, estimate: Estimate,
+                      room: int, whole: int, moving: Movable) -> tuple[Recall, Estimate]:
+        """Recall within `room` (memory within `whole`), asked again smaller while its block
+        would not fit with its own allowance."""
+        session, estimator = view.session, self.parts.estimator
+        reserve = reply_room(self.parts.config, session)
+        log.debug("session=%s recall may take %d tokens (with memory %d; from older turns %d): the prompt is "
+                  "~%d (%d uncertain, %d novel)", session.id, room, whole, moving.tokens, estimate.tokens,
+                  estimate.uncertain, estimate.novel)
         for _ in range(3):
             try:
                 recall = await self.recaller.recall(*view, user, room, whole, moving)

@@ -8,6 +8,7 @@ import random
 from ctxkeep.daemon.config import Config
 from ctxkeep.daemon.backends.protocol import ChatChunk
 from ctxkeep.daemon.context.usage import measure
+from ctxkeep.daemon.turns.prepare import READ_FLOOR
 from ctxkeep.protocol import requests
 from ctxkeep.protocol.events import GenerationRecalled
 from inprocess import InProcess
@@ -54,17 +55,31 @@ def chat(tmp_path, ns_per_read: int, seconds: float) -> tuple[InProcess, MemoryB
     return app, backend
 
 
-def recalled(tmp_path, ns_per_read: int, seconds: float) -> list[int]:
-    """The recalled blocks' tokens over `chat`."""
+def recalled(tmp_path, ns_per_read: int, seconds: float) -> list[GenerationRecalled]:
+    """The recall events over `chat`."""
     app, _ = chat(tmp_path, ns_per_read, seconds)
-    return [e.tokens for e in app.bus.seen if isinstance(e, GenerationRecalled)]
+    return [e for e in app.bus.seen if isinstance(e, GenerationRecalled)]
 
 
 def test_a_slow_models_recalled_block_is_what_it_reads_in_the_time_allowed(tmp_path):
+    """The block stays within what the model reads in the time allowed, but never below its
+    best few passages (READ_FLOOR); whenever the bound cut it, the turn's event says so and
+    by how much."""
     fast = recalled(tmp_path / "fast", ns_per_read=100_000, seconds=1.0)  # 10,000 tokens/s: no bound
     slow = recalled(tmp_path / "slow", ns_per_read=5_000_000, seconds=1.0)  # 200 tokens/s
-    assert fast and max(fast) > 150, fast
-    assert slow and max(slow) <= 200 + 20, slow  # within the estimate's margin
+    assert fast and max(e.tokens for e in fast) > 150 and not any(e.cut for e in fast)
+    assert slow and any(e.cut for e in slow)
+    for e in slow:  # within the estimate's margin, or the floor's few passages (said)
+        assert e.tokens <= 200 + 20 or (e.cut and len(e.recalled) <= 2 * READ_FLOOR), e
+        assert bool(e.cut) == (e.found_tokens > e.tokens), e
+        if e.cut:
+            assert "reading bound" in e.cut and f"{e.found_tokens:,} tokens found" in e.cut
+
+
+def test_the_reading_bound_never_leaves_recall_with_nothing(tmp_path):
+    """Even a model read at 20 tokens a second (a loaded CPU) gets its best passages."""
+    slow = recalled(tmp_path, ns_per_read=50_000_000, seconds=1.0)
+    assert slow and all(e.recalled for e in slow) and any(e.cut for e in slow)
 
 
 def test_a_block_and_the_answer_its_predecessor_makes_the_server_read_again_share_the_bound(tmp_path):
@@ -82,4 +97,5 @@ def test_a_block_and_the_answer_its_predecessor_makes_the_server_read_again_shar
         assert before[-1]["content"].startswith(now[len(before) - 1]["content"] + "\n\n<recalled")  # cached
         block = "<recalled" + now[-1]["content"].split("\n\n<recalled", 1)[1]
         again = now[len(before)]["content"]  # the answer to the message that had the block
-        assert backend.count(block) + backend.count(again) <= 200 + 20, (block, again)
+        lines = block.count("\n") - 1  # the passages, between its opening and closing lines
+        assert backend.count(block) + backend.count(again) <= 200 + 20 or lines <= 2 * READ_FLOOR, (block, again)
