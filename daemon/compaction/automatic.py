@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 from ctxkeep.daemon.compaction.levels import LevelRunner
 from ctxkeep.daemon.compaction.passes import (
-    AGING_STEPS, EXTRA_CHECKPOINTS, PASS_TARGET, Pass, worth_retrying,
+    AFTER_ANSWER_TARGET, AGING_STEPS, EXTRA_CHECKPOINTS, PASS_TARGET, Pass, worth_retrying,
 )
 from ctxkeep.daemon.context.estimator import Estimate
 from ctxkeep.daemon.context.features import ZERO, Vector, add
@@ -131,13 +131,16 @@ class AutoCompactor:
         """Whether a pass should run `level` now. A pass for a prompt that must fit runs
         until it fits and, once it changed anything, until the context is at most 80 %
         of the window less recall's share (so the next turn does not start over at once,
-        and recall has its room)."""
+        and recall has its room); a pass after an answer that made a checkpoint, until it is
+        at most AFTER_ANSWER_TARGET of it (fewer, larger passes)."""
         budget = self.budget(view)
         over_target = self.total(view) > PASS_TARGET * view.session.window - budget.reserved
         if user is not None:
             return not self.fits(view, user, pass_.offered) or bool(pass_.levels) and over_target
         if level < 3:
             return budget.lowered_fill >= self.thresholds(view.session)[level - 1]
+        if 3 in pass_.levels:  # it made a checkpoint: on to a target that leaves turns of room
+            return self.total(view) > AFTER_ANSWER_TARGET * view.session.window - budget.reserved
         return self.level_for(view.session, budget) >= 3 or over_target
 
     async def compact(self, view: View, pass_: Pass, user: MessageRecord | None = None) -> View:

@@ -10,6 +10,11 @@ from ctxkeep.daemon.store.records import MessageRecord
 
 #: After a pass the whole context should be at most this share of the window.
 PASS_TARGET = 0.8
+#: A pass after an answer that reached level 3 goes on (more checkpoint steps) until the
+#: whole context is at most this share of the window: fewer, larger passes, so that several
+#: turns fit before the next one (each pass makes the server read the prompt again, and
+#: each summary call costs a model call).
+AFTER_ANSWER_TARGET = 0.55
 #: Extra level-3 steps a pass may take to reach PASS_TARGET.
 EXTRA_CHECKPOINTS = 3
 #: More level-3 steps a prompt that must fit may take once nothing is left to summarize:

@@ -131,7 +131,10 @@ def test_a_step_too_small_is_judged_once_a_pass(tmp_path):
             passes[-1].append(e)
     small = [p for p in passes if any(r.level == 3 and r.status == "skipped" for r in p)]
     assert small, "the rule was exercised"
-    assert all(len([r for r in p if r.level == 3]) == 1 for p in small), [[r.reason[:40] for r in p] for p in small]
+    for p in small:  # nothing at level 3 after a step judged too small (a step before it may have been made)
+        third = [r for r in p if r.level == 3]
+        first_skip = next(i for i, r in enumerate(third) if r.status == "skipped")
+        assert first_skip == len(third) - 1, [r.reason[:40] for r in p]
 
 
 def test_a_step_judged_worth_it_is_kept_once_its_summary_is_made(tmp_path):
