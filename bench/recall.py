@@ -127,7 +127,7 @@ def run_window(window: int, turns: int, seed: int, config: str = "") -> dict[str
                     found[name][q.kind].append(all(i in taken for i in q.evidence))
         found["ctxkeepd"]["cut or refused prompts"] = [False] * (len(standin.truncations) + len(standin.refusals))
         emit(bench="recall", mode="synthetic", window=window, seed=seed, turns=len(conversation.turns),
-             summary_calls=model.summary_calls,
+             summary_calls=model.summary_calls, summary_kinds=dict(model.kinds),
              summary_calls_per_turn=round(model.summary_calls / max(1, len(conversation.turns)), 3))
     finally:
         daemon.stop()

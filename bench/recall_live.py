@@ -40,13 +40,22 @@ SUMMARY_SHARE = 0.25
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 
 
-def is_summary_call(messages: list[dict[str, Any]]) -> bool:
-    """Whether a chat asks for a summary: its instructions are one of the summarizers'
-    (as the system message of a call of its own, or in the request of one that goes on from
-    the last turn's prompt)."""
+SUMMARY_KINDS = dict(zip(SUMMARY_SYSTEMS, ("manual", "merge", "checkpoint", "user_share", "checkpoint_with_user",
+                                           "aging")))
+
+
+def summary_kind(messages: list[dict[str, Any]]) -> str:
+    """Which summary a chat asks for ("" for none): its instructions are one of the
+    summarizers' (as the system message of a call of its own, or in the request of one that
+    goes on from the last turn's prompt)."""
     last = messages[-1].get("content", "") if messages else ""
     first = messages[0].get("content", "") if messages and messages[0].get("role") == "system" else ""
-    return any(s in last or (len(messages) == 2 and first.startswith(s)) for s in SUMMARY_SYSTEMS)
+    return next((kind for s, kind in SUMMARY_KINDS.items() if s in last or (len(messages) == 2 and first.startswith(s))),
+                "")
+
+
+def is_summary_call(messages: list[dict[str, Any]]) -> bool:
+    return bool(summary_kind(messages))
 
 
 def summary_source(messages: list[dict[str, Any]]) -> str:
@@ -87,14 +96,18 @@ class Scripted:
     count: Callable[[str], int]
     answers: dict[str, deque[str]] = field(default_factory=dict)
     summary_calls: int = 0
+    #: The summary calls by kind (checkpoint, aging, merge, …).
+    kinds: Counter[str] = field(default_factory=Counter)
 
     def expect(self, user: str, answer: str) -> None:
         self.answers.setdefault(user, deque()).append(answer)
 
     def __call__(self, messages: list[dict[str, Any]]) -> str:
         """The reply to a chat (the stand-in cuts it at the call's num_predict)."""
-        if is_summary_call(messages):
+        kind = summary_kind(messages)
+        if kind:
             self.summary_calls += 1
+            self.kinds[kind] += 1
             source = summary_source(messages)
             return summarize(source, max(16, math.ceil(self.count(source) * SUMMARY_SHARE)), self.count)
         said = messages[-1].get("content", "").split(f"\n\n{RECALL_OPENING}")[0].split(f"\n\n{MEMORY_OPENING}")[0]

@@ -6,12 +6,14 @@ question needs included); a longer one is cut into passages of about PASSAGE_CHA
 paragraph, line or sentence ends, so that what a question needs comes back without the rest
 of a very long answer.
 Summaries, interrupted answers and system texts are not recalled (the summary stands for
-what is recalled; the others were never the conversation).
+what is recalled; the others were never the conversation), nor ctxkeepd's own words in a
+message (own_words.py).
 """
 
 import re
 from dataclasses import dataclass
 
+from ctxkeep.daemon.recall.own_words import without_own_words
 from ctxkeep.daemon.store.records import MessageRecord
 
 #: A message up to this long is one passage (about 1,000 tokens of prose).
@@ -70,7 +72,9 @@ def passages(m: MessageRecord) -> list[Passage]:
     """The message's passages (none when it is not recallable)."""
     if not recallable(m):
         return []
-    text = m.content.strip()
+    text = without_own_words(m.content).strip()
+    if not text:
+        return []
     pieces = [text] if len(text) <= WHOLE_CHARS else _pieces(text)
     return [Passage(seq=m.seq, part=i, parts=len(pieces), role=m.role, created=m.created,
                     text=piece, reply_to=m.reply_to) for i, piece in enumerate(pieces)]

@@ -1,0 +1,141 @@
+"""Memory's precision: what it adds to a prompt must be about the question.
+
+    python bench/memory_precision.py [--window 4096] [--per-kind N] [--config LINE ...]
+
+For each question of LongMemEval's development split (../shared/bench-data/longmemeval/),
+its ~48 haystack sessions are imported as sessions of their own (bench/memory.py), then in a
+new session:
+
+(a) the question itself: the tokens memory and recall add, the share of them that come from
+    the question's evidence sessions, and the evidence turns found;
+(b) requests that no session is about — everyday requests asked in a new session, and
+    follow-ups of the chat just held (UNRELATED, FOLLOW_UPS, written for this bench): the
+    tokens memory and recall add to each, and the share of them that get nothing.
+
+Goals (issue 58): (b) nothing added in ≥ 95 %; (a) ≥ 80 % of the added tokens from evidence
+sessions, with evidence recall no lower than before.
+"""
+
+import argparse
+import re
+import shutil
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+from common import emit
+from harness import DaemonProcess
+from ollama_standin import OllamaStandin
+
+import recall_lme
+from memory import MODEL, undated
+
+#: Everyday requests no chat history is about (as a user would type them in a new chat).
+UNRELATED = [
+    "Write a short poem about the first frost of the year.",
+    "How many grams are in three quarters of a pound?",
+    "What is the capital city of Canada?",
+    "Define entropy in two sentences.",
+    "Convert 30 degrees Celsius to Fahrenheit.",
+    "Give me a limerick about a forgetful robot.",
+    "How do you say 'thank you very much' in Japanese?",
+    "What's 15% of 240?",
+    "Explain what a prime number is to a ten-year-old.",
+    "Suggest three names for a small bakery.",
+    "Who painted The Starry Night?",
+    "What is the boiling point of water at sea level in Kelvin?",
+    "Summarize the rules of tic-tac-toe.",
+    "Write a haiku about a quiet train station.",
+    "What's the difference between affect and effect?",
+    "How many minutes are in a week?",
+    "List four primary tastes besides sweet.",
+    "Translate 'where is the library' into French.",
+    "What does the acronym NASA stand for?",
+    "Give me a tongue twister.",
+]
+#: Follow-ups of the chat just held: they need the last turn, not the past.
+FOLLOW_UPS = ["Thanks!", "Can you make that shorter?", "Say it again more simply, please.", "OK, and then?"]
+_MEMORY_LINE = re.compile(r'^\[[^\]]+\] in "([^"]*)" ')
+
+
+def blocks(prompt: str) -> tuple[str, str]:
+    """(memory's block, recall's block) of the last message's text."""
+    from ctxkeep.daemon.memory.block import OPENING as MEMORY
+    from ctxkeep.daemon.recall.select import CLOSING, OPENING as RECALL
+    out = []
+    for opening in (MEMORY, RECALL):
+        found = prompt.split(opening, 1)
+        out.append(opening + found[1].split(CLOSING, 1)[0] + CLOSING if len(found) == 2 else "")
+    return out[0], out[1]
+
+
+def asked(c, standin: OllamaStandin, sid: str, text: str) -> str:
+    c.turn(sid, text)
+    chat = [ch for ch in standin.chats if ch.body.get("stream", True)][-1]
+    return chat.body["messages"][-1]["content"]
+
+
+def run(window: int, questions: list[recall_lme.Question], config: str) -> None:
+    standin = OllamaStandin().start()
+    root = Path(tempfile.mkdtemp(prefix="ckprec", dir="/tmp"))
+    daemon = DaemonProcess(root, standin.url, log_level="warning")
+    daemon.write_config(config)
+    added, evidence_tokens, unrelated, rows = [], [], [], recall_lme.new_rows()
+    try:
+        daemon.start()
+        with daemon.client(timeout=120) as c:
+            c.subscribe("")
+            for n_q, q in enumerate(questions):
+                made = [c.import_session(name=f"{q.qid}-{n}", model=MODEL, num_ctx=window, messages=[
+                    {"role": t.role, "content": t.content, "created": t.created} for t in q.turns if t.session == n
+                ]).session.id for n in sorted({t.session for t in q.turns})]
+                asker = c.create_session(model=MODEL, num_ctx=window).session.id
+                last = asked(c, standin, asker, q.text)
+                memory, recall = blocks(last)
+                recall_lme.tally(rows, q, [("ctxkeepd", last)])
+                lines = [ln for ln in memory.splitlines()[1:-1] if _MEMORY_LINE.match(ln)]
+                ours = sum(standin.count(ln) for ln in lines
+                           if int(_MEMORY_LINE.match(ln).group(1).rsplit("-", 1)[1]) in q.evidence_sessions)
+                added.append(standin.count(memory) + standin.count(recall))
+                evidence_tokens.append(ours)
+                for text in FOLLOW_UPS[n_q % len(FOLLOW_UPS):][:1]:
+                    unrelated.append(sum(map(standin.count, blocks(asked(c, standin, asker, text)))))
+                for text in UNRELATED[n_q % len(UNRELATED):][:3]:
+                    fresh = c.create_session(model=MODEL, num_ctx=window).session.id
+                    unrelated.append(sum(map(standin.count, blocks(asked(c, standin, fresh, text)))))
+                    c.delete(fresh)
+                for sid in [*made, asker]:
+                    c.delete(sid)
+                standin.chats.clear()
+                emit(bench="memory_precision", question=q.qid, kind=q.kind, added=added[-1], from_evidence=ours,
+                     progress=f"{n_q + 1}/{len(questions)}")
+    finally:
+        daemon.stop()
+        standin.stop()
+        shutil.rmtree(root, ignore_errors=True)
+    emit(bench="memory_precision", window=window, questions=len(questions),
+         related_added_tokens_mean=round(statistics.fmean(added)) if added else 0,
+         related_evidence_share_pct=round(100 * sum(evidence_tokens) / max(1, sum(added)), 1),
+         unrelated_asked=len(unrelated), unrelated_nothing_added_pct=round(
+             100 * sum(1 for u in unrelated if u == 0) / max(1, len(unrelated)), 1),
+         unrelated_added_tokens_mean=round(statistics.fmean(unrelated)) if unrelated else 0,
+         unrelated_added_tokens_max=max(unrelated, default=0))
+    recall_lme.emit_rows(emit, rows, bench="memory_precision", window=window)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--window", type=int, default=4096)
+    parser.add_argument("--per-kind", type=int, default=2, help="questions of each type (0: all)")
+    parser.add_argument("--config", action="append", default=[], metavar="LINE",
+                        help="a config.toml line for the daemon (repeatable)")
+    args = parser.parse_args()
+    from recall import pick
+    questions = [undated(q) for q in pick("s", 0, args.per_kind, "")]
+    run(args.window, questions, 'embed_model = ""\n' + "".join(f"{line}\n" for line in args.config))
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+    main()
