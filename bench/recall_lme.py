@@ -11,6 +11,7 @@ whole turns: the newest turns; half the newest, half the turns BM25 ranks best; 
 """
 
 import gzip
+import os
 import json
 import math
 import re
@@ -22,7 +23,9 @@ from pathlib import Path
 
 from ollama_standin import OllamaStandin, render
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "bench-data" / "longmemeval"
+#: ../shared/bench-data/longmemeval beside the checkout (or where CTXKEEP_BENCH_DATA says).
+DATA = Path(os.environ.get("CTXKEEP_BENCH_DATA") or Path(__file__).resolve().parents[2] / "shared" / "bench-data") \
+    / "longmemeval"
 SETS = {"s": "longmemeval_s_dev60.json.gz", "oracle": "longmemeval_oracle_dev440.json.gz"}
 MODEL = "qwen2.5:7b"
 
