@@ -9,7 +9,7 @@ new session:
 (a) the question itself: the tokens memory and recall add, the share of them that come from
     the question's evidence sessions, and the evidence turns found;
 (b) requests that no session is about — everyday requests asked in a new session, and
-    follow-ups of the chat just held (UNRELATED, FOLLOW_UPS, written for this bench): the
+    follow-ups of the chat just held (tests/unrelated.py, written for this bench): the
     tokens memory and recall add to each, and the share of them that get nothing.
 
 Goals (issue 58): (b) nothing added in ≥ 95 %; (a) ≥ 80 % of the added tokens from evidence
@@ -25,37 +25,13 @@ import tempfile
 from pathlib import Path
 
 from common import emit
+from unrelated import FOLLOW_UPS, UNRELATED
 from harness import DaemonProcess
 from ollama_standin import OllamaStandin
 
 import recall_lme
 from memory import MODEL, undated
 
-#: Everyday requests no chat history is about (as a user would type them in a new chat).
-UNRELATED = [
-    "Write a short poem about the first frost of the year.",
-    "How many grams are in three quarters of a pound?",
-    "What is the capital city of Canada?",
-    "Define entropy in two sentences.",
-    "Convert 30 degrees Celsius to Fahrenheit.",
-    "Give me a limerick about a forgetful robot.",
-    "How do you say 'thank you very much' in Japanese?",
-    "What's 15% of 240?",
-    "Explain what a prime number is to a ten-year-old.",
-    "Suggest three names for a small bakery.",
-    "Who painted The Starry Night?",
-    "What is the boiling point of water at sea level in Kelvin?",
-    "Summarize the rules of tic-tac-toe.",
-    "Write a haiku about a quiet train station.",
-    "What's the difference between affect and effect?",
-    "How many minutes are in a week?",
-    "List four primary tastes besides sweet.",
-    "Translate 'where is the library' into French.",
-    "What does the acronym NASA stand for?",
-    "Give me a tongue twister.",
-]
-#: Follow-ups of the chat just held: they need the last turn, not the past.
-FOLLOW_UPS = ["Thanks!", "Can you make that shorter?", "Say it again more simply, please.", "OK, and then?"]
 _MEMORY_LINE = re.compile(r'^\[[^\]]+\] in "([^"]*)" ')
 
 

@@ -139,9 +139,10 @@ class AutoCompactor:
             return not self.fits(view, user, pass_.offered) or bool(pass_.levels) and over_target
         if level < 3:
             return budget.lowered_fill >= self.thresholds(view.session)[level - 1]
-        if 3 in pass_.levels:  # it made a checkpoint: on to a target that leaves turns of room
-            return self.total(view) > AFTER_ANSWER_TARGET * view.session.window - budget.reserved
-        return self.level_for(view.session, budget) >= 3 or over_target
+        if self.level_for(view.session, budget) >= 3 or over_target:
+            return True
+        # once it made a checkpoint: on to a target that leaves turns of room
+        return 3 in pass_.levels and self.total(view) > AFTER_ANSWER_TARGET * view.session.window - budget.reserved
 
     async def compact(self, view: View, pass_: Pass, user: MessageRecord | None = None) -> View:
         """Levels 1, 2, 3 in turn, each only while still needed; then more level-3 steps

@@ -17,6 +17,7 @@ from ctxkeep.daemon.config import Config
 from ctxkeep.daemon.memory.index import MemoryIndex, Owner, family, prepared
 from ctxkeep.daemon.memory.query import Query, Remembered
 from ctxkeep.daemon.recall import select, when
+from ctxkeep.daemon.recall.lexical import terms
 from ctxkeep.daemon.recall.semantic import Embedder
 from ctxkeep.daemon.store.errors import StoreError
 from ctxkeep.daemon.store.records import SessionRecord
@@ -29,6 +30,10 @@ RANKED = 200
 #: A passage must score at least this share of the best to come back: memory fills only
 #: with what matches well, not with the whole room it may have.
 FLOOR = 0.15
+#: The best passages (by words) of which one must share a rare word with the message, and
+#: how few passages may hold a word for it to count as rare where there are few sessions.
+STRONG_TOP = 3
+RARE_LEAST = 5
 #: Messages of one session indexed on the event loop; a larger backlog is read in a thread.
 INLINE_MESSAGES = 500
 #: Passages of deleted sessions the index may hold before it is read again (when they are
@@ -186,9 +191,12 @@ class Memory:
         if index.semantic.done < len(index.passages):
             self.embedder.want(EMBED_KEY, lambda: (index.passages, index.semantic))
 
-    async def rank(self, session_id: str, query: Query, limit: int = RANKED) -> list[tuple[int, float]]:
+    async def rank(self, session_id: str, query: Query, limit: int = RANKED,
+                   strong: bool = False) -> list[tuple[int, float]]:
         """(passage id, score relative to the best) of what memory could bring back into a
-        turn of `session_id` ("" = of none), best first, those below FLOOR left out."""
+        turn of `session_id` ("" = of none), best first, those below FLOOR left out, near
+        copies of a better one too (select.distinct). `strong`: nothing unless the match is
+        strong (`_strong`)."""
         index = await self.ready()
         if index is None or not index.passages or self.mutating:
             return []
@@ -200,6 +208,8 @@ class Memory:
         ranked = [index.lexical.rank(query.terms, (), limit, allowed)]
         if query.vector is not None and index.semantic.ids:
             ranked.append(index.semantic.rank(query.vector, lambda pid: not allowed[pid], limit))
+        if strong and not self._strong(index, query, ranked):
+            return []
         ps = index.passages
         oldest, newest = _span([ps[pid].created for r in ranked for pid, _ in r])
         scores = select.lifted(select.fused(*ranked, favored=lambda pid: ps[pid].role == query.asks_of,
@@ -212,8 +222,19 @@ class Memory:
             if text not in seen:  # not a copy of what this session (or a better hit) holds
                 seen.add(text)
                 kept.append(pid)
+        kept = select.distinct(kept, lambda pid: frozenset(terms(ps[pid].text)))
         best = scores[kept[0]] if kept else 0.0
         return [(pid, scores[pid] / best) for pid in kept if scores[pid] >= FLOOR * best]
+
+    @staticmethod
+    def _strong(index: MemoryIndex, query: Query, ranked: list[list[tuple[int, float]]]) -> bool:
+        """Whether what memory found is about the message, not only worded like it: one of
+        its best passages by words shares a word of the message that few passages have
+        (lexical.rare), or one stands out by meaning (the semantic ranking keeps only those
+        far above the rest)."""
+        rare = index.lexical.rare(query.own, least=RARE_LEAST)
+        lexical = any(rare & frozenset(terms(index.passages[pid].text)) for pid, _ in ranked[0][:STRONG_TOP])
+        return lexical or (len(ranked) > 1 and bool(ranked[1]))
 
     async def recall(self, session: SessionRecord, query: Query, budget: int, overhead: int,
                      cost: Callable[[int, str], int]) -> list[Remembered]:
@@ -221,7 +242,10 @@ class Memory:
         passage's line with its session's name; the block's own `overhead`), oldest first."""
         if self.mode(session) != "all" or budget <= overhead:
             return []
-        ranked = await self.rank(session.id, query)
+        if not query.about_past:
+            await self.ready()  # kept up to date all the same: a later turn must not wait for it
+            return []
+        ranked = await self.rank(session.id, query, strong=True)
         index = self.index
         if not ranked or index is None:
             return []

@@ -50,6 +50,20 @@ def terms(text: str) -> list[str]:
     return [stem(w) for w in _WORD.findall(text.lower()) if w not in STOP]
 
 
+#: How a question asks about the past, not what it asks about ("what did I tell you about",
+#: "remind me", "we talked about"): in a query these words never make a match on their own.
+PHRASING = frozenset(stem(w) for w in """tell told telling remind reminded remember remembered recall
+recalled mention mentioned say said saying talk talked talking discuss discussed discussion ask asked
+asking know knew think thought earlier previous previously ago last time times chat chatted conversation
+again already please thanks thank help""".split())
+
+
+def asked_terms(text: str) -> list[str]:
+    """A message's terms as a query: its terms less the words of how it asks (PHRASING) and
+    its time stamps."""
+    return [t for t in terms(unstamped(text)) if t not in PHRASING]
+
+
 #: What the turn before weighs in a query (when asked with it), in all, against the new
 #: message's terms: it points at what "it" or "she" is, and never outweighs the message.
 CONTEXT_SHARE = 0.5
@@ -74,9 +88,9 @@ def query_terms(message: str, context: str = "") -> dict[str, float]:
     """A query's terms and their weights: the new message's at 1 each time they occur, the
     turn before's sharing CONTEXT_SHARE of the message's weight between them. Time stamps
     are not terms."""
-    own = terms(unstamped(message))
+    own = asked_terms(message)
     weights: dict[str, float] = {}
-    around = terms(unstamped(context))
+    around = asked_terms(context)
     if around:
         each = CONTEXT_SHARE * max(1, len(own)) / len(around)
         for term in around:
@@ -142,10 +156,10 @@ class LexicalIndex:
                     found[term] = min(found.get(term, df), df)
         return dict.fromkeys(sorted(found, key=found.__getitem__)[:most], 1.0)
 
-    def rare(self, query: Mapping[str, float], share: float = 0.05) -> frozenset[str]:
-        """The query's terms found in at most `share` of the passages (two at least): what
-        a match on says what the message is about, where a common word does not."""
-        most = max(2, share * len(self.passages))
+    def rare(self, query: Iterable[str], share: float = 0.05, least: int = 2) -> frozenset[str]:
+        """The query's terms found in at most `share` of the passages (or `least`): what a
+        match on says what the message is about, where a common word does not."""
+        most = max(least, share * len(self.passages))
         return frozenset(t for t in query if 0 < len(self.postings.get(t, ((), ()))[0]) <= most)
 
     def rank(self, query: Mapping[str, float], leave_out: Collection[int],

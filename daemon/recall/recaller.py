@@ -23,8 +23,7 @@ from ctxkeep.daemon.recall import room as recall_room, select, when
 from ctxkeep.daemon.memory import block as memory_block
 from ctxkeep.daemon.memory.memory import Memory
 from ctxkeep.daemon.memory.query import Query, Remembered
-from ctxkeep.daemon.recall import lexical
-from ctxkeep.daemon.recall.lexical import query_terms, terms
+from ctxkeep.daemon.recall.lexical import asked_terms, query_terms
 from ctxkeep.daemon.recall.passages import Passage
 from ctxkeep.daemon.recall.recalled import NONE, Recall
 from ctxkeep.daemon.recall.semantic import Embedder
@@ -117,7 +116,7 @@ class Recaller:
             return NONE
         index = await self._index(session.id)
         last_turn = [m.content for m in active[-2:] if m.role in ("user", "assistant")]
-        context_text = select.context_for(user.content, len(set(terms(user.content))), last_turn)
+        context_text = select.context_for(user.content, len(set(asked_terms(user.content))), last_turn)
         query = query_terms(user.content, context_text)
         vector = await self._vector(index, active, user)
         asks_of = select.addressed(user.content)
@@ -138,7 +137,7 @@ class Recaller:
             overhead = self.estimator.text(model, f"{memory_block.OPENING}\n{select.CLOSING}")
             remembered = await self.memory.recall(
                 session, Query(query, vector, asks_of, index.texts, asked_about,
-                               frozenset(terms(lexical.unstamped(user.content)))),
+                               frozenset(asked_terms(user.content)), select.about_the_past(user.content)),
                 room, overhead,
                 lambda pid, name: self.estimator.estimate(model, memory_block.line_features(self.memory, pid, name)))
         if not own and not remembered:

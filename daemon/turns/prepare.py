@@ -23,7 +23,7 @@ from ctxkeep.daemon.turns.limits import answer_room, floor_view, judged, refuse_
 from ctxkeep.daemon.turns.question import Question
 from ctxkeep.daemon.recall.recaller import Recaller
 from ctxkeep.daemon.recall.recalled import NONE as NO_RECALL, Recall
-from ctxkeep.daemon.recall.room import NOTHING, Movable, bounded, movable
+from ctxkeep.daemon.recall.room import NOTHING, REACH_SHARE, Movable, bounded, movable
 from ctxkeep.daemon.compaction.planner import preserved_seqs
 from ctxkeep.daemon.store.records import MessageRecord, SessionRecord, View
 
@@ -221,7 +221,8 @@ class Preparer:
         cap = self.recaller.cap(session, budget.available + budget.reserved)
         room = self.recaller.room(session.window, reserve, raised, cap, margin)
         whole = self.recaller.room(session.window, reserve, raised, session.window, margin)
-        found, recall = await self._fitted(view, user, features, estimate, room, whole, bounded(moving, cap - room))
+        reach = max(cap, int(REACH_SHARE * (budget.available + budget.reserved)))
+        found, recall = await self._fitted(view, user, features, estimate, room, whole, bounded(moving, reach - room))
         if slow is None or found.tokens <= slow or not found.block:
             return found, recall
         least = min(room, max(slow, READ_FLOOR * found.tokens // max(1, len(found.passages) + len(found.remembered))))

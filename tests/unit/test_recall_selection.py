@@ -160,3 +160,19 @@ def test_a_blocks_features_add_up_from_its_lines_as_its_text_gives_them(texts, p
     opening = memory_block.OPENING  # memory's block: the same lines under its own opening
     assert select.block_features(lines, opening) == text_features(
         "\n".join([opening, *(select.line(p) for p in chosen), select.CLOSING]))
+
+
+def test_how_a_question_asks_never_matches_on_its_own():
+    """"What did I tell you about", "remind me", "we talked about": the words of asking are
+    not terms of the query; what it asks about is."""
+    from ctxkeep.daemon.recall.lexical import query_terms
+    assert set(query_terms("What did I tell you about my allotment?")) == {"allot"}
+    assert query_terms("Remind me what we talked about last time, please.") == {}
+    assert set(query_terms("Remember the recipe you mentioned?")) == {"recip"}
+
+
+def test_memory_answers_only_what_speaks_of_the_past():
+    from ctxkeep.daemon.recall.select import about_the_past
+    assert about_the_past("Where does my sister live now?") and about_the_past("What did you suggest for dinner?")
+    assert about_the_past("What was the codeword of the glacier project?")
+    assert not about_the_past("Write a short poem about autumn.") and not about_the_past("What's 15% of 240?")

@@ -1,0 +1,66 @@
+"""Memory's precision on a small haystack (issue 58): requests no session is about, and
+follow-ups of the chat just held, get nothing from other sessions — though the haystack
+holds their words — while questions about what the user said still do."""
+
+import asyncio
+
+from ctxkeep.daemon.config import Config
+from ctxkeep.protocol import requests
+from ctxkeep.protocol.events import GenerationRecalled
+from inprocess import InProcess
+from memory_backend import MemoryBackend
+from unrelated import FOLLOW_UPS, UNRELATED
+
+MODEL = "qwen2.5:7b"
+#: Past chats, some about the user, some everyday requests with the unrelated ones' words.
+HAYSTACK = {
+    "garden": ["My allotment is plot 14 by the canal; this year I grow tomatoes and runner beans.",
+               "Plot 14 sounds lovely. Tomatoes like a sunny spot."],
+    "dog": ["Our dog Biscuit is a border collie, three years old, and hates thunder.",
+            "Border collies are sensitive to noise; a quiet room helps Biscuit."],
+    "poems": ["Write a short poem about spring rain on a window.",
+              "Spring rain taps the window, a soft and silver sound."],
+    "travel": ["We spent a week in Canada last May, mostly in Quebec City and Montreal.",
+               "Quebec City in May is beautiful."],
+    "maths": ["What's 12% of 300? And how many seconds are in a day?", "36, and 86,400 seconds."],
+    "words": ["Translate 'good night' into French and Japanese.", "Bonne nuit; oyasumi nasai."],
+}
+RELATED = ["What is my allotment plot number?", "What breed is our dog Biscuit?",
+           "Which cities did we visit in Canada?"]
+
+
+def recalled_from_elsewhere(app: InProcess, accepted) -> list:
+    return [p for e in app.bus.seen if isinstance(e, GenerationRecalled) and e.generation_id == accepted.generation_id
+            for p in e.recalled if p.session_id]
+
+
+def test_unrelated_requests_and_follow_ups_get_nothing_from_memory(tmp_path):
+    app = InProcess(tmp_path, MemoryBackend(reply=lambda messages: "Noted."),
+                    Config(embed_model="", embed_builtin=False))
+
+    async def ask(sid: str, text: str) -> list:
+        accepted = await app.call(requests.Send(session=sid, text=text))
+        await app.services.jobs.drain(30)
+        return recalled_from_elsewhere(app, accepted)
+
+    async def new() -> str:
+        return (await app.call(requests.SessionCreate(model=MODEL, num_ctx=4096))).session.id
+
+    async def scenario():
+        for name, (user, _) in HAYSTACK.items():
+            sid = (await app.call(requests.SessionCreate(name=name, model=MODEL, num_ctx=4096))).session.id
+            await ask(sid, user)
+        unrelated = [await ask(await new(), text) for text in UNRELATED]
+        chat = await new()
+        await ask(chat, "Tell me a fun fact about octopuses.")
+        follow_ups = [await ask(chat, text) for text in FOLLOW_UPS]
+        related = [await ask(await new(), text) for text in RELATED]
+        return unrelated, follow_ups, related
+    try:
+        unrelated, follow_ups, related = asyncio.run(scenario())
+    finally:
+        app.close()
+    given = [u for u in unrelated + follow_ups if u]
+    assert len(given) <= 0.05 * len(unrelated + follow_ups), [(p.session_name, p.text[:40]) for u in given for p in u]
+    assert all(related), related  # what the user said of themselves still comes back
+    assert {p.session_name for r in related for p in r} >= {"garden", "dog", "travel"}
