@@ -74,6 +74,8 @@ class GenerationRecalled(Event, tag=subjects.GENERATION_RECALLED):
     #: Why the block holds less than recall found, in words ("" when nothing was cut):
     #: the reading bound (`recall_read_seconds`) never takes it below its best few passages.
     cut: str = ""
+    #: Of `tokens`, those of memory's passages (from the user's other sessions).
+    memory_tokens: Count = 0
 
 
 class GenerationToken(Event, tag=subjects.GENERATION_TOKEN):

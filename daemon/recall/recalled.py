@@ -29,6 +29,8 @@ class Recall:
     #: why the block holds less ("" when it holds all of it).
     found: int = 0
     cut: str = ""
+    #: Of `tokens`, memory's block's (estimated).
+    memory_tokens: int = 0
 
     @property
     def seqs(self) -> list[int]:

@@ -147,7 +147,7 @@ class Recaller:
         features = add(theirs, own_features, NEWLINE if remembered and own else ZERO, JOIN)
         return Recall(block=text, passages=tuple(own), tokens=self.estimator.estimate(model, features),
                       features=features, semantic=vector is not None, remembered=tuple(remembered),
-                      displaced=displaced)
+                      displaced=displaced, memory_tokens=self.estimator.estimate(model, theirs) if remembered else 0)
 
     async def _vector(self, index: SessionIndex, active: Sequence[MessageRecord],
                       user: MessageRecord) -> list[float] | None:

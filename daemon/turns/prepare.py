@@ -103,7 +103,8 @@ class Preparer:
         if recall.block or recall.cut:
             self.parts.bus.publish(GenerationRecalled(
                 generation_id=generation_id, tokens=recall.tokens, by_meaning=recall.semantic,
-                recalled=recall.shown(), found_tokens=recall.found or recall.tokens, cut=recall.cut), session.id)
+                recalled=recall.shown(), found_tokens=recall.found or recall.tokens, cut=recall.cut,
+                memory_tokens=recall.memory_tokens), session.id)
         room = answer_room(self.parts, session, estimate, self.auto.enabled(session))
         messages = self.prompts.build(*view, question.record, recall.block)
         options = {**session.options, "num_ctx": session.window, "num_predict": room}

@@ -66,3 +66,20 @@ def test_http_conversations_remember_and_follow_the_memory_header(door, standin)
         "Authorization": f"Bearer {door.front_door.token}", "X-Ctxkeep-Memory": "sometimes"},
         json={"model": MODEL, "messages": [{"role": "user", "content": "hi"}], "stream": False})
     assert refused.status_code == 400 and "X-Ctxkeep-Memory takes all, none, private" in refused.text
+
+
+def test_http_answers_say_what_memory_added(door, standin):
+    """Every HTTP answer carries what memory added (sessions, tokens); `none` turns it off."""
+    def chat(messages, memory="", stream=False):
+        headers = {"Authorization": f"Bearer {door.front_door.token}"}
+        if memory:
+            headers["X-Ctxkeep-Memory"] = memory
+        return httpx.post(door.front_door.url + "/api/chat", headers=headers, timeout=30,
+                          json={"model": MODEL, "messages": messages, "stream": stream})
+    first = chat([{"role": "user", "content": CAR}])
+    assert first.headers["X-Ctxkeep-Memory-Added"] == "sessions=0; tokens=0"
+    asked = chat([{"role": "user", "content": ASK}], stream=True)
+    sessions, tokens = [int(part.split("=")[1]) for part in asked.headers["X-Ctxkeep-Memory-Added"].split("; ")]
+    assert sessions == 1 and tokens > 0 and CAR in last_prompt(standin)
+    off = chat([{"role": "user", "content": ASK + " Once more."}], memory="none")
+    assert off.headers["X-Ctxkeep-Memory-Added"] == "sessions=0; tokens=0" and CAR not in last_prompt(standin)

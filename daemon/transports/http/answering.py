@@ -9,7 +9,9 @@ from typing import Any, Protocol, TypeVar
 
 from aiohttp import web
 
-from ctxkeep.protocol.events import GenerationError, GenerationThinking, GenerationToken, ResponseGeneration
+from ctxkeep.protocol.events import (
+    GenerationError, GenerationRecalled, GenerationThinking, GenerationToken, ResponseGeneration,
+)
 from ctxkeep.daemon.transports.http.chat import ChatRequest, Chats
 from ctxkeep.daemon.transports.http.errors import HttpError
 from ctxkeep.daemon.transports.http.wire import memory_header, read_json
@@ -59,19 +61,38 @@ async def intake(request: web.Request, chats: Chats, kind: type[Body], messages:
     return body, chat
 
 
+def added_headers(recalled: GenerationRecalled | None) -> dict[str, str]:
+    """What the answer's prompt was given beside the conversation, as response headers:
+    `X-Ctxkeep-Memory-Added` (other sessions' passages: how many sessions, and about how
+    many tokens; `X-Ctxkeep-Memory: none` turns memory off), `X-Ctxkeep-Recalled` (the
+    conversation's own earlier turns), `X-Ctxkeep-Recall-Cut` (why less than was found)."""
+    if recalled is None:
+        return {"X-Ctxkeep-Memory-Added": "sessions=0; tokens=0", "X-Ctxkeep-Recalled": "messages=0; tokens=0"}
+    theirs = {p.session_id for p in recalled.recalled if p.session_id}
+    own = {p.seq for p in recalled.recalled if not p.session_id}
+    out = {"X-Ctxkeep-Memory-Added": f"sessions={len(theirs)}; tokens={recalled.memory_tokens}",
+           "X-Ctxkeep-Recalled": f"messages={len(own)}; tokens={recalled.tokens - recalled.memory_tokens}"}
+    if recalled.cut:
+        out["X-Ctxkeep-Recall-Cut"] = recalled.cut.encode("ascii", "replace").decode()
+    return out
+
+
 async def respond(request: web.Request, chats: Chats, chat: ChatRequest, shape: AnswerShape,
                   stream: bool) -> web.StreamResponse:
     """Run the chat as a turn and write its answer in `shape`: a turn that fails before it
-    answers is an error status; one that fails midway, an error in the stream."""
-    async with aclosing(pieces(chats, chat)) as answer:
+    answers is an error status; one that fails midway, an error in the stream. The headers
+    say what memory and recall added to the prompt (`added_headers`)."""
+    recalled: list[GenerationRecalled] = []
+    async with aclosing(pieces(chats, chat, recalled.append)) as answer:
         try:
             first = await anext(answer)
         except HttpError as error:
             return shape.failed(error)
         opening = shape.opening()
+        headers = added_headers(recalled[-1] if recalled else None)
         if not stream:
-            return await _whole(first, answer, shape)
-        response = web.StreamResponse(headers=shape.stream_headers)
+            return await _whole(first, answer, shape, headers)
+        response = web.StreamResponse(headers={**shape.stream_headers, **headers})
         await response.prepare(request)
         try:
             await _write(response, opening)
@@ -86,18 +107,22 @@ async def respond(request: web.Request, chats: Chats, chat: ChatRequest, shape: 
         return response
 
 
-async def pieces(chats: Chats, chat: ChatRequest) -> AsyncIterator[Piece]:
+async def pieces(chats: Chats, chat: ChatRequest,
+                 on_recalled: Callable[[GenerationRecalled], None] = lambda e: None) -> AsyncIterator[Piece]:
     """The answer as it streams, up to its ResponseGeneration; a turn that fails raises
-    HttpError."""
+    HttpError. What recall and memory added goes to `on_recalled` (before the first piece)."""
     session_id, made = await chats.session_for(chat)
     async for event in chats.run(session_id, chat, made):
         if isinstance(event, GenerationError):
             raise HttpError(event.code, event.message)
+        if isinstance(event, GenerationRecalled):
+            on_recalled(event)
         if isinstance(event, (GenerationToken, GenerationThinking, ResponseGeneration)):
             yield event
 
 
-async def _whole(first: Piece, answer: AsyncIterator[Piece], shape: AnswerShape) -> web.Response:
+async def _whole(first: Piece, answer: AsyncIterator[Piece], shape: AnswerShape,
+                 headers: dict[str, str]) -> web.Response:
     text: list[str] = []
     thinking: list[str] = []
     try:
@@ -106,7 +131,7 @@ async def _whole(first: Piece, answer: AsyncIterator[Piece], shape: AnswerShape)
             first = await anext(answer)
     except HttpError as error:
         return shape.failed(error)
-    return web.json_response(shape.whole("".join(text), "".join(thinking), first))
+    return web.json_response(shape.whole("".join(text), "".join(thinking), first), headers=headers)
 
 
 async def _write(response: web.StreamResponse, chunks: list[bytes]) -> None:

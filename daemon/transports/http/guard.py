@@ -22,6 +22,10 @@ ALLOW_METHODS = "GET, POST, PUT, PATCH, DELETE, HEAD, OPTIONS"
 CORS_ORIGIN = web.RequestKey("cors_origin", str)
 
 
+#: What an answer says of its prompt (answering.added_headers), readable by a page's script.
+EXPOSE_HEADERS = "X-Ctxkeep-Memory-Added, X-Ctxkeep-Recalled, X-Ctxkeep-Recall-Cut"
+
+
 def over_tcp(request: web.Request) -> bool:
     return request.transport is not None and isinstance(request.transport.get_extra_info("sockname"), tuple)
 
@@ -92,7 +96,8 @@ class Guard:
     @staticmethod
     def cors(origin: str) -> dict[str, str]:
         return {"Access-Control-Allow-Origin": origin, "Vary": "Origin",
-                "Access-Control-Allow-Headers": ALLOW_HEADERS, "Access-Control-Allow-Methods": ALLOW_METHODS}
+                "Access-Control-Allow-Headers": ALLOW_HEADERS, "Access-Control-Allow-Methods": ALLOW_METHODS,
+                "Access-Control-Expose-Headers": EXPOSE_HEADERS}
 
     async def on_prepare(self, request: web.Request, response: web.StreamResponse) -> None:
         """The CORS headers of an allowed origin's response, streamed ones included (an
