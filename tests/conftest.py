@@ -94,11 +94,14 @@ def wait_for(client: Client, kinds, timeout: float = 10.0, where=lambda e: True)
 
 
 def talkative(standin, words: int = 60) -> None:
-    """Long answers, short summaries: so that a checkpoint really is smaller."""
+    """Long answers, short summaries (made of the words summarized, as a summary is: a
+    checkpoint's check finds it about its source): so that a checkpoint really is smaller."""
     def reply(messages):
         last = messages[-1]["content"]
         if last.startswith(("Conversation to summarize", "Summary to shorten", "Summaries of")):
-            return "Summary: the user and the assistant discussed the plan."
+            body = last.split("\n\n", 1)[-1] if "conversation above" not in last else messages[-2]["content"]
+            said = [w for w in body.replace(":", " ").split() if w.isalnum() and len(w) > 3][:3]
+            return f"Summary: the user and the assistant discussed {' '.join(said) or 'the plan'}."
         return " ".join(f"detail{i}" for i in range(words))
     standin.reply_fn = reply
 

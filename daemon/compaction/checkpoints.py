@@ -9,10 +9,12 @@ import logging
 import math
 import secrets
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 import msgspec
 
+from ctxkeep.daemon.compaction import fact_check
 from ctxkeep.daemon.compaction.chunks import chunk_lines
 from ctxkeep.daemon.compaction.summarizer import Progress, Summarizer, instructions_for
 from ctxkeep.daemon.compaction.checkpoint_sizes import aging_frees, at_most, crowded, summary_room, target
@@ -141,6 +143,9 @@ class Checkpointer:
                      "its messages as they are now" if summarizer.served else "the model's server holds no turn of it")
         text, tokens = await summarizer.summarize(chunks, system, at_most(instructions, room), progress, room=room,
                                                   opening=opening)
+        text, tokens = await self._checked(session, "".join(chunks), text, tokens, room, lambda asked: summarizer.summarize(
+            chunks, system, at_most("\n\n".join(filter(None, [instructions, asked])), room), progress, room=room,
+            opening=opening))
         ran = tool_lines(group)
         if ran:  # every tool exchange as one line, whatever the summary kept of it
             block = "Tools run:\n" + "\n".join(ran)
@@ -153,6 +158,30 @@ class Checkpointer:
             key_decisions=[d.description for d in context.goals.decisions if d.locked],
             files=sorted({f.path for m in group for f in m.files if not f.error}),
             next_steps=list(context.goals.next_steps), created=time.time(), of_user=of_user)
+
+    async def _checked(self, session: SessionRecord, source: str, text: str, tokens: int, room: int,
+                       again: Callable[[str], Awaitable[tuple[str, int]]]) -> tuple[str, int]:
+        """The summary of `source`, checked before it is kept (fact_check.py): one that drops
+        its names, numbers, dates or decisions, or is not about it, is asked `again` once with
+        what it dropped named; failing again, the source's own sentences that carry them
+        stand in for it (with the summary, where it is about its source)."""
+        verdict = fact_check.check(source, text)
+        if verdict.good:
+            return text, tokens
+        log.info("session=%s a checkpoint asked again: %s", session.id, verdict.why())
+        text, tokens = await again(fact_check.asking_for(verdict.missing))
+        second = fact_check.check(source, text)
+        if second.good:
+            return text, tokens
+        return self._extractive(session.model, source, text, second, room)
+
+    def _extractive(self, model: str, source: str, text: str, verdict: fact_check.Verdict,
+                    room: int) -> tuple[str, int]:
+        """The source's own sentences that carry what the summary lost (fact_check.extractive)."""
+        cost = lambda t: self.parts.estimator.text(model, t)  # noqa: E731
+        made = fact_check.extractive(source, text, verdict.missing, room, cost)
+        log.info("a checkpoint made of its source's sentences: %s", verdict.why())
+        return made, cost(made)
 
     def _summary_cost(self, model: str, group: list[MessageRecord], of_user: bool, original: int,
                       summarizer: Summarizer, budget: Budget) -> int:
@@ -240,6 +269,8 @@ class Checkpointer:
         text, tokens = await summarizer.call(
             AGE_SYSTEM, at_most(instructions, target), c.summary,
             "Summary to shorten:", room=target, shown=shown)
+        if not fact_check.about(c.summary, text):  # junk: the summary's own sentences instead
+            text, tokens = self._extractive(summarizer.model, c.summary, "", fact_check.Verdict((), False), target)
         if tokens >= c.current_tokens:  # no gain: keep the longer one rather than lose detail
             return msgspec.structs.replace(c, age=age)
         return msgspec.structs.replace(c, age=age, summary=text, current_tokens=tokens,

@@ -34,6 +34,9 @@ FLOOR = 0.15
 #: how few passages may hold a word for it to count as rare where there are few sessions.
 STRONG_TOP = 3
 RARE_LEAST = 5
+#: A message that does not speak of the user's past must share this share of its words (two
+#: at least, each rare) with a passage: it names what that passage is about.
+NAMED_SHARE = 0.8
 #: Messages of one session indexed on the event loop; a larger backlog is read in a thread.
 INLINE_MESSAGES = 500
 #: Passages of deleted sessions the index may hold before it is read again (when they are
@@ -228,22 +231,24 @@ class Memory:
 
     @staticmethod
     def _strong(index: MemoryIndex, query: Query, ranked: list[list[tuple[int, float]]]) -> bool:
-        """Whether what memory found is about the message, not only worded like it: one of
-        its best passages by words shares a word of the message that few passages have
-        (lexical.rare), or one stands out by meaning (the semantic ranking keeps only those
-        far above the rest)."""
+        """Whether what memory found is about the message, not only worded like it. For a
+        message that speaks of the user's own past (Query.about_past): one of its best
+        passages by words shares a word of the message that few passages have (lexical.rare),
+        or one stands out by meaning (the semantic ranking keeps only those far above the
+        rest). For any other ("how are the quince trees by the wall?" as much as "what is the
+        capital of Canada?"): one shares most of its words (NAMED_SHARE, two at least) with it."""
         rare = index.lexical.rare(query.own, least=RARE_LEAST)
-        lexical = any(rare & frozenset(terms(index.passages[pid].text)) for pid, _ in ranked[0][:STRONG_TOP])
-        return lexical or (len(ranked) > 1 and bool(ranked[1]))
+        shared = max((len(rare & frozenset(terms(index.passages[pid].text))) for pid, _ in ranked[0][:STRONG_TOP]),
+                     default=0)
+        if not query.about_past:
+            return shared >= 2 and shared >= NAMED_SHARE * len(query.own)
+        return shared >= 1 or (len(ranked) > 1 and bool(ranked[1]))
 
     async def recall(self, session: SessionRecord, query: Query, budget: int, overhead: int,
                      cost: Callable[[int, str], int]) -> list[Remembered]:
         """What memory brings into a turn of `session` within `budget` tokens (`cost` of a
         passage's line with its session's name; the block's own `overhead`), oldest first."""
         if self.mode(session) != "all" or budget <= overhead:
-            return []
-        if not query.about_past:
-            await self.ready()  # kept up to date all the same: a later turn must not wait for it
             return []
         ranked = await self.rank(session.id, query, strong=True)
         index = self.index

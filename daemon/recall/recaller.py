@@ -185,6 +185,9 @@ class Recaller:
                                             favored=lambda pid: index.lexical.passages[pid].role == asks_of),
                                index.lexical.passages, asked.span, when.LIFT)
         passages = index.lexical.passages
+        held = "\n".join(c.summary for c in context.checkpoints)
+        if held:  # a passage a checkpoint quotes whole (a fact it kept) is in the prompt already
+            scores = {pid: s for pid, s in scores.items() if passages[pid].text not in held}
         rare = index.lexical.rare(query)
         specific = lambda pid: bool(rare & index.term_set(pid))  # noqa: E731
         if moving and not recall_room.reaches(scores, passages, moving, active, specific):

@@ -1,0 +1,76 @@
+"""The checkpoint validator (compaction/fact_check.py): what a summary drops of what the user
+stated — names, numbers, dates, decisions — and whether it is about its source at all; the
+extractive checkpoint that stands in for one that fails twice."""
+
+from hypothesis import given, strategies as st
+
+from ctxkeep.daemon.compaction import fact_check
+
+NAMES = ["Ingrid", "Tomas", "Okafor", "Lisbon", "Tromsø", "PostgreSQL", "Kyoto", "Anouk"]
+FILLER = ["we talked about the weather", "the garden needs water", "coffee was fine today",
+          "the train was late again", "a quiet evening with a book"]
+
+
+def cost(text: str) -> int:
+    return len(text.split())
+
+
+@st.composite
+def transcripts(draw):
+    """A transcript of user and assistant lines with facts planted in the user's lines."""
+    facts = []
+    lines = []
+    for n in range(draw(st.integers(2, 8))):
+        kind = draw(st.sampled_from(["name", "number", "date", "filler"]))
+        if kind == "name":
+            fact = draw(st.sampled_from(NAMES))
+            said = f"User: my friend went to see {fact} last week."
+        elif kind == "number":
+            fact = str(draw(st.integers(10, 99999)))
+            said = f"User: the code for the shed is {fact} and it works."
+        elif kind == "date":
+            fact = f"{draw(st.sampled_from(['March', 'October', 'June']))} {draw(st.integers(1, 28))}"
+            said = f"User: the appointment is on {fact} at the clinic."
+        else:
+            fact, said = "", f"User: {draw(st.sampled_from(FILLER))}."
+        if fact:
+            facts.append(fact)
+        lines += [said, f"Assistant: {draw(st.sampled_from(FILLER))}, and 4242 Zanzibar."]
+    return "\n\n".join(lines), facts
+
+
+@given(transcripts(), st.data())
+def test_a_summary_that_drops_a_stated_fact_is_caught_and_the_extract_keeps_it(made, data):
+    source, facts = made
+    kept_all = "In short: " + "; ".join(facts) + "."
+    assert not fact_check.dropped(source, kept_all)  # everything stated is kept
+    if not facts:
+        return
+    lost = data.draw(st.sampled_from(facts))
+    summary = "In short: " + "; ".join(f for f in facts if lost not in f and f not in lost) + "."
+    verdict = fact_check.check(source, summary)
+    assert any(lost in m or m in lost for m in verdict.missing), (lost, verdict)
+    room = data.draw(st.integers(1, 200))
+    made_of = fact_check.extractive(source, summary, verdict.missing, room, cost)
+    assert cost(made_of) <= max(room, cost(summary)) + len(made_of.splitlines())
+    if room >= cost(summary) + sum(cost(line) + 1 for line in source.split("\n\n")):
+        assert lost in made_of
+
+
+def test_what_the_model_restates_is_not_a_fact_to_keep():
+    source = "User: my locker code is 4711-blue.\n\nAssistant: Your locker code is 4719-green."
+    assert fact_check.dropped(source, "The user's locker code is 4711-blue.") == []
+    assert "4711" in " ".join(fact_check.dropped(source, "The locker code is 4719-green."))
+
+
+def test_a_summary_about_something_else_is_not_about_its_source():
+    source = "User: we repainted the kitchen a pale green and fixed the boiler on Tuesday."
+    assert not fact_check.check(source, "The model is a model of the world and of the universe.").on_topic
+    assert fact_check.check(source, "Kitchen repainted pale green; boiler fixed Tuesday.").good
+
+
+def test_decisions_are_items_and_the_second_try_names_what_was_lost():
+    source = "User: after all that we decided to use PostgreSQL for the orders service."
+    verdict = fact_check.check(source, "They talked about databases.")
+    assert "PostgreSQL" in verdict.missing and any(m.startswith("decision: ") for m in verdict.missing)
+    assert "PostgreSQL" in fact_check.asking_for(verdict.missing)
