@@ -199,7 +199,8 @@ class Memory:
         """(passage id, score relative to the best) of what memory could bring back into a
         turn of `session_id` ("" = of none), best first, those below FLOOR left out, near
         copies of a better one too (select.distinct). `strong`: nothing unless the match is
-        strong (`_strong`)."""
+        strong (`_strong`), and only passages that hold a rare word of the message or stand
+        out by meaning."""
         index = await self.ready()
         if index is None or not index.passages or self.mutating:
             return []
@@ -225,6 +226,10 @@ class Memory:
             if text not in seen:  # not a copy of what this session (or a better hit) holds
                 seen.add(text)
                 kept.append(pid)
+        if strong:  # each passage must be about the message too: a rare word of it, or its meaning
+            holding = index.holding(index.lexical.rare(query.own, least=RARE_LEAST))
+            by_meaning = {pid for pid, _ in ranked[1]} if len(ranked) > 1 else set()
+            kept = [pid for pid in kept if holding[pid] or pid in by_meaning]
         kept = select.distinct(kept, lambda pid: frozenset(terms(ps[pid].text)))
         best = scores[kept[0]] if kept else 0.0
         return [(pid, scores[pid] / best) for pid in kept if scores[pid] >= FLOOR * best]
