@@ -189,7 +189,8 @@ class Replayed:
     parts: dict[str, int]
     turns: int
     summary_calls: int
-    errors: int
+    #: The turns that got no answer, by error code (a message larger than the window...).
+    errors: Counter[str]
     seconds: float
 
 
@@ -201,10 +202,11 @@ def replay(c: Client, standin: Any, model: Scripted, q: recall_lme.Question, win
     plan = steps(q)
     for s in plan:
         model.expect(s.text, s.answer)
-    calls_before, errors = model.summary_calls, 0
+    calls_before, errors = model.summary_calls, Counter[str]()
     for s in plan:
         end = c.turn(sid, s.text)
-        errors += not isinstance(end, ResponseGeneration)
+        if not isinstance(end, ResponseGeneration):
+            errors[end.code] += 1
         settle(c, sid)
     calls = model.summary_calls - calls_before
     c.turn(sid, q.text)
@@ -226,5 +228,5 @@ def emit_parts(emit: Callable[..., None], replayed: list[Replayed], **fields: ob
          mean={k: round(statistics.fmean(r.parts.get(k, 0) for r in replayed)) for k in names},
          prompt_tokens_median=statistics.median(r.tokens for r in replayed),
          summary_calls_per_turn=round(sum(r.summary_calls for r in replayed) / max(1, sum(r.turns for r in replayed)), 3),
-         failed_turns=sum(r.errors for r in replayed),
+         failed_turns=dict(sum((r.errors for r in replayed), Counter())),
          seconds_per_question=round(statistics.fmean(r.seconds for r in replayed), 1))

@@ -16,6 +16,8 @@ REACH = 0.8
 #: Of the conversation's verbatim tokens, the share recall never takes (the newest turns:
 #: what the next answer most often needs, and what keeps a reply in the conversation).
 KEPT_SHARE = 0.25
+#: The last messages recall never takes the room of (the exchange the new message follows).
+KEPT_MESSAGES = 2
 #: A message that reaches into the past may have recall take up to this share of the
 #: conversation's budget (the rest of the time, recall's cap).
 REACH_SHARE = 0.65

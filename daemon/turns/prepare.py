@@ -23,7 +23,7 @@ from ctxkeep.daemon.turns.limits import answer_room, floor_view, judged, refuse_
 from ctxkeep.daemon.turns.question import Question
 from ctxkeep.daemon.recall.recaller import Recaller
 from ctxkeep.daemon.recall.recalled import NONE as NO_RECALL, Recall
-from ctxkeep.daemon.recall.room import NOTHING, REACH_SHARE, Movable, bounded, movable
+from ctxkeep.daemon.recall.room import KEPT_MESSAGES, NOTHING, REACH_SHARE, Movable, bounded, movable
 from ctxkeep.daemon.compaction.planner import preserved_seqs
 from ctxkeep.daemon.store.records import MessageRecord, SessionRecord, View
 
@@ -185,7 +185,7 @@ class Preparer:
         if not self.auto.enabled(session):
             return NOTHING
         config, estimator = self.parts.config, self.parts.estimator
-        protected = preserved_seqs(context, active, config.keep_recent_messages, False)
+        protected = preserved_seqs(context, active, min(config.keep_recent_messages, KEPT_MESSAGES), False)
         return movable(active, protected | set(context.pinned),
                        lambda m: estimator.message(session.model, prompt_content(m)))
 
