@@ -10,10 +10,12 @@ a changed setting), a deleted session is left out at once.
 
 import asyncio
 import logging
+from collections import deque
 from collections.abc import Callable
 
 from ctxkeep.protocol.events import Event, SessionDeleted
 from ctxkeep.daemon.config import Config
+from ctxkeep.daemon.memory import precision
 from ctxkeep.daemon.memory.index import MemoryIndex, Owner, family, prepared
 from ctxkeep.daemon.memory.query import Query, Remembered
 from ctxkeep.daemon.recall import select, when
@@ -29,16 +31,10 @@ log = logging.getLogger(__name__)
 RANKED = 200
 #: A passage must score at least this share of the best to come back: memory fills only
 #: with what matches well, not with the whole room it may have.
-FLOOR = 0.15
-#: The best passages (by words) of which one must share a rare word with the message, and
-#: how few passages may hold a word for it to count as rare where there are few sessions.
-STRONG_TOP = 3
-RARE_LEAST = 5
-#: A message that does not speak of the user's past must share this share of its words (two
-#: at least, each rare) with a passage: it names what that passage is about.
-NAMED_SHARE = 0.8
-#: Messages of one session indexed on the event loop; a larger backlog is read in a thread.
-INLINE_MESSAGES = 500
+FLOOR = 0.4
+#: Messages indexed on the event loop before a turn (of all sessions together); a larger
+#: backlog (imports, many sessions) is read in a worker thread.
+INLINE_MESSAGES = 200
 #: Passages of deleted sessions the index may hold before it is read again (when they are
 #: also more than the live ones).
 REBUILD_DEAD = 20_000
@@ -58,6 +54,9 @@ class Memory:
         self._dirty: set[str] = set()
         self._catching_up: set[str] = set()
         self._tasks: set[asyncio.Task[None]] = set()
+        #: Sessions whose backlog a worker thread reads, one after another.
+        self._queued: deque[tuple[MemoryIndex, Owner, SessionRecord]] = deque()
+        self._worker: asyncio.Task[None] | None = None
         #: Worker threads adding to the index now: memory ranks nothing meanwhile.
         self.mutating = 0
 
@@ -69,6 +68,8 @@ class Memory:
         session_id = getattr(event, "session_id", "")
         if not session_id:
             return
+        if self.index is None:  # a session's first sign of life: build the index now, off the loop,
+            self._start_build()  # so that the first turn that asks of memory finds it there
         if isinstance(event, SessionDeleted):
             self._dirty.discard(session_id)
             if self.index is not None:
@@ -85,11 +86,10 @@ class Memory:
             return None
         if self.mutating:  # a large backlog is being read into the index: leave it be
             return self.index
+        inline = INLINE_MESSAGES  # what one turn may read on the event loop, all sessions together
         for session_id in list(self._dirty - self._catching_up):
             self._dirty.discard(session_id)
-            self._catch_up(self.index, session_id)
-            if self.mutating:
-                break
+            inline -= self._catch_up(self.index, session_id, inline)
         return self.index
 
     def _start_build(self) -> None:
@@ -139,27 +139,38 @@ class Memory:
                     break
         return index
 
-    def _catch_up(self, index: MemoryIndex, session_id: str) -> None:
-        """Index what the session stored since: a few messages at once, a large backlog (an
-        import) in a worker thread, during which memory ranks nothing (a turn never waits)."""
+    def _catch_up(self, index: MemoryIndex, session_id: str, inline: int) -> int:
+        """Index what the session stored since: on the event loop when it is at most `inline`
+        messages, else in the worker's queue (imports, many sessions at once: read one after
+        another in a worker thread, during which memory ranks nothing; a turn never waits).
+        Returns the messages read here."""
         try:
             session = self.store.sessions.get(session_id)
         except StoreError:
             index.drop(session_id)
-            return
+            return 0
         owner = index.owner(session, family(session, self._session))
         behind = session.next_seq - owner.next_seq
         if behind <= 0:
-            return
-        if behind > INLINE_MESSAGES:
+            return 0
+        if behind > inline:
             self._catching_up.add(session_id)
-            task = asyncio.get_running_loop().create_task(self._read_in_thread(index, owner, session),
-                                                          name="memory-catch-up")
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
-            return
+            self._queued.append((index, owner, session))
+            if self._worker is None or self._worker.done():
+                self._worker = asyncio.get_running_loop().create_task(self._read_queued(), name="memory-catch-up")
+                self._tasks.add(self._worker)
+                self._worker.add_done_callback(self._tasks.discard)
+            return 0
         self._read_pages(index, owner, session)
         self._want_vectors(index)
+        return behind
+
+    async def _read_queued(self) -> None:
+        """The queued sessions, each read in a worker thread in turn (the event loop serves
+        everyone else meanwhile)."""
+        while self._queued:
+            index, owner, session = self._queued.popleft()
+            await self._read_in_thread(index, owner, session)
 
     async def _read_in_thread(self, index: MemoryIndex, owner: Owner, session: SessionRecord) -> None:
         self.mutating += 1
@@ -198,9 +209,8 @@ class Memory:
                    strong: bool = False) -> list[tuple[int, float]]:
         """(passage id, score relative to the best) of what memory could bring back into a
         turn of `session_id` ("" = of none), best first, those below FLOOR left out, near
-        copies of a better one too (select.distinct). `strong`: nothing unless the match is
-        strong (`_strong`), and only passages that hold a rare word of the message or stand
-        out by meaning."""
+        copies of a better one too (select.distinct). `strong`: what a turn's memory may
+        bring, by precision.py's rules (only what is about the message)."""
         index = await self.ready()
         if index is None or not index.passages or self.mutating:
             return []
@@ -212,13 +222,15 @@ class Memory:
         ranked = [index.lexical.rank(query.terms, (), limit, allowed)]
         if query.vector is not None and index.semantic.ids:
             ranked.append(index.semantic.rank(query.vector, lambda pid: not allowed[pid], limit))
-        if strong and not self._strong(index, query, ranked):
+        if strong and not precision.strong(index, query, ranked):
             return []
         ps = index.passages
         oldest, newest = _span([ps[pid].created for r in ranked for pid, _ in r])
         scores = select.lifted(select.fused(*ranked, favored=lambda pid: ps[pid].role == query.asks_of,
                                             newer=lambda pid: (ps[pid].created - oldest) / (newest - oldest)),
                                ps, query.span, when.LIFT)
+        if strong:
+            scores = precision.statements_first(ps, scores)
         seen = set(query.holds)
         kept = []
         for pid in sorted(scores, key=lambda pid: (-scores[pid], -pid)):
@@ -226,28 +238,13 @@ class Memory:
             if text not in seen:  # not a copy of what this session (or a better hit) holds
                 seen.add(text)
                 kept.append(pid)
-        if strong:  # each passage must be about the message too: a rare word of it, or its meaning
-            holding = index.holding(index.lexical.rare(query.own, least=RARE_LEAST))
-            by_meaning = {pid for pid, _ in ranked[1]} if len(ranked) > 1 else set()
-            kept = [pid for pid in kept if holding[pid] or pid in by_meaning]
+        if strong:
+            kept = precision.about_it(index, query, ranked, kept)
         kept = select.distinct(kept, lambda pid: frozenset(terms(ps[pid].text)))
         best = scores[kept[0]] if kept else 0.0
+        if strong:
+            kept = precision.best_sessions(index, kept, scores, best)
         return [(pid, scores[pid] / best) for pid in kept if scores[pid] >= FLOOR * best]
-
-    @staticmethod
-    def _strong(index: MemoryIndex, query: Query, ranked: list[list[tuple[int, float]]]) -> bool:
-        """Whether what memory found is about the message, not only worded like it. For a
-        message that speaks of the user's own past (Query.about_past): one of its best
-        passages by words shares a word of the message that few passages have (lexical.rare),
-        or one stands out by meaning (the semantic ranking keeps only those far above the
-        rest). For any other ("how are the quince trees by the wall?" as much as "what is the
-        capital of Canada?"): one shares most of its words (NAMED_SHARE, two at least) with it."""
-        rare = index.lexical.rare(query.own, least=RARE_LEAST)
-        shared = max((len(rare & frozenset(terms(index.passages[pid].text))) for pid, _ in ranked[0][:STRONG_TOP]),
-                     default=0)
-        if not query.about_past:
-            return shared >= 2 and shared >= NAMED_SHARE * len(query.own)
-        return shared >= 1 or (len(ranked) > 1 and bool(ranked[1]))
 
     async def recall(self, session: SessionRecord, query: Query, budget: int, overhead: int,
                      cost: Callable[[int, str], int]) -> list[Remembered]:

@@ -41,7 +41,7 @@ log = logging.getLogger(__name__)
 #: Sessions whose indexes are kept.
 SESSIONS_KEPT = 8
 #: Messages indexed in the event loop's own thread; more go to a worker thread.
-INLINE_MESSAGES = 2000
+INLINE_MESSAGES = 200
 #: Passages each ranking hands to the fusion.
 RANKED = 200
 #: The least room worth a recall.

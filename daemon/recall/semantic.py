@@ -28,7 +28,7 @@ log = logging.getLogger(__name__)
 
 #: How long the embedder waits for a server that answers one request at a time to finish
 #: streaming an answer.
-BUSY_WAIT_S = 2.0
+BUSY_WAIT_S = 0.1
 #: Texts sent to the embedding model in one call.
 BATCH = 32
 #: Characters of a passage that are embedded (about a passage and a half).

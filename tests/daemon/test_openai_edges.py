@@ -3,6 +3,8 @@ listing a model by its file's path, llama-cpp-python's that leaves `usage` out o
 drops system messages with some chat formats and cuts an answer short for any request
 that comes beside it, and a server that sends nothing at all."""
 
+import time
+
 import pytest
 
 from conftest import wait_terminal
@@ -79,6 +81,7 @@ def test_nothing_is_sent_to_a_one_slot_server_while_it_streams(short_tmp, server
             sid = c.import_session(name="long", model=MODEL, messages=history).session.id
             for i in range(3):
                 assert isinstance(turn(c, sid, f"tell me about fact {i} " * 20), ResponseGeneration)
+                time.sleep(0.5)  # a user reads the answer: the server is idle, the embedder goes on
         assert server.beside_streams == []
         assert server.posts.count("/v1/embeddings") > 1  # the history was embedded, between answers
     finally:

@@ -1,0 +1,64 @@
+"""What memory may bring into a turn must be about its message (pure rules over memory's
+index): nothing unless a best match is strong, only passages that are about the message,
+statements before questions, from the sessions that match best."""
+
+from collections.abc import Sequence
+
+from ctxkeep.daemon.memory.index import MemoryIndex
+from ctxkeep.daemon.memory.query import Query
+from ctxkeep.daemon.recall.lexical import terms
+from ctxkeep.daemon.recall.passages import Passage
+
+#: The best passages (by words) of which one must share a rare word with the message, and
+#: how few passages may hold a word for it to count as rare where there are few sessions.
+STRONG_TOP = 3
+RARE_LEAST = 5
+#: A message that does not speak of the user's past must share this share of its words (two
+#: at least, each rare) with a passage: it names what that passage is about.
+NAMED_SHARE = 0.8
+#: What a passage that is only a question counts for, against one that states something.
+ASKED = 0.5
+#: A turn's memory comes from the sessions whose best passage scores at least this share of
+#: the best of all (the sessions the question is about), not from every session with a word of it.
+SESSION_FLOOR = 0.7
+
+Ranked = list[list[tuple[int, float]]]
+
+
+def strong(index: MemoryIndex, query: Query, ranked: Ranked) -> bool:
+    """Whether what memory found is about the message, not only worded like it (`ranked`:
+    by words, then by meaning where there are vectors). For a message that speaks of the
+    user's own past (Query.about_past): one of its best passages by words shares a word of
+    the message that few passages have (lexical.rare), or one stands out by meaning (the
+    semantic ranking keeps only those far above the rest). For any other ("how are the quince
+    trees by the wall?" as much as "what is the capital of Canada?"): one shares most of its
+    words (NAMED_SHARE, two at least) with it."""
+    rare = index.lexical.rare(query.own, least=RARE_LEAST)
+    shared = max((len(rare & frozenset(terms(index.passages[pid].text))) for pid, _ in ranked[0][:STRONG_TOP]),
+                 default=0)
+    if not query.about_past:
+        return shared >= 2 and shared >= NAMED_SHARE * len(query.own)
+    return shared >= 1 or (len(ranked) > 1 and bool(ranked[1]))
+
+
+def statements_first(passages: Sequence[Passage], scores: dict[int, float]) -> dict[int, float]:
+    """The scores with those of passages that only ask something lowered (ASKED): a question
+    asked elsewhere says what someone wanted to know, not what holds."""
+    return {pid: s * ASKED if passages[pid].text.rstrip().endswith("?") else s for pid, s in scores.items()}
+
+
+def about_it(index: MemoryIndex, query: Query, ranked: Ranked, kept: list[int]) -> list[int]:
+    """Of `kept`, the passages about the message too: holding a rare word of it, or found
+    by meaning."""
+    holding = index.holding(index.lexical.rare(query.own, least=RARE_LEAST))
+    by_meaning = {pid for pid, _ in ranked[1]} if len(ranked) > 1 else set()
+    return [pid for pid in kept if holding[pid] or pid in by_meaning]
+
+
+def best_sessions(index: MemoryIndex, kept: list[int], scores: dict[int, float], best: float) -> list[int]:
+    """Of `kept` (best first), those of the sessions whose best passage scores at least
+    SESSION_FLOOR × `best`: where the question's subject was spoken of."""
+    top: dict[int, float] = {}
+    for pid in kept:
+        top.setdefault(index.owner_of[pid], scores[pid])
+    return [pid for pid in kept if top[index.owner_of[pid]] >= SESSION_FLOOR * best]
