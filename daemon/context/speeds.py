@@ -4,12 +4,20 @@ that its cache did not hold, `eval_duration` for the tokens it wrote): what a tu
 compaction is expected to take, and how long a model that is reading a prompt is waited
 for before it counts as stuck."""
 
-from dataclasses import dataclass
+import statistics
+from collections import deque
+from dataclasses import dataclass, field
 
 from ctxkeep.daemon.backends.protocol import ChatChunk
 
-#: How much each new measurement moves a speed (an exponential moving average).
-SMOOTHING = 0.3
+#: A speed is the median of this many recent measurements (one odd sample — a machine
+#: busy for a moment, a prompt mostly cached — does not swing it).
+SAMPLES = 9
+#: A sample this many times off the speed (faster or slower) is left out of it; and no one
+#: measurement moves a speed by more than this factor.
+OUTLIER = 2.0
+#: Outliers in a row that say the machine changed (another load, another server).
+CHANGED = 3
 #: Measurements smaller than these say more about overheads than about speed.
 MIN_TOKENS = 16
 MIN_SECONDS = 0.05
@@ -27,8 +35,28 @@ class Speed:
     write: float = 0.0
 
 
-def _moved(old: float, new: float) -> float:
-    return new if not old else old + SMOOTHING * (new - old)
+@dataclass
+class Samples:
+    """Recent measurements of one speed, and the robust speed they make."""
+
+    recent: deque[float] = field(default_factory=lambda: deque(maxlen=SAMPLES))
+    #: Outliers in a row (CHANGED of them say the machine changed: they become the samples).
+    pending: list[float] = field(default_factory=list)
+
+    def add(self, sample: float, speed: float) -> float:
+        """The speed after `sample`: the median of the recent samples, one more than
+        OUTLIER × off it left out (unless CHANGED come in a row), and never more than
+        OUTLIER × away from `speed` in one step."""
+        if speed and not speed / OUTLIER <= sample <= speed * OUTLIER:
+            self.pending.append(sample)
+            if len(self.pending) < CHANGED:
+                return speed
+            self.recent.clear()
+            self.recent.extend(self.pending[:-1])
+        self.pending.clear()
+        self.recent.append(sample)
+        found = statistics.median(self.recent)
+        return min(max(found, speed / OUTLIER), speed * OUTLIER) if speed else found
 
 
 class Speeds:
@@ -36,6 +64,7 @@ class Speeds:
 
     def __init__(self) -> None:
         self._by_model: dict[str, Speed] = {}
+        self._samples: dict[tuple[str, str], Samples] = {}
 
     def of(self, model: str) -> Speed:
         return self._by_model.get(model, Speed())
@@ -51,10 +80,13 @@ class Speeds:
         read = (final.prompt_eval_count or 0) - ((final.cached_estimate if cached is None else cached) or 0)
         seconds = final.prompt_eval_duration / 1e9
         if read >= MIN_TOKENS and seconds >= MIN_SECONDS:
-            speed.read = _moved(speed.read, read / seconds)
+            speed.read = self._sampled(model, "read").add(read / seconds, speed.read)
         seconds = final.eval_duration / 1e9
         if (final.eval_count or 0) >= MIN_TOKENS and seconds >= MIN_SECONDS:
-            speed.write = _moved(speed.write, (final.eval_count or 0) / seconds)
+            speed.write = self._sampled(model, "write").add((final.eval_count or 0) / seconds, speed.write)
+
+    def _sampled(self, model: str, kind: str) -> Samples:
+        return self._samples.setdefault((model, kind), Samples())
 
     def expected(self, model: str, read: int, write: int = 0) -> float | None:
         """Seconds to read `read` tokens and write `write`, at the model's measured speeds

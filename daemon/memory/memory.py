@@ -31,7 +31,10 @@ log = logging.getLogger(__name__)
 RANKED = 200
 #: A passage must score at least this share of the best to come back: memory fills only
 #: with what matches well, not with the whole room it may have.
-FLOOR = 0.4
+FLOOR = 0.15
+#: The most passages a turn's memory brings (each with its partner: a question's answer, an
+#: answer's question): the best few, not the whole room.
+MOST_PASSAGES = 6
 #: Messages indexed on the event loop before a turn (of all sessions together); a larger
 #: backlog (imports, many sessions) is read in a worker thread.
 INLINE_MESSAGES = 200
@@ -252,7 +255,7 @@ class Memory:
         passage's line with its session's name; the block's own `overhead`), oldest first."""
         if self.mode(session) != "all" or budget <= overhead:
             return []
-        ranked = await self.rank(session.id, query, strong=True)
+        ranked = (await self.rank(session.id, query, strong=True))[:MOST_PASSAGES]
         index = self.index
         if not ranked or index is None:
             return []

@@ -20,7 +20,7 @@ NAMED_SHARE = 0.8
 ASKED = 0.5
 #: A turn's memory comes from the sessions whose best passage scores at least this share of
 #: the best of all (the sessions the question is about), not from every session with a word of it.
-SESSION_FLOOR = 0.7
+SESSION_FLOOR = 0.5
 
 Ranked = list[list[tuple[int, float]]]
 
