@@ -52,7 +52,9 @@ def asked(c, standin: OllamaStandin, sid: str, text: str) -> str:
     return chat.body["messages"][-1]["content"]
 
 
-def run(window: int, questions: list[recall_lme.Question], config: str) -> None:
+def run(window: int, questions: list[recall_lme.Question], config: str, embedded: bool = False) -> None:
+    """`embedded`: each question waits until every passage has its vector (the built-in
+    embedder's, or the server's), as it would some minutes after the imports."""
     standin = OllamaStandin().start()
     root = Path(tempfile.mkdtemp(prefix="ckprec", dir="/tmp"))
     daemon = DaemonProcess(root, standin.url, log_level="warning")
@@ -67,6 +69,9 @@ def run(window: int, questions: list[recall_lme.Question], config: str) -> None:
                     {"role": t.role, "content": t.content, "created": t.created} for t in q.turns if t.session == n
                 ]).session.id for n in sorted({t.session for t in q.turns})]
                 asker = c.create_session(model=MODEL, num_ctx=window).session.id
+                if embedded:
+                    asked(c, standin, asker, "Hello!")  # memory catches up with the imports
+                    recall_lme.wait_embedded(c, standin)
                 last = asked(c, standin, asker, q.text)
                 memory, recall = blocks(last)
                 recall_lme.tally(rows, q, [("ctxkeepd", last)])
@@ -106,10 +111,14 @@ def main() -> None:
     parser.add_argument("--per-kind", type=int, default=2, help="questions of each type (0: all)")
     parser.add_argument("--config", action="append", default=[], metavar="LINE",
                         help="a config.toml line for the daemon (repeatable)")
+    parser.add_argument("--embed", choices=["none", "builtin"], default="none",
+                        help="by words alone, or with the built-in embedder (multilingual-e5-small; each "
+                             "question waits until its sessions are embedded: about a minute each)")
     args = parser.parse_args()
     from recall import pick
     questions = [undated(q) for q in pick("s", 0, args.per_kind, "")]
-    run(args.window, questions, 'embed_model = ""\n' + "".join(f"{line}\n" for line in args.config))
+    embed = 'embed_model = ""\n' + ("embed_builtin = true\n" if args.embed == "builtin" else "")
+    run(args.window, questions, embed + "".join(f"{line}\n" for line in args.config), args.embed == "builtin")
 
 
 if __name__ == "__main__":
