@@ -10,6 +10,7 @@ from typing import Any
 
 import msgspec
 
+from .codec import MAX_DEPTH, too_deep
 from .images import ImageInput
 from .imported import ImportedMessage
 from .tools import ToolCall, ToolResult, results_text
@@ -51,9 +52,12 @@ def calls_of(raw: Any) -> list[ToolCall]:
         function = call.get("function") or {}
         arguments = function.get("arguments") or {}
         if isinstance(arguments, str):
+            if too_deep(arguments.encode("utf-8", "replace")):
+                raise NotAMessage(f"the arguments of its call to {function.get('name')!r} nest deeper than "
+                                  f"{MAX_DEPTH} levels: flatten them")
             try:
                 arguments = json.loads(arguments) if arguments.strip() else {}
-            except json.JSONDecodeError:
+            except (json.JSONDecodeError, RecursionError):
                 raise NotAMessage(f"the arguments of its call to {function.get('name')!r} are not JSON") from None
         if not isinstance(arguments, dict):
             raise NotAMessage(f"the arguments of its call to {function.get('name')!r} are "

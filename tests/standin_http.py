@@ -175,6 +175,10 @@ class StandinHandler(BaseHTTPRequestHandler):
 
     def _embed(self, body: dict[str, Any], fault: Fault | None) -> None:
         owner = self.owner
+        if fault and fault.kind == "drop":  # cut before any answer, as a crashed server's
+            self.connection.shutdown(socket.SHUT_RDWR)
+            self.close_connection = True
+            return
         m = self._model_or_404(body)
         if m is None:
             return

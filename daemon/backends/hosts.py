@@ -64,8 +64,11 @@ class Hosts:
         await asyncio.gather(*(h.backend.close() for h in self.members))
 
     async def _each(self, model: str, call: Callable[[Any], Awaitable[T]],
-                    usable: Callable[[Host], bool] = lambda h: True, answer: bool = False) -> T:
-        """`call(backend)` on the first (`usable`) server that answers (`answer`: a chat)."""
+                    usable: Callable[[Host], bool] = lambda h: True, answer: bool = False,
+                    marks_down: bool = True) -> T:
+        """`call(backend)` on the first (`usable`) server that answers (`answer`: a chat);
+        a server that fails it is marked down for every call unless not `marks_down` (an
+        embedding that fails says nothing of the server's answers)."""
         tried: list[tuple[Host, ModelCallError]] = []
         for host in filter(usable, self.ranked(model)):
             host.busy += 1
@@ -78,7 +81,7 @@ class Hosts:
                 result = await call(host.backend)
             except ModelCallError as exc:
                 tried.append((host, exc))
-                if self.routing.goes_on(host, exc):
+                if self.routing.goes_on(host, exc, marks_down):
                     continue
                 raise
             finally:
@@ -198,7 +201,7 @@ class Hosts:
             raise ModelCallError(ErrorCode.BUSY, f"every server of {model!r} is answering a chat and "
                                  "takes one request at a time: embeddings wait")
         return await self._each(model, lambda b: b.embed(model, texts),
-                                lambda h: not h.busy or h.backend.takes_side_requests())
+                                lambda h: not h.busy or h.backend.takes_side_requests(), marks_down=False)
 
     async def count_prompt(self, model: str, messages: Sequence[Mapping[str, Any]],
                            tools: list[dict[str, Any]] | None = None,

@@ -86,11 +86,12 @@ class Routing:
             host.failures, host.retry_at = 0, 0.0
             self.changed.set()
 
-    def goes_on(self, host: Host, exc: ModelCallError) -> bool:
+    def goes_on(self, host: Host, exc: ModelCallError, marks_down: bool = True) -> bool:
         """Whether a call may go on to the next server after `exc` (before any answer);
-        a failure of the server itself marks it down."""
+        a failure of the server itself marks it down (where the call `marks_down`)."""
         if exc.code in SERVER_FAILURES:
-            self.down(host)
+            if marks_down:
+                self.down(host)
             return True
         return exc.code in TRY_ANOTHER
 

@@ -41,6 +41,13 @@ def digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def _retrieved(task: "asyncio.Future[list[list[float]]]") -> None:
+    """Take a finished embedding's exception, if any, so that one nobody awaits any more
+    (the turn went on by words) is not logged as never retrieved."""
+    if not task.cancelled():
+        task.exception()
+
+
 class SemanticIndex:
     """Unit vectors of one session's passages (those that have one so far), rows of a
     matrix that grows by doubling (a vector added costs one row, not a copy of all)."""
@@ -181,9 +188,11 @@ class Embedder:
         cached = self.store.caches.embedding(key, digest(text[:EMBED_CHARS]))
         if cached is not None:
             return cached
+        asked = asyncio.ensure_future(encoder.queries([text[:EMBED_CHARS]]))
+        asked.add_done_callback(_retrieved)  # one that ends after the turn gave up on it is no error
         try:
             async with asyncio.timeout(wait):  # not wait_for: on 3.11 it may swallow a cancel
-                (vector,) = await asyncio.shield(encoder.queries([text[:EMBED_CHARS]]))
+                (vector,) = await asyncio.shield(asked)
         except ModelCallError as exc:
             if exc.code is not ErrorCode.BUSY:  # refused: not asked again until the server changes
                 self._failed(exc)

@@ -236,6 +236,9 @@ def test_pulls_only_from_ollamas_registries_and_generate_takes_sends_image_limit
     assert status == 403 and "is not a registry ctxkeepd pulls from" in body["error"]
     status, body, _ = call(open_door, "POST", "/api/pull", {"model": "evil.example:5000/x/model"})
     assert status == 403
+    for name in ("evil\u3002com/x/model", "evil\uff0ecom/x/model", "ｅvil.com/x"):  # dots and letters IDNA maps
+        status, body, _ = call(open_door, "POST", "/api/pull", {"model": name})
+        assert status == 400 and "model names are ASCII" in body["error"], name
     tiny = "iVBORw0KGgo="
     status, body, _ = call(open_door, "POST", "/api/generate", {"model": MODEL, "prompt": "what is it?",
                                                                "images": [tiny] * 9, "stream": False})

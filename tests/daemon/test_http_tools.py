@@ -75,3 +75,18 @@ def test_images_reach_a_vision_model_through_both_apis_and_are_stored_once(door,
         held = [i for s in c.sessions().sessions for m in c.history(s.id).messages for i in m.images]
         assert len(held) == 2 and len({i.hash for i in held}) == 1
         assert base64.b64decode(c.image(held[0].hash).data) == PNG
+
+
+def test_tool_call_arguments_nested_too_deep_are_a_400_with_the_reason(door, standin):
+    """Arguments given as a JSON string nested 5,000 deep: a 400 that says so (not a 500
+    with a RecursionError in the log)."""
+    import httpx
+    deep = "[" * 5000 + "]" * 5000
+    messages = [{"role": "user", "content": "weather?"},
+                {"role": "assistant", "content": "", "tool_calls": [
+                    {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": deep}}]},
+                {"role": "tool", "tool_call_id": "c1", "content": "sunny"}]
+    answer = httpx.post(door.front_door.url + "/v1/chat/completions", timeout=30,
+                        headers={"Authorization": f"Bearer {door.front_door.token}"},
+                        json={"model": "qwen2.5:7b", "messages": messages})
+    assert answer.status_code == 400 and "nest deeper than" in answer.text

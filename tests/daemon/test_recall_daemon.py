@@ -118,3 +118,21 @@ def test_a_daemon_stopped_while_an_import_is_indexed_stops_cleanly(short_tmp, st
     problems = [r for r in caplog.records if r.levelname in ("WARNING", "ERROR") and (
         "recall" in r.getMessage() or "pending" in r.getMessage() or "closed" in r.getMessage())]
     assert problems == []
+
+
+def test_a_failed_embedding_never_marks_the_server_down_for_answers(client, standin, caplog):
+    """Embedding calls fail (their connection cut, as by a crash): turns are answered by
+    words, the server stays up in `status`, and nothing is logged as never retrieved."""
+    import logging
+    import time
+    s = client.create_session(model=MODEL).session
+    standin.fail_next("drop", path="/api/embed")
+    with caplog.at_level(logging.WARNING):
+        client.turn(s.id, FACT)  # its passages are embedded after it: the cut calls
+        deadline = time.monotonic() + 10
+        while any(f.path == "/api/embed" for f in standin.faults) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        (server,) = client.status().status.backends
+        assert server.reachable and not server.retry_in
+        assert isinstance(client.turn(s.id, "Where does Alice live these days?"), ResponseGeneration)
+    assert "never retrieved" not in caplog.text and "is down" not in caplog.text

@@ -61,10 +61,10 @@ def test_the_guard_lets_in_this_machines_names_and_allowed_origins_only():
         assert not guard.host_allowed(host), host
     assert not Guard("0.0.0.0", []).on_loopback and Guard("0.0.0.0", []).host_allowed("example.org")
     for origin in ("http://localhost:3000", "https://127.0.0.1", "app://obsidian.md", "https://chat.example",
-                   "http://192.168.1.5:8080", "vscode-webview://abc"):
+                   "http://192.168.1.5:8080", "vscode-webview://abc", "http://[::1]:8080", "https://[::1]"):
         assert guard.origin_allowed(origin), origin
     for origin in ("http://evil.example", "https://chat.example.evil.example", "http://localhost.evil.example",
-                   "null", "http://192.168.1.6:8080"):
+                   "null", "http://192.168.1.6:8080", "http://:8080", "http://1:8080"):
         assert not guard.origin_allowed(origin), origin
 
 

@@ -56,7 +56,10 @@ class Guard:
         self.names = {"localhost", listen_host.strip("[]"), socket.gethostname().lower()}
 
     def origin_allowed(self, origin: str) -> bool:
-        return any(fnmatch.fnmatchcase(origin.rstrip("/").lower(), o.lower()) for o in self.origins)
+        """Whether an origin matches an allowed one, `*` matching any text (a bracket is
+        itself, as in an IPv6 origin like http://[::1]:8080, never a set of characters)."""
+        return any(fnmatch.fnmatchcase(origin.rstrip("/").lower(), o.lower().replace("[", "[[]"))
+                   for o in self.origins)
 
     def host_allowed(self, header: str) -> bool:
         """As Ollama's allowedHost: on a loopback address, a name of this machine (localhost,

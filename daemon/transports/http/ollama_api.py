@@ -152,6 +152,9 @@ class OllamaApi:
         try:
             body = await read_json(request, dict)
             name = str(body.get("model") or body.get("name") or "")
+            if not name.isascii():  # "evil。com/…": IDNA makes a host of it that no check here saw
+                raise HttpError(ErrorCode.INVALID_REQUEST.value, f"{name[:80]!r} is not a model name: model "
+                                "names are ASCII (letters, digits, . : / _ -)", 400)
             first = name.split("/", 1)[0] if "/" in name else ""
             if ("." in first or ":" in first) and first.lower() not in PULL_REGISTRIES:
                 raise HttpError(ErrorCode.INVALID_REQUEST.value, f"{first!r} is not a registry ctxkeepd pulls "
