@@ -70,6 +70,8 @@ def run(args: argparse.Namespace) -> int:
                 mark += f" [alternative to #{m.alternative_of}]"
             if m.done_reason == "length":
                 mark += " [cut at its length limit]"
+            if m.done_reason == "repeating":
+                mark += " [stopped: repeating]"
             if m.format_error:
                 mark += f" [not in the format asked: {m.format_error}]"
             print(f"\n{style.bold}{m.role}{style.reset} {style.dim}#{m.seq} {when(m.created)}"

@@ -140,6 +140,9 @@ def _show(event: Event, accepted: Accepted, out: TextIO, style: "Styles", notes:
         if shown["thinking"]:
             out.write(style.reset)
         out.flush()
+        if isinstance(event, ResponseGeneration) and event.message.done_reason == "repeating":
+            print(f"\n{style.dim}[stopped: repeating — the answer said the same words over and over; "
+                  f"`repetition_stop` in config.toml sets when]{style.reset}", file=notes, flush=True)
         if isinstance(event, ResponseGeneration) and event.message.done_reason == "length":
             print(f"\n{style.dim}[the answer reached its limit (answer_max_share of the window, or the "
                   f"session's num_predict): /continue in `ctxkeep chat` asks it to go on]{style.reset}",

@@ -156,6 +156,8 @@ def _note(m: MessageInfo) -> str:
         return f"reworded #{m.alternative_of}"
     if m.done_reason == "length":
         return f"{CUT}: continue asks it to go on"
+    if m.done_reason == "repeating":
+        return "stopped: repeating"
     if m.format_error:
         return f"not in the format asked: {m.format_error[:80]}"
     shown = [f.path for f in m.files] + [i.name or "an image" for i in m.images]

@@ -30,7 +30,7 @@ LIVE = frozenset({
     "remote_file_refs", "auto_compaction", "compaction_thresholds", "compaction_cooldown", "compaction_min_step",
     "keep_recent_messages", "preserve_user_messages", "embed_model", "embed_builtin", "reply_reserve_tokens",
     "snapshots_kept", "image_turns", "max_image_bytes", "max_images_per_message", "answer_max_share",
-    "memory", "memory_budget",
+    "memory", "memory_budget", "repetition_stop",
 })
 
 
@@ -113,6 +113,10 @@ class Config(RecallConfig, kw_only=True, forbid_unknown_fields=True):
         "The least share of the window a compaction after an answer must free, or it waits: each "
         "pass makes the model re-read the whole prompt (0 = any step; a prompt that would not fit "
         "is always made to fit).")] = 0.15
+    repetition_stop: Annotated[int, Meta(ge=0, le=100), _doc(
+        "Stop an answer once the same run of words (30 or more words in all) comes back this many "
+        "times in a row: a model caught in a loop would write to its cap. The answer is kept, marked "
+        "\"stopped: repeating\". 0 = never.")] = 3
     keep_recent_messages: Annotated[int, Meta(ge=1), _doc(
         "The last messages automatic compaction never prunes or summarizes.")] = 5
     preserve_user_messages: Annotated[bool, _doc(

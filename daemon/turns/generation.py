@@ -19,12 +19,13 @@ import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator, Callable
+from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
 
 from ctxkeep.protocol import ErrorCode
 from ctxkeep.protocol.events import GenerationError, QueryReceived
-from ctxkeep.daemon.backends.protocol import ChatExtras, ModelCallError
+from ctxkeep.daemon.backends.protocol import ChatChunk, ChatExtras, ModelCallError
 from ctxkeep.daemon.compaction.automatic import AutoCompactor
 from ctxkeep.daemon.compaction.passes import Pass
 from ctxkeep.daemon.context.parts import Parts
@@ -37,6 +38,7 @@ from ctxkeep.daemon.turns.image_bytes import images_in
 from ctxkeep.daemon.turns.output import Output
 from ctxkeep.daemon.turns.prepare import Preparer, Turn
 from ctxkeep.daemon.turns.question import Question, Reopened, Withdrawn
+from ctxkeep.daemon.turns.repetition import REPEATING, RepetitionWatch
 from ctxkeep.daemon.jobs.queue import Job, SessionJobs
 from ctxkeep.daemon.store.errors import StoreError
 from ctxkeep.daemon.store.records import MessageRecord, NewMessage, SessionRecord, View
@@ -209,9 +211,16 @@ class Generations:
             first.cancel()
             raise
         drafts = Drafts(self.parts.store, session.id, user.seq)
-        async for chunk in _chain(first, stream):
-            output.add(chunk)
-            drafts.update(output)
+        watch = RepetitionWatch(self.parts.config.repetition_stop)
+        async with aclosing(_chain(first, stream)) as chunks:
+            async for chunk in chunks:
+                output.add(chunk)
+                drafts.update(output)
+                if watch.add(chunk.content):  # a loop: stopped here, kept, and said so
+                    log.info("session=%s generation=%s stopped: the answer repeats itself", session.id, job.id)
+                    output.final = ChatChunk(done=True, done_reason=REPEATING, host=chunk.host)
+                    break
+        await stream.aclose()  # the server stops writing once its connection is closed
         output.flush()
         assert output.final is not None  # stream_chat raises when the final chunk is missing
         if not (output.text.strip() or output.thought.strip() or output.calls):

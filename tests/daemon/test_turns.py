@@ -261,3 +261,19 @@ def test_a_silent_model_server_is_reported_and_given_up(daemon_factory, standin)
         assert isinstance(end, GenerationError) and end.code == "ollama_not_answering", end
         assert "stopped answering" in end.message and "first_token_timeout" in end.message
         assert waits and waits[-1].state == "processing" and waits[-1].waited >= 2
+
+
+def test_an_answer_that_loops_is_stopped_kept_and_marked(client, standin):
+    """A model caught in a loop: the answer stops within a few repeats (not at its cap),
+    is stored, and says "stopped: repeating" (its done_reason; `show` marks it)."""
+    from ctxkeep.protocol.events import ResponseGeneration
+    loop = "I am here to help you with anything you need today, just ask me and I will answer. "
+    standin.reply_fn = lambda messages: "Sure. " + loop * 120
+    standin.chunk_delay = 0.001
+    sid = client.create_session(model="qwen2.5:7b").session.id
+    end = client.turn(sid, "Can you help me?")
+    assert isinstance(end, ResponseGeneration) and end.message.done_reason == "repeating"
+    said = end.message.content
+    assert said.startswith("Sure. " + loop) and len(said.split()) <= 6 * len(loop.split())  # ~200 tokens, not 2,000
+    stored = client.history(sid).messages[-1]
+    assert stored.status == "complete" and stored.content == said
