@@ -98,6 +98,13 @@ class SessionJobs:
     def busy(self, session_id: str) -> bool:
         return session_id in self._queues
 
+    async def idle(self, session_id: str, timeout: float) -> bool:
+        """Wait up to `timeout` seconds for the session's work to end; whether it did."""
+        worker = self._workers.get(session_id)
+        if worker is not None:
+            await asyncio.wait([worker], timeout=timeout)
+        return not self.busy(session_id)
+
     def busy_sessions(self) -> frozenset[str]:
         """The sessions with a job queued or running."""
         return frozenset(self._queues)

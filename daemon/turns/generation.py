@@ -109,6 +109,14 @@ class Generations:
         stored = commit.start() if ahead else commit.future
         try:
             _, (user,) = await asyncio.shield(stored)
+        except asyncio.CancelledError:  # the caller went away: a question that gets stored is
+            def kept(f: "asyncio.Future") -> None:  # answered (or interrupted), never left pending
+                if f.cancelled() or f.exception() is not None:
+                    self.jobs.withdraw(job)
+                elif ahead == 0:
+                    self.jobs.announce_busy(session.id)
+            stored.add_done_callback(kept)
+            raise
         except BaseException:
             self.jobs.withdraw(job)
             raise

@@ -1,8 +1,9 @@
 """One answer path under both HTTP APIs. A chat request is read into the engine's terms
-(`intake`), run as a session turn (`Chats.run`), and its events written back (`respond`),
+(`intake`), run as a session turn (turn_run.py), and its events written back (`respond`),
 streamed or as one object; what differs between Ollama's API and OpenAI's is only the shape
 of what is written, which each API gives as an `AnswerShape`."""
 
+import asyncio
 from collections.abc import AsyncIterator, Callable
 from contextlib import aclosing
 from typing import Any, Protocol, TypeVar
@@ -12,6 +13,7 @@ from aiohttp import web
 from ctxkeep.protocol.events import (
     GenerationError, GenerationRecalled, GenerationThinking, GenerationToken, ResponseGeneration,
 )
+from ctxkeep.daemon.transports.http import turn_run
 from ctxkeep.daemon.transports.http.chat import ChatRequest, Chats
 from ctxkeep.daemon.transports.http.errors import HttpError
 from ctxkeep.daemon.transports.http.wire import memory_header, read_json
@@ -111,8 +113,15 @@ async def pieces(chats: Chats, chat: ChatRequest,
                  on_recalled: Callable[[GenerationRecalled], None] = lambda e: None) -> AsyncIterator[Piece]:
     """The answer as it streams, up to its ResponseGeneration; a turn that fails raises
     HttpError. What recall and memory added goes to `on_recalled` (before the first piece)."""
-    session_id, made = await chats.session_for(chat)
-    async for event in chats.run(session_id, chat, made):
+    gone = asyncio.Event()
+    starting = asyncio.ensure_future(turn_run.start(chats, chat, gone))
+    try:
+        started = await asyncio.shield(starting)  # one step, whatever the client does meanwhile
+    except asyncio.CancelledError:
+        gone.set()
+        turn_run.abandon(chats, starting)
+        raise
+    async for event in turn_run.run(chats, started):
         if isinstance(event, GenerationError):
             raise HttpError(event.code, event.message)
         if isinstance(event, GenerationRecalled):

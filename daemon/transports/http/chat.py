@@ -3,17 +3,14 @@ conversation continues (or a new one, or a branch), the model and options it nam
 new message sent through the same handler as `send`, and the turn's events as they come."""
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
 
 from ctxkeep.protocol import ErrorCode, requests
-from ctxkeep.protocol.events import (
-    Event, GenerationError, ResponseGeneration,
-)
-from ctxkeep.protocol.replies import Accepted, Error, Reply, SessionReply
+from ctxkeep.protocol.replies import Error, Reply, SessionReply
 from ctxkeep.protocol.chat_shapes import NotAMessage, imported
 from ctxkeep.protocol.imported import ImportedMessage
 from ctxkeep.protocol.limits import NumCtx, Options, OptionValue, OutOfRange, checked
@@ -160,6 +157,7 @@ class Chats:
         made = False
         if chat.session:
             session, made = await self._named(chat)
+            chat.retry = not made and self._resent(session, chat.new)
         else:
             async with self._folding:  # one fold at a time, on the loop or off it
                 if self.index.unread() <= FOLD_ON_LOOP:  # a turn's few messages: no thread hop
@@ -174,9 +172,12 @@ class Chats:
                 return chain(chat.system, sent_keys(sent))
             hashes = await asyncio.to_thread(hashed) if heavy else hashed()
             again = self.index.find_chain(hashes) if chat.new.role == "user" else None
+            answered = self.index.answered(hashes) if chat.new.role == "user" and not chat.new.images else None
             match = self.index.find_chain(hashes[:-1])
             if again is not None and again.continues and again.session:  # a retry of the last question
                 session, chat.retry = self.services.store.sessions.get(again.session), True
+            elif answered is not None:  # a retry of the last question, its answer missed
+                session, chat.retry = self.services.store.sessions.get(answered), True
             elif match.continues and match.session:
                 session = self.services.store.sessions.get(match.session)
             else:
@@ -193,13 +194,31 @@ class Chats:
         if made:
             await asyncio.shield(dispatch(self.services, requests.SessionDelete(session=session_id), self.caller))
 
+    def _resent(self, session: SessionRecord, new: ImportedMessage) -> bool:
+        """Whether `new` is the session's last question sent again, with nothing said since
+        but its answer (a client's retry, after it hung up): it is answered again, in place
+        of the answer it may have missed (kept as an alternative), not stored twice — as a
+        stateless client's resent conversation is."""
+        if new.role != "user" or new.tool_results or new.images:
+            return False
+        last, _, _ = self.services.store.history.page(session.id, start=max(0, session.next_seq - 2), limit=2)
+        questions = [m for m in last if m.role == "user"]
+        if not questions or questions[-1].content != new.content:
+            return False
+        return all(m.role == "assistant" and m.reply_to == questions[-1].seq for m in last if m.seq > questions[-1].seq)
+
     async def _named(self, chat: ChatRequest) -> tuple[SessionRecord, bool]:
         try:
             return self.services.store.sessions.get(chat.session), False
         except UnknownSession:
             pass  # made with that name, the conversation imported
-        reply = await self.call(requests.SessionImport(
-            name=chat.session, model=chat.model, system=chat.system, messages=chat.history))
+        try:
+            reply = await self.call(requests.SessionImport(
+                name=chat.session, model=chat.model, system=chat.system, messages=chat.history))
+        except HttpError as exc:
+            if "exists already" not in exc.message:
+                raise
+            return self.services.store.sessions.get(chat.session), False  # made meanwhile by another request
         assert isinstance(reply, SessionReply)
         return self.services.store.sessions.get(reply.session.id), True
 
@@ -242,38 +261,3 @@ class Chats:
         if change.model or change.options is not None or change.num_ctx is not None or change.memory:
             await self.call(change)
         return session.id
-
-    async def run(self, session_id: str, chat: ChatRequest, made: bool = False) -> AsyncIterator[Event]:
-        """Send the new message and yield the turn's events up to its terminal one. If the
-        caller stops listening first (its client went away), the turn is cancelled: its
-        partial answer stays in history, marked interrupted. A send that is refused deletes
-        the session when it was `made` for it."""
-        events: asyncio.Queue[Event] = asyncio.Queue()
-        stop = self.services.bus.listen(
-            lambda e: events.put_nowait(e) if e.session_id == session_id else None)
-        generation = ""
-        ended = False
-        try:
-            new = chat.new
-            turn: dict[str, Any] = {"session": session_id, "tools": chat.tools, "think": chat.think,
-                                    "format": chat.format, "keep_alive": chat.keep_alive}
-            try:
-                accepted = await self.call(requests.Regenerate(**turn) if chat.retry else requests.Send(
-                    text="" if new.tool_results else new.content, images=new.images,
-                    tool_results=new.tool_results, **turn))
-            except HttpError:
-                await self.discard(session_id, made)
-                raise
-            assert isinstance(accepted, Accepted)
-            generation = accepted.generation_id
-            while not ended:
-                event = await events.get()
-                if getattr(event, "generation_id", None) != generation:
-                    continue
-                ended = isinstance(event, (ResponseGeneration, GenerationError))
-                yield event
-        finally:
-            stop()
-            if generation and not ended:
-                await asyncio.shield(dispatch(self.services, requests.Cancel(
-                    session=session_id, generation_id=generation), self.caller))

@@ -187,6 +187,14 @@ class ConversationIndex:
                 return Match(sid, length, at_seq=self.folded[sid].seqs[length])
         return Match(None)
 
+    def answered(self, hashes: list[bytes]) -> str | None:
+        """The newest session whose conversation is the chain `hashes` and one message after
+        it (its answer): a client that resends it did not get that answer (it hung up)."""
+        length = len(hashes) - 1
+        ends = self.prefixes.get(hashes[-1], {})
+        found = [sid for sid, at in ends.items() if at == length and len(self.folded[sid].hashes) - 1 == length + 1]
+        return self._newest(found) if found and length else None
+
     def _newest(self, session_ids: list[str]) -> str:
         return max(session_ids, key=lambda sid: (self.folded[sid].next_seq, sid))
 
