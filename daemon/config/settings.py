@@ -167,8 +167,10 @@ class Config(RecallConfig, kw_only=True, forbid_unknown_fields=True):
         "allows them) whose pages may call the front door over TCP, as OLLAMA_ORIGINS: "
         "\"https://chat.example\", \"http://192.168.1.5:*\"; others get 403.")] = []
     http_max_connections: Annotated[int, Meta(ge=1, le=65536), _doc(
-        "The most HTTP connections held at once (fewer when the open-file limit is low: 256 "
-        "descriptors stay free for the rest); one more is answered 503 and closed.")] = 512
+        "The most HTTP connections held at once on each listener, the Unix socket and TCP apart "
+        "(fewer when the open-file limit is low: 256 descriptors stay free for the rest); one more "
+        "is answered 503 and closed. Over TCP the last quarter is kept for clients with the token: "
+        "past it, the oldest connection without it is closed to make room.")] = 512
     http_idle_timeout: Annotated[float, Meta(gt=0, le=3600), _doc(
         "Seconds an HTTP connection may stay idle, or send half a request's headers, before "
         "it is closed.")] = 30.0

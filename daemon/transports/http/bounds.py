@@ -43,26 +43,70 @@ def connection_cap(configured: int) -> int:
     return max(1, min(configured, soft - RESERVED_DESCRIPTORS))
 
 
+#: Of the TCP cap, the slots a connection that has not shown the token never takes: past
+#: them, the oldest such connection is closed to make room (a local user holding idle
+#: connections never locks out the token's holders).
+TRUSTED_SLOTS = 0.25
+
+
 class ConnectionCap:
-    """Closes, with a 503, each connection past `cap` (wraps the aiohttp Server's
-    `connection_made`, which every new connection reports to)."""
+    """Per listener: the Unix socket (the user's own) and TCP each hold at most `cap`
+    connections, never sharing one; past the cap a new connection is answered 503 and
+    closed. Over TCP, a connection that has not shown the token is closed first: once the
+    TCP connections pass the cap less its TRUSTED_SLOTS, the oldest of those is closed to
+    make room, so the last slots are only ever taken by clients with the token. (Wraps the
+    aiohttp Server's `connection_made` and `connection_lost`.)"""
 
     def __init__(self, server: web.Server, cap: int, throttle: "Throttle") -> None:
         self.server, self.cap, self.throttle = server, cap, throttle
         self.refused = 0
-        self._made = server.connection_made
+        #: The open connections of each listener, oldest first, and those that showed the token.
+        self.unix: dict[Any, None] = {}
+        self.tcp: dict[Any, None] = {}
+        self.trusted: set[Any] = set()
+        self._made, self._lost = server.connection_made, server.connection_lost
         server.connection_made = self.connection_made  # type: ignore[method-assign]
+        server.connection_lost = self.connection_lost  # type: ignore[method-assign]
 
     def connection_made(self, handler: Any, transport: asyncio.Transport) -> None:
         self._made(handler, transport)
-        if len(self.server.connections) > self.cap:
-            self.refused += 1
-            peer = transport.get_extra_info("peername")
-            if self.throttle.allow("cap"):
-                log.warning("HTTP: %d connections open, the cap (http_max_connections): refused %s "
-                            "(%d refused so far)", self.cap, peer, self.refused)
-            transport.write(BUSY)
-            transport.close()
+        peer = transport.get_extra_info("peername")
+        over_tcp = isinstance(peer, tuple)
+        held = self.tcp if over_tcp else self.unix
+        held[handler] = None
+        if over_tcp and len(held) > self.cap * (1 - TRUSTED_SLOTS):
+            self._evict_untrusted(handler)
+        if len(held) > self.cap:
+            self._refuse(transport, peer, "TCP" if over_tcp else "the Unix socket")
+
+    def connection_lost(self, handler: Any, exc: BaseException | None) -> None:
+        self.unix.pop(handler, None)
+        self.tcp.pop(handler, None)
+        self.trusted.discard(handler)
+        self._lost(handler, exc)
+
+    def trust(self, handler: Any) -> None:
+        """The connection showed the token: it is never closed to make room."""
+        self.trusted.add(handler)
+
+    def _evict_untrusted(self, newcomer: Any) -> None:
+        """Close the oldest TCP connection that has not shown the token (not `newcomer`)."""
+        for handler in self.tcp:
+            if handler is not newcomer and handler not in self.trusted:
+                transport = getattr(handler, "transport", None)
+                self.tcp.pop(handler, None)
+                if transport is not None:
+                    transport.write(BUSY)
+                    transport.close()
+                return
+
+    def _refuse(self, transport: asyncio.Transport, peer: Any, where: str) -> None:
+        self.refused += 1
+        if self.throttle.allow(f"cap|{where}"):
+            log.warning("HTTP: %d connections open on %s, the cap (http_max_connections): refused %s "
+                        "(%d refused so far)", self.cap, where, peer or "a client", self.refused)
+        transport.write(BUSY)
+        transport.close()
 
 
 class Throttle(logging.Filter):

@@ -162,6 +162,8 @@ class FrontDoor:
                 response = self._error(request, error)
                 response.headers["WWW-Authenticate"] = 'Bearer realm="ctxkeepd"'
                 return response
+            if self.cap is not None:
+                self.cap.trust(request.protocol)  # its connection is never closed to make room
         return await handler(request)
 
     @web.middleware
