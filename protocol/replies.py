@@ -102,6 +102,9 @@ class Cancelled(Reply, tag="cancelled"):
     session_id: str
     cancelled: bool
     generation_id: str = ""
+    #: True when what was stopped is the compaction after an answer (its generation had
+    #: ended): the context goes back as it was before it.
+    compaction: bool = False
 
 
 class FilesReply(Reply, tag="files"):

@@ -142,5 +142,8 @@ def add_cancel(commands) -> argparse.ArgumentParser:
 def _cancel(args: argparse.Namespace) -> int:
     with connect(args) as client:
         reply = client.cancel(args.session)
-    print(f"cancelled {reply.generation_id}" if reply.cancelled else "nothing was running")
+    if reply.compaction:
+        print(f"stopped the compaction after {reply.generation_id}'s answer: the context is as it was before it")
+    else:
+        print(f"cancelled {reply.generation_id}" if reply.cancelled else "nothing was running")
     return 0

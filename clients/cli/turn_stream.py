@@ -9,8 +9,8 @@ from collections.abc import Callable
 from typing import TextIO
 
 from ...protocol.events import (
-    CompactionProgress, CompactionRequest, CompactionResult, ContextWarning, Event, GenerationError, GenerationRecalled,
-    GenerationThinking, GenerationToken, GenerationWaiting, ResponseGeneration,
+    CompactionProgress, CompactionRequest, CompactionResult, ContextWarning, Event, GenerationError,
+    GenerationRecalled, GenerationThinking, GenerationToken, GenerationWaiting, ResponseGeneration, SessionUpdated,
 )
 from ...protocol.replies import Accepted
 from ..core import CtxkeepError, DaemonUnavailable
@@ -59,7 +59,37 @@ def stream_turn(client: Client, session: str, text: str, out: TextIO,
                 on_interrupt()
             continue
         if end is not None:
+            _after_answer(client, accepted, out, style, notes, shown)
             return end
+
+
+def _after_answer(client: Client, accepted: Accepted, out: TextIO, style: "Styles", notes: TextIO,
+                  shown: dict[str, bool]) -> None:
+    """Until the session is idle again: a compaction after the answer shows while it runs
+    (its step and the time left), and Ctrl-C stops it (the context as it was before it)."""
+    cancelled = False
+    while True:
+        try:
+            item = client.next_event(1.0)
+            if item is None:
+                if not client.session(accepted.session_id).session.busy:
+                    break
+                continue
+            event = item[1]
+            if isinstance(event, SessionUpdated) and event.session_id == accepted.session_id \
+                    and not event.session.busy:
+                break
+            if isinstance(event, CompactionResult) and event.session_id == accepted.session_id \
+                    and event.status != "ok" and event.reason == "cancelled":
+                _waiting_line(notes, style, shown, "")
+                print(f"{style.dim}[compaction stopped: the context is as it was]{style.reset}", file=notes, flush=True)
+                continue
+            _show(event, accepted, out, style, notes, False, shown)
+        except KeyboardInterrupt:
+            if not cancelled:
+                cancelled = True
+                client.cancel(accepted.session_id)
+    _waiting_line(notes, style, shown, "")
 
 
 def _next_event(client: Client, accepted: Accepted) -> tuple[str, Event]:

@@ -122,7 +122,7 @@ class SessionPanel(QWidget):
             if query and query not in s.name.lower() and not hits:
                 continue
             found = f" · {hits} message{'s' if hits != 1 else ''} match" if hits else ""
-            busy = " · answering…" if s.busy else ""
+            busy = " · working…" if s.busy else ""  # answering, or compacting after an answer
             excerpt = f"\n“{snippet(newest.content, query)}”" if newest is not None else ""
             indent = "    " * (depth - 1) + "↳ " if depth else ""
             item = QListWidgetItem(f"{indent}{s.name}\n{indent and ' ' * len(indent)}{s.model} · "

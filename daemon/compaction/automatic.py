@@ -25,6 +25,7 @@ must shrink the context, or it fails and changes nothing. One snapshot is taken 
 pass's first change, so `undo` takes back a whole pass.
 """
 
+import asyncio
 from dataclasses import dataclass, field
 
 from ctxkeep.daemon.compaction.levels import LevelRunner
@@ -87,7 +88,11 @@ class AutoCompactor:
         if not worth_retrying(self.fruitless.get(session.id), total, session.message_count, session.window):
             return
         pass_ = Pass("threshold crossed")
-        await self.compact(view, pass_)
+        try:
+            await self.compact(view, pass_)
+        except asyncio.CancelledError:  # stopped (a client's cancel, a shutdown): the context as it was
+            await asyncio.shield(self.roll_back(session.id, pass_))
+            raise
         if pass_.levels:
             self.fruitless.pop(session.id, None)
         else:

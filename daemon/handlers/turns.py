@@ -154,4 +154,4 @@ async def send(services: Services, req: requests.Send, record: SessionRecord, *,
 async def cancel(services: Services, req: requests.Cancel, record: SessionRecord) -> Cancelled:
     job = services.jobs.cancel(record.id, req.generation_id)
     return Cancelled(id=req.id, session_id=record.id, cancelled=job is not None,
-                     generation_id=job.id if job else "")
+                     generation_id=job.id if job else "", compaction=job is not None and job.ended)

@@ -145,13 +145,13 @@ class SessionJobs:
             self._on_busy(session_id)
 
     def cancel(self, session_id: str, job_id: str = "",
-               reason: tuple[ErrorCode, str] = (ErrorCode.CANCELLED, "cancelled by a client"),
-               force: bool = False) -> Job | None:
+               reason: tuple[ErrorCode, str] = (ErrorCode.CANCELLED, "cancelled by a client")) -> Job | None:
         """Cancel the job with that id, or without an id the session's first job
         (running or about to run). Returns the job when a terminal event will follow
-        (a queued job's is already published), None when there was nothing to cancel.
-        With `force` (shutdown), a job that has ended but still works (the compaction
-        after an answer) is stopped too."""
+        (a queued job's is already published; for the compaction after an answer, its
+        compaction.result), None when there was nothing to cancel. A job that has ended but
+        still works (the compaction after an answer) is stopped too: it puts the context
+        back as it was before it."""
         for job in self._queues.get(session_id, ()):
             if job_id and job.id != job_id:
                 continue
@@ -159,8 +159,7 @@ class SessionJobs:
                 self._queues[session_id].remove(job)
                 self._end(job, *reason)
                 return job
-            if job.state == "running" and job.task is not None and not job.task.done() \
-                    and (force or not job.ended):
+            if job.state == "running" and job.task is not None and not job.task.done():
                 job.cancel_reason = reason
                 job.task.cancel()
                 return job
@@ -190,7 +189,7 @@ class SessionJobs:
                                            "once the daemon is back")
         for session_id in list(self._queues):
             for job in self.jobs(session_id):
-                self.cancel(session_id, job.id, reason, force=True)
+                self.cancel(session_id, job.id, reason)
         if pending:
             await asyncio.wait(pending)
 

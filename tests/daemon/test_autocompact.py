@@ -279,3 +279,54 @@ def test_ask_shows_a_compaction_that_runs_before_its_answer(client, daemon, stan
     asked = daemon.cli("ask", "full", "And now, what next?")
     assert asked.returncode == 0, asked.stderr
     assert "ctxkeep: compacting: level" in asked.stderr and "messages" in asked.stderr
+
+
+def test_a_compaction_after_an_answer_is_shown_and_stopped_with_the_context_as_it_was(client, standin):
+    """A pass after an answer is a job like any other: `cancel` stops it within a second,
+    says so, and the context is as it was before it."""
+    import time as clock
+
+    from ctxkeep.protocol.events import CompactionRequest
+    s = client.create_session(model=MODEL, num_ctx=2048).session
+    slow = {"on": False}
+
+    def reply(messages):
+        if messages[-1]["content"].startswith(("Conversation to summarize", "Summary to shorten", "Summaries of")) \
+                or "summar" in messages[0]["content"].lower() and len(messages) == 2:
+            if slow["on"]:
+                clock.sleep(5)  # a CPU writing a summary
+            return "Summary: the user and the assistant discussed " + " ".join(messages[-1]["content"].split()[:3])
+        return " ".join(f"detail{i}" for i in range(120))
+    standin.reply_fn = reply
+    client.subscribe("")
+    for i in range(40):
+        before = [m.seq for m in client.history(s.id, active=True, limit=1000).messages]
+        slow["on"] = True
+        end = client.turn(s.id, f"step {i}: more about the parser and the tokenizer " * 4)
+        assert isinstance(end, ResponseGeneration)
+        started = None
+        deadline = clock.monotonic() + 1.0
+        while clock.monotonic() < deadline and started is None:
+            item = client.next_event(0.1)
+            if item and isinstance(item[1], CompactionRequest) and item[1].session_id == s.id:
+                started = item[1]
+        if started is None:
+            slow["on"] = False
+            continue
+        if started.level < 3:
+            deadline = clock.monotonic() + 5
+            while clock.monotonic() < deadline:  # on to the level that asks for a summary
+                item = client.next_event(0.1)
+                if item and isinstance(item[1], CompactionRequest) and item[1].level == 3:
+                    break
+        asked = clock.monotonic()
+        reply_ = client.cancel(s.id)
+        assert reply_.cancelled and reply_.compaction
+        while client.session(s.id).session.busy:
+            assert clock.monotonic() - asked < 1.0, "the pass was not stopped within a second"
+            clock.sleep(0.02)
+        after = [m.seq for m in client.history(s.id, active=True, limit=1000).messages]
+        assert after == before + [end.message.seq - 1, end.message.seq]  # as the turn left it
+        break
+    else:
+        raise AssertionError("no compaction ran after an answer")

@@ -171,9 +171,27 @@ def test_drain_stops_work_that_goes_on_after_the_terminal_event():
         j = job("s", ends_then_works)
         jobs.submit(j)
         await asyncio.sleep(0.01)
-        assert jobs.cancel("s", j.id) is None  # a client cannot cancel what has ended
         await asyncio.wait_for(jobs.drain(0.05), 5)
         assert [e.code for e in rec.terminals(j)] == ["done"] and not jobs.busy("s")
+    run(scenario())
+
+
+def test_a_client_stops_work_that_goes_on_after_the_terminal_event():
+    """The compaction after an answer is cancelled like any job (issue 59): the job is
+    returned (the work stops), and no second terminal event is published."""
+    async def ends_then_works(j: Job) -> None:
+        j.end(GenerationError(generation_id=j.id, code="done", message=""))
+        await asyncio.sleep(30)  # e.g. the compaction pass after an answer
+
+    async def scenario():
+        rec = Recorder()
+        jobs = make(rec)
+        j = job("s", ends_then_works)
+        jobs.submit(j)
+        await asyncio.sleep(0.01)
+        assert jobs.cancel("s", j.id) is j and j.ended
+        assert await jobs.idle("s", 5)
+        assert [e.code for e in rec.terminals(j)] == ["done"]
     run(scenario())
 
 
