@@ -138,6 +138,8 @@ ERROR_MEANINGS = {
     "ollama_unreachable": "no Ollama answers at the configured host",
     "model_not_found": "the model is not installed in Ollama (`ollama pull`)",
     "ollama_error": "Ollama answered with an error",
+    "model_server_error": "an OpenAI-compatible model server (llama.cpp's, vLLM, LM Studio) answered with an error, "
+                          "or ctxkeepd could not read what it answered",
     "stream_interrupted": "the answer stream broke off; the partial answer is kept, marked interrupted",
     "ollama_not_answering": "Ollama took the request but sent nothing back: a loaded model silent for "
                             "`first_token_timeout`, or nothing at all for `read_timeout` (see "

@@ -22,6 +22,7 @@ class ErrorCode(str, Enum):
     OLLAMA_UNREACHABLE = "ollama_unreachable"
     MODEL_NOT_FOUND = "model_not_found"
     OLLAMA_ERROR = "ollama_error"
+    MODEL_SERVER_ERROR = "model_server_error"  # an OpenAI-compatible server answered with an error
     STREAM_INTERRUPTED = "stream_interrupted"
     OLLAMA_NOT_ANSWERING = "ollama_not_answering"  # took the request, sent nothing back
     CONTEXT_OVERFLOW = "context_overflow"

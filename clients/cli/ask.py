@@ -5,6 +5,7 @@ import base64
 import io
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -86,10 +87,10 @@ def pick_session(client, args: argparse.Namespace, words: list[str], piped: str
             if exc.code not in ("unknown_session", "ambiguous_session"):
                 raise
     latest = client.sessions().sessions
-    if latest:
-        if sys.stderr.isatty():  # say where it went: the first word may have meant a session
-            print(f"ctxkeep: asked in {latest[0].name}, the most recent session (`ctxkeep new --name N` "
-                  "makes a session to ask by name)", file=sys.stderr)
+    if latest:  # said (on stderr, beside the answer on stdout): the first word may have meant a session
+        named = f"no session is named {words[0]!r}: " if len(words) > 1 and re.fullmatch(r"[\w.:-]+", words[0]) else ""
+        print(f"ctxkeep: {named}asked in {latest[0].name}, the most recent session (-s SESSION asks in "
+              "another; `ctxkeep sessions` lists them)", file=sys.stderr)
         return latest[0].id, words
     created = _create(client, "", "")
     print(f"ctxkeep: new session {created.name} ({created.id}) on {created.model}", file=sys.stderr)

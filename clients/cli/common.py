@@ -107,12 +107,22 @@ def usage_lines(u: Usage) -> list[str]:
     lines = [gauge(following, u.window, u.exact)]
     lines += [f"  {name.ljust(width)}  {tokens(n, u.exact).rjust(9)}" for name, n in parts]
     lines.append(f"  {'active msgs'.ljust(width)}  {u.messages:>9}")
-    lines.append(f"conversation budget {u.budget:,} tokens, {u.budget_fill:.0%} used")
+    lines.append(budget_line(u))
     lines.append(cache_line(u))
     lines.append(f"reliability {u.reliability:.0%}" + (
         " — low: a small model may lose track of a compacted conversation; consider a new "
         "conversation or a larger model" if u.reliability < 0.40 else ""))
     return lines
+
+
+def budget_line(u: Usage) -> str:
+    """The conversation's budget and how much of it is used; past it, by how many tokens (a
+    share in the thousands of percent says nothing)."""
+    if u.budget_fill <= 1:
+        return f"conversation budget {u.budget:,} tokens, {u.budget_fill:.0%} used"
+    over = round(u.budget * (u.budget_fill - 1))
+    return (f"conversation budget {u.budget:,} tokens: over it by ~{over:,} (the next turn compacts, "
+            "or `ctxkeep compact` now)")
 
 
 def cache_line(u: Usage) -> str:

@@ -1,4 +1,5 @@
-"""`ctxkeep daemon run|install|uninstall|status|backup|http`: run ctxkeepd, or manage it as a systemd user service."""
+"""`ctxkeep daemon run|start|stop|restart|install|uninstall|status|backup|http`: run ctxkeepd,
+or manage it (as a systemd user service, or by itself)."""
 
 import argparse
 import os
@@ -12,11 +13,8 @@ from ...protocol import paths
 from ...protocol.http_token import read_or_make
 from ..core import CtxkeepError
 from .common import connect, fail
+from .user_service import ENABLE, HTTP_UNIT, UNITS, unit_folder, user_systemd
 
-UNITS = ("ctxkeep.service", "ctxkeep-ctl.socket", "ctxkeep-events.socket")
-ENABLE = ("ctxkeep-ctl.socket", "ctxkeep-events.socket", "ctxkeep.service")
-#: The HTTP front door's TCP socket: written and enabled with `install --http`.
-HTTP_UNIT = "ctxkeep-http.socket"
 
 
 def add_parser(commands) -> argparse.ArgumentParser:
@@ -28,6 +26,10 @@ def add_parser(commands) -> argparse.ArgumentParser:
                                                 "Arguments after `--` go to ctxkeepd.")
     run_parser.add_argument("daemon_args", nargs=argparse.REMAINDER,
                             help="ctxkeepd options, e.g. -- --log-level debug")
+    for name, said in (("start", "start ctxkeepd in the background (through systemd where it runs the service)"),
+                       ("stop", "stop ctxkeepd, letting the turns under way finish (drain_timeout)"),
+                       ("restart", "stop ctxkeepd, then start it again")):
+        actions.add_parser(name, help=said, description=f"{said[:1].upper()}{said[1:]}.")
     install = actions.add_parser(
         "install", help="install and start the systemd user service",
         description="Write the systemd user units (the service and its two sockets) with the "
@@ -53,11 +55,6 @@ def add_parser(commands) -> argparse.ArgumentParser:
                                           "how to point Ollama and OpenAI clients at it (docs/http.md).")
     http.add_argument("--show-token", action="store_true", help="print the bearer token too")
     return parser
-
-
-def unit_folder() -> Path:
-    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(base) / "systemd" / "user"
 
 
 def daemon_command() -> str:
@@ -89,14 +86,6 @@ def is_address(value: str) -> bool:
     """Whether `--http` is HOST:PORT, as systemd's ListenStream takes it."""
     host, _, port = value.rpartition(":")
     return bool(host) and port.isdigit() and 0 < int(port) < 65536
-
-
-def user_systemd() -> bool:
-    """Whether a systemd user manager answers here."""
-    if not shutil.which("systemctl"):
-        return False
-    probe = subprocess.run(["systemctl", "--user", "show-environment"], capture_output=True, text=True)
-    return probe.returncode == 0
 
 
 def systemctl(*args: str) -> int:
@@ -185,6 +174,9 @@ def status(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.action in ("start", "stop", "restart"):
+        from . import daemon_control
+        return getattr(daemon_control, args.action)(args)
     if args.action == "install":
         return install(args)
     if args.action == "uninstall":

@@ -2,10 +2,12 @@
 turn's events as they come: the answer streaming, thinking when asked for, what it waits
 for, a compaction before it, and its end."""
 
+import shutil
 import signal
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TextIO
 
 from ...protocol.events import (
@@ -31,6 +33,37 @@ def stream_turn(client: Client, session: str, text: str, out: TextIO,
     What the @file references attached, and which could not be read, goes to
     `notes` (default: stderr).
     """
+    with keys_unechoed():
+        return _stream_turn(client, session, text, out, show_thinking, cwd, think, on_interrupt, notes, on_event,
+                            request)
+
+
+@contextmanager
+def keys_unechoed() -> Iterator[None]:
+    """While an answer streams on a terminal, what the user types is not echoed into it
+    (it is still read, by the next prompt)."""
+    if not sys.stdin.isatty():
+        yield
+        return
+    import termios
+    fd = sys.stdin.fileno()
+    try:
+        saved = termios.tcgetattr(fd)
+    except termios.error:
+        yield
+        return
+    quiet = list(saved)
+    quiet[3] &= ~termios.ECHO
+    termios.tcsetattr(fd, termios.TCSANOW, quiet)
+    try:
+        yield
+    finally:
+        termios.tcsetattr(fd, termios.TCSANOW, saved)
+
+
+def _stream_turn(client: Client, session: str, text: str, out: TextIO, show_thinking: bool, cwd: str,
+                 think: bool | None, on_interrupt: Callable[[], None] | None, notes: TextIO | None,
+                 on_event: Callable[[Event], None] | None, request: Callable[[], Accepted] | None) -> Event:
     style = Styles(out)
     notes = notes or sys.stderr
     accepted, interrupted = _send_holding_ctrl_c(
@@ -151,7 +184,8 @@ def _show(event: Event, accepted: Accepted, out: TextIO, style: "Styles", notes:
     if getattr(event, "generation_id", None) != accepted.generation_id:
         return None
     if isinstance(event, GenerationWaiting):
-        _waiting_line(notes, style, shown, f"[waiting: {event.message} · {event.waited:.0f} s]")
+        # the seconds first: on a narrow terminal the line is cut at its end
+        _waiting_line(notes, style, shown, f"[waiting {event.waited:.0f} s: {event.message}]")
         return None
     if isinstance(event, GenerationRecalled):
         if event.cut:  # never silently less than recall found
@@ -192,6 +226,8 @@ def _waiting_line(stream: TextIO, style: "Styles", shown: dict[str, bool], text:
         return
     if not (text or shown.get("waiting")):
         return
+    width = shutil.get_terminal_size().columns - 1  # a line that wraps could not be redrawn in place
+    text = text if len(text) <= width else text[:max(0, width - 1)] + "…"
     stream.write(("\0338\033[K" if shown.get("waiting") else "\0337") +
                  (f"{style.dim}{text}{style.reset}" if text else ""))
     stream.flush()

@@ -47,16 +47,16 @@ class MemoryView:
         router.on_reply(MemoryForgotten, lambda request, reply: self.forgotten(request, reply))
 
     def open_for(self, session: SessionInfo | None) -> None:
-        """Show the dialog (its words: the open chat's name, to start from)."""
+        """Show the dialog, its search box empty (or as the user left it) for the words to
+        look for: a chat's name is no question to memory."""
         if self.dialog is None:
             self._make()
         assert self.dialog is not None
-        if not self.words.text() and session is not None:
-            self.words.setText(session.name)
         self.dialog.show()
         self.dialog.raise_()
         self.words.setFocus()
-        self.search()
+        if self.words.text().strip():
+            self.search()
 
     def _make(self) -> None:
         self.dialog = QDialog(self.parent)

@@ -275,5 +275,5 @@ class OpenAIBackend(OneServer):
         self.reached()
         vectors = [list(d.embedding) for d in sorted(response.data, key=lambda d: d.index)]
         if len(vectors) != len(texts):
-            raise ModelCallError(ErrorCode.OLLAMA_ERROR, f"{self.where} returned the wrong number of embeddings")
+            raise ModelCallError(ErrorCode.MODEL_SERVER_ERROR, f"{self.where} returned the wrong number of embeddings")
         return vectors

@@ -48,7 +48,7 @@ def classify(exc: BaseException, where: str, model: str, read_timeout: float) ->
             f"the connection to the model server {where} broke mid-answer "
             f"({str(exc) or type(exc).__name__}): check that it still runs, then send again"), False
     log.exception("unexpected failure of a model call", exc_info=exc)
-    return ModelCallError(ErrorCode.OLLAMA_ERROR, f"model call failed: {exc!r}"), False
+    return ModelCallError(ErrorCode.MODEL_SERVER_ERROR, f"model call failed: {exc!r}"), False
 
 
 def _answered(exc: "openai.APIStatusError", where: str, model: str) -> ModelCallError:
@@ -67,10 +67,10 @@ def _answered(exc: "openai.APIStatusError", where: str, model: str) -> ModelCall
             "or start the server with a larger context and set context_length to match")
     if exc.status_code in (401, 403):
         return ModelCallError(
-            ErrorCode.OLLAMA_ERROR,
+            ErrorCode.MODEL_SERVER_ERROR,
             f"{where} refused the key (HTTP {exc.status_code}: {text}): set `key` in its "
             "[[backends]] table of config.toml")
-    return ModelCallError(ErrorCode.OLLAMA_ERROR, f"{where} answered HTTP {exc.status_code}: {text}")
+    return ModelCallError(ErrorCode.MODEL_SERVER_ERROR, f"{where} answered HTTP {exc.status_code}: {text}")
 
 
 def message_of(exc: "openai.APIStatusError") -> str:

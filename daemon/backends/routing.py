@@ -23,7 +23,7 @@ MAX_RETRY_S = 30.0
 #: Failures that mean "this server, not the request": the next server is tried.
 SERVER_FAILURES = frozenset({ErrorCode.OLLAMA_UNREACHABLE, ErrorCode.STREAM_INTERRUPTED})
 #: Failures after which another server may still do: it is tried, this one stays up.
-TRY_ANOTHER = frozenset({ErrorCode.MODEL_NOT_FOUND, ErrorCode.OLLAMA_ERROR})
+TRY_ANOTHER = frozenset({ErrorCode.MODEL_NOT_FOUND, ErrorCode.OLLAMA_ERROR, ErrorCode.MODEL_SERVER_ERROR})
 
 
 class Routing:

@@ -43,8 +43,10 @@ USER_SHARE_AFTER = 0.2
 
 def user_note(users: list[MessageRecord]) -> str:
     """What the user is told when their own earliest messages became a summary."""
-    return (f"{len(users)} of your earliest messages (#{users[0].seq}–#{users[-1].seq}) are now kept "
-            "as a summary, not word for word: your own messages passed half of the conversation's "
+    one = len(users) == 1
+    what = f"Your earliest message (#{users[0].seq}) is" if one else \
+        f"{len(users)} of your earliest messages (#{users[0].seq}–#{users[-1].seq}) are"
+    return (f"{what} now kept as a summary, not word for word: your own messages passed half of the conversation's "
             "budget. `ctxkeep undo` puts them back; a larger num_ctx keeps more of them verbatim.")
 
 

@@ -107,8 +107,8 @@ class Announcer:
 
     async def compacted(self, session_id: str) -> None:
         """After a compaction changed the context: the change (a large context measured
-        in a worker thread), and the reliability warning when the score just fell below
-        its threshold."""
+        in a worker thread), and the reliability warning when it is first due
+        (reliability.warns)."""
         try:
             view = self.store.history.view(session_id)
         except UnknownSession:
@@ -121,8 +121,7 @@ class Announcer:
         if last == session.compactions:
             return
         self._scored[session_id] = session.compactions
-        now = reliability.score(session.parameter_size, session.compactions)
-        before = reliability.score(session.parameter_size, last)
-        if now < reliability.WARNING_BELOW <= before:
+        if reliability.warns(session.parameter_size, session.compactions) \
+                and not reliability.warns(session.parameter_size, last):
             self.bus.publish(ContextWarning(kind="reliability", message=reliability.warning(
                 session.model, session.compactions)), session_id)

@@ -4,6 +4,9 @@ import re
 from functools import lru_cache
 
 WARNING_BELOW = 0.40
+#: Compactions before the warning may be given: a small model's score is low from its first
+#: compaction, and a conversation four turns old has lost nothing worth a warning.
+WARN_AFTER = 3
 ADVICE = ("Small models may lose context accuracy after several compressions. "
           "Recommendations: continue if you are making good progress; start a new "
           "conversation if you see hallucinations; use a larger model for complex long-term tasks.")
@@ -43,6 +46,11 @@ def score(parameter_size: str, compactions: int, context_confidence: float = 1.0
     if compactions <= 0:
         return 1.0 * context_confidence
     return model_factor(parameter_size) * max(1.0 - 0.15 * compactions, 0.30) * context_confidence
+
+
+def warns(parameter_size: str, compactions: int) -> bool:
+    """Whether a conversation compacted `compactions` times is one to warn about."""
+    return compactions >= WARN_AFTER and score(parameter_size, compactions) < WARNING_BELOW
 
 
 def warning(model: str, compactions: int) -> str:

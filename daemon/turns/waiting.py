@@ -27,7 +27,7 @@ REPORT_EVERY_S = 5.0
 
 WORDS = {
     "loading": "{server} is loading {model} into memory (a large model can take minutes)",
-    "processing": "{model} is loaded and reading the prompt",
+    "processing": "the model {model} is loaded and reading the prompt",
     "not_answering": "{server} does not answer (not even which models it has loaded)",
 }
 
@@ -59,8 +59,8 @@ async def first_chunk(first: "asyncio.Future[Any]", backend: ModelBackend, model
         waited = time.monotonic() - start
         if first.done():
             return
-        words = WORDS[state].format(model=model, server=server)
-        words = words[0].upper() + words[1:] + (f" ({reading})" if reading and state == "processing" else "")
+        words = WORDS[state].format(model=model, server=server)  # never opening with a model's name
+        words = words[:1].upper() + words[1:] + (f" ({reading})" if reading and state == "processing" else "")
         publish(GenerationWaiting(generation_id=generation_id, model=model, waited=round(waited, 1),
                                   state=state, message=words))
         if state != "loading" and waited >= timeout:
@@ -69,7 +69,7 @@ async def first_chunk(first: "asyncio.Future[Any]", backend: ModelBackend, model
                     if state == "processing" else f"{server} did not say which models it has loaded either")
             raise ModelCallError(
                 ErrorCode.OLLAMA_NOT_ANSWERING,
-                f"{server[0].upper() + server[1:]} took the request but sent nothing for {waited:.0f} s "
+                f"{server[:1].upper() + server[1:]} took the request but sent nothing for {waited:.0f} s "
                 f"({what}): it stopped answering. {restart} and send again; first_token_timeout in "
                 "config.toml sets how long to wait")
         report_at = waited + REPORT_EVERY_S

@@ -123,6 +123,7 @@ def test_ask_as_a_one_off_question(daemon, standin):
     daemon.cli("new", "--name", "notes", "--model", "qwen2.5:7b", "-q")
     asked = daemon.cli("ask", "Why", "is", "the", "sky", "blue?")  # the most recent session
     assert asked.returncode == 0, asked.stderr
+    assert "no session is named 'Why': asked in notes, the most recent session" in asked.stderr  # never silently
     assert standin.chats[-1].body["messages"][-1]["content"] == "Why is the sky blue?"
     named = daemon.cli("ask", "notes", "what", "next?")
     assert named.returncode == 0 and standin.chats[-1].body["messages"][-1]["content"] == "what next?"

@@ -205,6 +205,19 @@ def test_an_unknown_model_and_a_down_server_say_what_to_do(server):
     assert "start it" in error.message
 
 
+def test_a_servers_error_is_named_for_its_kind(server):
+    """An error status from the server: `ollama_error` from Ollama, `model_server_error` from
+    an OpenAI-compatible server (which is no Ollama)."""
+    server.fail_next("http500")
+
+    async def body(backend):
+        with pytest.raises(ModelCallError) as caught:
+            await chat(backend, [{"role": "user", "content": "hi"}])
+        return caught.value
+    error = run(server, body)
+    assert error.code == (ErrorCode.OLLAMA_ERROR if kind_of(server) == "ollama" else ErrorCode.MODEL_SERVER_ERROR)
+
+
 def test_a_stream_cut_midway_is_an_interrupted_answer(server):
     server.fail_next("drop", after_chunks=3)
 

@@ -175,3 +175,25 @@ def test_client_turn_ends_when_the_daemon_is_killed(daemon_process, standin):
                 c.turn(sid, "hi")
         finally:
             killer.join()
+
+
+def test_daemon_start_stop_and_restart_without_systemd(daemon_factory):
+    """`ctxkeep daemon start|restart|stop` where no systemd runs the service: in the
+    background, its log where ./install.sh writes it, and a clean stop."""
+    d = daemon_factory()
+    d.write_config("")
+    d.env["XDG_STATE_HOME"] = str(d.root / "state")
+    try:
+        started = d.cli_process("daemon", "start")
+        assert started.returncode == 0 and "is running (pid" in started.stdout, started.stdout + started.stderr
+        first = d.client().status().status.pid
+        assert "already running" in d.cli_process("daemon", "start").stdout
+        again = d.cli_process("daemon", "restart")
+        assert again.returncode == 0 and f"stopped ctxkeepd (pid {first})" in again.stdout, again.stdout
+        second = d.client().status().status.pid
+        assert second != first and (d.root / "state" / "ctxkeep" / "ctxkeepd.log").exists()
+        stopped = d.cli_process("daemon", "stop")
+        assert stopped.returncode == 0 and f"stopped ctxkeepd (pid {second})" in stopped.stdout
+        assert d.cli_process("daemon", "stop").stdout.strip() == "ctxkeepd is not running"
+    finally:
+        d.cli_process("daemon", "stop")

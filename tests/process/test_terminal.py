@@ -84,7 +84,7 @@ def test_ask_on_a_terminal_says_what_it_waits_for(daemon, standin, tmp_path):
     sid = daemon.cli("new", "--model", "thinker:8b", "-q").stdout.strip()
     standin.fail_next("delay", seconds=2.6)
     shown = ask_waiting(daemon, sid, dict(daemon.env, TERM="xterm"), tmp_path,
-                        r"\[waiting: Ollama is loading thinker:8b into memory .* · 2 s\]")
+                        r"\[waiting 2 s: Ollama is loading thinker:8b into memory")
     assert shown.index("\x1b7") < shown.index("[waiting") < shown.index("\x1b8\x1b[K") < shown.index("You said")
 
 
@@ -97,11 +97,11 @@ def test_ask_says_what_it_waits_for_without_a_colour_terminal_too(daemon, standi
     if where == "piped":
         done = daemon.cli("ask", sid, "hello")
         assert done.returncode == 0 and "You said 1 words" in done.stdout
-        assert "ctxkeep: waiting: Ollama is loading thinker:8b into memory" in done.stderr
+        assert "ctxkeep: waiting 2 s: Ollama is loading thinker:8b into memory" in done.stderr
         assert "\x1b" not in done.stderr
         return
     env = dict(daemon.env, TERM="dumb") if where == "TERM=dumb" else dict(daemon.env, TERM="xterm", NO_COLOR="1")
-    shown = ask_waiting(daemon, sid, env, tmp_path, r"ctxkeep: waiting: Ollama is loading thinker:8b into memory .* · 2 s\r?\n")
+    shown = ask_waiting(daemon, sid, env, tmp_path, r"ctxkeep: waiting 2 s: Ollama is loading thinker:8b into memory .*\r?\n")
     assert "\x1b7" not in shown
 
 
@@ -124,3 +124,20 @@ def test_edit_alone_opens_the_last_question_in_the_editor(daemon, tmp_path):
         session = c.session("reword").session
         asked = [m.content for m in c.history(session.id, active=True).messages if m.role == "user"]
     assert asked == ["Name a vegetable"]
+
+
+def test_a_waiting_line_wider_than_the_terminal_is_cut_to_fit(daemon, standin, tmp_path):
+    """On a terminal of 40 columns the waiting line is cut to fit (a line that wraps cannot
+    be redrawn in place), its seconds kept."""
+    sid = daemon.cli("new", "--model", "thinker:8b", "-q").stdout.strip()
+    standin.fail_next("delay", seconds=2.6)
+    child = pexpect.spawn(sys.executable, ["-m", "ctxkeep.clients.cli.main", "ask", sid, "hello"],
+                          env=dict(daemon.env, TERM="xterm", COLUMNS="40"), cwd=str(tmp_path), encoding="utf-8",
+                          timeout=30, dimensions=(24, 40))
+    child.logfile_read = io.StringIO()
+    child.expect(r"\[waiting 2 s: ")
+    child.expect("You said 1 words")
+    child.expect(pexpect.EOF)
+    shown = child.logfile_read.getvalue()
+    line = shown[shown.index("[waiting 2 s"):].split("\x1b")[0]
+    assert len(line) <= 39 and line.endswith("…"), line

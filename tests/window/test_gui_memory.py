@@ -28,6 +28,7 @@ def test_the_memory_window_searches_opens_and_forgets(open_window, client):
     wait_until(lambda: window.chat.session is not None and window.chat.session.id == other.id)
     window.memory.open_for(window.chat.session)
     view = window.memory
+    assert view.words.text() == ""  # opened empty: the chat's name is no question to memory
     view.words.setText("quince trees")
     view.search()
     gardens = lambda: [(h.session_name, h.seq) for h in view.hits if h.session_name == "garden"]  # noqa: E731
