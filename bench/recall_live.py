@@ -195,8 +195,9 @@ class Replayed:
 
 
 def replay(c: Client, standin: Any, model: Scripted, q: recall_lme.Question, window: int,
-           model_name: str) -> Replayed:
-    """The question's history sent message by message to a new session, then the question."""
+           model_name: str, embedded: bool = False) -> Replayed:
+    """The question's history sent message by message to a new session, then the question
+    (with `embedded`, once every passage has its vector)."""
     start = time.monotonic()
     sid = c.create_session(name=f"live-{q.qid}", model=model_name, num_ctx=window).session.id
     plan = steps(q)
@@ -209,6 +210,8 @@ def replay(c: Client, standin: Any, model: Scripted, q: recall_lme.Question, win
             errors[end.code] += 1
         settle(c, sid)
     calls = model.summary_calls - calls_before
+    if embedded:
+        recall_lme.wait_embedded(c, standin)
     c.turn(sid, q.text)
     chat = [ch for ch in standin.chats if ch.body.get("stream", True) and not is_summary_call(ch.body["messages"])][-1]
     messages = chat.body["messages"]
