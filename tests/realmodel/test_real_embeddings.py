@@ -37,7 +37,14 @@ def minilm():
 def recalled_fact(short_tmp, minilm, embed_model: str) -> tuple[bool, bool]:
     """(the fact was recalled, by meaning) in a session whose active context lost it."""
     standin = OllamaStandin(embedder=minilm).start()
-    standin.reply_fn = filler_reply
+
+    def reply(messages: list[dict]) -> str:
+        if messages[-1]["content"].startswith(("Conversation to summarize", "Summary to shorten", "Summaries of")):
+            # a summary that keeps the fact's names (so the checkpoint check keeps it as
+            # written) without quoting the fact: what recall brings back is the fact itself
+            return "Summary: Ingrid in Tromsø; talk of everyday things."
+        return filler_reply(messages)
+    standin.reply_fn = reply
     rng = random.Random(3)
     # the question's own vector is waited for (50 ms by default: the NumPy encoder on a busy
     # 2-core machine can take longer, and the turn would then rank by words alone)
