@@ -119,7 +119,7 @@ def time_memory(sessions: int, messages: int, turns_timed: int = 40) -> dict[str
             for _ in range(turns_timed):
                 text = rng.choice(asked)
                 start = time.perf_counter()
-                await memory.recall(asker, Query(query_terms(text)), 2000, 20,
+                await memory.recall(asker, Query(query_terms(text)), 2000, 20,  # (its passages, why fewer)
                                     lambda pid, name: estimate(MODEL, memory.index.lines[pid]))
                 samples.append(time.perf_counter() - start)
             return samples

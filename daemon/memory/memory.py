@@ -250,15 +250,20 @@ class Memory:
         return [(pid, scores[pid] / best) for pid in kept if scores[pid] >= FLOOR * best]
 
     async def recall(self, session: SessionRecord, query: Query, budget: int, overhead: int,
-                     cost: Callable[[int, str], int]) -> list[Remembered]:
+                     cost: Callable[[int, str], int]) -> tuple[list[Remembered], str]:
         """What memory brings into a turn of `session` within `budget` tokens (`cost` of a
-        passage's line with its session's name; the block's own `overhead`), oldest first."""
-        if self.mode(session) != "all" or budget <= overhead:
-            return []
+        passage's line with its session's name; the block's own `overhead`), oldest first;
+        and, where it found more than it brings, why ("" where it brings all it found)."""
+        mode = self.mode(session)
         ranked = (await self.rank(session.id, query, strong=True))[:MOST_PASSAGES]
         index = self.index
         if not ranked or index is None:
-            return []
+            return [], ""
+        found = f"{len(ranked)} passage{'s' if len(ranked) != 1 else ''} of other chats matched"
+        if mode != "all":
+            return [], f"memory is {mode} for this session: {found}, none added (`ctxkeep set --memory all`)"
+        if budget <= overhead:
+            return [], f"{found}; the window left no room for them"
         score = dict(ranked)
 
         def name(pid: int) -> str:
@@ -273,7 +278,9 @@ class Memory:
                                score.__getitem__)
         out = [Remembered(o.session_id, o.name, index.passages[pid], score.get(pid, 0.0), pid)
                for pid in chosen if (o := index.source(pid)) is not None]
-        return sorted(out, key=lambda r: (r.passage.created, r.passage.seq, r.passage.part))
+        left = len([pid for pid in score if pid not in set(chosen)])
+        note = f"{found}; {left} did not fit in the room the window left" if left else ""
+        return sorted(out, key=lambda r: (r.passage.created, r.passage.seq, r.passage.part)), note
 
 
 def _span(times: list[float]) -> tuple[float, float]:

@@ -129,25 +129,27 @@ class Recaller:
             if own else ZERO
         used = self.estimator.estimate(model, add(own_features, JOIN)) if own else 0
         remembered: list[Remembered] = []
+        memory_note = ""
         if self.memory is not None:
             index.texts.add(hash(user.content.strip()))  # the question is this session's (stored or about to be)
             room = (budget if whole is None else whole) - used
             if self.config.memory_budget:
                 room = min(room, self.config.memory_budget)
             overhead = self.estimator.text(model, f"{memory_block.OPENING}\n{select.CLOSING}")
-            remembered = await self.memory.recall(
+            remembered, memory_note = await self.memory.recall(
                 session, Query(query, vector, asks_of, index.texts, asked_about,
                                frozenset(asked_terms(user.content)), select.about_the_past(user.content)),
                 room, overhead,
                 lambda pid, name: self.estimator.estimate(model, memory_block.line_features(self.memory, pid, name)))
         if not own and not remembered:
-            return NONE
+            return Recall(cut=memory_note) if memory_note else NONE
         text = "\n".join(filter(None, [memory_block.block(remembered), text]))
         theirs = memory_block.block_features(self.memory, remembered) if remembered and self.memory else ZERO
         features = add(theirs, own_features, NEWLINE if remembered and own else ZERO, JOIN)
         return Recall(block=text, passages=tuple(own), tokens=self.estimator.estimate(model, features),
                       features=features, semantic=vector is not None, remembered=tuple(remembered),
-                      displaced=displaced, memory_tokens=self.estimator.estimate(model, theirs) if remembered else 0)
+                      displaced=displaced, memory_tokens=self.estimator.estimate(model, theirs) if remembered else 0,
+                      cut=memory_note)
 
     async def _vector(self, index: SessionIndex, active: Sequence[MessageRecord],
                       user: MessageRecord) -> list[float] | None:

@@ -232,7 +232,7 @@ class Preparer:
         cut = (f"the reading bound (recall_read_seconds = {config.recall_read_seconds:g}: ~{slow:,} tokens at "
                f"this machine's reading speed) kept ~{kept.tokens:,} of ~{found.tokens:,} tokens found")
         log.info("session=%s recall: %s", session.id, cut)
-        return replace(kept, found=found.tokens, cut=cut), with_kept
+        return replace(kept, found=found.tokens, cut="; ".join(filter(None, [cut, kept.cut]))), with_kept
 
     async def _fitted(self, view: View, user: MessageRecord, features: Vector, estimate: Estimate,
                       room: int, whole: int, moving: Movable) -> tuple[Recall, Estimate]:
@@ -249,8 +249,8 @@ class Preparer:
             except Exception:  # noqa: BLE001 - a turn goes on without recall rather than fail
                 log.exception("session=%s recall failed: the turn goes on without it", session.id)
                 return NO_RECALL, estimate
-            if not recall.block:
-                return NO_RECALL, estimate
+            if not recall.block:  # nothing added (but maybe why: what memory found, and left out)
+                return (recall if recall.cut else NO_RECALL), estimate
             if recall.displaced:
                 return recall, estimate  # the caller moves them out, then asks again
             with_recall = estimator.of_features(session, features, recall.features)

@@ -180,3 +180,20 @@ def test_a_large_import_is_read_into_memory_off_the_event_loop(tmp_path):
     recalled, _ = run(tmp_path, scenario)
     assert SISTER in [p.text for p in recalled]
 
+
+
+def test_what_memory_found_and_left_out_is_said(tmp_path):
+    """Memory off for the asking session (none or private) still says what it found and
+    left out, in the turn's generation.recalled and the answer's recall_cut (`show`)."""
+    async def scenario(app):
+        await say(app, await new(app, "family"), SISTER)
+        asker = await new(app, "asker", memory="private")
+        accepted = await app.call(requests.Send(session=asker, text=QUESTION))
+        await app.services.jobs.drain(30)
+        event = next(e for e in app.bus.seen if isinstance(e, GenerationRecalled)
+                     and e.generation_id == accepted.generation_id)
+        answer = app.store.history.page(asker)[0][-1]
+        return event, answer
+    (event, answer), backend = run(tmp_path, scenario)
+    assert not event.recalled and "memory is private for this session" in event.cut and "matched" in event.cut
+    assert answer.recall_cut == event.cut and SISTER not in backend.chats[-1][0][-1]["content"]
