@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import shutil
 import signal
+import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
@@ -194,9 +195,12 @@ def daemon_factory(short_tmp: Path, standin: OllamaStandin) -> Iterator:
         made.append(d)
         return d
     yield make
-    for d in made:
+    for d in made:  # stopped as a user stops them (its workers and their fork server with it), else killed
         if d.proc is not None and d.proc.poll() is None:
-            d.stop(signal.SIGKILL)
+            try:
+                d.stop(signal.SIGTERM, timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
 
 
 @pytest.fixture

@@ -71,7 +71,19 @@ class FileReader:
             return await loop.run_in_executor(self._executor(), expand, text, cwd, settings, count)
 
     def close(self) -> None:
-        """Stop the workers (at shutdown)."""
+        """Stop the workers, and the fork server they came from (at shutdown: a worker or a
+        server left behind would outlive the daemon)."""
         if self._pool is not None:
-            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
+            stop_fork_server()
+
+
+def stop_fork_server() -> None:
+    """Stop this process's multiprocessing fork server, where it started one (it would
+    otherwise wait for the whole process to exit, and outlive it when the process is killed)."""
+    from multiprocessing import forkserver
+    try:
+        forkserver._forkserver._stop()  # noqa: SLF001 - the standard library's own way to stop it
+    except (OSError, AttributeError) as exc:
+        log.debug("the fork server did not stop: %r", exc)
