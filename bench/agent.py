@@ -22,12 +22,11 @@ import tempfile
 from pathlib import Path
 
 from common import emit
-from harness import DaemonProcess
-from ollama_standin import OllamaStandin, render
-
 from ctxkeep.daemon.context.shorten import shortened
 from ctxkeep.protocol.events import GenerationError, ResponseGeneration, SessionUpdated
 from ctxkeep.protocol.tools import FunctionSpec, ToolResult, ToolSpec
+from harness import DaemonProcess
+from ollama_standin import OllamaStandin, render
 
 MODEL = "qwen2.5:7b"
 RUN = ToolSpec(function=FunctionSpec(name="run", description="Run a shell command",

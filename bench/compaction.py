@@ -25,14 +25,18 @@ from pathlib import Path
 
 from common import emit
 from ctxkeep.daemon.compaction.planner import (
-    RECENT_FILE_MESSAGES, plan_file_summaries, plan_prune, preserved_seqs, prune_candidates,
+    RECENT_FILE_MESSAGES,
+    plan_file_summaries,
+    plan_prune,
+    preserved_seqs,
+    prune_candidates,
 )
+from ctxkeep.daemon.compaction.relevance import TermCache, score
 from ctxkeep.daemon.config import Config
 from ctxkeep.daemon.context.estimator import Estimator
-from ctxkeep.daemon.store.records import Attachment, NewMessage
-from ctxkeep.daemon.compaction.relevance import TermCache, score
-from ctxkeep.daemon.store.store import Store
 from ctxkeep.daemon.context.usage import measure
+from ctxkeep.daemon.store.records import Attachment, NewMessage
+from ctxkeep.daemon.store.store import Store
 
 REPO = Path(__file__).resolve().parent.parent
 #: Words with their natural frequencies: this repository's documents, as a conversation's text.

@@ -29,13 +29,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from common import emit
-from harness import DaemonProcess
-from ollama_standin import OllamaStandin
-
 from ctxkeep.protocol.events import (
-    CompactionResult, ContextWarning, GenerationError, ResponseGeneration,
+    CompactionResult,
+    ContextWarning,
+    GenerationError,
+    ResponseGeneration,
     SessionUpdated,
 )
+from harness import DaemonProcess
+from ollama_standin import OllamaStandin
 
 MODEL = "small:1b"
 WORDS = ("context window model token budget summary checkpoint parser grammar request answer "

@@ -22,13 +22,20 @@ import random
 import shutil
 import tempfile
 import threading
-from contextlib import ExitStack
 import time
+from contextlib import ExitStack
 from pathlib import Path
 
 import ollama
 
-from common import bare_http_relay, daemon_for, emit, free_port, percentiles, standin_process  # (puts tests/ on the path)
+from common import (  # (puts tests/ on the path)
+    bare_http_relay,
+    daemon_for,
+    emit,
+    free_port,
+    percentiles,
+    standin_process,
+)
 from ctxkeep.daemon.store.records import NewMessage
 from ctxkeep.daemon.store.store import Store
 from ctxkeep.daemon.transports.http.conversations import ConversationIndex

@@ -13,9 +13,8 @@ from collections import Counter
 
 import zmq
 
-from common import emit, running_daemon  # (puts tests/ on the path)
-
 import fuzzframes  # noqa: E402
+from common import emit, running_daemon  # (puts tests/ on the path)
 
 
 def main() -> None:

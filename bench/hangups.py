@@ -15,8 +15,8 @@ import tempfile
 from pathlib import Path
 
 from common import emit
-from harness import DaemonProcess
 from hangups import hang_ups
+from harness import DaemonProcess
 from ollama_standin import OllamaStandin
 
 

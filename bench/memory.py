@@ -27,11 +27,10 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+import recall_lme
 from common import emit
 from harness import DaemonProcess
 from ollama_standin import OllamaStandin
-
-import recall_lme
 from recall import turn
 
 MODEL = "qwen2.5:7b"
@@ -92,13 +91,13 @@ def run(windows: list[int], limit: int, kinds: str, config: str) -> None:
 def time_memory(sessions: int, messages: int, turns_timed: int = 40) -> dict[str, float]:
     """Memory's own time per turn over `sessions` × `messages` stored, index built."""
     import conversations
-    from inprocess import InProcess
-    from memory_backend import MemoryBackend
     from ctxkeep.daemon.config import Config
     from ctxkeep.daemon.memory.query import Query
     from ctxkeep.daemon.recall.lexical import query_terms
     from ctxkeep.daemon.store.records import NewMessage
     from ctxkeep.protocol import requests
+    from inprocess import InProcess
+    from memory_backend import MemoryBackend
     root = Path(tempfile.mkdtemp(prefix="ckmt", dir="/tmp"))
     app = InProcess(root, MemoryBackend(), Config(embed_model=""))
     conversation = conversations.generate(11, sessions * messages // 2)

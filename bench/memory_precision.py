@@ -24,13 +24,12 @@ import sys
 import tempfile
 from pathlib import Path
 
-from common import emit
-from unrelated import FOLLOW_UPS, UNRELATED
-from harness import DaemonProcess
-from ollama_standin import OllamaStandin
-
 import recall_lme
+from common import emit
+from harness import DaemonProcess
 from memory import MODEL, undated
+from ollama_standin import OllamaStandin
+from unrelated import FOLLOW_UPS, UNRELATED
 
 _MEMORY_LINE = re.compile(r'^\[[^\]]+\] in "([^"]*)" ')
 
@@ -38,7 +37,8 @@ _MEMORY_LINE = re.compile(r'^\[[^\]]+\] in "([^"]*)" ')
 def blocks(prompt: str) -> tuple[str, str]:
     """(memory's block, recall's block) of the last message's text."""
     from ctxkeep.daemon.memory.block import OPENING as MEMORY
-    from ctxkeep.daemon.recall.select import CLOSING, OPENING as RECALL
+    from ctxkeep.daemon.recall.select import CLOSING
+    from ctxkeep.daemon.recall.select import OPENING as RECALL
     out = []
     for opening in (MEMORY, RECALL):
         found = prompt.split(opening, 1)

@@ -22,7 +22,6 @@ client's, no turn over 2× the median without a visible reason.
 """
 
 import argparse
-from collections import Counter
 import logging
 import random
 import re
@@ -31,18 +30,23 @@ import statistics
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from common import emit  # noqa: E402
-from real_model import MODEL, question, served, server_log, start_llama  # noqa: E402
-from recording_proxy import RecordingProxy  # noqa: E402
-
 from ctxkeep.daemon.context.prompt import (  # noqa: E402
-    AGE_SYSTEM, CHECKPOINT_SYSTEM, CHECKPOINT_WITH_USER_SYSTEM, COMPACTION_SYSTEM, MERGE_SYSTEM, USER_SUMMARY_SYSTEM,
+    AGE_SYSTEM,
+    CHECKPOINT_SYSTEM,
+    CHECKPOINT_WITH_USER_SYSTEM,
+    COMPACTION_SYSTEM,
+    MERGE_SYSTEM,
+    USER_SUMMARY_SYSTEM,
 )
 from ctxkeep.protocol.events import CompactionResult, GenerationError, ResponseGeneration, SessionUpdated  # noqa: E402
+from real_model import MODEL, question, served, server_log, start_llama  # noqa: E402
+from recording_proxy import RecordingProxy  # noqa: E402
 
 
 def text_of(messages: list[dict]) -> str:

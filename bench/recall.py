@@ -36,14 +36,13 @@ import tempfile
 from collections import defaultdict
 from pathlib import Path
 
-from common import emit
-from recall_timing import time_recall
-from harness import DaemonProcess
-from ollama_standin import OllamaStandin, render
-
 import conversations
 import recall_live
+from common import emit
 from ctxkeep.protocol.events import ResponseGeneration
+from harness import DaemonProcess
+from ollama_standin import OllamaStandin, render
+from recall_timing import time_recall
 
 MODEL = "qwen2.5:7b"
 
@@ -143,6 +142,7 @@ def minilm_embedder(cache: str = ""):
     import hashlib
     import sqlite3
     import threading
+
     from minilm_encoder import MiniLM
     model, kept, lock = MiniLM(), {}, threading.Lock()
     db = sqlite3.connect(cache, check_same_thread=False) if cache else None

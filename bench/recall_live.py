@@ -25,11 +25,16 @@ from typing import Any
 import recall_lme
 from ctxkeep.clients import Client
 from ctxkeep.daemon.context.prompt import (
-    AGE_SYSTEM, CHECKPOINT_SYSTEM, CHECKPOINT_WITH_USER_SYSTEM, COMPACTION_SYSTEM, MERGE_SYSTEM,
+    AGE_SYSTEM,
+    CHECKPOINT_SYSTEM,
+    CHECKPOINT_WITH_USER_SYSTEM,
+    COMPACTION_SYSTEM,
+    MERGE_SYSTEM,
     USER_SUMMARY_SYSTEM,
 )
 from ctxkeep.daemon.memory.block import OPENING as MEMORY_OPENING
-from ctxkeep.daemon.recall.select import CLOSING, OPENING as RECALL_OPENING
+from ctxkeep.daemon.recall.select import CLOSING
+from ctxkeep.daemon.recall.select import OPENING as RECALL_OPENING
 from ctxkeep.protocol.events import ResponseGeneration, SessionUpdated
 
 SUMMARY_SYSTEMS = (COMPACTION_SYSTEM, MERGE_SYSTEM, CHECKPOINT_SYSTEM, USER_SUMMARY_SYSTEM,

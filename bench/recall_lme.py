@@ -11,9 +11,9 @@ whole turns: the newest turns; half the newest, half the turns BM25 ranks best; 
 """
 
 import gzip
-import os
 import json
 import math
+import os
 import re
 import time
 from collections import Counter

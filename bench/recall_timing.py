@@ -17,10 +17,10 @@ MODEL = "qwen2.5:7b"
 def time_recall(messages: int, turns_timed: int = 30) -> dict[str, float]:
     """Recall's own time per turn (index kept, as between turns) over a session of
     `messages` stored messages, in-process over the real store."""
-    from inprocess import InProcess
-    from memory_backend import MemoryBackend
     from ctxkeep.daemon.store.records import NewMessage
     from ctxkeep.protocol import requests
+    from inprocess import InProcess
+    from memory_backend import MemoryBackend
     root = Path(tempfile.mkdtemp(prefix="ckrt", dir="/tmp"))
     app = InProcess(root, MemoryBackend())
     conversation = conversations.generate(7, messages // 2)

@@ -35,13 +35,13 @@ import zmq
 from common import daemon_for, emit, standin_process
 from ctxkeep.daemon.config import Config
 from ctxkeep.daemon.store.records import NewMessage
+from ctxkeep.daemon.store.shown import message_info
 from ctxkeep.daemon.store.store import Store
 from ctxkeep.protocol import requests
 from ctxkeep.protocol.replies import HistoryReply
 from inprocess import InProcess
 from memory_backend import MemoryBackend
 from ollama_standin import Model
-from ctxkeep.daemon.store.shown import message_info
 
 MODEL = "huge:7b"
 WORDS = ("context window token model prompt answer question summary history message session "

@@ -64,7 +64,9 @@ def daemon_start(url: str) -> float:
 
 def byte_compile() -> None:
     """Compile ctxkeep's modules to bytecode, where Python looks for it."""
-    import ctxkeep.clients, ctxkeep.daemon, ctxkeep.protocol
+    import ctxkeep.clients
+    import ctxkeep.daemon
+    import ctxkeep.protocol
     for package in (ctxkeep.clients, ctxkeep.daemon, ctxkeep.protocol):
         for folder in package.__path__:
             compileall.compile_dir(folder, quiet=1)

@@ -42,8 +42,7 @@ from pathlib import Path
 import ollama
 import zmq
 
-from common import (bare_relay, daemon_for, emit, fdatasync_floor, lmdb_commit_floor,
-                    percentiles, standin_process)
+from common import bare_relay, daemon_for, emit, fdatasync_floor, lmdb_commit_floor, percentiles, standin_process
 from ctxkeep.protocol.events import GenerationToken, ResponseGeneration, SessionUpdated
 
 MODEL = "qwen2.5:7b"

@@ -11,10 +11,30 @@ from typing import Any
 from ..protocol import requests
 from ..protocol.memory import MemoryForget, MemorySearch
 from ..protocol.replies import (
-    Accepted, Cancelled, CompactionAccepted, CompactionPlan, Deleted, HelloReply, HistoryReply,
-    FilesReply, GoalsReply, Pong, SessionReply, SessionsReply, SnapshotReply, SnapshotsReply,
-    StatusReply, UsageReply, ModelsReply, SearchReply, PullAccepted, DefaultModelReply, ImageReply,
-    PromptReply, MemoryHits, MemoryForgotten,
+    Accepted,
+    Cancelled,
+    CompactionAccepted,
+    CompactionPlan,
+    DefaultModelReply,
+    Deleted,
+    FilesReply,
+    GoalsReply,
+    HelloReply,
+    HistoryReply,
+    ImageReply,
+    MemoryForgotten,
+    MemoryHits,
+    ModelsReply,
+    Pong,
+    PromptReply,
+    PullAccepted,
+    SearchReply,
+    SessionReply,
+    SessionsReply,
+    SnapshotReply,
+    SnapshotsReply,
+    StatusReply,
+    UsageReply,
 )
 
 

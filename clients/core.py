@@ -3,17 +3,15 @@
 import fcntl
 import itertools
 import os
-
-import zmq
 from pathlib import Path
 from typing import TypeVar
 
 import msgspec
+import zmq
 
-from ..protocol import ErrorCode, decode_event, decode_reply, paths, subjects
+from ..protocol import ErrorCode, decode_event, decode_reply, paths, requests, subjects
 from ..protocol.events import Event, GenerationError, ResponseGeneration
 from ..protocol.replies import Error, Reply
-from ..protocol import requests
 from ..protocol.requests import Request
 from .errors import CtxkeepError, DaemonNotAnswering, DaemonUnavailable
 

@@ -10,11 +10,25 @@ from ..protocol import encode, requests
 from ..protocol.events import DaemonStatusEvent, Event
 from ..protocol.replies import Reply
 from .calls import Calls
-from .errors import daemon_restarted, subscription_not_taken
 from .core import (
-    CtxkeepError, GapTracker, RequestIds, TurnEnd, ends_turn, of_turn, open_dealer, endpoints, no_answer,
-    open_subscriber, patience, read_event, read_reply, running_daemon, unanswered, unwrap,
+    CtxkeepError,
+    GapTracker,
+    RequestIds,
+    TurnEnd,
+    endpoints,
+    ends_turn,
+    no_answer,
+    of_turn,
+    open_dealer,
+    open_subscriber,
+    patience,
+    read_event,
+    read_reply,
+    running_daemon,
+    unanswered,
+    unwrap,
 )
+from .errors import daemon_restarted, subscription_not_taken
 
 R = TypeVar("R", bound=Reply)
 

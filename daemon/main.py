@@ -10,12 +10,12 @@ from pathlib import Path
 
 import zmq
 
-from ctxkeep.protocol import DAEMON_VERSION
 from ctxkeep.daemon.config import ConfigError, load
-from ctxkeep.daemon.transports.zmq.curve import CurveError
+from ctxkeep.daemon.maintenance import add_tools
 from ctxkeep.daemon.server.runtime import AlreadyRunning, RuntimeDirError
 from ctxkeep.daemon.store.store import StoreError
-from ctxkeep.daemon.maintenance import add_tools
+from ctxkeep.daemon.transports.zmq.curve import CurveError
+from ctxkeep.protocol import DAEMON_VERSION
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

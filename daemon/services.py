@@ -4,30 +4,30 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ctxkeep.protocol import paths
-from ctxkeep.protocol.structs import DaemonStatus
-from ctxkeep.daemon.config import Config
-from ctxkeep.daemon.context.announce import Announcer
+from ctxkeep.daemon.backends.protocol import ModelBackend
 from ctxkeep.daemon.compaction.applier import Applier
 from ctxkeep.daemon.compaction.automatic import AutoCompactor
-from ctxkeep.daemon.compaction.levels import LevelRunner
 from ctxkeep.daemon.compaction.checkpoints import Checkpointer
-from ctxkeep.daemon.files.workers import FileReader
+from ctxkeep.daemon.compaction.levels import LevelRunner
 from ctxkeep.daemon.compaction.manual import Compactor
+from ctxkeep.daemon.config import Config
+from ctxkeep.daemon.context.announce import Announcer
 from ctxkeep.daemon.context.estimator import Estimator
+from ctxkeep.daemon.context.listing import SessionListing
 from ctxkeep.daemon.context.parts import Parts
-from ctxkeep.daemon.context.speeds import Speeds
 from ctxkeep.daemon.context.prompt import TurnPrompts
+from ctxkeep.daemon.context.speeds import Speeds
+from ctxkeep.daemon.events.bus import EventBus
+from ctxkeep.daemon.files.workers import FileReader
+from ctxkeep.daemon.jobs.queue import SessionJobs
+from ctxkeep.daemon.recall.recaller import Recaller
+from ctxkeep.daemon.store.store import Store
 from ctxkeep.daemon.turns.complete import Completer
 from ctxkeep.daemon.turns.endings import Endings
 from ctxkeep.daemon.turns.generation import Generations
 from ctxkeep.daemon.turns.prepare import Preparer
-from ctxkeep.daemon.jobs.queue import SessionJobs
-from ctxkeep.daemon.backends.protocol import ModelBackend
-from ctxkeep.daemon.recall.recaller import Recaller
-from ctxkeep.daemon.events.bus import EventBus
-from ctxkeep.daemon.context.listing import SessionListing
-from ctxkeep.daemon.store.store import Store
+from ctxkeep.protocol import paths
+from ctxkeep.protocol.structs import DaemonStatus
 
 
 @dataclass(frozen=True)

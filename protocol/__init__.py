@@ -4,8 +4,7 @@ This package does no I/O and imports no ZeroMQ: it is the contract that the
 daemon and every client share, and `docs/protocol.md` is generated from it.
 """
 
-from .version import PROTOCOL_VERSION, DAEMON_VERSION
-from .errors import ErrorCode
+from . import events, replies, requests, structs, subjects
 from .codec import (
     DEFAULT_MAX_FRAME_BYTES,
     DecodeFailure,
@@ -14,7 +13,8 @@ from .codec import (
     decode_request,
     encode,
 )
-from . import events, replies, requests, structs, subjects
+from .errors import ErrorCode
+from .version import DAEMON_VERSION, PROTOCOL_VERSION
 
 __all__ = [
     "PROTOCOL_VERSION",

@@ -14,16 +14,26 @@ from . import doc_text, events, replies, requests, subjects
 from .errors import ErrorCode
 from .example_errors import ERRORS
 from .examples import EXAMPLES
-from .tool_examples import TOOL_LOOP
-from .tools import FunctionCall, FunctionSpec, ToolCall, ToolResult, ToolSpec
-from .structs import (
-    AttachedFile, BackendStatus, CheckpointInfo, DaemonStatus, FileUse, MessageInfo, ModelSpeed, OllamaStatus,
-    Segments, SessionInfo, SnapshotInfo, Usage,
-)
 from .goals import Decision, GoalCheckpoint, Goals, GoalsInput
 from .guarantees import GUARANTEES
 from .schema import render_schema
 from .struct_tables import describe
+from .structs import (
+    AttachedFile,
+    BackendStatus,
+    CheckpointInfo,
+    DaemonStatus,
+    FileUse,
+    MessageInfo,
+    ModelSpeed,
+    OllamaStatus,
+    Segments,
+    SessionInfo,
+    SnapshotInfo,
+    Usage,
+)
+from .tool_examples import TOOL_LOOP
+from .tools import FunctionCall, FunctionSpec, ToolCall, ToolResult, ToolSpec
 from .version import PROTOCOL_VERSION
 
 

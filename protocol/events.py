@@ -13,10 +13,16 @@ import msgspec
 from msgspec import Meta
 
 from . import subjects
-from .structs import (
-    Count, DaemonStatus, MessageInfo, RecalledPassage, SessionInfo, SnapshotInfo, Usage,
-)
 from .goals import Goals
+from .structs import (
+    Count,
+    DaemonStatus,
+    MessageInfo,
+    RecalledPassage,
+    SessionInfo,
+    SnapshotInfo,
+    Usage,
+)
 
 
 class Event(msgspec.Struct, tag_field="type", kw_only=True):

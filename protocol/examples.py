@@ -5,14 +5,23 @@ import msgspec
 
 from . import events, replies, requests, subjects
 from .errors import ErrorCode
-from .imported import ImportedMessage
-from .structs import (
-    BackendStatus, DaemonStatus, FileUse, MessageInfo, ModelInfo, OllamaStatus, SearchHit, Segments, SessionInfo,
-    SnapshotInfo, Usage,
-)
 from .goals import Decision, GoalCheckpoint, Goals, GoalsInput
-from .tool_examples import IMAGE_GET, SET_TOOLS
+from .imported import ImportedMessage
 from .memory_examples import MEMORY_FORGET, MEMORY_SEARCH
+from .structs import (
+    BackendStatus,
+    DaemonStatus,
+    FileUse,
+    MessageInfo,
+    ModelInfo,
+    OllamaStatus,
+    SearchHit,
+    Segments,
+    SessionInfo,
+    SnapshotInfo,
+    Usage,
+)
+from .tool_examples import IMAGE_GET, SET_TOOLS
 from .version import PROTOCOL_VERSION
 
 _T = 1795000000.0

@@ -9,12 +9,24 @@ from typing import Annotated, Literal
 import msgspec
 from msgspec import Meta
 
-from .structs import (
-    AttachedFile, BackendStatus, CheckpointInfo, CompactionMark, Count, DaemonStatus, FileUse,
-    MessageInfo, ModelInfo, SearchHit, Seq, SessionInfo, SnapshotInfo, Usage,
-)
 from .goals import Goals
 from .memory import MemoryHit
+from .structs import (
+    AttachedFile,
+    BackendStatus,
+    CheckpointInfo,
+    CompactionMark,
+    Count,
+    DaemonStatus,
+    FileUse,
+    MessageInfo,
+    ModelInfo,
+    SearchHit,
+    Seq,
+    SessionInfo,
+    SnapshotInfo,
+    Usage,
+)
 from .version import PROTOCOL_VERSION
 
 

@@ -9,17 +9,25 @@ from typing import Annotated
 import msgspec
 from msgspec import Meta
 
+from .context_requests import (
+    Compact,
+    GoalsGet,
+    GoalsSet,
+    Pin,
+    Prompt,
+    SnapshotCreate,
+    SnapshotDelete,
+    SnapshotList,
+    SnapshotRestore,
+    Usage,
+)
+from .images import ImageHash
 from .imported import ImportedMessage
 from .memory import MemoryForget, MemoryMode, MemorySearch
-from .images import ImageHash
-from .structs import Options, Seq
 from .request_base import NumCtx, Request, SessionRef
+from .structs import Options, Seq
 from .tools import ToolSpec
 from .turn_requests import Alternative, Branch, Cancel, Edit, Regenerate, Send
-from .context_requests import (
-    Compact, GoalsGet, GoalsSet, Pin, Prompt, SnapshotCreate, SnapshotDelete, SnapshotList,
-    SnapshotRestore, Usage,
-)
 
 
 class Hello(Request, tag="hello"):

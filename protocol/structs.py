@@ -6,13 +6,16 @@ import msgspec
 from msgspec import Meta
 
 from .counts import Count, Seq
-from .limits import Options as Options, OptionValue as OptionValue  # re-exported
 from .images import ImageRef
-from .servers import BackendStatus as BackendStatus, ModelInfo as ModelInfo, OllamaStatus as OllamaStatus  # re-exported
-from .status import DaemonStatus as DaemonStatus, ModelSpeed as ModelSpeed  # re-exported
-from .tools import ToolCall, ToolResult, ToolSpec
+from .limits import Options as Options  # re-exported
+from .limits import OptionValue as OptionValue
 from .memory import MemoryMode, MemoryRef
-
+from .servers import BackendStatus as BackendStatus  # re-exported
+from .servers import ModelInfo as ModelInfo
+from .servers import OllamaStatus as OllamaStatus
+from .status import DaemonStatus as DaemonStatus  # re-exported
+from .status import ModelSpeed as ModelSpeed
+from .tools import ToolCall, ToolResult, ToolSpec
 
 Role = Literal["system", "user", "assistant", "tool"]
 #: message: said by the user or the model. summary: written by a compaction to stand

@@ -4,10 +4,10 @@ from typing import Annotated, Any, Literal
 
 from msgspec import Meta
 
-from .structs import Seq
 from .images import ImageInput
-from .tools import ToolResult, ToolSpec
 from .request_base import Request, SessionRef
+from .structs import Seq
+from .tools import ToolResult, ToolSpec
 
 
 class Turn(Request, kw_only=True):

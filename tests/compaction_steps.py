@@ -4,9 +4,9 @@ test_context_counts.py): turns, a compaction's events, the active context and th
 
 from conftest import wait_terminal
 from ctxkeep.protocol.events import (
-    CompactionResult, ResponseGeneration,
+    CompactionResult,
+    ResponseGeneration,
 )
-
 
 MODEL = "qwen2.5:7b"
 

@@ -30,7 +30,11 @@ import zmq
 
 from ctxkeep.clients import Client
 from ctxkeep.protocol.events import (
-    CompactionResult, Event, GenerationError, ResponseGeneration, SessionUpdated,
+    CompactionResult,
+    Event,
+    GenerationError,
+    ResponseGeneration,
+    SessionUpdated,
 )
 from file_tree import write_tree
 from harness import DaemonProcess, DaemonThread

@@ -6,16 +6,16 @@ import asyncio
 import contextlib
 import io
 import os
-import traceback
 import signal
 import subprocess
 import sys
 import threading
 import time
+import traceback
 import types
 from collections.abc import Iterator
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 from ctxkeep.clients import Client, CtxkeepError
 

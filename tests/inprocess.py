@@ -7,10 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from ctxkeep.daemon import services as services_module
-from ctxkeep.daemon.config import Config
-from ctxkeep.daemon.handlers import HANDLERS
 from ctxkeep.daemon.backends.protocol import ModelBackend
+from ctxkeep.daemon.config import Config
 from ctxkeep.daemon.events.bus import EventBus
+from ctxkeep.daemon.handlers import HANDLERS
 from ctxkeep.daemon.store.store import Store
 from ctxkeep.protocol import requests
 from ctxkeep.protocol.events import Event

@@ -14,7 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ctxkeep.protocol.events import (
-    CompactionResult, ContextWarning, GenerationError, ResponseGeneration, SessionUpdated,
+    CompactionResult,
+    ContextWarning,
+    GenerationError,
+    ResponseGeneration,
+    SessionUpdated,
 )
 
 WORDS = ("parser token grammar buffer cache index schema query latency thread socket queue "

@@ -40,8 +40,19 @@ from typing import Any
 
 from standin_http import StandinHandler
 from standin_parts import (  # noqa: F401 - what tests import from here
-    DEFAULT_MODELS, DEFAULT_NUM_CTX, TOKENIZERS, ChatRecord, Fault, Model, count_tokens, count_tokens_bpe,
-    embed_vector, images_of, orphan, render, split_stream,
+    DEFAULT_MODELS,
+    DEFAULT_NUM_CTX,
+    TOKENIZERS,
+    ChatRecord,
+    Fault,
+    Model,
+    count_tokens,
+    count_tokens_bpe,
+    embed_vector,
+    images_of,
+    orphan,
+    render,
+    split_stream,
 )
 
 

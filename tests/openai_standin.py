@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ollama_standin import ChatRecord, Fault, Model, OllamaStandin, embed_vector, split_stream
-from standin_http import StandinHandler
 from openai_counting import CountingPages, ollama_shaped
+from standin_http import StandinHandler
 
 CHAT = "/v1/chat/completions"
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import http.client
 import json
-import time
 import threading
+import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any

@@ -11,7 +11,16 @@ from http.server import BaseHTTPRequestHandler
 from typing import TYPE_CHECKING, Any
 
 from standin_parts import (
-    DEFAULT_NUM_CTX, ChatRecord, Fault, Model, embed_vector, images_of, now, orphan, render, split_stream,
+    DEFAULT_NUM_CTX,
+    ChatRecord,
+    Fault,
+    Model,
+    embed_vector,
+    images_of,
+    now,
+    orphan,
+    render,
+    split_stream,
 )
 
 if TYPE_CHECKING:

@@ -6,13 +6,13 @@ import sys
 
 from ...protocol.events import GenerationError, ResponseGeneration
 from ..core import CtxkeepError, DaemonUnavailable
-from .common import add_session_argument, Styles, connect, gauge, session_line, usage_lines
-from .turn_stream import stream_turn
+from ..present import CONTINUE
+from .common import Styles, add_session_argument, connect, gauge, session_line, usage_lines
 from .compact import run_compaction
 from .lines import Reader, plain_reader, reader
 from .new import add_session_options, create_or_choose
 from .show import folded, message_lines
-from ..present import CONTINUE
+from .turn_stream import stream_turn
 
 HELP = """commands:
   /help      this text

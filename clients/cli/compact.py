@@ -9,7 +9,7 @@ import msgspec
 from ...protocol.events import CompactionProgress, CompactionRequest, CompactionResult
 from ...protocol.replies import CompactionPlan
 from ..sync import Client
-from .common import add_session_argument, Styles, connect
+from .common import Styles, add_session_argument, connect
 
 
 def add_parser(commands) -> argparse.ArgumentParser:

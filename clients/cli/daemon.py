@@ -16,7 +16,6 @@ from .common import connect, fail
 from .user_service import ENABLE, HTTP_UNIT, UNITS, unit_folder, user_systemd
 
 
-
 def add_parser(commands) -> argparse.ArgumentParser:
     parser = commands.add_parser("daemon", help="run ctxkeepd, or install it as a systemd user service",
                                  description="Run ctxkeepd, or manage it as a systemd user service.")

@@ -5,8 +5,18 @@ import sys
 from itertools import chain
 
 from ...protocol.events import (
-    CompactionProgress, CompactionRequest, CompactionResult, ContextUsage, DaemonStatusEvent, GenerationError, GenerationThinking, GenerationToken,
-    QueryReceived, ResponseGeneration, SessionCreated, SessionUpdated,
+    CompactionProgress,
+    CompactionRequest,
+    CompactionResult,
+    ContextUsage,
+    DaemonStatusEvent,
+    GenerationError,
+    GenerationThinking,
+    GenerationToken,
+    QueryReceived,
+    ResponseGeneration,
+    SessionCreated,
+    SessionUpdated,
 )
 from .common import add_session_argument, connect, to_json
 

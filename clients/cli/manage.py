@@ -8,7 +8,6 @@ import msgspec
 from ...protocol.structs import OptionValue
 from .common import add_session_argument, connect, session_line
 
-
 #: Options whose value is a list (Ollama's `stop`): each --option adds one.
 LISTS = ("stop",)
 

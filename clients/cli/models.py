@@ -6,7 +6,6 @@ import sys
 import msgspec
 
 from ...protocol.events import ModelPullResult
-
 from ..present import size
 from .common import connect
 

@@ -6,7 +6,7 @@ import sys
 
 import msgspec
 
-from .common import add_session_argument, Styles, connect, when
+from .common import Styles, add_session_argument, connect, when
 
 #: Characters of context shown on each side of the first hit.
 AROUND = 70

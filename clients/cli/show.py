@@ -8,9 +8,14 @@ from collections.abc import Iterator
 import msgspec
 
 from ..errors import CtxkeepError
-
 from .common import (
-    Styles, add_latest_session_argument, connect, session_line, session_or_latest, terminal_width, when,
+    Styles,
+    add_latest_session_argument,
+    connect,
+    session_line,
+    session_or_latest,
+    terminal_width,
+    when,
 )
 
 

@@ -11,13 +11,24 @@ from contextlib import contextmanager
 from typing import TextIO
 
 from ...protocol.events import (
-    CompactionProgress, CompactionRequest, CompactionResult, ContextWarning, Event, GenerationError,
-    GenerationRecalled, GenerationThinking, GenerationToken, GenerationWaiting, ResponseGeneration, SessionUpdated,
+    CompactionProgress,
+    CompactionRequest,
+    CompactionResult,
+    ContextWarning,
+    Event,
+    GenerationError,
+    GenerationRecalled,
+    GenerationThinking,
+    GenerationToken,
+    GenerationWaiting,
+    ResponseGeneration,
+    SessionUpdated,
 )
 from ...protocol.replies import Accepted
 from ..core import CtxkeepError, DaemonUnavailable
 from ..sync import Client
 from .common import Styles
+
 
 def stream_turn(client: Client, session: str, text: str, out: TextIO,
                 show_thinking: bool = False, cwd: str = "", think: bool | None = None,

@@ -12,7 +12,11 @@ from contextlib import contextmanager
 
 from PySide6.QtCore import Qt, QUrl, Signal
 from PySide6.QtGui import (
-    QDesktopServices, QGuiApplication, QTextBlockFormat, QTextCharFormat, QTextCursor,
+    QDesktopServices,
+    QGuiApplication,
+    QTextBlockFormat,
+    QTextCharFormat,
+    QTextCursor,
 )
 
 from .entries import Entry, actions_html, time_title
@@ -20,6 +24,7 @@ from .logview import LogView
 from .markdown import to_html
 from .theme import DARK, Theme
 from .thumbnails import add_thumbnail, thumbnails_html
+
 
 class ChatLog(LogView):
     """Entries oldest first; `stream` grows an answer in place."""

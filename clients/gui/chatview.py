@@ -7,22 +7,28 @@ import os
 
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (
-    QComboBox, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget,
+    QComboBox,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
 )
 
 from ...protocol import requests
-from ...protocol.structs import ModelInfo, SessionInfo
 from ...protocol.replies import HistoryReply, ImageReply, UsageReply
+from ...protocol.structs import ModelInfo, SessionInfo
+from ..present import chat_models
 from .chatlog import ChatLog
 from .composer import Composer
-from ..present import chat_models
 from .dialogs import fill_models
+from .gauge import ContextGauge, usage_text
 from .history_pages import HistoryPages
 from .live_events import LiveEvents
-from .router import Router
 from .message_actions import MessageActions
-from .gauge import ContextGauge, usage_text
+from .router import Router
 from .theme import Theme
+
 
 class ChatView(QWidget):
     """Sends requests through `submit`; the window routes this session's replies and

@@ -4,8 +4,15 @@ order, an answer streamed then stored in its place, compactions and usage on the
 from collections.abc import Callable
 
 from ...protocol.events import (
-    CompactionRequest, CompactionResult, ContextUsage, ContextWarning, GenerationError,
-    GenerationRecalled, GenerationToken, QueryReceived, ResponseGeneration,
+    CompactionRequest,
+    CompactionResult,
+    ContextUsage,
+    ContextWarning,
+    GenerationError,
+    GenerationRecalled,
+    GenerationToken,
+    QueryReceived,
+    ResponseGeneration,
 )
 from .chatlog import ChatLog
 from .entries import Entry, entries_of, recall_entry, recalled_details

@@ -8,9 +8,9 @@ from collections.abc import Callable
 from PySide6.QtWidgets import QInputDialog, QWidget
 
 from ...protocol import requests
-from ..present import CONTINUE
 from ...protocol.replies import HistoryReply, UsageReply
 from ...protocol.structs import MessageInfo
+from ..present import CONTINUE
 from .chatlog import ChatLog
 from .entries import Entry, joined
 

@@ -4,16 +4,28 @@ and shortcuts, the reconnect banner, and an empty state that says how to begin."
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import (
-    QApplication, QInputDialog, QLabel, QMainWindow, QMessageBox, QPushButton, QSplitter,
-    QStackedWidget, QVBoxLayout, QWidget,
+    QApplication,
+    QInputDialog,
+    QLabel,
+    QMainWindow,
+    QMessageBox,
+    QPushButton,
+    QSplitter,
+    QStackedWidget,
+    QVBoxLayout,
+    QWidget,
 )
 
 from ...protocol import requests
 from ...protocol.events import (
-    ModelPullProgress, ModelPullResult, SessionCreated, SessionDeleted, SessionUpdated,
+    ModelPullProgress,
+    ModelPullResult,
+    SessionCreated,
+    SessionDeleted,
+    SessionUpdated,
 )
-from ...protocol.structs import ModelInfo, SessionInfo
 from ...protocol.replies import Accepted, ModelsReply, SearchReply, SessionReply, SessionsReply
+from ...protocol.structs import ModelInfo, SessionInfo
 from . import theme as themes
 from .chatview import ChatView
 from .dialogs import NewSessionDialog

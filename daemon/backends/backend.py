@@ -22,14 +22,13 @@ import re
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
 
-
-from ctxkeep.protocol import ErrorCode
-from ctxkeep.protocol.structs import ModelInfo, OllamaStatus
 from ctxkeep.daemon.backends.facts import ModelFacts
 from ctxkeep.daemon.backends.ollama_calls import chunk_of, classify
-from ctxkeep.daemon.backends.protocol import ChatChunk, ChatExtras, ModelCallError
 from ctxkeep.daemon.backends.one_server import OneServer
+from ctxkeep.daemon.backends.protocol import ChatChunk, ChatExtras, ModelCallError
 from ctxkeep.daemon.backends.sent import sending
+from ctxkeep.protocol import ErrorCode
+from ctxkeep.protocol.structs import ModelInfo, OllamaStatus
 
 #: The first Ollama that reads `truncate` on /api/chat (older ones cut an overflowing prompt).
 REFUSES_OVERFLOW_FROM = (0, 12)

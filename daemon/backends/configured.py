@@ -2,9 +2,9 @@
 
 import asyncio
 
-from ctxkeep.daemon.config import Config
 from ctxkeep.daemon.backends.host import Host
 from ctxkeep.daemon.backends.hosts import Hosts
+from ctxkeep.daemon.config import Config
 
 
 def backend_for(config: Config) -> Hosts:

@@ -5,8 +5,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from ctxkeep.protocol.structs import BackendStatus
 from ctxkeep.daemon.backends.facts import same_model
+from ctxkeep.protocol.structs import BackendStatus
 
 
 @dataclass

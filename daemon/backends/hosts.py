@@ -10,12 +10,12 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from ctxkeep.protocol import ErrorCode
-from ctxkeep.protocol.structs import BackendStatus, ModelInfo, OllamaStatus
 from ctxkeep.daemon.backends.facts import ModelFacts, same_model
 from ctxkeep.daemon.backends.host import Host
 from ctxkeep.daemon.backends.protocol import ChatChunk, ChatExtras, ModelCallError
 from ctxkeep.daemon.backends.routing import SERVER_FAILURES, Routing
+from ctxkeep.protocol import ErrorCode
+from ctxkeep.protocol.structs import BackendStatus, ModelInfo, OllamaStatus
 
 T = TypeVar("T")
 

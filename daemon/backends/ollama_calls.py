@@ -4,9 +4,9 @@
 import logging
 from typing import Any
 
+from ctxkeep.daemon.backends.protocol import ChatChunk, ModelCallError
 from ctxkeep.protocol import ErrorCode
 from ctxkeep.protocol.tools import FunctionCall, ToolCall
-from ctxkeep.daemon.backends.protocol import ChatChunk, ModelCallError
 
 log = logging.getLogger(__name__)
 

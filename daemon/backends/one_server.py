@@ -6,8 +6,8 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-from ctxkeep.protocol.structs import BackendStatus, OllamaStatus
 from ctxkeep.daemon.backends.facts import ModelFacts
+from ctxkeep.protocol.structs import BackendStatus, OllamaStatus
 
 
 class OneServer:

@@ -18,8 +18,6 @@ from typing import Any
 
 import msgspec
 
-from ctxkeep.protocol import ErrorCode
-from ctxkeep.protocol.structs import ModelInfo, OllamaStatus
 from ctxkeep.daemon.backends.facts import ModelFacts, same_model
 from ctxkeep.daemon.backends.one_server import OneServer
 from ctxkeep.daemon.backends.openai_client import make_client, server_root
@@ -27,9 +25,11 @@ from ctxkeep.daemon.backends.openai_count import PromptCounter
 from ctxkeep.daemon.backends.openai_errors import classify
 from ctxkeep.daemon.backends.openai_facts import model_facts
 from ctxkeep.daemon.backends.openai_shapes import StreamReader, answer_chunk, request_messages, request_params
-from ctxkeep.daemon.backends.server_cache import ServerCache
 from ctxkeep.daemon.backends.protocol import ChatChunk, ChatExtras, ModelCallError
 from ctxkeep.daemon.backends.sent import calling
+from ctxkeep.daemon.backends.server_cache import ServerCache
+from ctxkeep.protocol import ErrorCode
+from ctxkeep.protocol.structs import ModelInfo, OllamaStatus
 
 log = logging.getLogger(__name__)
 #: The system message of the probe of what a chat template does with one.

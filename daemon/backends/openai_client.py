@@ -7,8 +7,8 @@ from typing import Any
 
 import httpx
 
-from ctxkeep.daemon.backends.transport import transport_for
 from ctxkeep.daemon.backends.sent import current_trace
+from ctxkeep.daemon.backends.transport import transport_for
 
 
 class TraceSent(httpx.AsyncBaseTransport):

@@ -6,8 +6,8 @@ import logging
 import re
 from typing import TYPE_CHECKING
 
-from ctxkeep.protocol import ErrorCode
 from ctxkeep.daemon.backends.protocol import ModelCallError
+from ctxkeep.protocol import ErrorCode
 
 if TYPE_CHECKING:
     import openai

@@ -10,9 +10,9 @@ from typing import Any
 
 import msgspec
 
-from ctxkeep.protocol.tools import FunctionCall, ToolCall
 from ctxkeep.daemon.backends.protocol import ChatChunk, ChatExtras
 from ctxkeep.daemon.store.images import media_type
+from ctxkeep.protocol.tools import FunctionCall, ToolCall
 
 #: Ollama's options with the same meaning and name in OpenAI's chat API.
 SAME_NAME = ("temperature", "top_p", "seed", "stop", "presence_penalty", "frequency_penalty")

@@ -6,8 +6,8 @@ import difflib
 from collections.abc import Mapping
 from typing import Any
 
-from ctxkeep.protocol import ErrorCode
 from ctxkeep.daemon.errors import RequestError
+from ctxkeep.protocol import ErrorCode
 
 
 def check_options(options: Mapping[str, Any]) -> None:

@@ -14,10 +14,10 @@ from typing import Any, Literal, Protocol
 
 import msgspec
 
+from ctxkeep.daemon.backends.facts import ModelFacts
+from ctxkeep.daemon.errors import RequestError
 from ctxkeep.protocol.structs import BackendStatus, ModelInfo, OllamaStatus
 from ctxkeep.protocol.tools import ToolCall
-from ctxkeep.daemon.errors import RequestError
-from ctxkeep.daemon.backends.facts import ModelFacts
 
 
 class ModelCallError(RequestError):

@@ -13,7 +13,6 @@ import httpx
 
 from ctxkeep.daemon.backends.sent import current_notes, current_trace
 
-
 #: Ollama's count of the prompt tokens its cache served, in an answer's last line.
 _CACHED = re.compile(rb'"prompt_eval_cached_count"\s*:\s*(\d+)')
 

@@ -12,10 +12,10 @@ import asyncio
 import logging
 import time
 
-from ctxkeep.protocol import ErrorCode
-from ctxkeep.protocol.structs import BackendStatus, OllamaStatus
 from ctxkeep.daemon.backends.host import Host
 from ctxkeep.daemon.backends.protocol import ModelCallError
+from ctxkeep.protocol import ErrorCode
+from ctxkeep.protocol.structs import BackendStatus, OllamaStatus
 
 log = logging.getLogger(__name__)
 #: The longest wait before a down server is asked again, in seconds.

@@ -5,12 +5,12 @@ that comes meanwhile is reported, not obeyed."""
 
 from dataclasses import dataclass
 
-from ctxkeep.protocol.events import SnapshotCreated, SnapshotRestored
 from ctxkeep.daemon.compaction.planner import Change
 from ctxkeep.daemon.context.parts import Parts
-from ctxkeep.daemon.store.records import MessageRecord, NewMessage, SessionRecord, View
 from ctxkeep.daemon.store.context_records import ActiveContext, CompactionRecord
+from ctxkeep.daemon.store.records import MessageRecord, NewMessage, SessionRecord, View
 from ctxkeep.daemon.store.writer import landed
+from ctxkeep.protocol.events import SnapshotCreated, SnapshotRestored
 
 
 @dataclass

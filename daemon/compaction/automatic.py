@@ -30,7 +30,12 @@ from dataclasses import dataclass, field
 
 from ctxkeep.daemon.compaction.levels import LevelRunner
 from ctxkeep.daemon.compaction.passes import (
-    AFTER_ANSWER_TARGET, AGING_STEPS, EXTRA_CHECKPOINTS, PASS_TARGET, Pass, worth_retrying,
+    AFTER_ANSWER_TARGET,
+    AGING_STEPS,
+    EXTRA_CHECKPOINTS,
+    PASS_TARGET,
+    Pass,
+    worth_retrying,
 )
 from ctxkeep.daemon.context.estimator import Estimate
 from ctxkeep.daemon.context.features import ZERO, Vector, add

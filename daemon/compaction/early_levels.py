@@ -6,7 +6,11 @@ level and committing its change is `automatic.py`'s."""
 
 from ctxkeep.daemon.compaction import relevance
 from ctxkeep.daemon.compaction.planner import (
-    RECENT_FILE_MESSAGES, Change, plan_file_summaries, plan_prune, prune_candidates,
+    RECENT_FILE_MESSAGES,
+    Change,
+    plan_file_summaries,
+    plan_prune,
+    prune_candidates,
 )
 from ctxkeep.daemon.config import Config
 from ctxkeep.daemon.context.parts import Parts

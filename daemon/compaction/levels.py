@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 
 import msgspec
 
-from ctxkeep.protocol.events import CompactionProgress, CompactionRequest, CompactionResult, ContextWarning
 from ctxkeep.daemon.compaction import early_levels, relevance
 from ctxkeep.daemon.compaction.applier import Applier
 from ctxkeep.daemon.compaction.checkpoints import Checkpointer
@@ -23,9 +22,10 @@ from ctxkeep.daemon.context.announce import ON_LOOP_MESSAGES
 from ctxkeep.daemon.context.parts import Parts
 from ctxkeep.daemon.context.usage import Budget, measure
 from ctxkeep.daemon.errors import RequestError
-from ctxkeep.daemon.store.records import View
 from ctxkeep.daemon.store.context_records import CompactionRecord
+from ctxkeep.daemon.store.records import View
 from ctxkeep.daemon.store.store import StoreError
+from ctxkeep.protocol.events import CompactionProgress, CompactionRequest, CompactionResult, ContextWarning
 
 log = logging.getLogger(__name__)
 

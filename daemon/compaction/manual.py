@@ -16,21 +16,24 @@ import logging
 import time
 from dataclasses import dataclass, field
 
-from ctxkeep.protocol import ErrorCode
-from ctxkeep.protocol.events import CompactionProgress, CompactionRequest, CompactionResult
-from ctxkeep.protocol.replies import CompactionPlan
 from ctxkeep.daemon.compaction.applier import Applier
 from ctxkeep.daemon.compaction.planner import compaction_marker, manual_parts
 from ctxkeep.daemon.compaction.summarizer import (
-    MIN_CALL_BUDGET, Summarizer, SummaryRejected, instructions_for,
+    MIN_CALL_BUDGET,
+    Summarizer,
+    SummaryRejected,
+    instructions_for,
 )
 from ctxkeep.daemon.context.parts import Parts
 from ctxkeep.daemon.context.prompt import COMPACTION_SYSTEM, SUMMARY_PREFIX
 from ctxkeep.daemon.errors import RequestError
 from ctxkeep.daemon.jobs.queue import Job, SessionJobs
-from ctxkeep.daemon.store.records import MessageRecord, NewMessage, SessionRecord
 from ctxkeep.daemon.store.context_records import ActiveContext, CompactionRecord
+from ctxkeep.daemon.store.records import MessageRecord, NewMessage, SessionRecord
 from ctxkeep.daemon.store.store import StoreError
+from ctxkeep.protocol import ErrorCode
+from ctxkeep.protocol.events import CompactionProgress, CompactionRequest, CompactionResult
+from ctxkeep.protocol.replies import CompactionPlan
 
 log = logging.getLogger(__name__)
 

@@ -7,7 +7,6 @@ from ctxkeep.daemon.compaction.planner import KEEP_TOOL_EXCHANGES
 from ctxkeep.daemon.context.features import ZERO, Vector
 from ctxkeep.daemon.store.records import MessageRecord
 
-
 #: After a pass the whole context should be at most this share of the window.
 PASS_TARGET = 0.8
 #: A pass after an answer that reached level 3 goes on (more checkpoint steps) until the

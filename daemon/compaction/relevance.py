@@ -15,10 +15,9 @@ from collections import Counter
 from collections.abc import Sequence
 from itertools import chain
 
+from ctxkeep.daemon.backends.protocol import ModelBackend, ModelCallError
 from ctxkeep.daemon.compaction.postings import Postings
 from ctxkeep.daemon.context.per_message import PerMessage
-from ctxkeep.daemon.backends.protocol import ModelCallError
-from ctxkeep.daemon.backends.protocol import ModelBackend
 from ctxkeep.daemon.store.records import MessageRecord
 from ctxkeep.daemon.store.store import Store
 from ctxkeep.daemon.store.word_index import STOP

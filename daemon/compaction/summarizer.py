@@ -8,23 +8,26 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ctxkeep.protocol import ErrorCode
-from ctxkeep.daemon.context import goals as goal_markers
-from ctxkeep.daemon.context.estimator import SLACK, Estimator
-from ctxkeep.daemon.context.speeds import Speeds
-from ctxkeep.daemon.errors import RequestError
-from ctxkeep.daemon.backends.protocol import ModelCallError
-from ctxkeep.daemon.backends.protocol import ModelBackend
-from ctxkeep.daemon.context.prompt import (
-    COMPACTION_SYSTEM, MERGE_SYSTEM, Message, continuation, summary_call, transcript_line,
-)
-from ctxkeep.daemon.context.served import LastPrompts, Opening, Served, opening_through, system_opening
+from ctxkeep.daemon.backends.protocol import ModelBackend, ModelCallError
 from ctxkeep.daemon.compaction.chunks import chunk_lines, halves
 from ctxkeep.daemon.compaction.planner import compaction_model
 from ctxkeep.daemon.config import Config
-from ctxkeep.daemon.store.records import MessageRecord, SessionRecord
+from ctxkeep.daemon.context import goals as goal_markers
+from ctxkeep.daemon.context.estimator import SLACK, Estimator
+from ctxkeep.daemon.context.prompt import (
+    COMPACTION_SYSTEM,
+    MERGE_SYSTEM,
+    Message,
+    continuation,
+    summary_call,
+    transcript_line,
+)
+from ctxkeep.daemon.context.served import LastPrompts, Opening, Served, opening_through, system_opening
+from ctxkeep.daemon.context.speeds import Speeds
+from ctxkeep.daemon.errors import RequestError
 from ctxkeep.daemon.store.context_records import ActiveContext
-
+from ctxkeep.daemon.store.records import MessageRecord, SessionRecord
+from ctxkeep.protocol import ErrorCode
 
 log = logging.getLogger(__name__)
 

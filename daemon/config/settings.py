@@ -17,9 +17,10 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import Meta
 
-from ctxkeep.protocol import DEFAULT_MAX_FRAME_BYTES, paths
 from ctxkeep.daemon.config.backends import BackendConfig, check_names
-from ctxkeep.daemon.config.recall import RecallConfig, described as _doc
+from ctxkeep.daemon.config.recall import RecallConfig
+from ctxkeep.daemon.config.recall import described as _doc
+from ctxkeep.protocol import DEFAULT_MAX_FRAME_BYTES, paths
 
 #: Keys whose new value applies on SIGHUP without a restart.
 LIVE = frozenset({

@@ -13,19 +13,17 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from ctxkeep.daemon.config import Config
+from ctxkeep.daemon.context import reliability
+from ctxkeep.daemon.context.estimator import Estimate, Estimator
+from ctxkeep.daemon.context.listing import shown
+from ctxkeep.daemon.context.speeds import Speeds
+from ctxkeep.daemon.context.usage import usage_of
+from ctxkeep.daemon.events.bus import EventBus
+from ctxkeep.daemon.store.records import SessionRecord, View
+from ctxkeep.daemon.store.store import Store, UnknownSession
 from ctxkeep.protocol.events import ContextUsage, ContextWarning, SessionUpdated
 from ctxkeep.protocol.structs import SessionInfo, Usage
-from ctxkeep.daemon.context import reliability
-from ctxkeep.daemon.events.bus import EventBus
-from ctxkeep.daemon.config import Config
-from ctxkeep.daemon.context.estimator import Estimate, Estimator
-from ctxkeep.daemon.context.speeds import Speeds
-from ctxkeep.daemon.store.records import SessionRecord
-from ctxkeep.daemon.store.store import Store
-from ctxkeep.daemon.store.store import UnknownSession
-from ctxkeep.daemon.context.usage import usage_of
-from ctxkeep.daemon.store.records import View
-from ctxkeep.daemon.context.listing import shown
 
 log = logging.getLogger(__name__)
 #: A session with more messages is read and estimated in worker threads (as recall indexes it).

@@ -20,6 +20,7 @@ from collections import Counter
 
 from ctxkeep.daemon.store.context_records import Calibration
 from ctxkeep.daemon.tokens import FEATURES, IMAGES, PRIOR, Vector, widened
+
 #: The weights stay within these multiples of the prior.
 LOW, HIGH = 0.2, 3.0
 #: The prior's weight, in samples of a typical message: TYPICAL of each feature (Latin

@@ -1,9 +1,9 @@
 """What the model is shown of a stored message: its text with its expanded @file
 references and image notes, or, where level-1 compaction shortened it, its short form."""
 
-from ctxkeep.protocol.tools import ToolResult, results_text
 from ctxkeep.daemon.context.shorten import shortened
 from ctxkeep.daemon.store.records import MessageRecord
+from ctxkeep.protocol.tools import ToolResult, results_text
 
 
 def short_results(m: MessageRecord) -> list[str]:

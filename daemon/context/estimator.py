@@ -24,15 +24,23 @@ from dataclasses import dataclass
 
 from ctxkeep.daemon.context import calibration as fitting
 from ctxkeep.daemon.context.features import (
-    ZERO, FeatureCache, Folded, Segmented, Vector, context_features, fold_step,
-    prompt_features, segment_step, text_features,
+    ZERO,
+    FeatureCache,
+    Folded,
+    Segmented,
+    Vector,
+    context_features,
+    fold_step,
+    prompt_features,
+    segment_step,
+    text_features,
 )
 from ctxkeep.daemon.context.fold import PrefixFold
 from ctxkeep.daemon.context.prompt import system_parts
-from ctxkeep.daemon.tokens import widened
-from ctxkeep.daemon.store.records import MessageRecord, SessionRecord
 from ctxkeep.daemon.store.context_records import ActiveContext, Calibration
+from ctxkeep.daemon.store.records import MessageRecord, SessionRecord
 from ctxkeep.daemon.store.store import Store
+from ctxkeep.daemon.tokens import widened
 
 PRIOR = fitting.PRIOR
 #: Tokens added to every raised estimate (a short text's error is in tokens, not percent).

@@ -9,18 +9,19 @@ cached vector (a stored message never changes), in O(active messages) with no te
 re-read, and equals `prompt_features` of the built prompt exactly.
 """
 
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence, Set as AbstractSet
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from typing import Any, NamedTuple
 
 import msgspec
 
-from ctxkeep.daemon.context.shorten import shortened
+from ctxkeep.daemon.context.content import short_results
 from ctxkeep.daemon.context.fold import PrefixFold
 from ctxkeep.daemon.context.per_message import PerMessage
-from ctxkeep.daemon.store.records import MessageRecord, SessionRecord
+from ctxkeep.daemon.context.shorten import shortened
 from ctxkeep.daemon.store.context_records import ActiveContext
+from ctxkeep.daemon.store.records import MessageRecord, SessionRecord
 from ctxkeep.daemon.tokens import FEATURES, IMAGE, ONE, ZERO, Vector, text_features, widened
-from ctxkeep.daemon.context.content import short_results
 
 __all__ = ["FEATURES", "ONE", "Vector", "ZERO", "text_features"]
 

@@ -11,12 +11,12 @@ from collections.abc import Callable
 
 import msgspec
 
-from ctxkeep.protocol import encode
-from ctxkeep.protocol.structs import SessionInfo
 from ctxkeep.daemon.context import reliability
 from ctxkeep.daemon.store.records import SessionRecord
 from ctxkeep.daemon.store.shown import session_info
 from ctxkeep.daemon.store.store import Store
+from ctxkeep.protocol import encode
+from ctxkeep.protocol.structs import SessionInfo
 
 
 def shown(record: SessionRecord, busy: bool = False) -> SessionInfo:

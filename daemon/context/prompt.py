@@ -6,11 +6,11 @@ from typing import Any
 import msgspec
 
 from ctxkeep.daemon.context import goals as goal_markers
-from ctxkeep.daemon.context.fold import PrefixFold
-from ctxkeep.protocol.tools import calls_text
-from ctxkeep.daemon.store.records import MessageRecord, SessionRecord
-from ctxkeep.daemon.store.context_records import ActiveContext, Checkpoint
 from ctxkeep.daemon.context.content import prompt_content, short_results
+from ctxkeep.daemon.context.fold import PrefixFold
+from ctxkeep.daemon.store.context_records import ActiveContext, Checkpoint
+from ctxkeep.daemon.store.records import MessageRecord, SessionRecord
+from ctxkeep.protocol.tools import calls_text
 
 Message = dict[str, Any]
 

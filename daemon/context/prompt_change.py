@@ -6,8 +6,8 @@ from collections.abc import Callable
 import msgspec
 
 from ctxkeep.daemon.context.estimator import Estimator
-from ctxkeep.daemon.store.records import SessionRecord, View
 from ctxkeep.daemon.store.context_records import ActiveContext
+from ctxkeep.daemon.store.records import SessionRecord, View
 from ctxkeep.daemon.store.store import ContextChanged, Store
 
 #: Reads before giving up when a turn keeps changing the active messages meanwhile.

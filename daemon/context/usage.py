@@ -2,14 +2,14 @@
 
 from dataclasses import dataclass
 
-from ctxkeep.protocol.structs import Segments, Usage
+from ctxkeep.daemon.config import Config
 from ctxkeep.daemon.context import goals as goal_markers
 from ctxkeep.daemon.context import reliability
-from ctxkeep.daemon.config import Config
 from ctxkeep.daemon.context.estimator import Estimator
 from ctxkeep.daemon.context.prompt import checkpoint_block
-from ctxkeep.daemon.store.records import MessageRecord, SessionRecord
 from ctxkeep.daemon.store.context_records import ActiveContext
+from ctxkeep.daemon.store.records import MessageRecord, SessionRecord
+from ctxkeep.protocol.structs import Segments, Usage
 
 
 @dataclass(frozen=True)

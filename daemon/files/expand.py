@@ -6,15 +6,15 @@ for the client), never an error of the turn.
 
 import hashlib
 import os
-from pathlib import Path
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from ctxkeep.daemon.config import Config
-from ctxkeep.daemon.tokens import text_features
-from ctxkeep.daemon.store.records import Attachment
 from ctxkeep.daemon.files.refs import FileRef, find_refs
 from ctxkeep.daemon.files.safe_read import Refused, inside, list_dir, read_text, shown
+from ctxkeep.daemon.store.records import Attachment
+from ctxkeep.daemon.tokens import text_features
 
 
 @dataclass(frozen=True)

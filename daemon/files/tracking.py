@@ -1,7 +1,7 @@
 """Which files a session referenced, and which it has not used lately (for compaction)."""
 
-from ctxkeep.protocol.structs import FileUse
 from ctxkeep.daemon.store.records import FileRefRecord
+from ctxkeep.protocol.structs import FileUse
 
 
 def file_uses(refs: list[FileRefRecord], next_seq: int, unused_in_last: int = 0) -> list[FileUse]:

@@ -1,12 +1,12 @@
 """alternative: another answer to the last question made the one the model sees."""
 
-from ctxkeep.protocol import ErrorCode, requests
-from ctxkeep.protocol.replies import SessionReply
-from ctxkeep.daemon.handlers.registry import RequestError, handles
 from ctxkeep.daemon.handlers.regenerate import last_exchange
+from ctxkeep.daemon.handlers.registry import RequestError, handles
 from ctxkeep.daemon.handlers.turns import refuse_unless_idle
 from ctxkeep.daemon.services import Services
 from ctxkeep.daemon.store.records import SessionRecord
+from ctxkeep.protocol import ErrorCode, requests
+from ctxkeep.protocol.replies import SessionReply
 
 
 @handles(requests.Alternative, session=True, waits=True)

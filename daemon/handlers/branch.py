@@ -2,13 +2,13 @@
 context as it stood then."""
 
 
-from ctxkeep.protocol import ErrorCode, requests
-from ctxkeep.protocol.replies import SessionReply
-from ctxkeep.protocol.structs import SessionInfo
 from ctxkeep.daemon.handlers.registry import RequestError, handles
 from ctxkeep.daemon.handlers.sessions import announce_new, check_name
 from ctxkeep.daemon.services import Services
 from ctxkeep.daemon.store.records import SessionRecord
+from ctxkeep.protocol import ErrorCode, requests
+from ctxkeep.protocol.replies import SessionReply
+from ctxkeep.protocol.structs import SessionInfo
 
 
 def branch_point(record: SessionRecord, at: int | None) -> int:

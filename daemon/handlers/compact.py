@@ -1,10 +1,10 @@
 """compact: a manual compaction of a session, or its plan (`dry_run`)."""
 
-from ctxkeep.protocol import ErrorCode, requests
-from ctxkeep.protocol.replies import CompactionAccepted, CompactionPlan
+from ctxkeep.daemon.handlers.registry import RequestError, handles
 from ctxkeep.daemon.services import Services
 from ctxkeep.daemon.store.records import SessionRecord
-from ctxkeep.daemon.handlers.registry import RequestError, handles
+from ctxkeep.protocol import ErrorCode, requests
+from ctxkeep.protocol.replies import CompactionAccepted, CompactionPlan
 
 
 @handles(requests.Compact, session=True, waits=True)

@@ -3,13 +3,13 @@ error that names what went wrong. Never raises: nothing a request does stops a t
 
 import logging
 
-from ctxkeep.protocol import ErrorCode
-from ctxkeep.protocol.replies import Error, Reply
-from ctxkeep.protocol.requests import Request
 from ctxkeep.daemon.errors import RequestError
 from ctxkeep.daemon.handlers.registry import HANDLERS, LOCAL, Caller
 from ctxkeep.daemon.services import Services
 from ctxkeep.daemon.store.errors import StoreError
+from ctxkeep.protocol import ErrorCode
+from ctxkeep.protocol.replies import Error, Reply
+from ctxkeep.protocol.requests import Request
 
 log = logging.getLogger(__name__)
 

@@ -1,14 +1,14 @@
 """edit: one of your questions asked again, in other words."""
 
-from ctxkeep.protocol import ErrorCode, requests
-from ctxkeep.protocol.replies import Accepted
-from ctxkeep.daemon.handlers.registry import Caller, RequestError, handles
-from ctxkeep.daemon.handlers.regenerate import last_exchange
 from ctxkeep.daemon.handlers.branch import made_branch
-from ctxkeep.daemon.turns.limits import refuse_oversized
+from ctxkeep.daemon.handlers.regenerate import last_exchange
+from ctxkeep.daemon.handlers.registry import Caller, RequestError, handles
 from ctxkeep.daemon.handlers.turns import attachments, extras, refuse_unless_idle
 from ctxkeep.daemon.services import Services
 from ctxkeep.daemon.store.records import NewMessage, SessionRecord
+from ctxkeep.daemon.turns.limits import refuse_oversized
+from ctxkeep.protocol import ErrorCode, requests
+from ctxkeep.protocol.replies import Accepted
 
 
 def question_at(services: Services, record: SessionRecord, seq: int) -> None:

@@ -1,11 +1,11 @@
 """files: the files a session referenced."""
 
-from ctxkeep.protocol import requests
-from ctxkeep.protocol.replies import FilesReply
 from ctxkeep.daemon.files.tracking import file_uses
+from ctxkeep.daemon.handlers.registry import handles
 from ctxkeep.daemon.services import Services
 from ctxkeep.daemon.store.records import SessionRecord
-from ctxkeep.daemon.handlers.registry import handles
+from ctxkeep.protocol import requests
+from ctxkeep.protocol.replies import FilesReply
 
 
 @handles(requests.Files, session=True)

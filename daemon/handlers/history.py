@@ -2,13 +2,13 @@
 
 import msgspec
 
-from ctxkeep.protocol import requests
-from ctxkeep.protocol.structs import CompactionMark
 from ctxkeep.daemon.compaction.planner import compaction_marker
-from ctxkeep.protocol.replies import HistoryReply
+from ctxkeep.daemon.handlers.registry import handles
 from ctxkeep.daemon.services import Services
 from ctxkeep.daemon.store.records import SessionRecord
-from ctxkeep.daemon.handlers.registry import handles
+from ctxkeep.protocol import requests
+from ctxkeep.protocol.replies import HistoryReply
+from ctxkeep.protocol.structs import CompactionMark
 
 
 @handles(requests.History, session=True)

@@ -2,11 +2,11 @@
 
 import base64
 
-from ctxkeep.protocol import ErrorCode, requests
-from ctxkeep.protocol.replies import ImageReply
 from ctxkeep.daemon.handlers.registry import RequestError, handles
 from ctxkeep.daemon.services import Services
 from ctxkeep.daemon.store.images import media_type
+from ctxkeep.protocol import ErrorCode, requests
+from ctxkeep.protocol.replies import ImageReply
 
 
 @handles(requests.ImageGet)

@@ -1,15 +1,15 @@
 """session.import: a conversation brought in from an export or another tool."""
 
 
-from ctxkeep.protocol import ErrorCode, requests
-from ctxkeep.protocol.replies import SessionReply
 from ctxkeep.daemon.handlers.registry import RequestError, handles
 from ctxkeep.daemon.handlers.sessions import announce_new, new_session
 from ctxkeep.daemon.handlers.turns import stored_images
-from ctxkeep.protocol.tools import results_text
 from ctxkeep.daemon.services import Services
 from ctxkeep.daemon.store.records import NewMessage
+from ctxkeep.protocol import ErrorCode, requests
 from ctxkeep.protocol.imported import ImportedMessage
+from ctxkeep.protocol.replies import SessionReply
+from ctxkeep.protocol.tools import results_text
 
 
 def kept(messages: list[ImportedMessage], first: int, appending: bool = False) -> list[int]:

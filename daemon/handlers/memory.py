@@ -1,9 +1,6 @@
 """memory.search and memory.forget: what memory across sessions could bring back, and
 taking things out of it."""
 
-from ctxkeep.protocol import ErrorCode
-from ctxkeep.protocol.memory import MemoryForget, MemoryHit, MemorySearch
-from ctxkeep.protocol.replies import MemoryForgotten, MemoryHits
 from ctxkeep.daemon.handlers.registry import RequestError, handles
 from ctxkeep.daemon.memory.memory import Memory
 from ctxkeep.daemon.memory.query import Query
@@ -11,6 +8,9 @@ from ctxkeep.daemon.recall import select
 from ctxkeep.daemon.recall.lexical import query_terms
 from ctxkeep.daemon.services import Services
 from ctxkeep.daemon.store.records import SessionRecord
+from ctxkeep.protocol import ErrorCode
+from ctxkeep.protocol.memory import MemoryForget, MemoryHit, MemorySearch
+from ctxkeep.protocol.replies import MemoryForgotten, MemoryHits
 
 #: How long a search waits for memory's index to be built the first time (seconds).
 FIRST_BUILD_WAIT = 60.0

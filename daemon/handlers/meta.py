@@ -4,10 +4,10 @@ import asyncio
 import os
 import time
 
+from ctxkeep.daemon.handlers.registry import handles
+from ctxkeep.daemon.services import Services
 from ctxkeep.protocol import DAEMON_VERSION, PROTOCOL_VERSION, requests, subjects
 from ctxkeep.protocol.replies import HelloReply, Pong, StatusReply
-from ctxkeep.daemon.services import Services
-from ctxkeep.daemon.handlers.registry import handles
 
 #: The longest `status` waits for a down server to say it is back.
 RECHECK_S = 1.5

@@ -2,14 +2,14 @@
 
 import asyncio
 
-from ctxkeep.protocol import ErrorCode, requests
-from ctxkeep.protocol.replies import DefaultModelReply, ModelsReply
+from ctxkeep.daemon.backends.facts import same_model
+from ctxkeep.daemon.backends.protocol import ModelCallError
 from ctxkeep.daemon.config import ConfigError
 from ctxkeep.daemon.config.file import set_top_level
 from ctxkeep.daemon.handlers.registry import RequestError, handles
-from ctxkeep.daemon.backends.protocol import ModelCallError
-from ctxkeep.daemon.backends.facts import same_model
 from ctxkeep.daemon.services import Services
+from ctxkeep.protocol import ErrorCode, requests
+from ctxkeep.protocol.replies import DefaultModelReply, ModelsReply
 
 
 @handles(requests.ModelsList, waits=True)

@@ -5,12 +5,12 @@ import logging
 import secrets
 import time
 
+from ctxkeep.daemon.backends.protocol import ModelCallError
+from ctxkeep.daemon.handlers.registry import RequestError, handles
+from ctxkeep.daemon.services import Services
 from ctxkeep.protocol import ErrorCode, requests
 from ctxkeep.protocol.events import ModelPullProgress, ModelPullResult
 from ctxkeep.protocol.replies import PullAccepted
-from ctxkeep.daemon.handlers.registry import RequestError, handles
-from ctxkeep.daemon.backends.protocol import ModelCallError
-from ctxkeep.daemon.services import Services
 
 log = logging.getLogger(__name__)
 #: Progress events at most this often (Ollama reports every few kilobytes).

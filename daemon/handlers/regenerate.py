@@ -1,12 +1,12 @@
 """regenerate: a new answer to the session's last question."""
 
-from ctxkeep.protocol import ErrorCode, requests
-from ctxkeep.protocol.replies import Accepted
 from ctxkeep.daemon.handlers.registry import RequestError, handles
 from ctxkeep.daemon.handlers.turns import extras, refuse_unless_idle
 from ctxkeep.daemon.services import Services
 from ctxkeep.daemon.store.records import SessionRecord
 from ctxkeep.daemon.turns.question import Reopened
+from ctxkeep.protocol import ErrorCode, requests
+from ctxkeep.protocol.replies import Accepted
 
 #: How far back from the end of the history the last answer is looked for (compaction
 #: summaries may follow it).

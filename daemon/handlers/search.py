@@ -1,12 +1,12 @@
 """search: words across every session's history, through the index kept as messages are stored."""
 
-from ctxkeep.protocol import requests
-from ctxkeep.protocol.structs import SearchHit
-from ctxkeep.protocol.replies import SearchReply
 from ctxkeep.daemon.handlers.registry import handles
 from ctxkeep.daemon.services import Services
-from ctxkeep.daemon.store.word_index import words
 from ctxkeep.daemon.store.shown import message_info
+from ctxkeep.daemon.store.word_index import words
+from ctxkeep.protocol import requests
+from ctxkeep.protocol.replies import SearchReply
+from ctxkeep.protocol.structs import SearchHit
 
 
 @handles(requests.Search)

@@ -3,18 +3,18 @@
 import asyncio
 from collections.abc import Callable
 
-from ctxkeep.protocol import ErrorCode, requests
-from ctxkeep.protocol.events import ContextUsage, SessionCreated, SessionDeleted
-from ctxkeep.protocol.structs import SessionInfo
-from ctxkeep.protocol.replies import Deleted, SessionReply, SessionsReply
-from ctxkeep.daemon.store.records import SessionRecord
-from ctxkeep.daemon.services import Services
-from ctxkeep.daemon.handlers.models import check_installed
-from ctxkeep.daemon.backends.protocol import ModelCallError
 from ctxkeep.daemon.backends.facts import ModelFacts
 from ctxkeep.daemon.backends.options import check_options
-from ctxkeep.daemon.handlers.registry import RequestError, handles
+from ctxkeep.daemon.backends.protocol import ModelCallError
 from ctxkeep.daemon.context.listing import shown
+from ctxkeep.daemon.handlers.models import check_installed
+from ctxkeep.daemon.handlers.registry import RequestError, handles
+from ctxkeep.daemon.services import Services
+from ctxkeep.daemon.store.records import SessionRecord
+from ctxkeep.protocol import ErrorCode, requests
+from ctxkeep.protocol.events import ContextUsage, SessionCreated, SessionDeleted
+from ctxkeep.protocol.replies import Deleted, SessionReply, SessionsReply
+from ctxkeep.protocol.structs import SessionInfo
 
 
 async def _updated(services: Services, req, record: SessionRecord, prompt_changed: bool,

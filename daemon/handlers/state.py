@@ -4,15 +4,15 @@ import time
 
 import msgspec
 
-from ctxkeep.protocol import ErrorCode, requests
-from ctxkeep.protocol.goals import Goals
-from ctxkeep.protocol.events import GoalUpdated, SnapshotCreated, SnapshotRestored
-from ctxkeep.protocol.replies import GoalsReply, SessionReply, SnapshotReply, SnapshotsReply
-from ctxkeep.daemon.services import Services
 from ctxkeep.daemon.context.prompt_change import change_prompt
-from ctxkeep.daemon.store.records import SessionRecord
-from ctxkeep.daemon.store.context_records import ActiveContext
 from ctxkeep.daemon.handlers.registry import RequestError, handles
+from ctxkeep.daemon.services import Services
+from ctxkeep.daemon.store.context_records import ActiveContext
+from ctxkeep.daemon.store.records import SessionRecord
+from ctxkeep.protocol import ErrorCode, requests
+from ctxkeep.protocol.events import GoalUpdated, SnapshotCreated, SnapshotRestored
+from ctxkeep.protocol.goals import Goals
+from ctxkeep.protocol.replies import GoalsReply, SessionReply, SnapshotReply, SnapshotsReply
 
 
 def _idle(services: Services, session_id: str, what: str) -> None:

@@ -2,21 +2,21 @@
 
 import msgspec
 
-from ctxkeep.protocol import ErrorCode, requests
-from ctxkeep.protocol.tools import ToolCall, ToolResult, results_text
-from ctxkeep.daemon.files.chunker import kind_of, summarize
-from ctxkeep.daemon.context.shorten import shortened
-from ctxkeep.protocol.turn_requests import Turn
 from ctxkeep.daemon.backends.protocol import ChatExtras
-from ctxkeep.daemon.turns.answer_format import schema_problem
-from ctxkeep.daemon.turns.limits import refuse_oversized
+from ctxkeep.daemon.context.shorten import shortened
+from ctxkeep.daemon.files.chunker import kind_of, summarize
 from ctxkeep.daemon.files.expand import FileSettings, find_refs
-from ctxkeep.protocol.replies import Accepted, Cancelled
+from ctxkeep.daemon.handlers.registry import Caller, RequestError, handles
 from ctxkeep.daemon.services import Services
-from ctxkeep.protocol.images import ImageInput, ImageRef
 from ctxkeep.daemon.store.images import ImageRejected, decoded
 from ctxkeep.daemon.store.records import Attachment, NewMessage, SessionRecord
-from ctxkeep.daemon.handlers.registry import Caller, RequestError, handles
+from ctxkeep.daemon.turns.answer_format import schema_problem
+from ctxkeep.daemon.turns.limits import refuse_oversized
+from ctxkeep.protocol import ErrorCode, requests
+from ctxkeep.protocol.images import ImageInput, ImageRef
+from ctxkeep.protocol.replies import Accepted, Cancelled
+from ctxkeep.protocol.tools import ToolCall, ToolResult, results_text
+from ctxkeep.protocol.turn_requests import Turn
 
 
 def refuse_unless_idle(services: Services, record: SessionRecord, doing: str) -> None:

@@ -1,12 +1,12 @@
 """usage and prompt: what a session's context window holds, by part and by count."""
 
-from ctxkeep.protocol import requests
-from ctxkeep.protocol.replies import PromptPart, PromptReply, UsageReply
 from ctxkeep.daemon.context import goals as goal_markers
 from ctxkeep.daemon.context.prompt import checkpoint_block, wire
+from ctxkeep.daemon.handlers.registry import handles
 from ctxkeep.daemon.services import Services
 from ctxkeep.daemon.store.records import SessionRecord
-from ctxkeep.daemon.handlers.registry import handles
+from ctxkeep.protocol import requests
+from ctxkeep.protocol.replies import PromptPart, PromptReply, UsageReply
 
 
 @handles(requests.Usage, session=True)

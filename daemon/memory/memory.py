@@ -13,7 +13,6 @@ import logging
 from collections import deque
 from collections.abc import Callable
 
-from ctxkeep.protocol.events import Event, SessionDeleted
 from ctxkeep.daemon.config import Config
 from ctxkeep.daemon.memory import precision
 from ctxkeep.daemon.memory.index import MemoryIndex, Owner, family, prepared
@@ -24,6 +23,7 @@ from ctxkeep.daemon.recall.semantic import Embedder
 from ctxkeep.daemon.store.errors import StoreError
 from ctxkeep.daemon.store.records import SessionRecord
 from ctxkeep.daemon.store.store import Store
+from ctxkeep.protocol.events import Event, SessionDeleted
 
 log = logging.getLogger(__name__)
 

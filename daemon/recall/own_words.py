@@ -7,7 +7,11 @@ echo and the junk does not grow with each one."""
 import re
 
 from ctxkeep.daemon.context.prompt import (
-    AGE_SYSTEM, CHECKPOINT_SYSTEM, CHECKPOINT_WITH_USER_SYSTEM, COMPACTION_SYSTEM, MERGE_SYSTEM,
+    AGE_SYSTEM,
+    CHECKPOINT_SYSTEM,
+    CHECKPOINT_WITH_USER_SYSTEM,
+    COMPACTION_SYSTEM,
+    MERGE_SYSTEM,
     USER_SUMMARY_SYSTEM,
 )
 

@@ -3,11 +3,11 @@ verbatim messages whose room it takes."""
 
 from dataclasses import dataclass
 
-from ctxkeep.protocol.memory import MemoryRef
-from ctxkeep.protocol.structs import RecalledPassage
 from ctxkeep.daemon.memory.query import Remembered
 from ctxkeep.daemon.recall.passages import Passage
 from ctxkeep.daemon.tokens import ZERO, Vector
+from ctxkeep.protocol.memory import MemoryRef
+from ctxkeep.protocol.structs import RecalledPassage
 
 
 @dataclass(frozen=True)

@@ -15,22 +15,23 @@ import math
 from collections import OrderedDict
 from collections.abc import Sequence
 
+from ctxkeep.daemon.backends.protocol import ModelBackend
 from ctxkeep.daemon.config import Config
 from ctxkeep.daemon.context.estimator import Estimator
 from ctxkeep.daemon.context.features import JOIN, add
-from ctxkeep.daemon.backends.protocol import ModelBackend
-from ctxkeep.daemon.recall import room as recall_room, select, when
 from ctxkeep.daemon.memory import block as memory_block
 from ctxkeep.daemon.memory.memory import Memory
 from ctxkeep.daemon.memory.query import Query, Remembered
+from ctxkeep.daemon.recall import room as recall_room
+from ctxkeep.daemon.recall import select, when
 from ctxkeep.daemon.recall.lexical import asked_terms, query_terms
 from ctxkeep.daemon.recall.passages import Passage
 from ctxkeep.daemon.recall.recalled import NONE, Recall
 from ctxkeep.daemon.recall.semantic import Embedder
 from ctxkeep.daemon.recall.session_index import SessionIndex
-from ctxkeep.daemon.store.store import Store
-from ctxkeep.daemon.store.records import MessageRecord, SessionRecord
 from ctxkeep.daemon.store.context_records import ActiveContext
+from ctxkeep.daemon.store.records import MessageRecord, SessionRecord
+from ctxkeep.daemon.store.store import Store
 from ctxkeep.daemon.tokens import ZERO, text_features
 
 #: The features of the newline between memory's block and the session's own.

@@ -17,12 +17,11 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ctxkeep.protocol import ErrorCode
-from ctxkeep.daemon.backends.protocol import ModelCallError
-from ctxkeep.daemon.backends.protocol import ModelBackend
+from ctxkeep.daemon.backends.protocol import ModelBackend, ModelCallError
 from ctxkeep.daemon.recall.encoders import BuiltinEncoder, Encoder, ServerEncoder
 from ctxkeep.daemon.recall.passages import Passage
 from ctxkeep.daemon.store.store import Store
+from ctxkeep.protocol import ErrorCode
 
 log = logging.getLogger(__name__)
 

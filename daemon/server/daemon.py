@@ -11,24 +11,24 @@ from pathlib import Path
 import zmq
 import zmq.asyncio
 
-from ctxkeep.protocol import DAEMON_VERSION, PROTOCOL_VERSION, ErrorCode
-from ctxkeep.protocol.events import DaemonStatusEvent
-from ctxkeep.protocol.structs import DaemonStatus
-from ctxkeep.protocol.paths import http_socket, http_token_path, ipc_path
 from ctxkeep.daemon import services
-from ctxkeep.daemon.config import Config, ConfigError, apply_live, load
-from ctxkeep.daemon.jobs.queue import SessionJobs
 from ctxkeep.daemon.backends.configured import backend_for
 from ctxkeep.daemon.backends.hosts import Hosts
+from ctxkeep.daemon.config import Config, ConfigError, apply_live, load
+from ctxkeep.daemon.events.bus import EventBus
+from ctxkeep.daemon.jobs.queue import SessionJobs
 from ctxkeep.daemon.server import report, runtime, systemd
 from ctxkeep.daemon.server.ollama_watch import watch_ollama
-from ctxkeep.daemon.transports.zmq import curve
-from ctxkeep.daemon.events.bus import EventBus
-from ctxkeep.daemon.transports.zmq.publisher import EventPublisher
-from ctxkeep.daemon.transports.zmq.controller import Controller
+from ctxkeep.daemon.store.store import Store, StoreError
 from ctxkeep.daemon.transports.http.bounds import raise_descriptor_limit
 from ctxkeep.daemon.transports.http.server import FrontDoor
-from ctxkeep.daemon.store.store import Store, StoreError
+from ctxkeep.daemon.transports.zmq import curve
+from ctxkeep.daemon.transports.zmq.controller import Controller
+from ctxkeep.daemon.transports.zmq.publisher import EventPublisher
+from ctxkeep.protocol import DAEMON_VERSION, PROTOCOL_VERSION, ErrorCode
+from ctxkeep.protocol.events import DaemonStatusEvent
+from ctxkeep.protocol.paths import http_socket, http_token_path, ipc_path
+from ctxkeep.protocol.structs import DaemonStatus
 
 log = logging.getLogger(__name__)
 

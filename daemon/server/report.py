@@ -1,10 +1,10 @@
 """What the daemon says of itself beside its status: the line systemd shows, whether the
 default model is installed, and each model's measured speeds (daemon.py assembles them)."""
 
-from ctxkeep.protocol.structs import ModelSpeed
 from ctxkeep.daemon.backends.facts import same_model
 from ctxkeep.daemon.backends.hosts import Hosts
 from ctxkeep.daemon.services import Services
+from ctxkeep.protocol.structs import ModelSpeed
 
 
 def status_line(sessions: int, backend: Hosts) -> str:

@@ -12,7 +12,6 @@ from pathlib import Path
 import lmdb
 
 
-
 def backup(store: Path, dest: Path) -> Path:
     if not (store / "data.mdb").exists():
         raise FileNotFoundError(f"no store at {store}")

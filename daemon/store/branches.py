@@ -11,9 +11,9 @@ import lmdb
 import msgspec
 
 from ctxkeep.daemon.store import codecs, keys, word_index
+from ctxkeep.daemon.store.context_records import ActiveContext, SnapshotRecord
 from ctxkeep.daemon.store.environment import Environment
 from ctxkeep.daemon.store.records import MessageRecord, SessionRecord
-from ctxkeep.daemon.store.context_records import ActiveContext, SnapshotRecord
 from ctxkeep.daemon.store.sessions import Sessions
 
 #: What a branch takes over of its source's settings, as they are.

@@ -3,8 +3,8 @@
 import lmdb
 
 from ctxkeep.daemon.store import codecs, keys
-from ctxkeep.daemon.store.environment import Environment
 from ctxkeep.daemon.store.context_records import Calibration
+from ctxkeep.daemon.store.environment import Environment
 
 
 class Caches:

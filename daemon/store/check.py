@@ -18,8 +18,8 @@ from pathlib import Path
 import lmdb
 import msgspec
 
-from ctxkeep.daemon.store.records import MessageRecord, SessionRecord
 from ctxkeep.daemon.store.context_records import ActiveContext
+from ctxkeep.daemon.store.records import MessageRecord, SessionRecord
 
 _SEQ = struct.Struct(">Q")
 

@@ -5,11 +5,10 @@ from typing import Any
 
 import msgspec
 
-from ctxkeep.protocol.structs import SessionInfo
-from ctxkeep.daemon.store.errors import Undecodable
-
-from ctxkeep.daemon.store.records import FileRefRecord, MessageRecord, SessionRecord
 from ctxkeep.daemon.store.context_records import ActiveContext, Calibration, CompactionRecord, SnapshotRecord
+from ctxkeep.daemon.store.errors import Undecodable
+from ctxkeep.daemon.store.records import FileRefRecord, MessageRecord, SessionRecord
+from ctxkeep.protocol.structs import SessionInfo
 
 encode = msgspec.msgpack.Encoder().encode
 session = msgspec.msgpack.Decoder(SessionRecord).decode

@@ -6,11 +6,11 @@ from collections.abc import Callable, Iterable, Sequence
 import lmdb
 
 from ctxkeep.daemon.store import codecs, keys
+from ctxkeep.daemon.store.context_records import ActiveContext, CompactionRecord
 from ctxkeep.daemon.store.environment import Environment
 from ctxkeep.daemon.store.errors import ContextChanged
 from ctxkeep.daemon.store.history import History
 from ctxkeep.daemon.store.records import MessageRecord, NewMessage, SessionRecord
-from ctxkeep.daemon.store.context_records import ActiveContext, CompactionRecord
 
 
 class ContextState:

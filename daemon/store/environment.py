@@ -19,14 +19,14 @@ from typing import Any, TypeVar
 
 import lmdb
 
-from ctxkeep.protocol.limits import NumCtx
 from ctxkeep.daemon.store import codecs, keys
+from ctxkeep.daemon.store.context_records import ActiveContext
 from ctxkeep.daemon.store.errors import StoreError, StoreTooNew, UnknownSession
 from ctxkeep.daemon.store.migrations import MIGRATIONS, SCHEMA_VERSION
 from ctxkeep.daemon.store.records import SessionRecord
-from ctxkeep.daemon.store.context_records import ActiveContext
-from ctxkeep.daemon.store.writer import GroupWriter
 from ctxkeep.daemon.store.shown import session_info
+from ctxkeep.daemon.store.writer import GroupWriter
+from ctxkeep.protocol.limits import NumCtx
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

@@ -9,12 +9,12 @@ from typing import Any
 import lmdb
 import msgspec
 
-from ctxkeep.protocol.goals import Goals
 from ctxkeep.daemon.store import codecs, keys, word_index
+from ctxkeep.daemon.store.context_records import Calibration
 from ctxkeep.daemon.store.environment import Environment
 from ctxkeep.daemon.store.message_cache import MessageCache
 from ctxkeep.daemon.store.records import FileRefRecord, MessageRecord, NewMessage, SessionRecord, View
-from ctxkeep.daemon.store.context_records import Calibration
+from ctxkeep.protocol.goals import Goals
 
 Appended = tuple[SessionRecord, list[MessageRecord]]
 

@@ -6,8 +6,8 @@ import hashlib
 
 import lmdb
 
-from ctxkeep.protocol.images import ImageInput, ImageRef
 from ctxkeep.daemon.store.environment import Environment
+from ctxkeep.protocol.images import ImageInput, ImageRef
 
 #: Media types by the bytes an image file starts with (the formats vision models read).
 SIGNATURES = ((b"\x89PNG\r\n\x1a\n", "image/png"), (b"\xff\xd8\xff", "image/jpeg"),

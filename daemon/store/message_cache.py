@@ -8,9 +8,9 @@ message behind that was never stored.
 
 from collections import OrderedDict
 
-from ctxkeep.protocol import encode
 from ctxkeep.daemon.store.records import MessageRecord
 from ctxkeep.daemon.store.shown import message_info
+from ctxkeep.protocol import encode
 
 
 class MessageCache:

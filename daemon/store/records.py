@@ -6,12 +6,12 @@ from typing import NamedTuple
 
 import msgspec
 
-from ctxkeep.protocol.structs import Options
 from ctxkeep.daemon.store.attachment import Attachment
+from ctxkeep.daemon.store.context_records import ActiveContext
 from ctxkeep.protocol.images import ImageRef
 from ctxkeep.protocol.memory import MemoryRef
+from ctxkeep.protocol.structs import Options
 from ctxkeep.protocol.tools import ToolCall, ToolResult, ToolSpec
-from ctxkeep.daemon.store.context_records import ActiveContext
 
 
 class SessionRecord(msgspec.Struct, kw_only=True):

@@ -7,11 +7,11 @@ from collections.abc import Callable
 import lmdb
 
 from ctxkeep.daemon.store import codecs, keys, word_index
+from ctxkeep.daemon.store.context_records import ActiveContext
 from ctxkeep.daemon.store.environment import Environment
 from ctxkeep.daemon.store.errors import AmbiguousSession, NameTaken, UnknownSession
 from ctxkeep.daemon.store.message_cache import MessageCache
 from ctxkeep.daemon.store.records import SessionRecord
-from ctxkeep.daemon.store.context_records import ActiveContext
 
 #: The per-session databases a deleted session leaves.
 PER_SESSION = ("messages", "compactions", "file_refs", "snapshots", "drafts")

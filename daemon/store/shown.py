@@ -2,8 +2,8 @@
 `MessageInfo`. The mapping between the storage schema and the wire types, in one place, so
 that each can change apart (records.py only stores)."""
 
-from ctxkeep.protocol.structs import MessageInfo, SessionInfo
 from ctxkeep.daemon.store.records import MessageRecord, SessionRecord
+from ctxkeep.protocol.structs import MessageInfo, SessionInfo
 
 #: The most a count may be on the wire (JSON clients read numbers as doubles).
 MOST = 2**53

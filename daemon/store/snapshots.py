@@ -6,11 +6,11 @@ import lmdb
 import msgspec
 
 from ctxkeep.daemon.store import codecs, keys
+from ctxkeep.daemon.store.context_records import ActiveContext, SnapshotRecord
 from ctxkeep.daemon.store.environment import Environment
 from ctxkeep.daemon.store.errors import NoSuchSnapshot
 from ctxkeep.daemon.store.history import History
 from ctxkeep.daemon.store.records import SessionRecord
-from ctxkeep.daemon.store.context_records import ActiveContext, SnapshotRecord
 
 
 def _snapshot_stamp(snapshot_id: str) -> int:

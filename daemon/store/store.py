@@ -24,7 +24,12 @@ from ctxkeep.daemon.store.caches import Caches
 from ctxkeep.daemon.store.context_state import ContextState
 from ctxkeep.daemon.store.environment import Environment
 from ctxkeep.daemon.store.errors import (
-    AmbiguousSession, ContextChanged, NameTaken, NoSuchSnapshot, StoreError, StoreTooNew,
+    AmbiguousSession,
+    ContextChanged,
+    NameTaken,
+    NoSuchSnapshot,
+    StoreError,
+    StoreTooNew,
     UnknownSession,
 )
 from ctxkeep.daemon.store.history import History

@@ -11,24 +11,24 @@ from dataclasses import dataclass
 
 import msgspec
 
-from ctxkeep.protocol.counts import bounded
-from ctxkeep.protocol.events import GoalUpdated, ResponseGeneration
+from ctxkeep.daemon.backends.protocol import ChatChunk
 from ctxkeep.daemon.context import goals as goal_markers
 from ctxkeep.daemon.context.calibration import repetitive
+from ctxkeep.daemon.context.content import prompt_content
 from ctxkeep.daemon.context.estimator import SLACK
 from ctxkeep.daemon.context.features import add
-from ctxkeep.daemon.backends.protocol import ChatChunk
 from ctxkeep.daemon.context.parts import Parts
-from ctxkeep.daemon.turns.output import Output
-from ctxkeep.daemon.turns.prepare import Turn
-from ctxkeep.daemon.turns.answer_format import format_problem
-from ctxkeep.daemon.turns.question import Reopened
 from ctxkeep.daemon.jobs.queue import Job
 from ctxkeep.daemon.recall.recaller import Recaller
 from ctxkeep.daemon.store.records import MessageRecord, NewMessage, SessionRecord, View
-from ctxkeep.daemon.store.writer import landed
-from ctxkeep.daemon.context.content import prompt_content
 from ctxkeep.daemon.store.shown import message_info
+from ctxkeep.daemon.store.writer import landed
+from ctxkeep.daemon.turns.answer_format import format_problem
+from ctxkeep.daemon.turns.output import Output
+from ctxkeep.daemon.turns.prepare import Turn
+from ctxkeep.daemon.turns.question import Reopened
+from ctxkeep.protocol.counts import bounded
+from ctxkeep.protocol.events import GoalUpdated, ResponseGeneration
 
 log = logging.getLogger("ctxkeep.daemon.turns.generation")
 

@@ -7,11 +7,11 @@ import logging
 from dataclasses import dataclass
 
 from ctxkeep.daemon.errors import RequestError
-from ctxkeep.daemon.turns.output import Output
-from ctxkeep.daemon.turns.question import Reopened, stored_question
 from ctxkeep.daemon.jobs.queue import Job
 from ctxkeep.daemon.store.records import MessageRecord, NewMessage
 from ctxkeep.daemon.store.store import Store, StoreError
+from ctxkeep.daemon.turns.output import Output
+from ctxkeep.daemon.turns.question import Reopened, stored_question
 from ctxkeep.protocol import ErrorCode
 from ctxkeep.protocol.events import GenerationError
 

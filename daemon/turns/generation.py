@@ -23,26 +23,26 @@ from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
 
-from ctxkeep.protocol import ErrorCode
-from ctxkeep.protocol.events import GenerationError, QueryReceived
 from ctxkeep.daemon.backends.protocol import ChatChunk, ChatExtras, ModelCallError
 from ctxkeep.daemon.compaction.automatic import AutoCompactor
 from ctxkeep.daemon.compaction.passes import Pass
 from ctxkeep.daemon.context.parts import Parts
 from ctxkeep.daemon.context.served import Served
+from ctxkeep.daemon.jobs.deferred import Deferred
+from ctxkeep.daemon.jobs.queue import Job, SessionJobs
+from ctxkeep.daemon.store.errors import StoreError
+from ctxkeep.daemon.store.records import MessageRecord, NewMessage, SessionRecord, View
+from ctxkeep.daemon.store.shown import message_info
 from ctxkeep.daemon.turns import waiting
 from ctxkeep.daemon.turns.complete import Completer
-from ctxkeep.daemon.jobs.deferred import Deferred
 from ctxkeep.daemon.turns.endings import Endings
 from ctxkeep.daemon.turns.image_bytes import images_in
 from ctxkeep.daemon.turns.output import Output
 from ctxkeep.daemon.turns.prepare import Preparer, Turn
 from ctxkeep.daemon.turns.question import Question, Reopened, Withdrawn
 from ctxkeep.daemon.turns.repetition import REPEATING, RepetitionWatch
-from ctxkeep.daemon.jobs.queue import Job, SessionJobs
-from ctxkeep.daemon.store.errors import StoreError
-from ctxkeep.daemon.store.records import MessageRecord, NewMessage, SessionRecord, View
-from ctxkeep.daemon.store.shown import message_info
+from ctxkeep.protocol import ErrorCode
+from ctxkeep.protocol.events import GenerationError, QueryReceived
 
 log = logging.getLogger(__name__)
 #: How often a streaming answer is saved as a draft (seconds).

@@ -4,9 +4,9 @@ hashes `prompt.wire` leaves (read off the event loop, once per turn)."""
 import asyncio
 from typing import Any
 
-from ctxkeep.protocol import ErrorCode
 from ctxkeep.daemon.errors import RequestError
 from ctxkeep.daemon.store.store import Store
+from ctxkeep.protocol import ErrorCode
 
 
 async def images_in(store: Store, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -4,13 +4,13 @@ import math
 
 import msgspec
 
+from ctxkeep.daemon.context.content import prompt_content
 from ctxkeep.daemon.context.estimator import Estimate
 from ctxkeep.daemon.context.parts import Parts
 from ctxkeep.daemon.context.usage import reply_room
 from ctxkeep.daemon.errors import RequestError
 from ctxkeep.daemon.store.records import MessageRecord, SessionRecord, View
 from ctxkeep.protocol import ErrorCode
-from ctxkeep.daemon.context.content import prompt_content
 
 
 def more_room(session: SessionRecord) -> str:

@@ -1,10 +1,10 @@
 """What a turn's stream produced: the answer and the thinking, streamed out in batches."""
 
-from ctxkeep.protocol.events import GenerationThinking, GenerationToken
-from ctxkeep.protocol.tools import ToolCall
 from ctxkeep.daemon.backends.protocol import ChatChunk
 from ctxkeep.daemon.events.batcher import TextBatcher
 from ctxkeep.daemon.events.bus import EventBus
+from ctxkeep.protocol.events import GenerationThinking, GenerationToken
+from ctxkeep.protocol.tools import ToolCall
 
 
 class Output:

@@ -8,24 +8,25 @@ import logging
 from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
 
-from ctxkeep.protocol import ErrorCode
-from ctxkeep.protocol.events import GenerationRecalled
 from ctxkeep.daemon.compaction.automatic import AutoCompactor
 from ctxkeep.daemon.compaction.passes import Pass
+from ctxkeep.daemon.compaction.planner import preserved_seqs
 from ctxkeep.daemon.context.content import prompt_content
 from ctxkeep.daemon.context.estimator import Estimate, Estimator
 from ctxkeep.daemon.context.features import Vector, add, json_features
 from ctxkeep.daemon.context.parts import Parts
-from ctxkeep.daemon.errors import RequestError
 from ctxkeep.daemon.context.prompt import TurnPrompts, build_messages
 from ctxkeep.daemon.context.usage import measure, reply_room
+from ctxkeep.daemon.errors import RequestError
+from ctxkeep.daemon.recall.recalled import NONE as NO_RECALL
+from ctxkeep.daemon.recall.recalled import Recall
+from ctxkeep.daemon.recall.recaller import Recaller
+from ctxkeep.daemon.recall.room import KEPT_MESSAGES, NOTHING, REACH_SHARE, Movable, bounded, movable
+from ctxkeep.daemon.store.records import MessageRecord, SessionRecord, View
 from ctxkeep.daemon.turns.limits import answer_room, floor_view, judged, refuse_impossible
 from ctxkeep.daemon.turns.question import Question
-from ctxkeep.daemon.recall.recaller import Recaller
-from ctxkeep.daemon.recall.recalled import NONE as NO_RECALL, Recall
-from ctxkeep.daemon.recall.room import KEPT_MESSAGES, NOTHING, REACH_SHARE, Movable, bounded, movable
-from ctxkeep.daemon.compaction.planner import preserved_seqs
-from ctxkeep.daemon.store.records import MessageRecord, SessionRecord, View
+from ctxkeep.protocol import ErrorCode
+from ctxkeep.protocol.events import GenerationRecalled
 
 log = logging.getLogger("ctxkeep.daemon.turns.generation")
 

@@ -16,8 +16,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ctxkeep.daemon.backends.protocol import ModelCallError
-from ctxkeep.daemon.backends.protocol import ModelBackend
+from ctxkeep.daemon.backends.protocol import ModelBackend, ModelCallError
 from ctxkeep.protocol import ErrorCode
 from ctxkeep.protocol.events import GenerationWaiting
 

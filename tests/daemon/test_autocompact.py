@@ -1,18 +1,22 @@
 """Automatic graduated compaction, goals, pins, snapshots and reliability through the real daemon."""
 
 import time
+
 import pytest
 
+from conftest import talkative, until_idle, wait_for
 from ctxkeep.daemon.context import reliability
 from ctxkeep.protocol.events import (
-    CompactionResult, ContextWarning, GenerationError, GoalUpdated, ResponseGeneration, SnapshotCreated,
+    CompactionResult,
+    ContextWarning,
+    GenerationError,
+    GoalUpdated,
+    ResponseGeneration,
+    SnapshotCreated,
     SnapshotRestored,
 )
 from ctxkeep.protocol.goals import Goals
-from conftest import talkative, until_idle, wait_for
-
 from harness import DaemonThread
-
 
 MODEL = "qwen2.5:7b"
 

@@ -8,9 +8,8 @@ import time
 
 import pytest
 
+from conftest import raw_request, raw_socket, until_idle
 from ctxkeep.clients import CtxkeepError
-from conftest import raw_request, raw_socket
-from conftest import until_idle
 
 MODEL = "qwen2.5:7b"
 

@@ -4,7 +4,6 @@ its answer, or the error that ended it — and a daemon that goes away ends the 
 import asyncio
 import threading
 
-
 from ctxkeep.clients import AsyncClient, CtxkeepError
 from ctxkeep.protocol.events import GenerationError, GenerationToken, ResponseGeneration
 

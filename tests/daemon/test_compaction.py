@@ -7,17 +7,26 @@ import signal
 import pytest
 
 from compaction_steps import (
-    MODEL, active, assert_valid_prompt, compact, compaction_events, converse, full_history,
+    MODEL,
+    active,
+    assert_valid_prompt,
+    compact,
+    compaction_events,
+    converse,
+    full_history,
 )
 from conftest import events_until, wait_for
-from harness import DaemonThread
 from ctxkeep.clients import CtxkeepError
 from ctxkeep.daemon.context.prompt import COMPACTION_SYSTEM
 from ctxkeep.daemon.store.store import Store
 from ctxkeep.protocol.events import (
-    CompactionProgress, CompactionRequest, CompactionResult, GenerationError, ResponseGeneration,
+    CompactionProgress,
+    CompactionRequest,
+    CompactionResult,
+    GenerationError,
+    ResponseGeneration,
 )
-
+from harness import DaemonThread
 
 MARKER = re.compile(r"^── compacted: [\d,]+ → ~[\d,]+ tokens \([\d,]+ freed\) ──$")
 

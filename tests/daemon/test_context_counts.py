@@ -7,13 +7,16 @@ from pathlib import Path
 import pytest
 
 from compaction_steps import (
-    MODEL, compact, converse,
+    MODEL,
+    compact,
+    converse,
 )
 from conftest import wait_terminal
-from harness import DaemonThread
 from ctxkeep.protocol.events import (
-    GenerationError, ResponseGeneration,
+    GenerationError,
+    ResponseGeneration,
 )
+from harness import DaemonThread
 
 REPO = Path(__file__).resolve().parents[2]
 PROSE = [p for p in (REPO / "README.md").read_text().split("\n\n") if len(p) > 120]

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from ctxkeep.daemon.compaction.planner import outline_line
+from conftest import talkative, until_idle
 from ctxkeep.daemon.compaction.chunks import chunk_lines
+from ctxkeep.daemon.compaction.planner import outline_line
 from ctxkeep.daemon.store.records import Attachment, MessageRecord
 from ctxkeep.protocol.events import CompactionResult, GenerationError, ResponseGeneration
-from conftest import talkative, until_idle
 from harness import DaemonThread
 from ollama_standin import OllamaStandin, count_tokens_bpe
 

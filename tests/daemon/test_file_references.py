@@ -4,11 +4,9 @@ CLI, a file read as it was when sent, and heavy files read outside the daemon's 
 import os
 from pathlib import Path
 
-
 from conftest import wait_terminal
 from ctxkeep.daemon.files import chunker
 from ctxkeep.protocol.events import ResponseGeneration
-
 
 # -- syntax -----------------------------------------------------------------------
 

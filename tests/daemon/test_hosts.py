@@ -125,6 +125,7 @@ def test_ollama_clients_see_the_models_of_every_server(short_tmp):
     """/api/tags and /api/show through the front door answer for every model server: a second
     Ollama's models and an OpenAI-compatible server's, not only the first Ollama's."""
     import ollama
+
     from ollama_standin import Model
     first = OllamaStandin(models=(Model(name="first:1b"),)).start()
     second = OllamaStandin(models=(Model(name="second:3b", context_length=4096, parameter_size="3B"),)).start()

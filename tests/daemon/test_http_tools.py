@@ -5,9 +5,9 @@ session in each API's shape, images reach a vision model, and a schema reaches t
 import base64
 import json
 
-from ctxkeep.protocol.tools import FunctionSpec, ToolSpec
-
 from test_http import ollama_client, openai_client, sessions
+
+from ctxkeep.protocol.tools import FunctionSpec, ToolSpec
 
 MODEL = "qwen2.5:7b"
 WEATHER = ToolSpec(function=FunctionSpec(

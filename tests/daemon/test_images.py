@@ -7,12 +7,12 @@ level 1 once old."""
 import base64
 import json
 
+import pytest
+
 from conftest import wait_terminal
 from ctxkeep.clients.errors import CtxkeepError
 from ctxkeep.protocol.events import ResponseGeneration
 from ctxkeep.protocol.images import ImageInput
-
-import pytest
 
 PNG = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==")
 DOT = ImageInput(data=base64.b64encode(PNG).decode(), name="dot.png")

@@ -5,13 +5,17 @@ import time
 
 import zmq
 
+from conftest import until_idle, wait_for
 from ctxkeep.protocol.events import (
-    CompactionRequest, CompactionResult, ContextUsage, DaemonStatusEvent, GenerationError,
+    CompactionRequest,
+    CompactionResult,
+    ContextUsage,
+    DaemonStatusEvent,
+    GenerationError,
     ResponseGeneration,
     SessionUpdated,
 )
 from ctxkeep.protocol.goals import Goals
-from conftest import until_idle, wait_for
 from ollama_standin import Fault
 
 MODEL = "qwen2.5:7b"

@@ -27,7 +27,12 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 
 from ctxkeep.clients import Client, CtxkeepError
 from ctxkeep.protocol.events import (
-    CompactionResult, ContextUsage, DaemonStatusEvent, Event, GenerationError, ResponseGeneration,
+    CompactionResult,
+    ContextUsage,
+    DaemonStatusEvent,
+    Event,
+    GenerationError,
+    ResponseGeneration,
     SessionUpdated,
 )
 from ctxkeep.protocol.goals import Goals

@@ -6,7 +6,8 @@ import pytest
 
 from conftest import wait_terminal
 from ctxkeep.protocol.events import (
-    ContextUsage, ResponseGeneration,
+    ContextUsage,
+    ResponseGeneration,
 )
 
 MODEL = "qwen2.5:7b"

@@ -8,10 +8,12 @@ import pytest
 from conftest import wait_terminal
 from ctxkeep.clients import CtxkeepError
 from ctxkeep.protocol.events import (
-    GenerationError, GenerationThinking, GenerationToken, QueryReceived,
+    GenerationError,
+    GenerationThinking,
+    GenerationToken,
+    QueryReceived,
     ResponseGeneration,
 )
-
 
 MODEL = "qwen2.5:7b"
 

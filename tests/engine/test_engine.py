@@ -11,15 +11,14 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ctxkeep.daemon.config import Config
 from ctxkeep.daemon.backends.protocol import ModelCallError
+from ctxkeep.daemon.config import Config
 from ctxkeep.daemon.store.errors import StoreError
 from ctxkeep.protocol import ErrorCode, requests
 from ctxkeep.protocol.events import CompactionResult, GenerationError, ResponseGeneration
 from inprocess import InProcess
 from memory_backend import MemoryBackend
 from ollama_standin import count_tokens, render
-
 
 MODEL = "qwen2.5:7b"
 

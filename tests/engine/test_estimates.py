@@ -16,8 +16,8 @@ from ctxkeep.daemon.context.features import text_features
 from ctxkeep.daemon.store.records import NewMessage
 from ctxkeep.daemon.store.store import Store
 from ctxkeep.protocol import requests
-from ctxkeep.protocol.imported import ImportedMessage
 from ctxkeep.protocol.events import GenerationError, ResponseGeneration
+from ctxkeep.protocol.imported import ImportedMessage
 from inprocess import InProcess
 from memory_backend import MemoryBackend
 from ollama_standin import count_tokens, count_tokens_bpe, render

@@ -8,8 +8,8 @@ import random
 from ctxkeep.daemon.backends.configured import backend_for
 from ctxkeep.daemon.config import Config
 from ctxkeep.daemon.config.backends import BackendConfig
-from ctxkeep.protocol import requests
 from ctxkeep.daemon.tokens import text_features
+from ctxkeep.protocol import requests
 from ctxkeep.protocol.events import CompactionRequest, GenerationError, ResponseGeneration
 from inprocess import InProcess
 from memory_backend import MemoryBackend

@@ -11,7 +11,11 @@ from ctxkeep.daemon.errors import RequestError
 from ctxkeep.daemon.store.store import NoSuchSnapshot, UnknownSession
 from ctxkeep.protocol import ErrorCode, requests
 from ctxkeep.protocol.events import (
-    ContextUsage, GenerationError, ResponseGeneration, SessionCreated, SessionUpdated,
+    ContextUsage,
+    GenerationError,
+    ResponseGeneration,
+    SessionCreated,
+    SessionUpdated,
 )
 from inprocess import InProcess
 from memory_backend import MemoryBackend

@@ -10,12 +10,12 @@ import msgspec
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ctxkeep.daemon.context.listing import shown
 from ctxkeep.daemon.handlers import RequestError
 from ctxkeep.daemon.store.errors import NameTaken
 from ctxkeep.protocol import encode, requests
 from inprocess import InProcess
 from memory_backend import MemoryBackend
-from ctxkeep.daemon.context.listing import shown
 
 MODEL = "qwen2.5:7b"
 STEP = st.one_of(

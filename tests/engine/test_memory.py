@@ -4,7 +4,8 @@ sessions never do."""
 
 import asyncio
 
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ctxkeep.daemon.config import Config
 from ctxkeep.daemon.memory import block

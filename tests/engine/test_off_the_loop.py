@@ -3,7 +3,6 @@ backend): commits in the writer thread, only the new messages built."""
 
 import asyncio
 
-
 from ctxkeep.daemon.config import Config
 from ctxkeep.protocol import requests
 from ctxkeep.protocol.events import CompactionResult

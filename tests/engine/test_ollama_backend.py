@@ -162,6 +162,7 @@ def test_truncate_is_put_into_any_chat_body_and_nothing_else_changes(body):
     import json
 
     import httpx
+
     from ctxkeep.daemon.backends.refuse_overflow import RefuseOverflow
     seen: list[httpx.Request] = []
 

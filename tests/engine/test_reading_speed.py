@@ -10,8 +10,8 @@ import asyncio
 import pytest
 
 from ctxkeep.daemon.backends.openai_backend import OpenAIBackend
-from ctxkeep.daemon.backends.server_cache import shared_share
 from ctxkeep.daemon.backends.protocol import ChatChunk, ChatExtras
+from ctxkeep.daemon.backends.server_cache import shared_share
 from ctxkeep.daemon.context.speeds import Speeds
 from openai_standin import OpenAIStandin
 

@@ -5,8 +5,8 @@ on 2 CPU cores recall's ~740 tokens were half of every turn's time)."""
 import asyncio
 import random
 
-from ctxkeep.daemon.config import Config
 from ctxkeep.daemon.backends.protocol import ChatChunk
+from ctxkeep.daemon.config import Config
 from ctxkeep.daemon.context.usage import measure
 from ctxkeep.daemon.turns.prepare import READ_FLOOR
 from ctxkeep.protocol import requests

@@ -6,11 +6,11 @@ terminal event and the history append-only."""
 import asyncio
 
 import pytest
+from test_regenerate import in_session, turn
 
 from ctxkeep.daemon.errors import RequestError
 from ctxkeep.protocol import ErrorCode, requests
 from ctxkeep.protocol.events import CompactionResult, GenerationError, GenerationToken
-from test_regenerate import in_session, turn
 
 
 def history(app, sid: str) -> list[tuple[int, str]]:

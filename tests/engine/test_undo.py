@@ -13,14 +13,18 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ctxkeep.daemon.config import Config
-from ctxkeep.daemon.store.records import NewMessage
+from ctxkeep.daemon.errors import RequestError
 from ctxkeep.daemon.store.context_records import CompactionRecord
+from ctxkeep.daemon.store.records import NewMessage
 from ctxkeep.daemon.store.store import Store
 from ctxkeep.protocol import requests
 from ctxkeep.protocol.events import (
-    CompactionResult, GenerationError, ResponseGeneration, SnapshotCreated, SnapshotRestored,
+    CompactionResult,
+    GenerationError,
+    ResponseGeneration,
+    SnapshotCreated,
+    SnapshotRestored,
 )
-from ctxkeep.daemon.errors import RequestError
 from inprocess import InProcess
 from memory_backend import MemoryBackend
 

@@ -8,7 +8,6 @@ import subprocess
 import sys
 import time
 
-
 from conftest import wait_for
 from ctxkeep.protocol.events import GenerationError, GenerationToken
 

@@ -1,10 +1,10 @@
 """Start-up, restart, shutdown and the single-instance rule."""
 
 import os
-import threading
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import pytest

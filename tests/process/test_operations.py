@@ -17,7 +17,6 @@ from conftest import free_port, wait_terminal
 from ctxkeep.clients import Client, CtxkeepError
 from ctxkeep.protocol.events import ResponseGeneration
 
-
 REPO = Path(__file__).resolve().parents[2]
 
 

@@ -9,12 +9,10 @@ import sys
 import time
 
 import pytest
+
 import fuzzframes
-
+from conftest import raw_request, raw_socket, wait_for
 from ctxkeep.protocol.events import GenerationToken
-from conftest import raw_request, raw_socket
-from conftest import wait_for
-
 
 MODEL = "qwen2.5:7b"
 

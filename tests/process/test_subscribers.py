@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 import zmq
 
+from conftest import until_idle
 from ctxkeep.clients import CtxkeepError
 from ctxkeep.protocol.events import GenerationToken, SessionCreated
-from conftest import until_idle
 
 MODEL = "qwen2.5:7b"
 

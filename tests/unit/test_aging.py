@@ -84,6 +84,7 @@ def test_the_users_share_is_summarized_in_one_large_step():
     one or two messages a step, every few turns a pass made the model read the prompt again);
     the last messages stay."""
     from types import SimpleNamespace
+
     from ctxkeep.daemon.compaction.checkpoints import USER_SHARE_AFTER
     from ctxkeep.daemon.store.context_records import ActiveContext
     from ctxkeep.daemon.store.records import MessageRecord

@@ -6,13 +6,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctxkeep.daemon.context.features import prompt_features
-from ctxkeep.protocol.tools import FunctionCall, ToolCall, ToolResult
 from ctxkeep.daemon.compaction.relevance import TermCache, bm25_counts
-from ctxkeep.protocol.images import ImageRef
-from ctxkeep.daemon.store.records import Attachment, MessageRecord
+from ctxkeep.daemon.context.features import prompt_features
 from ctxkeep.daemon.store.context_records import ActiveContext
-
+from ctxkeep.daemon.store.records import Attachment, MessageRecord
+from ctxkeep.protocol.images import ImageRef
+from ctxkeep.protocol.tools import FunctionCall, ToolCall, ToolResult
 
 TEXT = st.sampled_from(["", "hello world", "x = [1, 2]\n", "Größe über alles", "  spaced\n\n", "{}"])
 
@@ -20,8 +19,8 @@ TEXT = st.sampled_from(["", "hello world", "x = [1, 2]\n", "Größe über alles"
 @st.composite
 def contexts(draw):
     """A session, its context state and active messages of every shape normalize meets."""
-    from ctxkeep.daemon.store.records import SessionRecord
     from ctxkeep.daemon.store.context_records import Checkpoint
+    from ctxkeep.daemon.store.records import SessionRecord
     from ctxkeep.protocol.goals import Goals
     messages = []
     for seq in range(draw(st.integers(0, 8))):
@@ -110,7 +109,12 @@ def test_folds_kept_across_turns_equal_folds_from_the_start(case):
     equal those computed from the start, however the context changed in between; a recall
     block follows the new message as the model sees it."""
     from ctxkeep.daemon.context.features import (
-        FeatureCache, Folded, Segmented, context_features, fold_step, segment_step,
+        FeatureCache,
+        Folded,
+        Segmented,
+        context_features,
+        fold_step,
+        segment_step,
     )
     from ctxkeep.daemon.context.fold import PrefixFold
     from ctxkeep.daemon.context.prompt import TurnPrompts, build_messages, system_parts

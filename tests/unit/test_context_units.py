@@ -7,15 +7,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ctxkeep.daemon.compaction.planner import (
+    plan_file_summaries,
+    plan_prune,
+    preserved_seqs,
+    prune_candidates,
+    split_tail,
+)
 from ctxkeep.daemon.context.estimator import Estimator
 from ctxkeep.daemon.context.features import prompt_features
-from ctxkeep.daemon.compaction.planner import (
-    plan_file_summaries, plan_prune, preserved_seqs, prune_candidates,
-)
 from ctxkeep.daemon.context.prompt import normalize
-from ctxkeep.daemon.compaction.planner import split_tail
-from ctxkeep.daemon.store.records import Attachment, MessageRecord
 from ctxkeep.daemon.store.context_records import ActiveContext
+from ctxkeep.daemon.store.records import Attachment, MessageRecord
 from ctxkeep.daemon.store.store import Store
 from ollama_standin import count_tokens, render
 
@@ -130,8 +133,8 @@ def test_a_summary_call_refused_as_too_long_is_split_and_retried(tmp_path):
     cut in two at a paragraph and each half summarized (halves of halves if need be)."""
     import asyncio
 
-    from ctxkeep.daemon.compaction.summarizer import Summarizer
     from ctxkeep.daemon.backends.protocol import ChatChunk, ModelCallError
+    from ctxkeep.daemon.compaction.summarizer import Summarizer
     from ctxkeep.protocol import ErrorCode
 
     class Refusing:

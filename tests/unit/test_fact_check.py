@@ -2,7 +2,8 @@
 stated — names, numbers, dates, decisions — and whether it is about its source at all; the
 extractive checkpoint that stands in for one that fails twice."""
 
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from ctxkeep.daemon.compaction import fact_check
 

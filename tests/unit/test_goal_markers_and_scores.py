@@ -3,9 +3,9 @@ reliability score as seed 002 defines it, BM25 and cosine."""
 
 import pytest
 
+from ctxkeep.daemon.compaction.relevance import bm25, cosine, words
 from ctxkeep.daemon.context import goals as goal_markers
 from ctxkeep.daemon.context import reliability
-from ctxkeep.daemon.compaction.relevance import bm25, cosine, words
 from ctxkeep.protocol.goals import Goals
 
 

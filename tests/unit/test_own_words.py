@@ -1,7 +1,8 @@
 """ctxkeepd's own words (its recall and memory blocks, their lines, its summary
 instructions) are never indexed for recall, wherever a message repeats them."""
 
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from ctxkeep.daemon.context.prompt import CHECKPOINT_SYSTEM
 from ctxkeep.daemon.memory import block as memory_block

@@ -7,8 +7,18 @@ import pytest
 
 from ctxkeep.daemon.handlers import HANDLERS
 from ctxkeep.protocol import (
-    DecodeFailure, ErrorCode, decode_event, decode_reply, decode_request, docgen, encode, events,
-    replies, requests, schema, subjects,
+    DecodeFailure,
+    ErrorCode,
+    decode_event,
+    decode_reply,
+    decode_request,
+    docgen,
+    encode,
+    events,
+    replies,
+    requests,
+    schema,
+    subjects,
 )
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"

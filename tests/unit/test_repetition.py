@@ -3,7 +3,8 @@ its loop, and never for text that only says a word or phrase again."""
 
 import random
 
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from ctxkeep.daemon.turns.repetition import RepetitionWatch
 

@@ -2,7 +2,8 @@
 (daemon/context/speeds.py): what a turn or a compaction should take, and how long a model
 reading a prompt is waited for."""
 
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from ctxkeep.daemon.backends.protocol import ChatChunk
 from ctxkeep.daemon.context.speeds import OUTLIER, PATIENCE, PATIENCE_S, Speeds

@@ -3,7 +3,8 @@
 import lmdb
 import pytest
 
-from ctxkeep.daemon.store import environment as store_module, migrations
+from ctxkeep.daemon.store import environment as store_module
+from ctxkeep.daemon.store import migrations
 from ctxkeep.daemon.store.records import NewMessage
 from ctxkeep.daemon.store.store import Store, StoreTooNew, UnknownSession
 

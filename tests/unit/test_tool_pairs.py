@@ -2,14 +2,19 @@
 a manual compaction's tail and pins, level 2's more relevant half, what level 3 leaves —
 never holds one without the other (hypothesis), so no prompt ever carries an orphan."""
 
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ctxkeep.daemon.compaction.planner import (
-    manual_parts, plan_file_summaries, plan_prune, preserved_seqs, prune_candidates,
+    manual_parts,
+    plan_file_summaries,
+    plan_prune,
+    preserved_seqs,
+    prune_candidates,
 )
 from ctxkeep.daemon.context.prompt import wire
-from ctxkeep.daemon.store.records import MessageRecord
 from ctxkeep.daemon.store.context_records import ActiveContext
+from ctxkeep.daemon.store.records import MessageRecord
 from ctxkeep.protocol.tools import FunctionCall, ToolCall, ToolResult
 from ollama_standin import orphan
 

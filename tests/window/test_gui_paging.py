@@ -7,9 +7,10 @@ import os
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
-from ctxkeep.clients.gui.history_pages import PAGE  # noqa: E402
 from PySide6.QtCore import Qt  # noqa: E402
 from PySide6.QtTest import QTest  # noqa: E402
+
+from ctxkeep.clients.gui.history_pages import PAGE  # noqa: E402
 from window_steps import MODEL, long_session, wait_until  # noqa: E402
 
 

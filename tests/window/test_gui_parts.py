@@ -7,8 +7,7 @@ from PySide6.QtGui import QGuiApplication, QTextCursor
 from PySide6.QtWidgets import QApplication
 
 from ctxkeep.clients.gui.chatlog import ChatLog
-from ctxkeep.clients.gui.entries import Entry
-from ctxkeep.clients.gui.entries import actions_html, entries_of
+from ctxkeep.clients.gui.entries import Entry, actions_html, entries_of
 from ctxkeep.protocol.structs import AttachedFile, CompactionMark, MessageInfo
 
 

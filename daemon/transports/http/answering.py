@@ -10,13 +10,17 @@ from typing import Any, Protocol, TypeVar
 
 from aiohttp import web
 
-from ctxkeep.protocol.events import (
-    GenerationError, GenerationRecalled, GenerationThinking, GenerationToken, ResponseGeneration,
-)
 from ctxkeep.daemon.transports.http import turn_run
 from ctxkeep.daemon.transports.http.chat import ChatRequest, Chats
 from ctxkeep.daemon.transports.http.errors import HttpError
 from ctxkeep.daemon.transports.http.wire import memory_header, read_json
+from ctxkeep.protocol.events import (
+    GenerationError,
+    GenerationRecalled,
+    GenerationThinking,
+    GenerationToken,
+    ResponseGeneration,
+)
 
 #: What an answer streams: its text, its thinking, and the end of the turn.
 Piece = GenerationToken | GenerationThinking | ResponseGeneration

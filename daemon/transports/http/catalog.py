@@ -7,12 +7,12 @@ from typing import Any
 
 from aiohttp import web
 
-from ctxkeep.protocol import ErrorCode
 from ctxkeep.daemon.backends.hosts import Hosts
 from ctxkeep.daemon.backends.protocol import ModelCallError
 from ctxkeep.daemon.transports.http.errors import HttpError
 from ctxkeep.daemon.transports.http.passthrough import Passthrough
 from ctxkeep.daemon.transports.http.wire import read_json
+from ctxkeep.protocol import ErrorCode
 
 EPOCH = "1970-01-01T00:00:00Z"
 

@@ -9,15 +9,8 @@ from typing import Any
 
 import msgspec
 
-from ctxkeep.protocol import ErrorCode, requests
-from ctxkeep.protocol.replies import Error, Reply, SessionReply
-from ctxkeep.protocol.chat_shapes import NotAMessage, imported
-from ctxkeep.protocol.imported import ImportedMessage
-from ctxkeep.protocol.limits import NumCtx, Options, OptionValue, OutOfRange, checked
-from ctxkeep.protocol.tools import ToolSpec
 from ctxkeep.daemon.backends.options import check_options
 from ctxkeep.daemon.errors import RequestError
-from ctxkeep.daemon.turns.answer_format import schema_problem
 from ctxkeep.daemon.handlers.dispatch import dispatch
 from ctxkeep.daemon.handlers.registry import Caller
 from ctxkeep.daemon.services import Services
@@ -25,6 +18,13 @@ from ctxkeep.daemon.store.records import SessionRecord
 from ctxkeep.daemon.store.store import UnknownSession
 from ctxkeep.daemon.transports.http.conversations import ConversationIndex, chain, sent_keys
 from ctxkeep.daemon.transports.http.errors import HttpError
+from ctxkeep.daemon.turns.answer_format import schema_problem
+from ctxkeep.protocol import ErrorCode, requests
+from ctxkeep.protocol.chat_shapes import NotAMessage, imported
+from ctxkeep.protocol.imported import ImportedMessage
+from ctxkeep.protocol.limits import NumCtx, Options, OptionValue, OutOfRange, checked
+from ctxkeep.protocol.replies import Error, Reply, SessionReply
+from ctxkeep.protocol.tools import ToolSpec
 
 #: Messages the conversation index may read on the event loop (more: in the writer thread).
 FOLD_ON_LOOP = 64

@@ -14,12 +14,11 @@ import binascii
 import hashlib
 from dataclasses import dataclass, field
 
-from ctxkeep.protocol.imported import ImportedMessage
-from ctxkeep.protocol.tools import ToolCall, calls_text
-
-from ctxkeep.protocol.events import Event, SessionDeleted
 from ctxkeep.daemon.store.records import MessageRecord, SessionRecord
 from ctxkeep.daemon.store.store import Store, UnknownSession
+from ctxkeep.protocol.events import Event, SessionDeleted
+from ctxkeep.protocol.imported import ImportedMessage
+from ctxkeep.protocol.tools import ToolCall, calls_text
 
 #: Messages read from the store at a time while a session is folded.
 PAGE = 500

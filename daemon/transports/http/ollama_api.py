@@ -9,14 +9,14 @@ from typing import Any
 import msgspec
 from aiohttp import web
 
-from ctxkeep.protocol import ErrorCode
-from ctxkeep.protocol.events import GenerationThinking, GenerationToken, ResponseGeneration
 from ctxkeep.daemon.transports.http.answering import intake, respond
 from ctxkeep.daemon.transports.http.catalog import Catalog
 from ctxkeep.daemon.transports.http.chat import ChatRequest, Chats, check_extras, settings, split_messages, tools_of
 from ctxkeep.daemon.transports.http.errors import HttpError, ollama_error
 from ctxkeep.daemon.transports.http.passthrough import Passthrough
 from ctxkeep.daemon.transports.http.wire import NDJSON, read_json, rfc3339
+from ctxkeep.protocol import ErrorCode
+from ctxkeep.protocol.events import GenerationThinking, GenerationToken, ResponseGeneration
 
 
 class OllamaChat(msgspec.Struct, kw_only=True):

@@ -11,13 +11,13 @@ from typing import Any
 import msgspec
 from aiohttp import web
 
-from ctxkeep.protocol import ErrorCode
-from ctxkeep.protocol.events import GenerationThinking, GenerationToken, ResponseGeneration
 from ctxkeep.daemon.backends.protocol import ModelCallError
 from ctxkeep.daemon.transports.http.answering import intake, respond
 from ctxkeep.daemon.transports.http.chat import ChatRequest, Chats, check_extras, settings, split_messages, tools_of
 from ctxkeep.daemon.transports.http.errors import HttpError, openai_error
 from ctxkeep.daemon.transports.http.wire import read_json
+from ctxkeep.protocol import ErrorCode
+from ctxkeep.protocol.events import GenerationThinking, GenerationToken, ResponseGeneration
 
 
 class StreamOptions(msgspec.Struct, kw_only=True):

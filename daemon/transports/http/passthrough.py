@@ -8,8 +8,8 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
-from ctxkeep.protocol import ErrorCode
 from ctxkeep.daemon.transports.http.errors import HttpError
+from ctxkeep.protocol import ErrorCode
 
 #: Request headers passed on (others, such as the front door's Authorization, are not).
 FORWARDED = ("Content-Type", "Accept")

@@ -11,18 +11,18 @@ from pathlib import Path
 
 from aiohttp import web
 
-from ctxkeep.protocol import ErrorCode
-from ctxkeep.protocol.http_token import exposed, read_or_make
 from ctxkeep.daemon.config import ConfigError
 from ctxkeep.daemon.handlers.registry import Caller
 from ctxkeep.daemon.services import Services
 from ctxkeep.daemon.transports.http.bounds import ConnectionCap, Throttle, connection_cap, read_body, request_logger
 from ctxkeep.daemon.transports.http.chat import Chats
-from ctxkeep.daemon.transports.http.guard import Guard, over_tcp
 from ctxkeep.daemon.transports.http.errors import HttpError, ollama_error, openai_error
+from ctxkeep.daemon.transports.http.guard import Guard, over_tcp
 from ctxkeep.daemon.transports.http.ollama_api import OllamaApi
 from ctxkeep.daemon.transports.http.openai_api import OpenAIApi
 from ctxkeep.daemon.transports.http.passthrough import Passthrough
+from ctxkeep.protocol import ErrorCode
+from ctxkeep.protocol.http_token import exposed, read_or_make
 
 log = logging.getLogger(__name__)
 #: Seconds requests still in flight get when ctxkeepd stops (aiohttp's default is 60: a

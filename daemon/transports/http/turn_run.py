@@ -8,11 +8,11 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from ctxkeep.daemon.handlers.dispatch import dispatch
+from ctxkeep.daemon.transports.http.chat import ChatRequest, Chats
 from ctxkeep.protocol import requests
 from ctxkeep.protocol.events import Event, GenerationError, ResponseGeneration
 from ctxkeep.protocol.replies import Accepted
-from ctxkeep.daemon.handlers.dispatch import dispatch
-from ctxkeep.daemon.transports.http.chat import ChatRequest, Chats
 
 #: How long a client's retry waits for the turn it replaces to end (cancelled when its client
 #: hung up, or ending its compaction) before it is refused as busy.

@@ -8,9 +8,9 @@ from typing import TypeVar
 import msgspec
 from aiohttp import web
 
+from ctxkeep.daemon.transports.http.errors import HttpError
 from ctxkeep.protocol import ErrorCode
 from ctxkeep.protocol.codec import MAX_DEPTH, too_deep
-from ctxkeep.daemon.transports.http.errors import HttpError
 
 NDJSON = "application/x-ndjson"
 T = TypeVar("T")

@@ -13,13 +13,13 @@ import time
 
 import zmq
 
+from ctxkeep.daemon.handlers.dispatch import dispatch
+from ctxkeep.daemon.handlers.registry import LOCAL, WAITING, Caller
+from ctxkeep.daemon.services import Services
+from ctxkeep.daemon.transports.zmq.inbox import Inbox
 from ctxkeep.protocol import DecodeFailure, ErrorCode, decode_request, encode
 from ctxkeep.protocol.replies import Error, Reply
 from ctxkeep.protocol.requests import Request
-from ctxkeep.daemon.handlers.dispatch import dispatch
-from ctxkeep.daemon.handlers.registry import LOCAL, WAITING, Caller
-from ctxkeep.daemon.transports.zmq.inbox import Inbox
-from ctxkeep.daemon.services import Services
 
 log = logging.getLogger(__name__)
 #: Frames larger than this (an import of thousands of messages) are decoded off the loop.

@@ -20,17 +20,16 @@ from collections.abc import Callable
 
 import zmq
 import zmq.asyncio
-
 from zmq.utils.monitor import parse_monitor_message
 
-from ctxkeep.protocol import encode, subjects
-from ctxkeep.protocol.events import DaemonStatusEvent, Event
-from ctxkeep.protocol.structs import DaemonStatus
 from ctxkeep.daemon.events.batcher import MAX_BATCH_BYTES
 from ctxkeep.daemon.events.bus import EventBus
 from ctxkeep.daemon.transports.zmq.inbox import Inbox
 from ctxkeep.daemon.transports.zmq.memory import release_free_memory
 from ctxkeep.daemon.transports.zmq.subscriptions import CUT_AFTER_REFUSALS, MAX_PREFIX_BYTES, SubscriptionLedger
+from ctxkeep.protocol import encode, subjects
+from ctxkeep.protocol.events import DaemonStatusEvent, Event
+from ctxkeep.protocol.structs import DaemonStatus
 
 log = logging.getLogger(__name__)
 
