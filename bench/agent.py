@@ -23,7 +23,7 @@ from pathlib import Path
 
 from common import emit
 from ctxkeep.daemon.context.shorten import shortened
-from ctxkeep.protocol.events import GenerationError, ResponseGeneration, SessionUpdated
+from ctxkeep.protocol.events import ResponseGeneration
 from ctxkeep.protocol.tools import FunctionSpec, ToolResult, ToolSpec
 from harness import DaemonProcess
 from ollama_standin import OllamaStandin, render
@@ -46,16 +46,9 @@ def result(step: int, rng: random.Random) -> str:
 
 def turn(client, sid: str, **send) -> object:
     """One generation, and whatever compaction follows it: its terminal event."""
-    acc = client.send(sid, **send)
-    end = None
-    while True:
-        item = client.next_event(timeout=60)
-        assert item is not None, "no event in 60 s"
-        e = item[1]
-        if isinstance(e, (ResponseGeneration, GenerationError)) and e.generation_id == acc.generation_id:
-            end = e
-        elif end is not None and isinstance(e, SessionUpdated) and e.session_id == sid and not e.session.busy:
-            return end
+    end = client.follow(client.send(sid, **send).generation_id, timeout=60)
+    client.settle(sid, timeout=600)
+    return end
 
 
 def main() -> None:

@@ -34,7 +34,6 @@ from ctxkeep.protocol.events import (
     ContextWarning,
     GenerationError,
     ResponseGeneration,
-    SessionUpdated,
 )
 from harness import DaemonProcess
 from ollama_standin import OllamaStandin
@@ -104,28 +103,23 @@ def converse(daemon: DaemonProcess, standin: OllamaStandin, workdir: Path, turns
                 text += "\nSee @module.py:full"
             active_before = [m.seq for m in c.history(s.id, active=True, limit=1000).messages]
             acc = c.send(s.id, text, cwd=str(workdir))
-            answered, result, last_after = False, None, None
+            last_after = None
             history_len = c.history(s.id, limit=1, start=10**9).total  # the question is stored
-            while True:
-                item = c.next_event(timeout=60)
-                assert item is not None, f"turn {i}: no end"
-                event = item[1]
-                if event.session_id != s.id:
-                    continue
+
+            def seen(event) -> None:
+                nonlocal last_after
                 if isinstance(event, CompactionResult) and event.status == "ok":
                     report.levels[event.level] += 1
                     last_after = event.tokens_after
                 elif isinstance(event, ContextWarning) and event.kind == "user_summary":
                     report.user_summarized += 1
-                elif isinstance(event, ResponseGeneration) and event.generation_id == acc.generation_id:
-                    answered, result = True, event
-                elif isinstance(event, GenerationError) and event.generation_id == acc.generation_id:
-                    answered = True
-                    report.refused += event.code == "context_overflow"
-                    if event.code == "context_overflow" and report.refused <= 3:
-                        print("refused:", i, event.message, flush=True)
-                elif answered and isinstance(event, SessionUpdated) and not event.session.busy:
-                    break
+            end = c.follow(acc.generation_id, seen, session=s.id, timeout=60)
+            result = end if isinstance(end, ResponseGeneration) else None
+            if isinstance(end, GenerationError):
+                report.refused += end.code == "context_overflow"
+                if end.code == "context_overflow" and report.refused <= 3:
+                    print("refused:", i, end.message, flush=True)
+            c.settle(s.id, seen, timeout=60)
             report.turns += 1
             if last_after is not None:  # once the turn's compactions are all done
                 report.max_usage_after = max(report.max_usage_after, last_after / window)
@@ -193,16 +187,9 @@ def estimate_by_kind(daemon: DaemonProcess, rng: random.Random, per_kind: int) -
         for kind in KINDS:
             for _ in range(per_kind):
                 s = c.create_session(model=MODEL, num_ctx=8192).session
-                acc = c.send(s.id, text_of(kind, rng, rng.randint(100, 300)))
-                while True:
-                    item = c.next_event(timeout=30)
-                    assert item is not None
-                    e = item[1]
-                    if isinstance(e, ResponseGeneration) and e.generation_id == acc.generation_id:
-                        out.setdefault(kind, []).append(abs(e.prompt_estimate - e.token_count) / e.token_count)
-                        break
-                    if isinstance(e, GenerationError) and e.generation_id == acc.generation_id:
-                        break
+                e = c.follow(c.send(s.id, text_of(kind, rng, rng.randint(100, 300))).generation_id, timeout=30)
+                if isinstance(e, ResponseGeneration):
+                    out.setdefault(kind, []).append(abs(e.prompt_estimate - e.token_count) / e.token_count)
     return out
 
 

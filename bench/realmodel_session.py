@@ -44,7 +44,7 @@ from ctxkeep.daemon.context.prompt import (  # noqa: E402
     MERGE_SYSTEM,
     USER_SUMMARY_SYSTEM,
 )
-from ctxkeep.protocol.events import CompactionResult, GenerationError, ResponseGeneration, SessionUpdated  # noqa: E402
+from ctxkeep.protocol.events import CompactionResult, ResponseGeneration  # noqa: E402
 from real_model import MODEL, question, served, server_log, start_llama  # noqa: E402
 from recording_proxy import RecordingProxy  # noqa: E402
 
@@ -138,17 +138,12 @@ def through_ctxkeepd(url: str, window: int, texts: list[str], answer: int) -> No
             sid = c.create_session(model=MODEL).session.id
             for text in texts:
                 start = time.monotonic()
-                gid, done = c.send(sid, text).generation_id, False
-                while True:  # until the session takes the next message
-                    item = c.next_event(timeout=600)
-                    assert item is not None, "no event in 600 s"
-                    e = item[1]
-                    if isinstance(e, (ResponseGeneration, GenerationError)) and e.generation_id == gid:
-                        assert isinstance(e, ResponseGeneration), e
-                        done = True
-                    compactions += isinstance(e, CompactionResult) and e.status == "ok"
-                    if done and isinstance(e, SessionUpdated) and e.session_id == sid and not e.session.busy:
-                        break
+                passes: list[object] = []
+                counted = lambda e: passes.append(e) if isinstance(e, CompactionResult) and e.status == "ok" else None  # noqa: E731
+                end = c.follow(c.send(sid, text).generation_id, counted, session=sid, timeout=600)
+                assert isinstance(end, ResponseGeneration), end
+                c.settle(sid, counted, timeout=600)  # until the session takes the next message
+                compactions += len(passes)
                 seconds.append(time.monotonic() - start)
         summary("ctxkeepd", window, seconds, proxy, server_said(server_log(url), log_start), compactions=compactions)
     finally:

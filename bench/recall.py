@@ -50,7 +50,7 @@ MODEL = "qwen2.5:7b"
 def turn(client, sid: str, text: str) -> object:
     """One turn, and the session idle again after it (its compaction done)."""
     end = client.turn(sid, text)
-    recall_live.settle(client, sid)
+    client.settle(sid)
     return end
 
 

@@ -35,7 +35,7 @@ from ctxkeep.daemon.context.prompt import (
 from ctxkeep.daemon.memory.block import OPENING as MEMORY_OPENING
 from ctxkeep.daemon.recall.select import CLOSING
 from ctxkeep.daemon.recall.select import OPENING as RECALL_OPENING
-from ctxkeep.protocol.events import ResponseGeneration, SessionUpdated
+from ctxkeep.protocol.events import ResponseGeneration
 
 SUMMARY_SYSTEMS = (COMPACTION_SYSTEM, MERGE_SYSTEM, CHECKPOINT_SYSTEM, USER_SUMMARY_SYSTEM,
                    CHECKPOINT_WITH_USER_SYSTEM, AGE_SYSTEM)
@@ -148,19 +148,6 @@ def steps(q: recall_lme.Question) -> list[Step]:
     return out
 
 
-def settle(c: Client, sid: str, quiet: float = 2.0) -> None:
-    """Until the session is idle again (the work after an answer, a compaction, done)."""
-    while True:
-        item = c.next_event(quiet)
-        if item is None:
-            if not c.session(sid).session.busy:
-                return
-            continue
-        e = item[1]
-        if isinstance(e, SessionUpdated) and e.session_id == sid and not e.session.busy:
-            return
-
-
 def parts(messages: list[dict[str, Any]], count: Callable[[str], int]) -> dict[str, int]:
     """Where a prompt's tokens went: the system prompt (and goals), the checkpoints, the
     verbatim turns, recall's block, memory's block (each part's text counted alone)."""
@@ -213,14 +200,14 @@ def replay(c: Client, standin: Any, model: Scripted, q: recall_lme.Question, win
         end = c.turn(sid, s.text)
         if not isinstance(end, ResponseGeneration):
             errors[end.code] += 1
-        settle(c, sid)
+        c.settle(sid)
     calls = model.summary_calls - calls_before
     if embedded:
         recall_lme.wait_embedded(c, standin)
     c.turn(sid, q.text)
     chat = [ch for ch in standin.chats if ch.body.get("stream", True) and not is_summary_call(ch.body["messages"])][-1]
     messages = chat.body["messages"]
-    settle(c, sid)
+    c.settle(sid)
     c.delete(sid)
     model.answers.clear()
     return Replayed("\n".join(m["content"] for m in messages), chat.prompt_tokens, parts(messages, standin.count),

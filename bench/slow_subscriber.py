@@ -55,13 +55,7 @@ def run(stalled: int, answers: int, words: int, buffer_mib: int) -> None:
             first = c.subscribe("").seq
             for _ in range(answers):  # a session each: every answer fills most of a window
                 sid = c.create_session(model="qwen2.5:7b").session.id
-                job = c.send(sid, "go").generation_id
-                while True:
-                    got = c.next_event(timeout=120)
-                    assert got is not None, "no terminal event in 120 s"
-                    event = got[1]
-                    if isinstance(event, TERMINAL) and event.generation_id == job:
-                        break
+                c.follow(c.send(sid, "go").generation_id, timeout=120)
             published = c.subscribe("").seq - first
             after = rss_mib(daemon.proc.pid)
         emit(bench="slow_subscriber", stalled=stalled, events=published,

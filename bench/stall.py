@@ -70,12 +70,7 @@ def imports(daemon, stop: threading.Event) -> None:
         c.subscribe("")
         while not stop.is_set():
             sid = c.import_session(model="qwen2.5:7b", num_ctx=4096, messages=messages).session.id
-            gid = c.send(sid, "What did we say about the garden?").generation_id
-            while not stop.is_set():
-                item = c.next_event(timeout=1)
-                if item is not None and getattr(item[1], "generation_id", "") == gid and \
-                        type(item[1]).__name__ in ("ResponseGeneration", "GenerationError"):
-                    break
+            c.follow(c.send(sid, "What did we say about the garden?").generation_id, timeout=600)
 
 
 def many_imports(daemon, stop: threading.Event, sessions: int = 60, size: int = 490) -> None:

@@ -43,7 +43,7 @@ import ollama
 import zmq
 
 from common import bare_relay, daemon_for, emit, fdatasync_floor, lmdb_commit_floor, percentiles, standin_process
-from ctxkeep.protocol.events import GenerationToken, ResponseGeneration, SessionUpdated
+from ctxkeep.protocol.events import GenerationToken, ResponseGeneration
 
 MODEL = "qwen2.5:7b"
 TEXT = "Say something short."
@@ -99,25 +99,17 @@ def through_daemon(c, n: int) -> list[float]:
         # a fresh session each time, so every prompt is the same size as the bare one
         sid = c.create_session(model=MODEL).session.id
         t0 = time.perf_counter()
-        gen = c.send(sid, TEXT).generation_id
-        first = None
-        while True:
-            item = c.next_event(timeout=30)
-            assert item is not None, "no event within 30 s"
-            event = item[1]
-            if getattr(event, "generation_id", None) != gen:
-                continue
-            if first is None and isinstance(event, GenerationToken):
-                first = time.perf_counter() - t0
-            if isinstance(event, ResponseGeneration):
-                break
+        firsts: list[float] = []
+
+        def first_token(event) -> None:
+            if not firsts and isinstance(event, GenerationToken):
+                firsts.append(time.perf_counter() - t0)
+        end = c.follow(c.send(sid, TEXT).generation_id, first_token, timeout=30)
+        assert isinstance(end, ResponseGeneration), end
         # and until the session is idle again: what ctxkeepd does after the answer (its
         # events, the compaction check) must not run into the next target's sample
-        while not isinstance(event, SessionUpdated) or event.session.id != sid or event.session.busy:
-            item = c.next_event(timeout=30)
-            assert item is not None, "no idle session within 30 s"
-            event = item[1]
-        samples.append(first)
+        c.settle(sid, timeout=30)
+        samples.append(firsts[0])
     return samples
 
 

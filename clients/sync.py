@@ -7,7 +7,7 @@ from typing import Any, TypeVar
 import zmq
 
 from ..protocol import encode, requests
-from ..protocol.events import DaemonStatusEvent, Event
+from ..protocol.events import DaemonStatusEvent, Event, SessionUpdated
 from ..protocol.replies import Reply
 from .calls import Calls
 from .core import (
@@ -166,13 +166,54 @@ class Client(Calls):
         CtxkeepError("daemon_restarted")."""
         if self._sub is None:
             self.subscribe()
-        generation = self.send(session, text, **send).generation_id
+        return self.follow(self.send(session, text, **send).generation_id, on_event)
+
+    def follow(self, generation_id: str, on_event: Callable[[Event], None] | None = None,
+               session: str = "", timeout: float | None = None) -> TurnEnd:
+        """Wait for the end of the turn `generation_id` (of a `send`, `regenerate` or `edit`
+        this client made, subscribed before it): as `turn`, each of its events to `on_event`
+        — with `session` (its id), that session's own events too (a compaction before the
+        answer, a warning); with `timeout`, TimeoutError when no end comes within it."""
+        deadline = None if timeout is None else time.monotonic() + timeout
         while True:
-            _, event = self.wait_event()
-            if not of_turn(event, generation):
+            if deadline is None:
+                _, event = self.wait_event()
+            else:
+                item = self.next_event(max(0.0, deadline - time.monotonic()))
+                if item is None:
+                    raise TimeoutError(f"no end of turn {generation_id} within {timeout} s")
+                event = item[1]
+            mine = of_turn(event, generation_id)
+            if not (mine or session and getattr(event, "session_id", "") == session
+                    and getattr(event, "generation_id", None) is None):
                 continue
             if on_event is not None:
                 on_event(event)
-            if ends_turn(event):
+            if mine and ends_turn(event):
                 return event  # type: ignore[return-value]
+
+    def settle(self, session: str, on_event: Callable[[Event], None] | None = None,
+               timeout: float | None = None, quiet: float = 1.0) -> None:
+        """Wait until the session is idle (its queue empty: the compaction after an answer
+        done too), each of its events to `on_event` meanwhile; after `quiet` seconds without
+        one, the session is asked. TimeoutError past `timeout`."""
+        if self._sub is None:
+            self.subscribe()
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            left = quiet if deadline is None else min(quiet, deadline - time.monotonic())
+            if left <= 0:
+                raise TimeoutError(f"session {session} still busy after {timeout} s")
+            item = self.next_event(left)
+            if item is None:
+                if not self.session(session).session.busy:
+                    return
+                continue
+            event = item[1]
+            if getattr(event, "session_id", "") != session:
+                continue
+            if on_event is not None:
+                on_event(event)
+            if isinstance(event, SessionUpdated) and not event.session.busy:
+                return
 

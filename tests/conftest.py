@@ -87,10 +87,13 @@ def events_until(client: Client, done, timeout: float, what: str) -> list[Event]
 
 def wait_terminal(client: Client, generation_id: str, timeout: float = 30.0) -> tuple[Event, list[Event]]:
     """Read events until the generation's terminal event: (that event, every event of it)."""
-    seen = events_until(client, lambda e: isinstance(e, (ResponseGeneration, GenerationError))
-                        and e.generation_id == generation_id, timeout,
-                        f"terminal event for generation {generation_id}")
-    return seen[-1], [e for e in seen if getattr(e, "generation_id", None) == generation_id]
+    seen: list[Event] = []
+    try:
+        end = client.follow(generation_id, seen.append, timeout=timeout)
+    except TimeoutError:
+        raise AssertionError(f"no terminal event for generation {generation_id} within {timeout} s: "
+                             f"saw {seen[-20:]}") from None
+    return end, seen
 
 
 def wait_for(client: Client, kinds, timeout: float = 10.0, where=lambda e: True) -> Event:
@@ -133,16 +136,10 @@ def until_idle(client: Client, session_id: str, job_id: str, timeout: float = 30
 def idle(client: Client, session_id: str, timeout: float = 30.0) -> None:
     """Until the session is idle (its queue empty: the work after a turn done), after a turn
     `Client.turn` returned."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        item = client.next_event(timeout=1.0)
-        if item is None:
-            if not client.session(session_id).session.busy:
-                return
-            continue
-        if isinstance(item[1], SessionUpdated) and item[1].session_id == session_id and not item[1].session.busy:
-            return
-    raise AssertionError(f"session {session_id} still busy after {timeout} s")
+    try:
+        client.settle(session_id, timeout=timeout)
+    except TimeoutError as exc:
+        raise AssertionError(str(exc)) from None
 
 
 @pytest.fixture

@@ -16,9 +16,7 @@ from pathlib import Path
 from ctxkeep.protocol.events import (
     CompactionResult,
     ContextWarning,
-    GenerationError,
     ResponseGeneration,
-    SessionUpdated,
 )
 
 WORDS = ("parser token grammar buffer cache index schema query latency thread socket queue "
@@ -68,30 +66,13 @@ def run(daemon, standin, workdir: Path, turns: int = 2000, window: int = 4096, s
         for i in range(turns):
             text = _text(rng, i) + (" See @notes.py:full" if i % 40 == 5 else "")
             acc = c.send(s.id, text, cwd=str(workdir))
-            terminal = False
             last_after = None
-            while True:
-                # after the answer, automatic compaction runs in the same job: read on until
-                # the session says it is idle again
-                item = c.next_event(timeout=60)
-                if item is None:
-                    report.violations.append(f"turn {i}: the turn did not end within 60 s")
-                    break
-                event = item[1]
-                if event.session_id != s.id:
-                    continue
-                if terminal and isinstance(event, SessionUpdated) and not event.session.busy:
-                    break
+
+            def seen(event) -> None:  # the turn's events, then the compaction after it
+                nonlocal last_after, users, fold_seen
                 if isinstance(event, ContextWarning) and event.kind == "user_summary":
                     report.user_summaries += 1
                     fold_seen = True
-                elif isinstance(event, ResponseGeneration) and event.generation_id == acc.generation_id:
-                    report.prompt_tokens.append(event.token_count)
-                    users.add(event.message.reply_to)
-                    terminal = True
-                elif isinstance(event, GenerationError) and event.generation_id == acc.generation_id:
-                    report.violations.append(f"turn {i}: {event.code}: {event.message}")
-                    terminal = True
                 elif isinstance(event, CompactionResult) and event.level:
                     report.trace.append(f"turn {i}: level {event.level} {event.status} "
                                         f"{event.tokens_before}->{event.tokens_after} {event.reason[:120]}")
@@ -107,6 +88,17 @@ def run(daemon, standin, workdir: Path, turns: int = 2000, window: int = 4096, s
                         users, fold_seen = now, False
                     else:
                         report.skipped[event.level] += 1
+            try:
+                end = c.follow(acc.generation_id, seen, session=s.id, timeout=60)
+                if isinstance(end, ResponseGeneration):
+                    report.prompt_tokens.append(end.token_count)
+                    users.add(end.message.reply_to)
+                else:
+                    report.violations.append(f"turn {i}: {end.code}: {end.message}")
+                # after the answer, automatic compaction runs in the same job: until the session is idle
+                c.settle(s.id, seen, timeout=60)
+            except TimeoutError:
+                report.violations.append(f"turn {i}: the turn did not end within 60 s")
             if last_after is not None:  # the state once this turn's compactions are all done
                 report.fills_after.append(last_after / window)
                 if last_after > 0.8 * window:

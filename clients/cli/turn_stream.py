@@ -8,7 +8,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TextIO
+from typing import TextIO, TypeVar
 
 from ...protocol.events import (
     CompactionProgress,
@@ -22,12 +22,13 @@ from ...protocol.events import (
     GenerationToken,
     GenerationWaiting,
     ResponseGeneration,
-    SessionUpdated,
 )
 from ...protocol.replies import Accepted
 from ..core import CtxkeepError, DaemonUnavailable
 from ..sync import Client
 from .common import Styles
+
+T = TypeVar("T")
 
 
 def stream_turn(client: Client, session: str, text: str, out: TextIO,
@@ -91,56 +92,47 @@ def _stream_turn(client: Client, session: str, text: str, out: TextIO, show_thin
         print(f"ctxkeep: warning: {warning}", file=notes, flush=True)
     gen = accepted.generation_id
     shown = {"thinking": False}
+
+    def each(event: Event) -> None:
+        if on_event is not None and getattr(event, "generation_id", None) == gen:
+            on_event(event)
+        _show(event, accepted, out, style, notes, show_thinking, shown)
     while True:
         try:  # Ctrl-C anywhere while the answer streams (waiting or printing) cancels it
-            _, event = _next_event(client, accepted)
-            if on_event is not None and getattr(event, "generation_id", None) == gen:
-                on_event(event)
-            end = _show(event, accepted, out, style, notes, show_thinking, shown)
+            end = _reported(accepted, lambda: client.follow(gen, each, session=accepted.session_id))
+            break
         except KeyboardInterrupt:
             client.cancel(session, gen)
             if on_interrupt:
                 on_interrupt()
-            continue
-        if end is not None:
-            _after_answer(client, accepted, out, style, notes, shown)
-            return end
+    _after_answer(client, accepted, out, style, notes, shown)
+    return end
 
 
 def _after_answer(client: Client, accepted: Accepted, out: TextIO, style: "Styles", notes: TextIO,
                   shown: dict[str, bool]) -> None:
     """Until the session is idle again: a compaction after the answer shows while it runs
     (its step and the time left), and Ctrl-C stops it (the context as it was before it)."""
-    cancelled = False
+    def each(event: Event) -> None:
+        if isinstance(event, CompactionResult) and event.status != "ok" and event.reason == "cancelled":
+            _waiting_line(notes, style, shown, "")
+            print(f"{style.dim}[compaction stopped: the context is as it was]{style.reset}", file=notes, flush=True)
+        else:
+            _show(event, accepted, out, style, notes, False, shown)
     while True:
         try:
-            item = client.next_event(1.0)
-            if item is None:
-                if not client.session(accepted.session_id).session.busy:
-                    break
-                continue
-            event = item[1]
-            if isinstance(event, SessionUpdated) and event.session_id == accepted.session_id \
-                    and not event.session.busy:
-                break
-            if isinstance(event, CompactionResult) and event.session_id == accepted.session_id \
-                    and event.status != "ok" and event.reason == "cancelled":
-                _waiting_line(notes, style, shown, "")
-                print(f"{style.dim}[compaction stopped: the context is as it was]{style.reset}", file=notes, flush=True)
-                continue
-            _show(event, accepted, out, style, notes, False, shown)
+            _reported(accepted, lambda: client.settle(accepted.session_id, each))
+            break
         except KeyboardInterrupt:
-            if not cancelled:
-                cancelled = True
-                client.cancel(accepted.session_id)
+            client.cancel(accepted.session_id)
     _waiting_line(notes, style, shown, "")
 
 
-def _next_event(client: Client, accepted: Accepted) -> tuple[str, Event]:
-    """The next event; a daemon that stops meanwhile is reported with what became of the
-    question (accepted, so stored: never lost)."""
+def _reported(accepted: Accepted, wait: Callable[[], T]) -> T:
+    """`wait()`; a daemon that stops meanwhile is reported with what became of the question
+    (accepted, so stored: never lost)."""
     try:
-        return client.wait_event()
+        return wait()
     except DaemonUnavailable as exc:
         raise CtxkeepError(exc.code, f"{exc.message}. Your message was accepted and is stored in "
                                      f"the session ({accepted.session_id}); ctxkeepd stopped before "
