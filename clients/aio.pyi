@@ -82,8 +82,8 @@ class AsyncClient:
         """Restore a snapshot; without an id, undo the last compaction."""
         ...
     async def delete_snapshot(self, ref: str, snapshot_id: str) -> SnapshotReply: ...
-    async def regenerate(self, ref: str, think: bool | None=...) -> Accepted:
-        """A new answer to the session's last question (see `regenerate`)."""
+    async def regenerate(self, ref: str, think: bool | None=..., continues: bool=...) -> Accepted:
+        """A new answer to the session's last question (see `regenerate`); with `continues`,"""
         ...
     async def edit(self, ref: str, seq: int | None, text: str, cwd: str=..., think: bool | None=...) -> Accepted:
         """Question `seq` (None: the last one) asked again as `text` (see `edit`)."""

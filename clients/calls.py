@@ -136,9 +136,10 @@ class Calls:
     def delete_snapshot(self, ref: str, snapshot_id: str) -> SnapshotReply:
         return self.request(requests.SnapshotDelete(session=ref, snapshot_id=snapshot_id), SnapshotReply)
 
-    def regenerate(self, ref: str, think: bool | None = None) -> Accepted:
-        """A new answer to the session's last question (see `regenerate`)."""
-        return self.request(requests.Regenerate(session=ref, think=think), Accepted)
+    def regenerate(self, ref: str, think: bool | None = None, continues: bool = False) -> Accepted:
+        """A new answer to the session's last question (see `regenerate`); with `continues`,
+        the last answer gone on from where it stopped."""
+        return self.request(requests.Regenerate(session=ref, think=think, continues=continues), Accepted)
 
     def edit(self, ref: str, seq: int | None, text: str, cwd: str = "", think: bool | None = None) -> Accepted:
         """Question `seq` (None: the last one) asked again as `text` (see `edit`)."""

@@ -45,7 +45,15 @@ class Regenerate(Turn, tag="regenerate"):
     answer as events). The answer it replaces stays in history and leaves the active
     context; the new one records it as `alternative_of`. If the new turn fails, the
     previous answer stays where it was. After a failed turn, its question is asked again
-    (a failed edit's reworded question, in place of the exchange it rewords)."""
+    (a failed edit's reworded question, in place of the exchange it rewords).
+
+    With `continues`, the model goes on from the last answer instead (sent as its own
+    unfinished message: Ollama and llama.cpp's server continue it); the tokens stream what
+    it adds, and the stored answer is the whole, in place of the one it goes on from (one
+    answer in the window, not a question and a second answer); what it adds is capped as
+    any answer is (answer_max_share)."""
+
+    continues: bool = False
 
 
 class Edit(Turn, tag="edit", kw_only=True):

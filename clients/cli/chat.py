@@ -6,7 +6,6 @@ import sys
 
 from ...protocol.events import GenerationError, ResponseGeneration
 from ..core import CtxkeepError, DaemonUnavailable
-from ..present import CONTINUE
 from .common import Styles, add_session_argument, connect, gauge, session_line, usage_lines
 from .compact import run_compaction
 from .lines import Reader, plain_reader, reader
@@ -18,7 +17,8 @@ HELP = """commands:
   /help      this text
   /usage     how full the context window is, by segment
   /retry     a new answer to the last question (the old one stays in history)
-  /continue  ask the model to go on where its last answer stopped (one cut at its limit)
+  /continue  the model goes on from where its last answer stopped (one cut at its limit): the
+             same answer, made longer
   /edit TEXT ask the last question again as TEXT (the old one stays in history);
              /edit alone opens the last question in $EDITOR
   /alt [N]   the answers to the last question; with N, make answer #N the one the model sees
@@ -121,8 +121,8 @@ def _redo(client, session_id: str, text: str, args: argparse.Namespace):
     think = True if args.think else None
     if name == "/retry":
         return lambda: client.regenerate(session_id, think=think)
-    if name == "/continue":  # a question of its own, in history like any other
-        return lambda: client.send(session_id, CONTINUE, think=think)
+    if name == "/continue":  # the last answer, gone on from where it stopped
+        return lambda: client.regenerate(session_id, think=think, continues=True)
     if name == "/edit" and not rest.strip():  # on a terminal: the last question in $EDITOR
         rest = _in_editor(client, session_id) or ""
     if name == "/edit" and rest.strip():  # the last question

@@ -10,7 +10,6 @@ from PySide6.QtWidgets import QInputDialog, QWidget
 from ...protocol import requests
 from ...protocol.replies import HistoryReply, UsageReply
 from ...protocol.structs import MessageInfo
-from ..present import CONTINUE
 from .chatlog import ChatLog
 from .entries import Entry, joined
 
@@ -55,8 +54,8 @@ class MessageActions:
             self.submit(requests.Branch(session=sid, at=seq))
         elif name == "alt":
             self._alternative(seq)
-        elif name == "continue":  # a question of its own, in history like any other
-            self.submit(requests.Send(session=sid, text=CONTINUE, cwd=os.getcwd()))
+        elif name == "continue":  # the last answer, gone on from where it stopped
+            self.submit(requests.Regenerate(session=sid, continues=True))
 
     def _alternative(self, seq: int) -> None:
         """Another answer to the last question becomes the one the model sees (the daemon's

@@ -39,6 +39,17 @@ def last_exchange(services: Services, record: SessionRecord) -> Reopened:
 
 @handles(requests.Regenerate, session=True)
 async def regenerate(services: Services, req: requests.Regenerate, record: SessionRecord) -> Accepted:
-    refuse_unless_idle(services, record, "regenerate")
-    job = services.generations.regenerate(record, last_exchange(services, record), extras(req, record))
+    refuse_unless_idle(services, record, "regenerate" if not req.continues else "continue")
+    exchange = last_exchange(services, record)
+    prefill = continued(services, record, exchange) if req.continues else ""
+    job = services.generations.regenerate(record, exchange, extras(req, record), prefill=prefill)
     return Accepted(id=req.id, session_id=record.id, generation_id=job.id, ahead=0)
+
+
+def continued(services: Services, record: SessionRecord, exchange: Reopened) -> str:
+    """The text a continue goes on from: the last answer, whole and in the active context."""
+    (answer,) = services.store.history.messages(record.id, [exchange.answer])
+    if not exchange.in_context or answer.status != "complete" or answer.tool_calls or not answer.content:
+        raise RequestError(ErrorCode.INVALID_ARGUMENT, f"session {record.name!r} has no whole answer at its end "
+                                                       "to go on from (a failed turn is regenerated instead)")
+    return answer.content

@@ -76,7 +76,7 @@ class Completer:
         eval_count = bounded(final.eval_count)
         sent = add(turn.features, turn.recall.features)  # the prompt as sent, its recall block in
         calibrations = [] if truncated or not counted else estimator.observe(
-            session, sent, token_count, turn.estimate, [(output.text, eval_count)],
+            session, sent, token_count, turn.estimate, [(output.streamed, eval_count)],
             repeated=repetitive(prompt_content(user)))
         # bounded, but a schema's patterns may take their time: never on the event loop
         format_error = await asyncio.to_thread(format_problem, output.text, answer_format) \

@@ -125,7 +125,7 @@ class Generations:
         return job, ahead, user
 
     def regenerate(self, session: SessionRecord, reopened: Reopened, extras: ChatExtras,
-                   edited: NewMessage | None = None) -> Job:
+                   edited: NewMessage | None = None, prefill: str = "") -> Job:
         """Queue a new answer to the last question (or to `edited`, asked in its place). Its
         turn first takes the question and its answer out of the active context (one synced
         commit, so the prompt is built without them: `store.context.reopen`), then runs as
@@ -142,7 +142,7 @@ class Generations:
                 job.end(GenerationError(generation_id=job.id, code=exc.code.value, message=str(exc)))
                 return
             question = Question(commit, user, self._announcer(job, session), reopened=reopened)
-            await self._execute(job, question, extras)
+            await self._execute(job, question, extras, prefill)
 
         def failed(job: Job, code: ErrorCode, message: str) -> GenerationError:
             if not commit.started:
@@ -157,9 +157,10 @@ class Generations:
         return lambda user: self.parts.bus.publish(QueryReceived(
             generation_id=job.id, message=message_info(user), model=session.model), session.id)
 
-    async def _execute(self, job: Job, question: Question, extras: ChatExtras) -> None:
+    async def _execute(self, job: Job, question: Question, extras: ChatExtras, prefill: str = "") -> None:
         """The turn, top to bottom. Its question is committed once the model request is
-        out, or before anything that waits (a call to /api/show, a compaction, a failure)."""
+        out, or before anything that waits (a call to /api/show, a compaction, a failure).
+        With `prefill`, the answer goes on from it (a continue) and is stored whole."""
         sid = job.session_id
         view = self.parts.store.history.view(sid)  # read once; each step passes it on
         if self.parts.backend.known_facts(view.session.model) is None:
@@ -167,7 +168,8 @@ class Generations:
         output = Output(self.parts.bus, sid, job.id, self.parts.config.token_batch_ms / 1000.0)
         compacted = Pass("the next prompt would not fit")  # taken back if the turn fails
         try:
-            turn = await self.preparer.prepare(job.id, view, question, compacted, extras.tools)
+            turn = await self.preparer.prepare(job.id, view, question, compacted, extras.tools, prefill)
+            output.prefill = prefill
             await self._stream(job, turn, question, output, extras)
             done = await self.completer.complete(job, turn, await question.settled(), output,
                                                  question.reopened, extras.format)
@@ -191,7 +193,8 @@ class Generations:
         if plain:
             counted = done.session.token_count if done.session.tokens_exact else 0
             self.parts.served.turn(session.model, Served(
-                session.id, [*turn.messages, {"role": "assistant", "content": output.text}], turn.view,
+                session.id, [*(turn.messages[:-1] if output.prefill else turn.messages),
+                             {"role": "assistant", "content": output.text}], turn.view,
                 counted, turn.estimate.tokens))
 
     async def _stream(self, job: Job, turn: Turn, question: Question, output: Output,
@@ -231,7 +234,7 @@ class Generations:
         await stream.aclose()  # the server stops writing once its connection is closed
         output.flush()
         assert output.final is not None  # stream_chat raises when the final chunk is missing
-        if not (output.text.strip() or output.thought.strip() or output.calls):
+        if not (output.streamed.strip() or output.thought.strip() or output.calls):
             raise ModelCallError(ErrorCode.OLLAMA_ERROR, f"{session.model} answered nothing (an empty answer; "
                                  f"it ended with {output.final.done_reason or 'no reason given'!r}): send "
                                  "again, or regenerate; if it keeps happening, the model server's chat "

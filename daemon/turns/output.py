@@ -17,6 +17,8 @@ class Output:
         self.final: ChatChunk | None = None
         #: The tools the answer calls (each whole, in one chunk or several).
         self.calls: list[ToolCall] = []
+        #: What the answer went on from (a continue): the answer is it and what streamed.
+        self.prefill = ""
         self.tokens = TextBatcher(interval_s, lambda i, text: bus.publish(
             GenerationToken(generation_id=generation_id, index=i, text=text), session_id))
         self.thoughts = TextBatcher(interval_s, lambda i, text: bus.publish(
@@ -41,6 +43,12 @@ class Output:
 
     @property
     def text(self) -> str:
+        """The whole answer (after what it went on from, for a continue)."""
+        return self.prefill + self.streamed
+
+    @property
+    def streamed(self) -> str:
+        """What the model wrote in this turn."""
         return "".join(self.answer)
 
     @property

@@ -23,6 +23,7 @@ from ctxkeep.daemon.recall.recalled import Recall
 from ctxkeep.daemon.recall.recaller import Recaller
 from ctxkeep.daemon.recall.room import KEPT_MESSAGES, NOTHING, REACH_SHARE, Movable, bounded, movable
 from ctxkeep.daemon.store.records import MessageRecord, SessionRecord, View
+from ctxkeep.daemon.tokens import text_features
 from ctxkeep.daemon.turns.limits import answer_room, floor_view, judged, refuse_impossible
 from ctxkeep.daemon.turns.question import Question
 from ctxkeep.protocol import ErrorCode
@@ -30,6 +31,8 @@ from ctxkeep.protocol.events import GenerationRecalled
 
 log = logging.getLogger("ctxkeep.daemon.turns.generation")
 
+#: The fewest tokens a continue may still write.
+MIN_CONTINUATION = 16
 #: The reading bound never takes recall below this many of its passages (their mean size).
 READ_FLOOR = 3
 
@@ -71,17 +74,19 @@ class Preparer:
     prompts: TurnPrompts
 
     async def prepare(self, generation_id: str, view: View, question: Question, compacted: Pass,
-                      tools: list | None = None) -> Turn:
+                      tools: list | None = None, prefill: str = "") -> Turn:
         """The turn's request. The question's commit is started (and its announcement
         awaited) before anything that changes the context; `compacted` is the pass made
         to fit the prompt, which the caller takes back if the turn fails; `tools`, the tool
-        definitions the request carries, count in its estimate."""
+        definitions the request carries, count in its estimate. With `prefill`, the answer
+        the model goes on from (a continue): the prompt ends with it as the model's own
+        unfinished message, counted in the prompt (the window holds the whole answer)."""
         estimator = self.parts.estimator
         if view.active and view.active[-1].tool_calls and question.record.role != "tool":
             raise RequestError(ErrorCode.INVALID_ARGUMENT, "the answer before this message called tools: "
                                                            "send what they returned (`tool_results`) first")
         view = view._replace(session=await self._window(view.session))
-        offered = json_features(tools)
+        offered = add(json_features(tools), text_features(prefill)) if prefill else json_features(tools)
         features = add(estimator.context_features(*view, question.record), offered)
         if not self.auto.fits_estimate(view.session, estimator.of_features(view.session, features)):
             view = await self._counted(view, question.record, features, tools)
@@ -95,7 +100,7 @@ class Preparer:
             if not self.auto.fits_estimate(view.session, estimator.of_features(view.session, features)):
                 view = await self._counted(view, user, features, tools)  # compacted: fits by its count?
         estimate = estimator.of_features(view.session, features)
-        if question.record.role != "tool":  # tool results ask nothing
+        if question.record.role != "tool" and not prefill:  # tool results ask nothing; a continue recalled
             view, features, recall, estimate = await self._recall(view, question.record, features, estimate,
                                                                   compacted, offered)
         else:
@@ -108,6 +113,11 @@ class Preparer:
                 memory_tokens=recall.memory_tokens), session.id)
         room = answer_room(self.parts, session, estimate, self.auto.enabled(session))
         messages = self.prompts.build(*view, question.record, recall.block)
+        if prefill:  # the answer so far (in the prompt, so counted in the room the window leaves)
+            if room < MIN_CONTINUATION:
+                raise RequestError(ErrorCode.CONTEXT_OVERFLOW, "the window leaves the answer no room to go on: "
+                                   "compact (`ctxkeep compact`), or ask for the rest in a new message")
+            messages.append({"role": "assistant", "content": prefill})
         options = {**session.options, "num_ctx": session.window, "num_predict": room}
         return Turn(view, features, estimate, recall, messages, options)
 

@@ -90,3 +90,29 @@ def test_tool_call_arguments_nested_too_deep_are_a_400_with_the_reason(door, sta
                         headers={"Authorization": f"Bearer {door.front_door.token}"},
                         json={"model": "qwen2.5:7b", "messages": messages})
     assert answer.status_code == 400 and "nest deeper than" in answer.text
+
+
+def test_a_conversation_sent_back_ending_with_its_answer_continues_that_answer(door, standin):
+    """Issue 59: the way Ollama's and OpenAI's clients ask a model to go on — the conversation
+    sent back ending with the answer — continues that answer: the model is sent it as its own
+    unfinished message, and the session holds the whole answer in its place, no new question."""
+    import httpx
+    headers = {"Authorization": f"Bearer {door.front_door.token}"}
+    question = {"role": "user", "content": "Tell me a long story about a lighthouse."}
+    standin.script("Once upon a time there was a lighthouse")
+    first = httpx.post(door.front_door.url + "/api/chat", headers=headers, timeout=30,
+                       json={"model": "qwen2.5:7b", "messages": [question], "stream": False}).json()["message"]
+    standin.script(" on a rocky shore.")
+    more = httpx.post(door.front_door.url + "/api/chat", headers=headers, timeout=30,
+                      json={"model": "qwen2.5:7b", "messages": [question, first], "stream": False})
+    assert more.status_code == 200, more.text
+    assert standin.chats[-1].body["messages"][-1] == {"role": "assistant", "content": first["content"]}
+    (session,) = sessions(door)
+    with door.client() as c:
+        history = c.history(session.id).messages
+    assert [m.role for m in history] == ["user", "assistant", "assistant"]
+    assert history[-1].content == "Once upon a time there was a lighthouse on a rocky shore."
+    stranger = httpx.post(door.front_door.url + "/api/chat", headers=headers, timeout=30, json={
+        "model": "qwen2.5:7b", "stream": False,
+        "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "Sure, the JSON: {"}]})
+    assert stranger.status_code == 400 and "continues that answer" in stranger.text

@@ -122,14 +122,23 @@ def test_show_prompt_is_exactly_what_the_model_sees_part_by_part(client, daemon,
 
 
 def test_continue_asks_the_model_to_go_on_after_an_answer_cut_at_its_limit(client, daemon, standin):
-    """Issue 41: `ask` says how to go on after an answer cut at its limit; `/continue` in
-    `ctxkeep chat` sends the request to go on, a question of its own in history."""
-    from ctxkeep.clients.present import CONTINUE
+    """Issue 41: `ask` says how to go on after an answer cut at its limit; issue 59: `/continue`
+    in `ctxkeep chat` has the model go on from the answer itself (sent as its own unfinished
+    message, as Ollama continues it) and stores the whole in its place, no new question."""
     sid = client.create_session(model="qwen2.5:7b", name="long", num_ctx=2048).session.id
     standin.script(" ".join(f"word{i}" for i in range(3000)))
     asked = daemon.cli("ask", "long", "Tell me everything.")
     assert "/continue in `ctxkeep chat` asks it to go on" in asked.stderr + asked.stdout
+    first = client.history(sid, limit=10).messages[1]
+    assert first.done_reason == "length"
+    standin.script("and so on, to the end.")
     chat = daemon.cli("chat", "long", input="/continue\n/quit\n")
     assert chat.returncode == 0, chat.stderr
-    assert standin.chats[-1].body["messages"][-1]["content"] == CONTINUE
-    assert client.history(sid, limit=10).messages[2].content == CONTINUE
+    sent = standin.chats[-1].body["messages"]
+    assert sent[-1] == {"role": "assistant", "content": first.content} and sent[-2]["content"] == "Tell me everything."
+    history = client.history(sid, limit=10).messages
+    assert [m.role for m in history] == ["user", "assistant", "assistant"]  # no new question
+    whole = history[-1]
+    assert whole.content == first.content + "and so on, to the end." and whole.alternative_of == first.seq
+    active = [m.seq for m in client.history(sid, limit=10, active=True).messages]
+    assert active == [0, whole.seq]  # the whole answer in place of the one it went on from

@@ -60,6 +60,9 @@ class ChatRequest:
     #: The new message is the stored session's last, unanswered (its turn failed, or the
     #: daemon stopped under it): it is asked again there, not stored twice.
     retry: bool = False
+    #: The conversation ends with the answer to its last question, sent back to go on from
+    #: (the way Ollama's and OpenAI's clients ask a model to continue): that answer continues.
+    continues: bool = False
 
 
 def settings(options: dict[str, Any] | None, num_ctx: Any = None) -> tuple[dict[str, Any], int | None]:
@@ -91,7 +94,7 @@ def check_extras(think: object, format: object) -> None:
         raise HttpError(ErrorCode.INVALID_REQUEST.value, f"format: the JSON schema cannot be used: {problem}")
 
 
-def split_messages(raw: list[dict[str, Any]]) -> tuple[str, list[ImportedMessage], ImportedMessage]:
+def split_messages(raw: list[dict[str, Any]]) -> tuple[str, list[ImportedMessage], ImportedMessage, bool]:
     """(system prompt, the conversation before the new message, the new message) of a chat's
     messages in Ollama's or OpenAI's shape."""
     try:
@@ -100,11 +103,16 @@ def split_messages(raw: list[dict[str, Any]]) -> tuple[str, list[ImportedMessage
         raise HttpError(ErrorCode.INVALID_REQUEST.value, str(exc)) from None
     system = "\n\n".join(m.content for m in messages if m.role == "system")
     talk = [m for m in messages if m.role != "system"]
+    continues = len(talk) >= 2 and talk[-1].role == "assistant" and not talk[-1].tool_calls \
+        and bool(talk[-1].content.strip()) and talk[-2].role == "user"
+    if continues:  # the answer sent back unfinished: the model goes on from it
+        talk = talk[:-1]
     last = talk[-1] if talk else None
     if last is None or not (last.role == "tool" or last.role == "user" and (last.content.strip() or last.images)):
         raise HttpError(ErrorCode.INVALID_REQUEST.value, "the last message must be the user's (not empty), "
-                        "or the results of the last answer's tool calls: it is the new turn")
-    return system, talk[:-1], last
+                        "the results of the last answer's tool calls (the new turn), or the last answer "
+                        "(to go on from it)")
+    return system, talk[:-1], last, continues
 
 
 def tools_of(raw: list[Any] | None) -> list[ToolSpec]:
@@ -183,6 +191,10 @@ class Chats:
             else:
                 session = await self._start(chat, match.session, match.shared, match.at_seq)
                 made = True
+        if chat.continues and not chat.retry:
+            await self.discard(session.id, made)
+            raise HttpError(ErrorCode.INVALID_ARGUMENT.value, "a conversation that ends with an answer continues "
+                            "that answer where ctxkeepd gave it: no session holds this one as its last")
         try:
             return await self._configure(session, chat), made
         except HttpError:

@@ -67,14 +67,14 @@ def image_limits(images: list[str], most: int, largest: int) -> None:
 
 def chat_request(body: OllamaChat, header_session: str) -> ChatRequest:
     """The chat as the engine runs it."""
-    system, history, new = split_messages(body.messages)
+    system, history, new, continues = split_messages(body.messages)
     options, num_ctx = settings(body.options)
     format = body.format or None  # "" is Ollama's "no format"
     check_extras(body.think, format)
     return ChatRequest(model=body.model, system=system, history=history, new=new, options=options,
                        num_ctx=num_ctx, think=body.think, format=format,
                        keep_alive=body.keep_alive, session=header_session or body.session,
-                       tools=tools_of(body.tools))
+                       tools=tools_of(body.tools), continues=continues)
 
 
 def _chunk(model: str, content: str = "", thinking: str = "", tool_calls: list | None = None,

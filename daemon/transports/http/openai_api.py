@@ -50,7 +50,7 @@ class ChatCompletion(msgspec.Struct, kw_only=True):
 
 
 def chat_request(body: ChatCompletion, header_session: str) -> ChatRequest:
-    system, history, new = split_messages(body.messages)
+    system, history, new, continues = split_messages(body.messages)
     options, num_ctx = settings(body.options, body.num_ctx)
     for name, value in (("temperature", body.temperature), ("top_p", body.top_p), ("seed", body.seed),
                         ("num_predict", body.max_completion_tokens or body.max_tokens),
@@ -65,7 +65,7 @@ def chat_request(body: ChatCompletion, header_session: str) -> ChatRequest:
     check_extras(think, format)
     return ChatRequest(model=body.model, system=system, history=history, new=new, options=options,
                        num_ctx=num_ctx, think=think, format=format,
-                       session=header_session or body.session, tools=tools_of(body.tools))
+                       session=header_session or body.session, tools=tools_of(body.tools), continues=continues)
 
 
 def _format(response_format: dict[str, Any] | None) -> str | dict[str, Any] | None:

@@ -54,7 +54,7 @@ async def start(chats: Chats, chat: ChatRequest, gone: asyncio.Event | None = No
         turn: dict[str, Any] = {"session": session_id, "tools": chat.tools, "think": chat.think,
                                 "format": chat.format, "keep_alive": chat.keep_alive}
         try:
-            accepted = await chats.call(requests.Regenerate(**turn) if chat.retry else requests.Send(
+            accepted = await chats.call(requests.Regenerate(**turn, continues=chat.continues) if chat.retry else requests.Send(
                 text="" if new.tool_results else new.content, images=new.images,
                 tool_results=new.tool_results, **turn))
         except BaseException:
