@@ -16,8 +16,3 @@ def size(n: int) -> str:
 def chat_models(models: list[ModelInfo]) -> list[ModelInfo]:
     """The models one can chat with: not the embedding models (nomic-embed-text, ...)."""
     return [m for m in models if "embed" not in m.name]
-
-
-#: What `/continue` (the CLI) and "continue" (the window, on an answer cut at its length
-#: limit) send: a question of its own, in history like any other, that asks the model to go on.
-CONTINUE = "Continue your last answer exactly where it stopped, without repeating any of it."
