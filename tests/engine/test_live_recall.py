@@ -1,0 +1,87 @@
+"""Recall inside a live session (issue 57), in the engine: a conversation sent message by
+message in a small window — compaction running as it does for a user, checkpoints made by a
+model that keeps a quarter of what it summarizes — then a question about what was said long
+before. The evidence reaches the prompt verbatim; and whatever the window, the reading speed
+and the chatter, a message whose best match lies outside the active context gets at least
+that passage (a property)."""
+
+import asyncio
+import random
+
+from hypothesis import given, settings, strategies as st
+
+from ctxkeep.daemon.config import Config
+from ctxkeep.protocol import requests
+from inprocess import InProcess
+from memory_backend import MemoryBackend
+
+MODEL = "qwen2.5:7b"
+TOPICS = ["the bakery on the corner", "a bicycle repair", "the new bus timetable", "tomato seedlings",
+          "a jazz record", "the leaking tap", "a chess opening", "the library card", "a hiking boot",
+          "the village fair", "a sourdough starter", "the broken umbrella"]
+EVIDENCE = ["Remember this for later: my locker at the swimming pool is number 4711, the blue one.",
+            "Also: the plumber Okonkwo comes on the 14th to fix the boiler."]
+QUESTION = "What number is my locker at the swimming pool, and when does the plumber Okonkwo come?"
+
+
+def summarizer(messages: list[dict]) -> str | None:
+    """A summary of realistic size (a quarter of the sentences it is given), or None for a turn."""
+    request = messages[-1]["content"]
+    if not request.startswith(("Conversation to summarize", "Summary to shorten", "Summaries of")):
+        return None
+    source = request.split("\n\n", 1)[-1] if "conversation above" not in request else \
+        "\n".join(m["content"] for m in messages[:-1] if m["role"] != "system")
+    sentences = [s for s in source.replace("\n", ". ").split(". ") if s.strip()]
+    return ". ".join(sentences[::4]) or "Summary: everyday talk."
+
+
+def chat(window: int, turns: int, seed: int, ns_per_read: int = 1) -> tuple[list[dict], list[str]]:
+    """The conversation sent message by message, then the question: (its prompt, the
+    evidence sent)."""
+    rng = random.Random(seed)
+
+    def reply(messages: list[dict]) -> str:
+        summary = summarizer(messages)
+        if summary is not None:
+            return summary
+        topic = rng.choice(TOPICS)
+        return f"About {topic}: " + " ".join(rng.choice(topic.split() + ["well", "then", "so"]) for _ in range(25)) + "."
+    backend = MemoryBackend(reply=reply)
+    backend.ns_per_read = ns_per_read
+
+    async def go(app: InProcess) -> None:
+        sid = (await app.call(requests.SessionCreate(model=MODEL, num_ctx=window))).session.id
+        texts = [EVIDENCE[0]] + [f"Tell me something about {rng.choice(TOPICS)}, please." for _ in range(turns)]
+        texts.insert(len(texts) // 3, EVIDENCE[1])
+        for text in texts + [QUESTION]:
+            await app.call(requests.Send(session=sid, text=text))
+            await app.services.jobs.drain(30)
+
+    import tempfile
+    from pathlib import Path
+    app = InProcess(Path(tempfile.mkdtemp(prefix="cklive")), backend, Config(embed_model="", embed_builtin=False))
+    try:
+        asyncio.run(go(app))
+    finally:
+        app.close()
+    prompt = next(m for m, _ in reversed(backend.chats) if m[-1]["content"].startswith(QUESTION))
+    return prompt, EVIDENCE
+
+
+def test_a_live_session_brings_the_evidence_said_long_before_into_the_prompt():
+    prompt, evidence = chat(window=2048, turns=60, seed=1)
+    text = "\n".join(m["content"] for m in prompt)
+    assert all(e in text for e in evidence), [e in text for e in evidence]
+    last = prompt[-1]["content"]
+    assert last.startswith(QUESTION)  # the block, if any, after the question
+
+
+@settings(max_examples=8, deadline=None)
+@given(window=st.sampled_from([1024, 2048, 4096]), turns=st.integers(30, 70), seed=st.integers(0, 10**6),
+       ns_per_read=st.sampled_from([1, 5_000_000, 50_000_000]))
+def test_a_best_match_outside_the_active_context_always_reaches_the_prompt(window, turns, seed, ns_per_read):
+    """Whatever the window, the chatter and the reading speed (none, 200 and 20 tokens a
+    second: the reading bound never leaves recall with nothing), the first fact's own
+    sentence is in the prompt of the question that asks for it."""
+    prompt, evidence = chat(window, turns, seed, ns_per_read)
+    assert evidence[0] in "\n".join(m["content"] for m in prompt)
