@@ -22,6 +22,7 @@ import tempfile
 from pathlib import Path
 
 from common import emit
+
 from ctxkeep.daemon.context.shorten import shortened
 from ctxkeep.protocol.events import ResponseGeneration
 from ctxkeep.protocol.tools import FunctionSpec, ToolResult, ToolSpec

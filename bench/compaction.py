@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 
 from common import emit
+
 from ctxkeep.daemon.compaction.planner import (
     RECENT_FILE_MESSAGES,
     plan_file_summaries,

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from common import emit
+
 from crash import run
 from harness import DaemonProcess
 from ollama_standin import OllamaStandin

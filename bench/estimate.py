@@ -18,6 +18,7 @@ import tempfile
 from pathlib import Path
 
 from common import emit
+
 from ctxkeep.daemon.context.estimator import Estimator
 from ctxkeep.daemon.context.features import prompt_features
 from ctxkeep.daemon.store.store import Store

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from common import emit
+
 from ctxkeep.protocol.events import (
     CompactionResult,
     ContextWarning,

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 from common import emit
+
 from ctxkeep.daemon.files import chunker
 from ollama_standin import count_tokens
 

@@ -26,8 +26,6 @@ import time
 from contextlib import ExitStack
 from pathlib import Path
 
-import ollama
-
 from common import (  # (puts tests/ on the path)
     bare_http_relay,
     daemon_for,
@@ -36,6 +34,9 @@ from common import (  # (puts tests/ on the path)
     percentiles,
     standin_process,
 )
+
+import ollama
+
 from ctxkeep.daemon.store.records import NewMessage
 from ctxkeep.daemon.store.store import Store
 from ctxkeep.daemon.transports.http.conversations import ConversationIndex

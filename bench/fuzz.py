@@ -11,10 +11,11 @@ import json
 import time
 from collections import Counter
 
+from common import emit, running_daemon  # (puts tests/ on the path)
+
 import zmq
 
 import fuzzframes  # noqa: E402
-from common import emit, running_daemon  # (puts tests/ on the path)
 
 
 def main() -> None:

@@ -26,11 +26,12 @@ import time
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
+from common import daemon_for, emit, standin_process  # noqa: E402
+
 from PySide6.QtCore import QEvent, QObject  # noqa: E402
 from PySide6.QtGui import QTextCursor  # noqa: E402
 from PySide6.QtWidgets import QApplication, QTextBrowser  # noqa: E402
 
-from common import daemon_for, emit, standin_process  # noqa: E402
 from ctxkeep.clients.gui.window import MainWindow  # noqa: E402
 from ctxkeep.clients.gui.worker import DaemonWorker  # noqa: E402
 from ctxkeep.protocol.events import GenerationToken  # noqa: E402

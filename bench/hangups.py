@@ -15,6 +15,7 @@ import tempfile
 from pathlib import Path
 
 from common import emit
+
 from hangups import hang_ups
 from harness import DaemonProcess
 from ollama_standin import OllamaStandin

@@ -14,6 +14,7 @@ import tempfile
 from pathlib import Path
 
 from common import emit
+
 from harness import DaemonProcess
 from longrun import run
 from ollama_standin import OllamaStandin

@@ -27,8 +27,9 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-import recall_lme
 from common import emit
+
+import recall_lme
 from harness import DaemonProcess
 from ollama_standin import OllamaStandin
 from recall import turn

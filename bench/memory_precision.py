@@ -24,8 +24,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-import recall_lme
 from common import emit
+
+import recall_lme
 from harness import DaemonProcess
 from memory import MODEL, undated
 from ollama_standin import OllamaStandin

@@ -36,7 +36,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from common import emit  # noqa: E402
-from ctxkeep.daemon.context.prompt import (  # noqa: E402
+
+from ctxkeep.daemon.compaction.prompts import (
     AGE_SYSTEM,
     CHECKPOINT_SYSTEM,
     CHECKPOINT_WITH_USER_SYSTEM,

@@ -36,9 +36,10 @@ import tempfile
 from collections import defaultdict
 from pathlib import Path
 
+from common import emit
+
 import conversations
 import recall_live
-from common import emit
 from ctxkeep.protocol.events import ResponseGeneration
 from harness import DaemonProcess
 from ollama_standin import OllamaStandin, render

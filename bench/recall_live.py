@@ -24,7 +24,7 @@ from typing import Any
 
 import recall_lme
 from ctxkeep.clients import Client
-from ctxkeep.daemon.context.prompt import (
+from ctxkeep.daemon.compaction.prompts import (
     AGE_SYSTEM,
     CHECKPOINT_SYSTEM,
     CHECKPOINT_WITH_USER_SYSTEM,

@@ -16,6 +16,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from common import emit  # noqa: E402
+
 from ctxkeep.daemon.recall.select import CLOSING, OPENING  # noqa: E402
 from real_model import MODEL, start_llama  # noqa: E402
 

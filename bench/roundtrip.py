@@ -14,9 +14,9 @@ import statistics
 import tempfile
 import time
 
-import zmq
-
 from common import emit, percentiles, running_daemon
+
+import zmq
 
 PING = b'{"type":"ping","id":"b"}'
 

@@ -29,10 +29,11 @@ import time
 import uuid
 from pathlib import Path
 
+from common import daemon_for, emit, standin_process
+
 import msgspec
 import zmq
 
-from common import daemon_for, emit, standin_process
 from ctxkeep.daemon.config import Config
 from ctxkeep.daemon.store.records import NewMessage
 from ctxkeep.daemon.store.shown import message_info

@@ -14,9 +14,10 @@ import argparse
 import time
 from pathlib import Path
 
+from common import emit, running_daemon
+
 import zmq
 
-from common import emit, running_daemon
 from ctxkeep.daemon.transports.zmq.publisher import EVENT_UNIT_BYTES, high_water_mark
 from ctxkeep.protocol.events import GenerationError, ResponseGeneration
 

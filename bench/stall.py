@@ -22,9 +22,9 @@ import threading
 import time
 from pathlib import Path
 
-import zmq
-
 from common import emit, percentiles, running_daemon
+
+import zmq
 
 
 def pinger(control: str, n: int) -> list[float]:

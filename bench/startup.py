@@ -25,9 +25,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from common import daemon_for, emit, standin_process
+
 import zmq
 
-from common import daemon_for, emit, standin_process
 from harness import DaemonProcess
 
 PING = b'{"type":"ping","id":"start"}'

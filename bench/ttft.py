@@ -39,10 +39,11 @@ import statistics
 import time
 from pathlib import Path
 
+from common import bare_relay, daemon_for, emit, fdatasync_floor, lmdb_commit_floor, percentiles, standin_process
+
 import ollama
 import zmq
 
-from common import bare_relay, daemon_for, emit, fdatasync_floor, lmdb_commit_floor, percentiles, standin_process
 from ctxkeep.protocol.events import GenerationToken, ResponseGeneration
 
 MODEL = "qwen2.5:7b"

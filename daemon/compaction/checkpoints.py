@@ -18,16 +18,16 @@ from ctxkeep.daemon.compaction import fact_check
 from ctxkeep.daemon.compaction.checkpoint_sizes import aging_frees, at_most, crowded, summary_room, target
 from ctxkeep.daemon.compaction.chunks import chunk_lines
 from ctxkeep.daemon.compaction.planner import AGES, Change, last, outline_line, tool_lines
-from ctxkeep.daemon.compaction.summarizer import Progress, Summarizer, instructions_for
-from ctxkeep.daemon.context.content import prompt_content
-from ctxkeep.daemon.context.parts import Parts
-from ctxkeep.daemon.context.prompt import (
+from ctxkeep.daemon.compaction.prompts import (
     AGE_SYSTEM,
     CHECKPOINT_SYSTEM,
     CHECKPOINT_WITH_USER_SYSTEM,
     USER_SUMMARY_SYSTEM,
-    checkpoint_heading,
 )
+from ctxkeep.daemon.compaction.summarizer import Progress, Summarizer, instructions_for
+from ctxkeep.daemon.context.content import prompt_content
+from ctxkeep.daemon.context.parts import Parts
+from ctxkeep.daemon.context.prompt import checkpoint_heading
 from ctxkeep.daemon.context.served import Served
 from ctxkeep.daemon.context.usage import Budget
 from ctxkeep.daemon.store.context_records import ActiveContext, Checkpoint

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from ctxkeep.daemon.compaction.applier import Applier
 from ctxkeep.daemon.compaction.planner import compaction_marker, manual_parts
+from ctxkeep.daemon.compaction.prompts import COMPACTION_SYSTEM, SUMMARY_PREFIX
 from ctxkeep.daemon.compaction.summarizer import (
     MIN_CALL_BUDGET,
     Summarizer,
@@ -25,7 +26,6 @@ from ctxkeep.daemon.compaction.summarizer import (
     instructions_for,
 )
 from ctxkeep.daemon.context.parts import Parts
-from ctxkeep.daemon.context.prompt import COMPACTION_SYSTEM, SUMMARY_PREFIX
 from ctxkeep.daemon.errors import RequestError
 from ctxkeep.daemon.jobs.queue import Job, SessionJobs
 from ctxkeep.daemon.store.context_records import ActiveContext, CompactionRecord

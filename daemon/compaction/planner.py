@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 
 import msgspec
 
+from ctxkeep.daemon.compaction.prompts import transcript_line
 from ctxkeep.daemon.config import Config
 from ctxkeep.daemon.context.content import prompt_content, short_results
-from ctxkeep.daemon.context.prompt import transcript_line
 from ctxkeep.daemon.store.context_records import ActiveContext, Checkpoint
 from ctxkeep.daemon.store.records import MessageRecord, SessionRecord
 from ctxkeep.protocol.tools import calls_text

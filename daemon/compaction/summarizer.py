@@ -11,17 +11,17 @@ from dataclasses import dataclass
 from ctxkeep.daemon.backends.protocol import ModelBackend, ModelCallError
 from ctxkeep.daemon.compaction.chunks import chunk_lines, halves
 from ctxkeep.daemon.compaction.planner import compaction_model
-from ctxkeep.daemon.config import Config
-from ctxkeep.daemon.context import goals as goal_markers
-from ctxkeep.daemon.context.estimator import SLACK, Estimator
-from ctxkeep.daemon.context.prompt import (
+from ctxkeep.daemon.compaction.prompts import (
     COMPACTION_SYSTEM,
     MERGE_SYSTEM,
-    Message,
     continuation,
     summary_call,
     transcript_line,
 )
+from ctxkeep.daemon.config import Config
+from ctxkeep.daemon.context import goals as goal_markers
+from ctxkeep.daemon.context.estimator import SLACK, Estimator
+from ctxkeep.daemon.context.prompt import Message
 from ctxkeep.daemon.context.served import LastPrompts, Opening, Served, opening_through, system_opening
 from ctxkeep.daemon.context.speeds import Speeds
 from ctxkeep.daemon.errors import RequestError

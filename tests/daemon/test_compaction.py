@@ -17,7 +17,7 @@ from compaction_steps import (
 )
 from conftest import events_until, wait_for
 from ctxkeep.clients import CtxkeepError
-from ctxkeep.daemon.context.prompt import COMPACTION_SYSTEM
+from ctxkeep.daemon.compaction.prompts import COMPACTION_SYSTEM
 from ctxkeep.daemon.store.store import Store
 from ctxkeep.protocol.events import (
     CompactionProgress,

@@ -8,7 +8,8 @@ that passage (a property)."""
 import asyncio
 import random
 
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ctxkeep.daemon.config import Config
 from ctxkeep.protocol import requests

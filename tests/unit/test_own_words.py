@@ -4,7 +4,7 @@ instructions) are never indexed for recall, wherever a message repeats them."""
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ctxkeep.daemon.context.prompt import CHECKPOINT_SYSTEM
+from ctxkeep.daemon.compaction.prompts import CHECKPOINT_SYSTEM
 from ctxkeep.daemon.memory import block as memory_block
 from ctxkeep.daemon.recall import select
 from ctxkeep.daemon.recall.own_words import without_own_words
@@ -35,6 +35,16 @@ def test_block_lines_without_their_markers_and_a_cut_block_are_taken_out():
 def test_summary_instructions_are_taken_out_and_an_echo_alone_is_not_recalled():
     assert without_own_words(f"{CHECKPOINT_SYSTEM} The plan: paint the shed.").strip() == "The plan: paint the shed."
     assert passages(answer(RECALLED)) == []
+
+
+def test_every_instruction_compaction_gives_is_taken_out_whole():
+    """own_words.py knows compaction's instructions by their openings (recall sits below
+    compaction): each is taken out whole, and a new one would fail here."""
+    from ctxkeep.daemon.compaction import prompts
+    said = [v for k, v in vars(prompts).items() if k.endswith("_SYSTEM") and isinstance(v, str)]
+    assert len(said) >= 6
+    for instructions in said:
+        assert without_own_words(f"Sure. {instructions} Then we left.") == "Sure.  Then we left.", instructions
 
 
 @given(st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=300))
