@@ -33,7 +33,7 @@ def main() -> None:
         standin.stop()
         shutil.rmtree(root, ignore_errors=True)
     emit(bench="hangups", rounds=out.rounds, failed_retries=len(out.failed_retries), duplicates=len(out.duplicates),
-         unanswered=len(out.unanswered), empty_sessions=out.empty_sessions, check_settled=out.check or "passed")
+         unanswered=len(out.unanswered), empty_sessions=out.empty_sessions, log_errors=len(out.errors), check_settled=out.check or "passed")
 
 
 if __name__ == "__main__":

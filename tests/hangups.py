@@ -53,12 +53,14 @@ class Outcome:
     unanswered: list[str] = field(default_factory=list)
     empty_sessions: int = 0
     check: str = ""
+    #: lines of the daemon's log at ERROR, and tracebacks (a client's own hang-up is neither)
+    errors: list[str] = field(default_factory=list)
 
 
 def hang_ups(daemon, rounds: int, seed: int = 59) -> Outcome:
     """`rounds` questions, each sent streaming and hung up at a random moment (both APIs,
     stateless or in a named session), then sent again and read whole; then a clean stop
-    and `ctxkeepd check --settled`."""
+    and `ctxkeepd check --settled`; the daemon's log is read for errors and tracebacks."""
     door = str(http_socket(daemon.control))
     rng = random.Random(seed)
     asked: list[tuple[str, str]] = []
@@ -91,4 +93,7 @@ def hang_ups(daemon, rounds: int, seed: int = 59) -> Outcome:
     checked = subprocess.run([sys.executable, "-m", "ctxkeep.daemon.main", "check", "--settled", str(store)],
                              capture_output=True, text=True, env=daemon.env)
     out.check = "" if checked.returncode == 0 else checked.stdout + checked.stderr
+    lines = daemon.log.read_text().splitlines()
+    out.errors = ["\n".join(lines[max(0, n - 2):n + 60]) for n, line in enumerate(lines)
+                  if line.startswith(("ERROR", "CRITICAL")) or "Traceback" in line]
     return out

@@ -101,16 +101,24 @@ async def respond(request: web.Request, chats: Chats, chat: ChatRequest, shape: 
         response = web.StreamResponse(headers={**shape.stream_headers, **headers})
         await response.prepare(request)
         try:
-            await _write(response, opening)
-            while not isinstance(first, ResponseGeneration):
-                await _write(response, shape.piece(first))
-                first = await anext(answer)
-            await _write(response, shape.closing(first))
-        except HttpError as error:
-            await _write(response, shape.broken(error))
-        await _write(response, shape.ending())
-        await response.write_eof()
+            await _stream(response, first, answer, shape, opening)
+        except ConnectionResetError:
+            pass  # the client hung up: its own act, not an error (the turn ends as turn_run says)
         return response
+
+
+async def _stream(response: web.StreamResponse, first: Piece, answer: AsyncIterator[Piece], shape: AnswerShape,
+                  opening: list[bytes]) -> None:
+    try:
+        await _write(response, opening)
+        while not isinstance(first, ResponseGeneration):
+            await _write(response, shape.piece(first))
+            first = await anext(answer)
+        await _write(response, shape.closing(first))
+    except HttpError as error:
+        await _write(response, shape.broken(error))
+    await _write(response, shape.ending())
+    await response.write_eof()
 
 
 async def pieces(chats: Chats, chat: ChatRequest,
