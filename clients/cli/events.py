@@ -19,6 +19,7 @@ from ...protocol.events import (
     SessionUpdated,
 )
 from .common import add_session_argument, connect, to_json
+from .turn_stream import progress_words
 
 
 def add_parser(commands) -> argparse.ArgumentParser:
@@ -53,7 +54,7 @@ def describe(event) -> str:
         return (f"by {event.requested_by}: {event.messages} messages, "
                 f"{event.tokens_before:,} tokens, {event.calls} call(s)")
     if isinstance(event, CompactionProgress):
-        return f"{event.step}/{event.steps} {event.detail}"
+        return f"{event.step}/{event.steps} {progress_words(event)}"
     if isinstance(event, CompactionResult):
         return event.marker if event.status == "ok" else f"{event.status}: {event.reason}"
     if isinstance(event, (SessionCreated, SessionUpdated)):

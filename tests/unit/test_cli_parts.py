@@ -33,3 +33,10 @@ def test_no_color_and_dumb_terminals_get_no_escapes(monkeypatch):
     monkeypatch.delenv("NO_COLOR")
     monkeypatch.setenv("TERM", "dumb")
     assert not Styles(Tty()).bold
+
+
+def test_events_show_a_compactions_step_and_time_left():
+    from ctxkeep.clients.cli.events import describe
+    from ctxkeep.protocol.events import CompactionProgress
+    event = CompactionProgress(session_id="s", compaction_id="c", step=1, steps=4, expected_s=30.4)
+    assert describe(event) == "1/4 summary 1 of 4 written, ~30 s left"
