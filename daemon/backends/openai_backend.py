@@ -190,7 +190,7 @@ class OpenAIBackend(OneServer):
                           on_sent: Callable[[], object] | None = None) -> AsyncIterator[ChatChunk]:
         """Stream a chat; raises ModelCallError on any failure, including a cut stream."""
         sent = request_messages(messages, self._drops_system.get(model, False))
-        params = request_params(options, extras)
+        params = request_params(options, extras, continues=bool(sent) and sent[-1].get("role") == "assistant")
         first = None  # the prompt counted before its answer: (count, nanoseconds, share cached)
         if self._cache.streams_bare:  # so that the answer stays in the server's cache for the next turn
             share = self._cache.reading(sent)

@@ -70,12 +70,17 @@ def request_messages(messages: Sequence[Mapping[str, Any]], fold_system: bool = 
     return out
 
 
-def request_params(options: Mapping[str, Any], extras: ChatExtras) -> dict[str, Any]:
+def request_params(options: Mapping[str, Any], extras: ChatExtras, continues: bool = False) -> dict[str, Any]:
     """Keyword arguments of `chat.completions.create` for Ollama-named `options` and the
     turn's extras. `num_predict` (the room the window leaves) becomes `max_tokens`;
-    `num_ctx` is the server's to set and is not sent."""
+    `num_ctx` is the server's to set and is not sent. `continues`: the messages end with
+    an unfinished answer to go on from (llama.cpp's llama-server does so by itself; vLLM
+    is told with `continue_final_message`; llama-cpp-python's server cannot: it answers
+    anew after it)."""
     params: dict[str, Any] = {k: options[k] for k in SAME_NAME if options.get(k) is not None}
     extra = {k: options[k] for k in EXTRA_BODY if options.get(k) is not None}
+    if continues:
+        extra.update(continue_final_message=True, add_generation_prompt=False)
     if int(options.get("num_predict") or 0) > 0:
         params["max_tokens"] = int(options["num_predict"])
     if extras.tools:

@@ -69,6 +69,20 @@ def test_a_chat_streams_with_the_servers_exact_count(server):
         assert server.chats[-1].body["max_tokens"] == 300 and "num_ctx" not in server.chats[-1].body
 
 
+def test_an_unfinished_answer_is_sent_to_be_continued(server):
+    """/continue sends the answer so far as the model's own last message: Ollama and
+    llama.cpp's server go on from it; an OpenAI server is also told so as vLLM reads it
+    (`continue_final_message`, no new generation prompt); a plain question is not."""
+    messages = [{"role": "user", "content": "Count to ten."}, {"role": "assistant", "content": "One, two,"}]
+    run(server, lambda b: chat(b, messages))
+    body = server.chats[-1].body
+    assert body["messages"][-1] == {"role": "assistant", "content": "One, two,"}
+    if kind_of(server) == "openai":
+        assert body["continue_final_message"] is True and body["add_generation_prompt"] is False
+        run(server, lambda b: chat(b, messages[:1]))
+        assert "continue_final_message" not in server.chats[-1].body
+
+
 def test_a_prompt_over_the_window_is_refused_never_cut(server):
     long = [{"role": "user", "content": "word " * 5000}]
 
