@@ -150,3 +150,16 @@ def test_brackets_inside_strings_do_not_count_towards_a_frames_depth():
         assert exc.code == ErrorCode.BAD_JSON and "deeper" in exc.message
     else:
         raise AssertionError("a frame nested past MAX_DEPTH was decoded")
+
+
+def test_a_string_left_open_is_refused_at_once_not_backtracked_forever():
+    """A frame cut inside a long string (here with brackets after it) was a day of regex
+    backtracking in the depth guard, on the event loop: the daemon answered nothing more.
+    The fuzz run of the HTTP front door found it (tests/http_fuzz.py)."""
+    from ctxkeep.protocol import ErrorCode
+    from ctxkeep.protocol.codec import DecodeFailure, decode_request, too_deep
+    cut = b'{"type": "send", "id": "c", "session": "s", "text": "' + b"abcd\\u0000" * 50 + b"[" * 200
+    assert too_deep(cut)  # what is left open is counted, conservatively
+    with pytest.raises(DecodeFailure) as failure:
+        decode_request(cut)
+    assert failure.value.code == ErrorCode.BAD_JSON
