@@ -15,11 +15,11 @@ class Caches:
         self.dbs = env.dbs
 
     def calibration(self, model: str) -> Calibration | None:
-        raw = self.env.read(lambda txn: txn.get(model.encode(), db=self.dbs["calibration"]))
+        raw = self.env.read(lambda txn: txn.get(keys.model_key(model), db=self.dbs["calibration"]))
         return codecs.calibration(raw) if raw else None
 
     def save_calibration(self, model: str, calibration: Calibration) -> None:
-        self.env.write(lambda txn: txn.put(model.encode(), codecs.encode(calibration),
+        self.env.write(lambda txn: txn.put(keys.model_key(model), codecs.encode(calibration),
                                            db=self.dbs["calibration"]))
 
     def embedding(self, model: str, digest: str) -> list[float] | None:

@@ -128,7 +128,7 @@ class History:
                 record.cache_prompt_tokens = min(2**53, record.cache_prompt_tokens + how.token_count)
                 record.cache_served_tokens = min(2**53, record.cache_served_tokens + record.cached_tokens)
         for key, calibration in how.calibrations:
-            txn.put(key.encode(), codecs.encode(calibration), db=self.dbs["calibration"])
+            txn.put(keys.model_key(key), codecs.encode(calibration), db=self.dbs["calibration"])
         if how.anchor is not None:
             (record.anchor_tokens, record.anchor_features, record.anchor_model,
              record.anchor_recall) = how.anchor

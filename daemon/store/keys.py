@@ -18,6 +18,7 @@ One LMDB environment under `$XDG_DATA_HOME/ctxkeep/store`. Named databases:
   (what a turn streamed, saved as it streams: a crash keeps it as the interrupted answer).
 """
 
+import hashlib
 import struct
 
 DATABASES = ("meta", "sessions", "names", "messages", "active", "compactions", "calibration",
@@ -68,5 +69,12 @@ def word_key(word: str, session_id: str = "", seq: int | None = None) -> bytes:
     return key
 
 
+def model_key(model: str) -> bytes:
+    """A model's name as a key: itself where LMDB takes it (1 to 400 bytes), else its digest
+    (a name may be empty, or up to 200 characters of 4 bytes each; LMDB's keys end at 511)."""
+    raw = model.encode()
+    return raw if 0 < len(raw) <= 400 else b"#" + hashlib.sha256(raw).hexdigest().encode()
+
+
 def embedding_key(model: str, digest: str) -> bytes:
-    return f"{model}/{digest}".encode()
+    return model_key(model) + b"/" + digest.encode()
