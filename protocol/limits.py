@@ -9,6 +9,8 @@ from msgspec import Meta
 
 #: The context window a session asks of its model: Ollama's smallest useful size up to 16 Mi.
 NumCtx = Annotated[int, Meta(ge=256, le=2**24)]
+#: A model's name as a client gives it (Ollama's are far shorter; empty: the session's or default).
+ModelName = Annotated[str, Meta(max_length=200)]
 #: A number in a model option: what every JSON implementation represents exactly.
 OptionInt = Annotated[int, Meta(ge=-(2**53), le=2**53)]
 OptionFloat = Annotated[float, Meta(ge=-1e15, le=1e15)]

@@ -4,7 +4,7 @@ endpoints that hold no conversation are Ollama's own answers, forwarded."""
 
 import asyncio
 import time
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 from aiohttp import web
@@ -17,12 +17,13 @@ from ctxkeep.daemon.transports.http.passthrough import Passthrough
 from ctxkeep.daemon.transports.http.wire import NDJSON, read_json, rfc3339
 from ctxkeep.protocol import ErrorCode
 from ctxkeep.protocol.events import GenerationThinking, GenerationToken, ResponseGeneration
+from ctxkeep.protocol.limits import ModelName
 
 
 class OllamaChat(msgspec.Struct, kw_only=True):
     """POST /api/chat's body."""
 
-    model: str
+    model: ModelName
     #: Ollama's message shape (role, content, images, tool_calls, tool_name), read by
     #: protocol/chat_shapes.py.
     messages: list[dict[str, Any]] = []
@@ -39,7 +40,7 @@ class OllamaChat(msgspec.Struct, kw_only=True):
 class OllamaGenerate(msgspec.Struct, kw_only=True):
     """The fields of POST /api/generate's body that its window check reads."""
 
-    model: str
+    model: Annotated[ModelName, msgspec.Meta(min_length=1)]
     prompt: str = ""
     system: str = ""
     options: dict[str, Any] | None = None

@@ -6,7 +6,7 @@ from whichever model server has them.
 
 import time
 import uuid
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 from aiohttp import web
@@ -18,6 +18,7 @@ from ctxkeep.daemon.transports.http.errors import HttpError, openai_error
 from ctxkeep.daemon.transports.http.wire import read_json
 from ctxkeep.protocol import ErrorCode
 from ctxkeep.protocol.events import GenerationThinking, GenerationToken, ResponseGeneration
+from ctxkeep.protocol.limits import ModelName
 
 
 class StreamOptions(msgspec.Struct, kw_only=True):
@@ -27,7 +28,7 @@ class StreamOptions(msgspec.Struct, kw_only=True):
 class ChatCompletion(msgspec.Struct, kw_only=True):
     """POST /v1/chat/completions' body (the fields ctxkeepd reads; others are ignored)."""
 
-    model: str
+    model: ModelName
     #: OpenAI's message shape (content parts with image_url data URLs, tool_calls with JSON
     #: arguments, tool messages by tool_call_id), read by protocol/chat_shapes.py.
     messages: list[dict[str, Any]]
@@ -47,6 +48,13 @@ class ChatCompletion(msgspec.Struct, kw_only=True):
     num_ctx: Any = None
     options: dict[str, Any] | None = None
     session: str = ""
+
+
+class Embeddings(msgspec.Struct, kw_only=True):
+    """POST /v1/embeddings' body (the fields ctxkeepd reads; others are ignored)."""
+
+    model: Annotated[ModelName, msgspec.Meta(min_length=1)]
+    input: str | list[str]
 
 
 def chat_request(body: ChatCompletion, header_session: str) -> ChatRequest:
@@ -122,19 +130,15 @@ class OpenAIApi:
     async def embeddings(self, request: web.Request) -> web.Response:
         """Embeddings from the model server that serves the model."""
         try:
-            body = await read_json(request, dict)
-            if "model" not in body or "input" not in body:
-                raise HttpError(ErrorCode.INVALID_REQUEST.value, "model and input are required")
-            texts = [body["input"]] if isinstance(body["input"], str) else body["input"]
-            if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
-                raise HttpError(ErrorCode.INVALID_REQUEST.value, "input must be a string or a list of strings")
-            vectors = await self.chats.services.backend.embed(body["model"], texts)
+            body = await read_json(request, Embeddings)
+            texts = [body.input] if isinstance(body.input, str) else body.input
+            vectors = await self.chats.services.backend.embed(body.model, texts)
         except HttpError as error:
             return openai_error(error)
         except ModelCallError as error:
             return openai_error(HttpError(error.code.value, error.message))
-        count = sum(self.chats.services.estimator.text(body["model"], t) for t in texts)
-        return web.json_response({"object": "list", "model": body["model"], "data": [
+        count = sum(self.chats.services.estimator.text(body.model, t) for t in texts)
+        return web.json_response({"object": "list", "model": body.model, "data": [
             {"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(vectors)],
             "usage": {"prompt_tokens": count, "total_tokens": count}})
 

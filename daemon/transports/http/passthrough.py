@@ -48,7 +48,11 @@ class Passthrough:
         try:
             async with self._client().request("POST" if body is not None else "GET",
                                               (host.rstrip("/") or self.host) + path, json=body) as answer:
-                data = await answer.json(content_type=None)
+                try:
+                    data = await answer.json(content_type=None)
+                except ValueError:  # not JSON: the server is not Ollama, or broke off
+                    raise HttpError(ErrorCode.OLLAMA_ERROR.value, f"{self.host}{path} did not answer JSON "
+                                    f"(status {answer.status}): is ollama_host an Ollama server?", 502) from None
                 if answer.status >= 400:
                     message = data.get("error", "") if isinstance(data, dict) else str(data)
                     code = ErrorCode.MODEL_NOT_FOUND if answer.status == 404 else ErrorCode.OLLAMA_ERROR
@@ -60,9 +64,13 @@ class Passthrough:
     async def forward(self, request: web.Request, path: str, body: bytes | None = None,
                       host: str = "") -> web.StreamResponse:
         """`request` sent on to Ollama's (`host`'s, else the first's) `path`; its answer
-        streamed back."""
+        streamed back. A GET or HEAD goes without a body (one sent with it is not
+        Ollama's to read: a server that leaves it unread would take it for the next request
+        on the pooled connection)."""
         self._check(path)
         data = body if body is not None else await request.read()
+        if request.method in ("GET", "HEAD"):
+            data = b""
         headers = {k: request.headers[k] for k in FORWARDED if k in request.headers}
         try:
             upstream = await self._client().request(request.method, (host.rstrip("/") or self.host) + path,
