@@ -22,6 +22,7 @@ from standin_parts import (
     render,
     split_stream,
 )
+from standin_shapes import shape_error
 
 if TYPE_CHECKING:
     from ollama_standin import OllamaStandin
@@ -116,6 +117,9 @@ class StandinHandler(BaseHTTPRequestHandler):
         fault = self._fault(self.path)
         if fault and fault.kind == "http500":
             return
+        if refused := shape_error(self.path, body):
+            self._error(400, refused)
+            return
         handler(body, fault)
 
     def _model_entry(self, m: Model) -> dict[str, Any]:
@@ -176,7 +180,10 @@ class StandinHandler(BaseHTTPRequestHandler):
 
     def _model_or_404(self, body: dict[str, Any]) -> Model | None:
         """The model the request names, or None once it was answered 404 as Ollama does."""
-        name = body.get("model", "")
+        name = body.get("model") or ""
+        if not name:
+            self._error(400, "model is required")
+            return None
         m = self.owner.model(name)
         if m is None:
             self._error(404, f"model \"{name}\" not found, try pulling it first")
@@ -191,7 +198,7 @@ class StandinHandler(BaseHTTPRequestHandler):
         m = self._model_or_404(body)
         if m is None:
             return
-        inputs = body.get("input", "")
+        inputs = body.get("input") or []  # none: no embeddings, as Ollama answers it
         texts = [inputs] if isinstance(inputs, str) else list(inputs)
         owner.embeds.append(body)
         vectors = owner.embedder(texts) if owner.embedder else [embed_vector(t) for t in texts]
