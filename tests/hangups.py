@@ -93,7 +93,5 @@ def hang_ups(daemon, rounds: int, seed: int = 59) -> Outcome:
     checked = subprocess.run([sys.executable, "-m", "ctxkeep.daemon.main", "check", "--settled", str(store)],
                              capture_output=True, text=True, env=daemon.env)
     out.check = "" if checked.returncode == 0 else checked.stdout + checked.stderr
-    lines = daemon.log.read_text().splitlines()
-    out.errors = ["\n".join(lines[max(0, n - 2):n + 60]) for n, line in enumerate(lines)
-                  if line.startswith(("ERROR", "CRITICAL")) or "Traceback" in line]
+    out.errors = daemon.log_errors()
     return out

@@ -120,6 +120,12 @@ class DaemonProcess:
     def client(self, timeout: float = 10.0) -> Client:
         return Client(self.control, self.events, timeout=timeout)
 
+    def log_errors(self) -> list[str]:
+        """The log's lines at ERROR or CRITICAL and its tracebacks, each with what follows."""
+        lines = self.log.read_text().splitlines()
+        return ["\n".join(lines[max(0, n - 2):n + 60]) for n, line in enumerate(lines)
+                if line.startswith(("ERROR", "CRITICAL")) or "Traceback" in line]
+
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 30.0) -> int:
         if self.proc is None or self.proc.poll() is not None:
             return self.proc.returncode if self.proc else 0
