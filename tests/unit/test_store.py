@@ -258,3 +258,18 @@ def test_a_crash_during_a_regenerate_or_an_edit_puts_the_old_exchange_back(tmp_p
     assert [m.status for m in st.history.page(s.id)[0]] == ["complete"] * 2 + ["interrupted", "complete",
                                                                                "interrupted"]
     st.close()
+
+
+@pytest.mark.parametrize("model", ["", "m" * 200, "é" * 200])
+def test_any_model_name_keys_its_calibrations_and_embeddings(tmp_path, model):
+    """LMDB takes keys of 1 to 511 bytes: a name it cannot take is kept under its digest."""
+    from ctxkeep.daemon.store.context_records import Calibration
+    st = make(tmp_path)
+    s = st.sessions.create(name="", model="m", system="", options={}, num_ctx=8192)
+    st.caches.save_calibration(model, Calibration(samples=2.0))
+    st.history.append(s.id, [NewMessage(role="user", content="q")],
+                      calibrations=[(f"{model}\0{s.id}", Calibration(samples=3.0))])
+    st.caches.save_embeddings(model, {"d" * 64: [0.5, 0.25]})
+    assert st.caches.calibration(model).samples == 2.0
+    assert st.caches.calibration(f"{model}\0{s.id}").samples == 3.0
+    assert st.caches.embedding(model, "d" * 64) == [0.5, 0.25]
