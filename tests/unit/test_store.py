@@ -260,7 +260,7 @@ def test_a_crash_during_a_regenerate_or_an_edit_puts_the_old_exchange_back(tmp_p
     st.close()
 
 
-@pytest.mark.parametrize("model", ["", "m" * 200, "é" * 200])
+@pytest.mark.parametrize("model", ["", "m" * 200, "é" * 200, "\U0001f600" * 200])
 def test_any_model_name_keys_its_calibrations_and_embeddings(tmp_path, model):
     """LMDB takes keys of 1 to 511 bytes: a name it cannot take is kept under its digest."""
     from ctxkeep.daemon.store.context_records import Calibration
