@@ -20,6 +20,7 @@ import numpy as np
 from ctxkeep.daemon.backends.protocol import ModelBackend, ModelCallError
 from ctxkeep.daemon.recall.encoders import BuiltinEncoder, Encoder, ServerEncoder
 from ctxkeep.daemon.recall.passages import Passage
+from ctxkeep.daemon.recall.query_vectors import QueryVectors
 from ctxkeep.daemon.store.store import Store
 from ctxkeep.protocol import ErrorCode
 
@@ -38,13 +39,6 @@ STAND_OUT = 3.0
 
 def digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
-
-
-def _retrieved(task: "asyncio.Future[list[list[float]]]") -> None:
-    """Take a finished embedding's exception, if any, so that one nobody awaits any more
-    (the turn went on by words) is not logged as never retrieved."""
-    if not task.cancelled():
-        task.exception()
 
 
 class SemanticIndex:
@@ -142,6 +136,7 @@ class Embedder:
         self._task: asyncio.Task[None] | None = None
         self._server: ServerEncoder | None = None
         self._builtin: BuiltinEncoder | None = None
+        self._queries = QueryVectors()
 
     def encoder(self) -> Encoder | None:
         """Who embeds now: the server's embedding model while it answers, else the built-in
@@ -179,19 +174,15 @@ class Embedder:
 
     async def vector(self, text: str, wait: float) -> list[float] | None:
         """The vector of one text (a new message, as a query), if it comes within `wait`
-        seconds; None otherwise (the turn ranks by words alone)."""
+        seconds; None otherwise (the turn ranks by words alone). A text asked for lately
+        is not asked again."""
         encoder = self.encoder()
         if encoder is None:
             return None
-        key = f"{encoder.name}#query"
-        cached = self.store.caches.embedding(key, digest(text[:EMBED_CHARS]))
-        if cached is not None:
-            return cached
-        asked = asyncio.ensure_future(encoder.queries([text[:EMBED_CHARS]]))
-        asked.add_done_callback(_retrieved)  # one that ends after the turn gave up on it is no error
+        asked = self._queries.call(encoder, text[:EMBED_CHARS])
         try:
             async with asyncio.timeout(wait):  # not wait_for: on 3.11 it may swallow a cancel
-                (vector,) = await asyncio.shield(asked)
+                vector = await asyncio.shield(asked)
         except ModelCallError as exc:
             if exc.code is not ErrorCode.BUSY:  # refused: not asked again until the server changes
                 self._failed(exc)

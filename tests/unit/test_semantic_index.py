@@ -21,3 +21,45 @@ def test_a_batch_added_at_once_equals_its_vectors_added_one_by_one():
     found, alone = many.rank(vectors[10], lambda pid: False, 20), one.rank(vectors[10], lambda pid: False, 20)
     assert found and found[0][0] == 10 and [p for p, _ in found] == [p for p, _ in alone]
     assert np.allclose([c for _, c in found], [c for _, c in alone], atol=1e-6)
+
+
+def test_a_query_is_embedded_once_however_often_and_again_after_a_failure():
+    """query_vectors.py: a turn asks for its question's vector several times (recall asked
+    again smaller, after older turns moved out): the encoder is asked once; concurrent asks
+    share the call; a failed call is asked again; the oldest queries are let go."""
+    import asyncio
+
+    from ctxkeep.daemon.recall import query_vectors
+    from ctxkeep.daemon.recall.query_vectors import QueryVectors
+
+    class Encoder:
+        name = "enc"
+
+        def __init__(self) -> None:
+            self.asked: list[str] = []
+            self.fail = False
+
+        async def queries(self, texts: list[str]) -> list[list[float]]:
+            self.asked += texts
+            await asyncio.sleep(0.01)
+            if self.fail:
+                raise RuntimeError("down")
+            return [[float(len(t))] for t in texts]
+
+    async def run() -> None:
+        encoder, vectors = Encoder(), QueryVectors()
+        both = await asyncio.gather(vectors.call(encoder, "abc"), vectors.call(encoder, "abc"))
+        assert both == [[3.0], [3.0]] and await vectors.call(encoder, "abc") == [3.0]
+        assert encoder.asked == ["abc"]
+        encoder.fail = True
+        try:
+            await vectors.call(encoder, "de")
+        except RuntimeError:
+            pass
+        encoder.fail = False
+        assert await vectors.call(encoder, "de") == [2.0] and encoder.asked == ["abc", "de", "de"]
+        for n in range(query_vectors.KEPT):
+            await vectors.call(encoder, f"q{n}")
+        await vectors.call(encoder, "abc")  # let go: asked again
+        assert encoder.asked.count("abc") == 2
+    asyncio.run(run())
