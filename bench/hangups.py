@@ -1,6 +1,6 @@
-"""Hang-ups at random moments (issue 59): HTTP clients that hang up before the question is
-read or accepted, mid-stream or after the last chunk, on both APIs, stateless and named,
-then retry; what they leave behind.
+"""Hang-ups at random moments (issue 59): clients that hang up before the question is
+read or accepted, mid-stream or after the last chunk — over HTTP on both APIs, stateless
+and named, and over ZeroMQ — then retry; what they leave behind.
 
     python bench/hangups.py [--rounds 1000]
 

@@ -1,4 +1,4 @@
-"""HTTP clients that hang up at random moments, then retry (the hang-up property's test in
+"""Clients that hang up at random moments, then retry (over HTTP, and over ZeroMQ) (the hang-up property's test in
 tests/process/test_hangups.py, and bench/hangups.py at scale): what they leave behind."""
 
 import json
@@ -9,12 +9,19 @@ import sys
 import time
 from dataclasses import dataclass, field
 
+import zmq
+
+from ctxkeep.clients import Client
+from ctxkeep.protocol import encode, requests
 from ctxkeep.protocol.paths import http_socket
 
 MODEL = "qwen2.5:7b"
 #: When a client hangs up after sending its request (seconds): before the daemon read it,
 #: before `accepted`, while the answer streams, after it.
 DELAYS = (0.0, 0.002, 0.005, 0.01, 0.02, 0.03, 0.05, 0.08, 0.15)
+#: The share of rounds asked over ZeroMQ, in these named sessions (the rest over HTTP).
+ZMQ_SHARE = 1 / 3
+ZMQ_SESSIONS = ("zmq-a", "zmq-b", "zmq-c")
 
 
 def raw(path: str, body: dict, headers: dict[str, str]) -> bytes:
@@ -57,6 +64,43 @@ class Outcome:
     errors: list[str] = field(default_factory=list)
 
 
+def http_round(door: str, rng: random.Random, question: str, out: Outcome) -> str:
+    """The question sent streaming over HTTP and hung up at a random moment (either API,
+    stateless or in a named session), then sent again and read whole; its session's name."""
+    name = f"named-{rng.randrange(10**9)}" if rng.random() < 0.5 else ""
+    path = "/v1/chat/completions" if rng.random() < 0.5 else "/api/chat"
+    headers = {"X-Ctxkeep-Session": name} if name else {}
+    body = {"model": MODEL, "messages": [{"role": "user", "content": question}], "stream": True}
+    send(door, raw(path, body, headers), hang_up_after=rng.choice(DELAYS))
+    if not send(door, raw(path, {**body, "stream": False}, headers), hang_up_after=None).startswith(b"HTTP/1.1 200"):
+        out.failed_retries.append(question)
+    return name
+
+
+def zmq_hang_up(control: str, session: str, question: str, after: float) -> None:
+    """`send` over ZeroMQ from a client that goes away `after` seconds later, its socket
+    closed at once (a request still on its way out is dropped: never asked)."""
+    sock = zmq.Context.instance().socket(zmq.DEALER)
+    sock.connect(control)
+    sock.send(encode(requests.Send(session=session, text=question)))
+    time.sleep(after)
+    sock.close(linger=0)
+
+
+def zmq_retry(c: Client, session: str, question: str) -> bool:
+    """What a ZeroMQ client that comes back does: the question sent again only if it was
+    not stored (a stored one is the session's turn, answered whether its client stayed or
+    not); True once it is answered."""
+    time.sleep(0.05)  # a request that got out has reached the daemon
+    c.settle(session, timeout=60)
+    if not any(m.content == question for m in c.history(session, limit=1000).messages):
+        c.follow(c.send(session, question).generation_id, None, timeout=60)
+        c.settle(session, timeout=60)
+    messages = c.history(session, limit=1000).messages
+    asked = [m.seq for m in messages if m.content == question]
+    return any(m.role == "assistant" and m.status == "complete" and m.reply_to in asked for m in messages)
+
+
 def hang_ups(daemon, rounds: int, seed: int = 59) -> Outcome:
     """`rounds` questions, each sent streaming and hung up at a random moment (both APIs,
     stateless or in a named session), then sent again and read whole; then a clean stop
@@ -65,22 +109,27 @@ def hang_ups(daemon, rounds: int, seed: int = 59) -> Outcome:
     rng = random.Random(seed)
     asked: list[tuple[str, str]] = []
     out = Outcome(rounds)
-    for n in range(rounds):
-        question = f"Question {n}: what do you make of the number {rng.randint(1000, 9999)}?"
-        name = f"named-{n}" if rng.random() < 0.5 else ""
-        path = "/v1/chat/completions" if rng.random() < 0.5 else "/api/chat"
-        headers = {"X-Ctxkeep-Session": name} if name else {}
-        body = {"model": MODEL, "messages": [{"role": "user", "content": question}], "stream": True}
-        send(door, raw(path, body, headers), hang_up_after=rng.choice(DELAYS))
-        if not send(door, raw(path, {**body, "stream": False}, headers), hang_up_after=None).startswith(b"HTTP/1.1 200"):
-            out.failed_retries.append(question)
-        asked.append((question, name))
+    with daemon.client(timeout=30) as c:
+        c.subscribe("")
+        for name in ZMQ_SESSIONS:
+            c.create_session(name=name, model=MODEL)
+        for n in range(rounds):
+            question = f"Question {n}: what do you make of the number {rng.randint(1000, 9999)}?"
+            if rng.random() < ZMQ_SHARE:
+                name = rng.choice(ZMQ_SESSIONS)
+                zmq_hang_up(daemon.control, name, question, rng.choice(DELAYS))
+                if not zmq_retry(c, name, question):
+                    out.failed_retries.append(question)
+            else:
+                name = http_round(door, rng, question, out)
+            asked.append((question, name))
     with daemon.client() as c:
         deadline = time.monotonic() + 60
         while any(s.busy for s in c.sessions().sessions) and time.monotonic() < deadline:
             time.sleep(0.1)
-        histories = {s.id: c.history(s.id, limit=500).messages for s in c.sessions().sessions}
-    out.empty_sessions = sum(1 for h in histories.values() if not h)
+        listed = c.sessions().sessions
+        histories = {s.id: c.history(s.id, limit=1000).messages for s in listed}
+    out.empty_sessions = sum(1 for s in listed if not histories[s.id] and s.name not in ZMQ_SESSIONS)
     for question, _ in asked:
         copies = [(sid, m) for sid, h in histories.items() for m in h if m.content == question]
         if len(copies) != 1:

@@ -1,6 +1,6 @@
-"""Every turn ends cleanly (issue 59): HTTP clients that hang up at random moments — before
-the question is read or accepted, while the answer streams, after its last chunk — on both
-APIs, stateless and named, then retry. Afterwards every retry was answered, no question is
+"""Every turn ends cleanly (issue 59): clients that hang up at random moments — before
+the question is read or accepted, while the answer streams, after its last chunk — over
+HTTP on both APIs, stateless and named, and over ZeroMQ, then retry. Afterwards every retry was answered, no question is
 stored twice or left unanswered, no session was made empty, and `ctxkeepd check --settled`
 passes after a clean stop, and the daemon's log holds no error and no traceback (bench/hangups.py runs the same 1,000 times)."""
 
