@@ -17,6 +17,8 @@ from standin_parts import (
     Model,
     embed_vector,
     images_of,
+    model_details,
+    model_entry,
     now,
     orphan,
     render,
@@ -87,13 +89,13 @@ class StandinHandler(BaseHTTPRequestHandler):
         elif self.path == "/api/version":
             self._json(200, {"version": owner.version})
         elif self.path == "/api/tags":
-            self._json(200, {"models": [self._model_entry(m) for m in owner.models]})
+            self._json(200, {"models": [model_entry(m) for m in owner.models]})
         elif self.path == "/api/ps":
             models = []
             for name, num_ctx in owner.loaded.items():
                 m = owner.model(name)
                 if m:
-                    entry = self._model_entry(m)
+                    entry = model_entry(m)
                     entry.update(expires_at=now(), size_vram=entry["size"], context_length=num_ctx)
                     models.append(entry)
             self._json(200, {"models": models})
@@ -122,17 +124,6 @@ class StandinHandler(BaseHTTPRequestHandler):
             return
         handler(body, fault)
 
-    def _model_entry(self, m: Model) -> dict[str, Any]:
-        return {
-            "name": m.name, "model": m.name, "modified_at": now(), "size": 4_700_000_000,
-            "digest": hashlib.sha256(m.name.encode()).hexdigest(),
-            "details": self._details(m),
-        }
-
-    def _details(self, m: Model) -> dict[str, Any]:
-        return {"parent_model": "", "format": "gguf", "family": m.family, "families": [m.family],
-                "parameter_size": m.parameter_size, "quantization_level": "Q4_K_M"}
-
     def _show(self, body: dict[str, Any], fault: Fault | None) -> None:
         name = body.get("model") or body.get("name") or ""
         m = self.owner.model(name)
@@ -143,7 +134,7 @@ class StandinHandler(BaseHTTPRequestHandler):
             ["thinking"] if m.thinking else []) + (["vision"] if m.image_tokens else [])
         self._json(200, {
             "license": "", "modelfile": f"FROM {m.name}\n", "parameters": "",
-            "template": "{{ .Prompt }}", "details": self._details(m),
+            "template": "{{ .Prompt }}", "details": model_details(m),
             "model_info": {"general.architecture": m.family,
                            "general.parameter_count": 7_615_616_512,
                            f"{m.family}.context_length": m.context_length,

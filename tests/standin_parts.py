@@ -134,6 +134,18 @@ DEFAULT_MODELS = (
 )
 
 
+def model_details(m: Model) -> dict[str, Any]:
+    """A model's `details`, as /api/tags and /api/show give them."""
+    return {"parent_model": "", "format": "gguf", "family": m.family, "families": [m.family],
+            "parameter_size": m.parameter_size, "quantization_level": "Q4_K_M"}
+
+
+def model_entry(m: Model) -> dict[str, Any]:
+    """A model as /api/tags lists it."""
+    return {"name": m.name, "model": m.name, "modified_at": now(), "size": 4_700_000_000,
+            "digest": hashlib.sha256(m.name.encode()).hexdigest(), "details": model_details(m)}
+
+
 def now() -> str:
     return datetime.now(timezone.utc).isoformat().replace("+00:00", "Z")
 
