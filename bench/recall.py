@@ -215,7 +215,7 @@ def pick(which: str, limit: int, per_kind: int, kinds: str) -> list:
 
 
 def run_live(which: str, windows: list[int], questions: list, config: str, embed: str,
-             embedder=None) -> None:
+             embedder=None, dump: str = "") -> None:
     """The live mode: one daemon for the run; each question's history sent message by message
     to a session of its own per window (deleted after its question), then the question —
     once its passages have their vectors, where recall ranks by meaning too (as they would
@@ -239,6 +239,9 @@ def run_live(which: str, windows: list[int], questions: list, config: str, embed
                 for window in windows:
                     r = recall_live.replay(c, standin, model, q, window, MODEL, embedded=embed != "none")
                     replayed[window].append(r)
+                    if dump:  # the question's prompt as the model got it, to read what recall chose
+                        Path(dump).mkdir(parents=True, exist_ok=True)
+                        (Path(dump) / f"{window}-{q.qid}.txt").write_text(r.prompt)
                     recall_lme.tally(rows[window], q, [("ctxkeepd", r.prompt),
                                                        *recall_lme.baselines(q, r.tokens, standin.count).items()])
                     cut[window] += len(standin.truncations) + len(standin.refusals)
@@ -282,6 +285,8 @@ def main() -> None:
                              "of embedding per LongMemEval question)")
     parser.add_argument("--embed-cache", default="", metavar="FILE",
                         help="with --embed minilm: keep the vectors in this SQLite file for later runs")
+    parser.add_argument("--dump", default="", metavar="DIR",
+                        help="live mode: write each question's prompt to DIR/WINDOW-QUESTION.txt")
     parser.add_argument("--config", action="append", default=[], metavar="LINE",
                         help="a config.toml line for the daemon (repeatable), e.g. 'recall_share = 0.5'")
     args = parser.parse_args()
@@ -291,7 +296,7 @@ def main() -> None:
     windows = [int(w) for w in filter(None, args.windows.split(","))]
     if args.mode == "live":
         run_live(args.set, windows, pick(args.set, args.limit, args.per_kind, args.kinds), config, args.embed,
-                 minilm_embedder(args.embed_cache) if args.embed == "minilm" else None)
+                 minilm_embedder(args.embed_cache) if args.embed == "minilm" else None, args.dump)
     if args.mode == "import":
         run_lme(args.set, windows, args.limit, config, args.embed, args.kinds, args.embed_cache)
     for window in windows if args.mode == "synthetic" else ():
