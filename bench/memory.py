@@ -79,7 +79,7 @@ def run(windows: list[int], limit: int, kinds: str, config: str) -> None:
                 tokens.append(spent)
                 recall_lme.tally(rows, q, [("ctxkeepd", prompt), ("no_memory", set()),
                                            *recall_lme.baselines(q, budget, standin.count).items()])
-            cut = len(standin.truncations) + len(standin.refusals)
+            cut = len(standin.overflowed)
         finally:
             daemon.stop()
             standin.stop()

@@ -125,7 +125,7 @@ def run_window(window: int, turns: int, seed: int, config: str = "") -> dict[str
                 spent = chat.prompt_tokens if isinstance(end, ResponseGeneration) else window // 2
                 for name, taken in baselines(conversation, q.text, spent, standin.count).items():
                     found[name][q.kind].append(all(i in taken for i in q.evidence))
-        found["ctxkeepd"]["cut or refused prompts"] = [False] * (len(standin.truncations) + len(standin.refusals))
+        found["ctxkeepd"]["cut or refused prompts"] = [False] * (len(standin.overflowed))
         emit(bench="recall", mode="synthetic", window=window, seed=seed, turns=len(conversation.turns),
              summary_calls=model.summary_calls, summary_kinds=dict(model.kinds),
              summary_calls_per_turn=round(model.summary_calls / max(1, len(conversation.turns)), 3))
@@ -189,7 +189,7 @@ def run_lme(which: str, windows: list[int], limit: int, config: str, embed: str,
                 prompt, spent = recall_lme.replay(daemon, standin, q, window, turn, embedded=embedder is not None)
                 tokens.append(spent)
                 recall_lme.tally(rows, q, [("ctxkeepd", prompt), *recall_lme.baselines(q, spent, standin.count).items()])
-            cut = len(standin.truncations) + len(standin.refusals)
+            cut = len(standin.overflowed)
         finally:
             daemon.stop()
             standin.stop()
@@ -244,7 +244,7 @@ def run_live(which: str, windows: list[int], questions: list, config: str, embed
                         (Path(dump) / f"{window}-{q.qid}.txt").write_text(r.prompt)
                     recall_lme.tally(rows[window], q, [("ctxkeepd", r.prompt),
                                                        *recall_lme.baselines(q, r.tokens, standin.count).items()])
-                    cut[window] += len(standin.truncations) + len(standin.refusals)
+                    cut[window] += len(standin.overflowed)
                     emit(bench="recall", mode="live", window=window, question=q.qid, kind=q.kind,
                          found=recall_lme.found(q, r.prompt)[0], parts=r.parts, summary_calls=r.summary_calls,
                          turns=r.turns, seconds=round(r.seconds, 1), progress=f"{n + 1}/{len(questions)}")

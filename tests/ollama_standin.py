@@ -156,6 +156,13 @@ class OllamaStandin:
         """Chat requests refused for overflowing with truncate: false."""
         return [c for c in self.chats if c.refused]
 
+    @property
+    def overflowed(self) -> list[ChatRecord]:
+        """Requests for an answer whose prompt was cut or refused: the truncations, and the
+        refusals but those of a count (ctxkeepd asks for one token to learn a prompt's size,
+        and a refusal there tells it the prompt does not fit: nothing is lost)."""
+        return [c for c in self.chats if c.truncated or (c.refused and (c.body.get("options") or {}).get("num_predict") != 1)]
+
     # -- behaviour ------------------------------------------------------------
 
     def cache_counts(self, prompt: str, tokens: int) -> dict[str, int]:
