@@ -94,7 +94,7 @@ def time_memory(sessions: int, messages: int, turns_timed: int = 40) -> dict[str
     import conversations
     from ctxkeep.daemon.config import Config
     from ctxkeep.daemon.memory.query import Query
-    from ctxkeep.daemon.recall.lexical import query_terms
+    from ctxkeep.daemon.retrieval.lexical import query_terms
     from ctxkeep.daemon.store.records import NewMessage
     from ctxkeep.protocol import requests
     from inprocess import InProcess

@@ -38,8 +38,8 @@ _MEMORY_LINE = re.compile(r'^\[[^\]]+\] in "([^"]*)" ')
 def blocks(prompt: str) -> tuple[str, str]:
     """(memory's block, recall's block) of the last message's text."""
     from ctxkeep.daemon.memory.block import OPENING as MEMORY
-    from ctxkeep.daemon.recall.select import CLOSING
-    from ctxkeep.daemon.recall.select import OPENING as RECALL
+    from ctxkeep.daemon.retrieval.select import CLOSING
+    from ctxkeep.daemon.retrieval.select import OPENING as RECALL
     out = []
     for opening in (MEMORY, RECALL):
         found = prompt.split(opening, 1)

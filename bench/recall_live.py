@@ -33,8 +33,8 @@ from ctxkeep.daemon.compaction.prompts import (
     USER_SUMMARY_SYSTEM,
 )
 from ctxkeep.daemon.memory.block import OPENING as MEMORY_OPENING
-from ctxkeep.daemon.recall.select import CLOSING
-from ctxkeep.daemon.recall.select import OPENING as RECALL_OPENING
+from ctxkeep.daemon.retrieval.select import CLOSING
+from ctxkeep.daemon.retrieval.select import OPENING as RECALL_OPENING
 from ctxkeep.protocol.events import ResponseGeneration
 
 SUMMARY_SYSTEMS = (COMPACTION_SYSTEM, MERGE_SYSTEM, CHECKPOINT_SYSTEM, USER_SUMMARY_SYSTEM,

@@ -2,7 +2,7 @@
 
 Gemma 3 270M on llama-cpp-python's server (the real-model step's install), greedy: each fact
 was said earlier, two unrelated exchanges follow, and the question about it comes with the
-fact recalled in ctxkeepd's own block (recall/select.py's opening and closing), once before
+fact recalled in ctxkeepd's own block (retrieval/select.py's opening and closing), once before
 the question (as until stop 56) and once after it (as now: the next turn's prompt is then
 the server's cache up to the block). A line per answer, then the count of answers that hold
 the fact per placement. A probe of the model's reading, not of recall (bench/recall.py
@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from common import emit  # noqa: E402
 
-from ctxkeep.daemon.recall.select import CLOSING, OPENING  # noqa: E402
+from ctxkeep.daemon.retrieval.select import CLOSING, OPENING  # noqa: E402
 from real_model import MODEL, start_llama  # noqa: E402
 
 #: (what the user said once, the question about it, what a right answer holds)

@@ -9,7 +9,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ctxkeep.daemon.recall.lexical import PHRASING, STOP, terms
+from ctxkeep.daemon.retrieval.lexical import PHRASING, STOP, terms
 
 #: Numbers of two characters or more ("step 3" is how a chat counts, "4711" a fact).
 _NUMBER = re.compile(r"(?<![\w.])\d[\d,.:/-]*\d(?![\w])")

@@ -137,7 +137,7 @@ class TurnPrompts:
     def build(self, session: SessionRecord, context: ActiveContext, active: list[MessageRecord],
               user: MessageRecord, recalled: str = "") -> list[Message]:
         """Equal to `build_messages(session, context, active, user)`; a `recalled` block
-        (recall/select.py) follows the new message: the prompt up to the end of the
+        (retrieval/select.py) follows the new message: the prompt up to the end of the
         message is what the next turn sends again, so the server's cache of it stays good
         (a block before the message made the next turn read the message again)."""
         system, out = self.folded.fold(session.id, (frozenset(context.file_summaries), session.vision), active)

@@ -4,8 +4,8 @@ taking things out of it."""
 from ctxkeep.daemon.handlers.registry import RequestError, handles
 from ctxkeep.daemon.memory.memory import Memory
 from ctxkeep.daemon.memory.query import Query
-from ctxkeep.daemon.recall import select
-from ctxkeep.daemon.recall.lexical import query_terms
+from ctxkeep.daemon.retrieval import select
+from ctxkeep.daemon.retrieval.lexical import query_terms
 from ctxkeep.daemon.services import Services
 from ctxkeep.daemon.store.records import SessionRecord
 from ctxkeep.protocol import ErrorCode

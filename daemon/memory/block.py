@@ -6,7 +6,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from ctxkeep.daemon.context.features import add
-from ctxkeep.daemon.recall import select
+from ctxkeep.daemon.retrieval import select
 from ctxkeep.daemon.tokens import Vector, text_features
 
 if TYPE_CHECKING:

@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ctxkeep.daemon.recall import select
-from ctxkeep.daemon.recall.lexical import LexicalIndex, counts_of
-from ctxkeep.daemon.recall.passages import Passage, passages
-from ctxkeep.daemon.recall.semantic import SemanticIndex
+from ctxkeep.daemon.retrieval import select
+from ctxkeep.daemon.retrieval.lexical import LexicalIndex, counts_of
+from ctxkeep.daemon.retrieval.passages import Passage, passages
+from ctxkeep.daemon.retrieval.semantic import SemanticIndex
 from ctxkeep.daemon.store.records import MessageRecord, SessionRecord
 from ctxkeep.daemon.tokens import Vector, text_features
 

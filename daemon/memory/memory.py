@@ -17,9 +17,9 @@ from ctxkeep.daemon.config import Config
 from ctxkeep.daemon.memory import precision
 from ctxkeep.daemon.memory.index import MemoryIndex, Owner, family, prepared
 from ctxkeep.daemon.memory.query import Query, Remembered
-from ctxkeep.daemon.recall import select, when
-from ctxkeep.daemon.recall.lexical import terms
-from ctxkeep.daemon.recall.semantic import Embedder
+from ctxkeep.daemon.retrieval import select, when
+from ctxkeep.daemon.retrieval.lexical import terms
+from ctxkeep.daemon.retrieval.semantic import Embedder
 from ctxkeep.daemon.store.errors import StoreError
 from ctxkeep.daemon.store.records import SessionRecord
 from ctxkeep.daemon.store.store import Store

@@ -6,8 +6,8 @@ from collections.abc import Sequence
 
 from ctxkeep.daemon.memory.index import MemoryIndex
 from ctxkeep.daemon.memory.query import Query
-from ctxkeep.daemon.recall.lexical import terms
-from ctxkeep.daemon.recall.passages import Passage
+from ctxkeep.daemon.retrieval.lexical import terms
+from ctxkeep.daemon.retrieval.passages import Passage
 
 #: The best passages (by words) of which one must share a rare word with the message, and
 #: how few passages may hold a word for it to count as rare where there are few sessions.

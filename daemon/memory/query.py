@@ -3,7 +3,7 @@
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ctxkeep.daemon.recall.passages import Passage
+from ctxkeep.daemon.retrieval.passages import Passage
 
 
 @dataclass(frozen=True)
@@ -27,7 +27,7 @@ class Query:
     vector: list[float] | None = None
     asks_of: str | None = None
     holds: frozenset[int] | set[int] = frozenset()
-    #: The span of time it asks about (recall/when.py), if it names one.
+    #: The span of time it asks about (retrieval/when.py), if it names one.
     span: tuple[float, float] | None = None
     #: The terms of the new message itself (not of the turn before, which `terms` may
     #: hold): memory brings back only passages that share one of them.

@@ -1,3 +1,4 @@
 """Recall: the turns of a session's whole history that a new message needs, found and put
-in the room the window leaves (passages.py what is recalled, lexical.py and semantic.py
-how it is ranked, select.py what fits, recaller.py the service a turn asks)."""
+in the room the window leaves (session_index.py a session's passages ranked, room.py the room
+a message that reaches back takes, recaller.py the service a turn asks; what they rank with is
+retrieval/'s, shared with memory)."""

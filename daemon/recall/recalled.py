@@ -4,7 +4,7 @@ verbatim messages whose room it takes."""
 from dataclasses import dataclass
 
 from ctxkeep.daemon.memory.query import Remembered
-from ctxkeep.daemon.recall.passages import Passage
+from ctxkeep.daemon.retrieval.passages import Passage
 from ctxkeep.daemon.tokens import ZERO, Vector
 from ctxkeep.protocol.memory import MemoryRef
 from ctxkeep.protocol.structs import RecalledPassage

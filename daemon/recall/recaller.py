@@ -23,12 +23,12 @@ from ctxkeep.daemon.memory import block as memory_block
 from ctxkeep.daemon.memory.memory import Memory
 from ctxkeep.daemon.memory.query import Query, Remembered
 from ctxkeep.daemon.recall import room as recall_room
-from ctxkeep.daemon.recall import select, when
-from ctxkeep.daemon.recall.lexical import asked_terms, query_terms
-from ctxkeep.daemon.recall.passages import Passage
 from ctxkeep.daemon.recall.recalled import NONE, Recall
-from ctxkeep.daemon.recall.semantic import Embedder
 from ctxkeep.daemon.recall.session_index import SessionIndex
+from ctxkeep.daemon.retrieval import select, when
+from ctxkeep.daemon.retrieval.lexical import asked_terms, query_terms
+from ctxkeep.daemon.retrieval.passages import Passage
+from ctxkeep.daemon.retrieval.semantic import Embedder
 from ctxkeep.daemon.store.context_records import ActiveContext
 from ctxkeep.daemon.store.records import MessageRecord, SessionRecord
 from ctxkeep.daemon.store.store import Store

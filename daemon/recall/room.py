@@ -6,7 +6,7 @@ prompt's start stays as the model server holds it in its cache. Pure functions."
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ctxkeep.daemon.recall.passages import Passage, recallable
+from ctxkeep.daemon.retrieval.passages import Passage, recallable
 from ctxkeep.daemon.store.records import MessageRecord
 
 #: A message reaches into the past when recall's best match outside the active context

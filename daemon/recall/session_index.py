@@ -4,10 +4,10 @@ meaning, with what recall needs to pair and leave out passages."""
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ctxkeep.daemon.recall import select
-from ctxkeep.daemon.recall.lexical import LexicalIndex, terms
-from ctxkeep.daemon.recall.passages import Passage, passages
-from ctxkeep.daemon.recall.semantic import SemanticIndex
+from ctxkeep.daemon.retrieval import select
+from ctxkeep.daemon.retrieval.lexical import LexicalIndex, terms
+from ctxkeep.daemon.retrieval.passages import Passage, passages
+from ctxkeep.daemon.retrieval.semantic import SemanticIndex
 from ctxkeep.daemon.store.records import MessageRecord
 from ctxkeep.daemon.tokens import Vector, text_features
 

@@ -6,7 +6,7 @@ import random
 
 from chatter import FACT, FILLER, filler_reply
 from conftest import until_idle, wait_for
-from ctxkeep.daemon.recall import select
+from ctxkeep.daemon.retrieval import select
 from ctxkeep.protocol.events import GenerationRecalled, ResponseGeneration
 
 MODEL = "qwen2.5:7b"

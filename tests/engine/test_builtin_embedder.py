@@ -7,9 +7,9 @@ import asyncio
 import numpy as np
 import pytest
 
-from ctxkeep.daemon.recall.encoders import BUILTIN, BuiltinEncoder, prefixes
-from ctxkeep.daemon.recall.passages import Passage
-from ctxkeep.daemon.recall.semantic import Embedder, SemanticIndex
+from ctxkeep.daemon.retrieval.encoders import BUILTIN, BuiltinEncoder, prefixes
+from ctxkeep.daemon.retrieval.passages import Passage
+from ctxkeep.daemon.retrieval.semantic import Embedder, SemanticIndex
 from ctxkeep.daemon.store.store import Store
 from memory_backend import MemoryBackend
 

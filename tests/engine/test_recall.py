@@ -7,7 +7,7 @@ import random
 
 from chatter import FACT, FILLER, filler_reply
 from ctxkeep.daemon.config import Config
-from ctxkeep.daemon.recall import select
+from ctxkeep.daemon.retrieval import select
 from ctxkeep.protocol import requests
 from ctxkeep.protocol.events import GenerationRecalled
 from inprocess import InProcess

@@ -6,9 +6,9 @@ from hypothesis import strategies as st
 
 from ctxkeep.daemon.compaction.prompts import CHECKPOINT_SYSTEM
 from ctxkeep.daemon.memory import block as memory_block
-from ctxkeep.daemon.recall import select
-from ctxkeep.daemon.recall.own_words import without_own_words
-from ctxkeep.daemon.recall.passages import Passage, passages
+from ctxkeep.daemon.retrieval import select
+from ctxkeep.daemon.retrieval.own_words import without_own_words
+from ctxkeep.daemon.retrieval.passages import Passage, passages
 from ctxkeep.daemon.store.records import MessageRecord
 
 RECALLED = "\n".join([select.OPENING, "[2026-11-23 17:23] user: my dog is called Biscuit",

@@ -4,10 +4,10 @@ with their questions, passages of long messages, stems."""
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from ctxkeep.daemon.recall import select
-from ctxkeep.daemon.recall.lexical import query_terms, terms
-from ctxkeep.daemon.recall.passages import PASSAGE_CHARS, WHOLE_CHARS, Passage, passages
 from ctxkeep.daemon.recall.recaller import SessionIndex
+from ctxkeep.daemon.retrieval import select
+from ctxkeep.daemon.retrieval.lexical import query_terms, terms
+from ctxkeep.daemon.retrieval.passages import PASSAGE_CHARS, WHOLE_CHARS, Passage, passages
 from ctxkeep.daemon.store.records import NewMessage
 
 MODEL = "qwen2.5:7b"
@@ -129,8 +129,8 @@ def test_with_scores_the_budget_goes_to_short_turns_that_match_as_well_as_long_o
 def test_a_passage_that_says_a_better_one_again_is_left_out():
     """Three restatements of one sentence and one different passage: the best restatement
     and the different one stay, in their order; the rest of the ranking is untouched."""
-    from ctxkeep.daemon.recall.lexical import terms
-    from ctxkeep.daemon.recall.select import DISTINCT_CHECKED, distinct
+    from ctxkeep.daemon.retrieval.lexical import terms
+    from ctxkeep.daemon.retrieval.select import DISTINCT_CHECKED, distinct
     texts = {0: "My locker code is 4701-green, my locker code. Sure, cooking.",
              1: "My locker code is 4719-green, my locker code. Sure, cooking.",
              2: "Please remember this: my locker code is 4711-blue.",
@@ -165,14 +165,14 @@ def test_a_blocks_features_add_up_from_its_lines_as_its_text_gives_them(texts, p
 def test_how_a_question_asks_never_matches_on_its_own():
     """"What did I tell you about", "remind me", "we talked about": the words of asking are
     not terms of the query; what it asks about is."""
-    from ctxkeep.daemon.recall.lexical import query_terms
+    from ctxkeep.daemon.retrieval.lexical import query_terms
     assert set(query_terms("What did I tell you about my allotment?")) == {"allot"}
     assert query_terms("Remind me what we talked about last time, please.") == {}
     assert set(query_terms("Remember the recipe you mentioned?")) == {"recip"}
 
 
 def test_memory_answers_only_what_speaks_of_the_past():
-    from ctxkeep.daemon.recall.select import about_the_past
+    from ctxkeep.daemon.retrieval.select import about_the_past
     assert about_the_past("Where does my sister live now?") and about_the_past("What did you suggest for dinner?")
     assert about_the_past("What was the codeword of the glacier project?")
     assert not about_the_past("Write a short poem about autumn.") and not about_the_past("What's 15% of 240?")

@@ -1,9 +1,9 @@
-"""Recall's vectors (recall/semantic.py): a batch added at once is the same index as its
+"""Recall's vectors (retrieval/semantic.py): a batch added at once is the same index as its
 vectors added one by one (the embedder adds batches; the loop must not pay per row)."""
 
 import numpy as np
 
-from ctxkeep.daemon.recall.semantic import SemanticIndex
+from ctxkeep.daemon.retrieval.semantic import SemanticIndex
 
 
 def test_a_batch_added_at_once_equals_its_vectors_added_one_by_one():
@@ -29,8 +29,8 @@ def test_a_query_is_embedded_once_however_often_and_again_after_a_failure():
     share the call; a failed call is asked again; the oldest queries are let go."""
     import asyncio
 
-    from ctxkeep.daemon.recall import query_vectors
-    from ctxkeep.daemon.recall.query_vectors import QueryVectors
+    from ctxkeep.daemon.retrieval import query_vectors
+    from ctxkeep.daemon.retrieval.query_vectors import QueryVectors
 
     class Encoder:
         name = "enc"

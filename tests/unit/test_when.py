@@ -1,4 +1,4 @@
-"""When a question asks about (recall/when.py): spans of time from its own words, relative
+"""When a question asks about (retrieval/when.py): spans of time from its own words, relative
 to the date stamp it carries or to when it was asked."""
 
 import time
@@ -6,9 +6,9 @@ from datetime import datetime
 
 import pytest
 
-from ctxkeep.daemon.recall import select
-from ctxkeep.daemon.recall.passages import Passage
-from ctxkeep.daemon.recall.when import span
+from ctxkeep.daemon.retrieval import select
+from ctxkeep.daemon.retrieval.passages import Passage
+from ctxkeep.daemon.retrieval.when import span
 
 ASKED = time.mktime(datetime(2023, 5, 30, 23, 38).timetuple())  # a Tuesday
 

@@ -18,9 +18,9 @@ from collections.abc import Callable
 import numpy as np
 
 from ctxkeep.daemon.backends.protocol import ModelBackend, ModelCallError
-from ctxkeep.daemon.recall.encoders import BuiltinEncoder, Encoder, ServerEncoder
-from ctxkeep.daemon.recall.passages import Passage
-from ctxkeep.daemon.recall.query_vectors import QueryVectors
+from ctxkeep.daemon.retrieval.encoders import BuiltinEncoder, Encoder, ServerEncoder
+from ctxkeep.daemon.retrieval.passages import Passage
+from ctxkeep.daemon.retrieval.query_vectors import QueryVectors
 from ctxkeep.daemon.store.store import Store
 from ctxkeep.protocol import ErrorCode
 

@@ -16,7 +16,7 @@ from collections.abc import Collection, Iterable, Mapping
 import numpy as np
 import snowballstemmer
 
-from ctxkeep.daemon.recall.passages import Passage
+from ctxkeep.daemon.retrieval.passages import Passage
 
 _WORD = re.compile(r"[^\W_]{2,}|\d")
 #: Common English words that say nothing of what a text is about.

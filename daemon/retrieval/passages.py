@@ -13,7 +13,7 @@ message (own_words.py).
 import re
 from dataclasses import dataclass
 
-from ctxkeep.daemon.recall.own_words import without_own_words
+from ctxkeep.daemon.retrieval.own_words import without_own_words
 from ctxkeep.daemon.store.records import MessageRecord
 
 #: A message up to this long is one passage (about 1,000 tokens of prose).

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
 
 from ctxkeep.daemon.context.features import add
-from ctxkeep.daemon.recall.passages import Passage
+from ctxkeep.daemon.retrieval.passages import Passage
 from ctxkeep.daemon.tokens import Vector, text_features
 
 #: A new message with fewer terms than this (words that say what it is about), or one

@@ -6,7 +6,7 @@ turns out, under the reading bound), a regenerated turn for the same one again, 
 import asyncio
 from collections import OrderedDict
 
-from ctxkeep.daemon.recall.encoders import Encoder
+from ctxkeep.daemon.retrieval.encoders import Encoder
 
 #: Queries whose vectors (or the calls that bring them) are kept.
 KEPT = 64
