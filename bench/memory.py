@@ -110,7 +110,7 @@ def time_memory(sessions: int, messages: int, turns_timed: int = 40) -> dict[str
                 app.store.history.append(sid, [NewMessage(role="user" if i % 2 == 0 else "assistant", content=text)
                                                for i, text in enumerate(said[s * messages:(s + 1) * messages])])
             asker = (await app.call(requests.SessionCreate(model=MODEL, name="asker"))).session
-            memory = app.services.recaller.memory
+            memory = app.services.memory
             assert memory is not None and await memory.built(600)
             rng = random.Random(1)
             asked = [q.text for q in conversation.questions] + said[:200]

@@ -20,7 +20,9 @@ from ctxkeep.daemon.context.speeds import Speeds
 from ctxkeep.daemon.events.bus import EventBus
 from ctxkeep.daemon.files.workers import FileReader
 from ctxkeep.daemon.jobs.queue import SessionJobs
+from ctxkeep.daemon.memory.memory import Memory
 from ctxkeep.daemon.recall.recaller import Recaller
+from ctxkeep.daemon.retrieval.semantic import Embedder
 from ctxkeep.daemon.store.store import Store
 from ctxkeep.daemon.turns.complete import Completer
 from ctxkeep.daemon.turns.endings import Endings
@@ -55,9 +57,11 @@ class Services:
     files: FileReader
     #: Each model's reading and writing speed on this machine (`status` shows them).
     speeds: Speeds
-    #: Recall's indexes and embeddings, for every session (`recaller.memory`: memory
-    #: across sessions).
+    #: Recall's indexes and embeddings, for every session.
     recaller: Recaller
+    #: Memory across sessions: what recall brings from the user's other sessions, and
+    #: `memory.search`'s answers.
+    memory: Memory
 
 
 def build(config: Config, store: Store, bus: EventBus, backend: ModelBackend,
@@ -72,9 +76,10 @@ def build(config: Config, store: Store, bus: EventBus, backend: ModelBackend,
     parts = Parts(store, bus, backend, config, estimator, announcer, speeds)
     applier = Applier(parts)
     auto = AutoCompactor(parts, LevelRunner(parts, applier, Checkpointer(parts)))
-    recaller = Recaller(store, backend, estimator, config)
-    assert recaller.memory is not None
-    bus.listen(recaller.memory.heard)  # memory learns of new messages, settings and deletions
+    embedder = Embedder(store, backend, lambda: config.embed_model, lambda: config.embed_builtin)
+    memory = Memory(store, embedder, config)
+    bus.listen(memory.heard)  # memory learns of new messages, settings and deletions
+    recaller = Recaller(store, estimator, config, embedder, memory)
     generations = Generations(parts, jobs, auto, Preparer(parts, auto, recaller, TurnPrompts()),
                               Completer(parts, recaller), Endings(store))
     return Services(config=config, store=store, bus=bus, backend=backend, jobs=jobs,
@@ -83,4 +88,4 @@ def build(config: Config, store: Store, bus: EventBus, backend: ModelBackend,
                     listing=SessionListing(store, jobs.busy_sessions),
                     status=status, stopping=stopping,
                     config_path=config_path or paths.config_path(), files=FileReader(),
-                    speeds=parts.speeds, recaller=recaller)
+                    speeds=parts.speeds, recaller=recaller, memory=memory)

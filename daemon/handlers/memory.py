@@ -2,9 +2,6 @@
 taking things out of it."""
 
 from ctxkeep.daemon.handlers.registry import RequestError, handles
-from ctxkeep.daemon.memory.memory import Memory
-from ctxkeep.daemon.memory.query import Query
-from ctxkeep.daemon.retrieval import select
 from ctxkeep.daemon.retrieval.lexical import query_terms
 from ctxkeep.daemon.services import Services
 from ctxkeep.daemon.store.records import SessionRecord
@@ -16,33 +13,14 @@ from ctxkeep.protocol.replies import MemoryForgotten, MemoryHits
 FIRST_BUILD_WAIT = 60.0
 
 
-def _memory(services: Services) -> Memory:
-    memory = services.recaller.memory
-    if memory is None:
-        raise RequestError(ErrorCode.INVALID_ARGUMENT, "memory is not part of this daemon")
-    return memory
-
-
 @handles(MemorySearch)
 async def search(services: Services, req: MemorySearch) -> MemoryHits:
-    memory = _memory(services)
     asker = services.store.sessions.get(req.session).id if req.session else ""
-    terms = query_terms(req.query)
-    vector = await services.recaller.embedder.vector(req.query, services.config.recall_embed_wait_ms / 1000)
-    await memory.built(FIRST_BUILD_WAIT)
-    ranked = await memory.rank(asker, Query(terms, vector, select.addressed(req.query), own=frozenset(terms)),
-                               req.limit)
-    index = memory.index
-    hits = []
-    for pid, score in ranked[:req.limit]:
-        owner = index.source(pid) if index is not None else None
-        if owner is None or index is None:
-            continue
-        p = index.passages[pid]
-        hits.append(MemoryHit(session_id=owner.session_id, session_name=owner.name, seq=p.seq, part=p.part,
-                              parts=p.parts, role=p.role, created=p.created, text=p.text,  # type: ignore[arg-type]
-                              score=round(score, 4)))
-    return MemoryHits(id=req.id, hits=hits, words=sorted(terms))
+    found = await services.memory.search(req.query, asker, req.limit, FIRST_BUILD_WAIT)
+    hits = [MemoryHit(session_id=r.session_id, session_name=r.session_name, seq=r.passage.seq,
+                      part=r.passage.part, parts=r.passage.parts, role=r.passage.role,  # type: ignore[arg-type]
+                      created=r.passage.created, text=r.passage.text, score=round(r.score, 4)) for r in found]
+    return MemoryHits(id=req.id, hits=hits, words=sorted(query_terms(req.query)))
 
 
 @handles(MemoryForget, session=True, waits=True)

@@ -217,3 +217,11 @@ def family(session: SessionRecord, get: Callable[[str], SessionRecord | None]) -
         seen.add(source.id)
         session = source
     return session.id
+
+
+def time_span(times: list[float]) -> tuple[float, float]:
+    """The oldest and newest of `times` (never the same: recency divides by their gap)."""
+    if not times:
+        return 0.0, 1.0
+    oldest, newest = min(times), max(times)
+    return oldest, newest if newest > oldest else oldest + 1.0

@@ -15,10 +15,10 @@ from collections.abc import Callable
 
 from ctxkeep.daemon.config import Config
 from ctxkeep.daemon.memory import precision
-from ctxkeep.daemon.memory.index import MemoryIndex, Owner, family, prepared
+from ctxkeep.daemon.memory.index import MemoryIndex, Owner, family, prepared, time_span
 from ctxkeep.daemon.memory.query import Query, Remembered
 from ctxkeep.daemon.retrieval import select, when
-from ctxkeep.daemon.retrieval.lexical import terms
+from ctxkeep.daemon.retrieval.lexical import query_terms, terms
 from ctxkeep.daemon.retrieval.semantic import Embedder
 from ctxkeep.daemon.store.errors import StoreError
 from ctxkeep.daemon.store.records import SessionRecord
@@ -228,7 +228,7 @@ class Memory:
         if strong and not precision.strong(index, query, ranked):
             return []
         ps = index.passages
-        oldest, newest = _span([ps[pid].created for r in ranked for pid, _ in r])
+        oldest, newest = time_span([ps[pid].created for r in ranked for pid, _ in r])
         scores = select.lifted(select.fused(*ranked, favored=lambda pid: ps[pid].role == query.asks_of,
                                             newer=lambda pid: (ps[pid].created - oldest) / (newest - oldest)),
                                ps, query.span, when.LIFT)
@@ -248,6 +248,19 @@ class Memory:
         if strong:
             kept = precision.best_sessions(index, kept, scores, best)
         return [(pid, scores[pid] / best) for pid in kept if scores[pid] >= FLOOR * best]
+
+    async def search(self, text: str, asker: str = "", limit: int = 20, wait: float = 60.0) -> list[Remembered]:
+        """What memory holds for `text`, best first, as a turn of `asker` ("" = of none)
+        would rank it, without a turn's precision rules (`ctxkeep memory search`); its index
+        built first, waiting up to `wait` seconds the first time."""
+        words = query_terms(text)
+        vector = await self.embedder.vector(text, self.config.recall_embed_wait_ms / 1000)
+        await self.built(wait)
+        ranked = await self.rank(asker, Query(words, vector, select.addressed(text), own=frozenset(words)), limit)
+        index = self.index
+        return [] if index is None else [
+            Remembered(owner.session_id, owner.name, index.passages[pid], score, pid)
+            for pid, score in ranked[:limit] if (owner := index.source(pid)) is not None]
 
     async def recall(self, session: SessionRecord, query: Query, budget: int, overhead: int,
                      cost: Callable[[int, str], int]) -> tuple[list[Remembered], str]:
@@ -282,9 +295,3 @@ class Memory:
         note = f"{found}; {left} did not fit in the room the window left" if left else ""
         return sorted(out, key=lambda r: (r.passage.created, r.passage.seq, r.passage.part)), note
 
-
-def _span(times: list[float]) -> tuple[float, float]:
-    if not times:
-        return 0.0, 1.0
-    oldest, newest = min(times), max(times)
-    return oldest, newest if newest > oldest else oldest + 1.0

@@ -15,7 +15,6 @@ import math
 from collections import OrderedDict
 from collections.abc import Sequence
 
-from ctxkeep.daemon.backends.protocol import ModelBackend
 from ctxkeep.daemon.config import Config
 from ctxkeep.daemon.context.estimator import Estimator
 from ctxkeep.daemon.context.features import JOIN, add
@@ -56,14 +55,14 @@ SECOND_HOP = 0.5
 class Recaller:
     """Recall for the turns of every session."""
 
-    def __init__(self, store: Store, backend: ModelBackend, estimator: Estimator,
-                 config: Config) -> None:
+    def __init__(self, store: Store, estimator: Estimator, config: Config, embedder: Embedder,
+                 memory: Memory | None) -> None:
         self.store = store
         self.estimator = estimator
         self.config = config
-        self.embedder = Embedder(store, backend, lambda: config.embed_model, lambda: config.embed_builtin)
-        #: The user's other sessions, recalled after the session's own history.
-        self.memory: Memory | None = Memory(store, self.embedder, config)
+        self.embedder = embedder
+        #: The user's other sessions, recalled after the session's own history (None: none).
+        self.memory = memory
         self._indexes: OrderedDict[str, SessionIndex] = OrderedDict()
         #: Sessions being indexed ahead of their first turn; whether the daemon is stopping.
         self._preparing: set[asyncio.Task[SessionIndex]] = set()

@@ -206,8 +206,7 @@ class Daemon:
                   for serve in (self.publisher.serve_subscriptions, self.publisher.serve_connections)]
         tasks.append(asyncio.create_task(watch_ollama(
             self.backend, self.services.recaller.embedder.retry, self._ollama_changed), name="ollama-check"))
-        if self.services.recaller.memory is not None:
-            await self.services.recaller.memory.ready()  # memory's index, read in the background
+        await self.services.memory.ready()  # memory's index, read in the background
         interval = systemd.watchdog_interval()
         if interval:
             tasks.append(asyncio.create_task(self._watchdog(interval), name="watchdog"))

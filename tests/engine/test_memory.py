@@ -157,14 +157,14 @@ def test_a_large_import_is_read_into_memory_off_the_event_loop(tmp_path):
     from ctxkeep.protocol.imported import ImportedMessage
 
     async def scenario(app):
-        assert await app.services.recaller.memory.built(10)  # read (empty) before the import
+        assert await app.services.memory.built(10)  # read (empty) before the import
         filler = [ImportedMessage(role="user" if i % 2 == 0 else "assistant", content=f"note {i} about the shed")
                   for i in range(INLINE_MESSAGES + 200)]
         await app.call(requests.SessionImport(name="big", model=MODEL, messages=[
             ImportedMessage(role="user", content=SISTER), ImportedMessage(role="assistant", content="Noted."),
             *filler]))
         asker = await new(app, "asker")
-        memory = app.services.recaller.memory
+        memory = app.services.memory
         threaded, read_in_thread = [], memory._read_in_thread
 
         async def spied(index, owner, session):
