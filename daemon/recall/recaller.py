@@ -267,8 +267,6 @@ class Recaller:
             self.embedder.want(session_id, lambda: (index.lexical.passages, index.semantic))
 
     async def close(self) -> None:
+        """Stop indexing (memory and the embedder are closed by whoever made them)."""
         self._closing = True  # an indexing under way stops after its page, before the store closes
         await asyncio.gather(*self._preparing, return_exceptions=True)
-        if self.memory is not None:
-            await self.memory.close()
-        await self.embedder.close()

@@ -226,6 +226,8 @@ class Daemon:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         await self.services.recaller.close()
+        await self.services.memory.close()
+        await self.services.recaller.embedder.close()
         await self.backend.close()
         self.services.files.close()
         self.close()
