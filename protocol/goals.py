@@ -21,7 +21,7 @@ class Decision(msgspec.Struct, kw_only=True):
 
 
 class Goals(msgspec.Struct, kw_only=True):
-    """A session's goal record (seed 002), updated from markers in the model's answers,
+    """A session's goal record, updated from markers in the model's answers,
     kept verbatim at the top of every prompt and handed to every summarizer."""
 
     goal: str = ""

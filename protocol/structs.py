@@ -56,7 +56,7 @@ class SessionInfo(msgspec.Struct, kw_only=True):
     compactions: Count = 0
     #: The model that writes summaries ("" = the daemon's compaction_model, else `model`).
     compaction_model: str = ""
-    #: Seed 002's reliability score, 0..1 (model size, 15 % less per compaction, floor 30 %).
+    #: The reliability score, 0..1 (model size, 15 % less per compaction, floor 30 %).
     reliability: float = 1.0
     #: Automatic compaction for this session (null: the daemon's setting), and its
     #: thresholds ([] = the daemon's).
@@ -261,7 +261,7 @@ class Usage(msgspec.Struct, kw_only=True):
     #: and the conversation's tokens as a share of it (what automatic compaction watches).
     budget: Count = 0
     budget_fill: float = 0.0
-    #: Seed 002's reliability score, 0..1 (model size × 15 % less per compaction, floor 30 %).
+    #: The reliability score, 0..1 (model size × 15 % less per compaction, floor 30 %).
     reliability: float = 1.0
     #: Of the last prompt, the tokens the server's prompt cache served (null: it did not
     #: say); over the session's turns whose server said, the share its cache served.

@@ -4,7 +4,7 @@ An event crosses the PUB socket as two frames: the topic
 `<subject>/<session_id>` (or `<subject>` alone for daemon-wide events), then
 the JSON body. Subscribe by prefix: `compaction.` for one subject family
 across all sessions, `generation.token/<id>` for one session's tokens, or the
-empty string for everything. The names follow seed 000.
+empty string for everything.
 """
 
 DAEMON_STATUS = "daemon.status"

@@ -1,1 +1,1 @@
-"""ctxkeep-gui: a Qt window on ctxkeepd, with seed 000's ContextGauge."""
+"""ctxkeep-gui: a Qt window on ctxkeepd, with its context gauge."""

@@ -1,4 +1,4 @@
-"""ContextGauge: how full the context window is, as an arc (seed 000).
+"""ContextGauge: how full the context window is, as an arc.
 
 The arc starts at 12 o'clock and sweeps counter-clockwise, span = fill x 360
 x 16 (Qt counts 1/16ths of a degree). Green below 60 %, amber to 85 %, red
@@ -20,7 +20,7 @@ TRACK = "#3a3f44"
 
 
 def colour_for(fill: float) -> str:
-    """The arc's colour at a fill (0..1): seed 000's thresholds."""
+    """The arc's colour at a fill (0..1): green, then amber, then red as it fills."""
     if fill < 0.60:
         return GREEN
     if fill <= 0.85:

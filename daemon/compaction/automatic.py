@@ -1,4 +1,5 @@
-"""Automatic graduated compaction (seeds 001 and 002).
+"""Automatic graduated compaction: level 1 shortens file contents, level 2 prunes messages,
+level 3 writes checkpoints, each run when the fill passes its threshold.
 
 The conversation's budget is window − reply room − system − goals/pins − checkpoints;
 its fill is the conversation's tokens over it. Checked after every turn (with a cooldown

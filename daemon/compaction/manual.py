@@ -1,4 +1,4 @@
-"""Manual compaction (seed 000): a summary of all but the last turns, plus the verbatim tail.
+"""Manual compaction: a summary of all but the last turns, plus the verbatim tail.
 
 One non-streaming summarization call with no tools — or, when the history is
 too long for one call, one per chunk and then merge calls — each sized so

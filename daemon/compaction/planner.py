@@ -16,8 +16,8 @@ from ctxkeep.protocol.tools import calls_text
 
 STRATEGY = {1: "file_compress", 2: "message_prune", 3: "checkpoint"}
 AGES = ("recent", "old", "ancient", "merged")
-#: Each age's target size, as a share of the budget without checkpoints (seed 002's recent
-#: and merged sizes scaled to the window). Every re-compression is a model call that re-reads
+#: Each age's target size, as a share of the budget without checkpoints (so it scales with
+#: the window). Every re-compression is a model call that re-reads
 #: and rewrites a summary (seconds a call on a CPU, and detail lost each time), so a
 #: checkpoint ages in one large step, recent → old at 40 % of its size; old → ancient only
 #: marks it for the next merge (no call), and the ancient ones merge into one.
@@ -36,7 +36,7 @@ def compaction_model(session: SessionRecord, config: Config) -> str:
 
 
 def compaction_marker(before: int, after: int, level: int = 0) -> str:
-    """Seed 000's log line: `── compacted: 82,400 → ~14,200 tokens (68,200 freed) ──`
+    """The log line a compaction writes: `── compacted: 82,400 → ~14,200 tokens (68,200 freed) ──`
     (with the level in words for an automatic one)."""
     how = f" ({LEVEL_WORDS[level]})" if level else ""
     return f"── compacted{how}: {before:,} → ~{after:,} tokens ({before - after:,} freed) ──"

@@ -242,5 +242,5 @@ class Summarizer:
 
 
 def instructions_for(context: ActiveContext, extra: str = "") -> str:
-    """What every summarizer is told: the goal record (seed 002) and any extra instructions."""
+    """What every summarizer is told: the goal record (what the conversation is for, decided, made, next) and any extra instructions."""
     return "\n\n".join(p for p in (goal_markers.summarizer_context(context.goals), extra) if p)

@@ -1,4 +1,4 @@
-"""Goal markers (seed 002): `[GOAL] [CHECKPOINT] [DECISION] [ARTIFACT] [NEXT]` in the model's answers.
+"""Goal markers: `[GOAL] [CHECKPOINT] [DECISION] [ARTIFACT] [NEXT]` in the model's answers.
 
     [GOAL] Implement user authentication
     [CHECKPOINT] Design the login flow - COMPLETED
@@ -81,7 +81,7 @@ def render(goals: Goals) -> str:
 
 
 def summarizer_context(goals: Goals) -> str:
-    """What every summarization prompt is told about the goal (seed 002's goal-aware prompt)."""
+    """What every summarization prompt is told about the goal (so that a summary keeps the goal, decisions and next steps)."""
     block = render(goals)
     if not block:
         return ""

@@ -1,4 +1,5 @@
-"""Seed 002's reliability score: model size, and 15 % less per compaction (floor 30 %)."""
+"""The reliability score (how far the model may be trusted with what it was told): by
+model size, and 15 % less per compaction (floor 30 %)."""
 
 import re
 from functools import lru_cache
@@ -23,7 +24,7 @@ def billions(parameter_size: str) -> float:
 
 
 def model_factor(parameter_size: str) -> float:
-    """Seed 002's factor by model size; 1.0 while the size is not known yet (before the
+    """The factor by model size; 1.0 while the size is not known yet (before the
     model's first use), so an unknown model is not reported unreliable."""
     if not parameter_size:
         return 1.0
@@ -41,7 +42,7 @@ def model_factor(parameter_size: str) -> float:
 
 def score(parameter_size: str, compactions: int, context_confidence: float = 1.0) -> float:
     """modelFactor × max(1 − 0.15 × compactions, 0.30) × contextConfidence once the
-    conversation has been compacted; 1.0 before (seed 002's score describes what
+    conversation has been compacted; 1.0 before (the score describes what
     compressions do: a conversation the model sees whole has lost nothing)."""
     if compactions <= 0:
         return 1.0 * context_confidence

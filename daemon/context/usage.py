@@ -14,7 +14,8 @@ from ctxkeep.protocol.structs import Segments, Usage
 
 @dataclass(frozen=True)
 class Budget:
-    """Seed 002's dynamic budget, in estimated tokens."""
+    """The conversation's budget (window less reply room, system prompt, goals, pins and
+    checkpoints), in estimated tokens."""
 
     window: int
     reply: int

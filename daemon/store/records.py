@@ -152,7 +152,7 @@ class NewMessage(MessageFields, kw_only=True):
 
 
 class FileRefRecord(msgspec.Struct, kw_only=True):
-    """One expansion of a file reference (seed 001's file_references table)."""
+    """One expansion of a file reference (which file, read how, its size and hash when read)."""
 
     message_seq: int
     path: str
