@@ -173,7 +173,7 @@ class ContextUsage(Event, tag=subjects.CONTEXT_USAGE):
 
 
 class CompactionRequest(Event, tag=subjects.COMPACTION_REQUEST):
-    """A compaction starts (`compaction.request`)."""
+    """A compaction starts."""
 
     compaction_id: str
     #: The context before: the last exact count (or an estimate when there is none).
