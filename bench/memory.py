@@ -93,6 +93,7 @@ def time_memory(sessions: int, messages: int, turns_timed: int = 40) -> dict[str
     """Memory's own time per turn over `sessions` × `messages` stored, index built."""
     import conversations
     from ctxkeep.daemon.config import Config
+    from ctxkeep.daemon.memory.bringing import bring
     from ctxkeep.daemon.memory.query import Query
     from ctxkeep.daemon.retrieval.lexical import query_terms
     from ctxkeep.daemon.store.records import NewMessage
@@ -119,8 +120,8 @@ def time_memory(sessions: int, messages: int, turns_timed: int = 40) -> dict[str
             for _ in range(turns_timed):
                 text = rng.choice(asked)
                 start = time.perf_counter()
-                await memory.recall(asker, Query(query_terms(text)), 2000, 20,  # (its passages, why fewer)
-                                    lambda pid, name: estimate(MODEL, memory.index.lines[pid]))
+                await bring(memory, asker, Query(query_terms(text)), 2000, 20,  # (its passages, why fewer)
+                            lambda pid, name: estimate(MODEL, memory.index.lines[pid]))
                 samples.append(time.perf_counter() - start)
             return samples
         samples = sorted(asyncio.run(go()))

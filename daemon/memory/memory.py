@@ -11,7 +11,6 @@ a changed setting), a deleted session is left out at once.
 import asyncio
 import logging
 from collections import deque
-from collections.abc import Callable
 
 from ctxkeep.daemon.config import Config
 from ctxkeep.daemon.memory import precision
@@ -32,9 +31,6 @@ RANKED = 200
 #: A passage must score at least this share of the best to come back: memory fills only
 #: with what matches well, not with the whole room it may have.
 FLOOR = 0.15
-#: The most passages a turn's memory brings (each with its partner: a question's answer, an
-#: answer's question): the best few, not the whole room.
-MOST_PASSAGES = 6
 #: Messages indexed on the event loop before a turn (of all sessions together); a larger
 #: backlog (imports, many sessions) is read in a worker thread.
 INLINE_MESSAGES = 200
@@ -261,37 +257,4 @@ class Memory:
         return [] if index is None else [
             Remembered(owner.session_id, owner.name, index.passages[pid], score, pid)
             for pid, score in ranked[:limit] if (owner := index.source(pid)) is not None]
-
-    async def recall(self, session: SessionRecord, query: Query, budget: int, overhead: int,
-                     cost: Callable[[int, str], int]) -> tuple[list[Remembered], str]:
-        """What memory brings into a turn of `session` within `budget` tokens (`cost` of a
-        passage's line with its session's name; the block's own `overhead`), oldest first;
-        and, where it found more than it brings, why ("" where it brings all it found)."""
-        mode = self.mode(session)
-        ranked = (await self.rank(session.id, query, strong=True))[:MOST_PASSAGES]
-        index = self.index
-        if not ranked or index is None:
-            return [], ""
-        found = f"{len(ranked)} passage{'s' if len(ranked) != 1 else ''} of other chats matched"
-        if mode != "all":
-            return [], f"memory is {mode} for this session: {found}, none added (`ctxkeep set --memory all`)"
-        if budget <= overhead:
-            return [], f"{found}; the window left no room for them"
-        score = dict(ranked)
-
-        def name(pid: int) -> str:
-            owner = index.source(pid)
-            return owner.name if owner else ""
-        allowed = index.candidates(session.id, self.family(session))
-
-        def partners(pid: int) -> list[int]:  # those memory may bring, and this session lacks
-            return [o for o in index.partners(index.passages[pid], pid)
-                    if allowed[o] and hash(index.passages[o].text) not in query.holds]
-        chosen = select.choose(list(score), budget, overhead, lambda pid: cost(pid, name(pid)), partners,
-                               score.__getitem__)
-        out = [Remembered(o.session_id, o.name, index.passages[pid], score.get(pid, 0.0), pid)
-               for pid in chosen if (o := index.source(pid)) is not None]
-        left = len([pid for pid in score if pid not in set(chosen)])
-        note = f"{found}; {left} did not fit in the room the window left" if left else ""
-        return sorted(out, key=lambda r: (r.passage.created, r.passage.seq, r.passage.part)), note
 

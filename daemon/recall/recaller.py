@@ -19,6 +19,7 @@ from ctxkeep.daemon.config import Config
 from ctxkeep.daemon.context.estimator import Estimator
 from ctxkeep.daemon.context.features import JOIN, add
 from ctxkeep.daemon.memory import block as memory_block
+from ctxkeep.daemon.memory.bringing import bring
 from ctxkeep.daemon.memory.memory import Memory
 from ctxkeep.daemon.memory.query import Query, Remembered
 from ctxkeep.daemon.recall import room as recall_room
@@ -136,8 +137,8 @@ class Recaller:
             if self.config.memory_budget:
                 room = min(room, self.config.memory_budget)
             overhead = self.estimator.text(model, f"{memory_block.OPENING}\n{select.CLOSING}")
-            remembered, memory_note = await self.memory.recall(
-                session, Query(query, vector, asks_of, index.texts, asked_about,
+            remembered, memory_note = await bring(
+                self.memory, session, Query(query, vector, asks_of, index.texts, asked_about,
                                frozenset(asked_terms(user.content)), select.about_the_past(user.content)),
                 room, overhead,
                 lambda pid, name: self.estimator.estimate(model, memory_block.line_features(self.memory, pid, name)))

@@ -1,0 +1,49 @@
+"""What memory brings into a turn: its best few matches from the user's other sessions (as
+memory.py ranks them, by the precision rules a turn's memory follows), each with its
+partner where it fits, within the room the window leaves; and, where it found more than it
+brings, why."""
+
+from collections.abc import Callable
+
+from ctxkeep.daemon.memory.memory import Memory
+from ctxkeep.daemon.memory.query import Query, Remembered
+from ctxkeep.daemon.retrieval import select
+from ctxkeep.daemon.store.records import SessionRecord
+
+#: The most passages a turn's memory brings (each with its partner: a question's answer, an
+#: answer's question): the best few, not the whole room.
+MOST_PASSAGES = 6
+
+
+async def bring(memory: Memory, session: SessionRecord, query: Query, budget: int, overhead: int,
+                cost: Callable[[int, str], int]) -> tuple[list[Remembered], str]:
+    """What memory brings into a turn of `session` within `budget` tokens (`cost` of a
+    passage's line with its session's name; the block's own `overhead`), oldest first;
+    and, where it found more than it brings, why ("" where it brings all it found)."""
+    mode = memory.mode(session)
+    ranked = (await memory.rank(session.id, query, strong=True))[:MOST_PASSAGES]
+    index = memory.index
+    if not ranked or index is None:
+        return [], ""
+    found = f"{len(ranked)} passage{'s' if len(ranked) != 1 else ''} of other chats matched"
+    if mode != "all":
+        return [], f"memory is {mode} for this session: {found}, none added (`ctxkeep set --memory all`)"
+    if budget <= overhead:
+        return [], f"{found}; the window left no room for them"
+    score = dict(ranked)
+
+    def name(pid: int) -> str:
+        owner = index.source(pid)
+        return owner.name if owner else ""
+    allowed = index.candidates(session.id, memory.family(session))
+
+    def partners(pid: int) -> list[int]:  # those memory may bring, and this session lacks
+        return [o for o in index.partners(index.passages[pid], pid)
+                if allowed[o] and hash(index.passages[o].text) not in query.holds]
+    chosen = select.choose(list(score), budget, overhead, lambda pid: cost(pid, name(pid)), partners,
+                           score.__getitem__)
+    out = [Remembered(o.session_id, o.name, index.passages[pid], score.get(pid, 0.0), pid)
+           for pid in chosen if (o := index.source(pid)) is not None]
+    left = len([pid for pid in score if pid not in set(chosen)])
+    note = f"{found}; {left} did not fit in the room the window left" if left else ""
+    return sorted(out, key=lambda r: (r.passage.created, r.passage.seq, r.passage.part)), note
