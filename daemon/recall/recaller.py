@@ -152,26 +152,18 @@ class Recaller:
                       displaced=displaced, memory_tokens=self.estimator.estimate(model, theirs) if remembered else 0,
                       cut=memory_note)
 
-    def _compares(self, index: SessionIndex | None) -> bool:
-        """Whether any passage here or in memory has a vector to compare a query's with."""
-        memory = self.memory.index if self.memory is not None else None
-        model = self.embedder.current()
-        return any(i is not None and i.semantic.ids and i.semantic.model == model for i in (index, memory))
-
-    @staticmethod
-    def _query_text(active: Sequence[MessageRecord], user: MessageRecord) -> str:
-        """What is embedded as the query: the new message, with the question before it when
-        it refers back."""
-        asked = [m.content for m in active[-2:] if m.role == "user"]
-        return "\n".join([*asked, user.content]) if select.refers_back(user.content) else user.content
-
     async def _vector(self, index: SessionIndex, active: Sequence[MessageRecord],
                       user: MessageRecord) -> list[float] | None:
-        """The new message's vector, if any passage here or in memory has one to compare
-        with and it comes in time."""
-        if not self._compares(index):
+        """The new message's vector (with the question before it when it refers back), if
+        any passage here or in memory has one to compare with and it comes in time."""
+        memory = self.memory.index if self.memory is not None else None
+        model = self.embedder.current()
+        if not (index.semantic.ids and index.semantic.model == model) and \
+                (memory is None or not (memory.semantic.ids and memory.semantic.model == model)):
             return None
-        return await self.embedder.vector(self._query_text(active, user), self.config.recall_embed_wait_ms / 1000)
+        asked = [m.content for m in active[-2:] if m.role == "user"]
+        text = "\n".join([*asked, user.content]) if select.refers_back(user.content) else user.content
+        return await self.embedder.vector(text, self.config.recall_embed_wait_ms / 1000)
 
     def _own(self, session: SessionRecord, context: ActiveContext, user: MessageRecord, index: SessionIndex,
              asked: Query, budget: int, movable: recall_room.Movable) -> tuple[list[Passage], tuple[int, ...]]:
