@@ -87,7 +87,30 @@ def start_llama(window: int) -> tuple[str, subprocess.Popen]:
     else:
         server.kill()
         raise RuntimeError(f"llama.cpp's server did not start in 120 s: {log.read_text()[-2000:]}")
+    first_token(url, server, log)
     return url, server
+
+
+def first_token(url: str, server: subprocess.Popen, log: Path) -> None:
+    """Ask for one token, so that a server that cannot compute (a llama.cpp built for
+    instructions this CPU lacks dies on its first token) fails here, once, saying why,
+    rather than as every test's broken stream."""
+    body = json.dumps({"model": MODEL, "prompt": "Hello", "max_tokens": 1}).encode()
+    request = urllib.request.Request(f"{url}/v1/completions", body, {"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=120) as answer:
+            answer.read()
+    except OSError as error:
+        try:
+            code = server.wait(5)
+        except subprocess.TimeoutExpired:
+            raise RuntimeError(f"llama.cpp's server failed its first token ({error}): "
+                               f"{log.read_text()[-2000:]}") from None
+        raise RuntimeError(
+            f"llama.cpp's server died on its first token (exit {code}"
+            f"{', a segfault' if code == -11 else ''}): a llama-cpp-python built for this CPU's own "
+            "instructions crashed so on a CPU with AVX-512 and AMX; rebuild it for AVX2 as .ci/run does "
+            f"(CMAKE_ARGS=-DGGML_NATIVE=OFF ..., pip --no-cache-dir). Its log: {log.read_text()[-2000:]}") from None
 
 
 TOPICS = ["the garden", "a bicycle trip", "the kitchen shelves", "a chess opening", "the budget",
