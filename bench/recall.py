@@ -247,7 +247,7 @@ def run_live(which: str, windows: list[int], questions: list, config: str, embed
                     cut[window] += len(standin.overflowed)
                     emit(bench="recall", mode="live", window=window, question=q.qid, kind=q.kind,
                          found=recall_lme.found(q, r.prompt)[0], parts=r.parts, summary_calls=r.summary_calls,
-                         turns=r.turns, seconds=round(r.seconds, 1), progress=f"{n + 1}/{len(questions)}")
+                         turns=r.turns, seconds=round(r.seconds, 1), by_meaning=r.by_meaning, progress=f"{n + 1}/{len(questions)}")
                     standin.chats.clear()
     finally:
         daemon.stop()

@@ -35,7 +35,7 @@ from ctxkeep.daemon.compaction.prompts import (
 from ctxkeep.daemon.memory.block import OPENING as MEMORY_OPENING
 from ctxkeep.daemon.retrieval.select import CLOSING
 from ctxkeep.daemon.retrieval.select import OPENING as RECALL_OPENING
-from ctxkeep.protocol.events import ResponseGeneration
+from ctxkeep.protocol.events import GenerationRecalled, ResponseGeneration
 
 SUMMARY_SYSTEMS = (COMPACTION_SYSTEM, MERGE_SYSTEM, CHECKPOINT_SYSTEM, USER_SUMMARY_SYSTEM,
                    CHECKPOINT_WITH_USER_SYSTEM, AGE_SYSTEM)
@@ -184,6 +184,8 @@ class Replayed:
     #: The turns that got no answer, by error code (a message larger than the window...).
     errors: Counter[str]
     seconds: float
+    #: Whether the question's recall ranked by meaning (its vector came in time).
+    by_meaning: bool = False
 
 
 def replay(c: Client, standin: Any, model: Scripted, q: recall_lme.Question, window: int,
@@ -204,14 +206,15 @@ def replay(c: Client, standin: Any, model: Scripted, q: recall_lme.Question, win
     calls = model.summary_calls - calls_before
     if embedded:
         recall_lme.wait_embedded(c, standin)
-    c.turn(sid, q.text)
+    recalled: list[GenerationRecalled] = []
+    c.turn(sid, q.text, on_event=lambda e: recalled.append(e) if isinstance(e, GenerationRecalled) else None)
     chat = [ch for ch in standin.chats if ch.body.get("stream", True) and not is_summary_call(ch.body["messages"])][-1]
     messages = chat.body["messages"]
     c.settle(sid)
     c.delete(sid)
     model.answers.clear()
     return Replayed("\n".join(m["content"] for m in messages), chat.prompt_tokens, parts(messages, standin.count),
-                    len(plan), calls, errors, time.monotonic() - start)
+                    len(plan), calls, errors, time.monotonic() - start, any(e.by_meaning for e in recalled))
 
 
 def emit_parts(emit: Callable[..., None], replayed: list[Replayed], **fields: object) -> None:
@@ -224,4 +227,5 @@ def emit_parts(emit: Callable[..., None], replayed: list[Replayed], **fields: ob
          prompt_tokens_median=statistics.median(r.tokens for r in replayed),
          summary_calls_per_turn=round(sum(r.summary_calls for r in replayed) / max(1, sum(r.turns for r in replayed)), 3),
          failed_turns=dict(sum((r.errors for r in replayed), Counter())),
-         seconds_per_question=round(statistics.fmean(r.seconds for r in replayed), 1))
+         seconds_per_question=round(statistics.fmean(r.seconds for r in replayed), 1),
+         ranked_by_meaning=sum(r.by_meaning for r in replayed))
