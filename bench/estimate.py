@@ -21,6 +21,7 @@ from common import emit
 
 from ctxkeep.daemon.context.estimator import Estimator
 from ctxkeep.daemon.context.features import prompt_features
+from ctxkeep.daemon.store.prompt_count import Anchor
 from ctxkeep.daemon.store.store import Store
 from ollama_standin import count_tokens, render
 
@@ -64,7 +65,7 @@ def run(mix: str, turns: int, seed: int) -> dict[str, list[float]]:
         answer = pick(rng, i + 1)[:1200]
         estimator.save(estimator.observe(session, features, exact, estimate,
                                          [(answer, count_tokens(answer))]))
-        session.anchor_tokens, session.anchor_features, session.anchor_model = exact, list(features), "m"
+        session.anchor = Anchor(tokens=exact, features=list(features), model="m")
         messages.append({"role": "assistant", "content": answer})
         if count_tokens(render(messages)) > 24000:  # keep it a plausible window: drop the oldest turn
             del messages[1:3]

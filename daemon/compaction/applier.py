@@ -48,8 +48,7 @@ class Applier:
             c.seqs, c.file_summaries, c.checkpoints = change.seqs, change.file_summaries, change.checkpoints
             c.last_auto_at = record.message_count
             record.compactions += first
-            record.token_count, record.tokens_exact = after, False
-            record.answer_tokens = 0
+            record.count = record.count.estimated(after)
         store = self.parts.store
         (session, context, _), cancelled = await landed(store.off_loop(
             store.context.update, view.session.id, update, expected=view.context.seqs, audit=audit))

@@ -80,8 +80,8 @@ class Compactor:
     def tokens_now(self, session: SessionRecord, context: ActiveContext,
                    active: list[MessageRecord]) -> tuple[int, bool]:
         """The context's size: the last exact count, or an estimate when there is none."""
-        if session.tokens_exact and session.token_count:
-            return session.token_count, True
+        if session.count.exact and session.count.tokens:
+            return session.count.tokens, True
         return self.parts.estimator.context(session, context, active), False
 
     async def plan(self, session: SessionRecord, tail_turns: int | None) -> Plan:

@@ -131,13 +131,13 @@ class Estimator:
         put in, each estimated whole (two different texts, however alike their features)."""
         w = self.weights(session.model)
         calibration = self._calibration(session.model)
-        anchor = widened(session.anchor_features)
-        anchored = session.anchor_model == session.model and anchor is not None
-        old = (widened(session.anchor_recall) or ZERO) if anchored else ZERO
+        anchor = widened(session.anchor.features)
+        anchored = session.anchor.model == session.model and anchor is not None
+        old = (widened(session.anchor.recall) or ZERO) if anchored else ZERO
         base = [a - r for a, r in zip(anchor or ZERO, old)]
         delta = [f - b for f, b in zip(features, base)]
         cost = lambda v: sum(wi * abs(x) for wi, x in zip(w, v))  # noqa: E731
-        tokens = ((session.anchor_tokens - cost(old)) if anchored else 0) \
+        tokens = ((session.anchor.tokens - cost(old)) if anchored else 0) \
             + sum(wi * d for wi, d in zip(w, delta)) + cost(recall)
         uncertain = math.ceil(cost(delta) + cost(old) + cost(recall))
         novel = math.ceil(sum(fitting.uncovered(calibration, w, v) for v in (delta, old, recall)))
@@ -205,12 +205,12 @@ class Estimator:
         grew (and the anchored prompt recalled nothing), else the whole prompt."""
         if repeated:
             return []
-        anchor = widened(session.anchor_features) or ()
-        clean = (session.anchor_model == session.model and bool(anchor)
-                 and not any(session.anchor_recall))
+        anchor = widened(session.anchor.features) or ()
+        clean = (session.anchor.model == session.model and bool(anchor)
+                 and not any(session.anchor.recall))
         delta = tuple(f - a for f, a in zip(features, anchor)) if clean else ()
-        if delta and min(delta) >= 0 and tokens > session.anchor_tokens:
-            return [(delta, tokens - session.anchor_tokens)]
+        if delta and min(delta) >= 0 and tokens > session.anchor.tokens:
+            return [(delta, tokens - session.anchor.tokens)]
         return [(features, tokens)]
 
     def save(self, records: list[tuple[str, Calibration]]) -> None:

@@ -28,9 +28,7 @@ async def change_prompt(store: Store, estimator: Estimator, session_id: str,
 
         def commit(context: ActiveContext, session: SessionRecord) -> None:
             change(context)
-            session.token_count = estimate.tokens
-            session.answer_tokens = 0  # the count no longer ends with an answer
-            session.tokens_exact = estimate.uncertain == 0  # the prompt last counted keeps it
+            session.count = session.count.estimated(estimate.tokens, exact=estimate.uncertain == 0)  # the prompt last counted keeps it
         try:
             session, context, _ = await store.off_loop(store.context.update, session_id, commit,
                                                        expected=view.context.seqs)

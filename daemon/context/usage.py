@@ -111,11 +111,12 @@ def usage_of(session: SessionRecord, context: ActiveContext, active: list[Messag
                    summaries=b.checkpoints + b.summaries, recent=max(0, b.conversation - b.files - b.summaries))
     parts = ("system", "pinned", "files", "summaries", "recent")
     estimated = sum(getattr(seg, p) for p in parts)
-    recorded = session.token_count > 0 or not active
-    exact = session.tokens_exact and session.token_count > 0
-    tokens = session.token_count if recorded else estimated
+    count = session.count
+    recorded = count.tokens > 0 or not active
+    exact = count.exact and count.tokens > 0
+    tokens = count.tokens if recorded else estimated
     # the last prompt's exact count held its recall block; an estimate since does not
-    recalled = min(session.recalled_tokens, tokens) if exact else 0
+    recalled = min(count.recalled, tokens) if exact else 0
     if recorded and estimated:
         factor = (tokens - recalled) / estimated
         scaled = {p: round(getattr(seg, p) * factor) for p in parts}
@@ -123,8 +124,8 @@ def usage_of(session: SessionRecord, context: ActiveContext, active: list[Messag
         seg = Segments(**scaled, recalled=recalled)
     window = session.window
     return Usage(tokens=tokens, window=window, fill=tokens / window if window else 0.0,
-                 exact=exact, next_tokens=session.next_prompt if recorded else tokens, segments=seg, messages=len(active), budget=b.available,
+                 exact=exact, next_tokens=count.next_prompt if recorded else tokens, segments=seg, messages=len(active), budget=b.available,
                  budget_fill=round(b.fill, 4),
                  reliability=round(reliability.score(session.parameter_size, session.compactions), 4),
-                 cached_tokens=session.cached_tokens if session.cached_tokens >= 0 and exact else None,
-                 cache_hit_rate=session.cache_hit_rate)
+                 cached_tokens=count.cached if count.cached >= 0 and exact else None,
+                 cache_hit_rate=session.cache.hit_rate)

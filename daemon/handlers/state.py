@@ -82,7 +82,7 @@ async def snapshot_restore(services: Services, req: requests.SnapshotRestore, re
     info = snapshot.info()
     services.bus.publish(SnapshotRestored(snapshot=info), record.id)
     # the snapshot's exact count stands when nothing joined since and the estimate agrees
-    await services.announcer.prompt_changed(record.id, record.next_prompt if record.tokens_exact else None)
+    await services.announcer.prompt_changed(record.id, record.count.next_prompt if record.count.exact else None)
     services.announcer.changed(record.id)
     return SnapshotReply(id=req.id, session_id=record.id, snapshot=info)
 

@@ -13,6 +13,7 @@ import msgspec
 from ctxkeep.daemon.store import codecs, keys, word_index
 from ctxkeep.daemon.store.context_records import ActiveContext, SnapshotRecord
 from ctxkeep.daemon.store.environment import Environment
+from ctxkeep.daemon.store.prompt_count import PromptCount
 from ctxkeep.daemon.store.records import MessageRecord, SessionRecord
 from ctxkeep.daemon.store.sessions import Sessions
 
@@ -68,7 +69,7 @@ class Branches:
             record = SessionRecord(
                 id=secrets.token_hex(6), name=name or self._free_name(txn, f"{source.name} (branch)"),
                 created=now, updated=now, next_seq=last + 1, message_count=last + 1,
-                token_count=source.token_count, tokens_exact=False, branched_from=source.id,
+                count=PromptCount(tokens=source.count.tokens, exact=False), branched_from=source.id,
                 branched_at=last, forgotten=[s for s in source.forgotten if s <= last],
                 **{k: getattr(source, k) for k in SETTINGS})
             context = self._context_at(txn, source, last)

@@ -4,6 +4,7 @@ compactions, and the estimator's calibrations. Beside `records.py` (sessions, me
 
 import msgspec
 
+from ctxkeep.daemon.store.prompt_count import PromptCount
 from ctxkeep.protocol.goals import Goals
 from ctxkeep.protocol.structs import CheckpointInfo, SnapshotInfo
 
@@ -59,23 +60,19 @@ class SnapshotRecord(msgspec.Struct, kw_only=True):
     created: float
     reason: str
     context: ActiveContext
-    token_count: int
-    tokens_exact: bool
+    #: The session's prompt count then.
+    count: PromptCount
     compactions: int
     #: The session's next_seq when it was taken: messages from there on joined later.
     next_seq: int = -1
     #: Set when `undo` restored it, so the next undo walks further back.
     undone: bool = False
-    #: The answer and the recall block of the prompt `token_count` counted (what the next
-    #: prompt then held: SessionRecord.next_prompt).
-    answer_tokens: int = 0
-    recalled_tokens: int = 0
 
     def info(self) -> SnapshotInfo:
         return SnapshotInfo(id=self.id, created=self.created, reason=self.reason,
                             messages=len(self.context.seqs),
                             checkpoints=len(self.context.checkpoints),
-                            token_count=self.token_count, compactions=self.compactions,
+                            token_count=self.count.tokens, compactions=self.compactions,
                             undone=self.undone)
 
 

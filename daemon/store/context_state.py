@@ -46,9 +46,7 @@ class ContextState:
             record.summary_seq = record.at_seq = message.seq
             self._put_compaction(txn, session_id, record)
             session.compactions += 1
-            session.token_count = token_estimate
-            session.answer_tokens = 0  # the count no longer ends with an answer
-            session.tokens_exact = False
+            session.count = session.count.estimated(token_estimate)
             session.updated = now
             self.env.put_session(txn, session)
             return session, message
@@ -103,9 +101,7 @@ class ContextState:
         (`exact`: the prompt is the one counted, whose count this is)."""
         def change(txn: lmdb.Transaction) -> SessionRecord:
             record = self.env.session_in(txn, session_id)
-            record.token_count = tokens
-            record.answer_tokens = 0  # the count no longer ends with an answer
-            record.tokens_exact = exact
+            record.count = record.count.estimated(tokens, exact)
             record.updated = time.time()
             self.env.put_session(txn, record)
             return record

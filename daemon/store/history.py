@@ -3,7 +3,6 @@
 import asyncio
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from typing import Any
 
 import lmdb
@@ -13,29 +12,11 @@ from ctxkeep.daemon.store import codecs, keys, word_index
 from ctxkeep.daemon.store.context_records import Calibration
 from ctxkeep.daemon.store.environment import Environment
 from ctxkeep.daemon.store.message_cache import MessageCache
+from ctxkeep.daemon.store.prompt_count import Anchor, PromptCount
 from ctxkeep.daemon.store.records import FileRefRecord, MessageRecord, NewMessage, SessionRecord, View
 from ctxkeep.protocol.goals import Goals
 
 Appended = tuple[SessionRecord, list[MessageRecord]]
-
-
-@dataclass
-class Appending:
-    """What an append changes beside storing its messages (see `History.appending`)."""
-
-    activate: set[int] = field(default_factory=set)
-    activate_seqs: list[int] = field(default_factory=list)
-    token_count: int | None = None
-    exact: bool = True
-    pending: bool = False
-    answered: set[int] = field(default_factory=set)
-    calibrations: list[tuple[str, Calibration]] = field(default_factory=list)
-    anchor: tuple[int, list[float], str, list[float]] | None = None
-    goals: Goals | None = None
-    recalled_tokens: int | None = None
-    answer_tokens: int = 0
-    #: Of `token_count`, the tokens the server's prompt cache served (None: it did not say).
-    cached: int | None = None
 
 
 class History:
@@ -60,80 +41,63 @@ class History:
         return self.env.writer.submit(self.appending(session_id, messages, **how))
 
     def appending(self, session_id: str, messages: Iterable[NewMessage], *,
-                  activate: Iterable[int] = (), activate_seqs: Iterable[int] = (),
-                  token_count: int | None = None, exact: bool = True, pending: bool = False,
-                  answered: Iterable[int] = (), calibrations: Iterable[tuple[str, Calibration]] = (),
-                  anchor: tuple[int, list[float], str, list[float]] | None = None,
-                  goals: Goals | None = None, recalled_tokens: int | None = None,
-                  answer_tokens: int = 0, cached: int | None = None) -> Callable[[lmdb.Transaction], Appended]:
+                  activate: Iterable[int] = (), activate_seqs: Iterable[int] = (), pending: bool = False,
+                  answered: Iterable[int] = (), count: PromptCount | None = None, anchor: Anchor | None = None,
+                  calibrations: Iterable[tuple[str, Calibration]] = (), goals: Goals | None = None,
+                  ) -> Callable[[lmdb.Transaction], Appended]:
         """The one message-append primitive, as a transaction function.
 
         `activate_seqs` (messages already stored) and then the messages at the
-        positions `activate` in `messages` join the end of the active context;
-        `token_count`, when given, becomes the session's count (Ollama's exact count,
-        or with `exact=False` an estimate). With `pending`, the new messages are
-        questions awaiting their answer, not yet in the search index (the commit that
-        `accepted` waits for writes as little as it can); `answered` seqs leave the
-        pending list and join the index;
-        `calibrations` (key, record) and `goals` are saved in the same transaction (one
-        sync for an answer and all it changed); `anchor` (the exact count, the features of
-        the prompt it counted, the model, the features of its recall block) becomes the
-        session's anchor for estimates; `cached`, of `token_count`, what the server's prompt
-        cache served.
+        positions `activate` in `messages` join the end of the active context. With
+        `pending`, the new messages are questions awaiting their answer, not yet in the
+        search index (the commit that `accepted` waits for writes as little as it can);
+        `answered` seqs leave the pending list and join the index. `count`, when given,
+        becomes the session's prompt count (its cache figure joins the session's tally),
+        `anchor` its anchor for estimates; `calibrations` (key, record) and `goals` are
+        saved in the same transaction (one sync for an answer and all it changed).
         """
-        batch = list(messages)
-        how = Appending(set(activate), list(activate_seqs), token_count, exact, pending,
-                        set(answered), list(calibrations), anchor, goals, recalled_tokens, answer_tokens, cached)
-        return lambda txn: self._append(txn, session_id, batch, how)
+        batch, activate, joining, answered = list(messages), set(activate), list(activate_seqs), set(answered)
+        calibrations = list(calibrations)
 
-    def _append(self, txn: lmdb.Transaction, session_id: str, batch: list[NewMessage],
-                how: Appending) -> Appended:
-        record = self.env.session_in(txn, session_id)
-        now = time.time()
-        stored: list[MessageRecord] = []
-        joining = list(how.activate_seqs)
-        for position, new in enumerate(batch):
-            message = self.put_message(txn, record, new, now, indexed=not how.pending)
-            if position in how.activate:
-                joining.append(message.seq)
-            if how.pending:
-                record.pending.append(message.seq)
-            stored.append(message)
-        if how.answered:
-            for seq in how.answered:  # its answer is stored now: what streamed is in it
-                txn.delete(keys.numbered(session_id, seq), db=self.dbs["drafts"])
-            for seq in record.pending:
-                if seq in how.answered:
-                    self._index_question(txn, session_id, seq)
-            record.pending = [s for s in record.pending if s not in how.answered]
-        if joining or how.goals is not None:  # else the context state is left unread
-            context = self.env.context_in(txn, session_id)
-            context.seqs.extend(joining)
-            if how.goals is not None:
-                context.goals = how.goals
-            self.env.put_context(txn, session_id, context)
-        self._record_counts(txn, record, how)
-        record.updated = now
-        self.env.put_session(txn, record)
-        return record, stored
+        def append(txn: lmdb.Transaction) -> Appended:
+            record = self.env.session_in(txn, session_id)
+            now = time.time()
+            stored: list[MessageRecord] = []
+            for position, new in enumerate(batch):
+                message = self.put_message(txn, record, new, now, indexed=not pending)
+                if position in activate:
+                    joining.append(message.seq)
+                if pending:
+                    record.pending.append(message.seq)
+                stored.append(message)
+            if answered:
+                self._answered(txn, record, answered)
+            if joining or goals is not None:  # else the context state is left unread
+                context = self.env.context_in(txn, session_id)
+                context.seqs.extend(joining)
+                if goals is not None:
+                    context.goals = goals
+                self.env.put_context(txn, session_id, context)
+            if count is not None:
+                record.count, record.cache = count, record.cache.adding(count)
+            if anchor is not None:
+                record.anchor = anchor
+            for key, calibration in calibrations:
+                txn.put(keys.model_key(key), codecs.encode(calibration), db=self.dbs["calibration"])
+            record.updated = now
+            self.env.put_session(txn, record)
+            return record, stored
+        return append
 
-    def _record_counts(self, txn: lmdb.Transaction, record: SessionRecord, how: Appending) -> None:
-        """The count, calibrations, anchor and recall size an append brings."""
-        if how.token_count is not None:
-            record.token_count = how.token_count
-            record.tokens_exact = how.exact
-            record.answer_tokens = how.answer_tokens
-            record.cached_tokens = -1 if how.cached is None else min(how.cached, how.token_count)
-            if how.cached is not None:
-                record.cache_prompt_tokens = min(2**53, record.cache_prompt_tokens + how.token_count)
-                record.cache_served_tokens = min(2**53, record.cache_served_tokens + record.cached_tokens)
-        for key, calibration in how.calibrations:
-            txn.put(keys.model_key(key), codecs.encode(calibration), db=self.dbs["calibration"])
-        if how.anchor is not None:
-            (record.anchor_tokens, record.anchor_features, record.anchor_model,
-             record.anchor_recall) = how.anchor
-        if how.recalled_tokens is not None:
-            record.recalled_tokens = how.recalled_tokens
+    def _answered(self, txn: lmdb.Transaction, record: SessionRecord, answered: set[int]) -> None:
+        """The `answered` questions leave the pending list and join the search index: their
+        answers are stored now, and what streamed is in them (their drafts go)."""
+        for seq in answered:
+            txn.delete(keys.numbered(record.id, seq), db=self.dbs["drafts"])
+        for seq in record.pending:
+            if seq in answered:
+                self._index_question(txn, record.id, seq)
+        record.pending = [s for s in record.pending if s not in answered]
 
     def put_message(self, txn: lmdb.Transaction, session: SessionRecord, new: NewMessage,
                     now: float, indexed: bool = True) -> MessageRecord:

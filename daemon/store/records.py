@@ -8,6 +8,7 @@ import msgspec
 
 from ctxkeep.daemon.store.attachment import Attachment
 from ctxkeep.daemon.store.context_records import ActiveContext
+from ctxkeep.daemon.store.prompt_count import Anchor, CacheTally, PromptCount
 from ctxkeep.protocol.images import ImageRef
 from ctxkeep.protocol.memory import MemoryRef
 from ctxkeep.protocol.structs import Options
@@ -36,9 +37,8 @@ class SessionRecord(msgspec.Struct, kw_only=True):
     updated: float
     next_seq: int = 0
     message_count: int = 0
-    #: prompt_eval_count of the last completed turn (an estimate after a compaction).
-    token_count: int = 0
-    tokens_exact: bool = True
+    #: The last prompt's count (an estimate after a compaction).
+    count: PromptCount = PromptCount()
     compactions: int = 0
     compaction_model: str = ""
     #: User messages stored and acknowledged whose answer has not been stored yet
@@ -52,42 +52,16 @@ class SessionRecord(msgspec.Struct, kw_only=True):
     memory: str | None = None
     remembered: bool = True
     forgotten: list[int] = []
-    #: Tokens the last prompt's recall block took (part of its exact count).
-    recalled_tokens: int = 0
-    #: The server's prompt cache, over the turns whose server said: the prompt tokens they
-    #: sent and, of those, the ones its cache served; the last turn's served (-1: not said).
-    cache_prompt_tokens: int = 0
-    cache_served_tokens: int = 0
-    cached_tokens: int = -1
-    #: The last answer's tokens, while token_count is the exact count of the prompt it
-    #: answered (the next prompt holds them too).
-    answer_tokens: int = 0
-    #: The last exact count and the features of the prompt it counted (by `anchor_model`'s
-    #: tokenizer): later estimates are that count plus the estimate of what changed since.
-    anchor_tokens: int = 0
-    anchor_features: list[float] = []
-    anchor_model: str = ""
-    #: The part of `anchor_features` that was the prompt's recall block.
-    anchor_recall: list[float] = []
+    #: The last exact count, that estimates start from.
+    anchor: Anchor = Anchor()
+    #: What the server's prompt cache served over the turns whose server said.
+    cache: CacheTally = CacheTally()
     #: A branch: the session it was taken from ("" if none) and the seq of the last
     #: message of that session's history it shares.
     branched_from: str = ""
     branched_at: int = -1
     #: The tools every turn offers the model unless a `send` names its own.
     tools: list[ToolSpec] = []
-
-    @property
-    def next_prompt(self) -> int:
-        """What the next prompt holds before its new message, as far as it is known: after
-        a turn, that prompt's exact count less its recall block plus the answer."""
-        if not self.tokens_exact or not self.answer_tokens:
-            return self.token_count
-        return min(2**53, max(0, self.token_count - self.recalled_tokens + self.answer_tokens))
-
-    @property
-    def cache_hit_rate(self) -> float | None:
-        """The share of prompt tokens the server's cache served (None: no server said)."""
-        return round(self.cache_served_tokens / self.cache_prompt_tokens, 4) if self.cache_prompt_tokens else None
 
     @property
     def window(self) -> int:

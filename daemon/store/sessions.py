@@ -11,6 +11,7 @@ from ctxkeep.daemon.store.context_records import ActiveContext
 from ctxkeep.daemon.store.environment import Environment
 from ctxkeep.daemon.store.errors import AmbiguousSession, NameTaken, UnknownSession
 from ctxkeep.daemon.store.message_cache import MessageCache
+from ctxkeep.daemon.store.prompt_count import PromptCount
 from ctxkeep.daemon.store.records import SessionRecord
 
 #: The per-session databases a deleted session leaves.
@@ -69,7 +70,7 @@ class Sessions:
                                    system=system, options=options, num_ctx=num_ctx,
                                    context_length=context_length, parameter_size=parameter_size,
                                    created=now, updated=now,
-                                   token_count=token_estimate, tokens_exact=False,
+                                   count=PromptCount(tokens=token_estimate, exact=False),
                                    branched_from=branched_from, branched_at=branched_at,
                                    tools=tools or [])
             self.add(txn, record, ActiveContext())

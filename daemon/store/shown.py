@@ -16,14 +16,14 @@ def session_info(record: SessionRecord, busy: bool = False, reliability: float =
         id=record.id, name=record.name, model=record.model, system=record.system,
         options=record.options, num_ctx=min(max(record.num_ctx, 0), MOST), window=min(max(record.window, 0), MOST),
         created=record.created, updated=record.updated, message_count=record.message_count,
-        token_count=record.token_count, token_count_exact=record.tokens_exact,
-        next_tokens=record.next_prompt, busy=busy,
+        token_count=record.count.tokens, token_count_exact=record.count.exact,
+        next_tokens=record.count.next_prompt, busy=busy,
         compactions=record.compactions, compaction_model=record.compaction_model,
         reliability=round(reliability, 4),
         auto_compaction=record.auto_compaction, thresholds=record.thresholds,
         recall=record.recall, recall_budget=record.recall_budget,
         memory=record.memory, remembered=record.remembered, forgotten=record.forgotten,  # type: ignore[arg-type]
-        cache_hit_rate=record.cache_hit_rate,
+        cache_hit_rate=record.cache.hit_rate,
         branched_from=record.branched_from, branched_at=record.branched_at, tools=record.tools)
 
 

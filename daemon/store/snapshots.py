@@ -41,10 +41,8 @@ class Snapshots:
             stamp = time.time_ns()
             snapshot = SnapshotRecord(
                 id=f"{stamp:x}", created=stamp / 1e9, reason=reason,
-                context=self.env.context_in(txn, session_id), token_count=session.token_count,
-                tokens_exact=session.tokens_exact, compactions=session.compactions,
-                next_seq=session.next_seq, answer_tokens=session.answer_tokens,
-                recalled_tokens=session.recalled_tokens)
+                context=self.env.context_in(txn, session_id), count=session.count,
+                compactions=session.compactions, next_seq=session.next_seq)
             txn.put(keys.numbered(session_id, stamp), codecs.encode(snapshot), db=self.dbs["snapshots"])
             self._prune(txn, session_id, keep)
             return snapshot
@@ -97,11 +95,7 @@ class Snapshots:
             if undo:
                 snapshot.undone = True
                 txn.put(key, codecs.encode(snapshot), db=self.dbs["snapshots"])
-            session.token_count = snapshot.token_count
-            session.tokens_exact = snapshot.tokens_exact and not later
-            # the count's answer and recall block, as they were (none once turns joined since)
-            session.answer_tokens = snapshot.answer_tokens if session.tokens_exact else 0
-            session.recalled_tokens = snapshot.recalled_tokens if session.tokens_exact else 0
+            session.count = session.count.restored(snapshot.count, later=bool(later))
             session.compactions = snapshot.compactions
             session.updated = time.time()
             self.env.put_session(txn, session)

@@ -20,6 +20,7 @@ from ctxkeep.daemon.context.features import add
 from ctxkeep.daemon.context.parts import Parts
 from ctxkeep.daemon.jobs.queue import Job
 from ctxkeep.daemon.recall.recaller import Recaller
+from ctxkeep.daemon.store.prompt_count import Anchor, PromptCount
 from ctxkeep.daemon.store.records import MessageRecord, NewMessage, SessionRecord, View
 from ctxkeep.daemon.store.shown import message_info
 from ctxkeep.daemon.store.writer import landed
@@ -49,8 +50,8 @@ class Completer:
         lowest = turn.estimate.tokens - 2 * estimator.allowance(session.model, turn.estimate) - SLACK
         # what the last prompt left in this one, with at least half the new message's estimate
         # (only where the estimate too says nothing left the prompt since: not a regenerate's)
-        kept = session.next_prompt + estimator.message(session.model, prompt_content(user)) // 2 - SLACK \
-            if session.tokens_exact else 0
+        kept = session.count.next_prompt + estimator.message(session.model, prompt_content(user)) // 2 - SLACK \
+            if session.count.exact else 0
         kept = kept if turn.estimate.tokens >= kept else 0
         return token_count >= session.window or token_count < kept or (
             estimator.calibrated(session.model) and token_count < lowest)
@@ -94,14 +95,14 @@ class Completer:
         if goals is not None:  # what the model sees changed after the count: an estimate
             changed = msgspec.structs.replace(context, goals=goals)
             count, exact = estimator.context(session, changed, [*active, user, reply.record(-1, 0.0)]), False
+        prompt = PromptCount.counted(count, exact, answer=eval_count, recalled=turn.recall.tokens,
+                                     cached=final.prompt_eval_cached_count)
+        anchor = None if truncated or not counted else Anchor(
+            tokens=token_count, features=list(sent), model=session.model, recall=list(turn.recall.features))
         # too late to cancel once the answer is being stored: it lands
         (session, (assistant,)), cancelled = await landed(self.parts.store.history.append_async(
-            session.id, [reply], activate_seqs=[user.seq], activate=[0], token_count=count,
-            exact=exact, answered=[user.seq], calibrations=calibrations, goals=goals,
-            anchor=None if truncated or not counted else (token_count, list(sent), session.model,
-                                           list(turn.recall.features)),
-            recalled_tokens=turn.recall.tokens, answer_tokens=eval_count if exact else 0,
-            cached=final.prompt_eval_cached_count if exact and counted else None))
+            session.id, [reply], activate_seqs=[user.seq], activate=[0], answered=[user.seq],
+            count=prompt, anchor=anchor, calibrations=calibrations, goals=goals))
         if truncated:
             log.warning("session=%s prompt_eval_count %d (estimated %d, window %d): the server cut the "
                         "prompt, or counted only the tokens it did not have cached (older Ollama); the "
@@ -128,8 +129,8 @@ def answered(generation_id: str, assistant: MessageRecord, session: SessionRecor
     return ResponseGeneration(
         generation_id=generation_id, message=message_info(assistant), token_count=token_count,
         eval_count=bounded(final.eval_count), window=session.window, truncated=truncated,
-        next_tokens=bounded(session.next_prompt),
+        next_tokens=bounded(session.count.next_prompt),
         prompt_estimate=turn.estimate.tokens, total_duration=bounded(final.total_duration),
         load_duration=bounded(final.load_duration), prompt_eval_duration=bounded(final.prompt_eval_duration),
         eval_duration=bounded(final.eval_duration), host=final.host, token_count_exact=counted,
-        cached_tokens=None if session.cached_tokens < 0 else bounded(session.cached_tokens))
+        cached_tokens=None if session.count.cached < 0 else bounded(session.count.cached))

@@ -191,7 +191,7 @@ class Generations:
         session = turn.view.session
         plain = not (extras.tools or output.thought or output.calls) and not any("images" in m for m in turn.messages)
         if plain:
-            counted = done.session.token_count if done.session.tokens_exact else 0
+            counted = done.session.count.tokens if done.session.count.exact else 0
             self.parts.served.turn(session.model, Served(
                 session.id, [*(turn.messages[:-1] if output.prefill else turn.messages),
                              {"role": "assistant", "content": output.text}], turn.view,

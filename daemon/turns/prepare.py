@@ -22,6 +22,7 @@ from ctxkeep.daemon.recall.recalled import NONE as NO_RECALL
 from ctxkeep.daemon.recall.recalled import Recall
 from ctxkeep.daemon.recall.recaller import Recaller
 from ctxkeep.daemon.recall.room import KEPT_MESSAGES, NOTHING, REACH_SHARE, Movable, bounded, movable
+from ctxkeep.daemon.store.prompt_count import Anchor
 from ctxkeep.daemon.store.records import MessageRecord, SessionRecord, View
 from ctxkeep.daemon.tokens import text_features
 from ctxkeep.daemon.turns.limits import answer_room, floor_view, judged, refuse_impossible
@@ -44,7 +45,7 @@ def displaced_by_recall(view: View, estimator: Estimator) -> int:
     no block, or the prompt changed since it was counted (a compaction: it is read anew
     whatever recall does)."""
     session, _, active = view
-    if not (session.recalled_tokens and session.tokens_exact):
+    if not (session.count.recalled and session.count.exact):
         return 0
     start = next((i for i in range(len(active) - 1, -1, -1) if active[i].role == "user"), len(active))
     return sum(estimator.message(session.model, prompt_content(m)) for m in active[start + 1:])
@@ -151,7 +152,7 @@ class Preparer:
         store = self.parts.store
 
         def anchor(r: SessionRecord) -> None:
-            r.anchor_tokens, r.anchor_features, r.anchor_model, r.anchor_recall = exact, list(features), r.model, []
+            r.anchor = Anchor(tokens=exact, features=list(features), model=r.model)
         return view._replace(session=await store.off_loop(store.sessions.update, view.session.id, anchor))
 
     async def _measured(self, session: SessionRecord, messages: list, features: Vector, guessed: Estimate,

@@ -13,6 +13,7 @@ from ctxkeep.daemon.config import Config
 from ctxkeep.daemon.context.calibration import repetitive
 from ctxkeep.daemon.context.estimator import Estimate, Estimator
 from ctxkeep.daemon.context.features import text_features
+from ctxkeep.daemon.store.prompt_count import Anchor
 from ctxkeep.daemon.store.records import NewMessage
 from ctxkeep.daemon.store.store import Store
 from ctxkeep.protocol import requests
@@ -102,8 +103,8 @@ def test_a_prompt_that_did_not_change_keeps_its_exact_count(tmp_path):
         return counted, reply.session
     counted, now = asyncio.run(go())
     app.close()
-    assert counted.tokens_exact and now.token_count_exact
-    assert now.token_count == counted.token_count
+    assert counted.count.exact and now.token_count_exact
+    assert now.token_count == counted.count.tokens
 
 
 def test_a_turn_that_fits_is_not_refused_and_a_refusal_adds_up(tmp_path):
@@ -171,7 +172,7 @@ def test_no_sessions_calibrations_move_another_sessions_estimate(tmp_path_factor
         answer = english(rng, 50)
         records = est.observe(b, features, exact, est.of_features(b, features), [(answer, count(answer))])
         store.history.append(b.id, [NewMessage(role="assistant", content=answer)], activate=[0],
-                     calibrations=records, anchor=(exact, list(features), "m", []))
+                     calibrations=records, anchor=Anchor(tokens=exact, features=list(features), model="m"))
         history.append({"role": "assistant", "content": answer})
         b = store.sessions.get(b.id)
     nxt = NewMessage(role="user", content=english(rng, 60)).record(-1, 0.0)

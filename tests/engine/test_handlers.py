@@ -52,7 +52,7 @@ def test_a_session_is_resolved_once_by_id_prefix_or_name(app):
 
 def test_a_prompt_change_records_a_fresh_estimate(app):
     sid = run(app.call(requests.SessionCreate(model=MODEL))).session.id
-    before = app.store.sessions.get(sid).token_count
+    before = app.store.sessions.get(sid).count.tokens
     reply = run(app.call(requests.SetSystem(session=sid, system="Answer in French. " * 40)))
     assert reply.session.token_count > before and not reply.session.token_count_exact
     assert app.of_type(SessionUpdated)[-1].session.token_count == reply.session.token_count
@@ -93,7 +93,7 @@ def test_a_send_is_stored_before_it_is_accepted_and_ends_once(app, monkeypatch):
     busy = [e.session.busy for e in app.of_type(SessionUpdated) if e.session.id == sid]
     assert busy[-1] is False and busy.index(True) < app.bus.seen.index(ends[0])
     assert [m.role for m in app.store.history.page(sid)[0]] == ["user", "assistant"]
-    assert app.store.sessions.get(sid).tokens_exact
+    assert app.store.sessions.get(sid).count.exact
 
 
 def test_a_question_is_committed_once_its_model_request_is_out(app, monkeypatch):

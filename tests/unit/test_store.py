@@ -1,10 +1,14 @@
 """The LMDB store on a real environment: append-only history, paging, growth, schema versions."""
 
+import shutil
+from pathlib import Path
+
 import lmdb
 import pytest
 
 from ctxkeep.daemon.store import environment as store_module
 from ctxkeep.daemon.store import migrations
+from ctxkeep.daemon.store.prompt_count import Anchor, CacheTally, PromptCount
 from ctxkeep.daemon.store.records import NewMessage
 from ctxkeep.daemon.store.store import Store, StoreTooNew, UnknownSession
 
@@ -19,9 +23,9 @@ def test_append_history_and_active_context(tmp_path):
     _, (u,) = st.history.append(s.id, [NewMessage(role="user", content="q")])
     assert st.history.active_messages(s.id) == []  # stored, not yet active
     rec, (a,) = st.history.append(s.id, [NewMessage(role="assistant", content="a")],
-                          activate_seqs=[u.seq], activate=[0], token_count=42)
+                          activate_seqs=[u.seq], activate=[0], count=PromptCount(tokens=42))
     assert [m.content for m in st.history.active_messages(s.id)] == ["q", "a"]
-    assert rec.token_count == 42 and rec.message_count == 2
+    assert rec.count.tokens == 42 and rec.message_count == 2
     msgs, nxt, total = st.history.page(s.id)
     assert [m.seq for m in msgs] == [0, 1] and nxt is None and total == 2
 
@@ -78,20 +82,43 @@ def test_upgrade_backs_up_then_migrates(tmp_path, monkeypatch):
 
     def add_marker(txn, dbs):
         txn.put(b"migrated", b"yes", db=dbs["meta"])
-    step = migrations.Migration(2, 3, "add a marker", add_marker)
-    monkeypatch.setattr(store_module, "SCHEMA_VERSION", 3)
+    now = migrations.SCHEMA_VERSION
+    step = migrations.Migration(now, now + 1, "add a marker", add_marker)
+    monkeypatch.setattr(store_module, "SCHEMA_VERSION", now + 1)
     monkeypatch.setattr(store_module, "MIGRATIONS", [*migrations.MIGRATIONS, step])
     st = make(tmp_path)
-    assert st.env.schema_version() == 3
+    assert st.env.schema_version() == now + 1
     assert st.env.read(lambda txn: txn.get(b"migrated", db=st.env.dbs["meta"])) == b"yes"
     backups = list((tmp_path / "backups").iterdir())
-    assert len(backups) == 1 and backups[0].name.startswith("schema-v2-")
+    assert len(backups) == 1 and backups[0].name.startswith(f"schema-v{now}-")
     old = lmdb.open(str(backups[0]), max_dbs=8, readonly=True)
     meta = old.open_db(b"meta", create=False)
     with old.begin() as txn:
-        assert txn.get(b"schema_version", db=meta) == b"2"
+        assert txn.get(b"schema_version", db=meta) == str(now).encode()
     old.close()
     assert st.sessions.get("old").id == s.id
+
+
+def test_a_store_written_by_schema_2_keeps_its_counts_whole(tmp_path):
+    """tests/data/store-schema-2 was written by the code of schema 2 (a session with two
+    counted turns, the first with a recall block and a cache figure, and a snapshot between
+    them): its loose count fields become the structs, nothing else changes."""
+    shutil.copytree(Path(__file__).parent.parent / "data" / "store-schema-2", tmp_path / "store")
+    st = make(tmp_path)
+    try:
+        assert st.env.schema_version() == migrations.SCHEMA_VERSION
+        (s,) = st.sessions.all()
+        assert s.name == "written by schema 2" and s.message_count == 4
+        assert s.count == PromptCount(tokens=150, exact=True, answer=4, recalled=0, cached=-1)
+        assert s.anchor == Anchor(tokens=150, features=[1.5, 2.5, 3.5], model="gemma3:270m", recall=[])
+        assert s.cache == CacheTally(prompt=120, served=100) and s.cache.hit_rate == 0.8333
+        assert s.count.next_prompt == 154
+        (snapshot,) = st.snapshots.all(s.id)
+        assert snapshot.count == PromptCount(tokens=120, exact=True, answer=6, recalled=9)
+        assert [m.content for m in st.history.active_messages(s.id)][0] == "My locker code is 4417."
+        assert list((tmp_path / "backups").iterdir())[0].name.startswith("schema-v2-")
+    finally:
+        st.close()
 
 
 def test_failed_write_changes_nothing(tmp_path):
@@ -164,7 +191,7 @@ def test_undo_walks_back_and_keeps_later_turns(tmp_path):
     st.snapshots.restore(s.id, first.id, undo=True)
     assert st.context.get(s.id).seqs == [0, 1, 2, 3, 4, 5, 6]
     assert [x.undone for x in st.snapshots.all(s.id)] == [True, True]
-    assert not st.sessions.get(s.id).tokens_exact  # a later turn makes the snapshot's count stale
+    assert not st.sessions.get(s.id).count.exact  # a later turn makes the snapshot's count stale
 
 
 def test_only_the_newest_snapshots_are_kept_per_session(tmp_path):
@@ -240,7 +267,7 @@ def test_the_search_index_is_built_for_a_store_written_before_it(tmp_path):
     assert st.search.find("walrus")[1] == 0
     st.close()
     st = make(tmp_path)
-    assert st.env.schema_version() == 2 and st.search.find("walrus")[1] == 1
+    assert st.env.schema_version() == migrations.SCHEMA_VERSION and st.search.find("walrus")[1] == 1
 
 
 def test_a_crash_during_a_regenerate_or_an_edit_puts_the_old_exchange_back(tmp_path):
