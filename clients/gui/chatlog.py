@@ -59,7 +59,7 @@ class ChatLog(LogView):
         self.has_older, self.loading_older, self._asked = has_older, False, set()
         self.has_newer, self.loading_newer = False, False
 
-    def append(self, entry: Entry, follow: bool = True) -> None:
+    def add_entry(self, entry: Entry, follow: bool = True) -> None:
         """An entry after the others; the view follows it when at the bottom, unless not
         `follow` (a newer page under what the reader is reading)."""
         with self._keeping_view(follow=follow):
@@ -91,7 +91,7 @@ class ChatLog(LogView):
         entry = self._streams.pop(generation_id, None)
         if entry is None:
             if text or note:
-                self.append(Entry("message", text, role="assistant", note=note, who=who, seq=seq,
+                self.add_entry(Entry("message", text, role="assistant", note=note, who=who, seq=seq,
                                   reply_to=reply_to, created=created, whole=not note))
             return
         entry.text, entry.note, entry.who, entry.seq = text, note, who or entry.who, seq

@@ -60,12 +60,12 @@ class ChatView(QWidget):
         self.log = ChatLog(theme)
         self.log.action.connect(self.act)
         self.log.image_wanted.connect(lambda digest: submit(requests.ImageGet(hash=digest)))
-        self.actions = MessageActions(self.log, submit, self.status.emit, self)
-        self.pages = HistoryPages(submit, self.log, self.actions)
+        self.message_actions = MessageActions(self.log, submit, self.status.emit, self)
+        self.pages = HistoryPages(submit, self.log, self.message_actions)
         self.log.older_wanted.connect(lambda: self.pages.load_older())
         self.log.newer_wanted.connect(lambda: self.pages.load_newer())
         self.log.open_message.connect(self.open_message)
-        self.live = LiveEvents(self.log, self.pages, self.actions, self.gauge, self.status.emit, self._set_busy,
+        self.live = LiveEvents(self.log, self.pages, self.message_actions, self.gauge, self.status.emit, self._set_busy,
                                self._usage_changed, lambda: self.session.model if self.session else "")
         self.composer = Composer()
         self.composer.send_requested.connect(self.send)
@@ -103,7 +103,7 @@ class ChatView(QWidget):
         self.log.reset()
         self._set_busy(session.busy)
         self.pages.start(session, at, find)
-        self.actions.opened(session.id)
+        self.message_actions.opened(session.id)
 
     def show_info(self, session: SessionInfo) -> None:
         self.session = session
@@ -122,7 +122,7 @@ class ChatView(QWidget):
         if self.session is None or reply.session_id != self.session.id:
             return
         if request.active:  # which answer to the last question the model sees
-            self.actions.on_seen(reply)
+            self.message_actions.on_seen(reply)
             return
         if self.pages.on_page(request, reply):  # the newest pages are in: live events follow
             self.loading = False
@@ -130,13 +130,13 @@ class ChatView(QWidget):
                 self.on_event(event)
             self.held = []
             self.log.want_more_if_short()
-            self.actions.shown()
+            self.message_actions.shown()
             self.shown.emit()
 
     def routes(self, router: Router) -> None:
         """The replies and failures the chat view takes."""
         router.on_reply(HistoryReply, self.on_history)
-        router.on_reply(UsageReply, lambda _, reply: self.actions.on_usage(reply))
+        router.on_reply(UsageReply, lambda _, reply: self.message_actions.on_usage(reply))
         router.on_reply(ImageReply, lambda _, reply: self.log.add_thumbnail(reply.hash, reply.data))
         router.on_failure(requests.Send, lambda _, message: self.sent(False, message))
 
@@ -147,7 +147,7 @@ class ChatView(QWidget):
 
     def done(self, request: requests.Request) -> None:
         """A request about a message was answered (a pin, an answer switched)."""
-        self.actions.done(request)
+        self.message_actions.done(request)
 
     # -- what the user does ---------------------------------------------------------------
 
@@ -186,7 +186,7 @@ class ChatView(QWidget):
         """A message's action (its link in the log)."""
         if self.session is not None:
             entry = next((e for e in self.log.entries if e.seq == seq), None)
-            self.actions.act(name, seq, entry.text if entry else "")
+            self.message_actions.act(name, seq, entry.text if entry else "")
 
     def _model_chosen(self, index: int) -> None:
         name = self.model.itemData(index)

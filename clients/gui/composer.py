@@ -31,7 +31,7 @@ class Composer(QPlainTextEdit):
     def text(self) -> str:
         return self.toPlainText()
 
-    def keyPressEvent(self, event: QKeyEvent) -> None:  # noqa: N802 - Qt's name
+    def keyPressEvent(self, event: QKeyEvent) -> None:  # Qt's name
         key, mods = event.key(), event.modifiers()
         if key in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and not (
                 mods & (Qt.KeyboardModifier.ShiftModifier | Qt.KeyboardModifier.AltModifier)):
@@ -56,6 +56,6 @@ class Composer(QPlainTextEdit):
         frame = int(self.document().documentMargin() * 2) + margins.top() + margins.bottom() + 10
         self.setFixedHeight(lines * line + frame)
 
-    def resizeEvent(self, event) -> None:  # noqa: N802 - wrapped lines change the height
+    def resizeEvent(self, event) -> None:  # wrapped lines change the height
         super().resizeEvent(event)
         self._fit()

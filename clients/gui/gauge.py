@@ -95,7 +95,7 @@ class ContextGauge(QWidget):
         text = f"{tilde}{self.tokens:,} / {self.num_ctx:,} tokens"
         self.setToolTip(f"{text} — compacting…" if self.compacting else f"{text} — click to compact")
 
-    def paintEvent(self, event: QPaintEvent) -> None:  # noqa: N802 - Qt's name
+    def paintEvent(self, event: QPaintEvent) -> None:  # Qt's name
         painter = QPainter(self)
         painter.setRenderHint(QPainter.RenderHint.Antialiasing)
         side = min(self.width(), self.height())
@@ -131,6 +131,6 @@ class ContextGauge(QWidget):
         self.track, self.text_colour = track, text
         self.update()
 
-    def mousePressEvent(self, event: QMouseEvent) -> None:  # noqa: N802 - Qt's name
+    def mousePressEvent(self, event: QMouseEvent) -> None:  # Qt's name
         if event.button() == Qt.MouseButton.LeftButton and not self.compacting:
             self.compact_requested.emit()

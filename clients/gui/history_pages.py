@@ -55,12 +55,12 @@ class HistoryPages:
         """Show a page; True when it completed the first pages (the log is then ready)."""
         if request.start >= self.end:  # the newest pages, or the window around a match
             for entry in entries_of(reply.messages, reply.compactions, self.actions.pinned):
-                self.log.append(entry, follow=not self.opened)  # a newer page: the reader stays
+                self.log.add_entry(entry, follow=not self.opened)  # a newer page: the reader stays
             self.end = reply.next if reply.next is not None else request.start + len(reply.messages)
             more = reply.next is not None and reply.next < reply.total
             opening, around_match = not self.opened, self.target is not None
             if more and opening and not around_match:  # a page cut short: on to the end
-                self.submit(requests.History(session=reply.session_id, start=reply.next, limit=PAGE))
+                self.submit(requests.History(session=reply.session_id, start=self.end, limit=PAGE))  # = reply.next
                 return False
             self.log.has_newer, self.log.loading_newer = more, False
             if not more:

@@ -65,11 +65,11 @@ class LiveEvents:
 
     def _question(self, event: QueryReceived) -> None:
         if event.message.seq >= self.pages.end:
-            self.log.append(entries_of([event.message], [])[0])
+            self.log.add_entry(entries_of([event.message], [])[0])
             self.pages.end = event.message.seq + 1
         self.received.add(event.generation_id)
         if event.generation_id in self.recalls:  # told before the question was stored
-            self.log.append(self.recalls.pop(event.generation_id))
+            self.log.add_entry(self.recalls.pop(event.generation_id))
 
     def _recalled(self, event: GenerationRecalled) -> None:
         """The recall line goes under its question (held until the question is shown)."""
@@ -78,7 +78,7 @@ class LiveEvents:
                             len({(p.session_id, p.seq) for p in event.recalled if p.session_id}), event.recalled,
                             event.cut)
         if event.generation_id in self.received:
-            self.log.append(line)
+            self.log.add_entry(line)
         else:
             self.recalls[event.generation_id] = line
 
@@ -91,7 +91,7 @@ class LiveEvents:
         self.gauge.set_compacting(False)
         self.busy(bool(self.streaming))
         if event.status == "ok":
-            self.log.append(Entry("marker", event.marker))
+            self.log.add_entry(Entry("marker", event.marker))
             self.gauge.set_tokens(event.tokens_after, exact=False)
             self.usage_changed()
             self.status("Compacted")

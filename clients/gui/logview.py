@@ -50,7 +50,7 @@ class LogView(QTextBrowser):
         """The hover text at a point of the view (its rich text's `title`)."""
         return self.cursorForPosition(point).charFormat().toolTip()
 
-    def viewportEvent(self, event: QEvent) -> bool:  # noqa: N802 - Qt's name
+    def viewportEvent(self, event: QEvent) -> bool:  # Qt's name
         if event.type() == QEvent.Type.ToolTip:
             tip = self.tip_at(event.pos())  # type: ignore[attr-defined]
             if tip:
@@ -60,7 +60,7 @@ class LogView(QTextBrowser):
             return True
         return super().viewportEvent(event)
 
-    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt's name (the viewport's resize)
+    def resizeEvent(self, event) -> None:  # Qt's name (the viewport's resize)
         side = max(0, (self.width() - MAX_TEXT_WIDTH) // 2)
         if self.viewportMargins().left() != side:
             self.setViewportMargins(side, 0, side, 0)

@@ -7,7 +7,8 @@ from typing import Any
 
 from ...protocol import requests
 
-ReplyHandler = Callable[[requests.Request, Any], None]
+#: (the request, its reply): each of the type it was routed by (known only when it runs)
+ReplyHandler = Callable[[Any, Any], None]
 FailureHandler = Callable[[requests.Request, str], None]
 
 

@@ -59,7 +59,9 @@ class MainWindow(QMainWindow):
         self.resize(1100, 720)
         self.setMinimumSize(560, 400)
 
-        self.banner = QLabel(objectName="banner", wordWrap=True)
+        self.banner = QLabel()
+        self.banner.setObjectName("banner")
+        self.banner.setWordWrap(True)
         self.banner.hide()
         self.panel = SessionPanel()
         self.chat = ChatView(self.worker.submit, self.theme)
@@ -93,7 +95,7 @@ class MainWindow(QMainWindow):
         self.panel.rename_requested.connect(self.rename)
         self.panel.delete_requested.connect(self.delete)
         self.panel.search_requested.connect(lambda q: self.worker.submit(requests.Search(query=q, limit=500)))
-        worker.event.connect(self.on_event)
+        worker.heard.connect(self.on_event)
         self.router = Router(self.say)
         self.memory = MemoryView(self, self.worker.submit, self.open_match)
         self.prompt = PromptView(self, self.worker.submit)
@@ -105,7 +107,10 @@ class MainWindow(QMainWindow):
     def _empty_page(self) -> tuple[QWidget, QLabel]:
         """The page shown with no session open: a line of text and a "New chat" button."""
         page = QWidget()
-        text = QLabel(objectName="empty", alignment=Qt.AlignmentFlag.AlignCenter, wordWrap=True)
+        text = QLabel()
+        text.setObjectName("empty")
+        text.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        text.setWordWrap(True)
         start = QPushButton("New chat")
         start.clicked.connect(self.new_session)
         box = QVBoxLayout(page)

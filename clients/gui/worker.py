@@ -26,8 +26,8 @@ REQUEST_TIMEOUT_S = 10.0
 class DaemonWorker(QThread):
     """Owns the client; everything it hears becomes a signal."""
 
-    #: (topic, event)
-    event = Signal(str, object)
+    #: (topic, event): an event heard (not `event`, which is QObject's own event handler)
+    heard = Signal(str, object)
     #: (the request, its reply)
     reply = Signal(object, object)
     #: (the request, the error message)
@@ -90,7 +90,7 @@ class DaemonWorker(QThread):
                     topic, event = item
                     if isinstance(event, DaemonStatusEvent) and event.stopping:
                         raise DaemonUnavailable(client.control, "the daemon is stopping")
-                    self.event.emit(topic, event)
+                    self.heard.emit(topic, event)
                     item = client.next_event(timeout=0)
                 while True:
                     try:

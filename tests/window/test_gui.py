@@ -5,16 +5,16 @@ import time
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
-from PySide6.QtCore import QPoint, Qt, QUrl  # noqa: E402
-from PySide6.QtGui import QGuiApplication  # noqa: E402
-from PySide6.QtTest import QTest  # noqa: E402
-from PySide6.QtWidgets import QMessageBox  # noqa: E402
+from PySide6.QtCore import QPoint, Qt, QUrl
+from PySide6.QtGui import QGuiApplication
+from PySide6.QtTest import QTest
+from PySide6.QtWidgets import QMessageBox
 
-from conftest import wait_terminal  # noqa: E402
-from ctxkeep.clients.gui.dialogs import NewSessionDialog  # noqa: E402
-from ctxkeep.protocol import requests  # noqa: E402
-from ctxkeep.protocol.events import CompactionRequest, CompactionResult  # noqa: E402
-from window_steps import long_session, wait_until  # noqa: E402
+from conftest import wait_terminal
+from ctxkeep.clients.gui.dialogs import NewSessionDialog
+from ctxkeep.protocol import requests
+from ctxkeep.protocol.events import CompactionRequest, CompactionResult
+from window_steps import long_session, wait_until
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 

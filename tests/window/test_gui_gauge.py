@@ -5,12 +5,12 @@ import os
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
-import pytest  # noqa: E402
-from PySide6.QtCore import QPoint, Qt  # noqa: E402
-from PySide6.QtGui import QColor  # noqa: E402
-from PySide6.QtTest import QTest  # noqa: E402
+import pytest
+from PySide6.QtCore import QPoint, Qt
+from PySide6.QtGui import QColor
+from PySide6.QtTest import QTest
 
-from ctxkeep.clients.gui.gauge import AMBER, GREEN, RED, TRACK, ContextGauge, compact_count  # noqa: E402
+from ctxkeep.clients.gui.gauge import AMBER, GREEN, RED, TRACK, ContextGauge, compact_count
 
 
 def pixel(gauge: ContextGauge, x: int, y: int) -> QColor:

@@ -5,7 +5,7 @@ import os
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
-from window_steps import MODEL, wait_until  # noqa: E402
+from window_steps import MODEL, wait_until
 
 
 def test_the_memory_window_searches_opens_and_forgets(open_window, client):
@@ -31,7 +31,7 @@ def test_the_memory_window_searches_opens_and_forgets(open_window, client):
     assert view.words.text() == ""  # opened empty: the chat's name is no question to memory
     view.words.setText("quince trees")
     view.search()
-    gardens = lambda: [(h.session_name, h.seq) for h in view.hits if h.session_name == "garden"]  # noqa: E731
+    gardens = lambda: [(h.session_name, h.seq) for h in view.hits if h.session_name == "garden"]
     wait_until(lambda: sorted(gardens()) == [("garden", 0), ("garden", 1)])
     assert any(view.list.item(i).text().startswith("garden #0 · user") for i in range(view.list.count()))
     assert not view.forget_button.isEnabled()  # nothing chosen yet

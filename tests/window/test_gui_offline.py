@@ -5,11 +5,11 @@ import os
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
-from PySide6.QtCore import Qt  # noqa: E402
-from PySide6.QtTest import QTest  # noqa: E402
+from PySide6.QtCore import Qt
+from PySide6.QtTest import QTest
 
-from ctxkeep.protocol.structs import SessionInfo  # noqa: E402
-from window_steps import MODEL, wait_until  # noqa: E402
+from ctxkeep.protocol.structs import SessionInfo
+from window_steps import MODEL, wait_until
 
 
 def test_banner_without_daemon_then_reconnects(window_without_daemon, standin):

@@ -7,11 +7,11 @@ import os
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
-from PySide6.QtCore import Qt  # noqa: E402
-from PySide6.QtTest import QTest  # noqa: E402
+from PySide6.QtCore import Qt
+from PySide6.QtTest import QTest
 
-from ctxkeep.clients.gui.history_pages import PAGE  # noqa: E402
-from window_steps import MODEL, long_session, wait_until  # noqa: E402
+from ctxkeep.clients.gui.history_pages import PAGE
+from window_steps import MODEL, long_session, wait_until
 
 
 def test_a_hit_deep_in_a_long_chat_opens_a_page_around_it_and_pages_down(open_window, client):

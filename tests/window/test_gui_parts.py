@@ -22,7 +22,7 @@ def log(qtbot):
     made.resize(700, 400)
     made.show()
     for i in range(30):
-        made.append(Entry("message", f"message number {i}\n\nwith a second paragraph",
+        made.add_entry(Entry("message", f"message number {i}\n\nwith a second paragraph",
                           role="user" if i % 2 == 0 else "assistant"))
     return made
 
@@ -31,7 +31,7 @@ def test_streamed_pieces_grow_one_frame_and_leave_the_rest_alone(log):
     before = log.document().toHtml()
     log.stream("g1", "Hel")
     log.stream("g1", "lo")
-    log.append(Entry("message", "a question queued meanwhile", role="user"))
+    log.add_entry(Entry("message", "a question queued meanwhile", role="user"))
     log.stream("g1", " there")
     text = log.plain()
     assert text.index("Hello there") < text.index("a question queued meanwhile")
@@ -61,7 +61,7 @@ def test_the_view_follows_the_bottom_only_while_it_is_there(log):
     assert log.at_bottom()  # at the bottom: it follows
     log.verticalScrollBar().setValue(100)
     log.stream("g", "more\n" * 20)
-    log.append(Entry("message", "another", role="user"))
+    log.add_entry(Entry("message", "another", role="user"))
     assert log.verticalScrollBar().value() == 100  # scrolled up to read: it stays
 
 
@@ -83,7 +83,7 @@ def test_older_history_goes_above_without_moving_the_view(log, qtbot):
 
 
 def test_copy_link_puts_the_code_on_the_clipboard(log, qtbot):
-    log.append(Entry("message", "Try:\n\n```sh\nls -la | wc -l\n```", role="assistant"))
+    log.add_entry(Entry("message", "Try:\n\n```sh\nls -la | wc -l\n```", role="assistant"))
     copied = []
     log.copied.connect(copied.append)
     log.scroll_to_bottom()
@@ -115,7 +115,7 @@ def test_a_reopened_history_shows_each_compaction_where_it_happened():
 def test_a_streamed_answer_the_history_already_shows_is_taken_away(log):
     before = log.plain()
     log.stream("g", "an answer already in the page")
-    log.append(Entry("message", "next question", role="user"))
+    log.add_entry(Entry("message", "next question", role="user"))
     log.drop_stream("g")
     assert log.plain() == before + "\nYou\nnext question "
     assert len(log.entries) == 31 and log.entries[-1].text == "next question"
@@ -140,10 +140,10 @@ def test_a_recall_line_above_an_answer_opens_to_what_was_recalled(log):
     from PySide6.QtCore import QUrl
 
     from ctxkeep.clients.gui.entries import recall_entry
-    log.append(Entry("message", "Where does Alice live?", role="user"))
+    log.add_entry(Entry("message", "Where does Alice live?", role="user"))
     line = recall_entry(2, "#4 user: my sister Alice moved to Lisbon\n#5 assistant: Noted!")
-    log.append(line)
-    log.append(Entry("message", "In Lisbon.", role="assistant"))
+    log.add_entry(line)
+    log.add_entry(Entry("message", "In Lisbon.", role="assistant"))
     assert "recalled 2 earlier messages into this question's prompt" in log.plain()
     assert "moved to Lisbon" not in log.plain()
     log._link(QUrl(f"recall:{id(line)}"))
@@ -194,7 +194,7 @@ def test_tool_exchanges_are_collapsed_and_images_drawn_as_thumbnails_once_fetche
     log.reset()
     with qtbot.waitSignal(log.image_wanted) as wanted:
         for entry in page:
-            log.append(entry)
+            log.add_entry(entry)
     assert wanted.args == [ref.hash] and "[image]" in log.plain()
     assert "1 failed, 2 passed" not in log.plain() and "called run" in log.plain()
     log._link(QUrl(f"recall:{id(page[2])}"))
