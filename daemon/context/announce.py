@@ -86,11 +86,17 @@ class Announcer:
     def changed(self, session_id: str, usage: bool = True, view: View | None = None
                 ) -> SessionInfo | None:
         """Publish `session.updated` (and `context.usage`) as the session is now (as
-        `view` says, when the caller has just read or written it)."""
+        `view` says, when the caller has just read or written it); None when it was deleted
+        meanwhile (session.deleted said so)."""
         try:
-            session = view.session if view else self.store.sessions.get(session_id)
+            return self.announced(session_id, usage, view)
         except UnknownSession:
-            return None  # deleted meanwhile: session.deleted said so
+            return None
+
+    def announced(self, session_id: str, usage: bool = True, view: View | None = None) -> SessionInfo:
+        """`changed`, for a reply that carries the session: UnknownSession when it was
+        deleted meanwhile (the request is answered with that error)."""
+        session = view.session if view else self.store.sessions.get(session_id)
         return self._publish(session, self.usage(session, view) if usage else None)
 
     def _publish(self, session: SessionRecord, usage: Usage | None) -> SessionInfo:

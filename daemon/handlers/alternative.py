@@ -26,4 +26,4 @@ async def alternative(services: Services, req: requests.Alternative, record: Ses
     store = services.store
     await store.off_loop(store.context.switch_answer, record.id, last.question, last.answer, req.seq)
     await services.announcer.prompt_changed(record.id)
-    return SessionReply(id=req.id, session=services.announcer.changed(record.id, usage=True))
+    return SessionReply(id=req.id, session=services.announcer.announced(record.id, usage=True))

@@ -26,7 +26,7 @@ async def dispatch(services: Services, request: Request, caller: Caller = LOCAL)
         log.error("storage failure: %s", exc)
         return Error(id=request.id, code=exc.code.value,
                      message=f"{exc}; nothing was changed: free disk space, then retry")
-    except Exception as exc:  # noqa: BLE001 - the transport must keep serving
+    except Exception as exc:  # the transport must keep serving
         log.exception("handler for %s failed", type(request).__name__)
         return Error(id=request.id, code=ErrorCode.INTERNAL.value,
                      message=f"internal error ({exc!r}): see the daemon's log")

@@ -78,7 +78,4 @@ async def import_session(services: Services, req: requests.SessionImport) -> Ses
         services.recaller.prepare(record.id)
     if not req.session:
         return SessionReply(id=req.id, session=announce_new(services, record))
-    info = services.announcer.changed(record.id)
-    if info is None:
-        raise RequestError(ErrorCode.UNKNOWN_SESSION, "the session was deleted meanwhile")
-    return SessionReply(id=req.id, session=info)
+    return SessionReply(id=req.id, session=services.announcer.announced(record.id))

@@ -38,5 +38,5 @@ async def forget(services: Services, req: MemoryForget, record: SessionRecord) -
         else:
             r.forgotten = sorted({*r.forgotten, *req.seqs})
     await services.store.off_loop(services.store.sessions.update, record.id, change)
-    info = services.announcer.changed(record.id)  # memory hears of it before the next turn
+    info = services.announcer.announced(record.id)  # memory hears of it before the next turn
     return MemoryForgotten(id=req.id, session=info)

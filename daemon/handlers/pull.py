@@ -64,7 +64,7 @@ async def _run(services: Services, pull_id: str, model: str, ended: list[ModelPu
     except asyncio.CancelledError:
         result = _stopped(pull_id, model)
         raise
-    except Exception as exc:  # noqa: BLE001 - a bug still ends the pull with its result
+    except Exception as exc:  # a bug still ends the pull with its result
         log.exception("pull of %s failed", model)
         result = ModelPullResult(pull_id=pull_id, model=model, status="failed",
                                  code=ErrorCode.INTERNAL.value,

@@ -23,7 +23,7 @@ async def _updated(services: Services, req, record: SessionRecord, prompt_change
     usage when that or the budget changed) and answer."""
     if prompt_changed:
         await services.announcer.prompt_changed(record.id)
-    info = services.announcer.changed(record.id, usage=prompt_changed or usage_changed)
+    info = services.announcer.announced(record.id, usage=prompt_changed or usage_changed)
     return SessionReply(id=req.id, session=info)
 
 

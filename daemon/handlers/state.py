@@ -30,7 +30,7 @@ async def pin(services: Services, req: requests.Pin, record: SessionRecord) -> S
         pinned = [s for s in context.pinned if s != req.seq]
         context.pinned = sorted(pinned + [req.seq]) if req.pinned else pinned
     view = await change_prompt(services.store, services.estimator, record.id, change)
-    return SessionReply(id=req.id, session=services.announcer.changed(record.id, view=view))
+    return SessionReply(id=req.id, session=services.announcer.announced(record.id, view=view))
 
 
 @handles(requests.GoalsGet, session=True)

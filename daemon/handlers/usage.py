@@ -6,7 +6,7 @@ from ctxkeep.daemon.handlers.registry import handles
 from ctxkeep.daemon.services import Services
 from ctxkeep.daemon.store.records import SessionRecord
 from ctxkeep.protocol import requests
-from ctxkeep.protocol.replies import PromptPart, PromptReply, UsageReply
+from ctxkeep.protocol.replies import PartKind, PromptPart, PromptReply, UsageReply
 
 
 @handles(requests.Usage, session=True)
@@ -21,9 +21,9 @@ async def prompt(services: Services, req: requests.Prompt, record: SessionRecord
     """The prompt's parts as the model sees them, each with its estimate."""
     session, context, active = services.store.history.view(record.id)
     estimator, model = services.estimator, session.model
-    parts = [PromptPart(kind=kind, text=text, tokens=estimator.text(model, text)) for kind, text in (
-        ("system", session.system), ("goals", goal_markers.render(context.goals)),
-        ("checkpoints", checkpoint_block(context.checkpoints))) if text]
+    held: list[tuple[PartKind, str]] = [("system", session.system), ("goals", goal_markers.render(context.goals)),
+                                        ("checkpoints", checkpoint_block(context.checkpoints))]
+    parts = [PromptPart(kind=kind, text=text, tokens=estimator.text(model, text)) for kind, text in held if text]
     shortened = set(context.file_summaries)
     for m in active:
         short = m.seq in shortened
