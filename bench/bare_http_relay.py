@@ -38,18 +38,18 @@ def app(url: str) -> web.Application:
     return application
 
 
-def starlette_app(url: str):  # noqa: ANN201 - starlette is optional
+def starlette_app(url: str):  # starlette is optional
     from starlette.applications import Starlette
     from starlette.responses import StreamingResponse
     from starlette.routing import Route
     client = ollama.AsyncClient(host=url)
 
-    async def chat(request):  # noqa: ANN001, ANN202
+    async def chat(request):
         ask = await request.json()
         stream = await client.chat(ask["model"], ask["messages"], stream=True,
                                    options=ask.get("options"))
 
-        async def lines():  # noqa: ANN202
+        async def lines():
             async for chunk in stream:
                 yield chunk.model_dump_json().encode() + b"\n"
         return StreamingResponse(lines(), media_type="application/x-ndjson")

@@ -16,14 +16,14 @@ from pathlib import Path
 TESTS = Path(__file__).resolve().parent.parent / "tests"
 sys.path.insert(0, str(TESTS))
 
-from harness import DaemonProcess  # noqa: E402
-from ollama_standin import OllamaStandin  # noqa: E402
+from harness import DaemonProcess
+from ollama_standin import OllamaStandin
 
 
 def percentiles(samples_s: list[float]) -> dict[str, float]:
     """p50/p99/mean in microseconds."""
     ordered = sorted(samples_s)
-    pick = lambda q: ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1e6  # noqa: E731
+    pick = lambda q: ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1e6
     return {"n": len(ordered), "p50_us": round(pick(0.50), 1), "p99_us": round(pick(0.99), 1),
             "mean_us": round(statistics.fmean(ordered) * 1e6, 1)}
 

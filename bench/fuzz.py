@@ -15,7 +15,7 @@ from common import emit, running_daemon  # (puts tests/ on the path)
 
 import zmq
 
-import fuzzframes  # noqa: E402
+import fuzzframes
 
 
 def main() -> None:

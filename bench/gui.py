@@ -26,15 +26,15 @@ import time
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
-from common import daemon_for, emit, standin_process  # noqa: E402
+from common import daemon_for, emit, standin_process
 
-from PySide6.QtCore import QEvent, QObject  # noqa: E402
-from PySide6.QtGui import QTextCursor  # noqa: E402
-from PySide6.QtWidgets import QApplication, QTextBrowser  # noqa: E402
+from PySide6.QtCore import QEvent, QObject
+from PySide6.QtGui import QTextCursor
+from PySide6.QtWidgets import QApplication, QTextBrowser
 
-from ctxkeep.clients.gui.window import MainWindow  # noqa: E402
-from ctxkeep.clients.gui.worker import DaemonWorker  # noqa: E402
-from ctxkeep.protocol.events import GenerationToken  # noqa: E402
+from ctxkeep.clients.gui.window import MainWindow
+from ctxkeep.clients.gui.worker import DaemonWorker
+from ctxkeep.protocol.events import GenerationToken
 
 MODEL = "qwen2.5:7b"
 PIECE = "and the answer goes on, a few words at a time, as tokens arrive "  # ~60 characters
@@ -71,7 +71,7 @@ class Painted(QObject):
         super().__init__()
         self.last = 0.0
 
-    def eventFilter(self, obj, event) -> bool:  # noqa: N802 - Qt's name
+    def eventFilter(self, obj, event) -> bool:  # Qt's name
         if event.type() == QEvent.Type.Paint:
             self.last = time.perf_counter()
         return False

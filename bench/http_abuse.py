@@ -43,7 +43,7 @@ def _ping(control: str, events: str, stop, out) -> None:
             try:
                 c.ping()
                 samples.append(time.perf_counter() - t0)
-            except Exception:  # noqa: BLE001 - counted
+            except Exception:  # counted
                 errors += 1
             time.sleep(0.01)
     out.send((samples, errors))
@@ -105,7 +105,7 @@ def scenarios(port: int, connections: int) -> dict:
             s.close()
         return 200, f"{len(socks)} opened, {told} told 503, {refused} not opened"
 
-    many = lambda n: chat([{"role": "user" if i % 2 == 0 else "assistant", "content": f"m{i}"}  # noqa: E731
+    many = lambda n: chat([{"role": "user" if i % 2 == 0 else "assistant", "content": f"m{i}"}
                            for i in range(n)] + [{"role": "user", "content": "and now?"}][: 1 if n % 2 == 0 else 0])
     bodies = {  # made before the measure starts: the client's own work is not the daemon's
         "messages_10k": ("/api/chat", lambda: many(9_998)),
@@ -149,7 +149,7 @@ def main() -> None:
                 t0 = time.perf_counter()
                 try:
                     status, said = run()
-                except Exception as exc:  # noqa: BLE001 - reported
+                except Exception as exc:  # reported
                     status, said = 0, repr(exc)[:160]
                 took = time.perf_counter() - t0
             alive = daemon.proc.poll() is None

@@ -35,7 +35,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from common import emit  # noqa: E402
+from common import emit
 
 from ctxkeep.daemon.compaction.prompts import (
     AGE_SYSTEM,
@@ -45,9 +45,9 @@ from ctxkeep.daemon.compaction.prompts import (
     MERGE_SYSTEM,
     USER_SUMMARY_SYSTEM,
 )
-from ctxkeep.protocol.events import CompactionResult, ResponseGeneration  # noqa: E402
-from real_model import MODEL, question, served, server_log, start_llama  # noqa: E402
-from recording_proxy import RecordingProxy  # noqa: E402
+from ctxkeep.protocol.events import CompactionResult, ResponseGeneration
+from real_model import MODEL, question, served, server_log, start_llama
+from recording_proxy import RecordingProxy
 
 
 def text_of(messages: list[dict]) -> str:
@@ -140,7 +140,7 @@ def through_ctxkeepd(url: str, window: int, texts: list[str], answer: int) -> No
             for text in texts:
                 start = time.monotonic()
                 passes: list[object] = []
-                counted = lambda e: passes.append(e) if isinstance(e, CompactionResult) and e.status == "ok" else None  # noqa: E731
+                counted = lambda e: passes.append(e) if isinstance(e, CompactionResult) and e.status == "ok" else None
                 end = c.follow(c.send(sid, text).generation_id, counted, session=sid, timeout=600)
                 assert isinstance(end, ResponseGeneration), end
                 c.settle(sid, counted, timeout=600)  # until the session takes the next message

@@ -184,7 +184,7 @@ def tally(rows: Rows, q: Question, taken: Iterable[tuple[str, "str | set[int]"]]
 
 def emit_rows(emit: Callable[..., None], rows: Rows, **fields: object) -> None:
     """One JSON line per question type (then "all"): turn and session percentages by method."""
-    pct = lambda hits: round(100 * sum(hits) / len(hits), 1) if hits else None  # noqa: E731
+    pct = lambda hits: round(100 * sum(hits) / len(hits), 1) if hits else None
     for kind in sorted(k for k in rows if k != "all") + ["all"]:
         emit(**fields, kind=kind, n=len(rows[kind]["ctxkeepd"]["turns"]),
              turn_pct={m: pct(v["turns"]) for m, v in rows[kind].items()},

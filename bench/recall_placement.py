@@ -15,10 +15,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from common import emit  # noqa: E402
+from common import emit
 
-from ctxkeep.daemon.retrieval.select import CLOSING, OPENING  # noqa: E402
-from real_model import MODEL, start_llama  # noqa: E402
+from ctxkeep.daemon.retrieval.select import CLOSING, OPENING
+from real_model import MODEL, start_llama
 
 #: (what the user said once, the question about it, what a right answer holds)
 FACTS = [

@@ -248,7 +248,7 @@ def session_list(sessions: int, clients: int, rounds: int, seconds: float) -> No
         s.connect(endpoint)
         s.send(stop)
         server.join(5)
-    pct = lambda xs, q: round(sorted(xs)[int(q * (len(xs) - 1))] * 1000, 2)  # noqa: E731
+    pct = lambda xs, q: round(sorted(xs)[int(q * (len(xs) - 1))] * 1000, 2)
     emit(bench="scale", target="session_list_bare_router", sessions=sessions, clients=clients,
          reply_bytes=len(body), req_per_s=round(statistics.median(bare_rates)),
          p50_ms=pct(bare_lat, 0.5), p99_ms=pct(bare_lat, 0.99))

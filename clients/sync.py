@@ -77,7 +77,7 @@ class Client(Calls):
         deadline, patient = start + self.timeout, False
         while request.id not in self._stash:  # replies to pipelined requests wait here
             left = deadline - time.monotonic()
-            if left <= 0 or not sock.poll(left * 1000):
+            if left <= 0 or not sock.poll(int(left * 1000)):
                 more = 0.0 if patient else patience(request, self.timeout, self.control)
                 if more:  # running, only slow, and the request may be under way: wait on
                     deadline, patient = time.monotonic() + more, True
@@ -115,7 +115,7 @@ class Client(Calls):
     def next_event(self, timeout: float | None = None) -> tuple[str, Event] | None:
         """The next event (topic, event), or None after `timeout` seconds."""
         assert self._sub is not None, "subscribe() first"
-        if timeout is not None and not self._sub.poll(timeout * 1000):
+        if timeout is not None and not self._sub.poll(int(timeout * 1000)):
             return None
         item = read_event(self._sub.recv_multipart())
         if item is not None:

@@ -34,7 +34,8 @@ def images_of(message: dict[str, Any]) -> list[ImageInput]:
     `image_url` parts as data URLs (a web address cannot be fetched here)."""
     out = [ImageInput(data=i) if isinstance(i, str) else msgspec.convert(i, ImageInput)
            for i in message.get("images") or ()]
-    parts = message.get("content") if isinstance(message.get("content"), list) else []
+    content = message.get("content")
+    parts = content if isinstance(content, list) else []
     for part in parts:
         if isinstance(part, dict) and part.get("type") == "image_url":
             url = (part.get("image_url") or {}).get("url", "")

@@ -6,6 +6,7 @@ one could be read, so the daemon can answer it.
 """
 
 import re
+from collections.abc import Sequence
 
 import msgspec
 
@@ -46,8 +47,8 @@ class DecodeFailure(Exception):
         self.request_id = request_id
 
 
-def encode(message: msgspec.Struct) -> bytes:
-    """A Struct as one JSON frame."""
+def encode(message: msgspec.Struct | Sequence[msgspec.Struct]) -> bytes:
+    """A Struct (or a list of them) as one JSON frame."""
     return _encoder.encode(message)
 
 

@@ -58,16 +58,17 @@ def render_markdown() -> str:
         out += _request(cls)
     out += ["", "## Tool calling, worked", "", doc_text.TOOLS, "", "```"]
     for direction, frame in TOOL_LOOP:
-        out += _event(frame) if direction == "*" else _frame(direction, [msgspec.json.encode(frame).decode()])
+        out += _event(frame) if isinstance(frame, events.Event) else \
+            _frame(direction, [msgspec.json.encode(frame).decode()])
     out += ["```", "", doc_text.IMAGES, ""]
     for title, classes in (("Reply types", replies.ALL), ("Event types", events.ALL)):
         out.append(f"## {title}")
-        for cls in classes:
-            describe(out, cls, requests.tag_of(cls))
+        for answer in classes:
+            describe(out, answer, requests.tag_of(answer))
         out.append("")
     out.append("## Records")
-    for cls in RECORDS:
-        describe(out, cls, cls.__name__)
+    for record in RECORDS:
+        describe(out, record, record.__name__)
     out += ["", "## Error codes", "", "| code | meaning |", "|---|---|",
             *(f"| `{code.value}` | {doc_text.ERROR_MEANINGS[code.value]} |" for code in ErrorCode), ""]
     return "\n".join(out)
@@ -89,10 +90,10 @@ def _request(cls: type) -> list[str]:
     return out + ["```"]
 
 
-def _event(event: object) -> list[str]:
+def _event(event: events.Event) -> list[str]:
     """An event as the frame pair a subscriber receives."""
     tag = requests.tag_of(type(event))
-    return _frame("*", [subjects.topic(tag, event.session_id),  # type: ignore[attr-defined]
+    return _frame("*", [subjects.topic(tag, event.session_id),
                         msgspec.json.encode(event).decode()])
 
 

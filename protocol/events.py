@@ -275,4 +275,4 @@ AnyEvent = (
     | CompactionRequest | CompactionProgress | CompactionResult | GoalUpdated | SnapshotCreated
     | SnapshotRestored | ContextWarning | ModelPullProgress | ModelPullResult
 )
-ALL: tuple[type[Event], ...] = AnyEvent.__args__  # type: ignore[attr-defined]
+ALL: tuple[type[Event], ...] = AnyEvent.__args__

@@ -45,5 +45,7 @@ class GoalsInput(Goals, forbid_unknown_fields=True):
     checkpoints and decisions, are refused, so a typo never passes silently. (What the
     daemon sends back is a `Goals`, which a client reads leniently.)"""
 
-    checkpoints: list[GoalCheckpointInput] = []
-    decisions: list[DecisionInput] = []
+    # the stricter item types of the input (lists are invariant, but a GoalsInput is read
+    # only as the Goals it is)
+    checkpoints: list[GoalCheckpointInput] = []  # type: ignore[assignment]
+    decisions: list[DecisionInput] = []  # type: ignore[assignment]

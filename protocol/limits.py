@@ -2,7 +2,7 @@
 decodes requests into Structs that carry these types, and the HTTP front door converts what
 its clients send through the same types (`checked`) before anything is stored."""
 
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, TypeVar, overload
 
 import msgspec
 from msgspec import Meta
@@ -27,7 +27,11 @@ class OutOfRange(ValueError):
     """A value from outside is not what its field takes: the message names the field."""
 
 
-def checked(value: Any, kind: type[T], what: str) -> T:
+@overload
+def checked(value: Any, kind: type[T], what: str) -> T: ...
+@overload
+def checked(value: Any, kind: Any, what: str) -> Any: ...
+def checked(value: Any, kind: Any, what: str) -> Any:
     """`value` as `kind` (strictly: "4096" is not a number), or OutOfRange naming `what`."""
     try:
         return msgspec.convert(value, kind)

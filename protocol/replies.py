@@ -220,12 +220,16 @@ class ImageReply(Reply, tag="image"):
     data: str
 
 
+#: What a part of a prompt is (PromptPart.kind).
+PartKind = Literal["system", "goals", "checkpoints", "message"]
+
+
 class PromptPart(msgspec.Struct, kw_only=True):
     """One part of a prompt as the model sees it."""
 
     #: system (the system prompt), goals (the goal record), checkpoints (the summaries of
     #: older history), message (a message of the active context).
-    kind: Literal["system", "goals", "checkpoints", "message"]
+    kind: PartKind
     text: str
     #: Estimated tokens (the estimator, calibrated on the model's exact counts).
     tokens: Count
@@ -272,4 +276,4 @@ AnyReply = (
     | FilesReply | GoalsReply | SnapshotReply | SnapshotsReply | ModelsReply | SearchReply
     | PullAccepted | DefaultModelReply | ImageReply | PromptReply | MemoryHits | MemoryForgotten
 )
-ALL: tuple[type[Reply], ...] = AnyReply.__args__  # type: ignore[attr-defined]
+ALL: tuple[type[Reply], ...] = AnyReply.__args__

@@ -202,7 +202,7 @@ AnyRequest = (
 )
 
 #: Every request class, in the order the protocol document lists them.
-ALL: tuple[type[Request], ...] = AnyRequest.__args__  # type: ignore[attr-defined]
+ALL: tuple[type[Request], ...] = AnyRequest.__args__
 
 
 def tag_of(cls: type[msgspec.Struct]) -> str:

@@ -29,7 +29,7 @@ def _type_name(t: msgspec.inspect.Type) -> str:
     return f"{name} ({', '.join(bounds)})" if bounds else name
 
 
-def _fields(cls: type) -> list[str]:
+def _fields(cls: type[msgspec.Struct]) -> list[str]:
     info = msgspec.inspect.type_info(cls)
     assert isinstance(info, msgspec.inspect.StructType)
     rows = ["| field | type | default |", "|---|---|---|"]

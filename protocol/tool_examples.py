@@ -18,7 +18,7 @@ _SESSION = SessionInfo(id=_SID, name="chat-1", model="qwen2.5:7b", num_ctx=8192,
 _CALL = ToolCall(function=FunctionCall(name="get_weather", arguments={"city": "Lyon"}))
 _RESULT = ToolResult(tool_name="get_weather", content='{"temp_c": 14, "sky": "rain"}')
 
-SET_TOOLS = (
+SET_TOOLS: tuple[requests.Request, replies.Reply, list[events.Event]] = (
     requests.SetTools(id="15", session=_SID, tools=[WEATHER]),
     replies.SessionReply(id="15", session=msgspec.structs.replace(_SESSION, tools=[WEATHER])),
     [events.SessionUpdated(seq=51, time=_T, session_id=_SID,
@@ -27,7 +27,7 @@ SET_TOOLS = (
 #: A 1×1 PNG, as a message's `images` item refers to it and `image.get` returns it.
 _PNG = ("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==")
 _PNG_HASH = "c414cd0e204de974f73753c7e28d7638e7b3691bb8b1a2bab6b25bb7fed7ce77"
-IMAGE_GET = (requests.ImageGet(id="16b", hash=_PNG_HASH),
+IMAGE_GET: tuple[requests.Request, replies.Reply, list[events.Event]] = (requests.ImageGet(id="16b", hash=_PNG_HASH),
              replies.ImageReply(id="16b", hash=_PNG_HASH, media_type="image/png", data=_PNG), [])
 
 #: The loop, frame by frame: (direction, frame); ">" sent, "<" its reply, "*" an event.

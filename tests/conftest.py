@@ -151,7 +151,7 @@ def watched_http() -> Iterator[tuple[str, list[str]]]:
     hits: list[str] = []
 
     class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        def do_GET(self) -> None:  # http.server's name
             hits.append(self.path)
             self.send_response(200)
             self.end_headers()

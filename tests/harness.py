@@ -198,7 +198,7 @@ class DaemonThread:
                 self._daemon.open()
                 opened.set()
                 loop.run_until_complete(self._daemon.serve(signals=False))
-            except BaseException as exc:  # noqa: BLE001 - reported by start()/stop()
+            except BaseException as exc:  # reported by start()/stop()
                 self._failure = exc
                 opened.set()
             finally:

@@ -91,7 +91,7 @@ class MiniLM:
     def _layer(self, x: np.ndarray, bias: np.ndarray, p: str) -> np.ndarray:
         b, t, d = x.shape
         h = self.heads
-        split = lambda y: y.reshape(b, t, h, d // h).transpose(0, 2, 1, 3)  # noqa: E731
+        split = lambda y: y.reshape(b, t, h, d // h).transpose(0, 2, 1, 3)
         q = split(self._dense(x, p + "attention.self.query"))
         k = split(self._dense(x, p + "attention.self.key"))
         v = split(self._dense(x, p + "attention.self.value"))

@@ -97,7 +97,7 @@ class _OpenAIHandler(CountingPages, StandinHandler):
         else:
             self._json(status, {"error": {"code": status, "message": message, "type": kind, **extra}})
 
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         owner = self.owner
         if self.path == "/v1/models":
             items = [{"id": f"/models/{m.name}.gguf" if owner.listed_as_paths else m.name, "object": "model",
@@ -114,7 +114,7 @@ class _OpenAIHandler(CountingPages, StandinHandler):
         else:
             self._oerror(404, "File Not Found", "not_found_error")
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         try:
             body = self._body()
         except (ValueError, UnicodeDecodeError) as exc:

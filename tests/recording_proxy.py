@@ -41,7 +41,7 @@ class RecordingProxy:
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
 
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+            def log_message(self, format: str, *args: Any) -> None:
                 pass
 
             def _pass(self, method: str) -> None:
@@ -76,10 +76,10 @@ class RecordingProxy:
                     exchange.seconds = time.monotonic() - started
                 conn.close()
 
-            def do_GET(self) -> None:  # noqa: N802
+            def do_GET(self) -> None:
                 self._pass("GET")
 
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 self._pass("POST")
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)

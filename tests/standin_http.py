@@ -35,7 +35,7 @@ class StandinHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     disable_nagle_algorithm = True  # as Go's net/http (Ollama) does: no 40 ms delayed-ACK stalls
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - silence stderr
+    def log_message(self, format: str, *args: Any) -> None:  # silence stderr
         pass
 
     # -- helpers --------------------------------------------------------------
@@ -72,12 +72,12 @@ class StandinHandler(BaseHTTPRequestHandler):
 
     # -- routes ---------------------------------------------------------------
 
-    def do_HEAD(self) -> None:  # noqa: N802
+    def do_HEAD(self) -> None:
         self.send_response(200)
         self.send_header("Content-Length", "0")
         self.end_headers()
 
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         owner = self.owner
         if self.path == "/":
             data = b"Ollama is running"
@@ -102,7 +102,7 @@ class StandinHandler(BaseHTTPRequestHandler):
         else:
             self._error(404, "404 page not found")
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         try:
             body = self._body()
         except (ValueError, UnicodeDecodeError) as exc:

@@ -7,11 +7,11 @@ import time
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
-import pytest  # noqa: E402
-from PySide6.QtWidgets import QApplication  # noqa: E402
+import pytest
+from PySide6.QtWidgets import QApplication
 
-from ctxkeep.clients.gui.window import MainWindow  # noqa: E402
-from ctxkeep.clients.gui.worker import DaemonWorker  # noqa: E402
+from ctxkeep.clients.gui.window import MainWindow
+from ctxkeep.clients.gui.worker import DaemonWorker
 
 MODEL = "qwen2.5:7b"
 

@@ -209,7 +209,7 @@ def run(args: argparse.Namespace) -> int:
             try:
                 end = stream_turn(client, session.id, line, out, show_thinking=args.think,
                                   think=True if args.think else None, cwd=os.getcwd(),
-                                  on_interrupt=lambda: out.write(f"{style.dim} [cancelling]{style.reset}"),
+                                  on_interrupt=lambda: print(f"{style.dim} [cancelling]{style.reset}", end="", file=out),
                                   notes=out, request=redo)
             except DaemonUnavailable:
                 raise

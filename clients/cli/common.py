@@ -57,7 +57,7 @@ def session_names(prefix: str, parsed_args: argparse.Namespace, **_: object) -> 
     try:
         with connect(argparse.Namespace(**{**vars(parsed_args), "timeout": 0.5})) as client:
             return [s.name for s in client.sessions().sessions if s.name.startswith(prefix)]
-    except Exception:  # noqa: BLE001 - completion must never fail loudly
+    except Exception:  # completion must never fail loudly
         return []
 
 

@@ -6,6 +6,7 @@ import sys
 import msgspec
 
 from ...protocol.goals import Decision, Goals
+from ...protocol.structs import SnapshotInfo
 from .common import add_session_argument, connect, fail, when
 
 MARK = {"completed": "[x]", "in-progress": "[~]", "pending": "[ ]"}
@@ -139,6 +140,7 @@ def run_undo(args: argparse.Namespace) -> int:
 
 def snapshot_json(args: argparse.Namespace) -> int:
     """`snapshot --json`: the reply's snapshot (or snapshots) as JSON."""
+    data: SnapshotInfo | list[SnapshotInfo]
     with connect(args) as client:
         if args.action == "create":
             data = client.snapshot(args.session).snapshot

@@ -5,7 +5,7 @@ import sys
 
 import msgspec
 
-from ...protocol.events import ModelPullResult
+from ...protocol.events import ModelPullProgress, ModelPullResult
 from ..present import size
 from .common import connect
 
@@ -94,7 +94,7 @@ def pull(args: argparse.Namespace) -> int:
                 print(msgspec.json.encode(event).decode(), flush=True)
             if isinstance(event, ModelPullResult):
                 break
-            if args.json:
+            if args.json or not isinstance(event, ModelPullProgress):
                 continue
             line = f"{event.status} {bar(event.completed, event.total)}" if event.total else event.status
             if live:

@@ -37,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
     rows = [("ID", "NAME", "MODEL", "MSGS", "TOKENS", "MEMORY", "UPDATED") + (("BRANCH OF",) if branches else ())]
     for s in sessions:
         fill = f"{tokens(s.next_tokens or s.token_count, s.token_count_exact)}/{s.window:,}"
-        row = (s.id, s.name, s.model, str(s.message_count), fill, memory_setting(s), when(s.updated))
+        row: tuple[str, ...] = (s.id, s.name, s.model, str(s.message_count), fill, memory_setting(s), when(s.updated))
         if branches:
             source = names.get(s.branched_from, f"{s.branched_from} (deleted)") if s.branched_from else ""
             row += (f"{source} @{s.branched_at}" if source else "",)

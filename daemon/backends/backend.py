@@ -19,7 +19,7 @@ The package is used through its public API only (`AsyncClient.chat`, `show`,
 
 import asyncio
 import re
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
 
 from ctxkeep.daemon.backends.facts import ModelFacts
@@ -103,7 +103,7 @@ class OllamaBackend(OneServer):
             return self._facts[model]
         try:
             shown = await (await self.client()).show(model)
-        except Exception as exc:  # noqa: BLE001 - every failure becomes a ModelCallError
+        except Exception as exc:  # every failure becomes a ModelCallError
             raise self.explain(exc, model) from None
         self.reached()
         info = shown.modelinfo or {}
@@ -124,7 +124,7 @@ class OllamaBackend(OneServer):
             client = await self.client()
             listed = await client.list()
             running = await client.ps() if details else None
-        except Exception as exc:  # noqa: BLE001 - every failure becomes a ModelCallError
+        except Exception as exc:  # every failure becomes a ModelCallError
             raise self.explain(exc) from None
         self.reached()
         self.listed = [m.model or "" for m in listed.models]
@@ -149,7 +149,7 @@ class OllamaBackend(OneServer):
         try:
             async with asyncio.timeout(PS_TIMEOUT_S):  # not wait_for: on 3.11 it may swallow a cancel
                 running = await (await self.client()).ps()
-        except Exception:  # noqa: BLE001 - a timeout or an error: it does not answer
+        except Exception:  # a timeout or an error: it does not answer
             return None
         wanted = model if ":" in model else f"{model}:latest"
         return any(m.model in (model, wanted) for m in running.models)
@@ -164,7 +164,7 @@ class OllamaBackend(OneServer):
                 yield step.status or "", int(step.completed or 0), int(step.total or 0)
         except ModelCallError:
             raise
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             from ollama import ResponseError
             if isinstance(exc, ResponseError):
                 raise ModelCallError(ErrorCode.MODEL_NOT_FOUND,
@@ -174,14 +174,14 @@ class OllamaBackend(OneServer):
 
     async def stream_chat(self, model: str, messages: Sequence[Mapping[str, Any]],
                           options: Mapping[str, Any], extras: ChatExtras,
-                          on_sent: Callable[[], object] | None = None) -> AsyncIterator[ChatChunk]:
+                          on_sent: Callable[[], object] | None = None) -> AsyncGenerator[ChatChunk, None]:
         """Stream a chat; raises ModelCallError on any failure, including a cut stream.
         `on_sent` is called once the request is written to the server's socket."""
         try:
             stream = await (await self.client()).chat(model, messages, stream=True,
                                                       options=options, **extras.fields())
             self.reached()
-            done, notes = False, {}
+            done, notes = False, dict[str, int]()
             async for chunk in sending(stream, on_sent, notes):
                 done = bool(chunk.done)
                 yield chunk_of(chunk, self.name, notes.get("cached"))
@@ -190,7 +190,7 @@ class OllamaBackend(OneServer):
                                      "Ollama ended the answer before its final chunk: send again")
         except ModelCallError:
             raise
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise self.explain(exc, model) from None
 
     async def chat_once(self, model: str, messages: Sequence[Mapping[str, Any]],
@@ -199,7 +199,7 @@ class OllamaBackend(OneServer):
         try:
             response = await (await self.client()).chat(model, messages, stream=False,
                                                         options=options)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise self.explain(exc, model) from None
         self.reached()
         return chunk_of(response, self.name)
@@ -208,7 +208,7 @@ class OllamaBackend(OneServer):
         """Embeddings from /api/embed (one call for all texts)."""
         try:
             response = await (await self.client()).embed(model=model, input=texts)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise self.explain(exc, model) from None
         self.reached()
         vectors = [list(v) for v in response.embeddings]
@@ -232,7 +232,7 @@ class OllamaBackend(OneServer):
         try:
             response = await (await self.client()).chat(model, messages, stream=False, options=reading,
                                                         **offered)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             error = self.explain(exc, model)
             if error.code == ErrorCode.CONTEXT_OVERFLOW:
                 return None  # refused as longer than the window: the estimate decides

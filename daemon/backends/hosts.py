@@ -7,7 +7,7 @@ engine's, per model: which server answered does not matter to a session.
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from ctxkeep.daemon.backends.facts import ModelFacts, same_model
@@ -155,7 +155,7 @@ class Hosts:
 
     async def stream_chat(self, model: str, messages: Sequence[Mapping[str, Any]],
                           options: Mapping[str, Any], extras: ChatExtras,
-                          on_sent: Callable[[], object] | None = None) -> AsyncIterator[ChatChunk]:
+                          on_sent: Callable[[], object] | None = None) -> AsyncGenerator[ChatChunk, None]:
         """The answer of the first server that sends a first chunk; a failure after that
         ends the stream (what came is the turn's partial answer)."""
         tried: list[tuple[Host, ModelCallError]] = []

@@ -13,7 +13,7 @@ the count stays the server's own, never a guess.
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
 
 import msgspec
@@ -91,7 +91,7 @@ class OpenAIBackend(OneServer):
         """/v1/models, each item as the server sent it (vLLM's `max_model_len` included)."""
         try:
             page = await (await self.client()).models.list()
-        except Exception as exc:  # noqa: BLE001 - every failure becomes a ModelCallError
+        except Exception as exc:  # every failure becomes a ModelCallError
             raise self.explain(exc) from None
         self.reached()
         items = [m.model_dump() for m in page.data]
@@ -143,7 +143,7 @@ class OpenAIBackend(OneServer):
                 answer = await client.chat.completions.create(model=self._id(model), messages=messages,
                                                               stream=False, max_tokens=1)
                 counts.append(int(answer.usage.prompt_tokens) if answer.usage else -1)
-        except Exception as exc:  # noqa: BLE001 - not known: system messages are sent as they are
+        except Exception as exc:  # not known: system messages are sent as they are
             log.info("%s: could not check what %s's template does with a system message: %s",
                      self.where, model, self.explain(exc, model).message)
             return False
@@ -187,7 +187,7 @@ class OpenAIBackend(OneServer):
 
     async def stream_chat(self, model: str, messages: Sequence[Mapping[str, Any]],
                           options: Mapping[str, Any], extras: ChatExtras,
-                          on_sent: Callable[[], object] | None = None) -> AsyncIterator[ChatChunk]:
+                          on_sent: Callable[[], object] | None = None) -> AsyncGenerator[ChatChunk, None]:
         """Stream a chat; raises ModelCallError on any failure, including a cut stream."""
         sent = request_messages(messages, self._drops_system.get(model, False))
         params = request_params(options, extras, continues=bool(sent) and sent[-1].get("role") == "assistant")
@@ -207,7 +207,7 @@ class OpenAIBackend(OneServer):
                 if chunk is not None:
                     written.append(chunk.content)
                     yield chunk
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise self.explain(exc, model) from None
         if not reader.finish:
             raise ModelCallError(ErrorCode.STREAM_INTERRUPTED,
@@ -232,7 +232,7 @@ class OpenAIBackend(OneServer):
         try:
             whole = await (await self.client()).chat.completions.create(
                 model=self._id(model), messages=sent, stream=False, **{**params, "max_tokens": 1})
-        except Exception as exc:  # noqa: BLE001 - the answer stands; only its count is unknown
+        except Exception as exc:  # the answer stands; only its count is unknown
             log.warning("%s did not count the prompt: %s", self.where, self.explain(exc, model).message)
             return None, 0
         usage = whole.usage
@@ -247,7 +247,7 @@ class OpenAIBackend(OneServer):
         try:
             response = await (await self.client()).chat.completions.create(
                 model=self._id(model), messages=sent, stream=False, **request_params(options, ChatExtras()))
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise self.explain(exc, model) from None
         self.reached()
         whole = answer_chunk(response, self.name, started)
@@ -270,7 +270,7 @@ class OpenAIBackend(OneServer):
         """Embeddings from /v1/embeddings (one call for all texts)."""
         try:
             response = await (await self.client()).embeddings.create(model=self._id(model), input=texts)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise self.explain(exc, model) from None
         self.reached()
         vectors = [list(d.embedding) for d in sorted(response.data, key=lambda d: d.index)]

@@ -3,7 +3,7 @@ needs it: no retries of its own (the daemon fails over and retries itself), an e
 connect timeout, the environment's proxy for this host only, and an httpx transport that
 tells a turn when its chat request is out (see sent.py)."""
 
-from typing import Any
+from typing import Any, cast
 
 import httpx
 
@@ -45,5 +45,7 @@ def make_client(url: str, key: str, connect_timeout: float, read_timeout: float)
     timeout = httpx.Timeout(read_timeout, connect=connect_timeout)
     http = httpx.AsyncClient(transport=TraceSent(transport_for(url)),
                              timeout=timeout, trust_env=False)
+    # openai types these as its httpx2's; it takes httpx's as well (its "legacy" client), and
+    # ollama's client and the transports here are httpx's
     return openai.AsyncOpenAI(base_url=api_base(url), api_key=key or "none", max_retries=0,
-                              timeout=timeout, http_client=http)
+                              timeout=cast(Any, timeout), http_client=cast(Any, http))

@@ -37,7 +37,7 @@ class PromptCounter:
         for way in [self.way] if self.way else ["vllm", "llamacpp", "reading"]:
             try:
                 found = await getattr(self, f"_{way}")(client, body)
-            except Exception as exc:  # noqa: BLE001 - a server without the page: the next way
+            except Exception as exc:  # a server without the page: the next way
                 log.debug("%s: counting by %s failed: %s", self.where, way, exc)
                 continue
             if found is not None:

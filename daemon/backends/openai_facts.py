@@ -17,7 +17,7 @@ async def get_json(client: Any, url: str) -> dict[str, Any] | None:
     server has no such page (or answers anything but a JSON object)."""
     try:
         found = await client.get(url, cast_to=object)
-    except Exception:  # noqa: BLE001 - a server without the page: not this kind of server
+    except Exception:  # a server without the page: not this kind of server
         return None
     return found if isinstance(found, dict) else None
 

@@ -9,7 +9,7 @@ backend, or a test double, needs only these members.
 """
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
 from typing import Any, Literal, Protocol
 
 import msgspec
@@ -77,14 +77,20 @@ class ChatExtras(msgspec.Struct, frozen=True):
 class ModelBackend(Protocol):
     """Model calls, their failures raised as `ModelCallError` (a coded error)."""
 
-    #: Where the server listens (of several: the first).
-    host: str
-    #: The servers' reachability as one (reachable when any is).
-    status: OllamaStatus
     #: Set when a call finds the server's reachability otherwise than `status` said.
     changed: asyncio.Event
-    #: The models the server listed last (None: never listed).
-    listed: list[str] | None
+
+    @property
+    def host(self) -> str:
+        """Where the server listens (of several: the first)."""
+
+    @property
+    def status(self) -> OllamaStatus:
+        """The servers' reachability as one (reachable when any is)."""
+
+    @property
+    def listed(self) -> list[str] | None:
+        """The models the server listed last (None: never listed)."""
 
     def preload(self) -> None: ...
 
@@ -110,7 +116,7 @@ class ModelBackend(Protocol):
 
     def stream_chat(self, model: str, messages: Sequence[Mapping[str, Any]],
                     options: Mapping[str, Any], extras: ChatExtras,
-                    on_sent: Callable[[], object] | None = None) -> AsyncIterator[ChatChunk]:
+                    on_sent: Callable[[], object] | None = None) -> AsyncGenerator[ChatChunk, None]:
         """The answer's chunks; `on_sent` is called once the request is out."""
 
     async def chat_once(self, model: str, messages: Sequence[Mapping[str, Any]],

@@ -24,7 +24,7 @@ class Noting(httpx.AsyncByteStream):
     def __init__(self, inner: httpx.AsyncByteStream, notes: dict[str, int]) -> None:
         self.inner, self.notes, self.tail = inner, notes, b""
 
-    async def __aiter__(self):  # type: ignore[override]
+    async def __aiter__(self):
         async for chunk in self.inner:
             seen = self.tail + chunk
             found = _CACHED.findall(seen)

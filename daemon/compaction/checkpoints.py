@@ -184,7 +184,7 @@ class Checkpointer:
     def _extractive(self, model: str, source: str, text: str, verdict: fact_check.Verdict,
                     room: int) -> tuple[str, int]:
         """The source's own sentences that carry what the summary lost (fact_check.extractive)."""
-        cost = lambda t: self.parts.estimator.text(model, t)  # noqa: E731
+        cost = lambda t: self.parts.estimator.text(model, t)
         made = fact_check.extractive(source, text, verdict.missing, room, cost)
         log.info("a checkpoint made of its source's sentences: %s", verdict.why())
         return made, cost(made)
@@ -223,7 +223,7 @@ class Checkpointer:
         budget (down to USER_SHARE_AFTER of it), or with `force` whenever there are any (at
         least one); the last and the pinned messages always stay."""
         cost = {m.seq: self.parts.estimator.message(model, prompt_content(m)) for m in active}
-        keep_recent = {m.seq for m in last(active, keep_recent)}
+        recent = {m.seq for m in last(active, keep_recent)}
         total = sum(cost[s] for s in preserved if s in cost)
         base = budget.available + budget.pinned  # what the conversation and pins may take
         if total <= base / 2 and not force:
@@ -232,7 +232,7 @@ class Checkpointer:
         for m in active:
             if total <= base * USER_SHARE_AFTER and (out or not force):
                 break
-            if m.role == "user" and m.seq not in keep_recent and m.seq not in context.pinned:
+            if m.role == "user" and m.seq not in recent and m.seq not in context.pinned:
                 out.append(m)
                 total -= cost[m.seq]
         return out

@@ -101,7 +101,7 @@ class LevelRunner:
         except (RequestError, SummaryRejected, StoreError) as exc:
             note = str(exc)
             return view
-        except Exception as exc:  # noqa: BLE001 - a bug must still end the compaction
+        except Exception as exc:  # a bug must still end the compaction
             log.exception("session=%s automatic compaction level %d failed", session.id, level)
             note = f"internal error ({exc!r}): see the daemon's log"
             return view

@@ -39,8 +39,9 @@ class ConfigError(Exception):
     """The configuration cannot be used; the message names the key and the fix."""
 
 
-class Config(RecallConfig, kw_only=True, forbid_unknown_fields=True):
-    """Every setting, with its default (recall's and memory's in recall.py)."""
+class Config(RecallConfig):
+    """Every setting, with its default (recall's and memory's in recall.py); unknown keys are
+    refused (`forbid_unknown_fields`, inherited from RecallConfig)."""
 
     ollama_host: Annotated[str, _doc("Where Ollama listens; OLLAMA_HOST overrides it.")] = \
         "http://127.0.0.1:11434"

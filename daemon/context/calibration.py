@@ -60,9 +60,9 @@ def usable(stored: Calibration | None) -> Calibration:
     if stored is None or stored.version != VERSION or widened(stored.xty) is None:
         return empty()
     if len(stored.xty) < FEATURES:
-        rows = [widened(row) for row in stored.xtx]
+        rows = [widened(row) or () for row in stored.xtx]
         zero = [0.0] * (FEATURES - 1)
-        stored.xtx = [list(r) for r in [*rows[:IMAGES], widened(zero), *rows[IMAGES:]]]  # type: ignore[list-item]
+        stored.xtx = [list(r) for r in [*rows[:IMAGES], widened(zero) or (), *rows[IMAGES:]]]
         stored.xty = list(widened(stored.xty) or ())
         stored.mass = list(widened(stored.mass) or ()) if stored.mass else []
     return stored

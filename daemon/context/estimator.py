@@ -134,9 +134,9 @@ class Estimator:
         anchor = widened(session.anchor.features)
         anchored = session.anchor.model == session.model and anchor is not None
         old = (widened(session.anchor.recall) or ZERO) if anchored else ZERO
-        base = [a - r for a, r in zip(anchor or ZERO, old)]
-        delta = [f - b for f, b in zip(features, base)]
-        cost = lambda v: sum(wi * abs(x) for wi, x in zip(w, v))  # noqa: E731
+        base = tuple(a - r for a, r in zip(anchor or ZERO, old))
+        delta = tuple(f - b for f, b in zip(features, base))
+        cost = lambda v: sum(wi * abs(x) for wi, x in zip(w, v))
         tokens = ((session.anchor.tokens - cost(old)) if anchored else 0) \
             + sum(wi * d for wi, d in zip(w, delta)) + cost(recall)
         uncertain = math.ceil(cost(delta) + cost(old) + cost(recall))

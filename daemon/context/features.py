@@ -11,7 +11,7 @@ re-read, and equals `prompt_features` of the built prompt exactly.
 
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import msgspec
 
@@ -131,7 +131,7 @@ def fold_step(cache: FeatureCache) -> Callable[[Folded, MessageRecord, Hashable]
     """One message's step of the fold; the key is (session id, the set of messages in
     level 1's short form, whether the model sees images)."""
     def step(state: Folded, m: MessageRecord, key: Hashable) -> Folded:
-        session_id, summarized, vision = key  # type: ignore[misc]
+        session_id, summarized, vision = cast(tuple[str, AbstractSet[int], bool], key)
         seen = images_seen(m, summarized, vision)
         shown = cache.of(session_id, m).shown(m.seq in summarized, seen)
         if m.role == "system":
@@ -191,7 +191,7 @@ def segment_step(cache: FeatureCache) -> Callable[[Segmented, MessageRecord, Has
     """One message's step; the key is (session id, pinned seqs, seqs in level 1's short
     form, whether the model sees images). Images count with the files."""
     def step(state: Segmented, m: MessageRecord, key: Hashable) -> Segmented:
-        session_id, pinned, summarized, vision = key  # type: ignore[misc]
+        session_id, pinned, summarized, vision = cast(tuple[str, AbstractSet[int], AbstractSet[int], bool], key)
         cached = cache.of(session_id, m)
         attached = add(cached.summaries if m.seq in summarized else cached.blocks,
                        cached.images if images_seen(m, summarized, vision) else cached.notes)

@@ -1,7 +1,8 @@
 """The message lists sent to the model: chat turns and summarization calls."""
 
 from collections.abc import Hashable
-from typing import Any
+from collections.abc import Set as AbstractSet
+from typing import Any, cast
 
 import msgspec
 
@@ -117,7 +118,7 @@ def _normalize_step(state: Normalized, m: MessageRecord, key: Hashable) -> Norma
     """One message's step; the key is (seqs in level 1's short form, whether the model sees
     images)."""
     system, out = state
-    summarized, vision = key  # type: ignore[misc]
+    summarized, vision = cast(tuple[AbstractSet[int], bool], key)
     for w in wire(m, m.seq in summarized, vision):
         if w["role"] != "system":
             _merged(out, w)

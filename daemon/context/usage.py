@@ -74,7 +74,7 @@ def measure(session: SessionRecord, context: ActiveContext, active: list[Message
     model = session.model
     key = (session.id, frozenset(context.pinned), frozenset(context.file_summaries), session.vision)
     parts = estimator.segmented.fold(session.id, key, active)
-    size = lambda vector: estimator.estimate(model, vector)  # noqa: E731
+    size = lambda vector: estimator.estimate(model, vector)
     goals_text = goal_markers.render(context.goals)
     fixed = {"system": estimator.message(model, session.system) + 1 if session.system else 1,
              "goals": estimator.text(model, goals_text) if goals_text else 0,

@@ -18,7 +18,7 @@ class TextBatcher:
     batches of at most `MAX_BATCH_CHARS`.
     """
 
-    def __init__(self, interval_s: float, emit: Callable[[int, str], None]) -> None:
+    def __init__(self, interval_s: float, emit: Callable[[int, str], object]) -> None:
         self.interval = interval_s
         self.emit = emit
         self.index = 0

@@ -43,7 +43,7 @@ class EventBus:
         for listener in self._listeners:
             try:
                 listener(event)
-            except Exception:  # noqa: BLE001 - one transport's fault must not stop the engine
+            except Exception:  # one transport's fault must not stop the engine
                 log.exception("an event listener failed on %s #%d",
                               type(event).__struct_config__.tag, event.seq)
         return event

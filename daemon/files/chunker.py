@@ -136,10 +136,10 @@ def markdown_outline(text: str) -> str:
     if not heads:
         return generic_outline(text)
     out = []
-    for k, (line, level, title) in enumerate(heads):
+    for k, (first, level, title) in enumerate(heads):
         end = heads[k + 1][0] - 1 if k + 1 < len(heads) else len(lines)
-        size = sum(len(x) + 1 for x in lines[line - 1:end])
-        out.append(f"{'  ' * (level - 1)}L{line} {title} ({end - line + 1} lines, {size:,} chars)")
+        size = sum(len(x) + 1 for x in lines[first - 1:end])
+        out.append(f"{'  ' * (level - 1)}L{first} {title} ({end - first + 1} lines, {size:,} chars)")
     return "\n".join(out)
 
 

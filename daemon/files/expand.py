@@ -135,8 +135,8 @@ def _expand_one(ref: FileRef, cwd: str, settings: FileSettings,
         mode = ref.label
         if ref.mode == "auto":
             mode = "summary" if f.size > settings.summary_threshold else "full"
-        lines = str(f.text.count("\n") + (0 if f.text.endswith("\n") or not f.text else 1))
-        attrs = {"lines": lines, "bytes": f"{f.size}"}
+        line_count = str(f.text.count("\n") + (0 if f.text.endswith("\n") or not f.text else 1))
+        attrs = {"lines": line_count, "bytes": f"{f.size}"}
         summary = ""
         if mode == "full":
             text = block(ref.path, mode, f.text.rstrip("\n"), **attrs)

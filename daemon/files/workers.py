@@ -84,6 +84,6 @@ def stop_fork_server() -> None:
     otherwise wait for the whole process to exit, and outlive it when the process is killed)."""
     from multiprocessing import forkserver
     try:
-        forkserver._forkserver._stop()  # noqa: SLF001 - the standard library's own way to stop it
+        forkserver._forkserver._stop()  # type: ignore[attr-defined]  # private: the standard library's own way to stop it
     except (OSError, AttributeError) as exc:
         log.debug("the fork server did not stop: %r", exc)

@@ -26,9 +26,9 @@ import asyncio
 import logging
 import secrets
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from ctxkeep.protocol import ErrorCode
 from ctxkeep.protocol.events import CompactionResult, Event, GenerationError
@@ -50,7 +50,7 @@ class Job:
 
     session_id: str
     kind: Kind
-    body: Callable[["Job"], Awaitable[None]]
+    body: Callable[["Job"], Coroutine[Any, Any, None]]
     fail: Callable[["Job", ErrorCode, str], Event]
     id: str = field(default_factory=lambda: secrets.token_hex(6))
     state: State = "queued"
@@ -199,7 +199,7 @@ class SessionJobs:
             return
         try:
             event = job.fail(job, code, message)
-        except Exception:  # noqa: BLE001 - the terminal event must still go out
+        except Exception:  # the terminal event must still go out
             log.exception("%s %s: recording its failure failed", job.kind, job.id)
             event = _fallback_failure(job, code, message)
         job.end(event)
@@ -230,7 +230,7 @@ class SessionJobs:
             self._workers.pop(session_id, None)
             try:
                 self._on_busy(session_id)
-            except Exception:  # noqa: BLE001
+            except Exception:
                 log.exception("session=%s announcing the end of its work failed", session_id)
 
     def _settle(self, job: Job) -> None:

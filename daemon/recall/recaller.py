@@ -131,21 +131,22 @@ class Recaller:
         used = self.estimator.estimate(model, add(own_features, JOIN)) if own else 0
         remembered: list[Remembered] = []
         memory_note = ""
-        if self.memory is not None:
+        memory = self.memory
+        if memory is not None:
             index.texts.add(hash(user.content.strip()))  # the question is this session's (stored or about to be)
             room = (budget if whole is None else whole) - used
             if self.config.memory_budget:
                 room = min(room, self.config.memory_budget)
             overhead = self.estimator.text(model, f"{memory_block.OPENING}\n{select.CLOSING}")
             remembered, memory_note = await bring(
-                self.memory, session, Query(query, vector, asks_of, index.texts, asked_about,
+                memory, session, Query(query, vector, asks_of, index.texts, asked_about,
                                frozenset(asked_terms(user.content)), select.about_the_past(user.content)),
                 room, overhead,
-                lambda pid, name: self.estimator.estimate(model, memory_block.line_features(self.memory, pid, name)))
+                lambda pid, name: self.estimator.estimate(model, memory_block.line_features(memory, pid, name)))
         if not own and not remembered:
             return Recall(cut=memory_note) if memory_note else NONE
         text = "\n".join(filter(None, [memory_block.block(remembered), text]))
-        theirs = memory_block.block_features(self.memory, remembered) if remembered and self.memory else ZERO
+        theirs = memory_block.block_features(memory, remembered) if remembered and memory else ZERO
         features = add(theirs, own_features, NEWLINE if remembered and own else ZERO, JOIN)
         return Recall(block=text, passages=tuple(own), tokens=self.estimator.estimate(model, features),
                       features=features, semantic=vector is not None, remembered=tuple(remembered),
@@ -192,7 +193,7 @@ class Recaller:
         if held:  # a passage a checkpoint quotes whole (a fact it kept) is in the prompt already
             scores = {pid: s for pid, s in scores.items() if passages[pid].text not in held}
         rare = index.lexical.rare(query)
-        specific = lambda pid: bool(rare & index.term_set(pid))  # noqa: E731
+        specific = lambda pid: bool(rare & index.term_set(pid))
         if moving and not recall_room.reaches(scores, passages, moving, active, specific):
             scores = {pid: s for pid, s in scores.items() if passages[pid].seq not in moving}
             movable = recall_room.NOTHING
@@ -200,7 +201,7 @@ class Recaller:
             return [], ()
         model = session.model
         overhead = self.estimator.text(model, f"{select.OPENING}\n{select.CLOSING}")
-        cost = lambda pid: self.estimator.estimate(model, index.lines[pid])  # noqa: E731
+        cost = lambda pid: self.estimator.estimate(model, index.lines[pid])
         ranked_ids = select.distinct(sorted(scores, key=lambda pid: (-scores[pid], -pid)), index.term_set)
         chosen = select.select(ranked_ids, passages, budget + movable.tokens, overhead, cost,
                                index.partners, scores.__getitem__)

@@ -99,7 +99,7 @@ def fused(*rankings: Sequence[tuple[int, float]], weights: Sequence[float] = (),
             scores[pid] = scores.get(pid, 0.0) + weight * max(0.0, score)
     if newer is None:
         newest = max(scores, default=0) or 1
-        newer = lambda pid: pid / newest  # noqa: E731
+        newer = lambda pid: pid / newest
     return {pid: s * (1 + RECENCY * newer(pid)) * (ADDRESSED if favored(pid) else 1.0)
             for pid, s in scores.items()}
 

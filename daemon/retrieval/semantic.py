@@ -206,7 +206,7 @@ class Embedder:
                     self._failed(exc)
                     self._wanted.clear()
                     break
-                except Exception:  # noqa: BLE001 - never let the embedder die
+                except Exception:  # never let the embedder die
                     log.exception("session=%s embedding failed", session_id)
                     more = False
                 if not more:

@@ -49,7 +49,7 @@ class Daemon:
         self._store_lock: runtime.InstanceLock | None = None
         self.context: zmq.asyncio.Context | None = None
         self.routers: list[tuple[zmq.asyncio.Socket, bool]] = []  # (socket, remote)
-        self._auth = None
+        self._auth: curve.AsyncioAuthenticator | None = None
         self._adopted: set[str] = set()
         self._control_tasks: list[asyncio.Task[None]] = []
         self.store: Store

@@ -9,11 +9,12 @@ that systemd passes (`LISTEN_FDS`, named by `LISTEN_FDNAMES`).
 
 import os
 import socket
+from collections.abc import Mapping
 
 SD_LISTEN_FDS_START = 3
 
 
-def notify(*lines: str, env: dict[str, str] | None = None) -> bool:
+def notify(*lines: str, env: Mapping[str, str] | None = None) -> bool:
     """Send `KEY=value` lines to systemd; False when there is no NOTIFY_SOCKET."""
     env = os.environ if env is None else env
     address = env.get("NOTIFY_SOCKET")
@@ -27,7 +28,7 @@ def notify(*lines: str, env: dict[str, str] | None = None) -> bool:
     return True
 
 
-def watchdog_interval(env: dict[str, str] | None = None) -> float | None:
+def watchdog_interval(env: Mapping[str, str] | None = None) -> float | None:
     """Seconds between WATCHDOG=1 pings (half of WatchdogSec), or None when not asked."""
     env = os.environ if env is None else env
     usec = env.get("WATCHDOG_USEC")
@@ -37,7 +38,7 @@ def watchdog_interval(env: dict[str, str] | None = None) -> float | None:
     return int(usec) / 1_000_000 / 2
 
 
-def listen_fds(env: dict[str, str] | None = None) -> dict[str, int]:
+def listen_fds(env: Mapping[str, str] | None = None) -> dict[str, int]:
     """Sockets passed by systemd, by name (`LISTEN_FDNAMES`, else `fd3`, `fd4`, ...)."""
     env = os.environ if env is None else env
     if env.get("LISTEN_PID") != str(os.getpid()):

@@ -7,7 +7,6 @@ import time
 from collections.abc import Iterator
 from itertools import takewhile
 
-import lmdb
 import msgspec
 
 from ctxkeep.daemon.store import codecs, keys, word_index
@@ -16,6 +15,7 @@ from ctxkeep.daemon.store.environment import Environment
 from ctxkeep.daemon.store.prompt_count import PromptCount
 from ctxkeep.daemon.store.records import MessageRecord, SessionRecord
 from ctxkeep.daemon.store.sessions import Sessions
+from ctxkeep.daemon.store.txn import Txn
 
 #: What a branch takes over of its source's settings, as they are.
 SETTINGS = ("model", "system", "options", "num_ctx", "context_length", "parameter_size",
@@ -62,7 +62,7 @@ class Branches:
     def branch(self, source_id: str, last: int, name: str = "") -> SessionRecord:
         """A branch of the session holding its history up to seq `last` (which must be
         stored; -1: none of it), named `name` or, when that is empty, after the source."""
-        def apply(txn: lmdb.Transaction) -> SessionRecord:
+        def apply(txn: Txn) -> SessionRecord:
             source = self.env.session_in(txn, source_id)
             assert -1 <= last < source.next_seq, "the handler checks the seq"
             now = time.time()
@@ -79,14 +79,14 @@ class Branches:
             return record
         return self.env.write(apply)
 
-    def _free_name(self, txn: lmdb.Transaction, wanted: str) -> str:
+    def _free_name(self, txn: Txn, wanted: str) -> str:
         name, n = wanted, 1
         while txn.get(name.encode(), db=self.dbs["names"]):
             n += 1
             name = f"{wanted} {n}"
         return name
 
-    def _records(self, txn: lmdb.Transaction, db: str, session_id: str) -> Iterator[tuple[bytes, bytes]]:
+    def _records(self, txn: Txn, db: str, session_id: str) -> Iterator[tuple[bytes, bytes]]:
         """Every (key, value) of one session in a database of per-session keys, in order."""
         cursor = txn.cursor(db=self.dbs[db])
         start = keys.prefix(session_id)
@@ -96,7 +96,7 @@ class Branches:
                     return
                 yield key, value
 
-    def _context_at(self, txn: lmdb.Transaction, source: SessionRecord, last: int) -> ActiveContext:
+    def _context_at(self, txn: Txn, source: SessionRecord, last: int) -> ActiveContext:
         """The source's context state as it stood after message `last`: the state now when
         no compaction came after it, else the snapshot taken before the first one that did;
         when that snapshot was pruned, every message up to `last` (nothing compacted)."""
@@ -116,12 +116,12 @@ class Branches:
         plain = [codecs.message(raw) for _, raw in self._records(txn, "messages", source.id)]
         return ActiveContext(seqs=[m.seq for m in plain if m.seq <= last and m.kind == "message"])
 
-    def _copy_messages(self, txn: lmdb.Transaction, source_id: str, target_id: str, last: int) -> None:
+    def _copy_messages(self, txn: Txn, source_id: str, target_id: str, last: int) -> None:
         """Messages up to `last`, with their file references and search words."""
         start = len(keys.prefix(source_id))
 
         def upto(db: str) -> list[tuple[bytes, bytes]]:  # read whole before anything is written
-            seq_of = lambda key: keys.NUMBER.unpack(key[start:start + keys.NUMBER.size])[0]  # noqa: E731
+            seq_of = lambda key: keys.NUMBER.unpack(key[start:start + keys.NUMBER.size])[0]
             return list(takewhile(lambda kv: seq_of(kv[0]) <= last, self._records(txn, db, source_id)))
         for key, raw in upto("messages"):
             seq = keys.number_of(key)
@@ -130,7 +130,7 @@ class Branches:
         for key, raw in upto("file_refs"):  # keyed by their message's seq, then an index
             txn.put(keys.prefix(target_id) + key[start:], raw, db=self.dbs["file_refs"])
 
-    def _copy_compactions(self, txn: lmdb.Transaction, source_id: str, target_id: str, last: int) -> int:
+    def _copy_compactions(self, txn: Txn, source_id: str, target_id: str, last: int) -> int:
         """The audit records of compactions made up to `last`; how many."""
         copied = 0
         for key, raw in list(self._records(txn, "compactions", source_id)):

@@ -1,10 +1,10 @@
 """Caches kept beside the sessions: per-model calibrations and embeddings."""
 
-import lmdb
 
 from ctxkeep.daemon.store import codecs, keys
 from ctxkeep.daemon.store.context_records import Calibration
 from ctxkeep.daemon.store.environment import Environment
+from ctxkeep.daemon.store.txn import Txn
 
 
 class Caches:
@@ -27,13 +27,13 @@ class Caches:
 
     def embeddings(self, model: str, digests: list[str]) -> dict[str, list[float]]:
         """The cached vectors of those texts that have one (one read transaction)."""
-        def read(txn: lmdb.Transaction) -> dict[str, list[float]]:
+        def read(txn: Txn) -> dict[str, list[float]]:
             found = ((d, txn.get(keys.embedding_key(model, d), db=self.dbs["embeddings"])) for d in digests)
             return {d: codecs.vector(raw) for d, raw in found if raw}
         return self.env.read(read)
 
     def save_embeddings(self, model: str, vectors: dict[str, list[float]]) -> None:
-        def save(txn: lmdb.Transaction) -> None:
+        def save(txn: Txn) -> None:
             for digest, vector in vectors.items():
                 txn.put(keys.embedding_key(model, digest), codecs.encode(vector), db=self.dbs["embeddings"])
         self.env.write(save)

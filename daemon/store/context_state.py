@@ -3,14 +3,13 @@
 import time
 from collections.abc import Callable, Iterable, Sequence
 
-import lmdb
-
 from ctxkeep.daemon.store import codecs, keys
 from ctxkeep.daemon.store.context_records import ActiveContext, CompactionRecord
 from ctxkeep.daemon.store.environment import Environment
 from ctxkeep.daemon.store.errors import ContextChanged
 from ctxkeep.daemon.store.history import History
 from ctxkeep.daemon.store.records import MessageRecord, NewMessage, SessionRecord
+from ctxkeep.daemon.store.txn import Txn
 
 
 class ContextState:
@@ -33,7 +32,7 @@ class ContextState:
         The summary joins the history; nothing leaves it. Refused with
         ContextChanged when the active context is no longer `expected`.
         """
-        def apply(txn: lmdb.Transaction) -> tuple[SessionRecord, MessageRecord]:
+        def apply(txn: Txn) -> tuple[SessionRecord, MessageRecord]:
             session = self.env.session_in(txn, session_id)
             context = self.env.context_in(txn, session_id)
             if context.seqs != expected:
@@ -64,7 +63,7 @@ class ContextState:
         """
         batch = list(messages)
 
-        def apply(txn: lmdb.Transaction) -> tuple[SessionRecord, ActiveContext, list[MessageRecord]]:
+        def apply(txn: Txn) -> tuple[SessionRecord, ActiveContext, list[MessageRecord]]:
             session = self.env.session_in(txn, session_id)
             context = self.env.context_in(txn, session_id)
             if expected is not None and context.seqs != expected:
@@ -81,7 +80,7 @@ class ContextState:
             return session, context, stored
         return self.env.write(apply)
 
-    def _put_compaction(self, txn: lmdb.Transaction, session_id: str, record: CompactionRecord) -> None:
+    def _put_compaction(self, txn: Txn, session_id: str, record: CompactionRecord) -> None:
         """Add an audit record, keyed by time (ns): never overwritten, in order."""
         cursor = txn.cursor(db=self.dbs["compactions"])
         stamp = time.time_ns()
@@ -99,7 +98,7 @@ class ContextState:
     def set_estimate(self, session_id: str, tokens: int, exact: bool = False) -> SessionRecord:
         """The prompt changed since the last exact count: record an estimate in its place
         (`exact`: the prompt is the one counted, whose count this is)."""
-        def change(txn: lmdb.Transaction) -> SessionRecord:
+        def change(txn: Txn) -> SessionRecord:
             record = self.env.session_in(txn, session_id)
             record.count = record.count.estimated(tokens, exact)
             record.updated = time.time()
@@ -114,7 +113,7 @@ class ContextState:
         in history, and `question` waits for an answer again, as a question just asked
         does; or, `edited`, that new question (stored here) in its place.
         Refused with ContextChanged when they are no longer where they were."""
-        def apply(txn: lmdb.Transaction) -> tuple[SessionRecord, list[MessageRecord]]:
+        def apply(txn: Txn) -> tuple[SessionRecord, list[MessageRecord]]:
             session = self.env.session_in(txn, session_id)
             context = self.env.context_in(txn, session_id)
             kept = context.seqs[:len(context.seqs) - len(back)]
@@ -126,7 +125,7 @@ class ContextState:
             if edited is not None:  # its words join the search index when its turn ends
                 asked = self.history.put_message(txn, session, edited, session.updated, indexed=False)
             else:
-                asked = codecs.message(txn.get(keys.numbered(session_id, question), db=self.dbs["messages"]))
+                (asked,) = self.history.messages_in(txn, session_id, [question])
             session.pending = [asked.seq]
             self.env.put_session(txn, session)
             return session, [asked]
@@ -135,7 +134,7 @@ class ContextState:
     def switch_answer(self, session_id: str, question: int, current: int, chosen: int) -> None:
         """Put answer `chosen` in place of `current`, the last question's answer in the
         active context. Refused with ContextChanged when that is no longer the end of it."""
-        def apply(txn: lmdb.Transaction) -> None:
+        def apply(txn: Txn) -> None:
             context = self.env.context_in(txn, session_id)
             if context.seqs[-2:] != [question, current]:
                 raise ContextChanged("the session's last exchange changed: choose again")

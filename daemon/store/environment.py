@@ -25,6 +25,7 @@ from ctxkeep.daemon.store.errors import StoreError, StoreTooNew, UnknownSession
 from ctxkeep.daemon.store.migrations import MIGRATIONS, SCHEMA_VERSION
 from ctxkeep.daemon.store.records import SessionRecord
 from ctxkeep.daemon.store.shown import session_info
+from ctxkeep.daemon.store.txn import Txn
 from ctxkeep.daemon.store.writer import GroupWriter
 from ctxkeep.protocol.limits import NumCtx
 
@@ -79,7 +80,7 @@ class Environment:
 
     # -- transactions ---------------------------------------------------------
 
-    def write(self, fn: Callable[[lmdb.Transaction], T]) -> T:
+    def write(self, fn: Callable[[Txn], T]) -> T:
         """Run `fn` in one write transaction, growing the map and retrying when full.
 
         Any other LMDB failure (a full disk, an I/O error) aborts the
@@ -103,14 +104,14 @@ class Environment:
         the event loop goes on while it commits and syncs."""
         return await self.writer.call(functools.partial(method, *args, **kwargs))
 
-    def read(self, fn: Callable[[lmdb.Transaction], T]) -> T:
+    def read(self, fn: Callable[[Txn], T]) -> T:
         """Run `fn` in a read transaction."""
         with self.env.begin() as txn:
             return fn(txn)
 
     def scan(self, db: str, session_id: str, decode: Callable[[bytes], T]) -> list[T]:
         """Every record of one session in a database of per-session keys, in key order."""
-        def collect(txn: lmdb.Transaction) -> list[T]:
+        def collect(txn: Txn) -> list[T]:
             cursor = txn.cursor(db=self.dbs[db])
             start, out = keys.prefix(session_id), []
             if cursor.set_range(start):
@@ -123,24 +124,24 @@ class Environment:
 
     # -- the records every layer shares ----------------------------------------
 
-    def session_in(self, txn: lmdb.Transaction, session_id: str) -> SessionRecord:
+    def session_in(self, txn: Txn, session_id: str) -> SessionRecord:
         """The session's record; UnknownSession when it is gone."""
         raw = txn.get(keys.session_key(session_id), db=self.dbs["sessions"])
         if raw is None:
             raise UnknownSession(f"session {session_id!r} no longer exists")
         return codecs.session(raw)
 
-    def put_session(self, txn: lmdb.Transaction, record: SessionRecord) -> None:
+    def put_session(self, txn: Txn, record: SessionRecord) -> None:
         codecs.in_range(record.num_ctx, NumCtx, "num_ctx")
         codecs.checked(session_info(record), codecs.session_info)  # what clients read of it, in range
         txn.put(keys.session_key(record.id), codecs.checked(record, codecs.session), db=self.dbs["sessions"])
 
-    def context_in(self, txn: lmdb.Transaction, session_id: str) -> ActiveContext:
+    def context_in(self, txn: Txn, session_id: str) -> ActiveContext:
         """The session's context state (empty when none was stored)."""
         raw = txn.get(keys.session_key(session_id), db=self.dbs["active"])
         return codecs.context(raw) if raw else ActiveContext()
 
-    def put_context(self, txn: lmdb.Transaction, session_id: str, context: ActiveContext) -> None:
+    def put_context(self, txn: Txn, session_id: str, context: ActiveContext) -> None:
         txn.put(keys.session_key(session_id), codecs.encode(context), db=self.dbs["active"])
 
     # -- schema and backups ---------------------------------------------------
@@ -172,7 +173,7 @@ class Environment:
             if step.from_version < found:
                 continue
 
-            def apply(txn: lmdb.Transaction, step=step) -> None:
+            def apply(txn: Txn, step=step) -> None:
                 step.apply(txn, self.dbs)
                 txn.put(b"schema_version", str(step.to_version).encode(), db=self.dbs["meta"])
 

@@ -5,7 +5,6 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-import lmdb
 import msgspec
 
 from ctxkeep.daemon.store import codecs, keys, word_index
@@ -14,6 +13,7 @@ from ctxkeep.daemon.store.environment import Environment
 from ctxkeep.daemon.store.message_cache import MessageCache
 from ctxkeep.daemon.store.prompt_count import Anchor, PromptCount
 from ctxkeep.daemon.store.records import FileRefRecord, MessageRecord, NewMessage, SessionRecord, View
+from ctxkeep.daemon.store.txn import Txn
 from ctxkeep.protocol.goals import Goals
 
 Appended = tuple[SessionRecord, list[MessageRecord]]
@@ -44,7 +44,7 @@ class History:
                   activate: Iterable[int] = (), activate_seqs: Iterable[int] = (), pending: bool = False,
                   answered: Iterable[int] = (), count: PromptCount | None = None, anchor: Anchor | None = None,
                   calibrations: Iterable[tuple[str, Calibration]] = (), goals: Goals | None = None,
-                  ) -> Callable[[lmdb.Transaction], Appended]:
+                  ) -> Callable[[Txn], Appended]:
         """The one message-append primitive, as a transaction function.
 
         `activate_seqs` (messages already stored) and then the messages at the
@@ -59,7 +59,7 @@ class History:
         batch, activate, joining, answered = list(messages), set(activate), list(activate_seqs), set(answered)
         calibrations = list(calibrations)
 
-        def append(txn: lmdb.Transaction) -> Appended:
+        def append(txn: Txn) -> Appended:
             record = self.env.session_in(txn, session_id)
             now = time.time()
             stored: list[MessageRecord] = []
@@ -89,7 +89,7 @@ class History:
             return record, stored
         return append
 
-    def _answered(self, txn: lmdb.Transaction, record: SessionRecord, answered: set[int]) -> None:
+    def _answered(self, txn: Txn, record: SessionRecord, answered: set[int]) -> None:
         """The `answered` questions leave the pending list and join the search index: their
         answers are stored now, and what streamed is in them (their drafts go)."""
         for seq in answered:
@@ -99,7 +99,7 @@ class History:
                 self._index_question(txn, record.id, seq)
         record.pending = [s for s in record.pending if s not in answered]
 
-    def put_message(self, txn: lmdb.Transaction, session: SessionRecord, new: NewMessage,
+    def put_message(self, txn: Txn, session: SessionRecord, new: NewMessage,
                     now: float, indexed: bool = True) -> MessageRecord:
         """The one way a message joins a history: the next seq, its file references recorded,
         its words in the search index (a pending question's later: `_index_question`)."""
@@ -118,7 +118,7 @@ class History:
         session.message_count += 1
         return message
 
-    def _index_question(self, txn: lmdb.Transaction, session_id: str, seq: int) -> None:
+    def _index_question(self, txn: Txn, session_id: str, seq: int) -> None:
         """A question leaving the pending list joins the search index."""
         raw = txn.get(keys.numbered(session_id, seq), db=self.dbs["messages"])
         if raw is not None:
@@ -128,7 +128,7 @@ class History:
         """Start-up: every question a crash left without an answer gets an interrupted
         answer (`error`) holding what its turn had streamed (its draft; empty if none), and
         leaves the pending list. Returns (session, seqs) done."""
-        def fix(txn: lmdb.Transaction) -> list[tuple[str, list[int]]]:
+        def fix(txn: Txn) -> list[tuple[str, list[int]]]:
             out = []
             for _, raw in list(txn.cursor(db=self.dbs["sessions"]).iternext()):
                 session = codecs.session(raw)
@@ -150,11 +150,11 @@ class History:
             return out
         return self.env.write(fix)
 
-    def draft_in(self, txn: lmdb.Transaction, session_id: str, seq: int, content: str, thinking: str) -> None:
+    def draft_in(self, txn: Txn, session_id: str, seq: int, content: str, thinking: str) -> None:
         """Save what the answer to question `seq` has streamed so far (its draft)."""
         txn.put(keys.numbered(session_id, seq), codecs.encode([content, thinking]), db=self.dbs["drafts"])
 
-    def _draft(self, txn: lmdb.Transaction, session_id: str, seq: int) -> tuple[str, str]:
+    def _draft(self, txn: Txn, session_id: str, seq: int) -> tuple[str, str]:
         """The draft of the answer to `seq` ("", "" when none), taken out of the store."""
         key = keys.numbered(session_id, seq)
         raw = txn.get(key, db=self.dbs["drafts"])
@@ -167,7 +167,7 @@ class History:
             return "", ""
         return content, thinking
 
-    def _replaced_exchange(self, txn: lmdb.Transaction, session: SessionRecord, seq: int,
+    def _replaced_exchange(self, txn: Txn, session: SessionRecord, seq: int,
                            active: list[int]) -> list[int]:
         """A regenerated (or edited) question left pending by a crash: the exchange its turn
         took out of the active context (the question and its newest whole answer), to put
@@ -186,7 +186,7 @@ class History:
     def page(self, session_id: str, start: int = 0, limit: int = 100
              ) -> tuple[list[MessageRecord], int | None, int]:
         """Up to `limit` messages from sequence `start`: (messages, next start or None, total)."""
-        def page(txn: lmdb.Transaction) -> tuple[list[MessageRecord], int | None, int]:
+        def page(txn: Txn) -> tuple[list[MessageRecord], int | None, int]:
             record = self.env.session_in(txn, session_id)
             out: list[MessageRecord] = []
             cursor = txn.cursor(db=self.dbs["messages"])
@@ -226,7 +226,7 @@ class History:
         """Messages by sequence number (missing ones left out)."""
         return self.env.read(lambda txn: self.messages_in(txn, session_id, seqs, cached=True))
 
-    def messages_in(self, txn: lmdb.Transaction, session_id: str, seqs: Iterable[int],
+    def messages_in(self, txn: Txn, session_id: str, seqs: Iterable[int],
                     cached: bool = False) -> list[MessageRecord]:
         """Messages by seq (missing ones left out); `cached` (read transactions only) takes
         and keeps decoded messages in the message cache."""
@@ -250,7 +250,7 @@ class History:
 
     def view(self, session_id: str) -> View:
         """The session, its context state and its active messages, in one read."""
-        def read(txn: lmdb.Transaction) -> View:
+        def read(txn: Txn) -> View:
             record = self.env.session_in(txn, session_id)
             context = self.env.context_in(txn, session_id)
             return View(record, context, self.messages_in(txn, session_id, context.seqs, cached=True))

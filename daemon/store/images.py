@@ -4,9 +4,8 @@ import base64
 import binascii
 import hashlib
 
-import lmdb
-
 from ctxkeep.daemon.store.environment import Environment
+from ctxkeep.daemon.store.txn import Txn
 from ctxkeep.protocol.images import ImageInput, ImageRef
 
 #: Media types by the bytes an image file starts with (the formats vision models read).
@@ -59,7 +58,7 @@ class Images:
 
     def encoded(self, digests: list[str]) -> dict[str, str]:
         """Images' bytes as base64 (as the chat API takes them), by hash; a missing one left out."""
-        def read(txn: lmdb.Transaction) -> dict[str, str]:
+        def read(txn: Txn) -> dict[str, str]:
             found = {d: txn.get(d.encode(), db=self.db) for d in set(digests)}
             return {d: base64.b64encode(raw).decode() for d, raw in found.items() if raw is not None}
         return self.env.read(read)

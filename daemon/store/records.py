@@ -105,7 +105,9 @@ class MessageFields(msgspec.Struct, kw_only=True):
     result_outlines: list[str] = []
 
 
-class MessageRecord(MessageFields, kw_only=True, frozen=True):
+# msgspec lets a frozen Struct extend a mutable one (a stored message never changes; one about
+# to be stored may); mypy's dataclass rules do not
+class MessageRecord(MessageFields, kw_only=True, frozen=True):  # type: ignore[misc]
     """One message of the append-only history."""
 
     seq: int

@@ -2,11 +2,10 @@
 
 import heapq
 
-import lmdb
-
 from ctxkeep.daemon.store import codecs, keys, word_index
 from ctxkeep.daemon.store.environment import Environment
 from ctxkeep.daemon.store.records import MessageRecord
+from ctxkeep.daemon.store.txn import Txn
 
 Hits = tuple[list[tuple[str, MessageRecord]], int]
 
@@ -25,7 +24,7 @@ class Search:
         if not wanted:
             return [], 0
 
-        def find(txn: lmdb.Transaction) -> Hits:
+        def find(txn: Txn) -> Hits:
             found = word_index.matches(txn, self.dbs["search"], wanted, session_id)
             # A session's seqs run in time order: only each session's newest `limit` can be
             # among the newest `limit` overall, so only those are read.

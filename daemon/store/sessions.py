@@ -4,8 +4,6 @@ import secrets
 import time
 from collections.abc import Callable
 
-import lmdb
-
 from ctxkeep.daemon.store import codecs, keys, word_index
 from ctxkeep.daemon.store.context_records import ActiveContext
 from ctxkeep.daemon.store.environment import Environment
@@ -13,6 +11,7 @@ from ctxkeep.daemon.store.errors import AmbiguousSession, NameTaken, UnknownSess
 from ctxkeep.daemon.store.message_cache import MessageCache
 from ctxkeep.daemon.store.prompt_count import PromptCount
 from ctxkeep.daemon.store.records import SessionRecord
+from ctxkeep.daemon.store.txn import Txn
 
 #: The per-session databases a deleted session leaves.
 PER_SESSION = ("messages", "compactions", "file_refs", "snapshots", "drafts")
@@ -30,7 +29,7 @@ class Sessions:
         """The session whose id, name or unique id prefix (4+ characters) is `ref`."""
         return self.env.read(lambda txn: self._resolve(txn, ref))
 
-    def _resolve(self, txn: lmdb.Transaction, ref: str) -> SessionRecord:
+    def _resolve(self, txn: Txn, ref: str) -> SessionRecord:
         raw = txn.get(keys.session_key(ref), db=self.dbs["sessions"])
         if raw is None:
             by_name = txn.get(ref.encode(), db=self.dbs["names"])
@@ -53,7 +52,7 @@ class Sessions:
 
     def all(self) -> list[SessionRecord]:
         """Every session, most recently updated first."""
-        def collect(txn: lmdb.Transaction) -> list[SessionRecord]:
+        def collect(txn: Txn) -> list[SessionRecord]:
             cursor = txn.cursor(db=self.dbs["sessions"])
             return [codecs.session(value) for _, value in cursor.iternext()]
         return sorted(self.env.read(collect), key=lambda s: s.updated, reverse=True)
@@ -64,7 +63,7 @@ class Sessions:
                tools: list | None = None) -> SessionRecord:
         """A new, empty session. An empty name becomes `chat-N`, N the first free number
         past the number of sessions."""
-        def create(txn: lmdb.Transaction) -> SessionRecord:
+        def create(txn: Txn) -> SessionRecord:
             now = time.time()
             record = SessionRecord(id=secrets.token_hex(6), name=name, model=model,
                                    system=system, options=options, num_ctx=num_ctx,
@@ -77,7 +76,7 @@ class Sessions:
             return record
         return self.env.write(create)
 
-    def add(self, txn: lmdb.Transaction, record: SessionRecord, context: ActiveContext) -> None:
+    def add(self, txn: Txn, record: SessionRecord, context: ActiveContext) -> None:
         """Store a new session's record and context state, its name made unique: an empty
         one becomes `chat-N` (N past the number of sessions); a taken one is refused."""
         names = self.dbs["names"]
@@ -94,7 +93,7 @@ class Sessions:
 
     def update(self, session_id: str, change: Callable[[SessionRecord], None]) -> SessionRecord:
         """Apply `change` to the session's record in one transaction; renames keep names unique."""
-        def update(txn: lmdb.Transaction) -> SessionRecord:
+        def update(txn: Txn) -> SessionRecord:
             record = self.env.session_in(txn, session_id)
             old_name = record.name
             change(record)
@@ -111,7 +110,7 @@ class Sessions:
     def delete(self, session_id: str) -> None:
         """Remove a session, its history (and its words from the search index), its
         context state, compactions, file references and snapshots."""
-        def delete(txn: lmdb.Transaction) -> None:
+        def delete(txn: Txn) -> None:
             record = self.env.session_in(txn, session_id)
             start = keys.prefix(session_id)
             cursor = txn.cursor(db=self.dbs["messages"])

@@ -2,7 +2,6 @@
 
 import time
 
-import lmdb
 import msgspec
 
 from ctxkeep.daemon.store import codecs, keys
@@ -11,6 +10,7 @@ from ctxkeep.daemon.store.environment import Environment
 from ctxkeep.daemon.store.errors import NoSuchSnapshot
 from ctxkeep.daemon.store.history import History
 from ctxkeep.daemon.store.records import SessionRecord
+from ctxkeep.daemon.store.txn import Txn
 
 
 def _snapshot_stamp(snapshot_id: str) -> int:
@@ -36,7 +36,7 @@ class Snapshots:
     def save(self, session_id: str, reason: str, keep: int = 50) -> SnapshotRecord:
         """Save the session's context state; returns the snapshot. Only the newest `keep`
         of the session's snapshots stay (the oldest are deleted in the same commit)."""
-        def save(txn: lmdb.Transaction) -> SnapshotRecord:
+        def save(txn: Txn) -> SnapshotRecord:
             session = self.env.session_in(txn, session_id)
             stamp = time.time_ns()
             snapshot = SnapshotRecord(
@@ -48,7 +48,7 @@ class Snapshots:
             return snapshot
         return self.env.write(save)
 
-    def _prune(self, txn: lmdb.Transaction, session_id: str, keep: int) -> None:
+    def _prune(self, txn: Txn, session_id: str, keep: int) -> None:
         """Delete the session's oldest snapshots beyond the newest `keep`."""
         within = keys.prefix(session_id)
         cursor = txn.cursor(db=self.dbs["snapshots"])
@@ -80,7 +80,7 @@ class Snapshots:
           one compaction further back.
 
         The session's count becomes an estimate: call `set_estimate` after."""
-        def restore(txn: lmdb.Transaction) -> tuple[SessionRecord, SnapshotRecord]:
+        def restore(txn: Txn) -> tuple[SessionRecord, SnapshotRecord]:
             session = self.env.session_in(txn, session_id)
             key, snapshot = self._find(txn, session_id, snapshot_id)
             current = self.env.context_in(txn, session_id)
@@ -102,7 +102,7 @@ class Snapshots:
             return session, snapshot
         return self.env.write(restore)
 
-    def _find(self, txn: lmdb.Transaction, session_id: str, snapshot_id: str) -> tuple[bytes, SnapshotRecord]:
+    def _find(self, txn: Txn, session_id: str, snapshot_id: str) -> tuple[bytes, SnapshotRecord]:
         key = keys.numbered(session_id, _snapshot_stamp(snapshot_id))
         raw = txn.get(key, db=self.dbs["snapshots"])
         if raw is None:
@@ -110,7 +110,7 @@ class Snapshots:
                                  "`ctxkeep snapshot SESSION list` lists them")
         return key, codecs.snapshot(raw)
 
-    def _joined_since(self, txn: lmdb.Transaction, session_id: str, snapshot: SnapshotRecord,
+    def _joined_since(self, txn: Txn, session_id: str, snapshot: SnapshotRecord,
                       current: ActiveContext) -> list[int]:
         """The conversation's own messages that joined the active context after `snapshot`
         (a question stored before it and answered after included), in context order;
@@ -120,7 +120,7 @@ class Snapshots:
         return [m.seq for m in self.history.messages_in(txn, session_id, since) if m.kind == "message"]
 
     def delete(self, session_id: str, snapshot_id: str) -> SnapshotRecord:
-        def delete(txn: lmdb.Transaction) -> SnapshotRecord:
+        def delete(txn: Txn) -> SnapshotRecord:
             key, snapshot = self._find(txn, session_id, snapshot_id)
             txn.delete(key, db=self.dbs["snapshots"])
             return snapshot

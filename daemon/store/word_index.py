@@ -13,9 +13,8 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-import lmdb
-
 from ctxkeep.daemon.store import keys
+from ctxkeep.daemon.store.txn import Txn
 
 _WORD = re.compile(r"\w{2,}")
 #: Longer words are indexed by their first 64 characters (LMDB keys are bounded).
@@ -31,17 +30,17 @@ def words(text: str) -> set[str]:
     return {w[:MAX_WORD] for w in _WORD.findall(text.lower()) if w not in STOP}
 
 
-def add(txn: lmdb.Transaction, db: Any, session_id: str, seq: int, text: str) -> None:
+def add(txn: Txn, db: Any, session_id: str, seq: int, text: str) -> None:
     for word in words(text):
         txn.put(keys.word_key(word, session_id, seq), b"", db=db)
 
 
-def remove(txn: lmdb.Transaction, db: Any, session_id: str, seq: int, text: str) -> None:
+def remove(txn: Txn, db: Any, session_id: str, seq: int, text: str) -> None:
     for word in words(text):
         txn.delete(keys.word_key(word, session_id, seq), db=db)
 
 
-def postings(txn: lmdb.Transaction, db: Any, word: str, session_id: str = "") -> set[tuple[str, int]]:
+def postings(txn: Txn, db: Any, word: str, session_id: str = "") -> set[tuple[str, int]]:
     """(session id, seq) of every message with `word` (in one session, when given)."""
     start = keys.word_key(word, session_id)
     found: set[tuple[str, int]] = set()
@@ -57,7 +56,7 @@ def postings(txn: lmdb.Transaction, db: Any, word: str, session_id: str = "") ->
     return found
 
 
-def matches(txn: lmdb.Transaction, db: Any, query_words: Iterable[str],
+def matches(txn: Txn, db: Any, query_words: Iterable[str],
             session_id: str = "") -> set[tuple[str, int]]:
     """Messages that have every word (the rarest word's postings are read first)."""
     result: set[tuple[str, int]] | None = None

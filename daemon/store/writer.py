@@ -18,9 +18,11 @@ from typing import Any, TypeVar
 
 import lmdb
 
+from ctxkeep.daemon.store.txn import Txn
+
 log = logging.getLogger(__name__)
 T = TypeVar("T")
-Write = Callable[[lmdb.Transaction], Any]
+Write = Callable[[Txn], Any]
 
 
 class GroupWriter:
@@ -37,7 +39,7 @@ class GroupWriter:
         self.commits = 0
         self.writes = 0
 
-    def submit(self, fn: Callable[[lmdb.Transaction], T]) -> "asyncio.Future[T]":
+    def submit(self, fn: Callable[[Txn], T]) -> "asyncio.Future[T]":
         """Queue `fn` for the next grouped commit now (the writer thread is woken before
         this returns); the future settles once its commit is synced. Call from the loop."""
         loop = asyncio.get_running_loop()
@@ -60,7 +62,7 @@ class GroupWriter:
         if not batch:
             return
 
-        def apply(txn: lmdb.Transaction) -> list[tuple[bool, Any]]:
+        def apply(txn: Txn) -> list[tuple[bool, Any]]:
             if len(batch) == 1:  # alone, its failure fails the commit: no nested transaction
                 return [(True, batch[0][0](txn))]
             outcomes: list[tuple[bool, Any]] = []
@@ -70,14 +72,14 @@ class GroupWriter:
                         outcomes.append((True, fn(child)))
                 except lmdb.MapFullError:
                     raise  # the environment grows the map and runs the whole group again
-                except Exception as exc:  # noqa: BLE001 - this write alone fails
+                except Exception as exc:  # this write alone fails
                     outcomes.append((False, exc))
             return outcomes
         try:
             results = self._write(apply)
             self.commits += 1
             self.writes += len(batch)
-        except Exception as exc:  # noqa: BLE001 - the commit failed: every write in it did
+        except Exception as exc:  # the commit failed: every write in it did
             results = [(False, exc)] * len(batch)
         for (_, future, loop), (ok, value) in zip(batch, results):
             loop.call_soon_threadsafe(_settle, future, ok, value)

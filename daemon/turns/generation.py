@@ -18,7 +18,7 @@ complete (complete.py); how it ends otherwise is endings.py's.
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
@@ -73,7 +73,7 @@ class Drafts:
         saved.add_done_callback(lambda f: f.cancelled() or f.exception())  # a lost draft is no failure
 
 
-async def _chain(first: "asyncio.Future", rest: AsyncIterator[Any]) -> AsyncIterator[Any]:
+async def _chain(first: "asyncio.Future", rest: AsyncIterator[Any]) -> AsyncGenerator[Any, None]:
     """The stream whose first chunk was already asked for."""
     yield await first
     async for chunk in rest:
@@ -175,7 +175,7 @@ class Generations:
                                                  question.reopened, extras.format)
         except Withdrawn:
             return  # the question could not be stored: no client was told of this turn
-        except BaseException as exc:  # noqa: BLE001 - every ending ends the turn once
+        except BaseException as exc:  # every ending ends the turn once
             await self._end(job, question, compacted, output, exc)
             if not isinstance(exc, (Exception, asyncio.CancelledError)):
                 raise
@@ -250,7 +250,7 @@ class Generations:
         if not job.ended:
             try:  # a turn that fails changes nothing
                 await asyncio.shield(self.auto.roll_back(job.session_id, compacted))
-            except Exception:  # noqa: BLE001 - the turn's own failure is what it reports
+            except Exception:  # the turn's own failure is what it reports
                 log.exception("session=%s could not take back the compaction made for a failed "
                               "turn (`ctxkeep undo` does it)", job.session_id)
         self.endings.fail(job, user, exc, output, question.reopened)
@@ -261,5 +261,5 @@ class Generations:
             await self.auto.after_turn(view)
         except asyncio.CancelledError:
             pass
-        except Exception:  # noqa: BLE001 - each level already published its own result
+        except Exception:  # each level already published its own result
             log.exception("session=%s automatic compaction after the turn failed", view.session.id)

@@ -258,7 +258,7 @@ class Preparer:
         for _ in range(3):
             try:
                 recall = await self.recaller.recall(*view, user, room, whole, moving)
-            except Exception:  # noqa: BLE001 - a turn goes on without recall rather than fail
+            except Exception:  # a turn goes on without recall rather than fail
                 log.exception("session=%s recall failed: the turn goes on without it", session.id)
                 return NO_RECALL, estimate
             if not recall.block:  # nothing added (but maybe why: what memory found, and left out)

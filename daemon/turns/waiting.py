@@ -14,7 +14,7 @@ the waiting lines say how long reading it should take.
 import asyncio
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 from ctxkeep.daemon.backends.protocol import ModelBackend, ModelCallError
 from ctxkeep.protocol import ErrorCode
@@ -24,6 +24,8 @@ from ctxkeep.protocol.events import GenerationWaiting
 FIRST_REPORT_S = 2.0
 REPORT_EVERY_S = 5.0
 
+#: What a turn waits on (GenerationWaiting.state).
+WaitingState = Literal["loading", "processing", "not_answering"]
 WORDS = {
     "loading": "{server} is loading {model} into memory (a large model can take minutes)",
     "processing": "the model {model} is loaded and reading the prompt",
@@ -54,7 +56,7 @@ async def first_chunk(first: "asyncio.Future[Any]", backend: ModelBackend, model
         if done:
             return
         loaded = await backend.loaded(model)
-        state = "loading" if loaded is False else "processing" if loaded else "not_answering"
+        state: WaitingState = "loading" if loaded is False else "processing" if loaded else "not_answering"
         waited = time.monotonic() - start
         if first.done():
             return

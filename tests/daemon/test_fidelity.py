@@ -16,7 +16,7 @@ from harness import DaemonThread
 from ollama_standin import OllamaStandin, count_tokens_bpe
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-import fidelity  # noqa: E402  (its content generator)
+import fidelity  # (its content generator)
 
 MODEL = "small:1b"
 
@@ -67,7 +67,7 @@ def test_a_message_that_cannot_fit_is_refused_before_anything_is_compacted(clien
         end, _ = turn(client, s.id, f"question {i} " + "about the design " * 20)
         assert isinstance(end, ResponseGeneration)
     before = [m.seq for m in client.history(s.id, active=True).messages]
-    prompts = lambda: [c for c in standin.chats if c.body.get("stream", True)]  # noqa: E731
+    prompts = lambda: [c for c in standin.chats if c.body.get("stream", True)]
     calls = len(prompts())
     huge = "word " * 1150 + "x" * 3000  # 1,900 tokens in a 2,048-token window
     end, events = turn(client, s.id, huge)

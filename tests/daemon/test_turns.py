@@ -229,7 +229,7 @@ def test_concurrent_clients_pipelining(daemon):
                 for _ in range(50):
                     c.ping()
                 c.sessions()
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             errors.append(exc)
     threads = [threading.Thread(target=work) for _ in range(4)]
     for t in threads:

@@ -57,7 +57,7 @@ async def run(app: InProcess, steps: list[tuple]) -> None:
 
 
 async def apply(app: InProcess, sids: list[str], step: tuple) -> None:
-    pick = lambda i: sids[i % len(sids)]  # noqa: E731
+    pick = lambda i: sids[i % len(sids)]
     kind = step[0]
     if kind == "create":
         sids.append((await app.call(requests.SessionCreate(model=MODEL, name=step[1]))).session.id)

@@ -169,7 +169,7 @@ async def _run(app: InProcess, steps: list[tuple]) -> None:
 @given(steps=st.lists(STEP, min_size=4, max_size=20))
 def test_undo_restores_the_context_before_the_pass_plus_what_came_since(steps):
     root = Path(tempfile.mkdtemp(prefix="ckundo"))
-    reply = lambda messages: ("Summary: short." if messages[-1]["content"].startswith(  # noqa: E731
+    reply = lambda messages: ("Summary: short." if messages[-1]["content"].startswith(
         ("Conversation to summarize", "Summary to shorten", "Summaries of")) else "answer " * 40)
     app = InProcess(root, MemoryBackend(reply=reply), Config(embed_builtin=False, compaction_cooldown=0))
     try:

@@ -101,7 +101,7 @@ def test_big_messages_on_a_fresh_store_are_measured_not_refused(real, proxy):
     of it, are measured by the server before anything is refused or compacted, and all
     are answered (the issue saw the first refused 3 times of 3)."""
     rng = random.Random(11)
-    paragraph = lambda n: " ".join(rng.choice(  # noqa: E731
+    paragraph = lambda n: " ".join(rng.choice(
         ["The", "river", "garden", "kitchen", "walked", "slowly", "under", "bright", "autumn", "trees",
          "while", "friends", "talked", "about", "plans", "for", "winter", "and", "spring."]) for _ in range(n))
     with real.client() as client:

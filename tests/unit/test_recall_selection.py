@@ -27,8 +27,8 @@ def test_selection_never_passes_its_budget_nor_repeats_and_keeps_time_order(leng
                       reply_to=i - 1 if i % 2 else -1) for i, n in enumerate(lengths)]
     ranked = list(range(len(found)))
     order.shuffle(ranked)
-    cost = lambda pid: len(found[pid].text.split()) + 3  # noqa: E731
-    partners = lambda p: [p.reply_to] if p.reply_to >= 0 else ([p.seq + 1] if p.seq + 1 < len(found) else [])  # noqa: E731
+    cost = lambda pid: len(found[pid].text.split()) + 3
+    partners = lambda p: [p.reply_to] if p.reply_to >= 0 else ([p.seq + 1] if p.seq + 1 < len(found) else [])
     chosen = select.select(ranked, found, budget, 5, cost, partners)
     assert 5 + sum(cost(p.seq) for p in chosen) <= max(budget, 5) or not chosen
     assert len({p.seq for p in chosen}) == len(chosen)
@@ -38,8 +38,8 @@ def test_selection_never_passes_its_budget_nor_repeats_and_keeps_time_order(leng
 def test_an_answer_brings_its_question_when_both_fit():
     found = [_passage(0, "what is the capital of portugal"), _passage(1, "Lisbon.", "assistant", 0),
              _passage(2, "unrelated filler " * 5)]
-    cost = lambda pid: 10  # noqa: E731
-    partners = lambda p: [0] if p.seq == 1 else ([1] if p.seq == 0 else [])  # noqa: E731
+    cost = lambda pid: 10
+    partners = lambda p: [0] if p.seq == 1 else ([1] if p.seq == 0 else [])
     assert [p.seq for p in select.select([1, 2], found, 100, 0, cost, partners)] == [0, 1, 2]
     assert [p.seq for p in select.select([1, 2], found, 25, 0, cost, partners)] == [1, 2]  # the question no longer fits
 
@@ -113,7 +113,7 @@ def test_time_stamps_are_not_terms_so_a_dated_question_does_not_find_every_dated
 @given(lengths=st.lists(st.integers(1, 200), min_size=2, max_size=20), budget=st.integers(20, 600))
 def test_with_scores_the_budget_goes_to_short_turns_that_match_as_well_as_long_ones(lengths, budget):
     found = [_passage(i, "word " * n) for i, n in enumerate(lengths)]
-    cost = lambda pid: len(found[pid].text.split()) + select.LEAST_LINE  # noqa: E731 - a line's least
+    cost = lambda pid: len(found[pid].text.split()) + select.LEAST_LINE  # a line's least
     ranked = list(range(len(found)))
     chosen = select.select(ranked, found, budget, 5, cost, lambda p: [], score=lambda pid: 1.0)
     assert 5 + sum(cost(p.seq) for p in chosen) <= budget or not chosen
@@ -135,7 +135,7 @@ def test_a_passage_that_says_a_better_one_again_is_left_out():
              1: "My locker code is 4719-green, my locker code. Sure, cooking.",
              2: "Please remember this: my locker code is 4711-blue.",
              3: "My locker code is 4768-green, my locker code. Sure, cooking."}
-    term_set = lambda pid: frozenset(terms(texts.get(pid, f"passage {pid}")))  # noqa: E731
+    term_set = lambda pid: frozenset(terms(texts.get(pid, f"passage {pid}")))
     assert distinct([0, 1, 2, 3], term_set) == [0, 2]
     far = list(range(100, 100 + DISTINCT_CHECKED)) + [1, 3]
     assert distinct(far, term_set) == far  # past the checked ones: as they were

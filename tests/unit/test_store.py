@@ -244,7 +244,7 @@ def test_a_question_joins_the_search_index_when_its_turn_ends_however_it_ends(tm
     s = st.sessions.create(name="", model="m", system="", options={}, num_ctx=8192)
     _, (q0, q1) = st.history.append(s.id, [NewMessage(role="user", content="walrus tusks"),
                                    NewMessage(role="user", content="narwhal horns")], pending=True)
-    entries = lambda: st.env.read(lambda txn: txn.stat(st.env.dbs["search"])["entries"])  # noqa: E731
+    entries = lambda: st.env.read(lambda txn: txn.stat(st.env.dbs["search"])["entries"])
     assert entries() == 0 and st.search.find("walrus")[1] == 0
     st.history.append(s.id, [NewMessage(role="assistant", content="ivory", reply_to=q0.seq)],
               answered=[q0.seq])

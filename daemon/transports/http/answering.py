@@ -4,9 +4,9 @@ streamed or as one object; what differs between Ollama's API and OpenAI's is onl
 of what is written, which each API gives as an `AnswerShape`."""
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import aclosing
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeAlias, TypeVar
 
 from aiohttp import web
 
@@ -23,7 +23,7 @@ from ctxkeep.protocol.events import (
 )
 
 #: What an answer streams: its text, its thinking, and the end of the turn.
-Piece = GenerationToken | GenerationThinking | ResponseGeneration
+Piece: TypeAlias = GenerationToken | GenerationThinking | ResponseGeneration
 Body = TypeVar("Body")
 
 
@@ -122,7 +122,7 @@ async def _stream(response: web.StreamResponse, first: Piece, answer: AsyncItera
 
 
 async def pieces(chats: Chats, chat: ChatRequest,
-                 on_recalled: Callable[[GenerationRecalled], None] = lambda e: None) -> AsyncIterator[Piece]:
+                 on_recalled: Callable[[GenerationRecalled], None] = lambda e: None) -> AsyncGenerator[Piece, None]:
     """The answer as it streams, up to its ResponseGeneration; a turn that fails raises
     HttpError. What recall and memory added goes to `on_recalled` (before the first piece)."""
     gone = asyncio.Event()

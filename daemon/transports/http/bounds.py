@@ -12,6 +12,7 @@ from typing import Any
 
 from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
+from aiohttp.web_protocol import RequestHandler
 
 log = logging.getLogger(__name__)
 #: Descriptors kept free for everything but HTTP connections.
@@ -68,7 +69,7 @@ class ConnectionCap:
         server.connection_made = self.connection_made  # type: ignore[method-assign]
         server.connection_lost = self.connection_lost  # type: ignore[method-assign]
 
-    def connection_made(self, handler: Any, transport: asyncio.Transport) -> None:
+    def connection_made(self, handler: RequestHandler, transport: asyncio.Transport) -> None:
         self._made(handler, transport)
         peer = transport.get_extra_info("peername")
         over_tcp = isinstance(peer, tuple)
@@ -79,7 +80,7 @@ class ConnectionCap:
         if len(held) > self.cap:
             self._refuse(transport, peer, "TCP" if over_tcp else "the Unix socket")
 
-    def connection_lost(self, handler: Any, exc: BaseException | None) -> None:
+    def connection_lost(self, handler: RequestHandler, exc: BaseException | None = None) -> None:
         self.unix.pop(handler, None)
         self.tcp.pop(handler, None)
         self.trusted.discard(handler)

@@ -89,7 +89,7 @@ def check_extras(think: object, format: object) -> None:
     if not (format is None or format == "json" or isinstance(format, dict)):
         raise HttpError(ErrorCode.INVALID_REQUEST.value,
                         f'format must be "json" or a JSON schema (an object), not {format!r}')
-    problem = schema_problem(format)  # type: ignore[arg-type]
+    problem = schema_problem(format)
     if problem:
         raise HttpError(ErrorCode.INVALID_REQUEST.value, f"format: the JSON schema cannot be used: {problem}")
 

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 import msgspec
 from aiohttp import web
 
+from ctxkeep.daemon.backends.hosts import Hosts
 from ctxkeep.daemon.transports.http.answering import intake, respond
 from ctxkeep.daemon.transports.http.catalog import Catalog
 from ctxkeep.daemon.transports.http.chat import ChatRequest, Chats, check_extras, settings, split_messages, tools_of
@@ -94,7 +95,10 @@ class OllamaApi:
     def __init__(self, chats: Chats, passthrough: Passthrough) -> None:
         self.chats = chats
         self.passthrough = passthrough
-        self.catalog = Catalog(chats.services.backend, passthrough)
+        backend = chats.services.backend
+        if not isinstance(backend, Hosts):  # what Ollama's read-only routes ask of: each server
+            raise TypeError(f"Ollama's API is served over the daemon's model servers, not {type(backend).__name__}")
+        self.catalog = Catalog(backend, passthrough)
 
     def routes(self) -> list[web.RouteDef]:
         forward = self._forward
@@ -194,7 +198,8 @@ class OllamaShape:
 
     def piece(self, event: GenerationToken | GenerationThinking) -> list[bytes]:
         kind = "content" if isinstance(event, GenerationToken) else "thinking"
-        return [_line(_chunk(self.model, **{kind: event.text}))]
+        return [_line(_chunk(self.model, content=event.text) if kind == "content"
+                      else _chunk(self.model, thinking=event.text))]
 
     def closing(self, done: ResponseGeneration) -> list[bytes]:
         calls = [_line(_chunk(self.model, tool_calls=done.message.tool_calls))] if done.message.tool_calls else []

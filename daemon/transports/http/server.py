@@ -144,7 +144,7 @@ class FrontDoor:
             raise
         except (ConnectionResetError, asyncio.CancelledError):
             raise
-        except Exception as exc:  # noqa: BLE001 - the front door must keep serving
+        except Exception as exc:  # the front door must keep serving
             if self.throttle.allow(f"internal|{request.path}|{type(exc).__name__}"):
                 log.exception("HTTP %s %s failed", request.method, request.path[:200])
             return self._error(request, HttpError(ErrorCode.INTERNAL.value, f"internal error ({type(exc).__name__}): "

@@ -85,7 +85,7 @@ async def _one_at_a_time(key: str) -> AsyncIterator[None]:
         async with lock:
             yield
     finally:
-        if not lock.locked() and not lock._waiters:  # noqa: SLF001 - the last user frees its entry
+        if not lock.locked() and not lock._waiters:  # the last user frees its entry
             _LOCKS.pop(key, None)
 
 

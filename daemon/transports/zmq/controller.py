@@ -10,6 +10,7 @@ does can stop the loop.
 import asyncio
 import logging
 import time
+from functools import partial
 
 import zmq
 
@@ -24,6 +25,14 @@ from ctxkeep.protocol.requests import Request
 log = logging.getLogger(__name__)
 #: Frames larger than this (an import of thousands of messages) are decoded off the loop.
 OFF_LOOP_BYTES = 256 * 1024
+
+
+def _forget(last: dict[bytes, "asyncio.Task[None]"], peer: bytes, task: "asyncio.Task[None]") -> None:
+    """A peer's request is answered: it is no longer the one its next request waits for
+    (unless a later one took its place)."""
+    if last.get(peer) is task:
+        del last[peer]
+
 
 class Controller:
     """Serves requests from ROUTER sockets with the daemon's services."""
@@ -53,7 +62,7 @@ class Controller:
                     continue
                 task = asyncio.create_task(self._answer(router, peer, envelope, request, caller, before))
                 last[peer] = task
-                task.add_done_callback(lambda t, peer=peer: last.pop(peer) if last.get(peer) is t else None)
+                task.add_done_callback(partial(_forget, last, peer))
         finally:
             router.close()
 
@@ -84,7 +93,7 @@ class Controller:
     def _reply(self, router: Inbox, peer: bytes, envelope: list[bytes], reply: Reply) -> None:
         try:
             body = encode(reply)
-        except Exception as exc:  # noqa: BLE001 - never let one reply stop the loop
+        except Exception as exc:  # never let one reply stop the loop
             log.exception("could not encode a reply")
             body = encode(Error(id=getattr(reply, "id", ""), code=ErrorCode.INTERNAL.value,
                                 message=f"internal error ({exc!r}): see the daemon's log"))
@@ -96,7 +105,7 @@ class Controller:
             return decode_request(frame, self.max_frame_bytes)
         except DecodeFailure as exc:
             return Error(id=exc.request_id, code=exc.code.value, message=exc.message)
-        except Exception as exc:  # noqa: BLE001 - a decoder bug must not stop the loop
+        except Exception as exc:  # a decoder bug must not stop the loop
             log.exception("decoding a request failed")
             return Error(code=ErrorCode.BAD_JSON.value, message=f"the frame could not be read ({exc!r})")
 

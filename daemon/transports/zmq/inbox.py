@@ -22,7 +22,7 @@ class Inbox:
     """Receive from and reply on one socket, from the running event loop."""
 
     def __init__(self, socket: zmq.Socket) -> None:
-        self.socket = zmq.Socket.shadow(socket.underlying)  # plain calls, no futures
+        self.socket: zmq.Socket[bytes] = zmq.Socket.shadow(socket.underlying)  # plain calls, no futures
         self._wake = asyncio.Event()
         self._fd: int | None = None
         self._taken = 0
@@ -33,7 +33,7 @@ class Inbox:
         the return, so a caller may act on "the message just read" (as an XPUB's manual
         subscription does) before anything else runs."""
         if self._fd is None:
-            self._fd = self.socket.getsockopt(zmq.FD)
+            self._fd = int(self.socket.getsockopt(zmq.FD))
             asyncio.get_running_loop().add_reader(self._fd, self._wake.set)
         self._taken += 1
         if self._taken % BATCH == 0:
@@ -43,7 +43,7 @@ class Inbox:
                 return self.socket.recv_multipart(zmq.NOBLOCK, copy=copy)
             except zmq.Again:
                 self._wake.clear()
-                if not self.socket.getsockopt(zmq.EVENTS) & zmq.POLLIN:
+                if not int(self.socket.getsockopt(zmq.EVENTS)) & zmq.POLLIN:
                     await self._wake.wait()
 
     def send(self, frames: list[bytes]) -> None:
@@ -51,7 +51,7 @@ class Inbox:
         try:
             self.socket.send_multipart(frames, zmq.NOBLOCK)
         finally:
-            if self.socket.getsockopt(zmq.EVENTS) & zmq.POLLIN:
+            if int(self.socket.getsockopt(zmq.EVENTS)) & zmq.POLLIN:
                 self._wake.set()  # the send may have taken the descriptor's signal
 
     def close(self) -> None:

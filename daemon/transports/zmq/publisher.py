@@ -29,6 +29,7 @@ from ctxkeep.daemon.transports.zmq.memory import release_free_memory
 from ctxkeep.daemon.transports.zmq.subscriptions import CUT_AFTER_REFUSALS, MAX_PREFIX_BYTES, SubscriptionLedger
 from ctxkeep.protocol import encode, subjects
 from ctxkeep.protocol.events import DaemonStatusEvent, Event
+from ctxkeep.protocol.requests import tag_of
 from ctxkeep.protocol.structs import DaemonStatus
 
 log = logging.getLogger(__name__)
@@ -100,8 +101,8 @@ class EventPublisher:
 
     def send(self, event: Event) -> None:
         """Send a published event on topic `<subject>/<session_id>` (never blocks)."""
-        tag = type(event).__struct_config__.tag
-        topic = subjects.topic(tag, event.session_id)  # type: ignore[arg-type]
+        tag = tag_of(type(event))
+        topic = subjects.topic(tag, event.session_id)
         frames = [topic.encode(), encode(event)]
         for sock in self.sockets:
             try:

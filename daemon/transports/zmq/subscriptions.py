@@ -16,15 +16,15 @@ Prefixes longer than `MAX_PREFIX_BYTES` never get that far: the socket's
 """
 
 from collections import Counter
-from typing import Hashable
 
 #: The longest subscription prefix (topics are `<subject>/<session id>`, under 40 bytes).
 MAX_PREFIX_BYTES = 64
 #: Subscriptions refused to one connection before it is closed.
 CUT_AFTER_REFUSALS = 32
 
-#: A connection: (which event socket, the descriptor of the connection on it).
-Client = Hashable
+#: A connection: (which event socket, the descriptor of the connection on it); None where
+#: the monitor has not told which connection a subscription came on.
+Client = tuple[int, int]
 
 
 class SubscriptionLedger:
@@ -35,8 +35,8 @@ class SubscriptionLedger:
         self.max_per_client = max_per_client
         self.total = 0
         self._holders: Counter[bytes] = Counter()
-        self._clients: dict[Client, set[bytes]] = {}
-        self._refused: Counter[Client] = Counter()
+        self._clients: dict[Client | None, set[bytes]] = {}
+        self._refused: Counter[Client | None] = Counter()
 
     def refusal(self, client: Client | None, prefix: bytes) -> str:
         """Why `prefix` from `client` must not be applied ("" when it may)."""
@@ -98,5 +98,5 @@ class SubscriptionLedger:
         self._clients.pop(client, None)
         self._refused.pop(client, None)
 
-    def held_by(self, client: Client) -> int:
+    def held_by(self, client: Client | None) -> int:
         return len(self._clients.get(client, ()))
