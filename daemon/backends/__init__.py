@@ -1,1 +1,2 @@
-"""The model backend: Ollama through its official client."""
+"""The model servers: Ollama through its official client, OpenAI-compatible servers (llama.cpp,
+vLLM, LM Studio) through `openai`'s, and several of them as one (hosts.py, routing.py)."""

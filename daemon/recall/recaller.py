@@ -5,7 +5,7 @@ Each session's index is built from the store when a turn first needs it (the pas
 every message stored; in a worker thread when there are many) and grows with the
 session; the indexes of the sessions used last are kept. Ranking is lexical (BM25 over
 stems) fused with semantic (embeddings, when the embedding model answers) by their
-normalized scores (select.fuse: newer passages, and those of the speaker a question asks
+normalized scores (select.fused: newer passages, and those of the speaker a question asks
 about, raised); selection is best first within the budget, an answer with its question.
 """
 

@@ -74,13 +74,6 @@ def context_for(message: str, own_terms: int, last_turn: Sequence[str]) -> str:
 RECENCY = 0.15
 
 
-def fuse(*rankings: Sequence[tuple[int, float]], weights: Sequence[float] = (),
-         favored: Callable[[int], bool] = lambda pid: False) -> list[int]:
-    """Passage ids by their fused score (`fused`), best first."""
-    scores = fused(*rankings, weights=weights, favored=favored)
-    return sorted(scores, key=lambda pid: (-scores[pid], -pid))
-
-
 def fused(*rankings: Sequence[tuple[int, float]], weights: Sequence[float] = (),
           favored: Callable[[int], bool] = lambda pid: False,
           newer: Callable[[int], float] | None = None) -> dict[int, float]:

@@ -12,7 +12,8 @@ layers over it, each a member with one job:
 - `caches`: calibrations and embeddings (caches.py);
 - `images`: image bytes by content hash (images.py).
 
-A service is given the members it uses; `Store` only opens, composes and closes them.
+`Store` only opens, composes and closes them; the daemon's services take the whole `Store`
+and reach the member they need (`store.history.append`), so what each touches reads at the call.
 """
 
 from collections.abc import Callable

@@ -1,5 +1,5 @@
 """The pure parts automatic compaction reads: goal markers updating the record, the
-reliability score as seed 002 defines it, BM25 and cosine."""
+reliability score (a model's size and the compactions its session has had), BM25 and cosine."""
 
 import pytest
 
