@@ -17,8 +17,12 @@ full). Both answers are capped at `--answer` tokens. Per client, one JSON line:
 - compactions and summary calls (ctxkeepd), and of those the calls asked as the continuation
   of the turn the server holds (`summaries_in_place`: read from its cache but for the request).
 
-Goals (issue 42): cache_share ≥ 0.8 over the session, total time ≤ 1.0× the truncating
-client's, no turn over 2× the median without a visible reason.
+- `fact_in_prompt`, `fact_answered`: the first message states a fact (a locker code) and the
+  last asks for it: whether the last prompt held it, and whether the answer said it.
+
+Goals (issues 42, 57): cache_share ≥ 0.8 over the session, total time ≤ 1.0× the truncating
+client's, no turn over 2× the median without a visible reason, the turn-1 fact in the prompt
+that asks for it.
 """
 
 import argparse
@@ -79,6 +83,19 @@ def server_said(log: Path, start: int) -> dict[str, float]:
     return {"cached": cached, "read": read, "read_s": read_ms / 1000, "write_s": write_ms / 1000}
 
 
+#: The fact the first message states and the last asks for.
+FACT = "4417"
+STATED = f"Before we start, remember this: my locker code is {FACT}. "
+ASKED = "What is my locker code? Answer with just the number."
+
+
+def the_fact(proxy: RecordingProxy) -> dict[str, bool]:
+    """Whether the last answer's prompt held the turn-1 fact, and whether the answer said it."""
+    last = [e for e in proxy.exchanges if kind(e.body) == "answer"][-1]
+    prompt = "\n".join(str(m.get("content", "")) for m in last.body["messages"])  # the question has no digits
+    return {"fact_in_prompt": FACT in prompt, "fact_answered": FACT.encode() in last.raw}
+
+
 def summary(name: str, window: int, seconds: list[float], proxy: RecordingProxy, said: dict[str, float],
             **extra: object) -> None:
     ordered = sorted(seconds)
@@ -96,7 +113,7 @@ def summary(name: str, window: int, seconds: list[float], proxy: RecordingProxy,
          summaries_by_kind=dict(Counter(summary_kind(e.body) for e in proxy.exchanges if summary_kind(e.body))),
          summaries_in_place=sum(bool(summary_kind(e.body)) and not e.body["messages"][0]["content"].startswith(ON_THEIR_OWN)
                                 for e in proxy.exchanges),
-         **extra)
+         **the_fact(proxy), **extra)
 
 
 def kind(body: dict) -> str:
@@ -189,7 +206,8 @@ def main() -> None:
         logging.basicConfig(level=logging.INFO, filename=args.log, format="%(asctime)s %(name)s %(message)s")
     clients = {"truncating": truncating, "ctxkeepd": through_ctxkeepd}
     rng = random.Random(5)
-    texts = [question(t, rng) for t in range(args.turns)]
+    texts = [question(t, rng) for t in range(args.turns - 1)]
+    texts = [STATED + texts[0], *texts[1:], ASKED]
     for window in map(int, args.windows.split(",")):
         url, server = start_llama(window)
         try:
