@@ -56,13 +56,14 @@ class History:
         `anchor` its anchor for estimates; `calibrations` (key, record) and `goals` are
         saved in the same transaction (one sync for an answer and all it changed).
         """
-        batch, activate, joining, answered = list(messages), set(activate), list(activate_seqs), set(answered)
+        batch, activate, already, answered = list(messages), set(activate), list(activate_seqs), set(answered)
         calibrations = list(calibrations)
 
-        def append(txn: Txn) -> Appended:
+        def append(txn: Txn) -> Appended:  # run again from the start when the store grows: no state kept
             record = self.env.session_in(txn, session_id)
             now = time.time()
             stored: list[MessageRecord] = []
+            joining = list(already)
             for position, new in enumerate(batch):
                 message = self.put_message(txn, record, new, now, indexed=not pending)
                 if position in activate:

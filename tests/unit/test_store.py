@@ -300,3 +300,20 @@ def test_any_model_name_keys_its_calibrations_and_embeddings(tmp_path, model):
     assert st.caches.calibration(model).samples == 2.0
     assert st.caches.calibration(f"{model}\0{s.id}").samples == 3.0
     assert st.caches.embedding(model, "d" * 64) == [0.5, 0.25]
+
+
+def test_an_append_run_again_as_the_store_grows_activates_each_message_once(tmp_path):
+    """A full map makes the environment grow it and run the append again from the start: what
+    the append joins to the active context must not carry over from the first run."""
+    st = Store.open(tmp_path / "store", map_size=256 << 10)
+    try:
+        s = st.sessions.create(name="", model="m", system="", options={}, num_ctx=8192)
+        _, (u,) = st.history.append(s.id, [NewMessage(role="user", content="q")], pending=True)
+        big = "an answer long enough to fill the map " * 20_000  # ~780 KB: past 256 KB
+        rec, (a, note) = st.history.append(s.id, [NewMessage(role="assistant", content="a"),
+                                                  NewMessage(role="user", content=big)],
+                                           activate_seqs=[u.seq], activate=[0, 1], answered=[u.seq],
+                                           count=PromptCount(tokens=99))  # the second fills the map
+        assert st.context.get(s.id).seqs == [u.seq, a.seq, note.seq] and rec.count.tokens == 99
+    finally:
+        st.close()
