@@ -17,8 +17,9 @@ full). Both answers are capped at `--answer` tokens. Per client, one JSON line:
 - compactions and summary calls (ctxkeepd), and of those the calls asked as the continuation
   of the turn the server holds (`summaries_in_place`: read from its cache but for the request).
 
-- `fact_in_prompt`, `fact_answered`: the first message states a fact (a locker code) and the
-  last asks for it: whether the last prompt held it, and whether the answer said it.
+- `fact_in_prompt`, `stated_in_prompt`, `fact_answered`: the first message states a fact (a
+  locker code) and the last asks for it: whether the last prompt held it (anywhere: Gemma
+  repeats it in its answers), held the user's own sentence, and whether the answer said it.
 
 Goals (issues 42, 57): cache_share ≥ 0.8 over the session, total time ≤ 1.0× the truncating
 client's, no turn over 2× the median without a visible reason, the turn-1 fact in the prompt
@@ -90,10 +91,13 @@ ASKED = "What is my locker code? Answer with just the number."
 
 
 def the_fact(proxy: RecordingProxy) -> dict[str, bool]:
-    """Whether the last answer's prompt held the turn-1 fact, and whether the answer said it."""
+    """Whether the last answer's prompt held the turn-1 fact (anywhere: a small model repeats
+    it in its answers, which keep it in a truncated history too), whether it held the user's
+    own sentence that stated it, and whether the answer said it."""
     last = [e for e in proxy.exchanges if kind(e.body) == "answer"][-1]
     prompt = "\n".join(str(m.get("content", "")) for m in last.body["messages"])  # the question has no digits
-    return {"fact_in_prompt": FACT in prompt, "fact_answered": FACT.encode() in last.raw}
+    return {"fact_in_prompt": FACT in prompt, "stated_in_prompt": STATED.strip() in prompt,
+            "fact_answered": FACT.encode() in last.raw}
 
 
 def summary(name: str, window: int, seconds: list[float], proxy: RecordingProxy, said: dict[str, float],
