@@ -9,7 +9,6 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (
     QComboBox,
     QHBoxLayout,
-    QLabel,
     QPushButton,
     QVBoxLayout,
     QWidget,
@@ -19,6 +18,7 @@ from ...protocol import requests
 from ...protocol.replies import HistoryReply, ImageReply, UsageReply
 from ...protocol.structs import ModelInfo, SessionInfo
 from ..present import chat_models
+from . import theme as themes
 from .chatlog import ChatLog
 from .composer import Composer
 from .dialogs import fill_models
@@ -47,15 +47,13 @@ class ChatView(QWidget):
         self.loading = False
         self.held: list[object] = []
         self._models: list[ModelInfo] = []
-        self.title = QLabel()
-        self.title.setObjectName("title")
+        self.title = themes.label("title")
         self.model = QComboBox()
         self.model.setToolTip("The model of this session (its next answer uses it)")
         self.model.setMinimumContentsLength(12)
         self.model.activated.connect(self._model_chosen)
         self.gauge = ContextGauge(8192)
-        self.usage = QLabel()
-        self.usage.setObjectName("usage")
+        self.usage = themes.label("usage")
         self.gauge.compact_requested.connect(self.compact)
         self.log = ChatLog(theme)
         self.log.action.connect(self.act)

@@ -8,7 +8,6 @@ from PySide6.QtWidgets import (
     QDialogButtonBox,
     QFormLayout,
     QHBoxLayout,
-    QLabel,
     QLineEdit,
     QPlainTextEdit,
     QProgressBar,
@@ -19,6 +18,7 @@ from PySide6.QtWidgets import (
 
 from ...protocol.structs import ModelInfo
 from ..present import chat_models, size
+from . import theme as themes
 
 #: What the first-run path offers to pull.
 SUGGESTED_MODEL = "qwen2.5:7b"
@@ -61,9 +61,7 @@ class NewSessionDialog(QDialog):
         self.system = QPlainTextEdit()
         self.system.setPlaceholderText("optional: how the model should answer")
         self.system.setFixedHeight(70)
-        self.notice = QLabel()
-        self.notice.setObjectName("dim")
-        self.notice.setWordWrap(True)
+        self.notice = themes.label("dim", wrap=True)
         self.pull_name = QLineEdit(SUGGESTED_MODEL)
         self.pull_button = QPushButton("Pull")
         self.pull_button.clicked.connect(lambda: self._pull())

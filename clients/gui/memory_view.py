@@ -10,7 +10,6 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QDialog,
     QHBoxLayout,
-    QLabel,
     QLineEdit,
     QListWidget,
     QListWidgetItem,
@@ -23,6 +22,7 @@ from ...protocol import requests
 from ...protocol.memory import MemoryForget, MemoryHit, MemorySearch
 from ...protocol.replies import MemoryForgotten, MemoryHits
 from ...protocol.structs import SessionInfo
+from . import theme as themes
 from .router import Router
 
 #: Hits asked for.
@@ -72,9 +72,7 @@ class MemoryView:
         self.dialog.resize(760, 460)
         self.words = QLineEdit(placeholderText="words: what would come back into a prompt?")
         self.words.returnPressed.connect(self.search)
-        self.note = QLabel()
-        self.note.setObjectName("dim")
-        self.note.setWordWrap(True)
+        self.note = themes.label("dim", wrap=True)
         self.list = QListWidget()
         self.list.itemDoubleClicked.connect(lambda _: self.open_selected())
         self.list.currentRowChanged.connect(lambda _: self._buttons())

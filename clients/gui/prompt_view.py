@@ -6,11 +6,12 @@ its tokens, and the total against the window."""
 import html
 from collections.abc import Callable
 
-from PySide6.QtWidgets import QDialog, QLabel, QTextBrowser, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QDialog, QTextBrowser, QVBoxLayout, QWidget
 
 from ...protocol import requests
 from ...protocol.replies import PromptReply
 from ...protocol.structs import SessionInfo
+from . import theme as themes
 from .router import Router
 
 #: What each part is called.
@@ -43,9 +44,7 @@ class PromptView:
             self.dialog = QDialog(self.parent)
             self.dialog.setWindowTitle("What the model sees")
             self.dialog.resize(760, 560)
-            self.total = QLabel()
-            self.total.setObjectName("dim")
-            self.total.setWordWrap(True)
+            self.total = themes.label("dim", wrap=True)
             self.text = QTextBrowser()
             layout = QVBoxLayout(self.dialog)
             layout.addWidget(self.total)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QGuiApplication, QPalette
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QApplication, QLabel
 
 
 @dataclass(frozen=True)
@@ -98,6 +98,14 @@ QLabel#empty {{ color: {t.dim}; font-size: 15px; }}
 QSplitter::handle {{ background: {t.border}; }}
 QToolTip {{ background: {t.raised}; color: {t.text}; border: 1px solid {t.border}; }}
 """
+
+
+def label(name: str, wrap: bool = False) -> QLabel:
+    """A label named for the style sheet's rules (`#banner`, `#dim`, `#usage`, `#empty`)."""
+    made = QLabel()
+    made.setObjectName(name)
+    made.setWordWrap(wrap)
+    return made
 
 
 def apply(app: QApplication, theme: Theme) -> None:

@@ -59,9 +59,7 @@ class MainWindow(QMainWindow):
         self.resize(1100, 720)
         self.setMinimumSize(560, 400)
 
-        self.banner = QLabel()
-        self.banner.setObjectName("banner")
-        self.banner.setWordWrap(True)
+        self.banner = themes.label("banner", wrap=True)
         self.banner.hide()
         self.panel = SessionPanel()
         self.chat = ChatView(self.worker.submit, self.theme)
@@ -107,10 +105,8 @@ class MainWindow(QMainWindow):
     def _empty_page(self) -> tuple[QWidget, QLabel]:
         """The page shown with no session open: a line of text and a "New chat" button."""
         page = QWidget()
-        text = QLabel()
-        text.setObjectName("empty")
+        text = themes.label("empty", wrap=True)
         text.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        text.setWordWrap(True)
         start = QPushButton("New chat")
         start.clicked.connect(self.new_session)
         box = QVBoxLayout(page)
