@@ -240,6 +240,10 @@ class StandinServer(ThreadingHTTPServer):
 
     allow_reuse_address = True
     daemon_threads = True
+    #: Go's listener (Ollama's) takes the system's whole backlog; socketserver's 5 would let
+    #: a burst of connections overflow it, and the kernel resets those that overflowed once
+    #: their request is sent (a ReadError mid-answer under 50 concurrent chats).
+    request_queue_size = 1024
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self.open_connections: set[socket.socket] = set()
