@@ -53,9 +53,11 @@ def asked(c, standin: OllamaStandin, sid: str, text: str) -> str:
     return chat.body["messages"][-1]["content"]
 
 
-def run(window: int, questions: list[recall_lme.Question], config: str, embedded: bool = False) -> None:
+def run(window: int, questions: list[recall_lme.Question], config: str, embedded: bool = False,
+        dump: str = "") -> None:
     """`embedded`: each question waits until every passage has its vector (the built-in
-    embedder's, or the server's), as it would some minutes after the imports."""
+    embedder's, or the server's), as it would some minutes after the imports. `dump`: a
+    folder for each question's memory block, its evidence sessions named first."""
     standin = OllamaStandin().start()
     root = Path(tempfile.mkdtemp(prefix="ckprec", dir="/tmp"))
     daemon = DaemonProcess(root, standin.url, log_level="warning")
@@ -70,8 +72,9 @@ def run(window: int, questions: list[recall_lme.Question], config: str, embedded
                     {"role": t.role, "content": t.content, "created": t.created} for t in q.turns if t.session == n
                 ]).session.id for n in sorted({t.session for t in q.turns})]
                 asker = c.create_session(model=MODEL, num_ctx=window).session.id
+                asked(c, standin, asker, "Hello!")  # memory catches up with the imports
+                recall_lme.wait_remembered(c)
                 if embedded:
-                    asked(c, standin, asker, "Hello!")  # memory catches up with the imports
                     recall_lme.wait_embedded(c, standin)
                 last = asked(c, standin, asker, q.text)
                 memory, recall = blocks(last)
@@ -80,6 +83,10 @@ def run(window: int, questions: list[recall_lme.Question], config: str, embedded
                 ours = sum(standin.count(ln) for ln in lines
                            if int(_MEMORY_LINE.match(ln).group(1).rsplit("-", 1)[1]) in q.evidence_sessions)
                 added.append(standin.count(memory) + standin.count(recall))
+                if dump:
+                    Path(dump).mkdir(parents=True, exist_ok=True)
+                    (Path(dump) / f"{window}-{q.qid}.txt").write_text(
+                        f"{q.text}\nevidence sessions: {sorted(q.evidence_sessions)}\n\n{memory}\n{recall}\n")
                 evidence_tokens.append(ours)
                 for text in FOLLOW_UPS[n_q % len(FOLLOW_UPS):][:1]:
                     unrelated.append(sum(map(standin.count, blocks(asked(c, standin, asker, text)))))
@@ -115,11 +122,13 @@ def main() -> None:
     parser.add_argument("--embed", choices=["none", "builtin"], default="none",
                         help="by words alone, or with the built-in embedder (multilingual-e5-small; each "
                              "question waits until its sessions are embedded: about a minute each)")
+    parser.add_argument("--dump", default="", metavar="DIR",
+                        help="write each question's memory and recall blocks there, to read what was added")
     args = parser.parse_args()
     from recall import pick
     questions = [undated(q) for q in pick("s", 0, args.per_kind, "")]
     embed = 'embed_model = ""\n' + ("embed_builtin = true\n" if args.embed == "builtin" else "")
-    run(args.window, questions, embed + "".join(f"{line}\n" for line in args.config), args.embed == "builtin")
+    run(args.window, questions, embed + "".join(f"{line}\n" for line in args.config), args.embed == "builtin", args.dump)
 
 
 if __name__ == "__main__":

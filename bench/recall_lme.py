@@ -162,6 +162,15 @@ def wait_embedded(c, standin: OllamaStandin, limit_s: float = 1800) -> None:
         time.sleep(0.5)
 
 
+def wait_remembered(c, limit_s: float = 600) -> None:
+    """Until memory has read every session into its index (`status` says none is still being
+    read): a question asked some seconds after its imports, not during them."""
+    start = time.monotonic()
+    while "more session" in c.status().status.recall:
+        assert time.monotonic() < start + limit_s, "sessions not read into memory in time"
+        time.sleep(0.2)
+
+
 # -- tallies, per question type ----------------------------------------------------------------
 
 Rows = dict[str, dict[str, dict[str, list[bool]]]]

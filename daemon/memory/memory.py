@@ -102,7 +102,10 @@ class Memory:
         if self.index is None:
             return "memory: indexing the sessions"
         live = len(self.index.passages) - self.index.dead
-        return f"memory across {len(self.index.owners):,} sessions ({live:,} passages)"
+        reading = len(self._catching_up)
+        return f"memory across {len(self.index.owners):,} sessions ({live:,} passages)" + (
+            f"; reading {reading:,} more session{'s' if reading != 1 else ''} (memory adds nothing until then)"
+            if reading else "")
 
     async def close(self) -> None:
         tasks = [t for t in (self._building, *self._tasks) if t is not None]

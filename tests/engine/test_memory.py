@@ -152,9 +152,11 @@ def test_memory_follows_the_new_messages_own_words_only(tmp_path):
 
 def test_a_large_import_is_read_into_memory_off_the_event_loop(tmp_path):
     """An import of more than memory.INLINE_MESSAGES is indexed in a worker thread: turns
-    meanwhile recall nothing from memory (never wait for it); then it is there."""
+    meanwhile recall nothing from memory (never wait for it), and `status` says so; then it
+    is there."""
     from ctxkeep.daemon.memory.memory import INLINE_MESSAGES
     from ctxkeep.protocol.imported import ImportedMessage
+    said: list[str] = []  # memory's line in `status`, while it reads and after
 
     async def scenario(app):
         assert await app.services.memory.built(10)  # read (empty) before the import
@@ -169,6 +171,7 @@ def test_a_large_import_is_read_into_memory_off_the_event_loop(tmp_path):
 
         async def spied(index, owner, session):
             threaded.append(session.name)
+            said.append(memory.status())
             await read_in_thread(index, owner, session)
         memory._read_in_thread = spied
         await say(app, asker, "Hello there, how are things?")  # its recall starts the catch-up
@@ -177,9 +180,12 @@ def test_a_large_import_is_read_into_memory_off_the_event_loop(tmp_path):
             if not memory.mutating and not memory._tasks:
                 break
             await asyncio.sleep(0.05)
+        said.append(memory.status())
         return await say(app, asker, QUESTION)
     recalled, _ = run(tmp_path, scenario)
     assert SISTER in [p.text for p in recalled]
+    assert "reading 1 more session (memory adds nothing until then)" in said[0]  # `status` says why
+    assert "reading" not in said[-1]
 
 
 
