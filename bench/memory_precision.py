@@ -32,7 +32,15 @@ from memory import MODEL, undated
 from ollama_standin import OllamaStandin
 from unrelated import FOLLOW_UPS, UNRELATED
 
-_MEMORY_LINE = re.compile(r'^\[[^\]]+\] in "([^"]*)" ')
+_MEMORY_LINE = re.compile(r'^\[[^\]\n]+\] in "([^"]*)" ')
+_NEXT_LINE = re.compile(r'\n(?=\[[^\]\n]+\] in ")')
+
+
+def entries(memory: str) -> list[tuple[str, str]]:
+    """(conversation name, text) of each passage in memory's block, its text whole: a
+    passage of many lines (an answer's paragraphs) is one entry."""
+    inner = "\n".join(memory.splitlines()[1:-1])
+    return [(m.group(1), e) for e in _NEXT_LINE.split(inner) if (m := _MEMORY_LINE.match(e))]
 
 
 def blocks(prompt: str) -> tuple[str, str]:
@@ -79,20 +87,25 @@ def run(window: int, questions: list[recall_lme.Question], config: str, embedded
                 last = asked(c, standin, asker, q.text)
                 memory, recall = blocks(last)
                 recall_lme.tally(rows, q, [("ctxkeepd", last)])
-                lines = [ln for ln in memory.splitlines()[1:-1] if _MEMORY_LINE.match(ln)]
-                ours = sum(standin.count(ln) for ln in lines
-                           if int(_MEMORY_LINE.match(ln).group(1).rsplit("-", 1)[1]) in q.evidence_sessions)
+                ours = sum(standin.count(text) for name, text in entries(memory)
+                           if int(name.rsplit("-", 1)[1]) in q.evidence_sessions)
                 added.append(standin.count(memory) + standin.count(recall))
                 if dump:
                     Path(dump).mkdir(parents=True, exist_ok=True)
                     (Path(dump) / f"{window}-{q.qid}.txt").write_text(
                         f"{q.text}\nevidence sessions: {sorted(q.evidence_sessions)}\n\n{memory}\n{recall}\n")
                 evidence_tokens.append(ours)
+                def unasked(sid: str, text: str) -> None:  # a request no session is about
+                    got = blocks(asked(c, standin, sid, text))
+                    unrelated.append(sum(map(standin.count, got)))
+                    if dump and unrelated[-1]:
+                        with (Path(dump) / f"{window}-unrelated.txt").open("a") as f:
+                            f.write(f"\n### {text}\n{got[0]}\n{got[1]}\n")
                 for text in FOLLOW_UPS[n_q % len(FOLLOW_UPS):][:1]:
-                    unrelated.append(sum(map(standin.count, blocks(asked(c, standin, asker, text)))))
+                    unasked(asker, text)
                 for text in UNRELATED[n_q % len(UNRELATED):][:3]:
                     fresh = c.create_session(model=MODEL, num_ctx=window).session.id
-                    unrelated.append(sum(map(standin.count, blocks(asked(c, standin, fresh, text)))))
+                    unasked(fresh, text)
                     c.delete(fresh)
                 for sid in [*made, asker]:
                     c.delete(sid)

@@ -174,13 +174,13 @@ class MemoryIndex:
         return flags
 
     def holding(self, terms: frozenset[str]) -> np.ndarray:
-        """A flag per passage id: does it hold one of `terms` (stems)."""
-        flags = np.zeros(len(self.passages), dtype=bool)
+        """Per passage id, how many of `terms` (stems) it holds (true where any)."""
+        held = np.zeros(len(self.passages), dtype=np.uint16)
         for term in terms:
             found = self.lexical.postings.get(term)
             if found is not None:
-                flags[np.frombuffer(found[0], dtype=np.uint32)] = True
-        return flags
+                held[np.frombuffer(found[0], dtype=np.uint32)] += 1
+        return held
 
     def source(self, pid: int) -> Owner | None:
         """The session a passage is from (None: deleted)."""

@@ -220,7 +220,7 @@ class Memory:
             return []  # a message with no words of its own ("and then?") points at nothing elsewhere
         asker = self._session(session_id) if session_id else None
         allowed = index.candidates(session_id, self.family(asker) if asker else "")
-        allowed &= index.holding(query.own)  # the message's own words must point there
+        allowed &= index.holding(query.own) > 0  # the message's own words must point there
         ranked = [index.lexical.rank(query.terms, (), limit, allowed)]
         if query.vector is not None and index.semantic.ids:
             ranked.append(index.semantic.rank(query.vector, lambda pid: not allowed[pid], limit))

@@ -13,6 +13,10 @@ from ctxkeep.daemon.retrieval.passages import Passage
 #: how few passages may hold a word for it to count as rare where there are few sessions.
 STRONG_TOP = 3
 RARE_LEAST = 5
+#: A passage must hold one of each this many of a message's rare words, and at most
+#: this many, to be about it (`needed`).
+RARE_PER_NEEDED = 3
+MOST_NEEDED = 2
 #: A message that does not speak of the user's past must share this share of its words (two
 #: at least, each rare) with a passage: it names what that passage is about.
 NAMED_SHARE = 0.8
@@ -25,20 +29,30 @@ SESSION_FLOOR = 0.5
 Ranked = list[list[tuple[int, float]]]
 
 
+def needed(index: MemoryIndex, query: Query) -> int:
+    """How many of the message's rare words a passage must hold to be about it: one in each
+    RARE_PER_NEEDED of them (those no passage holds counted too), at most MOST_NEEDED. A
+    question names its subject and what it asks of it ("where does my sister live?": the
+    answer says "sister", not "live"), so one may do; but one of six ("trouble with the
+    battery life on my phone lately") held in passing, "lately" or "life", names no subject."""
+    specific = index.lexical.rare(query.own, least=RARE_LEAST, unseen=True)
+    return min(MOST_NEEDED, -(-len(specific) // RARE_PER_NEEDED)) or 1
+
+
 def strong(index: MemoryIndex, query: Query, ranked: Ranked) -> bool:
     """Whether what memory found is about the message, not only worded like it (`ranked`:
     by words, then by meaning where there are vectors). For a message that speaks of the
-    user's own past (Query.about_past): one of its best passages by words shares a word of
-    the message that few passages have (lexical.rare), or one stands out by meaning (the
-    semantic ranking keeps only those far above the rest). For any other ("how are the quince
-    trees by the wall?" as much as "what is the capital of Canada?"): one shares most of its
-    words (NAMED_SHARE, two at least) with it."""
+    user's own past (Query.about_past): one of its best passages by words holds enough of
+    the message's words that few passages have (lexical.rare, `needed`), or one stands out
+    by meaning (the semantic ranking keeps only those far above the rest). For any other
+    ("how are the quince trees by the wall?" as much as "what is the capital of Canada?"):
+    one shares most of its words (NAMED_SHARE, two at least) with it."""
     rare = index.lexical.rare(query.own, least=RARE_LEAST)
     shared = max((len(rare & frozenset(terms(index.passages[pid].text))) for pid, _ in ranked[0][:STRONG_TOP]),
                  default=0)
     if not query.about_past:
         return shared >= 2 and shared >= NAMED_SHARE * len(query.own)
-    return shared >= 1 or (len(ranked) > 1 and bool(ranked[1]))
+    return shared >= needed(index, query) or (len(ranked) > 1 and bool(ranked[1]))
 
 
 def statements_first(passages: Sequence[Passage], scores: dict[int, float]) -> dict[int, float]:
@@ -48,11 +62,12 @@ def statements_first(passages: Sequence[Passage], scores: dict[int, float]) -> d
 
 
 def about_it(index: MemoryIndex, query: Query, ranked: Ranked, kept: list[int]) -> list[int]:
-    """Of `kept`, the passages about the message too: holding a rare word of it, or found
-    by meaning."""
-    holding = index.holding(index.lexical.rare(query.own, least=RARE_LEAST))
+    """Of `kept`, the passages about the message too: holding enough of its rare words
+    (`needed`), or found by meaning."""
+    rare = index.lexical.rare(query.own, least=RARE_LEAST)
+    holding, least = index.holding(rare), needed(index, query)
     by_meaning = {pid for pid, _ in ranked[1]} if len(ranked) > 1 else set()
-    return [pid for pid in kept if holding[pid] or pid in by_meaning]
+    return [pid for pid in kept if holding[pid] >= least or pid in by_meaning]
 
 
 def best_sessions(index: MemoryIndex, kept: list[int], scores: dict[int, float], best: float) -> list[int]:

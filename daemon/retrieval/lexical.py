@@ -19,7 +19,8 @@ import snowballstemmer
 from ctxkeep.daemon.retrieval.passages import Passage
 
 _WORD = re.compile(r"[^\W_]{2,}|\d")
-#: Common English words that say nothing of what a text is about.
+#: Common English words that say nothing of what a text is about (with what is left of a
+#: contraction: "I've" is "ve", "don't" "don").
 STOP = frozenset("""a about above after again all also am an and any are as at be because been
 before being below between both but by can could did do does doing done down during each even
 ever few for from further get got had has have having he her here hers herself him himself his
@@ -27,7 +28,8 @@ how i if in into is it its itself just let like me might more most much must my 
 not now of off on once one only or other our ours out over own same shall she should so some
 still such than that the their theirs them then there these they this those through to too
 under until up very was we well were what when where which while who whom why will with would
-yes yet you your yours yourself""".split())
+yes yet you your yours yourself
+ve ll re don isn aren wasn weren doesn didn hasn haven hadn won wouldn couldn shouldn""".split())
 _STEMS: dict[str, str] = {}
 _STEMMER = snowballstemmer.stemmer("english")
 #: The query terms scored, the most telling (weight × rarity) first.
@@ -156,11 +158,13 @@ class LexicalIndex:
                     found[term] = min(found.get(term, df), df)
         return dict.fromkeys(sorted(found, key=found.__getitem__)[:most], 1.0)
 
-    def rare(self, query: Iterable[str], share: float = 0.05, least: int = 2) -> frozenset[str]:
+    def rare(self, query: Iterable[str], share: float = 0.05, least: int = 2, unseen: bool = False) -> frozenset[str]:
         """The query's terms found in at most `share` of the passages (or `least`): what a
-        match on says what the message is about, where a common word does not."""
+        match on says what the message is about, where a common word does not. `unseen`:
+        with those found in none."""
         most = max(least, share * len(self.passages))
-        return frozenset(t for t in query if 0 < len(self.postings.get(t, ((), ()))[0]) <= most)
+        fewest = 0 if unseen else 1
+        return frozenset(t for t in query if fewest <= len(self.postings.get(t, ((), ()))[0]) <= most)
 
     def rank(self, query: Mapping[str, float], leave_out: Collection[int],
              limit: int, allowed: np.ndarray | None = None) -> list[tuple[int, float]]:

@@ -47,17 +47,21 @@ def addressed(message: str) -> str | None:
     return "user" if _OF_THE_USER.search(message) else None
 
 
-_OF_THE_PAST = re.compile(r"\b(?:remind|remember|recall|again|earlier|previously|before|last\s+(?:time|week|month|"
+_OF_THE_PAST = re.compile(r"\b(?:remind|remember|recall|earlier|previously|before|last\s+(?:time|week|month|"
                           r"year)|ago|that\s+time|back\s+when|the\s+other\s+day|did|was|were|had)\b", re.I)
+#: The user's words for themselves that speak of them ("my", "I", "we"), not those a request
+#: names its receiver with ("give me", "help us"): those ask for something now.
+_OF_THEMSELVES = re.compile(r"\b(?:i|i'm|i've|i'd|my|mine|myself|we|we're|our|ours)\b", re.I)
 
 
 def about_the_past(message: str) -> bool:
     """Whether a message speaks of the user's own past: of themselves ("my", "I", "we"), of
     what the model said ("you suggested"), or of a time before ("remind me", "last time",
     "what was the codeword").
-    A request that does none of these ("write a poem about autumn", "what is 15 % of 240?")
-    asks nothing of the user's other conversations."""
-    return addressed(message) is not None or bool(_OF_THE_PAST.search(message))
+    A request that does none of these ("write a poem about autumn", "give me a limerick",
+    "say it again more simply") asks nothing of the user's other conversations."""
+    return (bool(_OF_ANSWERS.search(message) or _OF_THEMSELVES.search(message))
+            or bool(_OF_THE_PAST.search(message)))
 
 
 def context_for(message: str, own_terms: int, last_turn: Sequence[str]) -> str:

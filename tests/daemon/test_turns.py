@@ -190,10 +190,14 @@ def test_unknown_model_says_to_pull_it(client, standin):
 
 
 def test_ollama_down_gives_a_clear_error(daemon_factory, standin):
+    import socket
     url = standin.url
-    standin.stop()  # nothing listens on that port any more
+    standin.stop()  # nothing listens on that port any more, and nothing else may take it:
+    held = socket.socket()  # bound but not listening (connections refused), so no port
+    held.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # (past the stand-in's TIME_WAITs)
+    held.bind(("127.0.0.1", int(url.rsplit(":", 1)[1])))  # picked meanwhile is it (it was seen answering)
     daemon = daemon_factory(url).start()
-    with daemon.client() as c:
+    with held, daemon.client() as c:
         c.subscribe("")
         status = c.status().status
         assert status.ollama.reachable is False

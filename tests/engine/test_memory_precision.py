@@ -64,3 +64,35 @@ def test_unrelated_requests_and_follow_ups_get_nothing_from_memory(tmp_path):
     assert len(given) <= 0.05 * len(unrelated + follow_ups), [(p.session_name, p.text[:40]) for u in given for p in u]
     assert all(related), related  # what the user said of themselves still comes back
     assert {p.session_name for r in related for p in r} >= {"garden", "dog", "travel"}
+
+
+def test_a_word_said_in_passing_names_no_subject(tmp_path):
+    """One of a question's six rare words, held in passing ("lately"), brings nothing; the
+    passage that holds two of them (the subject) comes back."""
+    app = InProcess(tmp_path, MemoryBackend(reply=lambda messages: "Noted."),
+                    Config(embed_model="", embed_builtin=False))
+    question = "I've been having trouble with the battery life on my phone lately. Any tips?"
+
+    async def ask(sid: str, text: str) -> list:
+        accepted = await app.call(requests.Send(session=sid, text=text))
+        await app.services.jobs.drain(30)
+        return recalled_from_elsewhere(app, accepted)
+
+    async def scenario() -> tuple[list, list]:
+        async def tell(name: str, text: str) -> None:
+            await ask((await app.call(requests.SessionCreate(name=name, model=MODEL, num_ctx=4096))).session.id, text)
+
+        async def asked() -> list:
+            return await ask((await app.call(requests.SessionCreate(model=MODEL, num_ctx=4096))).session.id, question)
+        await tell("cooking", "I've been so busy lately that I barely cook.")
+        await tell("music", "I've been listening to a lot of jazz lately, mostly Coltrane.")
+        await tell("garden", "My allotment is plot 14 by the canal.")
+        in_passing = await asked()
+        await tell("charger", "My phone's battery dies by noon since the last update.")
+        return in_passing, await asked()
+    try:
+        in_passing, about_it = asyncio.run(scenario())
+    finally:
+        app.close()
+    assert in_passing == []
+    assert {p.session_name for p in about_it} == {"charger"}

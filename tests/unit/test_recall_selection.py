@@ -176,3 +176,7 @@ def test_memory_answers_only_what_speaks_of_the_past():
     assert about_the_past("Where does my sister live now?") and about_the_past("What did you suggest for dinner?")
     assert about_the_past("What was the codeword of the glacier project?")
     assert not about_the_past("Write a short poem about autumn.") and not about_the_past("What's 15% of 240?")
+    # a request's receiver ("give me", "help us") and a request on the chat itself ("again") name no past
+    assert not about_the_past("Give me a limerick about a forgetful robot.")
+    assert not about_the_past("Say it again more simply, please.") and not about_the_past("Help us plan a picnic.")
+    assert about_the_past("Remind me of the plan") and about_the_past("What's my dog's name again?")
