@@ -1,7 +1,7 @@
 """What memory brings into a turn: its best few matches from the user's other sessions (as
-memory.py ranks them, by the precision rules a turn's memory follows), each with its
-partner where it fits, within the room the window leaves; and, where it found more than it
-brings, why."""
+memory.py ranks them, by the precision rules a turn's memory follows), those of the
+sessions that match best each with its partner where it fits, within the room the window
+leaves; and, where it found more than it brings, why."""
 
 from collections.abc import Callable
 
@@ -13,6 +13,10 @@ from ctxkeep.daemon.store.records import SessionRecord
 #: The most passages a turn's memory brings (each with its partner: a question's answer, an
 #: answer's question): the best few, not the whole room.
 MOST_PASSAGES = 6
+#: The sessions whose best passage scores at least this share of the best bring each
+#: passage with its partner; the others (a question's second subject, an older statement
+#: of a fact, or a near miss) bring the passage that matched alone.
+LEADING = 0.7
 
 
 async def bring(memory: Memory, session: SessionRecord, query: Query, budget: int, overhead: int,
@@ -37,7 +41,11 @@ async def bring(memory: Memory, session: SessionRecord, query: Query, budget: in
         return owner.name if owner else ""
     allowed = index.candidates(session.id, memory.family(session))
 
+    leading = {index.owner_of[pid] for pid, s in ranked if s >= LEADING}
+
     def partners(pid: int) -> list[int]:  # those memory may bring, and this session lacks
+        if index.owner_of[pid] not in leading:
+            return []  # a session that matched less well brings the passage that matched alone
         return [o for o in index.partners(index.passages[pid], pid)
                 if allowed[o] and hash(index.passages[o].text) not in query.holds]
     chosen = select.choose(list(score), budget, overhead, lambda pid: cost(pid, name(pid)), partners,

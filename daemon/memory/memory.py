@@ -30,7 +30,7 @@ log = logging.getLogger(__name__)
 RANKED = 200
 #: A passage must score at least this share of the best to come back: memory fills only
 #: with what matches well, not with the whole room it may have.
-FLOOR = 0.15
+FLOOR = 0.3
 #: Messages indexed on the event loop before a turn (of all sessions together); a larger
 #: backlog (imports, many sessions) is read in a worker thread.
 INLINE_MESSAGES = 200

@@ -96,3 +96,30 @@ def test_a_word_said_in_passing_names_no_subject(tmp_path):
         app.close()
     assert in_passing == []
     assert {p.session_name for p in about_it} == {"charger"}
+
+
+def test_a_session_that_matched_less_well_brings_its_passage_alone(tmp_path):
+    """The best-matching session's passages come with their partners (the answer to a
+    question); one that matched less well brings the passage that matched, not its answer."""
+    replies = iter(["Tomatoes and beans will do well there.", "Glad you enjoyed it, walks are good for you."])
+    app = InProcess(tmp_path, MemoryBackend(reply=lambda messages: next(replies, "Noted.")),
+                    Config(embed_model="", embed_builtin=False))
+
+    async def ask(sid: str, text: str) -> list:
+        accepted = await app.call(requests.Send(session=sid, text=text))
+        await app.services.jobs.drain(30)
+        return recalled_from_elsewhere(app, accepted)
+
+    async def scenario() -> list:
+        for name, text in [("allotment", "On my allotment by the canal I grow tomatoes and runner beans."),
+                           ("walk", "We walked along the canal to see what the neighbours grow.")]:
+            await ask((await app.call(requests.SessionCreate(name=name, model=MODEL, num_ctx=4096))).session.id, text)
+        return await ask((await app.call(requests.SessionCreate(model=MODEL, num_ctx=4096))).session.id,
+                         "What do I grow on my allotment by the canal?")
+    try:
+        recalled = asyncio.run(scenario())
+    finally:
+        app.close()
+    by = {(p.session_name, p.role) for p in recalled}
+    assert ("allotment", "user") in by and ("allotment", "assistant") in by, by
+    assert ("walk", "user") in by and ("walk", "assistant") not in by, by
