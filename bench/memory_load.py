@@ -58,6 +58,7 @@ def load(daemon, clients: int, texts: list[list[str]]) -> list[float]:
                 times.append(time.perf_counter() - began)
                 if getattr(end, "code", ""):
                     failed.append(end.code)
+            c.settle(sid)  # (what runs after the last answer) before the session goes
             c.delete(sid)
     threads = [threading.Thread(target=client, args=(texts[i],)) for i in range(clients)]
     for t in threads:
