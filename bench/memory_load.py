@@ -1,11 +1,11 @@
 """Memory's cost per turn under load: many clients at once, each holding a chat of its own,
 against ctxkeepd with memory across sessions on and off, in the same run.
 
-    python bench/memory_load.py [--clients 100] [--turns 5] [--rounds 2]
+    python bench/memory_load.py [--clients 100] [--turns 5] [--rounds 2] [--pasts 6]
 
 Two daemons in their own processes, the stand-in in a third (answering at once), each
-daemon holding the same past: one LongMemEval development question's ~48 sessions
-(../shared/bench-data/longmemeval/), imported and read into memory's index before
+daemon holding the same past: `--pasts` LongMemEval development questions' ~48 sessions
+each (../shared/bench-data/longmemeval/; 6: ~290 sessions, ~3,000 messages), imported and read into memory's index before
 anything is measured. One daemon has `memory = "all"` (the default), the other
 `memory = "none"`. In each round, first one then the other (alternating which goes first),
 `--clients` threads each open a new session and send `--turns` messages one after another —
@@ -29,12 +29,13 @@ from memory import MODEL, undated
 from unrelated import UNRELATED
 
 
-def past(daemon, q: recall_lme.Question) -> None:
-    """The question's sessions imported; back once memory has read them."""
+def past(daemon, questions: list[recall_lme.Question]) -> None:
+    """The questions' sessions imported; back once memory has read them."""
     with daemon.client(timeout=300) as c:
-        for n in sorted({t.session for t in q.turns}):
-            c.import_session(name=f"past-{n}", model=MODEL, num_ctx=4096, messages=[
-                {"role": t.role, "content": t.content, "created": t.created} for t in q.turns if t.session == n])
+        for q in questions:
+            for n in sorted({t.session for t in q.turns}):
+                c.import_session(name=f"{q.qid}-{n}", model=MODEL, num_ctx=4096, messages=[
+                    {"role": t.role, "content": t.content, "created": t.created} for t in q.turns if t.session == n])
         asker = c.create_session(model=MODEL, num_ctx=4096).session.id
         c.turn(asker, "Hello!")  # memory reads the imports
         recall_lme.wait_remembered(c)
@@ -79,9 +80,11 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=100)
     parser.add_argument("--turns", type=int, default=5)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--pasts", type=int, default=6,
+                        help="dev questions whose ~48 sessions each daemon holds (one of each type first)")
     args = parser.parse_args()
     from recall import pick
-    questions = [undated(q) for q in pick("s", 0, 1, "")]
+    questions = [undated(q) for q in pick("s", 0, max(1, -(-args.pasts // 6)), "")]
     asked = [q.text.split("] ", 1)[-1] for q in questions]  # without the question's date
     texts = [[(asked if (i + k) % 2 == 0 else UNRELATED)[(i * args.turns + k) % 6] for k in range(args.turns)]
              for i in range(args.clients)]
@@ -89,7 +92,7 @@ def main() -> None:
     with standin_process() as url, daemon_for(url) as on, daemon_for(url, 'memory = "none"') as off:
         daemons = {"all": on, "none": off}
         for d in daemons.values():
-            past(d, questions[0])
+            past(d, questions[:args.pasts])
         for r in range(args.rounds):
             for mode in (("all", "none") if r % 2 == 0 else ("none", "all")):
                 times = load(daemons[mode], args.clients, texts)
