@@ -242,11 +242,12 @@ def run_live(which: str, windows: list[int], questions: list, config: str, embed
                     if dump:  # the question's prompt as the model got it, to read what recall chose
                         Path(dump).mkdir(parents=True, exist_ok=True)
                         (Path(dump) / f"{window}-{q.qid}.txt").write_text(r.prompt)
-                    recall_lme.tally(rows[window], q, [("ctxkeepd", r.prompt),
-                                                       *recall_lme.baselines(q, r.tokens, standin.count).items()])
+                    said = r.said or q  # the history as the session stored it (answers cut at their limit)
+                    recall_lme.tally(rows[window], said, [("ctxkeepd", r.prompt),
+                                                          *recall_lme.baselines(said, r.tokens, standin.count).items()])
                     cut[window] += len(standin.overflowed)
                     emit(bench="recall", mode="live", window=window, question=q.qid, kind=q.kind,
-                         found=recall_lme.found(q, r.prompt)[0], parts=r.parts, summary_calls=r.summary_calls,
+                         found=recall_lme.found(said, r.prompt)[0], parts=r.parts, summary_calls=r.summary_calls,
                          turns=r.turns, seconds=round(r.seconds, 1), by_meaning=r.by_meaning, progress=f"{n + 1}/{len(questions)}")
                     standin.chats.clear()
     finally:

@@ -10,7 +10,9 @@ opens with the assistant's words is opened by its date line as the user's messag
 
 For the question's prompt it reports where the tokens went (system prompt, checkpoints,
 verbatim turns, recall, memory) and which evidence turns are in it verbatim, beside
-baselines over whole turns at the same token count (bench/recall_lme.py).
+baselines over whole turns at the same token count (bench/recall_lme.py) — the turns as the
+session stored them: a recorded answer longer than the turn's room was cut at its length
+limit, as a model's answer would be, and what was said is that start (`as_said`).
 """
 
 import math
@@ -186,6 +188,8 @@ class Replayed:
     seconds: float
     #: Whether the question's recall ranked by meaning (its vector came in time).
     by_meaning: bool = False
+    #: The question with its history as the session stored it (`as_said`).
+    said: recall_lme.Question | None = None
 
 
 def replay(c: Client, standin: Any, model: Scripted, q: recall_lme.Question, window: int,
@@ -204,6 +208,7 @@ def replay(c: Client, standin: Any, model: Scripted, q: recall_lme.Question, win
             errors[end.code] += 1
         c.settle(sid)
     calls = model.summary_calls - calls_before
+    said = as_said(q, stored_answers(c, sid))
     if embedded:
         recall_lme.wait_embedded(c, standin)
     recalled: list[GenerationRecalled] = []
@@ -214,7 +219,35 @@ def replay(c: Client, standin: Any, model: Scripted, q: recall_lme.Question, win
     c.delete(sid)
     model.answers.clear()
     return Replayed("\n".join(m["content"] for m in messages), chat.prompt_tokens, parts(messages, standin.count),
-                    len(plan), calls, errors, time.monotonic() - start, any(e.by_meaning for e in recalled))
+                    len(plan), calls, errors, time.monotonic() - start, any(e.by_meaning for e in recalled), said)
+
+
+def stored_answers(c: Client, sid: str) -> list[str]:
+    """The answers the session stored, oldest first."""
+    out: list[str] = []
+    start: int | None = 0
+    while start is not None:
+        page = c.history(sid, start=start, limit=500)
+        out += [m.content for m in page.messages if m.role == "assistant" and m.kind == "message"]
+        start = page.next
+    return out
+
+
+def as_said(q: recall_lme.Question, answers: list[str]) -> recall_lme.Question:
+    """`q` with each recorded answer as the session stored it: an answer longer than the
+    turn's room was cut at its length limit, as a model's would be, so what was said — and
+    what recall, or a baseline, can bring back — is its start. An answer never given stays
+    as recorded."""
+    from dataclasses import replace
+    kept = sorted({a.strip() for a in answers if len(a.strip()) >= 20}, key=len, reverse=True)
+    turns = []
+    for t in q.turns:
+        if t.role == "assistant":
+            recorded = t.content.strip()
+            cut = next((a for a in kept if recorded.startswith(a)), recorded)
+            t = replace(t, content=cut)
+        turns.append(t)
+    return replace(q, turns=turns)
 
 
 def emit_parts(emit: Callable[..., None], replayed: list[Replayed], **fields: object) -> None:
