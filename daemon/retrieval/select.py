@@ -27,9 +27,10 @@ def refers_back(message: str) -> bool:
 
 
 _OF_ANSWERS = re.compile(r"\byou\s+(?:\w+\s+)?(?:said|told|suggested|recommended|mentioned|gave|wrote|"
-                         r"listed|proposed|explained|described|answered|named|called|meant|showed)\b|"
+                         r"listed|proposed|explained|described|answered|named|called|meant|showed|provided|"
+                         r"created|shared)\b|"
                          r"\b(?:did|had|have)\s+you\s+(?:say|tell|suggest|recommend|mention|give|write|"
-                         r"list|propose|explain|describe|name|call|mean|show)\b|"
+                         r"list|propose|explain|describe|name|call|mean|show|provide|create|share)\b|"
                          r"\byour\s+(?:answer|suggestion|recommendation|advice|reply|list|idea|example|"
                          r"explanation|plan)s?\b", re.I)
 _OF_THE_USER = re.compile(r"\b(?:i|i'm|i've|i'd|me|my|mine|myself|we|we're|us|our|ours)\b", re.I)
@@ -37,13 +38,22 @@ _OF_THE_USER = re.compile(r"\b(?:i|i'm|i've|i'd|me|my|mine|myself|we|we're|us|ou
 ADDRESSED = 1.5
 
 
+#: A question about a past conversation as a whole ("our previous chat about …"): what it
+#: asks may be in either side's words.
+_OF_BOTH = re.compile(r"\bour\s+(?:previous|last|earlier|past|other|recent)\s+(?:chat|conversation|discussion|"
+                      r"talk|exchange)s?\b", re.I)
+
+
 def addressed(message: str) -> str | None:
     """Whose words a question asks about: the model's when it asks what "you said",
-    "suggested", "your advice" (…); else the user's when it speaks of "my", "I", "we" (…):
-    what the user said of themselves is the source, the model's restatement of it (a small
-    model's, often wrong) is not; else no one's."""
+    "suggested", "provided", "your advice" (…); no one's in particular when it asks about
+    "our previous conversation" (either side may have said it); else the user's when it
+    speaks of "my", "I", "we" (…): what the user said of themselves is the source, the
+    model's restatement of it (a small model's, often wrong) is not; else no one's."""
     if _OF_ANSWERS.search(message):
         return "assistant"
+    if _OF_BOTH.search(message):
+        return None
     return "user" if _OF_THE_USER.search(message) else None
 
 

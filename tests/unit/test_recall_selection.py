@@ -89,6 +89,10 @@ def test_a_question_says_whose_words_it_asks_about():
     assert select.addressed("Which book did you recommend for me?") == "assistant"
     assert select.addressed("Remind me of your advice on tomatoes") == "assistant"
     assert select.addressed("Where does Maya live now?") is None
+    assert select.addressed("What's the phone number of the tourism board that you provided me earlier?") == \
+        "assistant"
+    # a past conversation as a whole: either side's words may hold it
+    assert select.addressed("I'm checking our previous chat about the rota. Can you remind me of Sunday's?") is None
 
 
 def test_the_asked_of_speakers_passages_outrank_equal_ones_of_the_other():
