@@ -13,8 +13,8 @@ from ctxkeep.daemon.retrieval.passages import Passage
 #: how few passages may hold a word for it to count as rare where there are few sessions.
 STRONG_TOP = 3
 RARE_LEAST = 5
-#: A passage must hold one of each this many of a message's rare words, and at most
-#: this many, to be about it (`needed`).
+#: A passage is about a message when it holds one of every RARE_PER_NEEDED of the
+#: message's rare words, MOST_NEEDED at most (`needed`).
 RARE_PER_NEEDED = 3
 MOST_NEEDED = 2
 #: A message that does not speak of the user's past must share this share of its words (two
