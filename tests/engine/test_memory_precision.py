@@ -34,27 +34,36 @@ def recalled_from_elsewhere(app: InProcess, accepted) -> list:
             for p in e.recalled if p.session_id]
 
 
+def app_for(tmp_path, reply=lambda messages: "Noted.") -> InProcess:
+    """The engine in-process, by words alone."""
+    return InProcess(tmp_path, MemoryBackend(reply=reply), Config(embed_model="", embed_builtin=False))
+
+
+async def ask(app: InProcess, sid: str, text: str) -> list:
+    """One turn; what it recalled from other sessions."""
+    accepted = await app.call(requests.Send(session=sid, text=text))
+    await app.services.jobs.drain(30)
+    return recalled_from_elsewhere(app, accepted)
+
+
+async def new(app: InProcess, name: str = "", said: str = "") -> str:
+    """A new session (named), where `said` is told first."""
+    sid = (await app.call(requests.SessionCreate(name=name, model=MODEL, num_ctx=4096))).session.id
+    if said:
+        await ask(app, sid, said)
+    return sid
+
+
 def test_unrelated_requests_and_follow_ups_get_nothing_from_memory(tmp_path):
-    app = InProcess(tmp_path, MemoryBackend(reply=lambda messages: "Noted."),
-                    Config(embed_model="", embed_builtin=False))
-
-    async def ask(sid: str, text: str) -> list:
-        accepted = await app.call(requests.Send(session=sid, text=text))
-        await app.services.jobs.drain(30)
-        return recalled_from_elsewhere(app, accepted)
-
-    async def new() -> str:
-        return (await app.call(requests.SessionCreate(model=MODEL, num_ctx=4096))).session.id
+    app = app_for(tmp_path)
 
     async def scenario():
         for name, (user, _) in HAYSTACK.items():
-            sid = (await app.call(requests.SessionCreate(name=name, model=MODEL, num_ctx=4096))).session.id
-            await ask(sid, user)
-        unrelated = [await ask(await new(), text) for text in UNRELATED]
-        chat = await new()
-        await ask(chat, "Tell me a fun fact about octopuses.")
-        follow_ups = [await ask(chat, text) for text in FOLLOW_UPS]
-        related = [await ask(await new(), text) for text in RELATED]
+            await new(app, name, user)
+        unrelated = [await ask(app, await new(app), text) for text in UNRELATED]
+        chat = await new(app, said="Tell me a fun fact about octopuses.")
+        follow_ups = [await ask(app, chat, text) for text in FOLLOW_UPS]
+        related = [await ask(app, await new(app), text) for text in RELATED]
         return unrelated, follow_ups, related
     try:
         unrelated, follow_ups, related = asyncio.run(scenario())
@@ -69,27 +78,16 @@ def test_unrelated_requests_and_follow_ups_get_nothing_from_memory(tmp_path):
 def test_a_word_said_in_passing_names_no_subject(tmp_path):
     """One of a question's six rare words, held in passing ("lately"), brings nothing; the
     passage that holds two of them (the subject) comes back."""
-    app = InProcess(tmp_path, MemoryBackend(reply=lambda messages: "Noted."),
-                    Config(embed_model="", embed_builtin=False))
+    app = app_for(tmp_path)
     question = "I've been having trouble with the battery life on my phone lately. Any tips?"
 
-    async def ask(sid: str, text: str) -> list:
-        accepted = await app.call(requests.Send(session=sid, text=text))
-        await app.services.jobs.drain(30)
-        return recalled_from_elsewhere(app, accepted)
-
     async def scenario() -> tuple[list, list]:
-        async def tell(name: str, text: str) -> None:
-            await ask((await app.call(requests.SessionCreate(name=name, model=MODEL, num_ctx=4096))).session.id, text)
-
-        async def asked() -> list:
-            return await ask((await app.call(requests.SessionCreate(model=MODEL, num_ctx=4096))).session.id, question)
-        await tell("cooking", "I've been so busy lately that I barely cook.")
-        await tell("music", "I've been listening to a lot of jazz lately, mostly Coltrane.")
-        await tell("garden", "My allotment is plot 14 by the canal.")
-        in_passing = await asked()
-        await tell("charger", "My phone's battery dies by noon since the last update.")
-        return in_passing, await asked()
+        await new(app, "cooking", "I've been so busy lately that I barely cook.")
+        await new(app, "music", "I've been listening to a lot of jazz lately, mostly Coltrane.")
+        await new(app, "garden", "My allotment is plot 14 by the canal.")
+        in_passing = await ask(app, await new(app), question)
+        await new(app, "charger", "My phone's battery dies by noon since the last update.")
+        return in_passing, await ask(app, await new(app), question)
     try:
         in_passing, about_it = asyncio.run(scenario())
     finally:
@@ -102,20 +100,12 @@ def test_a_session_that_matched_less_well_brings_its_passage_alone(tmp_path):
     """The best-matching session's passages come with their partners (the answer to a
     question); one that matched less well brings the passage that matched, not its answer."""
     replies = iter(["Tomatoes and beans will do well there.", "Glad you enjoyed it, walks are good for you."])
-    app = InProcess(tmp_path, MemoryBackend(reply=lambda messages: next(replies, "Noted.")),
-                    Config(embed_model="", embed_builtin=False))
-
-    async def ask(sid: str, text: str) -> list:
-        accepted = await app.call(requests.Send(session=sid, text=text))
-        await app.services.jobs.drain(30)
-        return recalled_from_elsewhere(app, accepted)
+    app = app_for(tmp_path, reply=lambda messages: next(replies, "Noted."))
 
     async def scenario() -> list:
-        for name, text in [("allotment", "On my allotment by the canal I grow tomatoes and runner beans."),
-                           ("walk", "We walked along the canal to see what the neighbours grow.")]:
-            await ask((await app.call(requests.SessionCreate(name=name, model=MODEL, num_ctx=4096))).session.id, text)
-        return await ask((await app.call(requests.SessionCreate(model=MODEL, num_ctx=4096))).session.id,
-                         "What do I grow on my allotment by the canal?")
+        await new(app, "allotment", "On my allotment by the canal I grow tomatoes and runner beans.")
+        await new(app, "walk", "We walked along the canal to see what the neighbours grow.")
+        return await ask(app, await new(app), "What do I grow on my allotment by the canal?")
     try:
         recalled = asyncio.run(scenario())
     finally:
