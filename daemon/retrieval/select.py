@@ -33,7 +33,11 @@ _OF_ANSWERS = re.compile(r"\byou\s+(?:\w+\s+)?(?:said|told|suggested|recommended
                          r"list|propose|explain|describe|name|call|mean|show|provide|create|share)\b|"
                          r"\byour\s+(?:answer|suggestion|recommendation|advice|reply|list|idea|example|"
                          r"explanation|plan)s?\b", re.I)
-_OF_THE_USER = re.compile(r"\b(?:i|i'm|i've|i'd|me|my|mine|myself|we|we're|us|our|ours)\b", re.I)
+#: The user's words for themselves that speak of them ("my", "I", "we"), and with them those
+#: a request names its receiver with ("give me", "help us"), which ask for something now.
+_THEMSELVES = "i|i'm|i've|i'd|my|mine|myself|we|we're|our|ours"
+_OF_THEMSELVES = re.compile(rf"\b(?:{_THEMSELVES})\b", re.I)
+_OF_THE_USER = re.compile(rf"\b(?:{_THEMSELVES}|me|us)\b", re.I)
 #: How much more the passages of whoever a question asks about count in the fusion.
 ADDRESSED = 1.5
 
@@ -59,9 +63,6 @@ def addressed(message: str) -> str | None:
 
 _OF_THE_PAST = re.compile(r"\b(?:remind|remember|recall|earlier|previously|before|last\s+(?:time|week|month|"
                           r"year)|ago|that\s+time|back\s+when|the\s+other\s+day|did|was|were|had)\b", re.I)
-#: The user's words for themselves that speak of them ("my", "I", "we"), not those a request
-#: names its receiver with ("give me", "help us"): those ask for something now.
-_OF_THEMSELVES = re.compile(r"\b(?:i|i'm|i've|i'd|my|mine|myself|we|we're|our|ours)\b", re.I)
 
 
 def about_the_past(message: str) -> bool:
@@ -70,8 +71,7 @@ def about_the_past(message: str) -> bool:
     "what was the codeword").
     A request that does none of these ("write a poem about autumn", "give me a limerick",
     "say it again more simply") asks nothing of the user's other conversations."""
-    return (bool(_OF_ANSWERS.search(message) or _OF_THEMSELVES.search(message))
-            or bool(_OF_THE_PAST.search(message)))
+    return bool(_OF_ANSWERS.search(message) or _OF_THEMSELVES.search(message) or _OF_THE_PAST.search(message))
 
 
 def context_for(message: str, own_terms: int, last_turn: Sequence[str]) -> str:
