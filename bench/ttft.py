@@ -33,6 +33,7 @@ small record (py-lmdb alone).
 
 import argparse
 import asyncio
+import itertools
 import json
 import random
 import statistics
@@ -47,7 +48,20 @@ import zmq
 from ctxkeep.protocol.events import GenerationToken, ResponseGeneration
 
 MODEL = "qwen2.5:7b"
-TEXT = "Say something short."
+#: Every request a text of its own, as a user's are (a repeated one would find its vector,
+#: where recall asks for one, kept from the time before): two of these subjects each, one
+#: text coming again only after the 869 others.
+SUBJECTS = ("tea rivers autumn bread violins glaciers owls lanterns copper harbours maps tulips "
+            "comets ferns quartz kites saffron tides orchards bells moss sparrows granite sails "
+            "lemons canyons ink pebbles clocks meadows").split()
+_TEXTS = [f"Say something short about {a} and {b}." for a in SUBJECTS for b in SUBJECTS if a != b]
+random.Random(1).shuffle(_TEXTS)
+_next = itertools.cycle(_TEXTS)
+
+
+def text() -> str:
+    """The next request's text."""
+    return next(_next)
 
 
 async def bare(client: ollama.AsyncClient, n: int) -> list[float]:
@@ -55,7 +69,7 @@ async def bare(client: ollama.AsyncClient, n: int) -> list[float]:
     for _ in range(n):
         t0 = time.perf_counter()
         first = None
-        async for chunk in await client.chat(MODEL, [{"role": "user", "content": TEXT}],
+        async for chunk in await client.chat(MODEL, [{"role": "user", "content": text()}],
                                              stream=True, options={"num_ctx": 8192}):
             if first is None and chunk.message.content:
                 first = time.perf_counter() - t0
@@ -65,9 +79,9 @@ async def bare(client: ollama.AsyncClient, n: int) -> list[float]:
 
 def through_relay(dealer: zmq.Socket, sub: zmq.Socket, n: int) -> list[float]:
     samples = []
-    ask = json.dumps({"model": MODEL, "messages": [{"role": "user", "content": TEXT}],
-                      "options": {"num_ctx": 8192}}).encode()
     for _ in range(n):
+        ask = json.dumps({"model": MODEL, "messages": [{"role": "user", "content": text()}],
+                          "options": {"num_ctx": 8192}}).encode()
         t0 = time.perf_counter()
         dealer.send(ask)
         first = None
@@ -105,7 +119,7 @@ def through_daemon(c, n: int) -> list[float]:
         def first_token(event) -> None:
             if not firsts and isinstance(event, GenerationToken):
                 firsts.append(time.perf_counter() - t0)
-        end = c.follow(c.send(sid, TEXT).generation_id, first_token, timeout=30)
+        end = c.follow(c.send(sid, text()).generation_id, first_token, timeout=30)
         assert isinstance(end, ResponseGeneration), end
         # and until the session is idle again: what ctxkeepd does after the answer (its
         # events, the compaction check) must not run into the next target's sample

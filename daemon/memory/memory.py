@@ -103,7 +103,8 @@ class Memory:
             return "memory: indexing the sessions"
         live = len(self.index.passages) - self.index.dead
         reading = len(self._catching_up)
-        return f"memory across {len(self.index.owners):,} sessions ({live:,} passages)" + (
+        owners = len(self.index.owners)
+        return f"memory across {owners:,} session{'s' if owners != 1 else ''} ({live:,} passages)" + (
             f"; reading {reading:,} more session{'s' if reading != 1 else ''} (memory adds nothing until then)"
             if reading else "")
 
@@ -207,6 +208,21 @@ class Memory:
         if index.semantic.done < len(index.passages):
             self.embedder.want(EMBED_KEY, lambda: (index.passages, index.semantic))
 
+    async def may_bring(self, query: Query) -> bool:
+        """Whether a turn's memory could bring anything for `query` whatever its vector (which
+        the turn then need not ask for): the index is there and idle, and the message's
+        words do not rule it out (precision.may_be_strong)."""
+        index = await self.ready()
+        return index is not None and self._open(index, query, strong=True)
+
+    def _open(self, index: MemoryIndex, query: Query, strong: bool) -> bool:
+        """Whether `rank` ranks at all: passages there, no worker adding to them, a message
+        with words of its own ("and then?" points at nothing elsewhere), and, for a turn's
+        memory, words that do not rule out a strong match."""
+        if not index.passages or self.mutating or not query.own:
+            return False
+        return not strong or precision.may_be_strong(index, query)
+
     async def rank(self, session_id: str, query: Query, limit: int = RANKED,
                    strong: bool = False) -> list[tuple[int, float]]:
         """(passage id, score relative to the best) of what memory could bring back into a
@@ -214,10 +230,8 @@ class Memory:
         copies of a better one too (select.distinct). `strong`: what a turn's memory may
         bring, by precision.py's rules (only what is about the message)."""
         index = await self.ready()
-        if index is None or not index.passages or self.mutating:
+        if index is None or not self._open(index, query, strong):
             return []
-        if not query.own:
-            return []  # a message with no words of its own ("and then?") points at nothing elsewhere
         asker = self._session(session_id) if session_id else None
         allowed = index.candidates(session_id, self.family(asker) if asker else "")
         allowed &= index.holding(query.own) > 0  # the message's own words must point there

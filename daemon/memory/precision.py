@@ -55,6 +55,16 @@ def strong(index: MemoryIndex, query: Query, ranked: Ranked) -> bool:
     return shared >= needed(index, query) or (len(ranked) > 1 and bool(ranked[1]))
 
 
+def may_be_strong(index: MemoryIndex, query: Query) -> bool:
+    """Whether `strong` could hold for the message whatever its vector: what the words alone
+    rule out before a turn asks for the message's vector. A message about the user's past
+    may be found by meaning; any other needs two rare words, most of its own, in a passage."""
+    if query.about_past:
+        return True
+    rare = index.lexical.rare(query.own, least=RARE_LEAST)
+    return len(rare) >= 2 and len(rare) >= NAMED_SHARE * len(query.own)
+
+
 def statements_first(passages: Sequence[Passage], scores: dict[int, float]) -> dict[int, float]:
     """The scores with those of passages that only ask something lowered (ASKED): a question
     asked elsewhere says what someone wanted to know, not what holds."""

@@ -10,6 +10,7 @@ about, raised); selection is best first within the budget, an answer with its qu
 """
 
 import asyncio
+import dataclasses
 import logging
 import math
 from collections import OrderedDict
@@ -119,11 +120,19 @@ class Recaller:
         last_turn = [m.content for m in active[-2:] if m.role in ("user", "assistant")]
         context_text = select.context_for(user.content, len(set(asked_terms(user.content))), last_turn)
         query = query_terms(user.content, context_text)
-        vector = await self._vector(index, active, user)
         asks_of = select.addressed(user.content)
         asked_about = when.span(user.content, user.created)
+        memory = self.memory
+        if memory is not None:
+            index.texts.add(hash(user.content.strip()))  # the question is this session's (stored or about to be)
+        elsewhere = Query(query, None, asks_of, index.texts, asked_about,
+                          frozenset(asked_terms(user.content)), select.about_the_past(user.content))
+        # the message's vector only where a ranking may use it (a round trip to the embedding model)
+        reaches = self.enabled(session) and session.message_count > len(self._in_prompt(session, context, user))
+        vector = await self._vector(index, active, user) \
+            if reaches or (memory is not None and await memory.may_bring(elsewhere)) else None
         own, displaced = self._own(session, context, user, index, Query(query, vector, asks_of, span=asked_about),
-                                   budget, movable) if self.enabled(session) else ([], ())
+                                   budget, movable) if reaches else ([], ())
         model = session.model
         text = select.block(own)
         own_features = select.block_features(index.lines[index.by_seq[p.seq][p.part]] for p in own) \
@@ -131,16 +140,13 @@ class Recaller:
         used = self.estimator.estimate(model, add(own_features, JOIN)) if own else 0
         remembered: list[Remembered] = []
         memory_note = ""
-        memory = self.memory
         if memory is not None:
-            index.texts.add(hash(user.content.strip()))  # the question is this session's (stored or about to be)
             room = (budget if whole is None else whole) - used
             if self.config.memory_budget:
                 room = min(room, self.config.memory_budget)
             overhead = self.estimator.text(model, f"{memory_block.OPENING}\n{select.CLOSING}")
             remembered, memory_note = await bring(
-                memory, session, Query(query, vector, asks_of, index.texts, asked_about,
-                               frozenset(asked_terms(user.content)), select.about_the_past(user.content)),
+                memory, session, dataclasses.replace(elsewhere, vector=vector),
                 room, overhead,
                 lambda pid, name: self.estimator.estimate(model, memory_block.line_features(memory, pid, name)))
         if not own and not remembered:
@@ -171,10 +177,7 @@ class Recaller:
         """The passages of the session's own history the turn recalls, and the movable
         exchanges whose room they take."""
         query, vector, asks_of = asked.terms, asked.vector, asked.asks_of
-        after = range(user.seq + 1, session.next_seq) if user.seq >= 0 else range(0)
-        in_context = {*context.seqs, *session.pending, user.seq, *after}
-        if session.message_count <= len(in_context):
-            return [], ()  # everything said is in the prompt already
+        in_context = self._in_prompt(session, context, user)
         moving = movable.seqs
         active = set(in_context)
         in_context = (in_context - moving) | index.replaced | index.replaced_by(user)
@@ -208,6 +211,13 @@ class Recaller:
         if not movable.exchanges:
             return chosen, ()
         return recall_room.fit(chosen, lambda p: cost(index.by_seq[p.seq][p.part]), overhead, budget, movable)
+
+    @staticmethod
+    def _in_prompt(session: SessionRecord, context: ActiveContext, user: MessageRecord) -> set[int]:
+        """The messages the turn's prompt holds word for word, or that recall must leave out
+        (what was said after the question: a regenerated turn's answers)."""
+        after = range(user.seq + 1, session.next_seq) if user.seq >= 0 else range(0)
+        return {*context.seqs, *session.pending, user.seq, *after}
 
     def room(self, window: int, reserve: int, raised_prompt: int, cap: int, margin: float) -> int:
         """The tokens recall may take: what the window leaves beside the prompt (raised by

@@ -136,3 +136,27 @@ def test_a_failed_embedding_never_marks_the_server_down_for_answers(client, stan
         assert server.reachable and not server.retry_in
         assert isinstance(client.turn(s.id, "Where does Alice live these days?"), ResponseGeneration)
     assert "never retrieved" not in caplog.text and "is down" not in caplog.text
+
+
+def test_a_message_no_ranking_can_use_is_never_embedded(client, standin):
+    """The question's vector is a round trip to the embedding model before the first token:
+    asked only where a ranking may use it. A new session's everyday request (nothing of its
+    own out of the prompt; its words rule out memory) is not embedded; a question about
+    the user's past is, and memory brings the fact back by it."""
+    import json
+    import time
+    past = client.create_session(model=MODEL).session
+    client.turn(past.id, FACT)
+    client.memory_search("Alice")  # memory reads the session now, its vectors follow
+    deadline = time.monotonic() + 10
+    while "still to embed" in client.status().status.recall and time.monotonic() < deadline:
+        time.sleep(0.05)
+    # as a query (nomic-embed-text's prefix); each stored message is embedded as a document later
+    asked = lambda text: [b for b in standin.embeds if f"search_query: {text}" in json.dumps(b.get("input"))]
+    fresh = client.create_session(model=MODEL).session
+    assert isinstance(client.turn(fresh.id, "What is the capital of Canada?"), ResponseGeneration)
+    assert asked("What is the capital of Canada?") == []
+    client.turn(fresh.id, "What did I tell you about my sister Alice?")
+    assert asked("What did I tell you about my sister Alice?")
+    sent = [c for c in standin.chats if c.body.get("stream", True)][-1].body["messages"][-1]["content"]
+    assert "Lisbon" in sent
