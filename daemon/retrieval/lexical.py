@@ -24,7 +24,7 @@ _WORD = re.compile(r"[^\W_]{2,}|\d")
 STOP = frozenset("""a about above after again all also am an and any are as at be because been
 before being below between both but by can could did do does doing done down during each even
 ever few for from further get got had has have having he her here hers herself him himself his
-how i if in into is it its itself just let like me might more most much must my myself no nor
+how i if in into is it its itself just let like many me might more most much must my myself no nor
 not now of off on once one only or other our ours out over own same shall she should so some
 still such than that the their theirs them then there these they this those through to too
 under until up very was we well were what when where which while who whom why will with would
@@ -60,10 +60,17 @@ asking know knew think thought earlier previous previously ago last time times c
 again already please thanks thank help""".split())
 
 
+#: How a question counts or totals ("how many … in total", "the number of", "altogether"):
+#: the words ask for a sum, they do not say of what ("the total number of nodes" is no answer
+#: to "how many fish in total").
+_COUNTING = re.compile(r"\b(?:in total|(?:the )?(?:total )?number of|total of|altogether|all together|"
+                       r"in all|combined|put together)\b", re.I)
+
+
 def asked_terms(text: str) -> list[str]:
-    """A message's terms as a query: its terms less the words of how it asks (PHRASING) and
-    its time stamps."""
-    return [t for t in terms(unstamped(text)) if t not in PHRASING]
+    """A message's terms as a query: its terms less the words of how it asks (PHRASING, how
+    it counts) and its time stamps."""
+    return [t for t in terms(_COUNTING.sub(" ", unstamped(text))) if t not in PHRASING]
 
 
 #: What the turn before weighs in a query (when asked with it), in all, against the new

@@ -175,6 +175,21 @@ def test_how_a_question_asks_never_matches_on_its_own():
     assert set(query_terms("Remember the recipe you mentioned?")) == {"recip"}
 
 
+def test_how_a_question_counts_never_matches_on_its_own():
+    """"How many … in total", "the number of": a count's words find every other count ("How
+    many chemical elements are there?", "the total number of nodes"), not what is counted."""
+    assert set(query_terms("How many fish are there in total in both of my aquariums?")) == {"fish", "aquarium"}
+    assert set(query_terms("What is the total number of books I bought altogether?")) == {"book", "bought"}
+    assert "total" in query_terms("What was the total cost of the trip?")  # a total that is the subject
+    index = SessionIndex()
+    index.add([NewMessage(role="user", content=text).record(seq, 0.0) for seq, text in enumerate([
+        "How many chemical elements are there?",
+        "Can you calculate the total number of nodes in the tree?",
+        "My betta fish Bubbles lives in the old 10-gallon tank."])])
+    ranked = index.lexical.rank(query_terms("How many fish are there in total?"), set(), 5)
+    assert [index.lexical.passages[pid].seq for pid, _ in ranked] == [2]
+
+
 def test_memory_answers_only_what_speaks_of_the_past():
     from ctxkeep.daemon.retrieval.select import about_the_past
     assert about_the_past("Where does my sister live now?") and about_the_past("What did you suggest for dinner?")
