@@ -46,10 +46,14 @@ def strong(index: MemoryIndex, query: Query, ranked: Ranked) -> bool:
     the message's words that few passages have (lexical.rare, `needed`), or one stands out
     by meaning (the semantic ranking keeps only those far above the rest). For any other
     ("how are the quince trees by the wall?" as much as "what is the capital of Canada?"):
-    one shares most of its words (NAMED_SHARE, two at least) with it."""
+    one of the user's own best passages shares most of its words (NAMED_SHARE, two at least)
+    with it: a thing of theirs is named in what they said, where a generic answer ("20
+    minutes each week") shares two words with any everyday question."""
     rare = index.lexical.rare(query.own, least=RARE_LEAST)
-    shared = max((len(rare & frozenset(terms(index.passages[pid].text))) for pid, _ in ranked[0][:STRONG_TOP]),
-                 default=0)
+    best = [pid for pid, _ in ranked[0]]
+    if not query.about_past:
+        best = [pid for pid in best if index.passages[pid].role == "user"]
+    shared = max((len(rare & frozenset(terms(index.passages[pid].text))) for pid in best[:STRONG_TOP]), default=0)
     if not query.about_past:
         return shared >= 2 and shared >= NAMED_SHARE * len(query.own)
     return shared >= needed(index, query) or (len(ranked) > 1 and bool(ranked[1]))

@@ -113,3 +113,25 @@ def test_a_session_that_matched_less_well_brings_its_passage_alone(tmp_path):
     by = {(p.session_name, p.role) for p in recalled}
     assert ("allotment", "user") in by and ("allotment", "assistant") in by, by
     assert ("walk", "user") in by and ("walk", "assistant") not in by, by
+
+
+def test_an_everyday_request_is_named_by_what_the_user_said_not_by_a_generic_answer(tmp_path):
+    """A request that does not speak of the user's past gets memory only where the user's
+    own words name its subject: an old answer's "20 minutes … each week" does not make "How
+    many minutes are in a week?" about that chat; "the quince trees by the wall" the user
+    planted does make the question about them come back."""
+    replies = iter(["Set a timer for 20 minutes a day and give each room one session each week.",
+                    "Quince trees like a warm wall; water them well in the first summer."])
+    app = app_for(tmp_path, reply=lambda messages: next(replies, "Noted."))
+
+    async def scenario() -> tuple[list, list]:
+        await new(app, "routine", "How do I stick to a cleaning routine when I lose steam?")
+        await new(app, "orchard", "I planted two quince trees by the old garden wall.")
+        return (await ask(app, await new(app), "How many minutes are in a week?"),
+                await ask(app, await new(app), "How are the quince trees by the wall doing?"))
+    try:
+        minutes, quinces = asyncio.run(scenario())
+    finally:
+        app.close()
+    assert minutes == [], [(p.session_name, p.text[:40]) for p in minutes]
+    assert ("orchard", "user") in {(p.session_name, p.role) for p in quinces}, quinces
