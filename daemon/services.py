@@ -19,6 +19,7 @@ from ctxkeep.daemon.context.prompt import TurnPrompts
 from ctxkeep.daemon.context.speeds import Speeds
 from ctxkeep.daemon.events.bus import EventBus
 from ctxkeep.daemon.files.workers import FileReader
+from ctxkeep.daemon.jobs.giving_way import GivingWay
 from ctxkeep.daemon.jobs.queue import SessionJobs
 from ctxkeep.daemon.memory.memory import Memory
 from ctxkeep.daemon.recall.recaller import Recaller
@@ -76,12 +77,13 @@ def build(config: Config, store: Store, bus: EventBus, backend: ModelBackend,
     parts = Parts(store, bus, backend, config, estimator, announcer, speeds)
     applier = Applier(parts)
     auto = AutoCompactor(parts, LevelRunner(parts, applier, Checkpointer(parts)))
-    embedder = Embedder(store, backend, lambda: config.embed_model, lambda: config.embed_builtin)
+    giving_way = GivingWay()  # background embedding waits while turns start
+    embedder = Embedder(store, backend, lambda: config.embed_model, lambda: config.embed_builtin, giving_way)
     memory = Memory(store, embedder, config)
     bus.listen(memory.heard)  # memory learns of new messages, settings and deletions
     recaller = Recaller(store, estimator, config, embedder, memory)
     generations = Generations(parts, jobs, auto, Preparer(parts, auto, recaller, TurnPrompts()),
-                              Completer(parts, recaller), Endings(store))
+                              Completer(parts, recaller), Endings(store), giving_way)
     return Services(config=config, store=store, bus=bus, backend=backend, jobs=jobs,
                     estimator=estimator, announcer=announcer, generations=generations,
                     compactor=Compactor(parts, jobs, applier),

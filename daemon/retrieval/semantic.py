@@ -18,6 +18,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ctxkeep.daemon.backends.protocol import ModelBackend, ModelCallError
+from ctxkeep.daemon.jobs.giving_way import GivingWay
 from ctxkeep.daemon.retrieval.encoders import BuiltinEncoder, Encoder, ServerEncoder
 from ctxkeep.daemon.retrieval.passages import Passage
 from ctxkeep.daemon.retrieval.query_vectors import QueryVectors
@@ -123,8 +124,10 @@ class Embedder:
     """Computes passage vectors in the background, one session's batch at a time."""
 
     def __init__(self, store: Store, backend: ModelBackend, model: Callable[[], str],
-                 builtin: Callable[[], bool] = lambda: True) -> None:
+                 builtin: Callable[[], bool] = lambda: True, giving_way: GivingWay | None = None) -> None:
         self.store = store
+        #: Turns starting now: each batch waits for none to be (giving_way.py).
+        self.giving_way = giving_way or GivingWay()
         self.backend = backend
         self.model = model
         self.builtin = builtin
@@ -196,6 +199,7 @@ class Embedder:
             await self._wake.wait()
             self._wake.clear()
             while self._wanted:
+                await self.giving_way.clear()
                 session_id, source = next(iter(self._wanted.items()))
                 try:
                     more = await self._batch(session_id, source)

@@ -20,7 +20,7 @@ import logging
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import aclosing
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ctxkeep.daemon.backends.protocol import ChatChunk, ChatExtras, ModelCallError
@@ -29,6 +29,7 @@ from ctxkeep.daemon.compaction.passes import Pass
 from ctxkeep.daemon.context.parts import Parts
 from ctxkeep.daemon.context.served import Served
 from ctxkeep.daemon.jobs.deferred import Deferred
+from ctxkeep.daemon.jobs.giving_way import GivingWay
 from ctxkeep.daemon.jobs.queue import Job, SessionJobs
 from ctxkeep.daemon.store.errors import StoreError
 from ctxkeep.daemon.store.records import MessageRecord, NewMessage, SessionRecord, View
@@ -90,6 +91,8 @@ class Generations:
     preparer: Preparer
     completer: Completer
     endings: Endings
+    #: Turns starting now, for background work to give way to (jobs/giving_way.py).
+    giving_way: GivingWay = field(default_factory=GivingWay)
 
     async def accept(self, session: SessionRecord, new: NewMessage,
                      extras: ChatExtras) -> tuple[Job, int, MessageRecord]:
@@ -167,19 +170,23 @@ class Generations:
             question.start()  # /api/show is asked first: `accepted` does not wait for it
         output = Output(self.parts.bus, sid, job.id, self.parts.config.token_batch_ms / 1000.0)
         compacted = Pass("the next prompt would not fit")  # taken back if the turn fails
+        started = self.giving_way.starting()  # background embedding waits for its first token
         try:
             turn = await self.preparer.prepare(job.id, view, question, compacted, extras.tools, prefill)
             output.prefill = prefill
-            await self._stream(job, turn, question, output, extras)
+            await self._stream(job, turn, question, output, extras, started)
             done = await self.completer.complete(job, turn, await question.settled(), output,
                                                  question.reopened, extras.format)
         except Withdrawn:
             return  # the question could not be stored: no client was told of this turn
         except BaseException as exc:  # every ending ends the turn once
+            started()
             await self._end(job, question, compacted, output, exc)
             if not isinstance(exc, (Exception, asyncio.CancelledError)):
                 raise
             return
+        finally:
+            started()
         if done is not None:
             self._served(turn, output, extras, done)
             await self._after(done)
@@ -198,10 +205,11 @@ class Generations:
                 counted, turn.estimate.tokens))
 
     async def _stream(self, job: Job, turn: Turn, question: Question, output: Output,
-                      extras: ChatExtras) -> None:
+                      extras: ChatExtras, started: Callable[[], None]) -> None:
         """Send the request and read the answer into `output`. The request goes out from
         `first`; the question's commit starts the moment it is out (the backend calls
-        back), else when `first` ends, or soon at the latest."""
+        back), else when `first` ends, or soon at the latest. `started` is called once
+        the first chunk is in."""
         session = turn.view.session
         backend = self.parts.backend
         self.parts.served.other(session.model)  # whatever it held, it reads this turn now
@@ -221,6 +229,7 @@ class Generations:
         except BaseException:
             first.cancel()
             raise
+        started()
         drafts = Drafts(self.parts.store, session.id, user.seq)
         watch = RepetitionWatch(self.parts.config.repetition_stop)
         async with aclosing(_chain(first, stream)) as chunks:
