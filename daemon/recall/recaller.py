@@ -118,15 +118,16 @@ class Recaller:
             return NONE
         index = await self._index(session.id)
         last_turn = [m.content for m in active[-2:] if m.role in ("user", "assistant")]
-        context_text = select.context_for(user.content, len(set(asked_terms(user.content))), last_turn)
-        query = query_terms(user.content, context_text)
+        asked = asked_terms(user.content)
+        context_text = select.context_for(user.content, len(set(asked)), last_turn)
+        query = query_terms(asked, context_text)
         asks_of = select.addressed(user.content)
         asked_about = when.span(user.content, user.created)
         memory = self.memory
         if memory is not None:
             index.texts.add(hash(user.content.strip()))  # the question is this session's (stored or about to be)
         elsewhere = Query(query, None, asks_of, index.texts, asked_about,
-                          frozenset(asked_terms(user.content)), select.about_the_past(user.content))
+                          frozenset(asked), select.about_the_past(user.content))
         # the message's vector only where a ranking may use it (a round trip to the embedding model)
         reaches = self.enabled(session) and session.message_count > len(self._in_prompt(session, context, user))
         vector = await self._vector(index, active, user) \

@@ -93,11 +93,11 @@ def unstamped(text: str) -> str:
     return _STAMP.sub(" ", text)
 
 
-def query_terms(message: str, context: str = "") -> dict[str, float]:
-    """A query's terms and their weights: the new message's at 1 each time they occur, the
-    turn before's sharing CONTEXT_SHARE of the message's weight between them. Time stamps
-    are not terms."""
-    own = asked_terms(message)
+def query_terms(message: str | list[str], context: str = "") -> dict[str, float]:
+    """A query's terms and their weights: the new message's (or its `asked_terms`, where
+    the caller has them) at 1 each time they occur, the turn before's sharing CONTEXT_SHARE
+    of the message's weight between them. Time stamps are not terms."""
+    own = asked_terms(message) if isinstance(message, str) else message
     weights: dict[str, float] = {}
     around = asked_terms(context)
     if around:
