@@ -58,8 +58,6 @@ class Memory:
         self._worker: asyncio.Task[None] | None = None
         #: Worker threads adding to the index now: memory ranks nothing meanwhile.
         self.mutating = 0
-        #: Reading what a finished turn stored, before the next turn needs it (`read_soon`).
-        self._soon: asyncio.Task[None] | None = None
 
     def mode(self, session: SessionRecord) -> str:
         return session.memory or self.config.memory
@@ -92,19 +90,6 @@ class Memory:
             self._dirty.discard(session_id)
             inline -= self._catch_up(self.index, session_id, inline)
         return self.index
-
-    def read_soon(self) -> None:
-        """A turn stored its messages: read them into the index once no turn is starting
-        (jobs/giving_way.py), so that the next turn finds them read instead of reading
-        them before its first token."""
-        if self.index is not None and (self._soon is None or self._soon.done()):
-            self._soon = asyncio.get_running_loop().create_task(self._read_soon(), name="memory-read-soon")
-            self._tasks.add(self._soon)
-            self._soon.add_done_callback(self._tasks.discard)
-
-    async def _read_soon(self) -> None:
-        await self.embedder.giving_way.clear()
-        await self.ready()
 
     def _start_build(self) -> None:
         if self._building is None or self._building.done():
