@@ -69,7 +69,8 @@ class MemoryIndex:
         self.allowed = np.zeros(0, dtype=bool)
         self.families = np.zeros(0, dtype=np.int64)
         self._family_numbers: dict[str, int] = {}
-        #: Passages of deleted sessions (still counted in the words' rarity until a rebuild).
+        #: Passages of deleted sessions (kept until a rebuild; out of the words' statistics
+        #: once memory has them forgotten: `LexicalIndex.forget`).
         self.dead = 0
 
     @property
@@ -149,14 +150,18 @@ class MemoryIndex:
             self._secret_at = (len(self.passages), self.changes)
         return self._secret
 
-    def drop(self, session_id: str) -> None:
-        """A deleted session: never recalled again (its passages stay until a rebuild)."""
+    def drop(self, session_id: str) -> list[Passage]:
+        """A deleted session: never recalled again (its passages stay until a rebuild).
+        Returns its passages, for the word statistics to forget (`LexicalIndex.forget`)."""
         owner = self.owners.pop(session_id, None)
-        if owner is not None:
-            self.allowed[owner.number] = False
-            self.changes += 1
-            self.by_number[owner.number] = None
-            self.dead += sum(map(len, owner.pids.values()))
+        if owner is None:
+            return []
+        self.allowed[owner.number] = False
+        self.changes += 1
+        self.by_number[owner.number] = None
+        pids = [pid for ids in owner.pids.values() for pid in ids]
+        self.dead += len(pids)
+        return [self.passages[pid] for pid in pids]
 
     def _family_number(self, family: str) -> int:
         return self._family_numbers.setdefault(family, len(self._family_numbers) + 1)

@@ -17,7 +17,8 @@ from ctxkeep.daemon.memory import precision
 from ctxkeep.daemon.memory.index import MemoryIndex, Owner, family, prepared, time_span
 from ctxkeep.daemon.memory.query import Query, Remembered
 from ctxkeep.daemon.retrieval import select, when
-from ctxkeep.daemon.retrieval.lexical import query_terms, terms
+from ctxkeep.daemon.retrieval.lexical import gone_of, query_terms, terms
+from ctxkeep.daemon.retrieval.passages import Passage
 from ctxkeep.daemon.retrieval.semantic import Embedder
 from ctxkeep.daemon.store.errors import StoreError
 from ctxkeep.daemon.store.records import SessionRecord
@@ -72,9 +73,11 @@ class Memory:
         if isinstance(event, SessionDeleted):
             self._dirty.discard(session_id)
             if self.index is not None:
-                self.index.drop(session_id)
+                gone = self.index.drop(session_id)
                 if self.index.dead > max(REBUILD_DEAD, len(self.index.passages) - self.index.dead):
                     self._start_build()  # mostly deleted passages: read again (the old one serves meanwhile)
+                if gone:
+                    self._forget(self.index, gone)
         else:
             self._dirty.add(session_id)
 
@@ -90,6 +93,18 @@ class Memory:
             self._dirty.discard(session_id)
             inline -= self._catch_up(self.index, session_id, inline)
         return self.index
+
+    def _forget(self, index: MemoryIndex, gone: list[Passage]) -> None:
+        """Leave a deleted session's passages out of the word statistics (how telling a
+        word is: a deleted chat must not make a word common or rare), their terms read
+        again in a worker thread."""
+        async def forget() -> None:
+            counted = await asyncio.to_thread(gone_of, gone)
+            if index is self.index:  # not rebuilt meanwhile (a rebuild reads no deleted session)
+                index.lexical.forget(counted)
+        task = asyncio.get_running_loop().create_task(forget(), name="memory-forget")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     def _start_build(self) -> None:
         if self._building is None or self._building.done():
@@ -150,7 +165,9 @@ class Memory:
         try:
             session = self.store.sessions.get(session_id)
         except StoreError:
-            index.drop(session_id)
+            gone = index.drop(session_id)
+            if gone:
+                self._forget(index, gone)
             return 0
         owner = index.owner(session, family(session, self._session))
         behind = session.next_seq - owner.next_seq

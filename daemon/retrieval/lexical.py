@@ -12,6 +12,7 @@ import re
 from array import array
 from collections import Counter
 from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass
 
 import numpy as np
 import snowballstemmer
@@ -114,6 +115,29 @@ def counts_of(p: Passage) -> Counter[str]:
     return Counter(terms(p.text))
 
 
+@dataclass(frozen=True)
+class Gone:
+    """Passages to leave out of an index's statistics: how many hold each term, how many
+    there are, their terms in all."""
+
+    terms: Counter[str]
+    passages: int
+    length: int
+
+
+def gone_of(passages: Iterable[Passage]) -> Gone:
+    """What `LexicalIndex.forget` takes for `passages` (their terms read again: run it in a
+    worker thread for many)."""
+    held: Counter[str] = Counter()
+    n = length = 0
+    for p in passages:
+        counts = counts_of(p)
+        held.update(counts.keys())
+        n += 1
+        length += sum(counts.values())
+    return Gone(held, n, length)
+
+
 class LexicalIndex:
     """BM25 over one session's passages (k1 = 1.2, b = 0.75)."""
 
@@ -129,6 +153,12 @@ class LexicalIndex:
         self.postings: dict[str, tuple[array, array]] = {}
         #: Seqs indexed so far run below this.
         self.next_seq = 0
+        #: Of the passages left out for good (a deleted session's in memory's index): how many
+        #: hold each term, how many there are, their terms in all. The statistics that say
+        #: how telling a term is (BM25's idf, `rare`) count only the passages that remain.
+        self.gone: Counter[str] = Counter()
+        self.gone_passages = 0
+        self.gone_length = 0
 
     def add(self, passages: Iterable[Passage], counted: Iterable[Counter[str]] | None = None) -> None:
         """Passages after those indexed; with `counted`, each one's term counts (computed
@@ -149,18 +179,33 @@ class LexicalIndex:
                 found[1].append(min(n, 65535))
             self.next_seq = max(self.next_seq, p.seq + 1)
 
+    def forget(self, gone: "Gone") -> None:
+        """Passages left out for good (`gone_of` them): no longer counted in the statistics."""
+        self.gone.update(gone.terms)
+        self.gone_passages += gone.passages
+        self.gone_length += gone.length
+
+    def live(self) -> int:
+        """The passages that remain (all but those forgotten)."""
+        return len(self.passages) - self.gone_passages
+
+    def df(self, term: str) -> int:
+        """How many of the passages that remain hold `term`."""
+        found = self.postings.get(term)
+        return 0 if found is None else len(found[0]) - self.gone.get(term, 0)
+
     def expansion(self, ranked: list[tuple[int, float]], query: Mapping[str, float],
                   top: int = 3, near: float = 0.8, rare: float = 0.02, most: int = 4) -> dict[str, float]:
         """Pseudo-relevance feedback, for a second hop: the rarest terms of the best
         passages (at most `top`, each within `near` of the best score) that the query lacks
         (a name the first hop found: "the person who adopted the parrot" → the name, to
         find where that person lives)."""
-        n = len(self.passages)
+        n = self.live()
         found: dict[str, int] = {}
         best = ranked[0][1] if ranked else 0.0
         for pid, _ in [(pid, s) for pid, s in ranked[:top] if s >= near * best]:
             for term in set(terms(self.passages[pid].text)):
-                df = len(self.postings.get(term, ((), ()))[0])
+                df = self.df(term)
                 if term not in query and 0 < df <= max(2, rare * n):
                     found[term] = min(found.get(term, df), df)
         return dict.fromkeys(sorted(found, key=found.__getitem__)[:most], 1.0)
@@ -169,9 +214,9 @@ class LexicalIndex:
         """The query's terms found in at most `share` of the passages (or `least`): what a
         match on says what the message is about, where a common word does not. `unseen`:
         with those found in none."""
-        most = max(least, share * len(self.passages))
+        most = max(least, share * self.live())
         fewest = 0 if unseen else 1
-        return frozenset(t for t in query if fewest <= len(self.postings.get(t, ((), ()))[0]) <= most)
+        return frozenset(t for t in query if fewest <= self.df(t) <= most)
 
     def rank(self, query: Mapping[str, float], leave_out: Collection[int],
              limit: int, allowed: np.ndarray | None = None) -> list[tuple[int, float]]:
@@ -180,18 +225,18 @@ class LexicalIndex:
         (and, with `allowed`, a flag per passage id, those it marks False).
         Scored with numpy over the posting lists of the query's terms (the most telling
         MAX_TERMS of them), so its cost is the postings read, not the passages."""
-        n = len(self.passages)
+        n = self.live()
         if not n:
             return []
         lengths = np.frombuffer(self.lengths, dtype=np.uint32)
-        average = self.total / n or 1.0
-        scores = np.zeros(n, dtype=np.float64)
+        average = (self.total - self.gone_length) / n or 1.0
+        scores = np.zeros(len(self.passages), dtype=np.float64)
         weighted = []
         for term, times in query.items():
             found = self.postings.get(term)
             if found is None:
                 continue
-            df = len(found[0])
+            df = max(1, len(found[0]) - self.gone.get(term, 0))
             idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
             if idf >= 0.05:  # a term in nearly every passage says nothing
                 weighted.append((times * idf, found))

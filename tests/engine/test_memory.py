@@ -189,6 +189,28 @@ def test_a_large_import_is_read_into_memory_off_the_event_loop(tmp_path):
 
 
 
+def test_a_deleted_sessions_words_leave_memorys_word_statistics(tmp_path):
+    """Once a session is deleted, its passages count in no word's rarity: memory judges
+    what is telling by the chats that remain."""
+    async def scenario(app):
+        memory = app.services.memory
+        assert await memory.built(10)
+        kept, gone = await new(app, "kept"), await new(app, "gone")
+        await say(app, kept, SISTER)
+        await say(app, gone, "The glacier tour left at nine; the glacier was huge.")
+        await say(app, await new(app, "asker"), "Hello!")  # memory reads both
+        lexical = memory.index.lexical
+        before = lexical.df("glacier")
+        await app.call(requests.SessionDelete(session=gone))
+        for _ in range(100):
+            if lexical.gone_passages:
+                break
+            await asyncio.sleep(0.02)
+        return before, lexical.df("glacier"), lexical.live(), len(lexical.passages)
+    before, after, live, indexed = run(tmp_path, scenario)[0]
+    assert (before, after) == (2, 1) and live < indexed
+
+
 def test_what_memory_found_and_left_out_is_said(tmp_path):
     """Memory off for the asking session (none or private) still says what it found and
     left out, in the turn's generation.recalled and the answer's recall_cut (`show`)."""

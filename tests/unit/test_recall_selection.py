@@ -1,6 +1,7 @@
 """Recall's selection as a pure function (hypothesis): the budget, time order, answers
 with their questions, passages of long messages, stems."""
 
+import numpy as np
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
@@ -199,3 +200,26 @@ def test_memory_answers_only_what_speaks_of_the_past():
     assert not about_the_past("Give me a limerick about a forgetful robot.")
     assert not about_the_past("Say it again more simply, please.") and not about_the_past("Help us plan a picnic.")
     assert about_the_past("Remind me of the plan") and about_the_past("What's my dog's name again?")
+
+
+@settings(max_examples=60)
+@given(kept=st.lists(st.lists(st.sampled_from(FILLER), min_size=1, max_size=8), min_size=1, max_size=12),
+       deleted=st.lists(st.lists(st.sampled_from(FILLER), min_size=1, max_size=8), min_size=1, max_size=12),
+       query=st.lists(st.sampled_from(FILLER), min_size=1, max_size=4))
+def test_forgotten_passages_leave_the_word_statistics_as_if_never_indexed(kept, deleted, query):
+    """A deleted session's passages, forgotten, count in no term's rarity or weight: the
+    passages that remain rank and are judged rare exactly as in an index of them alone."""
+    from ctxkeep.daemon.retrieval.lexical import LexicalIndex, gone_of
+    alone, both = LexicalIndex(), LexicalIndex()
+    mine = [_passage(i, " ".join(words)) for i, words in enumerate(kept)]
+    theirs = [_passage(100 + i, " ".join(words)) for i, words in enumerate(deleted)]
+    alone.add(mine)
+    both.add(mine + theirs)
+    both.forget(gone_of(theirs))
+    asked = query_terms(" ".join(query))
+    allowed = np.array([True] * len(mine) + [False] * len(theirs))
+    ours = both.rank(asked, set(), 50, allowed)
+    expected = alone.rank(asked, set(), 50)
+    assert [pid for pid, _ in ours] == [pid for pid, _ in expected]
+    assert np.allclose([s for _, s in ours], [s for _, s in expected])
+    assert both.rare(asked, least=1) == alone.rare(asked, least=1)
