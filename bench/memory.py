@@ -5,7 +5,8 @@
 For each question of LongMemEval's development split (../shared/bench-data/longmemeval/,
 MIT; never copied here), every one of its ~48 haystack sessions is imported through the real
 daemon (on the stand-in) as a session of its own, each message with its session's date as
-its time; then the question is asked in a new session, and the prompt the stand-in received
+its time; then, once memory has read them (`status`), the question is asked in a new
+session, after a greeting, and the prompt the stand-in received
 is searched for the evidence turns, verbatim. The sessions are deleted before the next
 question (so deleting is exercised too). Same-run baselines over whole turns of all the
 question's sessions at a fixed budget, the window less the reply room: BM25; the newest
@@ -55,6 +56,8 @@ def ask(daemon: DaemonProcess, standin: OllamaStandin, q: recall_lme.Question, w
                 {"role": t.role, "content": t.content, "created": t.created} for t in q.turns if t.session == n
             ]).session.id)
         asker = c.create_session(name=f"{q.qid}-ask", model=MODEL, num_ctx=window).session.id
+        turn(c, asker, "Hello!")  # memory catches up with the imports (in a worker thread)
+        recall_lme.wait_remembered(c)  # asked some seconds after the imports, not during them
         turn(c, asker, q.text)
         chat = [ch for ch in standin.chats if ch.body.get("stream", True)][-1]
         for sid in [*made, asker]:
