@@ -13,12 +13,11 @@ import logging
 from collections import deque
 
 from ctxkeep.daemon.config import Config
-from ctxkeep.daemon.memory import precision
-from ctxkeep.daemon.memory.index import MemoryIndex, Owner, family, prepared, time_span
+from ctxkeep.daemon.memory import precision, ranking
+from ctxkeep.daemon.memory.index import MemoryIndex, Owner, family, prepared
 from ctxkeep.daemon.memory.query import Query, Remembered
-from ctxkeep.daemon.retrieval import select, when
-from ctxkeep.daemon.retrieval.lexical import gone_of, query_terms, terms
-from ctxkeep.daemon.retrieval.passages import Passage
+from ctxkeep.daemon.retrieval import select
+from ctxkeep.daemon.retrieval.lexical import gone_of, query_terms
 from ctxkeep.daemon.retrieval.semantic import Embedder
 from ctxkeep.daemon.store.errors import StoreError
 from ctxkeep.daemon.store.records import SessionRecord
@@ -29,9 +28,6 @@ log = logging.getLogger(__name__)
 
 #: Passages each ranking hands to the fusion.
 RANKED = 200
-#: A passage must score at least this share of the best to come back: memory fills only
-#: with what matches well, not with the whole room it may have.
-FLOOR = 0.3
 #: Messages indexed on the event loop before a turn (of all sessions together); a larger
 #: backlog (imports, many sessions) is read in a worker thread.
 INLINE_MESSAGES = 200
@@ -73,11 +69,9 @@ class Memory:
         if isinstance(event, SessionDeleted):
             self._dirty.discard(session_id)
             if self.index is not None:
-                gone = self.index.drop(session_id)
+                self._drop(self.index, session_id)
                 if self.index.dead > max(REBUILD_DEAD, len(self.index.passages) - self.index.dead):
                     self._start_build()  # mostly deleted passages: read again (the old one serves meanwhile)
-                if gone:
-                    self._forget(self.index, gone)
         else:
             self._dirty.add(session_id)
 
@@ -94,10 +88,14 @@ class Memory:
             inline -= self._catch_up(self.index, session_id, inline)
         return self.index
 
-    def _forget(self, index: MemoryIndex, gone: list[Passage]) -> None:
-        """Leave a deleted session's passages out of the word statistics (how telling a
-        word is: a deleted chat must not make a word common or rare), their terms read
-        again in a worker thread."""
+    def _drop(self, index: MemoryIndex, session_id: str) -> None:
+        """A deleted session: never recalled again, and its passages out of the word
+        statistics (how telling a word is: a deleted chat must not make a word common or
+        rare), their terms read again in a worker thread."""
+        gone = index.drop(session_id)
+        if not gone:
+            return
+
         async def forget() -> None:
             counted = await asyncio.to_thread(gone_of, gone)
             if index is self.index:  # not rebuilt meanwhile (a rebuild reads no deleted session)
@@ -165,9 +163,7 @@ class Memory:
         try:
             session = self.store.sessions.get(session_id)
         except StoreError:
-            gone = index.drop(session_id)
-            if gone:
-                self._forget(index, gone)
+            self._drop(index, session_id)
             return 0
         owner = index.owner(session, family(session, self._session))
         behind = session.next_seq - owner.next_seq
@@ -243,41 +239,15 @@ class Memory:
     async def rank(self, session_id: str, query: Query, limit: int = RANKED,
                    strong: bool = False) -> list[tuple[int, float]]:
         """(passage id, score relative to the best) of what memory could bring back into a
-        turn of `session_id` ("" = of none), best first, those below FLOOR left out, near
+        turn of `session_id` ("" = of none), best first, those below ranking.FLOOR left out, near
         copies of a better one too (select.distinct). `strong`: what a turn's memory may
         bring, by precision.py's rules (only what is about the message)."""
         index = await self.ready()
         if index is None or not self._open(index, query, strong):
             return []
         asker = self._session(session_id) if session_id else None
-        allowed = index.candidates(session_id, self.family(asker) if asker else "")
-        allowed &= index.holding(query.own) > 0  # the message's own words must point there
-        ranked = [index.lexical.rank(query.terms, (), limit, allowed)]
-        if query.vector is not None and index.semantic.ids:
-            ranked.append(index.semantic.rank(query.vector, lambda pid: not allowed[pid], limit))
-        if strong and not precision.strong(index, query, ranked):
-            return []
-        ps = index.passages
-        oldest, newest = time_span([ps[pid].created for r in ranked for pid, _ in r])
-        scores = select.lifted(select.fused(*ranked, favored=lambda pid: ps[pid].role == query.asks_of,
-                                            newer=lambda pid: (ps[pid].created - oldest) / (newest - oldest)),
-                               ps, query.span, when.LIFT)
-        if strong:
-            scores = precision.statements_first(ps, scores)
-        seen = set(query.holds)
-        kept = []
-        for pid in sorted(scores, key=lambda pid: (-scores[pid], -pid)):
-            text = hash(ps[pid].text)
-            if text not in seen:  # not a copy of what this session (or a better hit) holds
-                seen.add(text)
-                kept.append(pid)
-        if strong:
-            kept = precision.about_it(index, query, ranked, kept)
-        kept = select.distinct(kept, lambda pid: frozenset(terms(ps[pid].text)))
-        best = scores[kept[0]] if kept else 0.0
-        if strong:
-            kept = precision.best_sessions(index, kept, scores, best)
-        return [(pid, scores[pid] / best) for pid in kept if scores[pid] >= FLOOR * best]
+        return ranking.ranked(index, query, index.candidates(session_id, self.family(asker) if asker else ""),
+                              limit, strong)
 
     async def search(self, text: str, asker: str = "", limit: int = 20, wait: float = 60.0) -> list[Remembered]:
         """What memory holds for `text`, best first, as a turn of `asker` ("" = of none)

@@ -34,13 +34,19 @@ SESSION_FLOOR = 0.5
 Ranked = list[list[tuple[int, float]]]
 
 
+def rare_words(index: MemoryIndex, query: Query, unseen: bool = False) -> frozenset[str]:
+    """The message's own words few of memory's passages hold (RARE_SHARE, RARE_LEAST), with
+    those none holds where `unseen`."""
+    return index.lexical.rare(query.own, least=RARE_LEAST, share=RARE_SHARE, unseen=unseen)
+
+
 def needed(index: MemoryIndex, query: Query) -> int:
     """How many of the message's rare words a passage must hold to be about it: one in each
     RARE_PER_NEEDED of them (those no passage holds counted too), at most MOST_NEEDED. A
     question names its subject and what it asks of it ("where does my sister live?": the
     answer says "sister", not "live"), so one may do; but one of six ("trouble with the
     battery life on my phone lately") held in passing, "lately" or "life", names no subject."""
-    specific = index.lexical.rare(query.own, least=RARE_LEAST, share=RARE_SHARE, unseen=True)
+    specific = rare_words(index, query, unseen=True)
     return min(MOST_NEEDED, -(-len(specific) // RARE_PER_NEEDED)) or 1
 
 
@@ -54,7 +60,7 @@ def strong(index: MemoryIndex, query: Query, ranked: Ranked) -> bool:
     one of the user's own best passages shares most of its words (NAMED_SHARE, two at least)
     with it: a thing of theirs is named in what they said, where a generic answer ("20
     minutes each week") shares two words with any everyday question."""
-    rare = index.lexical.rare(query.own, least=RARE_LEAST, share=RARE_SHARE)
+    rare = rare_words(index, query)
     best = [pid for pid, _ in ranked[0]]
     if not query.about_past:
         best = [pid for pid in best if index.passages[pid].role == "user"]
@@ -70,7 +76,7 @@ def may_be_strong(index: MemoryIndex, query: Query) -> bool:
     may be found by meaning; any other needs two rare words, most of its own, in a passage."""
     if query.about_past:
         return True
-    rare = index.lexical.rare(query.own, least=RARE_LEAST, share=RARE_SHARE)
+    rare = rare_words(index, query)
     return len(rare) >= 2 and len(rare) >= NAMED_SHARE * len(query.own)
 
 
@@ -83,7 +89,7 @@ def statements_first(passages: Sequence[Passage], scores: dict[int, float]) -> d
 def about_it(index: MemoryIndex, query: Query, ranked: Ranked, kept: list[int]) -> list[int]:
     """Of `kept`, the passages about the message too: holding enough of its rare words
     (`needed`), or found by meaning."""
-    rare = index.lexical.rare(query.own, least=RARE_LEAST, share=RARE_SHARE)
+    rare = rare_words(index, query)
     holding, least = index.holding(rare), needed(index, query)
     by_meaning = {pid for pid, _ in ranked[1]} if len(ranked) > 1 else set()
     return [pid for pid in kept if holding[pid] >= least or pid in by_meaning]

@@ -129,11 +129,12 @@ class Recaller:
         elsewhere = Query(query, None, asks_of, index.texts, asked_about,
                           frozenset(asked), select.about_the_past(user.content))
         # the message's vector only where a ranking may use it (a round trip to the embedding model)
-        reaches = self.enabled(session) and session.message_count > len(self._in_prompt(session, context, user))
+        in_prompt = self._in_prompt(session, context, user)
+        reaches = self.enabled(session) and session.message_count > len(in_prompt)
         vector = await self._vector(index, active, user) \
             if reaches or (memory is not None and await memory.may_bring(elsewhere)) else None
         own, displaced = self._own(session, context, user, index, Query(query, vector, asks_of, span=asked_about),
-                                   budget, movable) if reaches else ([], ())
+                                   in_prompt, budget, movable) if reaches else ([], ())
         model = session.model
         text = select.block(own)
         own_features = select.block_features(index.lines[index.by_seq[p.seq][p.part]] for p in own) \
@@ -174,11 +175,11 @@ class Recaller:
         return await self.embedder.vector(text, self.config.recall_embed_wait_ms / 1000)
 
     def _own(self, session: SessionRecord, context: ActiveContext, user: MessageRecord, index: SessionIndex,
-             asked: Query, budget: int, movable: recall_room.Movable) -> tuple[list[Passage], tuple[int, ...]]:
-        """The passages of the session's own history the turn recalls, and the movable
-        exchanges whose room they take."""
+             asked: Query, in_context: set[int], budget: int,
+             movable: recall_room.Movable) -> tuple[list[Passage], tuple[int, ...]]:
+        """The passages of the session's own history the turn recalls (none of `in_context`:
+        `_in_prompt`), and the movable exchanges whose room they take."""
         query, vector, asks_of = asked.terms, asked.vector, asked.asks_of
-        in_context = self._in_prompt(session, context, user)
         moving = movable.seqs
         active = set(in_context)
         in_context = (in_context - moving) | index.replaced | index.replaced_by(user)
