@@ -25,6 +25,7 @@ from ctxkeep.daemon.compaction.prompts import (
     USER_SUMMARY_SYSTEM,
 )
 from ctxkeep.daemon.compaction.summarizer import Progress, Summarizer, instructions_for
+from ctxkeep.daemon.compaction.summary_record import RECENT
 from ctxkeep.daemon.context.content import prompt_content
 from ctxkeep.daemon.context.parts import Parts
 from ctxkeep.daemon.context.prompt import checkpoint_heading
@@ -103,7 +104,7 @@ class Checkpointer:
                         "summary: not worth a pass yet (each makes the model re-read the whole prompt)")
             system = USER_SUMMARY_SYSTEM if not older else CHECKPOINT_WITH_USER_SYSTEM if users else CHECKPOINT_SYSTEM
             made = await self._summarize(session, group, transcript, summarizer, instructions,
-                                         budget, system, bool(users), context, progress)
+                                         budget, system, bool(users), context, progress, notes)
             if isinstance(made, str):
                 notes.append(made)
             else:
@@ -136,22 +137,31 @@ class Checkpointer:
     async def _summarize(self, session: SessionRecord, group: list[MessageRecord],
                          transcript: tuple[list[str], int], summarizer: Summarizer, instructions: str,
                          budget: Budget, system: str, of_user: bool, context: ActiveContext,
-                         progress: Progress) -> Checkpoint | str:
+                         progress: Progress, notes: list[str]) -> Checkpoint | str:
         """A checkpoint of `group` (their files as outlines) from its `transcript` (chunks,
         and the tokens the group costs now), or why there is none: it would not be smaller
-        than the messages themselves."""
+        than the messages themselves. Where the model's last summaries were not about what
+        they replaced (summary_record.py), the group's own sentences, and `notes` says so."""
         summarizer.check_room()
         room = min(summarizer.room, summary_room(budget, transcript[1]))
         chunks, original = transcript
-        opening = summarizer.opening_through(group[-1].seq)  # as the last turn showed them, in the cache
-        if opening is None:
-            log.info("session=%s checkpoint on its own: %s", session.id, "the last turn's prompt did not show "
-                     "its messages as they are now" if summarizer.served else "the model's server holds no turn of it")
-        text, tokens = await summarizer.summarize(chunks, system, at_most(instructions, room), progress, room=room,
-                                                  opening=opening)
-        text, tokens = await self._checked(session, "".join(chunks), text, tokens, room, lambda asked: summarizer.summarize(
-            chunks, system, at_most("\n\n".join(filter(None, [instructions, asked])), room), progress, room=room,
-            opening=opening))
+        source = "".join(chunks)
+        text, tokens = "", 0
+        if not self.parts.summaries.worth(session.model, "first"):
+            text, tokens = self._extractive(session.model, source, "", fact_check.everything(source), room)
+            if text:
+                notes.append(f"the checkpoint is made of the conversation's own sentences ({session.model}'s "
+                             f"last {RECENT} summaries were not about what they replaced)")
+        if not text:  # asked (or no sentence of it fits the room: asked after all)
+            opening = summarizer.opening_through(group[-1].seq)  # as the last turn showed them, in the cache
+            if opening is None:
+                log.info("session=%s checkpoint on its own: %s", session.id, "the last turn's prompt did not show "
+                         "its messages as they are now" if summarizer.served else "the model's server holds no turn of it")
+            text, tokens = await summarizer.summarize(chunks, system, at_most(instructions, room), progress, room=room,
+                                                      opening=opening)
+            text, tokens = await self._checked(session, source, text, tokens, room, lambda asked: summarizer.summarize(
+                chunks, system, at_most("\n\n".join(filter(None, [instructions, asked])), room), progress, room=room,
+                opening=opening))
         ran = tool_lines(group)
         if ran:  # every tool exchange as one line, whatever the summary kept of it
             block = "Tools run:\n" + "\n".join(ran)
@@ -169,17 +179,25 @@ class Checkpointer:
                        again: Callable[[str], Awaitable[tuple[str, int]]]) -> tuple[str, int]:
         """The summary of `source`, checked before it is kept (fact_check.py): one that drops
         its names, numbers, dates or decisions, or is not about it, is asked `again` once with
-        what it dropped named; failing again, the source's own sentences that carry them
-        stand in for it (with the summary, where it is about its source)."""
+        what it dropped named (unless the model's last second tries all failed too:
+        summary_record.py); failing again, the source's own sentences that carry them stand
+        in for it (with the summary, where it is about its source)."""
+        record, model = self.parts.summaries, session.model
         verdict = fact_check.check(source, text)
+        record.add(model, "first", verdict.on_topic)
         if verdict.good:
             return text, tokens
+        if not record.worth(model, "again"):
+            log.info("session=%s a checkpoint not asked again (%s's last %d second tries failed too): %s",
+                     session.id, model, RECENT, verdict.why())
+            return self._extractive(model, source, text, verdict, room)
         log.info("session=%s a checkpoint asked again: %s", session.id, verdict.why())
         text, tokens = await again(fact_check.asking_for(verdict.missing))
         second = fact_check.check(source, text)
+        record.add(model, "again", second.good)
         if second.good:
             return text, tokens
-        return self._extractive(session.model, source, text, second, room)
+        return self._extractive(model, source, text, second, room)
 
     def _extractive(self, model: str, source: str, text: str, verdict: fact_check.Verdict,
                     room: int) -> tuple[str, int]:
@@ -272,11 +290,18 @@ class Checkpointer:
         is larger (or `force`d); `shown`: where the last turn's system message shows it."""
         if c.current_tokens <= target and not force:
             return msgspec.structs.replace(c, age=age)
-        text, tokens = await summarizer.call(
-            AGE_SYSTEM, at_most(instructions, target), c.summary,
-            "Summary to shorten:", room=target, shown=shown)
-        if not fact_check.about(c.summary, text):  # junk: the summary's own sentences instead
-            text, tokens = self._extractive(summarizer.model, c.summary, "", fact_check.Verdict((), False), target)
+        record, model = self.parts.summaries, summarizer.model
+        if record.worth(model, "aging"):
+            text, tokens = await summarizer.call(
+                AGE_SYSTEM, at_most(instructions, target), c.summary,
+                "Summary to shorten:", room=target, shown=shown)
+            record.add(model, "aging", on_topic := fact_check.about(c.summary, text))
+        else:
+            log.info("a checkpoint shortened to its own sentences (%s's last %d shortenings were not about "
+                     "what they shortened)", model, RECENT)
+            on_topic = False
+        if not on_topic:  # junk: the summary's own sentences instead
+            text, tokens = self._extractive(model, c.summary, "", fact_check.Verdict((), False), target)
         if tokens >= c.current_tokens:  # no gain: keep the longer one rather than lose detail
             return msgspec.structs.replace(c, age=age)
         return msgspec.structs.replace(c, age=age, summary=text, current_tokens=tokens,

@@ -106,6 +106,12 @@ def check(source: str, summary: str) -> Verdict:
     return Verdict(tuple(dropped(source, summary)), about(source, summary))
 
 
+def everything(source: str) -> Verdict:
+    """The verdict a checkpoint made without a summary answers to: every item its source
+    states is to be kept (every sentence, where it states none)."""
+    return Verdict(tuple(items(stated(source))), False)
+
+
 def asking_for(missing: tuple[str, ...]) -> str:
     """The instruction of a second try: what it must keep, as said."""
     shown = [m.removeprefix("decision: ") + " (a decision)" if m.startswith("decision: ") else m for m in missing]

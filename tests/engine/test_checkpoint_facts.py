@@ -50,3 +50,72 @@ def test_a_checkpoint_that_drops_a_stated_number_is_asked_again_then_made_of_the
     assert "58213" in held and "0417" in held
     if not complies:
         assert PLANTED in held  # the user's own sentence
+
+
+def test_a_model_whose_second_tries_keep_failing_is_asked_once_and_its_checkpoints_keep_the_facts(tmp_path):
+    """Each try makes the model write a summary (seconds to minutes on a CPU): once its last
+    three second tries dropped the facts too, a checkpoint is asked once (but for one try in
+    four), and the user's sentences still carry the facts."""
+    calls: list[bool] = []  # per checkpoint's summary call: whether it was a second try
+
+    def reply(messages: list[dict]) -> str:
+        if summary_call(messages):
+            request = "\n".join(m["content"] for m in messages)
+            if "Conversation to summarize" in request:
+                calls.append("Keep these exactly" in request)
+            return "Summary: the user and the assistant chatted about everyday things."
+        return "Sure. " + " ".join(FILLER[(len(messages) + i) % len(FILLER)] for i in range(30))
+    app = InProcess(tmp_path, MemoryBackend(reply=reply), Config(embed_model="", embed_builtin=False, recall=False))
+
+    async def go():
+        sid = (await app.call(requests.SessionCreate(model=MODEL, num_ctx=1024))).session.id
+        for n in range(40):
+            text = f"Note {n}: locker {1000 + n} on floor {20 + n}. " + " ".join(
+                FILLER[(n * 7 + i) % len(FILLER)] for i in range(24))
+            await app.call(requests.Send(session=sid, text=text))
+            await app.services.jobs.drain(30)
+        return app.store.context.get(sid)
+    context = asyncio.run(go())
+    app.close()
+    firsts = calls.count(False)
+    assert firsts >= 6, calls  # enough checkpoints to learn from
+    # three second tries that failed, then one in four of the rest
+    assert calls.count(True) <= 3 + (firsts - 3) // 4 + 1, calls
+    assert calls[:6].count(True) == 3  # it was asked again until it had failed three times
+    newest = max(context.checkpoints, key=lambda c: c.last_seq)
+    assert "locker" in newest.summary and any(str(1000 + n) in newest.summary for n in range(40))
+
+
+def test_a_model_whose_summaries_are_not_about_their_source_is_not_asked_for_one(tmp_path):
+    """Three summaries in a row about something else: the next checkpoints are made of the
+    user's own sentences without a summary call (one in four asked, to see if that holds),
+    and the compaction says so."""
+    calls: list[str] = []
+
+    def reply(messages: list[dict]) -> str:
+        if summary_call(messages):
+            calls.append("\n".join(m["content"] for m in messages))
+            return "The model is a model of the world, and the world is a model of the model."
+        return "Sure. " + " ".join(FILLER[(len(messages) + i) % len(FILLER)] for i in range(30))
+    app = InProcess(tmp_path, MemoryBackend(reply=reply), Config(embed_model="", embed_builtin=False, recall=False))
+    said: list[str] = []
+
+    async def go():
+        sid = (await app.call(requests.SessionCreate(model=MODEL, num_ctx=1024))).session.id
+        app.services.bus.listen(lambda event: said.append(getattr(event, "reason", "")))
+        for n in range(40):
+            text = f"Note {n}: locker {1000 + n} on floor {20 + n}. " + " ".join(
+                FILLER[(n * 7 + i) % len(FILLER)] for i in range(24))
+            await app.call(requests.Send(session=sid, text=text))
+            await app.services.jobs.drain(30)
+        return app.store.context.get(sid)
+    context = asyncio.run(go())
+    app.close()
+    held = "\n".join(c.summary for c in context.checkpoints)
+    assert "model of the world" not in held
+    assert any("conversation's own sentences" in s for s in said), said
+    made = sum("became a checkpoint" in s for s in said)
+    asked = sum("Conversation to summarize" in c for c in calls)
+    assert made >= 6, said
+    # three asked (each twice), then one in four
+    assert asked <= 3 * 2 + ((made - 3) // 4 + 1) * 2, (asked, made)

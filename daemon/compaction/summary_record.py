@@ -1,0 +1,63 @@
+"""How each model's summaries have fared against the fact check (fact_check.py), and what
+that says of the next try: every try makes the model write a summary, seconds to minutes on
+a CPU. A model whose second tries (the missing facts named) kept failing is not asked a
+second time, and one whose summaries kept failing as not about their source at all is not
+asked for a summary: the source's own sentences stand in at once. One try in every
+PROBE_EVERY is asked anyway, so that a model that does better again (another kind of
+conversation) is asked again.
+
+Measured (bench/realmodel_session.py, Gemma 3 270M, 2,048): every checkpoint's first and
+second try dropped the chat's numbers, so two summary calls a compaction were written and
+thrown away."""
+
+from collections import defaultdict, deque
+from dataclasses import dataclass, field
+
+#: Tries a verdict is drawn from: the last this many of one kind, all failed.
+RECENT = 3
+#: Of the tries a verdict would skip, every this many-th is made anyway.
+PROBE_EVERY = 4
+
+
+@dataclass
+class Tries:
+    """One kind of try of one model: the latest outcomes, and how many were skipped since."""
+
+    outcomes: deque[bool] = field(default_factory=lambda: deque(maxlen=RECENT))
+    skipped: int = 0
+
+    def worth(self) -> bool:
+        """Whether the next try is worth making: not all of the last RECENT failed, or it
+        is the PROBE_EVERY-th since they did."""
+        if len(self.outcomes) < RECENT or any(self.outcomes):
+            return True
+        self.skipped += 1
+        if self.skipped >= PROBE_EVERY:
+            self.skipped = 0
+            return True
+        return False
+
+    def add(self, good: bool) -> None:
+        self.outcomes.append(good)
+        if good:
+            self.skipped = 0
+
+
+@dataclass
+class SummaryRecord:
+    """Each model's recent tries, by kind: "first" (a checkpoint's summary on topic, kept or
+    kept beside its source's sentences), "again" (a second try that kept every fact), "aging"
+    (a shortened summary on topic)."""
+
+    tries: dict[tuple[str, str], Tries] = field(default_factory=lambda: defaultdict(Tries))
+
+    def worth(self, model: str, kind: str) -> bool:
+        return self.tries[(model, kind)].worth()
+
+    def add(self, model: str, kind: str, good: bool) -> None:
+        self.tries[(model, kind)].add(good)
+
+    def failing(self, model: str, kind: str) -> bool:
+        """Whether the last RECENT tries of `kind` all failed (what a skipped try is told by)."""
+        outcomes = self.tries[(model, kind)].outcomes
+        return len(outcomes) == RECENT and not any(outcomes)
