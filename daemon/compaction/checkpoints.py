@@ -140,18 +140,18 @@ class Checkpointer:
                          progress: Progress, notes: list[str]) -> Checkpoint | str:
         """A checkpoint of `group` (their files as outlines) from its `transcript` (chunks,
         and the tokens the group costs now), or why there is none: it would not be smaller
-        than the messages themselves. Where the model's last summaries were not about what
-        they replaced (summary_record.py), the group's own sentences, and `notes` says so."""
+        than the messages themselves. Where the model's last summaries all failed the fact
+        check (summary_record.py), the group's own sentences, and `notes` says so."""
         summarizer.check_room()
         room = min(summarizer.room, summary_room(budget, transcript[1]))
         chunks, original = transcript
         source = "".join(chunks)
         text, tokens = "", 0
-        if not self.parts.summaries.worth(session.model, "first"):
+        if not self.parts.summaries.worth(session.model, "summary"):
             text, tokens = self._extractive(session.model, source, "", fact_check.everything(source), room)
             if text:
                 notes.append(f"the checkpoint is made of the conversation's own sentences ({session.model}'s "
-                             f"last {RECENT} summaries were not about what they replaced)")
+                             f"last {RECENT} summaries lost what they replaced)")
         if not text:  # asked (or no sentence of it fits the room: asked after all)
             opening = summarizer.opening_through(group[-1].seq)  # as the last turn showed them, in the cache
             if opening is None:
@@ -184,20 +184,16 @@ class Checkpointer:
         in for it (with the summary, where it is about its source)."""
         record, model = self.parts.summaries, session.model
         verdict = fact_check.check(source, text)
-        record.add(model, "first", verdict.on_topic)
-        if verdict.good:
-            return text, tokens
-        if not record.worth(model, "again"):
+        if not verdict.good and record.worth(model, "again"):
+            log.info("session=%s a checkpoint asked again: %s", session.id, verdict.why())
+            text, tokens = await again(fact_check.asking_for(verdict.missing))
+            verdict = fact_check.check(source, text)
+            record.add(model, "again", verdict.good)
+        elif not verdict.good:
             log.info("session=%s a checkpoint not asked again (%s's last %d second tries failed too): %s",
                      session.id, model, RECENT, verdict.why())
-            return self._extractive(model, source, text, verdict, room)
-        log.info("session=%s a checkpoint asked again: %s", session.id, verdict.why())
-        text, tokens = await again(fact_check.asking_for(verdict.missing))
-        second = fact_check.check(source, text)
-        record.add(model, "again", second.good)
-        if second.good:
-            return text, tokens
-        return self._extractive(model, source, text, second, room)
+        record.add(model, "summary", verdict.good)
+        return (text, tokens) if verdict.good else self._extractive(model, source, text, verdict, room)
 
     def _extractive(self, model: str, source: str, text: str, verdict: fact_check.Verdict,
                     room: int) -> tuple[str, int]:
