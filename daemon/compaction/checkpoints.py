@@ -103,8 +103,9 @@ class Checkpointer:
                 return (f"{len(group)} older message(s) would free ~{max(0, worth):,} tokens beside their "
                         "summary: not worth a pass yet (each makes the model re-read the whole prompt)")
             system = USER_SUMMARY_SYSTEM if not older else CHECKPOINT_WITH_USER_SYSTEM if users else CHECKPOINT_SYSTEM
+            how: list[str] = []  # how the checkpoint was made, where not by a summary
             made = await self._summarize(session, group, transcript, summarizer, instructions,
-                                         budget, system, bool(users), context, progress, notes)
+                                         budget, system, bool(users), context, progress, how)
             if isinstance(made, str):
                 notes.append(made)
             else:
@@ -119,6 +120,7 @@ class Checkpointer:
                 if users:
                     warnings.append(("user_summary", user_note(users)))
                     notes.append(user_note(users))
+                notes.extend(how)
         if not gone:
             if not checkpoints:
                 return "; ".join(notes) or "nothing outside the preserved messages to summarize"
