@@ -149,10 +149,10 @@ class Checkpointer:
         chunks, original = transcript
         source = "".join(chunks)
         text, tokens = "", 0
-        if not self.parts.summaries.worth(session.model, "summary"):
+        if not self.parts.summaries.worth(summarizer.model, "summary"):
             text, tokens = self._extractive(session.model, source, "", fact_check.everything(source), room)
             if text:
-                notes.append(f"the checkpoint is made of the conversation's own sentences ({session.model}'s "
+                notes.append(f"the checkpoint is made of the conversation's own sentences ({summarizer.model}'s "
                              f"last {RECENT} summaries lost what they replaced)")
         if not text:  # asked (or no sentence of it fits the room: asked after all)
             opening = summarizer.opening_through(group[-1].seq)  # as the last turn showed them, in the cache
@@ -161,7 +161,7 @@ class Checkpointer:
                          "its messages as they are now" if summarizer.served else "the model's server holds no turn of it")
             text, tokens = await summarizer.summarize(chunks, system, at_most(instructions, room), progress, room=room,
                                                       opening=opening)
-            text, tokens = await self._checked(session, source, text, tokens, room, lambda asked: summarizer.summarize(
+            text, tokens = await self._checked(session, summarizer.model, source, text, tokens, room, lambda asked: summarizer.summarize(
                 chunks, system, at_most("\n\n".join(filter(None, [instructions, asked])), room), progress, room=room,
                 opening=opening))
         ran = tool_lines(group)
@@ -177,14 +177,14 @@ class Checkpointer:
             files=sorted({f.path for m in group for f in m.files if not f.error}),
             next_steps=list(context.goals.next_steps), created=time.time(), of_user=of_user)
 
-    async def _checked(self, session: SessionRecord, source: str, text: str, tokens: int, room: int,
+    async def _checked(self, session: SessionRecord, model: str, source: str, text: str, tokens: int, room: int,
                        again: Callable[[str], Awaitable[tuple[str, int]]]) -> tuple[str, int]:
         """The summary of `source`, checked before it is kept (fact_check.py): one that drops
         its names, numbers, dates or decisions, or is not about it, is asked `again` once with
         what it dropped named (unless the model's last second tries all failed too:
         summary_record.py); failing again, the source's own sentences that carry them stand
         in for it (with the summary, where it is about its source)."""
-        record, model = self.parts.summaries, session.model
+        record = self.parts.summaries  # by the model that writes the summaries
         verdict = fact_check.check(source, text)
         if not verdict.good and record.worth(model, "again"):
             log.info("session=%s a checkpoint asked again: %s", session.id, verdict.why())
@@ -195,7 +195,7 @@ class Checkpointer:
             log.info("session=%s a checkpoint not asked again (%s's last %d second tries failed too): %s",
                      session.id, model, RECENT, verdict.why())
         record.add(model, "summary", verdict.good)
-        return (text, tokens) if verdict.good else self._extractive(model, source, text, verdict, room)
+        return (text, tokens) if verdict.good else self._extractive(session.model, source, text, verdict, room)
 
     def _extractive(self, model: str, source: str, text: str, verdict: fact_check.Verdict,
                     room: int) -> tuple[str, int]:
@@ -289,17 +289,18 @@ class Checkpointer:
         if c.current_tokens <= target and not force:
             return msgspec.structs.replace(c, age=age)
         record, model = self.parts.summaries, summarizer.model
-        if record.worth(model, "aging"):
+        # a model whose summaries lost what they replaced is not trusted to shorten one either
+        if not record.failing(model, "summary") and record.worth(model, "aging"):
             text, tokens = await summarizer.call(
                 AGE_SYSTEM, at_most(instructions, target), c.summary,
                 "Summary to shorten:", room=target, shown=shown)
             record.add(model, "aging", on_topic := fact_check.about(c.summary, text))
         else:
-            log.info("a checkpoint shortened to its own sentences (%s's last %d shortenings were not about "
-                     "what they shortened)", model, RECENT)
+            log.info("a checkpoint shortened to its sentences that carry its facts (%s's last %d summaries or "
+                     "shortenings failed their check)", model, RECENT)
             on_topic = False
-        if not on_topic:  # junk: the summary's own sentences instead
-            text, tokens = self._extractive(model, c.summary, "", fact_check.Verdict((), False), target)
+        if not on_topic:  # junk: the summary's own sentences instead, those with its facts first
+            text, tokens = self._extractive(model, c.summary, "", fact_check.everything(c.summary), target)
         if tokens >= c.current_tokens:  # no gain: keep the longer one rather than lose detail
             return msgspec.structs.replace(c, age=age)
         return msgspec.structs.replace(c, age=age, summary=text, current_tokens=tokens,

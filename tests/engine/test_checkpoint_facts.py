@@ -17,10 +17,10 @@ MODEL = "qwen2.5:7b"
 PLANTED = "Note for later: the storage unit number is 58213 and the gate code is 0417."
 
 
-def noted(n: int) -> str:
+def noted(n: int, words: int = 24) -> str:
     """A message that states numbers, as a chat about lockers and floors does."""
     return f"Note {n}: locker {1000 + n} on floor {20 + n}. " + " ".join(FILLER[(n * 7 + i) % len(FILLER)]
-                                                                      for i in range(24))
+                                                                      for i in range(words))
 
 
 def summary_call(messages: list[dict]) -> bool:
@@ -93,7 +93,8 @@ def test_a_model_whose_second_tries_keep_failing_is_asked_once(tmp_path):
 def test_a_model_whose_summaries_keep_failing_is_not_asked_for_one(tmp_path):
     """Three checkpoints whose summaries failed both tries: the next are made of the user's
     own sentences without a summary call (one in four asked, to see if that still holds),
-    the compaction says so, and the facts are in them."""
+    the compaction says so, and the facts are in them; checkpoints age to their sentences
+    that carry facts, without asking the model to shorten them."""
     calls: list[str] = []
 
     def reply(messages: list[dict]) -> str:
@@ -107,8 +108,8 @@ def test_a_model_whose_summaries_keep_failing_is_not_asked_for_one(tmp_path):
     async def go():
         sid = (await app.call(requests.SessionCreate(model=MODEL, num_ctx=1024))).session.id
         app.services.bus.listen(lambda event: said.append(getattr(event, "reason", "")))
-        for n in range(40):
-            await app.call(requests.Send(session=sid, text=noted(n)))
+        for n in range(60):
+            await app.call(requests.Send(session=sid, text=noted(n, 60)))
             await app.services.jobs.drain(30)
         return app.store.context.get(sid)
     context = asyncio.run(go())
@@ -116,8 +117,10 @@ def test_a_model_whose_summaries_keep_failing_is_not_asked_for_one(tmp_path):
     held = "\n".join(c.summary for c in context.checkpoints)
     assert "model of the world" not in held
     newest = max(context.checkpoints, key=lambda c: c.last_seq)
-    assert "locker" in newest.summary and any(str(1000 + n) in newest.summary for n in range(40))
+    assert "locker" in newest.summary and any(str(1000 + n) in newest.summary for n in range(60))
     assert any("conversation's own sentences" in s for s in said), said
+    assert any(c.age != "recent" for c in context.checkpoints)  # aged
+    assert not any("Summary to shorten" in c for c in calls)  # by their own sentences
     made = sum("became a checkpoint" in s for s in said)
     asked = sum("Conversation to summarize" in c for c in calls)
     assert made >= 6, said
