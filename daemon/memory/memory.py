@@ -55,6 +55,8 @@ class Memory:
         self._worker: asyncio.Task[None] | None = None
         #: Worker threads adding to the index now: memory ranks nothing meanwhile.
         self.mutating = 0
+        #: Reading what a finished turn stored, before the next turn needs it (`read_soon`).
+        self._soon: asyncio.Task[None] | None = None
 
     def mode(self, session: SessionRecord) -> str:
         return session.memory or self.config.memory
@@ -103,6 +105,19 @@ class Memory:
         task = asyncio.get_running_loop().create_task(forget(), name="memory-forget")
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+    def read_soon(self) -> None:
+        """A turn stored its messages: read them into the index once no turn is starting
+        (jobs/giving_way.py), so that the next turn finds them read instead of reading
+        them before its first token."""
+        if self.index is not None and (self._soon is None or self._soon.done()):
+            self._soon = asyncio.get_running_loop().create_task(self._read_soon(), name="memory-read-soon")
+            self._tasks.add(self._soon)
+            self._soon.add_done_callback(self._tasks.discard)
+
+    async def _read_soon(self) -> None:
+        await self.embedder.giving_way.clear()
+        await self.ready()
 
     def _start_build(self) -> None:
         if self._building is None or self._building.done():

@@ -266,7 +266,9 @@ class Recaller:
 
     def stored(self, session_id: str) -> None:
         """Messages were stored: if the session's index is kept, have them embedded soon
-        (they join the index itself when a turn next needs it)."""
+        (they join the index itself when a turn next needs it); memory reads them soon."""
+        if self.memory is not None:
+            self.memory.read_soon()
         index = self._indexes.get(session_id)
         if index is not None:
             self._catch_up(session_id, index)

@@ -211,6 +211,24 @@ def test_a_deleted_sessions_words_leave_memorys_word_statistics(tmp_path):
     assert (before, after) == (2, 1) and live < indexed
 
 
+def test_a_finished_turns_messages_are_read_into_memory_before_the_next_turn(tmp_path):
+    """What a turn stored is read into memory's index once the turn ends (no turn starting),
+    so the next turn does not read it before its first token."""
+    async def scenario(app):
+        memory = app.services.memory
+        assert await memory.built(10)
+        told = await new(app, "told")
+        await say(app, told, SISTER)
+        for _ in range(100):  # read in the background: no turn, no search asks for it
+            owner = memory.index.owners.get(told)
+            if owner is not None and owner.next_seq == app.store.sessions.get(told).next_seq:
+                return True
+            await asyncio.sleep(0.02)
+        return False
+    read, _ = run(tmp_path, scenario)
+    assert read
+
+
 def test_what_memory_found_and_left_out_is_said(tmp_path):
     """Memory off for the asking session (none or private) still says what it found and
     left out, in the turn's generation.recalled and the answer's recall_cut (`show`)."""
