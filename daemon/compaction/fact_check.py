@@ -19,6 +19,8 @@ _DATE = re.compile(r"\b(?:" + "|".join(_MONTHS) + r")\.?\s+\d{1,2}(?:st|nd|rd|th
                    + "|".join(_MONTHS) + r")\b", re.I)
 #: A capitalized word that is not a sentence's first, nor a word every sentence may start with.
 _NAME = re.compile(r"(?<=[^.!?\n\s]\s)(?=[A-ZÀ-ÖØ-Þ])[^\W\d_][\w'’-]+")
+#: A speaker's label at a line's start: the word after it opens a sentence ("User: Turn 3").
+_SPEAKER = re.compile(r"^(?:User|Assistant|Earlier summary): ", re.M)
 _DECISION = re.compile(r"[^.!?\n]*\b(?:decided|decide|agreed|chose|chosen|settled on|going with|we'll use|"
                        r"will use|\[DECISION\])\b[^.!?\n]*", re.I)
 _DECIDING = set(terms("decided decide agreed chose chosen settled going will use"))
@@ -42,7 +44,7 @@ def items(text: str) -> list[str]:
     """The names, numbers, dates and decisions of a text, each once, in the order said."""
     found: dict[str, None] = {}
     for pattern in (_DATE, _NUMBER, _NAME):
-        for m in pattern.finditer(text):
+        for m in pattern.finditer(_SPEAKER.sub("", text) if pattern is _NAME else text):
             item = m.group(0).strip().rstrip(".,:;-/")
             if item and item not in _NOT_NAMES and not item.startswith(("I'", "I’")):
                 found[item] = None

@@ -75,3 +75,10 @@ def test_decisions_are_items_and_the_second_try_names_what_was_lost():
     verdict = fact_check.check(source, "They talked about databases.")
     assert "PostgreSQL" in verdict.missing and any(m.startswith("decision: ") for m in verdict.missing)
     assert "PostgreSQL" in fact_check.asking_for(verdict.missing)
+
+
+def test_the_word_that_opens_a_speakers_line_is_no_name():
+    """ "User: Turn 17: …" opens a sentence; a name inside it is still one."""
+    found = fact_check.items("User: Turn 17: tell me about Paris.\n\nUser: Sure, ask Maria.")
+    assert "Turn" not in found and "Sure" not in found
+    assert {"Paris", "Maria", "17"} <= set(found)
