@@ -139,11 +139,11 @@ class Checkpointer:
     async def _summarize(self, session: SessionRecord, group: list[MessageRecord],
                          transcript: tuple[list[str], int], summarizer: Summarizer, instructions: str,
                          budget: Budget, system: str, of_user: bool, context: ActiveContext,
-                         progress: Progress, notes: list[str]) -> Checkpoint | str:
+                         progress: Progress, how: list[str]) -> Checkpoint | str:
         """A checkpoint of `group` (their files as outlines) from its `transcript` (chunks,
         and the tokens the group costs now), or why there is none: it would not be smaller
         than the messages themselves. Where the model's last summaries all failed the fact
-        check (summary_record.py), the group's own sentences, and `notes` says so."""
+        check (summary_record.py), the group's own sentences, and `how` says so."""
         summarizer.check_room()
         room = min(summarizer.room, summary_room(budget, transcript[1]))
         chunks, original = transcript
@@ -152,8 +152,8 @@ class Checkpointer:
         if not self.parts.summaries.worth(summarizer.model, "summary"):
             text, tokens = self._extractive(session.model, source, "", fact_check.everything(source), room)
             if text:
-                notes.append(f"the checkpoint is made of the conversation's own sentences ({summarizer.model}'s "
-                             f"last {RECENT} summaries lost what they replaced)")
+                how.append(f"the checkpoint is made of the conversation's own sentences ({summarizer.model}'s "
+                           f"last {RECENT} summaries lost what they replaced)")
         if not text:  # asked (or no sentence of it fits the room: asked after all)
             opening = summarizer.opening_through(group[-1].seq)  # as the last turn showed them, in the cache
             if opening is None:
