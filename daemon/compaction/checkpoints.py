@@ -9,12 +9,11 @@ import logging
 import math
 import secrets
 import time
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import msgspec
 
-from ctxkeep.daemon.compaction import fact_check
+from ctxkeep.daemon.compaction import fact_check, summary_check
 from ctxkeep.daemon.compaction.checkpoint_sizes import aging_frees, at_most, crowded, summary_room, target
 from ctxkeep.daemon.compaction.chunks import chunk_lines
 from ctxkeep.daemon.compaction.planner import AGES, Change, last, outline_line, tool_lines
@@ -25,7 +24,7 @@ from ctxkeep.daemon.compaction.prompts import (
     USER_SUMMARY_SYSTEM,
 )
 from ctxkeep.daemon.compaction.summarizer import Progress, Summarizer, instructions_for
-from ctxkeep.daemon.compaction.summary_record import RECENT
+from ctxkeep.daemon.compaction.summary_record import RECENT, SummaryRecord
 from ctxkeep.daemon.context.content import prompt_content
 from ctxkeep.daemon.context.parts import Parts
 from ctxkeep.daemon.context.prompt import checkpoint_heading
@@ -72,6 +71,11 @@ class Checkpointer:
     """Level 3: checkpoints made, the user's share summarized, checkpoints aged."""
 
     parts: Parts
+    #: How each model's summaries fared: whether the next is worth asking for.
+    summaries: SummaryRecord = field(default_factory=SummaryRecord)
+
+    def _cost(self, model: str) -> summary_check.Cost:
+        return lambda text: self.parts.estimator.text(model, text)
 
     async def checkpoint(self, view: View, budget: Budget, preserved: set[int], keep_recent: int,
                          extra: bool, progress: Progress = lambda *_: None, least: int = 0) -> Change | str:
@@ -89,14 +93,12 @@ class Checkpointer:
         checkpoints = list(context.checkpoints)
         notes: list[str] = []
         warnings: list[tuple[str, str]] = []
-        summaries = set(context.file_summaries)
         gone: set[int] = set()
-        # one checkpoint, one summary call: the older answers with the user's earliest
-        # messages among them, as they were said (each call makes the model read anew)
+        # one checkpoint, one summary call (each makes the model read anew): the older answers
         group = sorted(older + users, key=lambda m: m.seq)
         if group:
             transcript = await asyncio.to_thread(  # a big import's first pass: off the event loop
-                self._transcript, view, group, summaries, summarizer)
+                self._transcript, view, group, set(context.file_summaries), summarizer)
             worth = transcript[1] - self._summary_cost(session.model, group, bool(users), transcript[1],
                                                        summarizer, budget)
             if least and worth < least:
@@ -149,8 +151,9 @@ class Checkpointer:
         chunks, original = transcript
         source = "".join(chunks)
         text, tokens = "", 0
-        if not self.parts.summaries.worth(summarizer.model, "summary"):
-            text, tokens = self._extractive(session.model, source, "", fact_check.everything(source), room)
+        if not self.summaries.worth(summarizer.model, "summary"):
+            text, tokens = summary_check.extractive(source, "", fact_check.everything(source), room,
+                                                    self._cost(session.model))
             if text:
                 how.append(f"the checkpoint is made of the conversation's own sentences ({summarizer.model}'s "
                            f"last {RECENT} summaries lost what they replaced)")
@@ -161,9 +164,11 @@ class Checkpointer:
                          "its messages as they are now" if summarizer.served else "the model's server holds no turn of it")
             text, tokens = await summarizer.summarize(chunks, system, at_most(instructions, room), progress, room=room,
                                                       opening=opening)
-            text, tokens = await self._checked(session, summarizer.model, source, text, tokens, room, lambda asked: summarizer.summarize(
-                chunks, system, at_most("\n\n".join(filter(None, [instructions, asked])), room), progress, room=room,
-                opening=opening))
+            text, tokens = await summary_check.checked(
+                self.summaries, summarizer.model, source, text, tokens, room, self._cost(session.model),
+                lambda asked: summarizer.summarize(chunks, system, at_most("\n\n".join(
+                    filter(None, [instructions, asked])), room), progress, room=room, opening=opening),
+                f"session={session.id} ")
         ran = tool_lines(group)
         if ran:  # every tool exchange as one line, whatever the summary kept of it
             block = "Tools run:\n" + "\n".join(ran)
@@ -176,34 +181,6 @@ class Checkpointer:
             key_decisions=[d.description for d in context.goals.decisions if d.locked],
             files=sorted({f.path for m in group for f in m.files if not f.error}),
             next_steps=list(context.goals.next_steps), created=time.time(), of_user=of_user)
-
-    async def _checked(self, session: SessionRecord, model: str, source: str, text: str, tokens: int, room: int,
-                       again: Callable[[str], Awaitable[tuple[str, int]]]) -> tuple[str, int]:
-        """The summary of `source`, checked before it is kept (fact_check.py): one that drops
-        its names, numbers, dates or decisions, or is not about it, is asked `again` once with
-        what it dropped named (unless the model's last second tries all failed too:
-        summary_record.py); failing again, the source's own sentences that carry them stand
-        in for it (with the summary, where it is about its source)."""
-        record = self.parts.summaries  # by the model that writes the summaries
-        verdict = fact_check.check(source, text)
-        if not verdict.good and record.worth(model, "again"):
-            log.info("session=%s a checkpoint asked again: %s", session.id, verdict.why())
-            text, tokens = await again(fact_check.asking_for(verdict.missing))
-            verdict = fact_check.check(source, text)
-            record.add(model, "again", verdict.good)
-        elif not verdict.good:
-            log.info("session=%s a checkpoint not asked again (%s's last %d second tries failed too): %s",
-                     session.id, model, RECENT, verdict.why())
-        record.add(model, "summary", verdict.good)
-        return (text, tokens) if verdict.good else self._extractive(session.model, source, text, verdict, room)
-
-    def _extractive(self, model: str, source: str, text: str, verdict: fact_check.Verdict,
-                    room: int) -> tuple[str, int]:
-        """The source's own sentences that carry what the summary lost (fact_check.extractive)."""
-        cost = lambda t: self.parts.estimator.text(model, t)
-        made = fact_check.extractive(source, text, verdict.missing, room, cost)
-        log.info("a checkpoint made of its source's sentences: %s", verdict.why())
-        return made, cost(made)
 
     def _summary_cost(self, model: str, group: list[MessageRecord], of_user: bool, original: int,
                       summarizer: Summarizer, budget: Budget) -> int:
@@ -288,7 +265,7 @@ class Checkpointer:
         is larger (or `force`d); `shown`: where the last turn's system message shows it."""
         if c.current_tokens <= target and not force:
             return msgspec.structs.replace(c, age=age)
-        record, model = self.parts.summaries, summarizer.model
+        record, model = self.summaries, summarizer.model
         # a model whose summaries lost what they replaced is not trusted to shorten one either
         if not record.failing(model, "summary") and record.worth(model, "aging"):
             text, tokens = await summarizer.call(
@@ -300,7 +277,8 @@ class Checkpointer:
                      "shortenings failed their check)", model, RECENT)
             on_topic = False
         if not on_topic:  # junk: the summary's own sentences instead, those with its facts first
-            text, tokens = self._extractive(model, c.summary, "", fact_check.everything(c.summary), target)
+            text, tokens = summary_check.extractive(c.summary, "", fact_check.everything(c.summary), target,
+                                                    self._cost(model))
         if tokens >= c.current_tokens:  # no gain: keep the longer one rather than lose detail
             return msgspec.structs.replace(c, age=age)
         return msgspec.structs.replace(c, age=age, summary=text, current_tokens=tokens,

@@ -115,7 +115,10 @@ def everything(source: str) -> Verdict:
 
 
 def asking_for(missing: tuple[str, ...]) -> str:
-    """The instruction of a second try: what it must keep, as said."""
+    """The instruction of a second try: what it must keep, as said (or, where it lost
+    nothing but was about something else, to stay with what was said)."""
+    if not missing:
+        return "Write only about what the conversation says, in its own words."
     shown = [m.removeprefix("decision: ") + " (a decision)" if m.startswith("decision: ") else m for m in missing]
     return "Keep these exactly as they were said: " + "; ".join(shown) + "."
 

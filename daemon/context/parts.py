@@ -3,7 +3,6 @@
 from dataclasses import dataclass, field
 
 from ctxkeep.daemon.backends.protocol import ModelBackend
-from ctxkeep.daemon.compaction.summary_record import SummaryRecord
 from ctxkeep.daemon.config import Config
 from ctxkeep.daemon.context.announce import Announcer
 from ctxkeep.daemon.context.estimator import Estimator
@@ -18,8 +17,7 @@ class Parts:
     """The parts every worker of the engine (a turn, a compaction) uses: the store, the
     event bus, the model backend, the configuration, the token estimator, the
     announcer that tells clients a session changed, each model's measured speeds, and the
-    prompt each model's server read last (a summary may continue it), and how each model's
-    summaries fared against the fact check (whether the next is worth asking for)."""
+    prompt each model's server read last (a summary may continue it)."""
 
     store: Store
     bus: EventBus
@@ -29,4 +27,3 @@ class Parts:
     announcer: Announcer
     speeds: Speeds = field(default_factory=Speeds)
     served: LastPrompts = field(default_factory=LastPrompts)
-    summaries: SummaryRecord = field(default_factory=SummaryRecord)

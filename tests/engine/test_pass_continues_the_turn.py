@@ -26,8 +26,10 @@ def chat(tmp_path, kind: str, words: int = 40, **config) -> tuple[list[dict], In
     standin = OllamaStandin() if kind == "ollama" else OpenAIStandin(n_ctx=2048)
 
     def reply(messages):
-        if messages[-1]["content"].startswith(HEADERS[0]):  # checkpoints long enough to age
-            return "Summary: " + " ".join(f"fact{len(messages)}x{i}" for i in range(words))
+        if messages[-1]["content"].startswith(HEADERS[0]):  # checkpoints long enough to age, of what was said
+            said = [w for m in messages[:-1] if m["role"] != "system" for w in m["content"].split()]
+            steps = dict.fromkeys(w for w in said if w.isdigit())  # the facts a summary keeps
+            return "Summary: steps " + " ".join([*steps, *said[:words]])
         if messages[-1]["content"].startswith(HEADERS):
             return "Summary: the user and the assistant discussed the plan."
         return " ".join(f"detail{len(messages)}x{i}" for i in range(80))

@@ -18,6 +18,7 @@ class Writer:
 
     #: No turn of the session its model's server holds (each call on its own).
     served = None
+    model = "small"
 
     def __init__(self) -> None:
         self.calls: list[int] = []

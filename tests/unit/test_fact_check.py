@@ -82,3 +82,10 @@ def test_the_word_that_opens_a_speakers_line_is_no_name():
     found = fact_check.items("User: Turn 17: tell me about Paris.\n\nUser: Sure, ask Maria.")
     assert "Turn" not in found and "Sure" not in found
     assert {"Paris", "Maria", "17"} <= set(found)
+
+
+def test_a_second_try_for_a_summary_about_something_else_names_no_empty_list():
+    verdict = fact_check.check("User: we repainted the kitchen.", "The model is a model of the world.")
+    assert not verdict.missing and not verdict.on_topic
+    asked = fact_check.asking_for(verdict.missing)
+    assert "Keep these" not in asked and "what the conversation says" in asked
