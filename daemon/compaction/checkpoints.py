@@ -2,7 +2,7 @@
 summary, their files as outlines) — with the user's own oldest messages among them when
 those alone pass half the budget, in one summary call — after the existing checkpoints, which
 age — recent, old, ancient, merged — each step re-compressed smaller, once together they need
-the room (checkpoint_sizes.py)."""
+the room (aging.py)."""
 
 import asyncio
 import logging
@@ -13,12 +13,11 @@ from dataclasses import dataclass, field
 
 import msgspec
 
-from ctxkeep.daemon.compaction import fact_check, summary_check
-from ctxkeep.daemon.compaction.checkpoint_sizes import aging_frees, at_most, crowded, summary_room, target
+from ctxkeep.daemon.compaction import aging, fact_check, summary_check
+from ctxkeep.daemon.compaction.checkpoint_sizes import aging_frees, at_most, crowded, summary_room
 from ctxkeep.daemon.compaction.chunks import chunk_lines
-from ctxkeep.daemon.compaction.planner import AGES, Change, last, outline_line, tool_lines
+from ctxkeep.daemon.compaction.planner import Change, last, outline_line, tool_lines
 from ctxkeep.daemon.compaction.prompts import (
-    AGE_SYSTEM,
     CHECKPOINT_SYSTEM,
     CHECKPOINT_WITH_USER_SYSTEM,
     USER_SUMMARY_SYSTEM,
@@ -28,7 +27,6 @@ from ctxkeep.daemon.compaction.summary_record import RECENT, SummaryRecord
 from ctxkeep.daemon.context.content import prompt_content
 from ctxkeep.daemon.context.parts import Parts
 from ctxkeep.daemon.context.prompt import checkpoint_heading
-from ctxkeep.daemon.context.served import Served
 from ctxkeep.daemon.context.usage import Budget
 from ctxkeep.daemon.store.context_records import ActiveContext, Checkpoint
 from ctxkeep.daemon.store.records import MessageRecord, SessionRecord, View
@@ -52,18 +50,6 @@ def user_note(users: list[MessageRecord]) -> str:
         f"{len(users)} of your earliest messages (#{users[0].seq}–#{users[-1].seq}) are"
     return (f"{what} now kept as a summary, not word for word: your own messages passed half of the conversation's "
             "budget. `ctxkeep undo` puts them back; a larger num_ctx keeps more of them verbatim.")
-
-
-def shown_in(served: Served | None, checkpoints: list[Checkpoint]) -> str:
-    """Where the last turn's system message shows each of `checkpoints` as it is now, in
-    words a model finds it by ("" where one is not shown so: its summary is then quoted)."""
-    shown = {(c.id, c.summary): c for c in served.view.context.checkpoints} if served else {}
-    found = [shown.get((c.id, c.summary)) for c in checkpoints]
-    if not checkpoints or None in found:
-        return ""
-    headings = " and ".join(f"\u201c{checkpoint_heading(c.age, c.first_seq, c.last_seq, c.of_user)}\u201d"
-                            for c in found if c is not None)
-    return f"the {'summaries' if len(found) > 1 else 'summary'} under {headings} at the start of the conversation above."
 
 
 @dataclass
@@ -232,54 +218,5 @@ class Checkpointer:
 
     async def _age(self, checkpoints: list[Checkpoint], budget: Budget, summarizer: Summarizer,
                    instructions: str) -> list[Checkpoint]:
-        """Each existing checkpoint one age older, re-compressed to that age's size; the
-        ancient ones merged into one. Verbatim checkpoints (older stores) stay as they are."""
-        aged = []
-        for c in checkpoints:
-            if c.verbatim:
-                aged.append(c)
-                continue
-            age = AGES[min(AGES.index(c.age) + 1, len(AGES) - 1)]
-            aged.append(await self._shrink(c, age, target(budget, age), summarizer, instructions,
-                                           shown=shown_in(summarizer.served, [c])))
-        ancient = [c for c in aged if c.age in ("ancient", "merged") and not c.verbatim]
-        if len(ancient) > 1:
-            merged = Checkpoint(
-                id=secrets.token_hex(4), age="merged", first_seq=ancient[0].first_seq,
-                last_seq=ancient[-1].last_seq, summary="\n\n".join(c.summary for c in ancient),
-                original_tokens=sum(c.original_tokens for c in ancient),
-                current_tokens=sum(c.current_tokens for c in ancient),
-                compressions=max(c.compressions for c in ancient),
-                key_decisions=sorted({d for c in ancient for d in c.key_decisions}),
-                files=sorted({f for c in ancient for f in c.files}),
-                next_steps=ancient[-1].next_steps, created=ancient[0].created,
-                of_user=any(c.of_user for c in ancient))
-            merged = await self._shrink(merged, "merged", target(budget, "merged"), summarizer, instructions,
-                                        force=True, shown=shown_in(summarizer.served, ancient))
-            aged = [merged] + [c for c in aged if c not in ancient]
-        return aged
-
-    async def _shrink(self, c: Checkpoint, age: str, target: int, summarizer: Summarizer,
-                      instructions: str, force: bool = False, shown: str = "") -> Checkpoint:
-        """`c` as a checkpoint of `age`, its summary re-compressed to `target` tokens where it
-        is larger (or `force`d); `shown`: where the last turn's system message shows it."""
-        if c.current_tokens <= target and not force:
-            return msgspec.structs.replace(c, age=age)
-        record, model = self.summaries, summarizer.model
-        # a model whose summaries lost what they replaced is not trusted to shorten one either
-        if not record.failing(model, "summary") and record.worth(model, "aging"):
-            text, tokens = await summarizer.call(
-                AGE_SYSTEM, at_most(instructions, target), c.summary,
-                "Summary to shorten:", room=target, shown=shown)
-            record.add(model, "aging", on_topic := fact_check.about(c.summary, text))
-        else:
-            log.info("a checkpoint shortened to its sentences that carry its facts (%s's last %d summaries or "
-                     "shortenings failed their check)", model, RECENT)
-            on_topic = False
-        if not on_topic:  # junk: the summary's own sentences instead, those with its facts first
-            text, tokens = summary_check.extractive(c.summary, "", fact_check.everything(c.summary), target,
-                                                    self._cost(model))
-        if tokens >= c.current_tokens:  # no gain: keep the longer one rather than lose detail
-            return msgspec.structs.replace(c, age=age)
-        return msgspec.structs.replace(c, age=age, summary=text, current_tokens=tokens,
-                                       compressions=c.compressions + 1)
+        return await aging.age(checkpoints, budget, summarizer, instructions, self.summaries,
+                               self._cost(summarizer.model))

@@ -140,7 +140,7 @@ def test_a_checkpoint_after_its_messages_is_one_call(tmp_path):
 def test_an_aging_names_the_checkpoints_the_system_message_shows_as_they_are():
     import msgspec
 
-    from ctxkeep.daemon.compaction.checkpoints import shown_in
+    from ctxkeep.daemon.compaction.aging import shown_in
     from ctxkeep.daemon.store.context_records import Checkpoint
     recent = Checkpoint(id="a", first_seq=0, last_seq=5, summary="they planned the garden", original_tokens=90,
                         current_tokens=9)
