@@ -30,8 +30,10 @@ class RecallConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         "speed on this machine: the recalled block is new text every turn, read whole, and the "
         "last turn's block makes the server read that turn's answer again (the block keeps at "
         "least half). On a CPU it bounds the block (Gemma 3 270M on 2 cores: "
-        "~1 s is ~200 tokens); on a GPU it is no bound. 0 = no bound (nor before the model's "
-        "speed is measured).")] = 1.0
+        "~1 s is ~200 tokens); on a GPU it is no bound. It never leaves less than the best "
+        "exchange found, or the best three passages for a message about the user's past "
+        "(\"what is my locker code?\"). 0 = no bound (nor before the model's speed is "
+        "measured).")] = 1.0
     recall_embed_wait_ms: Annotated[float, Meta(ge=0, le=10_000), described(
         "How long a turn waits for the embedding of its new message before recalling by words "
         "alone (passages are embedded in the background; a turn never waits for those).")] = 50.0

@@ -22,6 +22,7 @@ from ctxkeep.daemon.recall.recalled import NONE as NO_RECALL
 from ctxkeep.daemon.recall.recalled import Recall
 from ctxkeep.daemon.recall.recaller import Recaller
 from ctxkeep.daemon.recall.room import KEPT_MESSAGES, NOTHING, REACH_SHARE, Movable, bounded, movable
+from ctxkeep.daemon.retrieval import select
 from ctxkeep.daemon.store.prompt_count import Anchor
 from ctxkeep.daemon.store.records import MessageRecord, SessionRecord, View
 from ctxkeep.daemon.tokens import text_features
@@ -34,8 +35,17 @@ log = logging.getLogger("ctxkeep.daemon.turns.generation")
 
 #: The fewest tokens a continue may still write.
 MIN_CONTINUATION = 16
-#: The reading bound never takes recall below this many of its passages (their mean size).
+#: The reading bound never takes recall below this many of its passages (their mean size)
+#: for a message that speaks of the user's past ("what is my locker code?"), and below
+#: about its best exchange for any other (a new request on an old topic: every passage more
+#: is read anew each turn, and the next turn reads this one's answer again).
 READ_FLOOR = 3
+READ_FLOOR_OTHER = 2
+
+
+def read_floor(message: str) -> int:
+    """The fewest passages the reading bound leaves a turn whose new message is `message`."""
+    return READ_FLOOR if select.about_the_past(message) else READ_FLOOR_OTHER
 
 
 def displaced_by_recall(view: View, estimator: Estimator) -> int:
@@ -222,7 +232,7 @@ class Preparer:
                         moving: Movable = NOTHING) -> tuple[Recall, Estimate]:
         """Recall within the room the prompt leaves (and the room of `moving`), bounded by
         the reading speed (`recall_read_seconds`) but never below its best few passages
-        (READ_FLOOR); a cut is said in the recall (`found`, `cut`)."""
+        (`read_floor`); a cut is said in the recall (`found`, `cut`)."""
         session = view.session
         estimator, config = self.parts.estimator, self.parts.config
         slow = self.parts.announcer.recall_read(session.model)  # new text every turn, read whole
@@ -238,7 +248,8 @@ class Preparer:
         found, recall = await self._fitted(view, user, features, estimate, room, whole, bounded(moving, reach - room))
         if slow is None or found.tokens <= slow or not found.block:
             return found, recall
-        least = min(room, max(slow, READ_FLOOR * found.tokens // max(1, len(found.passages) + len(found.remembered))))
+        found_passages = max(1, len(found.passages) + len(found.remembered))
+        least = min(room, max(slow, read_floor(user.content) * found.tokens // found_passages))
         kept, with_kept = await self._fitted(view, user, features, estimate, least, least,
                                              bounded(moving, max(0, least - room)))
         cut = (f"the reading bound (recall_read_seconds = {config.recall_read_seconds:g}: ~{slow:,} tokens at "

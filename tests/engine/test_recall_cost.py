@@ -4,11 +4,12 @@ on 2 CPU cores recall's ~740 tokens were half of every turn's time)."""
 
 import asyncio
 import random
+import statistics
 
 from ctxkeep.daemon.backends.protocol import ChatChunk
 from ctxkeep.daemon.config import Config
 from ctxkeep.daemon.context.usage import measure
-from ctxkeep.daemon.turns.prepare import READ_FLOOR
+from ctxkeep.daemon.turns.prepare import READ_FLOOR, READ_FLOOR_OTHER
 from ctxkeep.protocol import requests
 from ctxkeep.protocol.events import GenerationRecalled
 from inprocess import InProcess
@@ -36,9 +37,9 @@ def test_the_bound_is_the_models_reading_speed_times_the_setting(tmp_path):
     app.close()
 
 
-def chat(tmp_path, ns_per_read: int, seconds: float) -> tuple[InProcess, MemoryBackend]:
+def chat(tmp_path, ns_per_read: int, seconds: float, then: str = "") -> tuple[InProcess, MemoryBackend]:
     """A 60-turn chat whose questions come back to earlier topics, the model reading at
-    1e9 / ns_per_read tokens a second."""
+    1e9 / ns_per_read tokens a second; `then`, a last message."""
     rng = random.Random(5)
     backend = MemoryBackend(reply=lambda m: " ".join(rng.choice(["fine", "noted", "sure", "idea"]) for _ in range(40)))
     backend.ns_per_read = ns_per_read
@@ -50,14 +51,16 @@ def chat(tmp_path, ns_per_read: int, seconds: float) -> tuple[InProcess, MemoryB
             topic = rng.choice(TOPICS)
             await app.call(requests.Send(session=sid, text=f"Turn {t}: one short thing about {topic}, please."))
             await app.services.jobs.drain(30)
+        if then:
+            await app.call(requests.Send(session=sid, text=then))
     asyncio.run(go())
     app.close()
     return app, backend
 
 
-def recalled(tmp_path, ns_per_read: int, seconds: float) -> list[GenerationRecalled]:
+def recalled(tmp_path, ns_per_read: int, seconds: float, then: str = "") -> list[GenerationRecalled]:
     """The recall events over `chat`."""
-    app, _ = chat(tmp_path, ns_per_read, seconds)
+    app, _ = chat(tmp_path, ns_per_read, seconds, then)
     return [e for e in app.bus.seen if isinstance(e, GenerationRecalled)]
 
 
@@ -74,6 +77,20 @@ def test_a_slow_models_recalled_block_is_what_it_reads_in_the_time_allowed(tmp_p
         assert bool(e.cut) == (e.found_tokens > e.tokens), e
         if e.cut:
             assert "reading bound" in e.cut and f"{e.found_tokens:,} tokens found" in e.cut
+
+
+def test_past_the_bound_a_new_request_keeps_its_best_passage_and_a_question_of_the_past_its_best_few(tmp_path):
+    """Where the bound cuts, a request that does not speak of the user's past (a new
+    request on an old topic) keeps about its best exchange (READ_FLOOR_OTHER passages'
+    worth), not its best few: every passage more is read anew each turn. A question of the
+    user's past keeps its best READ_FLOOR."""
+    past = "What did I tell you about the kitchen shelves and the garden and the budget?"
+    slow = recalled(tmp_path, ns_per_read=50_000_000, seconds=1.0, then=past)  # 20 tokens/s: below a passage
+    *chatter, asked = slow
+    cut = [e for e in chatter if e.cut]
+    assert len(cut) >= 10, chatter
+    assert statistics.median(len(e.recalled) for e in cut) <= READ_FLOOR_OTHER, cut  # its best exchange
+    assert asked.cut and len(asked.recalled) >= READ_FLOOR, asked
 
 
 def test_the_reading_bound_never_leaves_recall_with_nothing(tmp_path):
