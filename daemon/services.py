@@ -10,6 +10,7 @@ from ctxkeep.daemon.compaction.automatic import AutoCompactor
 from ctxkeep.daemon.compaction.checkpoints import Checkpointer
 from ctxkeep.daemon.compaction.levels import LevelRunner
 from ctxkeep.daemon.compaction.manual import Compactor
+from ctxkeep.daemon.compaction.summary_record import SummaryRecord
 from ctxkeep.daemon.config import Config
 from ctxkeep.daemon.context.announce import Announcer
 from ctxkeep.daemon.context.estimator import Estimator
@@ -63,6 +64,8 @@ class Services:
     #: Memory across sessions: what recall brings from the user's other sessions, and
     #: `memory.search`'s answers.
     memory: Memory
+    #: How each model's summaries fared against the fact check (what `status` says of them).
+    summaries: SummaryRecord
 
 
 def build(config: Config, store: Store, bus: EventBus, backend: ModelBackend,
@@ -76,7 +79,8 @@ def build(config: Config, store: Store, bus: EventBus, backend: ModelBackend,
     jobs.watch_busy(announcer.busy_changed)  # the announcer says when a session is busy
     parts = Parts(store, bus, backend, config, estimator, announcer, speeds)
     applier = Applier(parts)
-    auto = AutoCompactor(parts, LevelRunner(parts, applier, Checkpointer(parts)))
+    summaries = SummaryRecord()
+    auto = AutoCompactor(parts, LevelRunner(parts, applier, Checkpointer(parts, summaries)))
     giving_way = GivingWay()  # background embedding waits while turns start
     embedder = Embedder(store, backend, lambda: config.embed_model, lambda: config.embed_builtin, giving_way)
     memory = Memory(store, embedder, config)
@@ -90,4 +94,4 @@ def build(config: Config, store: Store, bus: EventBus, backend: ModelBackend,
                     listing=SessionListing(store, jobs.busy_sessions),
                     status=status, stopping=stopping,
                     config_path=config_path or paths.config_path(), files=FileReader(),
-                    speeds=parts.speeds, recaller=recaller, memory=memory)
+                    speeds=parts.speeds, recaller=recaller, memory=memory, summaries=summaries)

@@ -26,6 +26,7 @@ from .structs import (
     FileUse,
     MessageInfo,
     ModelSpeed,
+    ModelSummaries,
     OllamaStatus,
     Segments,
     SessionInfo,
@@ -44,7 +45,7 @@ def _frame(direction: str, frames: list[str]) -> list[str]:
 #: The record types the document describes after the replies and events.
 RECORDS = (SessionInfo, MessageInfo, ToolSpec, FunctionSpec, ToolCall, FunctionCall, ToolResult, AttachedFile,
            FileUse, Usage, Segments, Goals, GoalCheckpoint, Decision, GoalsInput, CheckpointInfo, SnapshotInfo,
-           DaemonStatus, OllamaStatus, BackendStatus, ModelSpeed, replies.PromptPart)
+           DaemonStatus, OllamaStatus, BackendStatus, ModelSpeed, ModelSummaries, replies.PromptPart)
 
 
 def render_markdown() -> str:

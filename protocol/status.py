@@ -18,6 +18,14 @@ class ModelSpeed(msgspec.Struct, kw_only=True):
     recall_tokens: int = 0
 
 
+class ModelSummaries(msgspec.Struct, kw_only=True):
+    """A model whose summaries are not asked for as usual: the last ones it wrote lost what
+    they replaced (names, numbers, dates), and what stands in for them now."""
+
+    model: str
+    note: str
+
+
 class DaemonStatus(msgspec.Struct, kw_only=True):
     """The daemon as a whole."""
 
@@ -52,3 +60,6 @@ class DaemonStatus(msgspec.Struct, kw_only=True):
     #: How fast each model answered on this machine since the daemon started (from the
     #: servers' timings): what compactions and waits are predicted from.
     speeds: list[ModelSpeed] = []
+    #: The models whose summaries failed the fact check often enough that they are no
+    #: longer asked as usual (since the daemon started).
+    summaries: list[ModelSummaries] = []

@@ -15,6 +15,7 @@ from .servers import ModelInfo as ModelInfo
 from .servers import OllamaStatus as OllamaStatus
 from .status import DaemonStatus as DaemonStatus  # re-exported
 from .status import ModelSpeed as ModelSpeed
+from .status import ModelSummaries as ModelSummaries
 from .tools import ToolCall, ToolResult, ToolSpec
 
 Role = Literal["system", "user", "assistant", "tool"]

@@ -60,5 +60,18 @@ class SummaryRecord:
 
     def failing(self, model: str, kind: str) -> bool:
         """Whether the last RECENT tries of `kind` all failed (what a skipped try is told by)."""
-        outcomes = self.tries[(model, kind)].outcomes
-        return len(outcomes) == RECENT and not any(outcomes)
+        tries = self.tries.get((model, kind))
+        return tries is not None and len(tries.outcomes) == RECENT and not any(tries.outcomes)
+
+    def notes(self) -> dict[str, str]:
+        """What `status` says of each model whose summaries are not asked as usual, and why."""
+        out = {}
+        for model in sorted({m for m, _ in self.tries}):
+            if self.failing(model, "summary"):
+                out[model] = (f"its last {RECENT} summaries lost what they replaced: checkpoints are made of "
+                              f"the conversation's own sentences, and age to them (one summary in "
+                              f"{PROBE_EVERY} is still asked)")
+            elif self.failing(model, "again"):
+                out[model] = (f"its last {RECENT} second tries lost facts again: a summary that drops facts is "
+                              "replaced by the conversation's own sentences at once")
+        return out

@@ -275,6 +275,6 @@ class Daemon:
             recall=self.services.recaller.status(),
             http_socket=str(self.front_door.socket_path), http_url=self.front_door.url,
             http_auth="token" if self.front_door.token else "none",
-            speeds=report.model_speeds(self.services))
+            speeds=report.model_speeds(self.services), summaries=report.model_summaries(self.services))
 
     # -- requests ---------------------------------------------------------------

@@ -1,10 +1,11 @@
 """What the daemon says of itself beside its status: the line systemd shows, whether the
-default model is installed, and each model's measured speeds (daemon.py assembles them)."""
+default model is installed, each model's measured speeds, and the models whose summaries
+are not asked for as usual (daemon.py assembles them)."""
 
 from ctxkeep.daemon.backends.facts import same_model
 from ctxkeep.daemon.backends.hosts import Hosts
 from ctxkeep.daemon.services import Services
-from ctxkeep.protocol.structs import ModelSpeed
+from ctxkeep.protocol.structs import ModelSpeed, ModelSummaries
 
 
 def status_line(sessions: int, backend: Hosts) -> str:
@@ -25,6 +26,11 @@ def default_installed(backend: Hosts, default_model: str) -> bool | None:
     if backend.listed is None:
         return None
     return any(same_model(name, default_model) for name in backend.listed)
+
+
+def model_summaries(services: Services) -> list[ModelSummaries]:
+    """The models whose summaries are not asked for as usual, and what stands in."""
+    return [ModelSummaries(model=m, note=n) for m, n in services.summaries.notes().items()]
 
 
 def model_speeds(services: Services) -> list[ModelSpeed]:

@@ -93,7 +93,7 @@ def test_a_model_whose_second_tries_keep_failing_is_asked_once(tmp_path):
 def test_a_model_whose_summaries_keep_failing_is_not_asked_for_one(tmp_path):
     """Three checkpoints whose summaries failed both tries: the next are made of the user's
     own sentences without a summary call (one in four asked, to see if that still holds),
-    the compaction says so, and the facts are in them; checkpoints age to their sentences
+    the compaction and `status` say so, and the facts are in them; checkpoints age to their sentences
     that carry facts, without asking the model to shorten them."""
     calls: list[str] = []
 
@@ -116,6 +116,7 @@ def test_a_model_whose_summaries_keep_failing_is_not_asked_for_one(tmp_path):
     app.close()
     held = "\n".join(c.summary for c in context.checkpoints)
     assert "model of the world" not in held
+    assert "own sentences" in app.services.summaries.notes()[MODEL]  # what `status` says of the model
     newest = max(context.checkpoints, key=lambda c: c.last_seq)
     assert "locker" in newest.summary and any(str(1000 + n) in newest.summary for n in range(60))
     assert any("conversation's own sentences" in s for s in said), said

@@ -33,3 +33,19 @@ def test_a_try_is_skipped_only_after_recent_failures_in_a_row(outcomes):
         record.add("m", "first", good)
     tail = outcomes[-RECENT:]
     assert record.worth("m", "first") == (len(tail) < RECENT or any(tail))
+
+
+def test_status_names_the_models_whose_summaries_are_not_asked_as_usual_and_what_stands_in():
+    record = SummaryRecord()
+    assert record.notes() == {}
+    for _ in range(RECENT):
+        record.add("small", "summary", False)
+        record.add("mid", "again", False)
+        record.add("fine", "summary", True)
+    record.add("fine", "again", False)  # one failure is no verdict
+    notes = record.notes()
+    assert set(notes) == {"small", "mid"}
+    assert "own sentences" in notes["small"] and f"one summary in {PROBE_EVERY}" in notes["small"]
+    assert "second tries" in notes["mid"]
+    record.add("small", "summary", True)  # a good one: asked as usual again
+    assert set(record.notes()) == {"mid"}
