@@ -48,8 +48,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"  recall    {s.recall}")
     for i, m in enumerate(s.speeds):  # measured since the daemon started
         print(f"  {'speeds' if i == 0 else '':8}  {speed_line(m)}")
-    for i, m in enumerate(s.summaries):  # since the daemon started
-        print(f"  {'summary' if i == 0 else '':8}  {m.model}: {m.note}")
+    for i, said in enumerate(s.summaries):  # since the daemon started
+        print(f"  {'summary' if i == 0 else '':8}  {said.model}: {said.note}")
     several = len(s.backends) > 1 or any(b.kind != "ollama" or b.name != "ollama" for b in s.backends)
     if several:
         for i, b in enumerate(s.backends):
