@@ -79,7 +79,7 @@ def test_a_slow_models_recalled_block_is_what_it_reads_in_the_time_allowed(tmp_p
             assert "reading bound" in e.cut and f"{e.found_tokens:,} tokens found" in e.cut
 
 
-def test_past_the_bound_a_new_request_keeps_its_best_passage_and_a_question_of_the_past_its_best_few(tmp_path):
+def test_past_the_bound_a_new_request_keeps_its_best_exchange_and_a_question_of_the_past_its_best_few(tmp_path):
     """Where the bound cuts, a request that does not speak of the user's past (a new
     request on an old topic) keeps about its best exchange (READ_FLOOR_OTHER passages'
     worth), not its best few: every passage more is read anew each turn. A question of the
