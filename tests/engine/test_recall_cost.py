@@ -9,7 +9,7 @@ import statistics
 from ctxkeep.daemon.backends.protocol import ChatChunk
 from ctxkeep.daemon.config import Config
 from ctxkeep.daemon.context.usage import measure
-from ctxkeep.daemon.turns.prepare import READ_FLOOR, READ_FLOOR_OTHER
+from ctxkeep.daemon.turns.turn_recall import READ_FLOOR, READ_FLOOR_OTHER
 from ctxkeep.protocol import requests
 from ctxkeep.protocol.events import GenerationRecalled
 from inprocess import InProcess
