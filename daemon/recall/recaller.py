@@ -93,10 +93,12 @@ class Recaller:
             return "off (recall = false in config.toml)"
         model = self.embedder.current()
         server = self.config.embed_model
-        why = (f"the embedding model {server} is not available" if server and self.embedder.unavailable
-               else "no embed_model set" if not server else "")
+        missing = bool(server and self.embedder.unavailable)
+        why = ("no embed_model set" if not server else f"the embedding model {server} is not available"
+               if missing else self.embedder.server_out())
         if not model:
-            fix = f" (`ollama pull {server}` adds recall by meaning)" if server else ""
+            fix = (f" (`ollama pull {server}` adds recall by meaning)" if missing
+                   else " (start it: `ollama serve`)" if why and server else "")
             return f"by words only ({why}){fix}" if why else "by words only"
         behind = self.embedder.behind()
         waiting = f"; {behind:,} passages still to embed (recalled by words until then)" if behind else ""

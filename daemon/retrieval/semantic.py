@@ -145,7 +145,7 @@ class Embedder:
         """Who embeds now: the server's embedding model while it answers, else the built-in
         one (where allowed and installed), else none (recall by words alone)."""
         model = self.model()
-        if model and not self.unavailable:
+        if model and not self.server_out():
             if self._server is None or self._server.name != model:
                 self._server = ServerEncoder(self.backend, model)
             return self._server
@@ -154,6 +154,15 @@ class Embedder:
                 self._builtin = BuiltinEncoder()
             return self._builtin
         return None
+
+    def server_out(self) -> str:
+        """Why the server's embedding model cannot embed now, as far as is known without
+        asking it: a call failed (`unavailable`), or the model server is not reachable
+        ("" when neither; the built-in embedder stands in meanwhile)."""
+        if self.unavailable:
+            return self.unavailable
+        status = self.backend.status
+        return "" if status.reachable or not status.checked else "the model server is not reachable"
 
     def current(self) -> str:
         """The name of the encoder that embeds now ("" for none)."""

@@ -193,12 +193,16 @@ def test_reachability_follows_every_model_call(daemon_factory, standin):
             time.sleep(0.05)
         ollama = c.status().status.ollama
         assert ollama.checked and not ollama.reachable
+        # status says why recall ranks by words (the harness turns the built-in embedder off)
+        recall = c.status().status.recall
+        assert recall.startswith("by words only (the model server is not reachable) (start it"), recall
         standin.start(port=port)
         c.subscribe("")
         s = c.create_session(model=MODEL).session
         acc = c.send(s.id, "hello")
         until_idle(c, s.id, acc.generation_id)
         assert c.status().status.ollama.reachable  # at once, not at the next minute's check
+        assert c.status().status.recall.startswith("by words and meaning (nomic-embed-text)")
         # and its version, asked at once too (it said "reachable" with no version before)
         deadline = time.monotonic() + 5
         while not c.status().status.ollama.version and time.monotonic() < deadline:
