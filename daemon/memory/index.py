@@ -69,9 +69,12 @@ class MemoryIndex:
         self.allowed = np.zeros(0, dtype=bool)
         self.families = np.zeros(0, dtype=np.int64)
         self._family_numbers: dict[str, int] = {}
-        #: Passages of deleted sessions (kept until a rebuild; out of the words' statistics
-        #: once memory has them forgotten: `LexicalIndex.forget`).
+        #: Passages of deleted sessions (kept until a rebuild).
         self.dead = 0
+        #: Per passage id: left out of the words' statistics (`recount`), and (passages,
+        #: changes) when that was last worked out.
+        self.uncounted = bytearray()
+        self._counted_at: tuple[int, int] = (0, 0)
 
     @property
     def passages(self) -> list[Passage]:
@@ -122,6 +125,7 @@ class MemoryIndex:
             owner.pids[m.seq] = list(range(start, start + len(new)))
             self.owner_of.extend([owner.number] * len(new))
             self.hidden.extend([m.seq in owner.forgotten] * len(new))
+            self.uncounted.extend(bytes(len(new)))
             self.text_hash.extend(hash(p.text.strip()) for p in new)
 
     def _replaces(self, owner: Owner, m: MessageRecord) -> list[int]:
@@ -150,18 +154,40 @@ class MemoryIndex:
             self._secret_at = (len(self.passages), self.changes)
         return self._secret
 
-    def drop(self, session_id: str) -> list[Passage]:
-        """A deleted session: never recalled again (its passages stay until a rebuild).
-        Returns its passages, for the word statistics to forget (`LexicalIndex.forget`)."""
+    def drop(self, session_id: str) -> None:
+        """A deleted session: never recalled again (its passages stay until a rebuild, out
+        of the word statistics once `recount` is applied)."""
         owner = self.owners.pop(session_id, None)
         if owner is None:
-            return []
+            return
         self.allowed[owner.number] = False
         self.changes += 1
         self.by_number[owner.number] = None
-        pids = [pid for ids in owner.pids.values() for pid in ids]
-        self.dead += len(pids)
-        return [self.passages[pid] for pid in pids]
+        self.dead += sum(len(ids) for ids in owner.pids.values())
+
+    def recount(self) -> tuple[list[Passage], list[Passage]]:
+        """The passages to leave out of the word statistics now, and those to count again:
+        what memory may never bring back (a deleted, private or forgotten session's, a
+        forgotten message's, and copies of their texts elsewhere) must not make a word rare
+        or common either. Marked at once; the caller applies them (`LexicalIndex.forget`,
+        `unforget`: their terms read again, in a worker thread)."""
+        if self._counted_at == (len(self.passages), self.changes):
+            return [], []
+        self._counted_at = (len(self.passages), self.changes)
+        owners = np.frombuffer(self.owner_of, dtype=np.uint32)
+        out = ~self.allowed[owners]
+        for owner in filter(None, self.by_number):
+            out[[pid for seq in owner.forgotten for pid in owner.pids.get(seq, ())]] = True
+        hashes = np.frombuffer(self.text_hash, dtype=np.int64)
+        if out.any():
+            out |= np.isin(hashes, hashes[out])
+        was = np.frombuffer(self.uncounted, dtype=np.uint8) != 0
+        leaving, back = np.flatnonzero(out & ~was), np.flatnonzero(was & ~out)
+        for pid in leaving:
+            self.uncounted[pid] = 1
+        for pid in back:
+            self.uncounted[pid] = 0
+        return [self.passages[pid] for pid in leaving], [self.passages[pid] for pid in back]
 
     def _family_number(self, family: str) -> int:
         return self._family_numbers.setdefault(family, len(self._family_numbers) + 1)

@@ -88,21 +88,30 @@ class Memory:
         for session_id in list(self._dirty - self._catching_up):
             self._dirty.discard(session_id)
             inline -= self._catch_up(self.index, session_id, inline)
+        self._recount(self.index)
         return self.index
 
     def _drop(self, index: MemoryIndex, session_id: str) -> None:
         """A deleted session: never recalled again, and its passages out of the word
-        statistics (how telling a word is: a deleted chat must not make a word common or
-        rare), their terms read again in a worker thread."""
-        gone = index.drop(session_id)
-        if not gone:
+        statistics (`_recount`)."""
+        index.drop(session_id)
+        if not self.mutating:
+            self._recount(index)
+
+    def _recount(self, index: MemoryIndex) -> None:
+        """Leave what memory may not bring back out of the word statistics (how telling a
+        word is: a deleted, private or forgotten chat must not make a word common or rare),
+        and count what is shared again: their terms read again in a worker thread."""
+        leaving, back = index.recount()
+        if not leaving and not back:
             return
 
-        async def forget() -> None:
-            counted = await asyncio.to_thread(gone_of, gone)
-            if index is self.index:  # not rebuilt meanwhile (a rebuild reads no deleted session)
-                index.lexical.forget(counted)
-        task = asyncio.get_running_loop().create_task(forget(), name="memory-forget")
+        async def apply() -> None:
+            out, again = await asyncio.to_thread(lambda: (gone_of(leaving), gone_of(back)))
+            if index is self.index:  # not rebuilt meanwhile (a rebuild recounts its own)
+                index.lexical.forget(out)
+                index.lexical.unforget(again)
+        task = asyncio.get_running_loop().create_task(apply(), name="memory-recount")
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 

@@ -180,10 +180,17 @@ class LexicalIndex:
             self.next_seq = max(self.next_seq, p.seq + 1)
 
     def forget(self, gone: "Gone") -> None:
-        """Passages left out for good (`gone_of` them): no longer counted in the statistics."""
+        """Passages left out (`gone_of` them: deleted, private, forgotten): no longer counted
+        in the statistics."""
         self.gone.update(gone.terms)
         self.gone_passages += gone.passages
         self.gone_length += gone.length
+
+    def unforget(self, back: "Gone") -> None:
+        """Passages `forget` left out, counted again (a session shared again)."""
+        self.gone.subtract(back.terms)
+        self.gone_passages -= back.passages
+        self.gone_length -= back.length
 
     def live(self) -> int:
         """The passages that remain (all but those forgotten)."""

@@ -211,6 +211,41 @@ def test_a_deleted_sessions_words_leave_memorys_word_statistics(tmp_path):
     assert (before, after) == (2, 1) and live < indexed
 
 
+def test_private_and_forgotten_words_leave_memorys_word_statistics_until_shared_again(tmp_path):
+    """A private session's words, a forgotten message's, and a copy of one elsewhere make
+    no word rare or common in memory's ranking; shared again, they count again."""
+    async def settled(memory, want):
+        for _ in range(100):
+            await memory.ready()
+            if memory.index.lexical.df("glacier") == want:
+                break
+            await asyncio.sleep(0.02)
+        return memory.index.lexical.df("glacier")
+
+    async def scenario(app):
+        memory = app.services.memory
+        assert await memory.built(10)
+        shared, secret = await new(app, "shared"), await new(app, "secret")
+        await say(app, shared, SISTER)
+        await say(app, secret, "The glacier tour left at nine; the glacier was huge.")
+        copy = await new(app, "copy")
+        await say(app, copy, "The glacier tour left at nine; the glacier was huge.")
+        await say(app, await new(app, "asker"), "Hello!")  # memory reads them all
+        seen = [await settled(memory, 3)]
+        await app.call(requests.SetModel(session=secret, memory="private"))
+        seen.append(await settled(memory, 1))  # the private one and its copy
+        await app.call(requests.SetModel(session=secret, memory="all"))
+        seen.append(await settled(memory, 3))
+        await app.call(MemoryForget(session=shared, seqs=[0]))
+        seen.append(await settled(memory, 2))
+        await app.call(MemoryForget(session=shared, seqs=[0], undo=True))
+        seen.append(await settled(memory, 3))
+        lexical = memory.index.lexical
+        return seen, lexical.live(), len(lexical.passages)
+    seen, live, indexed = run(tmp_path, scenario)[0]
+    assert seen == [3, 1, 3, 2, 3] and live == indexed
+
+
 def test_a_finished_turns_messages_are_read_into_memory_before_the_next_turn(tmp_path):
     """What a turn stored is read into memory's index once the turn ends (no turn starting),
     so the next turn does not read it before its first token."""

@@ -208,7 +208,8 @@ def test_memory_answers_only_what_speaks_of_the_past():
        query=st.lists(st.sampled_from(FILLER), min_size=1, max_size=4))
 def test_forgotten_passages_leave_the_word_statistics_as_if_never_indexed(kept, deleted, query):
     """A deleted session's passages, forgotten, count in no term's rarity or weight: the
-    passages that remain rank and are judged rare exactly as in an index of them alone."""
+    passages that remain rank and are judged rare exactly as in an index of them alone;
+    counted again (a private session shared again), exactly as if never left out."""
     from ctxkeep.daemon.retrieval.lexical import LexicalIndex, gone_of
     alone, both = LexicalIndex(), LexicalIndex()
     mine = [_passage(i, " ".join(words)) for i, words in enumerate(kept)]
@@ -223,3 +224,9 @@ def test_forgotten_passages_leave_the_word_statistics_as_if_never_indexed(kept, 
     assert [pid for pid, _ in ours] == [pid for pid, _ in expected]
     assert np.allclose([s for _, s in ours], [s for _, s in expected])
     assert both.rare(asked, least=1) == alone.rare(asked, least=1)
+    everyone = LexicalIndex()  # counted again (shared again): as if never left out
+    everyone.add(mine + theirs)
+    both.unforget(gone_of(theirs))
+    again, whole = both.rank(asked, set(), 50), everyone.rank(asked, set(), 50)
+    assert [pid for pid, _ in again] == [pid for pid, _ in whole]
+    assert np.allclose([s for _, s in again], [s for _, s in whole])
