@@ -189,31 +189,10 @@ def test_a_large_import_is_read_into_memory_off_the_event_loop(tmp_path):
 
 
 
-def test_a_deleted_sessions_words_leave_memorys_word_statistics(tmp_path):
-    """Once a session is deleted, its passages count in no word's rarity: memory judges
-    what is telling by the chats that remain."""
-    async def scenario(app):
-        memory = app.services.memory
-        assert await memory.built(10)
-        kept, gone = await new(app, "kept"), await new(app, "gone")
-        await say(app, kept, SISTER)
-        await say(app, gone, "The glacier tour left at nine; the glacier was huge.")
-        await say(app, await new(app, "asker"), "Hello!")  # memory reads both
-        lexical = memory.index.lexical
-        before = lexical.df("glacier")
-        await app.call(requests.SessionDelete(session=gone))
-        for _ in range(100):
-            if lexical.gone_passages:
-                break
-            await asyncio.sleep(0.02)
-        return before, lexical.df("glacier"), lexical.live(), len(lexical.passages)
-    before, after, live, indexed = run(tmp_path, scenario)[0]
-    assert (before, after) == (2, 1) and live < indexed
-
-
-def test_private_and_forgotten_words_leave_memorys_word_statistics_until_shared_again(tmp_path):
-    """A private session's words, a forgotten message's, and a copy of one elsewhere make
-    no word rare or common in memory's ranking; shared again, they count again."""
+def test_private_forgotten_and_deleted_words_leave_memorys_word_statistics(tmp_path):
+    """A private session's words, a forgotten message's, a deleted session's, and a copy of
+    one elsewhere make no word rare or common in memory's ranking: memory judges what is
+    telling by the chats it may bring back; shared again, they count again."""
     async def settled(memory, want):
         for _ in range(100):
             await memory.ready()
@@ -241,9 +220,12 @@ def test_private_and_forgotten_words_leave_memorys_word_statistics_until_shared_
         await app.call(MemoryForget(session=shared, seqs=[0], undo=True))
         seen.append(await settled(memory, 3))
         lexical = memory.index.lexical
-        return seen, lexical.live(), len(lexical.passages)
-    seen, live, indexed = run(tmp_path, scenario)[0]
-    assert seen == [3, 1, 3, 2, 3] and live == indexed
+        shared_again = lexical.live() == len(lexical.passages)
+        await app.call(requests.SessionDelete(session=copy))  # its words are gone, copies too (as from recall)
+        seen.append(await settled(memory, 1))
+        return seen, shared_again, lexical.live() < len(lexical.passages)
+    seen, shared_again, deleted_left = run(tmp_path, scenario)[0]
+    assert seen == [3, 1, 3, 2, 3, 1] and shared_again and deleted_left
 
 
 def test_a_finished_turns_messages_are_read_into_memory_before_the_next_turn(tmp_path):
