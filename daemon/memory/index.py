@@ -23,6 +23,9 @@ from ctxkeep.daemon.retrieval.semantic import SemanticIndex
 from ctxkeep.daemon.store.records import MessageRecord, SessionRecord
 from ctxkeep.daemon.tokens import Vector, text_features
 
+#: Passages added since the last `recount` that it looks at one by one (more: all at once).
+FEW_ADDED = 1000
+
 
 @dataclass
 class Owner:
@@ -75,6 +78,7 @@ class MemoryIndex:
         #: changes) when that was last worked out.
         self.uncounted = bytearray()
         self._counted_at: tuple[int, int] = (0, 0)
+        self._out_texts: set[int] = set()  # the hashes of the texts left out
 
     @property
     def passages(self) -> list[Passage]:
@@ -154,6 +158,12 @@ class MemoryIndex:
             self._secret_at = (len(self.passages), self.changes)
         return self._secret
 
+    def _left_out(self, pid: int) -> bool:
+        """Whether `recount` would leave this passage out (for one just added)."""
+        owner = self.by_number[self.owner_of[pid]]
+        return (owner is None or not self.allowed[owner.number] or self.passages[pid].seq in owner.forgotten
+                or self.text_hash[pid] in self._out_texts)
+
     def drop(self, session_id: str) -> None:
         """A deleted session: never recalled again (its passages stay until a rebuild, out
         of the word statistics once `recount` is applied)."""
@@ -171,9 +181,10 @@ class MemoryIndex:
         forgotten message's, and copies of their texts elsewhere) must not make a word rare
         or common either. Marked at once; the caller applies them (`LexicalIndex.forget`,
         `unforget`: their terms read again, in a worker thread)."""
-        if self._counted_at == (len(self.passages), self.changes):
-            return [], []
-        self._counted_at = (len(self.passages), self.changes)
+        (start, changes), n = self._counted_at, len(self.passages)
+        self._counted_at = (n, self.changes)
+        if changes == self.changes and n - start <= FEW_ADDED and not any(map(self._left_out, range(start, n))):
+            return [], []  # (each turn's case: a few passages added, none to leave out)
         owners = np.frombuffer(self.owner_of, dtype=np.uint32)
         out = ~self.allowed[owners]
         for owner in filter(None, self.by_number):
@@ -181,6 +192,7 @@ class MemoryIndex:
         hashes = np.frombuffer(self.text_hash, dtype=np.int64)
         if out.any():
             out |= np.isin(hashes, hashes[out])
+        self._out_texts = set(hashes[out].tolist())
         was = np.frombuffer(self.uncounted, dtype=np.uint8) != 0
         leaving, back = np.flatnonzero(out & ~was), np.flatnonzero(was & ~out)
         for pid in leaving:
