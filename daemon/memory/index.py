@@ -74,8 +74,10 @@ class MemoryIndex:
         self._family_numbers: dict[str, int] = {}
         #: Passages of deleted sessions (kept until a rebuild).
         self.dead = 0
-        #: Per passage id: left out of the words' statistics (`recount`), and (passages,
-        #: changes) when that was last worked out.
+        #: Per passage id: left out of the words' statistics (`recount`); changes to what may
+        #: be brought back (a session made private or shared, forgotten, deleted); and
+        #: (passages, those changes) when `recount` last looked.
+        self.shut = 0
         self.uncounted = bytearray()
         self._counted_at: tuple[int, int] = (0, 0)
         self._out_texts: set[int] = set()  # the hashes of the texts left out
@@ -102,11 +104,13 @@ class MemoryIndex:
         if bool(self.allowed[found.number]) != allowed:
             self.allowed[found.number] = allowed
             self.changes += 1
+            self.shut += bool(found.pids)  # (a new session's first sight changes nothing counted)
         forgotten = set(session.forgotten)
         if forgotten != found.forgotten:
             for seq in forgotten ^ found.forgotten:
                 self._hide(found, seq, seq in forgotten or seq in found.replaced)
             found.forgotten = forgotten
+            self.shut += 1
         return found
 
     def add(self, owner: Owner, messages: Sequence[MessageRecord], cut: Sequence[list[Passage]] | None = None,
@@ -172,6 +176,7 @@ class MemoryIndex:
             return
         self.allowed[owner.number] = False
         self.changes += 1
+        self.shut += 1
         self.by_number[owner.number] = None
         self.dead += sum(len(ids) for ids in owner.pids.values())
 
@@ -182,8 +187,8 @@ class MemoryIndex:
         or common either. Marked at once; the caller applies them (`LexicalIndex.forget`,
         `unforget`: their terms read again, in a worker thread)."""
         (start, changes), n = self._counted_at, len(self.passages)
-        self._counted_at = (n, self.changes)
-        if changes == self.changes and n - start <= FEW_ADDED and not any(map(self._left_out, range(start, n))):
+        self._counted_at = (n, self.shut)
+        if changes == self.shut and n - start <= FEW_ADDED and not any(map(self._left_out, range(start, n))):
             return [], []  # (each turn's case: a few passages added, none to leave out)
         owners = np.frombuffer(self.owner_of, dtype=np.uint32)
         out = ~self.allowed[owners]
