@@ -23,9 +23,6 @@ from ctxkeep.daemon.retrieval.semantic import SemanticIndex
 from ctxkeep.daemon.store.records import MessageRecord, SessionRecord
 from ctxkeep.daemon.tokens import Vector, text_features
 
-#: Passages added since the last `recount` that it looks at one by one (more: all at once).
-FEW_ADDED = 1000
-
 
 @dataclass
 class Owner:
@@ -46,6 +43,16 @@ class Owner:
     answered_by: dict[int, list[int]] = field(default_factory=dict)
     #: Its passage ids, by message seq.
     pids: dict[int, list[int]] = field(default_factory=dict)
+
+
+@dataclass
+class Counted:
+    """Per passage id, whether the word statistics leave it out; (passages, the index's
+    `shut` changes) when `counting.recount` last looked; the hashes of the texts left out."""
+
+    uncounted: bytearray = field(default_factory=bytearray)
+    at: tuple[int, int] = (0, 0)
+    out_texts: set[int] = field(default_factory=set)
 
 
 class MemoryIndex:
@@ -74,13 +81,10 @@ class MemoryIndex:
         self._family_numbers: dict[str, int] = {}
         #: Passages of deleted sessions (kept until a rebuild).
         self.dead = 0
-        #: Per passage id: left out of the words' statistics (`recount`); changes to what may
-        #: be brought back (a session made private or shared, forgotten, deleted); and
-        #: (passages, those changes) when `recount` last looked.
+        #: Changes to what may be brought back (a session made private or shared, forgotten,
+        #: deleted), and which passages the word statistics leave out for them (counting.py).
         self.shut = 0
-        self.uncounted = bytearray()
-        self._counted_at: tuple[int, int] = (0, 0)
-        self._out_texts: set[int] = set()  # the hashes of the texts left out
+        self.counted = Counted()
 
     @property
     def passages(self) -> list[Passage]:
@@ -133,7 +137,7 @@ class MemoryIndex:
             owner.pids[m.seq] = list(range(start, start + len(new)))
             self.owner_of.extend([owner.number] * len(new))
             self.hidden.extend([m.seq in owner.forgotten] * len(new))
-            self.uncounted.extend(bytes(len(new)))
+            self.counted.uncounted.extend(bytes(len(new)))
             self.text_hash.extend(hash(p.text.strip()) for p in new)
 
     def _replaces(self, owner: Owner, m: MessageRecord) -> list[int]:
@@ -162,15 +166,9 @@ class MemoryIndex:
             self._secret_at = (len(self.passages), self.changes)
         return self._secret
 
-    def _left_out(self, pid: int) -> bool:
-        """Whether `recount` would leave this passage out (for one just added)."""
-        owner = self.by_number[self.owner_of[pid]]
-        return (owner is None or not self.allowed[owner.number] or self.passages[pid].seq in owner.forgotten
-                or self.text_hash[pid] in self._out_texts)
-
     def drop(self, session_id: str) -> None:
         """A deleted session: never recalled again (its passages stay until a rebuild, out
-        of the word statistics once `recount` is applied)."""
+        of the word statistics once recounted: counting.py)."""
         owner = self.owners.pop(session_id, None)
         if owner is None:
             return
@@ -179,32 +177,6 @@ class MemoryIndex:
         self.shut += 1
         self.by_number[owner.number] = None
         self.dead += sum(len(ids) for ids in owner.pids.values())
-
-    def recount(self) -> tuple[list[Passage], list[Passage]]:
-        """The passages to leave out of the word statistics now, and those to count again:
-        what memory may never bring back (a deleted, private or forgotten session's, a
-        forgotten message's, and copies of their texts elsewhere) must not make a word rare
-        or common either. Marked at once; the caller applies them (`LexicalIndex.forget`,
-        `unforget`: their terms read again, in a worker thread)."""
-        (start, changes), n = self._counted_at, len(self.passages)
-        self._counted_at = (n, self.shut)
-        if changes == self.shut and n - start <= FEW_ADDED and not any(map(self._left_out, range(start, n))):
-            return [], []  # (each turn's case: a few passages added, none to leave out)
-        owners = np.frombuffer(self.owner_of, dtype=np.uint32)
-        out = ~self.allowed[owners]
-        for owner in filter(None, self.by_number):
-            out[[pid for seq in owner.forgotten for pid in owner.pids.get(seq, ())]] = True
-        hashes = np.frombuffer(self.text_hash, dtype=np.int64)
-        if out.any():
-            out |= np.isin(hashes, hashes[out])
-        self._out_texts = set(hashes[out].tolist())
-        was = np.frombuffer(self.uncounted, dtype=np.uint8) != 0
-        leaving, back = np.flatnonzero(out & ~was), np.flatnonzero(was & ~out)
-        for pid in leaving:
-            self.uncounted[pid] = 1
-        for pid in back:
-            self.uncounted[pid] = 0
-        return [self.passages[pid] for pid in leaving], [self.passages[pid] for pid in back]
 
     def _family_number(self, family: str) -> int:
         return self._family_numbers.setdefault(family, len(self._family_numbers) + 1)

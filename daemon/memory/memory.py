@@ -11,13 +11,15 @@ a changed setting), a deleted session is left out at once.
 import asyncio
 import logging
 from collections import deque
+from collections.abc import Coroutine
+from typing import Any
 
 from ctxkeep.daemon.config import Config
-from ctxkeep.daemon.memory import precision, ranking
+from ctxkeep.daemon.memory import counting, precision, ranking
 from ctxkeep.daemon.memory.index import MemoryIndex, Owner, family, prepared
 from ctxkeep.daemon.memory.query import Query, Remembered
 from ctxkeep.daemon.retrieval import select
-from ctxkeep.daemon.retrieval.lexical import gone_of, query_terms
+from ctxkeep.daemon.retrieval.lexical import query_terms
 from ctxkeep.daemon.retrieval.semantic import Embedder
 from ctxkeep.daemon.store.errors import StoreError
 from ctxkeep.daemon.store.records import SessionRecord
@@ -99,30 +101,24 @@ class Memory:
             self._recount(index)
 
     def _recount(self, index: MemoryIndex) -> None:
-        """Leave what memory may not bring back out of the word statistics (how telling a
-        word is: a deleted, private or forgotten chat must not make a word common or rare),
-        and count what is shared again: their terms read again in a worker thread."""
-        leaving, back = index.recount()
-        if not leaving and not back:
-            return
+        """Keep the word statistics to what memory may bring back (counting.py)."""
+        leaving, back = counting.recount(index)
+        if leaving or back:
+            self._spawn(counting.apply(index, leaving, back, lambda: self.index), "memory-recount")
 
-        async def apply() -> None:
-            out, again = await asyncio.to_thread(lambda: (gone_of(leaving), gone_of(back)))
-            if index is self.index:  # not rebuilt meanwhile (a rebuild recounts its own)
-                index.lexical.forget(out)
-                index.lexical.unforget(again)
-        task = asyncio.get_running_loop().create_task(apply(), name="memory-recount")
+    def _spawn(self, work: Coroutine[Any, Any, None], name: str) -> asyncio.Task[None]:
+        """A task of memory's own (cancelled at close)."""
+        task = asyncio.get_running_loop().create_task(work, name=name)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        return task
 
     def read_soon(self) -> None:
         """A turn stored its messages: read them into the index once no turn is starting
         (jobs/giving_way.py), so that the next turn finds them read instead of reading
         them before its first token."""
         if self.index is not None and (self._soon is None or self._soon.done()):
-            self._soon = asyncio.get_running_loop().create_task(self._read_soon(), name="memory-read-soon")
-            self._tasks.add(self._soon)
-            self._soon.add_done_callback(self._tasks.discard)
+            self._soon = self._spawn(self._read_soon(), "memory-read-soon")
 
     async def _read_soon(self) -> None:
         await self.embedder.giving_way.clear()
@@ -197,9 +193,7 @@ class Memory:
             self._catching_up.add(session_id)
             self._queued.append((index, owner, session))
             if self._worker is None or self._worker.done():
-                self._worker = asyncio.get_running_loop().create_task(self._read_queued(), name="memory-catch-up")
-                self._tasks.add(self._worker)
-                self._worker.add_done_callback(self._tasks.discard)
+                self._worker = self._spawn(self._read_queued(), "memory-catch-up")
             return 0
         self._read_pages(index, owner, session)
         self._want_vectors(index)
