@@ -82,14 +82,17 @@ class TurnRecall:
         view = await self.auto.displace(view, recall.displaced, compacted)
         estimator = self.parts.estimator
         features = add(estimator.context_features(*view, user), offered)
-        recall, estimate = await self._recalled(view, user, features, estimator.of_features(view.session, features))
+        recall, estimate = await self._recalled(view, user, features, estimator.of_features(view.session, features),
+                                                reaching=True)
         return view, features, recall, estimate
 
     async def _recalled(self, view: View, user: MessageRecord, features: Vector, estimate: Estimate,
-                        moving: Movable = NOTHING) -> tuple[Recall, Estimate]:
+                        moving: Movable = NOTHING, reaching: bool = False) -> tuple[Recall, Estimate]:
         """Recall within the room the prompt leaves (and the room of `moving`), bounded by
         the reading speed (`recall_read_seconds`) but never below its best few passages
-        (`read_floor`); a cut is said in the recall (`found`, `cut`)."""
+        (`read_floor`); a cut is said in the recall (`found`, `cut`). `reaching`: the message
+        reaches into the past and older exchanges made room for it, so recall's cap is the
+        reach's (REACH_SHARE), not the everyday one."""
         session = view.session
         estimator, config = self.parts.estimator, self.parts.config
         slow = self.parts.announcer.recall_read(session.model)  # new text every turn, read whole
@@ -99,9 +102,9 @@ class TurnRecall:
         reserve = reply_room(config, session)
         raised, margin = estimator.raised(session.model, estimate), estimator.margin(session.model)
         cap = self.recaller.cap(session, budget.available + budget.reserved)
-        room = self.recaller.room(session.window, reserve, raised, cap, margin)
-        whole = self.recaller.room(session.window, reserve, raised, session.window, margin)
         reach = max(cap, int(REACH_SHARE * (budget.available + budget.reserved)))
+        room = self.recaller.room(session.window, reserve, raised, reach if reaching else cap, margin)
+        whole = self.recaller.room(session.window, reserve, raised, session.window, margin)
         found, recall = await self._fitted(view, user, features, estimate, room, whole, bounded(moving, reach - room))
         if slow is None or found.tokens <= slow or not found.block:
             return found, recall

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from ctxkeep.daemon.config import Config
 from ctxkeep.protocol import requests
+from ctxkeep.protocol.events import GenerationRecalled
 from inprocess import InProcess
 from memory_backend import MemoryBackend
 
@@ -86,3 +87,46 @@ def test_a_best_match_outside_the_active_context_always_reaches_the_prompt(windo
     sentence is in the prompt of the question that asks for it."""
     prompt, evidence = chat(window, turns, seed, ns_per_read)
     assert evidence[0] in "\n".join(m["content"] for m in prompt)
+
+
+ROOMS = ["north hall", "roof terrace", "archive room", "model workshop", "cinema", "hangar floor", "cafe",
+         "engine gallery", "library wing", "gift shop", "observation deck", "map room"]
+GUIDES = ["Ilse", "Marek", "Noor", "Pavel", "Aiko", "Tomasz", "Greta", "Jonas", "Selin", "Ruth", "Bram", "Lea"]
+DAYS = ["Mondays", "Tuesdays", "Wednesdays", "Thursdays", "Fridays", "Saturdays"]
+#: What the user noted of a museum: more than recall's everyday cap holds, less than its reach.
+MUSEUM = [f"the zeppelin museum's {room} ({wing} wing) opens at {9 + i % 8} on {DAYS[(i + k) % 6]}, "
+          f"and the guide there is {GUIDES[(i + 5 * k) % 12]}."
+          for k, wing in enumerate(["east", "west"]) for i, room in enumerate(ROOMS)]
+
+
+def test_a_message_that_reaches_into_the_past_uses_the_room_older_exchanges_left():
+    """When older verbatim exchanges leave the active context to make room for what a
+    question asks about, recall may fill that room up to its reach (65 % of the budget),
+    not only its everyday cap (the level-1 threshold's share: 30 % here): all 24 notes,
+    where the cap holds about half."""
+    rng = random.Random(3)
+    backend = MemoryBackend(reply=lambda m: summarizer(m) or "Noted, " + " ".join(rng.choice(TOPICS) for _ in range(8)))
+    window, thresholds = 4096, [0.3, 0.65, 0.8]
+
+    async def go(app: InProcess) -> int:
+        sid = (await app.call(requests.SessionCreate(model=MODEL, num_ctx=window))).session.id
+        texts = [f"A note for my visit: {fact}" for fact in MUSEUM] + \
+            [f"Tell me something about {rng.choice(TOPICS)}, please." for _ in range(90)]
+        for text in texts + ["What did I note about the zeppelin museum: which rooms, when, and the guides?"]:
+            await app.call(requests.Send(session=sid, text=text))
+            await app.services.jobs.drain(30)
+        return app.of_type(GenerationRecalled)[-1].tokens
+
+    import tempfile
+    from pathlib import Path
+    app = InProcess(Path(tempfile.mkdtemp(prefix="cklive")), backend,
+                    Config(embed_model="", embed_builtin=False, compaction_thresholds=thresholds))
+    try:
+        recalled = asyncio.run(go(app))
+    finally:
+        app.close()
+    prompt = "\n".join(m["content"] for m in next(m for m, _ in reversed(backend.chats)
+                                                   if m[-1]["content"].startswith("What did I note")))
+    everyday_cap = thresholds[0] * (window - Config().reply_reserve_tokens)
+    assert sum(fact in prompt for fact in MUSEUM) >= 22, sum(fact in prompt for fact in MUSEUM)
+    assert recalled > everyday_cap, (recalled, everyday_cap)
