@@ -105,13 +105,14 @@ class TurnRecall:
         reach = max(cap, int(REACH_SHARE * (budget.available + budget.reserved)))
         room = self.recaller.room(session.window, reserve, raised, reach if reaching else cap, margin)
         whole = self.recaller.room(session.window, reserve, raised, session.window, margin)
-        found, recall = await self._fitted(view, user, features, estimate, room, whole, bounded(moving, reach - room))
+        moving = bounded(moving, reach - room)
+        found, recall = await self._fitted(view, user, features, estimate, room, whole, moving)
         if slow is None or found.tokens <= slow or not found.block:
             return found, recall
         found_passages = max(1, len(found.passages) + len(found.remembered))
-        least = min(room, max(slow, read_floor(user.content) * found.tokens // found_passages))
-        kept, with_kept = await self._fitted(view, user, features, estimate, least, least,
-                                             bounded(moving, max(0, least - room)))
+        least = min(room + moving.tokens, max(slow, read_floor(user.content) * found.tokens // found_passages))
+        kept, with_kept = await self._fitted(view, user, features, estimate, min(least, room), min(least, whole),
+                                             bounded(moving, least - room))
         cut = (f"the reading bound (recall_read_seconds = {config.recall_read_seconds:g}: ~{slow:,} tokens at "
                f"this machine's reading speed) kept ~{kept.tokens:,} of ~{found.tokens:,} tokens found")
         log.info("session=%s recall: %s", session.id, cut)
