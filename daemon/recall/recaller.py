@@ -50,6 +50,8 @@ RANKED = 200
 MIN_ROOM = 48
 #: What the second hop (the best passages' rare terms asked again) weighs in the fusion.
 SECOND_HOP = 0.5
+#: Passages that stand out by meaning offered for the room kept for them (select.MEANING_SHARE).
+NEAR = 20
 
 
 
@@ -188,21 +190,26 @@ class Recaller:
         first = index.lexical.rank(query, in_context, RANKED)
         second = index.lexical.rank(index.lexical.expansion(first, query), in_context, RANKED)
         ranked, weights = [first, second], [1.0, SECOND_HOP]
+        passages = index.lexical.passages
+        near: list[int] = []
         if vector is not None and index.semantic.ids:
-            ps = index.lexical.passages
-            ranked.append(index.semantic.rank(vector, lambda pid: ps[pid].seq in in_context, RANKED))
+            in_prompt = lambda pid: passages[pid].seq in in_context
+            ranked.append(index.semantic.rank(vector, in_prompt, RANKED))
             weights.append(1.0)
+            if select.about_the_past(user.content):
+                near = [pid for pid, _ in index.semantic.rank(vector, in_prompt, NEAR, select.MEANING_STAND_OUT)]
         scores = select.lifted(select.fused(*ranked, weights=weights,
                                             favored=lambda pid: index.lexical.passages[pid].role == asks_of),
                                index.lexical.passages, asked.span, when.LIFT)
-        passages = index.lexical.passages
         held = "\n".join(c.summary for c in context.checkpoints)
         if held:  # a passage a checkpoint quotes whole (a fact it kept) is in the prompt already
             scores = {pid: s for pid, s in scores.items() if passages[pid].text not in held}
+            near = [pid for pid in near if passages[pid].text not in held]
         rare = index.lexical.rare(query)
         specific = lambda pid: bool(rare & index.term_set(pid))
         if moving and not recall_room.reaches(scores, passages, moving, active, specific):
             scores = {pid: s for pid, s in scores.items() if passages[pid].seq not in moving}
+            near = [pid for pid in near if passages[pid].seq not in moving]
             movable = recall_room.NOTHING
         if not scores:
             return [], ()
@@ -211,7 +218,7 @@ class Recaller:
         cost = lambda pid: self.estimator.estimate(model, index.lines[pid])
         ranked_ids = select.distinct(sorted(scores, key=lambda pid: (-scores[pid], -pid)), index.term_set)
         chosen = select.select(ranked_ids, passages, budget + movable.tokens, overhead, cost,
-                               index.partners, scores.__getitem__)
+                               index.partners, scores.__getitem__, near)
         if not movable.exchanges:
             return chosen, ()
         return recall_room.fit(chosen, lambda p: cost(index.by_seq[p.seq][p.part]), overhead, budget, movable)

@@ -98,9 +98,10 @@ class SemanticIndex:
         self._matrix[len(self.ids):len(self.ids) + len(kept)] = rows
         self.ids.extend(kept)
 
-    def rank(self, query: list[float], skip: Callable[[int], bool], limit: int) -> list[tuple[int, float]]:
+    def rank(self, query: list[float], skip: Callable[[int], bool], limit: int,
+             stand_out: float = STAND_OUT) -> list[tuple[int, float]]:
         """(passage id, cosine) of the `limit` nearest passages, nearest first, of those
-        that stand out: STAND_OUT deviations nearer than the passages are on average
+        that stand out: `stand_out` deviations nearer than the passages are on average
         (embeddings find every text somewhat alike; a question about nothing said before
         recalls nothing), leaving out the passage ids `skip` names."""
         if self._matrix is None or not self.ids:
@@ -109,7 +110,7 @@ class SemanticIndex:
         if q.shape != (self._matrix.shape[1],) or not np.linalg.norm(q):
             return []
         scores = self._matrix[:len(self.ids)] @ (q / np.linalg.norm(q))
-        floor = float(scores.mean() + STAND_OUT * scores.std())
+        floor = float(scores.mean() + stand_out * scores.std())
         order = np.argsort(-scores)
         out: list[tuple[int, float]] = []
         for row in order:

