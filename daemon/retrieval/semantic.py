@@ -111,11 +111,9 @@ class SemanticIndex:
             return []
         scores = self._matrix[:len(self.ids)] @ (q / np.linalg.norm(q))
         floor = float(scores.mean() + stand_out * scores.std())
-        order = np.argsort(-scores)
+        above = np.flatnonzero((scores >= floor) & (scores > 0))  # a few in a hundred: sorted alone
         out: list[tuple[int, float]] = []
-        for row in order:
-            if scores[row] < floor or scores[row] <= 0:
-                break
+        for row in above[np.argsort(-scores[above], kind="stable")]:
             pid = self.ids[row]
             if skip(pid):
                 continue
