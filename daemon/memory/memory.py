@@ -10,14 +10,14 @@ a changed setting), a deleted session is left out at once.
 
 import asyncio
 import logging
-from collections import deque
 from collections.abc import Coroutine
 from typing import Any
 
 from ctxkeep.daemon.config import Config
 from ctxkeep.daemon.memory import counting, precision, ranking
-from ctxkeep.daemon.memory.index import MemoryIndex, Owner, family, prepared
+from ctxkeep.daemon.memory.index import MemoryIndex, family
 from ctxkeep.daemon.memory.query import Query, Remembered
+from ctxkeep.daemon.memory.reading import Reader
 from ctxkeep.daemon.retrieval import select
 from ctxkeep.daemon.retrieval.lexical import query_terms
 from ctxkeep.daemon.retrieval.semantic import Embedder
@@ -50,15 +50,15 @@ class Memory:
         self.index: MemoryIndex | None = None
         self._building: asyncio.Task[None] | None = None
         self._dirty: set[str] = set()
-        self._catching_up: set[str] = set()
         self._tasks: set[asyncio.Task[None]] = set()
-        #: Sessions whose backlog a worker thread reads, one after another.
-        self._queued: deque[tuple[MemoryIndex, Owner, SessionRecord]] = deque()
-        self._worker: asyncio.Task[None] | None = None
-        #: Worker threads adding to the index now: memory ranks nothing meanwhile.
-        self.mutating = 0
+        self.reader = Reader(store, self._spawn, self._was_read)
         #: Reading what a finished turn stored, before the next turn needs it (`read_soon`).
         self._soon: asyncio.Task[None] | None = None
+
+    @property
+    def mutating(self) -> int:
+        """Worker threads adding to the index now: memory ranks nothing meanwhile."""
+        return self.reader.mutating
 
     def mode(self, session: SessionRecord) -> str:
         return session.memory or self.config.memory
@@ -87,7 +87,7 @@ class Memory:
         if self.mutating:  # a large backlog is being read into the index: leave it be
             return self.index
         inline = INLINE_MESSAGES  # what one turn may read on the event loop, all sessions together
-        for session_id in list(self._dirty - self._catching_up):
+        for session_id in list(self._dirty - self.reader.catching_up):
             self._dirty.discard(session_id)
             inline -= self._catch_up(self.index, session_id, inline)
         self._recount(self.index)
@@ -135,7 +135,7 @@ class Memory:
         if self.index is None:
             return "memory: indexing the sessions"
         live = len(self.index.passages) - self.index.dead
-        reading = len(self._catching_up)
+        reading = len(self.reader.catching_up)
         owners = len(self.index.owners)
         return f"memory across {owners:,} session{'s' if owners != 1 else ''} ({live:,} passages)" + (
             f"; reading {reading:,} more session{'s' if reading != 1 else ''} (memory adds nothing until then)"
@@ -155,75 +155,31 @@ class Memory:
 
     async def _build(self) -> None:
         self._dirty.clear()
-        index = await asyncio.to_thread(self._read_all)
+        index = await asyncio.to_thread(self.reader.read_all)
         self._dirty |= set(index.owners)  # what changed while it was read is looked at next
         self.index = index  # (a rebuild's: deleted while it was read are looked at and dropped)
         self._want_vectors(index)
         log.info("memory: %d passages of %d sessions indexed", len(index.passages), len(index.owners))
 
-    def _read_all(self) -> MemoryIndex:
-        index = MemoryIndex()
-        sessions = sorted(self.store.sessions.all(), key=lambda s: s.created)
-        by_id = {s.id: s for s in sessions}
-        for session in sessions:
-            owner = index.owner(session, family(session, by_id.get))
-            start: int | None = 0
-            while start is not None:
-                page, start, _ = self.store.history.page(session.id, start=start, limit=1000)
-                index.add(owner, page, *prepared(page))
-                if not page:
-                    break
-        return index
-
     def _catch_up(self, index: MemoryIndex, session_id: str, inline: int) -> int:
-        """Index what the session stored since: on the event loop when it is at most `inline`
-        messages, else in the worker's queue (imports, many sessions at once: read one after
-        another in a worker thread, during which memory ranks nothing; a turn never waits).
-        Returns the messages read here."""
+        """Index what the session stored since (reading.py: here when it is at most `inline`
+        messages, else in a worker thread); a session gone is dropped. Returns the messages
+        read here."""
         try:
             session = self.store.sessions.get(session_id)
         except StoreError:
             self._drop(index, session_id)
             return 0
-        owner = index.owner(session, family(session, self._session))
-        behind = session.next_seq - owner.next_seq
-        if behind <= 0:
-            return 0
-        if behind > inline:
-            self._catching_up.add(session_id)
-            self._queued.append((index, owner, session))
-            if self._worker is None or self._worker.done():
-                self._worker = self._spawn(self._read_queued(), "memory-catch-up")
-            return 0
-        self._read_pages(index, owner, session)
+        read = self.reader.catch_up(index, index.owner(session, family(session, self._session)), session, inline)
+        if read:
+            self._want_vectors(index)
+        return read
+
+    def _was_read(self, index: MemoryIndex, session_id: str) -> None:
+        """A worker thread read a session's backlog: what it stored meanwhile is looked at
+        next, and the new passages are embedded."""
+        self._dirty.add(session_id)
         self._want_vectors(index)
-        return behind
-
-    async def _read_queued(self) -> None:
-        """The queued sessions, each read in a worker thread in turn (the event loop serves
-        everyone else meanwhile)."""
-        while self._queued:
-            index, owner, session = self._queued.popleft()
-            await self._read_in_thread(index, owner, session)
-
-    async def _read_in_thread(self, index: MemoryIndex, owner: Owner, session: SessionRecord) -> None:
-        self.mutating += 1
-        try:
-            await asyncio.to_thread(self._read_pages, index, owner, session)
-        finally:
-            self.mutating -= 1
-            self._catching_up.discard(session.id)
-        self._dirty.add(session.id)  # what it stored meanwhile
-        self._want_vectors(index)
-
-    def _read_pages(self, index: MemoryIndex, owner: Owner, session: SessionRecord) -> None:
-        start: int | None = owner.next_seq
-        while start is not None:
-            page, start, _ = self.store.history.page(session.id, start=start, limit=1000)
-            if not page:
-                break
-            if owner.session_id in index.owners:  # not deleted meanwhile
-                index.add(owner, page, *prepared(page))
 
     def _session(self, session_id: str) -> SessionRecord | None:
         try:

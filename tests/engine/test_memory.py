@@ -167,13 +167,13 @@ def test_a_large_import_is_read_into_memory_off_the_event_loop(tmp_path):
             *filler]))
         asker = await new(app, "asker")
         memory = app.services.memory
-        threaded, read_in_thread = [], memory._read_in_thread
+        threaded, read_in_thread = [], memory.reader._read_in_thread
 
         async def spied(index, owner, session):
             threaded.append(session.name)
             said.append(memory.status())
             await read_in_thread(index, owner, session)
-        memory._read_in_thread = spied
+        memory.reader._read_in_thread = spied
         await say(app, asker, "Hello there, how are things?")  # its recall starts the catch-up
         assert threaded == ["big"]
         for _ in range(200):
