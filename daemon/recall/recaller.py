@@ -27,7 +27,7 @@ from ctxkeep.daemon.recall import room as recall_room
 from ctxkeep.daemon.recall.recalled import NONE, Recall
 from ctxkeep.daemon.recall.session_index import SessionIndex
 from ctxkeep.daemon.retrieval import select, when
-from ctxkeep.daemon.retrieval.lexical import asked_terms, query_terms
+from ctxkeep.daemon.retrieval.lexical import asked_terms, query_terms, unstamped
 from ctxkeep.daemon.retrieval.passages import Passage
 from ctxkeep.daemon.retrieval.semantic import Embedder
 from ctxkeep.daemon.store.context_records import ActiveContext
@@ -176,7 +176,8 @@ class Recaller:
             return None
         asked = [m.content for m in active[-2:] if m.role == "user"]
         text = "\n".join([*asked, user.content]) if select.refers_back(user.content) else user.content
-        return await self.embedder.vector(text, self.config.recall_embed_wait_ms / 1000)
+        # a time stamp a front-end wrote into the message says when, not what about
+        return await self.embedder.vector(unstamped(text).strip() or text, self.config.recall_embed_wait_ms / 1000)
 
     def _own(self, session: SessionRecord, context: ActiveContext, user: MessageRecord, index: SessionIndex,
              asked: Query, in_context: set[int], budget: int,
@@ -197,7 +198,8 @@ class Recaller:
             ranked.append(index.semantic.rank(vector, in_prompt, RANKED))
             weights.append(1.0)
             if select.about_the_past(user.content):
-                near = [pid for pid, _ in index.semantic.rank(vector, in_prompt, NEAR, select.MEANING_STAND_OUT)]
+                near = [pid for pid, _ in index.semantic.rank(vector, in_prompt, NEAR, select.MEANING_STAND_OUT)
+                        if unstamped(passages[pid].text).strip()]  # not a bare time stamp
         scores = select.lifted(select.fused(*ranked, weights=weights,
                                             favored=lambda pid: index.lexical.passages[pid].role == asks_of),
                                index.lexical.passages, asked.span, when.LIFT)

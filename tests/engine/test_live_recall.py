@@ -172,3 +172,39 @@ def test_a_question_about_the_past_gets_what_only_meaning_finds_beside_what_word
     text = "\n".join(m["content"] for m in prompt)
     assert sum(note in text for note in notes) < len(notes)  # words' matches alone overflow the room
     assert evidence in prompt[-1]["content"]  # recalled: the block follows the question
+
+
+def test_a_time_stamp_in_the_message_is_not_what_its_meaning_is_searched_by():
+    """A front-end that writes "[2023/05/30 (Tue) 21:51]" into each message: recall's
+    question vector is of what the message says, not when (a bare stamp said long ago would
+    otherwise stand out by meaning)."""
+    class Recording(MemoryBackend):
+        asked: list[str] = []
+
+        async def embed(self, model, texts):
+            self.asked += [t for t in texts if t.startswith("search_query: ")]
+            return await super().embed(model, texts)
+    backend = Recording()
+    backend.asked = []
+    question = "[2023/05/30 (Tue) 21:51] How many plants did I buy at the nursery?"
+
+    async def go(app: InProcess) -> None:
+        sid = (await app.call(requests.SessionCreate(model=MODEL, num_ctx=2048))).session.id
+        for text in ["[2023/05/01 (Mon) 10:00]", "I bought a peace lily at the nursery.", question]:
+            await app.call(requests.Send(session=sid, text=text))
+            await app.services.jobs.drain(30)
+            for _ in range(100):  # the passages' vectors, computed in the background
+                if not app.services.recaller.embedder.behind():
+                    break
+                await asyncio.sleep(0.02)
+
+    import tempfile
+    from pathlib import Path
+    app = InProcess(Path(tempfile.mkdtemp(prefix="cklive")), backend,
+                    Config(embed_model="nomic-embed-text", embed_builtin=False, recall_embed_wait_ms=10_000))
+    try:
+        asyncio.run(go(app))
+    finally:
+        app.close()
+    assert "search_query: How many plants did I buy at the nursery?" in backend.asked, backend.asked
+    assert not any("2023" in t for t in backend.asked)
