@@ -7,6 +7,10 @@ that passage (a property)."""
 
 import asyncio
 import random
+import tempfile
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import TypeVar
 
 import pytest
 from hypothesis import example, given, settings
@@ -18,6 +22,8 @@ from ctxkeep.protocol.events import GenerationRecalled
 from inprocess import InProcess
 from memory_backend import MemoryBackend
 
+T = TypeVar("T")
+
 MODEL = "qwen2.5:7b"
 TOPICS = ["the bakery on the corner", "a bicycle repair", "the new bus timetable", "tomato seedlings",
           "a jazz record", "the leaking tap", "a chess opening", "the library card", "a hiking boot",
@@ -25,6 +31,23 @@ TOPICS = ["the bakery on the corner", "a bicycle repair", "the new bus timetable
 EVIDENCE = ["Remember this for later: my locker at the swimming pool is number 4711, the blue one.",
             "Also: the plumber Okonkwo comes on the 14th to fix the boiler."]
 QUESTION = "What number is my locker at the swimming pool, and when does the plumber Okonkwo come?"
+
+
+def run(backend: MemoryBackend, config: Config, go: Callable[[InProcess], Awaitable[T]]) -> T:
+    """`go` against the daemon's services in-process, on a store of its own."""
+    app = InProcess(Path(tempfile.mkdtemp(prefix="cklive")), backend, config)
+    try:
+        return asyncio.run(go(app))
+    finally:
+        app.close()
+
+
+async def embedded(app: InProcess, tries: int = 100) -> None:
+    """Until the passages' vectors, computed in the background, are all there."""
+    for _ in range(tries):
+        if not app.services.recaller.embedder.behind():
+            break
+        await asyncio.sleep(0.05)
 
 
 def summarizer(messages: list[dict]) -> str | None:
@@ -60,13 +83,7 @@ def chat(window: int, turns: int, seed: int, ns_per_read: int = 1) -> tuple[list
             await app.call(requests.Send(session=sid, text=text))
             await app.services.jobs.drain(30)
 
-    import tempfile
-    from pathlib import Path
-    app = InProcess(Path(tempfile.mkdtemp(prefix="cklive")), backend, Config(embed_model="", embed_builtin=False))
-    try:
-        asyncio.run(go(app))
-    finally:
-        app.close()
+    run(backend, Config(embed_model="", embed_builtin=False), go)
     prompt = next(m for m, _ in reversed(backend.chats) if m[-1]["content"].startswith(QUESTION))
     return prompt, EVIDENCE
 
@@ -119,14 +136,7 @@ def test_a_message_that_reaches_into_the_past_uses_the_room_older_exchanges_left
             await app.services.jobs.drain(30)
         return app.of_type(GenerationRecalled)[-1].tokens
 
-    import tempfile
-    from pathlib import Path
-    app = InProcess(Path(tempfile.mkdtemp(prefix="cklive")), backend,
-                    Config(embed_model="", embed_builtin=False, compaction_thresholds=thresholds))
-    try:
-        recalled = asyncio.run(go(app))
-    finally:
-        app.close()
+    recalled = run(backend, Config(embed_model="", embed_builtin=False, compaction_thresholds=thresholds), go)
     prompt = "\n".join(m["content"] for m in next(m for m, _ in reversed(backend.chats)
                                                    if m[-1]["content"].startswith("What did I note")))
     everyday_cap = thresholds[0] * (window - Config().reply_reserve_tokens)
@@ -151,23 +161,13 @@ def test_a_question_about_the_past_gets_what_only_meaning_finds_beside_what_word
         for text in [notes[0], evidence, *notes[1:], *chatter]:  # (the stand-in's checkpoints keep every 4th sentence)
             await app.call(requests.Send(session=sid, text=text))
             await app.services.jobs.drain(30)
-        for _ in range(600):  # the vectors, computed in the background
-            if not app.services.recaller.embedder.behind():
-                break
-            await asyncio.sleep(0.05)
+        await embedded(app, 600)
         await app.call(requests.Send(session=sid, text=question))
         await app.services.jobs.drain(30)
 
-    import tempfile
-    from pathlib import Path
     rng = random.Random(5)
     backend = MemoryBackend(reply=lambda m: summarizer(m) or f"About {rng.choice(TOPICS)}: noted.")
-    app = InProcess(Path(tempfile.mkdtemp(prefix="cklive")), backend,
-                    Config(embed_model="", embed_builtin=True, recall_embed_wait_ms=30_000))
-    try:
-        asyncio.run(go(app))
-    finally:
-        app.close()
+    run(backend, Config(embed_model="", embed_builtin=True, recall_embed_wait_ms=30_000), go)
     prompt = next(m for m, _ in reversed(backend.chats) if m[-1]["content"].startswith(question))
     text = "\n".join(m["content"] for m in prompt)
     assert sum(note in text for note in notes) < len(notes)  # words' matches alone overflow the room
@@ -193,18 +193,8 @@ def test_a_time_stamp_in_the_message_is_not_what_its_meaning_is_searched_by():
         for text in ["[2023/05/01 (Mon) 10:00]", "I bought a peace lily at the nursery.", question]:
             await app.call(requests.Send(session=sid, text=text))
             await app.services.jobs.drain(30)
-            for _ in range(100):  # the passages' vectors, computed in the background
-                if not app.services.recaller.embedder.behind():
-                    break
-                await asyncio.sleep(0.02)
+            await embedded(app)
 
-    import tempfile
-    from pathlib import Path
-    app = InProcess(Path(tempfile.mkdtemp(prefix="cklive")), backend,
-                    Config(embed_model="nomic-embed-text", embed_builtin=False, recall_embed_wait_ms=10_000))
-    try:
-        asyncio.run(go(app))
-    finally:
-        app.close()
+    run(backend, Config(embed_model="nomic-embed-text", embed_builtin=False, recall_embed_wait_ms=10_000), go)
     assert "search_query: How many plants did I buy at the nursery?" in backend.asked, backend.asked
     assert not any("2023" in t for t in backend.asked)
