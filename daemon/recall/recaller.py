@@ -3,17 +3,15 @@ message needs that the active context no longer holds, within the room the windo
 
 Each session's index is built from the store when a turn first needs it (the passages of
 every message stored; in a worker thread when there are many) and grows with the
-session; the indexes of the sessions used last are kept. Ranking is lexical (BM25 over
+session; the indexes of the sessions used last are kept (indexes.py). Ranking is lexical (BM25 over
 stems) fused with semantic (embeddings, when the embedding model answers) by their
 normalized scores (select.fused: newer passages, and those of the speaker a question asks
 about, raised); selection is best first within the budget, an answer with its question.
 """
 
-import asyncio
 import dataclasses
 import logging
 import math
-from collections import OrderedDict
 from collections.abc import Sequence
 
 from ctxkeep.daemon.config import Config
@@ -24,6 +22,7 @@ from ctxkeep.daemon.memory.bringing import bring
 from ctxkeep.daemon.memory.memory import Memory
 from ctxkeep.daemon.memory.query import Query, Remembered
 from ctxkeep.daemon.recall import room as recall_room
+from ctxkeep.daemon.recall.indexes import SessionIndexes
 from ctxkeep.daemon.recall.recalled import NONE, Recall
 from ctxkeep.daemon.recall.session_index import SessionIndex
 from ctxkeep.daemon.retrieval import select, when
@@ -40,10 +39,6 @@ NEWLINE = text_features("\n")
 
 log = logging.getLogger(__name__)
 
-#: Sessions whose indexes are kept.
-SESSIONS_KEPT = 8
-#: Messages indexed in the event loop's own thread; more go to a worker thread.
-INLINE_MESSAGES = 200
 #: Passages each ranking hands to the fusion.
 RANKED = 200
 #: The least room worth a recall.
@@ -52,8 +47,6 @@ MIN_ROOM = 48
 SECOND_HOP = 0.5
 #: Passages that stand out by meaning offered for the room kept for them (select.MEANING_SHARE).
 NEAR = 20
-
-
 
 
 class Recaller:
@@ -67,10 +60,7 @@ class Recaller:
         self.embedder = embedder
         #: The user's other sessions, recalled after the session's own history (None: none).
         self.memory = memory
-        self._indexes: OrderedDict[str, SessionIndex] = OrderedDict()
-        #: Sessions being indexed ahead of their first turn; whether the daemon is stopping.
-        self._preparing: set[asyncio.Task[SessionIndex]] = set()
-        self._closing = False
+        self.indexes = SessionIndexes(store, embedder)
 
     def enabled(self, session: SessionRecord) -> bool:
         return self.config.recall if session.recall is None else session.recall
@@ -107,9 +97,6 @@ class Recaller:
         instead = f", as {why}" if why and model != server else ""
         return f"by words and meaning ({model}{instead}){waiting}"
 
-    def forget(self, session_id: str) -> None:
-        self._indexes.pop(session_id, None)
-
     async def recall(self, session: SessionRecord, context: ActiveContext,
                      active: Sequence[MessageRecord], user: MessageRecord, budget: int,
                      whole: int | None = None, movable: recall_room.Movable = recall_room.NOTHING) -> Recall:
@@ -120,7 +107,7 @@ class Recaller:
         of the `movable` exchanges is its own too (`Recall.displaced` says which it took)."""
         if budget + movable.tokens < MIN_ROOM:
             return NONE
-        index = await self._index(session.id)
+        index = await self.indexes.get(session.id)
         last_turn = [m.content for m in active[-2:] if m.role in ("user", "assistant")]
         asked = asked_terms(user.content)
         context_text = select.context_for(user.content, len(set(asked)), last_turn)
@@ -239,53 +226,20 @@ class Recaller:
         left = window - reserve - raised_prompt
         return max(0, min(cap, math.floor(left / (1 + margin))))
 
-    async def _index(self, session_id: str) -> SessionIndex:
-        """The session's index, with every message stored so far."""
-        index = self._indexes.pop(session_id, None) or SessionIndex()
-        self._indexes[session_id] = index
-        while len(self._indexes) > SESSIONS_KEPT:
-            self._indexes.popitem(last=False)
-        behind = self.store.sessions.get(session_id).next_seq - index.lexical.next_seq
-        if behind > INLINE_MESSAGES:
-            log.info("session=%s: indexing %d messages for recall", session_id, behind)
-            await asyncio.to_thread(self._catch_up, session_id, index)
-        elif behind > 0:
-            self._catch_up(session_id, index)
-        if index.semantic.done < len(index.lexical.passages):
-            self.embedder.want(session_id, lambda: (index.lexical.passages, index.semantic))
-        return index
-
-    def _catch_up(self, session_id: str, index: SessionIndex) -> None:
-        start: int | None = index.lexical.next_seq
-        while start is not None and not self._closing:  # closing: the store is about to close
-            page, start, _ = self.store.history.page(session_id, start=start, limit=1000)
-            index.add(page)
-            if not page:
-                break
+    def forget(self, session_id: str) -> None:
+        self.indexes.forget(session_id)
 
     def prepare(self, session_id: str) -> None:
-        """Index a session ahead of its first turn (an import, a branch), in the
-        background: its passages, then their embeddings."""
-        task = asyncio.get_running_loop().create_task(self._index(session_id), name="recall-index")
-        self._preparing.add(task)
-        task.add_done_callback(self._prepared)
-
-    def _prepared(self, task: "asyncio.Task[SessionIndex]") -> None:
-        self._preparing.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            log.warning("indexing a session for recall failed: %r (its first turn indexes it)", task.exception())
+        """Index a session ahead of its first turn (an import, a branch), in the background."""
+        self.indexes.prepare(session_id)
 
     def stored(self, session_id: str) -> None:
-        """Messages were stored: if the session's index is kept, have them embedded soon
-        (they join the index itself when a turn next needs it); memory reads them soon."""
+        """Messages were stored: the session's index (when kept) takes them in, memory reads
+        them soon."""
         if self.memory is not None:
             self.memory.read_soon()
-        index = self._indexes.get(session_id)
-        if index is not None:
-            self._catch_up(session_id, index)
-            self.embedder.want(session_id, lambda: (index.lexical.passages, index.semantic))
+        self.indexes.stored(session_id)
 
     async def close(self) -> None:
         """Stop indexing (memory and the embedder are closed by whoever made them)."""
-        self._closing = True  # an indexing under way stops after its page, before the store closes
-        await asyncio.gather(*self._preparing, return_exceptions=True)
+        await self.indexes.close()
