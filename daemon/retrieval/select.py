@@ -167,8 +167,8 @@ def distinct(ranked: Sequence[int], term_set: Callable[[int], frozenset[str]]) -
 #: For a message about the user's own past, the share of recall's room kept for passages
 #: that stand out by meaning (MEANING_STAND_OUT deviations) and that words did not find:
 #: what was said in other words ("my Fitbit", asked about "health-related devices"). On
-#: the dev split's multi-session and preference questions (38 evidence turns, built-in e5,
-#: recall's room 1,000–2,600 tokens) it found 2–3 more and lost none.
+#: the dev split (48 evidence turns with the built-in e5's vectors, recall's own selection
+#: over each whole history) it found 1–3 more at 1,000–2,600 tokens and as many at 700.
 MEANING_SHARE = 0.15
 MEANING_STAND_OUT = 2.0
 
