@@ -135,3 +135,24 @@ def test_an_everyday_request_is_named_by_what_the_user_said_not_by_a_generic_ans
         app.close()
     assert minutes == [], [(p.session_name, p.text[:40]) for p in minutes]
     assert ("orchard", "user") in {(p.session_name, p.role) for p in quinces}, quinces
+
+
+def test_a_session_that_matched_less_well_brings_what_the_user_said_not_the_answers_words(tmp_path):
+    """A question about the user's own words ("what do I grow…") takes from a session that
+    matched less well only what the user said there: the model's answer in it that repeats
+    the question's words ("allotments along the canal") says nothing of the user."""
+    replies = iter(["Tomatoes and beans will do well there.",
+                    "Canal walks are lovely; the allotments along the canal grow all sorts in summer."])
+    app = app_for(tmp_path, reply=lambda messages: next(replies, "Noted."))
+
+    async def scenario() -> list:
+        await new(app, "allotment", "On my allotment by the canal I grow tomatoes and runner beans.")
+        await new(app, "walk", "We walked along the canal on Sunday.")
+        return await ask(app, await new(app), "What do I grow on my allotment by the canal?")
+    try:
+        recalled = asyncio.run(scenario())
+    finally:
+        app.close()
+    by = {(p.session_name, p.role) for p in recalled}
+    assert ("allotment", "user") in by and ("allotment", "assistant") in by, by
+    assert ("walk", "assistant") not in by, by
