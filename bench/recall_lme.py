@@ -7,7 +7,8 @@ message with its session's date as its time and each session's first message ope
 that date (as chat front-ends write it); then the question is asked, opening with its own
 date. The prompt the stand-in received is searched for the evidence turns (`has_answer`),
 verbatim. Same-run baselines at the same token count as each of ctxkeepd's prompts, over
-whole turns: the newest turns; half the newest, half the turns BM25 ranks best; BM25 alone.
+whole turns: the newest turns; half the newest, half the turns BM25 ranks best; BM25 alone;
+and half/half again with BM25 on the question's words without its date line (`_STAMP`).
 """
 
 import gzip
@@ -77,6 +78,12 @@ def load(which: str = "s", limit: int = 0) -> list[Question]:
 # -- the baselines, over whole turns, at the same token count ---------------------------------
 
 _WORD = re.compile(r"\w+")
+#: The date line `load` writes before a question and each session's first turn. BM25 on the
+#: question with it matches the year and month in every session's opening turn — where a
+#: history's facts are most often first stated —, so the baselines are reported both ways:
+#: with it (as the question is asked) and without (`…_unstamped`: the words of the question alone,
+#: as ctxkeepd searches by them).
+_STAMP = re.compile(r"^\[\d{4}/\d\d/\d\d \(\w+\) \d\d:\d\d\]\s*")
 
 
 def bm25_scores(docs: list[str], query: str) -> list[float]:
@@ -118,10 +125,13 @@ def baselines(q: Question, budget: int, count: Callable[[str], int]) -> dict[str
             out.add(i)
             used += cost[i]
         return out
-    scores = bm25_scores([t.content for t in q.turns], q.text)
-    ranked = sorted(range(len(q.turns)), key=lambda i: -scores[i])
+    def by_bm25(question: str) -> list[int]:
+        scores = bm25_scores([t.content for t in q.turns], question)
+        return sorted(range(len(q.turns)), key=lambda i: -scores[i])
+    ranked = by_bm25(q.text)
     return {"newest": newest(budget), "half_newest_half_bm25": fill(ranked, budget, newest(budget // 2)),
-            "bm25": fill(ranked, budget, set())}
+            "bm25": fill(ranked, budget, set()),
+            "half_newest_half_bm25_unstamped": fill(by_bm25(_STAMP.sub("", q.text)), budget, newest(budget // 2))}
 
 
 def found(q: Question, prompt: str | set[int]) -> tuple[list[bool], list[bool]]:
