@@ -12,7 +12,9 @@ evidence turns (`turn_pct`) and sessions (`session_pct`) found verbatim in the p
 model received, beside same-run baselines over whole turns at the same token count as each
 of ctxkeepd's prompts (the newest turns; half newest, half BM25; BM25 alone), and where the
 prompts' tokens went (system, checkpoints, verbatim turns, recall, memory) with the summary
-calls per message sent. Goals (issue 57): ≥ 92 % of evidence turns at 4,096, ≥ 95 % at 8,192,
+calls per message sent, and what recall's tokens are about (`recall_precision`): the share
+from the question's evidence sessions, and what recall and memory add to a request the
+history is not about (tests/unrelated.py), asked in the session after the question. Goals (issue 57): ≥ 92 % of evidence turns at 4,096, ≥ 95 % at 8,192,
 at least the half/half baseline in every question type, and overall at 2,048.
 
 `--mode import` imports each history whole and asks the question (bench/recall_lme.py says
@@ -45,6 +47,7 @@ from ctxkeep.protocol.events import ResponseGeneration
 from harness import DaemonProcess
 from ollama_standin import OllamaStandin, render
 from recall_timing import time_recall
+from unrelated import UNRELATED
 
 MODEL = "qwen2.5:7b"
 
@@ -204,7 +207,8 @@ def run_live(which: str, windows: list[int], questions: list, config: str, embed
             c.subscribe("")
             for n, q in enumerate(questions):
                 for window in windows:
-                    r = recall_live.replay(c, standin, model, q, window, MODEL, embedded=embed != "none")
+                    r = recall_live.replay(c, standin, model, q, window, MODEL, embedded=embed != "none",
+                                           unrelated=UNRELATED[n % len(UNRELATED)])
                     replayed[window].append(r)
                     if dump:  # the question's prompt as the model got it, to read what recall chose
                         Path(dump).mkdir(parents=True, exist_ok=True)
@@ -224,7 +228,7 @@ def run_live(which: str, windows: list[int], questions: list, config: str, embed
     for window in windows:
         fields = dict(bench="recall", mode="live", set=which, window=window, embed=embed)
         emit(**fields, questions=len(questions), cut_or_refused_prompts=cut[window])
-        recall_live.emit_parts(emit, replayed[window], **fields)
+        recall_live.emit_parts(emit, replayed[window], standin.count, **fields)
         recall_lme.emit_rows(emit, rows[window], **fields)
 
 

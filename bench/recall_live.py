@@ -38,6 +38,7 @@ from ctxkeep.daemon.memory.block import OPENING as MEMORY_OPENING
 from ctxkeep.daemon.retrieval.select import CLOSING
 from ctxkeep.daemon.retrieval.select import OPENING as RECALL_OPENING
 from ctxkeep.protocol.events import GenerationRecalled, ResponseGeneration
+from ctxkeep.protocol.structs import RecalledPassage
 
 SUMMARY_SYSTEMS = (COMPACTION_SYSTEM, MERGE_SYSTEM, CHECKPOINT_SYSTEM, USER_SUMMARY_SYSTEM,
                    CHECKPOINT_WITH_USER_SYSTEM, AGE_SYSTEM)
@@ -190,12 +191,18 @@ class Replayed:
     by_meaning: bool = False
     #: The question with its history as the session stored it (`as_said`).
     said: recall_lme.Question | None = None
+    #: What recall put into the question's prompt.
+    recalled: list[RecalledPassage] = field(default_factory=list)
+    #: The tokens recall and memory added to a request the history is not about, asked
+    #: after the question in the same session (None: none asked).
+    unrelated_added: int | None = None
 
 
 def replay(c: Client, standin: Any, model: Scripted, q: recall_lme.Question, window: int,
-           model_name: str, embedded: bool = False) -> Replayed:
+           model_name: str, embedded: bool = False, unrelated: str = "") -> Replayed:
     """The question's history sent message by message to a new session, then the question
-    (with `embedded`, once every passage has its vector)."""
+    (with `embedded`, once every passage has its vector), then `unrelated` (a request the
+    history is not about: what recall and memory add to it)."""
     start = time.monotonic()
     sid = c.create_session(name=f"live-{q.qid}", model=model_name, num_ctx=window).session.id
     plan = steps(q)
@@ -213,13 +220,45 @@ def replay(c: Client, standin: Any, model: Scripted, q: recall_lme.Question, win
         recall_lme.wait_embedded(c, standin)
     recalled: list[GenerationRecalled] = []
     c.turn(sid, q.text, on_event=lambda e: recalled.append(e) if isinstance(e, GenerationRecalled) else None)
-    chat = [ch for ch in standin.chats if ch.body.get("stream", True) and not is_summary_call(ch.body["messages"])][-1]
+    chat = last_chat(standin)
     messages = chat.body["messages"]
     c.settle(sid)
+    added = None
+    if unrelated:
+        c.turn(sid, unrelated)
+        got = parts(last_chat(standin).body["messages"], standin.count)
+        added = got.get("recall", 0) + got.get("memory", 0)
+        c.settle(sid)
     c.delete(sid)
     model.answers.clear()
     return Replayed("\n".join(m["content"] for m in messages), chat.prompt_tokens, parts(messages, standin.count),
-                    len(plan), calls, errors, time.monotonic() - start, any(e.by_meaning for e in recalled), said)
+                    len(plan), calls, errors, time.monotonic() - start, any(e.by_meaning for e in recalled), said,
+                    [p for e in recalled for p in e.recalled], added)
+
+
+def last_chat(standin: Any) -> Any:
+    """The last request for an answer the stand-in got (not a summary's, not a count's)."""
+    return [ch for ch in standin.chats if ch.body.get("stream", True) and not is_summary_call(ch.body["messages"])][-1]
+
+
+def from_evidence(q: recall_lme.Question, recalled: list[RecalledPassage], count: Callable[[str], int]) -> tuple[int, int]:
+    """(tokens of the session's own passages recall added, those of them from the question's
+    evidence sessions): what the added tokens are about."""
+    sessions = {}
+    for t in q.turns:
+        sessions.setdefault(t.content.strip(), t.session)
+    total = ours = 0
+    for p in recalled:
+        if p.session_id:
+            continue  # memory's, from another session
+        tokens = count(p.text)
+        total += tokens
+        text = p.text.strip()
+        owner = sessions.get(text)
+        if owner is None:  # a part of a longer message
+            owner = next((t.session for t in q.turns if text in t.content), None)
+        ours += tokens if owner in q.evidence_sessions else 0
+    return total, ours
 
 
 def stored_answers(c: Client, sid: str) -> list[str]:
@@ -250,9 +289,11 @@ def as_said(q: recall_lme.Question, answers: list[str]) -> recall_lme.Question:
     return replace(q, turns=turns)
 
 
-def emit_parts(emit: Callable[..., None], replayed: list[Replayed], **fields: object) -> None:
+def emit_parts(emit: Callable[..., None], replayed: list[Replayed], count: Callable[[str], int],
+               **fields: object) -> None:
     """Where the questions' prompts' tokens went (medians and means), and the summary calls
-    per message sent."""
+    per message sent; then what recall added is about: the share of its tokens from the
+    evidence sessions, and what a request the history is not about got."""
     names = sorted({k for r in replayed for k in r.parts})
     emit(**fields, what="prompt_parts",
          median={k: statistics.median(r.parts.get(k, 0) for r in replayed) for k in names},
@@ -262,3 +303,12 @@ def emit_parts(emit: Callable[..., None], replayed: list[Replayed], **fields: ob
          failed_turns=dict(sum((r.errors for r in replayed), Counter())),
          seconds_per_question=round(statistics.fmean(r.seconds for r in replayed), 1),
          ranked_by_meaning=sum(r.by_meaning for r in replayed))
+    shares = [from_evidence(r.said, r.recalled, count) for r in replayed if r.said is not None]
+    unrelated = [r.unrelated_added for r in replayed if r.unrelated_added is not None]
+    emit(**fields, what="recall_precision",
+         recall_tokens_from_evidence_pct=round(100 * sum(o for _, o in shares) / max(1, sum(t for t, _ in shares)), 1),
+         recall_tokens_mean=round(statistics.fmean(t for t, _ in shares)) if shares else 0,
+         unrelated_asked=len(unrelated),
+         unrelated_nothing_added_pct=round(100 * sum(1 for u in unrelated if u == 0) / max(1, len(unrelated)), 1),
+         unrelated_added_tokens_mean=round(statistics.fmean(unrelated)) if unrelated else 0,
+         unrelated_added_tokens_max=max(unrelated, default=0))
