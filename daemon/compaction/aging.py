@@ -49,8 +49,8 @@ async def age(checkpoints: list[Checkpoint], budget: Budget, summarizer: Summari
     ancient = [c for c in aged if c.age in ("ancient", "merged") and not c.verbatim]
     if len(ancient) > 1:
         merged = Checkpoint(
-            id=secrets.token_hex(4), age="merged", first_seq=ancient[0].first_seq,
-            last_seq=ancient[-1].last_seq, summary="\n\n".join(c.summary for c in ancient),
+            id=secrets.token_hex(4), age="merged", first_seq=min(c.first_seq for c in ancient),
+            last_seq=max(c.last_seq for c in ancient), summary="\n\n".join(c.summary for c in ancient),
             original_tokens=sum(c.original_tokens for c in ancient),
             current_tokens=sum(c.current_tokens for c in ancient),
             compressions=max(c.compressions for c in ancient),

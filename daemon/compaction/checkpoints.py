@@ -119,7 +119,7 @@ class Checkpointer:
                 return "; ".join(notes) or "checkpoints are as small as they get"
             checkpoints = aged
             notes.append("checkpoints aged")
-        checkpoints.sort(key=lambda c: c.first_seq)
+        # kept in the order made (not by message): a later one goes after all, as the server holds them
         return Change([s for s in context.seqs if s not in gone],
                       [s for s in context.file_summaries if s not in gone], checkpoints,
                       "; ".join(notes), warnings, judged=bool(least))

@@ -19,7 +19,9 @@ _OF_USER = ", the user's own messages among them"
 
 
 def checkpoint_block(checkpoints: list[Checkpoint]) -> str:
-    """The checkpoints, oldest first, as they open the prompt."""
+    """The checkpoints in the order they were made (oldest first, but for a user's message
+    kept verbatim longer than its answer: its checkpoint comes later, its heading says which
+    messages), as they open the prompt: a new one never moves those the server holds."""
     if not checkpoints:
         return ""
     parts = ["Summary of the earlier conversation, oldest part first:"]
