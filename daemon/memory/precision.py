@@ -46,8 +46,13 @@ def needed(index: MemoryIndex, query: Query) -> int:
     question names its subject and what it asks of it ("where does my sister live?": the
     answer says "sister", not "live"), so one may do; but one of six ("trouble with the
     battery life on my phone lately") held in passing, "lately" or "life", names no subject."""
-    specific = rare_words(index, query, unseen=True)
-    return min(MOST_NEEDED, -(-len(specific) // RARE_PER_NEEDED)) or 1
+    return needed_of(len(rare_words(index, query, unseen=True)))
+
+
+def needed_of(specific: int) -> int:
+    """How many of a message's `specific` rare words (those no passage holds counted) a
+    passage must hold to be about it (`needed`)."""
+    return min(MOST_NEEDED, -(-specific // RARE_PER_NEEDED)) or 1
 
 
 def strong(index: MemoryIndex, query: Query, ranked: Ranked) -> bool:

@@ -21,6 +21,7 @@ from ctxkeep.daemon.memory import block as memory_block
 from ctxkeep.daemon.memory.bringing import bring
 from ctxkeep.daemon.memory.memory import Memory
 from ctxkeep.daemon.memory.query import Query, Remembered
+from ctxkeep.daemon.recall import gate
 from ctxkeep.daemon.recall import room as recall_room
 from ctxkeep.daemon.recall.indexes import SessionIndexes
 from ctxkeep.daemon.recall.recalled import NONE, Recall
@@ -124,8 +125,9 @@ class Recaller:
         reaches = self.enabled(session) and session.message_count > len(in_prompt)
         vector = await self._vector(index, active, user) \
             if reaches or (memory is not None and await memory.may_bring(elsewhere)) else None
-        own, displaced = self._own(session, context, user, index, Query(query, vector, asks_of, span=asked_about),
-                                   in_prompt, budget, movable) if reaches else ([], ())
+        asking = Query(query, vector, asks_of, span=asked_about, own=frozenset(asked), about_past=elsewhere.about_past)
+        own, displaced = self._own(session, context, user, index, asking, in_prompt, budget, movable) \
+            if reaches else ([], ())
         model = session.model
         text = select.block(own)
         own_features = select.block_features(index.lines[index.by_seq[p.seq][p.part]] for p in own) \
@@ -184,9 +186,12 @@ class Recaller:
             in_prompt = lambda pid: passages[pid].seq in in_context
             ranked.append(index.semantic.rank(vector, in_prompt, RANKED))
             weights.append(1.0)
-            if select.about_the_past(user.content):
+            if asked.about_past:
                 near = [pid for pid, _ in index.semantic.rank(vector, in_prompt, NEAR, select.MEANING_STAND_OUT)
                         if unstamped(passages[pid].text).strip()]  # not a bare time stamp
+        if not gate.asks_of_the_past(index, asked.own, [pid for pid, _ in first], len(ranked) > 2 and bool(ranked[2]),
+                                     asked.about_past):
+            return [], ()
         scores = select.lifted(select.fused(*ranked, weights=weights,
                                             favored=lambda pid: index.lexical.passages[pid].role == asks_of),
                                index.lexical.passages, asked.span, when.LIFT)

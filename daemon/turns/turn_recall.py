@@ -107,9 +107,9 @@ class TurnRecall:
         whole = self.recaller.room(session.window, reserve, raised, session.window, margin)
         moving = bounded(moving, reach - room)
         found, recall = await self._fitted(view, user, features, estimate, room, whole, moving)
-        if slow is None or found.tokens <= slow or not found.block:
-            return found, recall
         found_passages = max(1, len(found.passages) + len(found.remembered))
+        if slow is None or found.tokens <= slow or not found.block or found_passages <= read_floor(user.content):
+            return found, recall  # within the bound, or no more than the best few it keeps
         least = min(room + moving.tokens, max(slow, read_floor(user.content) * found.tokens // found_passages))
         kept, with_kept = await self._fitted(view, user, features, estimate, min(least, room), min(least, whole),
                                              bounded(moving, least - room))

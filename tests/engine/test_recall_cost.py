@@ -15,7 +15,10 @@ from ctxkeep.protocol.events import GenerationRecalled
 from inprocess import InProcess
 from memory_backend import MemoryBackend
 
-TOPICS = ["the garden", "a bicycle trip", "the kitchen shelves", "a chess opening", "the budget"]
+#: Ten topics of two words, each come back to a few times in sixty turns: a request that
+#: names one alone ("The kitchen shelves?") names what earlier turns are about (recall/gate.py).
+TOPICS = ["the vegetable garden", "a bicycle trip", "the kitchen shelves", "a chess opening", "the household budget",
+          "the piano lessons", "a sourdough starter", "the roof repair", "a birthday party", "the fish tank"]
 
 
 def test_the_bound_is_the_models_reading_speed_times_the_setting(tmp_path):
@@ -37,8 +40,10 @@ def test_the_bound_is_the_models_reading_speed_times_the_setting(tmp_path):
     app.close()
 
 
-def chat(tmp_path, ns_per_read: int, seconds: float, then: str = "") -> tuple[InProcess, MemoryBackend]:
-    """A 60-turn chat whose questions come back to earlier topics, the model reading at
+def chat(tmp_path, ns_per_read: int, seconds: float, then: str = "",
+         reminding: bool = True) -> tuple[InProcess, MemoryBackend]:
+    """A 60-turn chat whose questions come back to earlier topics ("remind me of…"; not
+    `reminding`: new requests, every third naming an old topic alone, "The fish tank?"), the model reading at
     1e9 / ns_per_read tokens a second; `then`, a last message."""
     rng = random.Random(5)
     backend = MemoryBackend(reply=lambda m: " ".join(rng.choice(["fine", "noted", "sure", "idea"]) for _ in range(40)))
@@ -49,7 +54,8 @@ def chat(tmp_path, ns_per_read: int, seconds: float, then: str = "") -> tuple[In
         sid = (await app.call(requests.SessionCreate(model="qwen2.5:7b", num_ctx=2048))).session.id
         for t in range(60):
             topic = rng.choice(TOPICS)
-            await app.call(requests.Send(session=sid, text=f"Turn {t}: one short thing about {topic}, please."))
+            await app.call(requests.Send(session=sid, text=f"Turn {t}: remind me of one short thing about {topic}, please." if reminding
+                           else f"Turn {t}: one short thing about {topic}, please." if t % 3 else f"{topic.capitalize()}?"))
             await app.services.jobs.drain(30)
         if then:
             await app.call(requests.Send(session=sid, text=then))
@@ -58,9 +64,10 @@ def chat(tmp_path, ns_per_read: int, seconds: float, then: str = "") -> tuple[In
     return app, backend
 
 
-def recalled(tmp_path, ns_per_read: int, seconds: float, then: str = "") -> list[GenerationRecalled]:
+def recalled(tmp_path, ns_per_read: int, seconds: float, then: str = "",
+             reminding: bool = True) -> list[GenerationRecalled]:
     """The recall events over `chat`."""
-    app, _ = chat(tmp_path, ns_per_read, seconds, then)
+    app, _ = chat(tmp_path, ns_per_read, seconds, then, reminding)
     return [e for e in app.bus.seen if isinstance(e, GenerationRecalled)]
 
 
@@ -85,10 +92,10 @@ def test_past_the_bound_a_new_request_keeps_its_best_exchange_and_a_question_of_
     worth), not its best few: every passage more is read anew each turn. A question of the
     user's past keeps its best READ_FLOOR."""
     past = "What did I tell you about the kitchen shelves and the garden and the budget?"
-    slow = recalled(tmp_path, ns_per_read=50_000_000, seconds=1.0, then=past)  # 20 tokens/s: below a passage
+    slow = recalled(tmp_path, ns_per_read=50_000_000, seconds=1.0, then=past, reminding=False)  # 20 tokens/s
     *chatter, asked = slow
     cut = [e for e in chatter if e.cut]
-    assert len(cut) >= 10, chatter
+    assert len(cut) >= 3, chatter
     assert statistics.median(len(e.recalled) for e in cut) <= READ_FLOOR_OTHER, cut  # its best exchange
     assert asked.cut and len(asked.recalled) >= READ_FLOOR, asked
 

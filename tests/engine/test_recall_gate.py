@@ -1,0 +1,62 @@
+"""Recall inside a long chat adds only what a message asks of the past (recall/gate.py):
+everyday requests and follow-ups get nothing though the history holds their words; a
+request that names something said long ago, and a question about what was said, still do."""
+
+import asyncio
+import random
+
+from ctxkeep.daemon.config import Config
+from ctxkeep.protocol import requests
+from ctxkeep.protocol.events import GenerationRecalled
+from inprocess import InProcess
+from memory_backend import MemoryBackend
+from unrelated import FOLLOW_UPS, UNRELATED
+
+MODEL = "qwen2.5:7b"
+#: Everyday chat that holds the unrelated requests' words (write, short, first, year, week,
+#: names, minutes…) again and again, and a few things said once.
+COMMON = ["Write me a short note about the first week of the year at work.",
+          "Can you explain the difference between the two plans in a few minutes of reading?",
+          "Give me three names for the new team and a short line for each.",
+          "How many minutes a week should I spend on the first draft?",
+          "Translate the short note into plain words, please.",
+          "What is a good way to start the day, in two sentences?"]
+ONCE = {5: "My sourdough starter is called Bubbles and lives on the top shelf.",
+        11: "The roof repair is booked with Hartley & Sons for the ninth of March.",
+        17: "Our neighbour's tortoise, Admiral, escaped into the allotments again."}
+
+
+def recalled(app: InProcess, accepted) -> list:
+    return [p for e in app.bus.seen if isinstance(e, GenerationRecalled) and e.generation_id == accepted.generation_id
+            for p in e.recalled if not p.session_id]
+
+
+def test_a_long_chat_recalls_only_for_what_a_message_asks_of_its_past(tmp_path):
+    rng = random.Random(3)
+    reply = lambda messages: " ".join(rng.choice(["fine", "noted", "a short plan", "the first step", "a week"])
+                                      for _ in range(30))
+    app = InProcess(tmp_path, MemoryBackend(reply=reply), Config(embed_model="", embed_builtin=False))
+
+    async def scenario() -> tuple[list, list, list, list]:
+        sid = (await app.call(requests.SessionCreate(model=MODEL, num_ctx=2048))).session.id
+
+        async def ask(text: str) -> list:
+            accepted = await app.call(requests.Send(session=sid, text=text))
+            await app.services.jobs.drain(30)
+            return recalled(app, accepted)
+        for turn in range(40):
+            await ask(ONCE.get(turn, COMMON[turn % len(COMMON)]))
+        everyday = [await ask(text) for text in UNRELATED + FOLLOW_UPS]
+        named = await ask("How is Bubbles the sourdough starter?")
+        asked = await ask("When did I say the roof repair was booked?")
+        tortoise = await ask("Is Admiral the tortoise escaping into the allotments normal?")
+        return everyday, named, asked, tortoise
+    try:
+        everyday, named, asked, tortoise = asyncio.run(scenario())
+    finally:
+        app.close()
+    given = [(text, [p.text[:30] for p in got]) for text, got in zip(UNRELATED + FOLLOW_UPS, everyday) if got]
+    assert len(given) <= 0.05 * len(everyday), given
+    assert any("Bubbles" in p.text for p in named), named  # named, though not asked of the past
+    assert any("Hartley" in p.text for p in asked), asked
+    assert any("Admiral" in p.text for p in tortoise), tortoise
