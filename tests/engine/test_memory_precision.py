@@ -96,15 +96,15 @@ def test_a_word_said_in_passing_names_no_subject(tmp_path):
     assert {p.session_name for p in about_it} == {"charger"}
 
 
-def test_a_session_that_matched_less_well_brings_its_passage_alone(tmp_path):
-    """The best-matching session's passages come with their partners (the answer to a
-    question); one that matched less well brings the passage that matched, not its answer."""
-    replies = iter(["Tomatoes and beans will do well there.", "Glad you enjoyed it, walks are good for you."])
+def grown(tmp_path, walk: str, answer: str) -> set[tuple[str, str]]:
+    """(session, role) of what memory brings to "What do I grow on my allotment by the
+    canal?" beside the allotment's chat and a walk's (`walk`, answered `answer`)."""
+    replies = iter(["Tomatoes and beans will do well there.", answer])
     app = app_for(tmp_path, reply=lambda messages: next(replies, "Noted."))
 
     async def scenario() -> list:
         await new(app, "allotment", "On my allotment by the canal I grow tomatoes and runner beans.")
-        await new(app, "walk", "We walked along the canal to see what the neighbours grow.")
+        await new(app, "walk", walk)
         return await ask(app, await new(app), "What do I grow on my allotment by the canal?")
     try:
         recalled = asyncio.run(scenario())
@@ -112,6 +112,14 @@ def test_a_session_that_matched_less_well_brings_its_passage_alone(tmp_path):
         app.close()
     by = {(p.session_name, p.role) for p in recalled}
     assert ("allotment", "user") in by and ("allotment", "assistant") in by, by
+    return by
+
+
+def test_a_session_that_matched_less_well_brings_its_passage_alone(tmp_path):
+    """The best-matching session's passages come with their partners (the answer to a
+    question); one that matched less well brings the passage that matched, not its answer."""
+    by = grown(tmp_path, "We walked along the canal to see what the neighbours grow.",
+               "Glad you enjoyed it, walks are good for you.")
     assert ("walk", "user") in by and ("walk", "assistant") not in by, by
 
 
@@ -141,18 +149,6 @@ def test_a_session_that_matched_less_well_brings_what_the_user_said_not_the_answ
     """A question about the user's own words ("what do I grow…") takes from a session that
     matched less well only what the user said there: the model's answer in it that repeats
     the question's words ("allotments along the canal") says nothing of the user."""
-    replies = iter(["Tomatoes and beans will do well there.",
-                    "Canal walks are lovely; the allotments along the canal grow all sorts in summer."])
-    app = app_for(tmp_path, reply=lambda messages: next(replies, "Noted."))
-
-    async def scenario() -> list:
-        await new(app, "allotment", "On my allotment by the canal I grow tomatoes and runner beans.")
-        await new(app, "walk", "We walked along the canal on Sunday.")
-        return await ask(app, await new(app), "What do I grow on my allotment by the canal?")
-    try:
-        recalled = asyncio.run(scenario())
-    finally:
-        app.close()
-    by = {(p.session_name, p.role) for p in recalled}
-    assert ("allotment", "user") in by and ("allotment", "assistant") in by, by
+    by = grown(tmp_path, "We walked along the canal on Sunday.",
+               "Canal walks are lovely; the allotments along the canal grow all sorts in summer.")
     assert ("walk", "assistant") not in by, by
