@@ -178,20 +178,20 @@ class Recaller:
         active = set(in_context)
         in_context = (in_context - moving) | index.replaced | index.replaced_by(user)
         first = index.lexical.rank(query, in_context, RANKED)
+        passages = index.lexical.passages
+        in_prompt = lambda pid: passages[pid].seq in in_context
+        by_meaning = index.semantic.rank(vector, in_prompt, RANKED) if vector is not None and index.semantic.ids else None
+        if not gate.asks_of_the_past(index, asked.own, [pid for pid, _ in first], bool(by_meaning), asked.about_past):
+            return [], ()  # before the second hop: a message that asks nothing of the past costs one ranking
         second = index.lexical.rank(index.lexical.expansion(first, query), in_context, RANKED)
         ranked, weights = [first, second], [1.0, SECOND_HOP]
-        passages = index.lexical.passages
         near: list[int] = []
-        if vector is not None and index.semantic.ids:
-            in_prompt = lambda pid: passages[pid].seq in in_context
-            ranked.append(index.semantic.rank(vector, in_prompt, RANKED))
+        if by_meaning is not None:
+            ranked.append(by_meaning)
             weights.append(1.0)
-            if asked.about_past:
+            if asked.about_past and vector is not None:
                 near = [pid for pid, _ in index.semantic.rank(vector, in_prompt, NEAR, select.MEANING_STAND_OUT)
                         if unstamped(passages[pid].text).strip()]  # not a bare time stamp
-        if not gate.asks_of_the_past(index, asked.own, [pid for pid, _ in first], len(ranked) > 2 and bool(ranked[2]),
-                                     asked.about_past):
-            return [], ()
         scores = select.lifted(select.fused(*ranked, weights=weights,
                                             favored=lambda pid: index.lexical.passages[pid].role == asks_of),
                                index.lexical.passages, asked.span, when.LIFT)

@@ -111,8 +111,14 @@ class TurnRecall:
         if slow is None or found.tokens <= slow or not found.block or found_passages <= read_floor(user.content):
             return found, recall  # within the bound, or no more than the best few it keeps
         least = min(room + moving.tokens, max(slow, read_floor(user.content) * found.tokens // found_passages))
-        kept, with_kept = await self._fitted(view, user, features, estimate, min(least, room), min(least, whole),
-                                             bounded(moving, least - room))
+        while True:  # the best passages may be longer than the average: widened until one fits
+            kept, with_kept = await self._fitted(view, user, features, estimate, min(least, room), min(least, whole),
+                                                 bounded(moving, least - room))
+            if kept.block or least >= found.tokens:
+                break
+            least = min(found.tokens, 2 * least)
+        if not kept.block:
+            return found, recall
         cut = (f"the reading bound (recall_read_seconds = {config.recall_read_seconds:g}: ~{slow:,} tokens at "
                f"this machine's reading speed) kept ~{kept.tokens:,} of ~{found.tokens:,} tokens found")
         log.info("session=%s recall: %s", session.id, cut)

@@ -94,6 +94,7 @@ def test_past_the_bound_a_new_request_keeps_its_best_exchange_and_a_question_of_
     past = "What did I tell you about the kitchen shelves and the garden and the budget?"
     slow = recalled(tmp_path, ns_per_read=50_000_000, seconds=1.0, then=past, reminding=False)  # 20 tokens/s
     *chatter, asked = slow
+    assert all(e.recalled for e in slow), [e.cut for e in slow if not e.recalled]  # never cut to nothing
     cut = [e for e in chatter if e.cut]
     assert len(cut) >= 3, chatter
     assert statistics.median(len(e.recalled) for e in cut) <= READ_FLOOR_OTHER, cut  # its best exchange
