@@ -2,28 +2,48 @@
 index): recall adds nothing to one that does not. A message that speaks of the past ("my",
 "I", "you said", "last time": select.about_the_past) always may; any other ("write a poem
 about the first frost", "where does Alice live these days?", "can you make that shorter?")
-only where its best matches by words hold a word that says what it is about — one few of
-the session's passages hold (two where it has several such words) — or a passage stands out
-by meaning. Otherwise its everyday words ("write", "short", "first") would fill the room the
-window leaves, on every turn of a long chat, with turns that merely share them. A question
-about a person or a thing named in the chat ("Alice", "Person3") still gets recall: the
-rule looks at which words matched, not at how the message is phrased."""
+only where its best matches by words hold what it is about — the words few of the session's
+passages hold, two of them where it has two or more such words — or a passage stands out by
+meaning. Otherwise its everyday words ("write", "short", "first"), or one of them that a
+few turns happen to hold ("define" in "system-defined"), would fill the room the window
+leaves, on every turn of a long chat, with turns that merely share them. A follow-up of the
+turn before ("can you make that shorter?", "say it again more simply") is about that turn,
+which the prompt holds. A question about a person or a thing named in the chat ("Alice",
+"Person3", "the fish tank?") still gets recall: the rule looks at which words matched, not
+at how the message is phrased."""
 
+import re
 from collections.abc import Iterable, Sequence
 
-from ctxkeep.daemon.memory.precision import STRONG_TOP, needed_of
+from ctxkeep.daemon.memory.precision import STRONG_TOP
 from ctxkeep.daemon.recall.session_index import SessionIndex
+from ctxkeep.daemon.retrieval.lexical import terms
+from ctxkeep.daemon.retrieval.select import refers_back
 
 #: A word held by at most this share of the session's passages (or RARE_LEAST) says what a
 #: message that does not speak of the past is about: stricter than memory's rare words (7.5 %
 #: there), as a long chat says its everyday words ("translate", "difference") over and over.
 RARE_SHARE = 0.02
 RARE_LEAST = 3
+#: The most of a message's specific words a passage must hold to be about it.
+NEEDED = 2
+#: A name: words written with a capital (or a digit after letters: "Person3"), not opening
+#: the message or a sentence of it; the words of one ("The Starry Night") run together.
+_WORD = r"(?:[A-Z][\w'-]*|[A-Za-z]+\d[\w-]*)"
+_NAME = re.compile(rf"(?<![.!?:\n]\s)\b{_WORD}(?:[ \t]+{_WORD})*")
 
 
-def asks_of_the_past(index: SessionIndex, own: Iterable[str], best: Sequence[int], stands_out: bool,
-                     about_the_past: bool) -> bool:
-    """Whether recall may add to the turn of a message (its own terms `own`; `best`: its
+def names(message: str) -> list[frozenset[str]]:
+    """The terms of each name a message holds ("Alice", "Person3", "The Starry Night"; not
+    its first word)."""
+    text = message.strip()
+    found = (frozenset(terms(m.group())) for m in _NAME.finditer(text) if m.start() > 0)
+    return [name for name in found if name]
+
+
+def asks_of_the_past(index: SessionIndex, message: str, own: Iterable[str], best: Sequence[int],
+                     stands_out: bool, about_the_past: bool) -> bool:
+    """Whether recall may add to the turn of `message` (its own terms `own`; `best`: its
     best passages by words, best first; `stands_out`: a passage stands out by meaning)."""
     if about_the_past or stands_out:
         return True
@@ -31,5 +51,11 @@ def asks_of_the_past(index: SessionIndex, own: Iterable[str], best: Sequence[int
     rare = index.lexical.rare(own, share=RARE_SHARE, least=RARE_LEAST)
     if not rare:
         return False
-    least = needed_of(len(index.lexical.rare(own, share=RARE_SHARE, least=RARE_LEAST, unseen=True)))
-    return any(len(rare & index.term_set(pid)) >= least for pid in best[:STRONG_TOP])
+    # those no passage holds count too: "entropy" in "define entropy in two sentences"
+    specific = index.lexical.rare(own, share=RARE_SHARE, least=RARE_LEAST, unseen=True)
+    if len(specific) < 2 and refers_back(message):
+        return False  # a follow-up: its one word of its own ("shorter", "simply") says how, not what
+    least = min(NEEDED, len(specific))
+    named = [name for name in names(message) if name & rare]
+    return any(len(rare & held) >= least or any(name <= held for name in named)
+               for held in map(index.term_set, best[:STRONG_TOP]))

@@ -181,7 +181,8 @@ class Recaller:
         passages = index.lexical.passages
         in_prompt = lambda pid: passages[pid].seq in in_context
         by_meaning = index.semantic.rank(vector, in_prompt, RANKED) if vector is not None and index.semantic.ids else None
-        if not gate.asks_of_the_past(index, asked.own, [pid for pid, _ in first], bool(by_meaning), asked.about_past):
+        if not gate.asks_of_the_past(index, user.content, asked.own, [pid for pid, _ in first], bool(by_meaning),
+                                     asked.about_past):
             return [], ()  # before the second hop: a message that asks nothing of the past costs one ranking
         second = index.lexical.rank(index.lexical.expansion(first, query), in_context, RANKED)
         ranked, weights = [first, second], [1.0, SECOND_HOP]

@@ -1,6 +1,7 @@
 """Recall inside a long chat adds only what a message asks of the past (recall/gate.py):
-everyday requests and follow-ups get nothing though the history holds their words; a
-request that names something said long ago, and a question about what was said, still do."""
+everyday requests and follow-ups get nothing though the history holds their words (one of
+them, "library", "defined", "shorter", in a turn or two); a request that names something
+said long ago, and a question about what was said, still do."""
 
 import asyncio
 import random
@@ -23,7 +24,11 @@ COMMON = ["Write me a short note about the first week of the year at work.",
           "What is a good way to start the day, in two sentences?"]
 ONCE = {5: "My sourdough starter is called Bubbles and lives on the top shelf.",
         11: "The roof repair is booked with Hartley & Sons for the ninth of March.",
-        17: "Our neighbour's tortoise, Admiral, escaped into the allotments again."}
+        17: "Our neighbour's tortoise, Admiral, escaped into the allotments again.",
+        # one word each of a request below, said once: the words that came, not what it asks about
+        23: "The library by the river has a reading room upstairs.",
+        29: "Their contract uses a lot of defined terms.",
+        33: "The evenings are getting shorter now."}
 
 
 def recalled(app: InProcess, accepted) -> list:
