@@ -177,14 +177,15 @@ class Recaller:
         moving = movable.seqs
         active = set(in_context)
         in_context = (in_context - moving) | index.replaced | index.replaced_by(user)
-        first = index.lexical.rank(query, in_context, RANKED)
         passages = index.lexical.passages
+        first = select.statements_first(index.lexical.rank(query, in_context, RANKED), passages)
         in_prompt = lambda pid: passages[pid].seq in in_context
         by_meaning = index.semantic.rank(vector, in_prompt, RANKED) if vector is not None and index.semantic.ids else None
         if not gate.asks_of_the_past(index, user.content, asked.own, [pid for pid, _ in first], bool(by_meaning),
                                      asked.about_past):
             return [], ()  # before the second hop: a message that asks nothing of the past costs one ranking
-        second = index.lexical.rank(index.lexical.expansion(first, query), in_context, RANKED)
+        second = select.statements_first(index.lexical.rank(index.lexical.expansion(first, query), in_context, RANKED),
+                                         passages)
         ranked, weights = [first, second], [1.0, SECOND_HOP]
         near: list[int] = []
         if by_meaning is not None:

@@ -120,6 +120,26 @@ def lifted(scores: dict[int, float], passages: Sequence[Passage], span: tuple[fl
     return {pid: s * (1 + lift) if start <= passages[pid].created < end else s for pid, s in scores.items()}
 
 
+#: What a passage that only asks something counts for in recall's ranking, against one that
+#: states something: a question asked earlier says what someone wanted to know, not what
+#: holds ("when did Greta begin the new lessons?" holds all of "when did Priya begin the new
+#: lessons?" but Priya's name, and answers neither).
+ASKED = 0.5
+_SENTENCES = re.compile(r"(?<=[.!?])\s+|\n+")
+
+
+def only_asks(text: str) -> bool:
+    """Whether every sentence of `text` is a question."""
+    return all(s.rstrip().endswith("?") for s in _SENTENCES.split(text.strip()) if s.strip())
+
+
+def statements_first(ranked: Sequence[tuple[int, float]], passages: Sequence[Passage]) -> list[tuple[int, float]]:
+    """A ranking ((passage id, score), best first) with the scores of passages that only ask
+    something lowered (ASKED), best first again."""
+    lowered = [(pid, s * ASKED if only_asks(passages[pid].text) else s) for pid, s in ranked]
+    return sorted(lowered, key=lambda found: -found[1])
+
+
 def line(p: Passage) -> str:
     """A passage as the block shows it: when, who, and the text (a part of a longer
     message marked as one)."""

@@ -244,3 +244,12 @@ def test_forgotten_passages_leave_the_word_statistics_as_if_never_indexed(kept, 
     again, whole = both.rank(asked, set(), 50), everyone.rank(asked, set(), 50)
     assert [pid for pid, _ in again] == [pid for pid, _ in whole]
     assert np.allclose([s for _, s in again], [s for _, s in whole])
+
+
+def test_what_only_asks_ranks_below_what_states():
+    assert select.only_asks("When did Greta begin the new lessons?")
+    assert select.only_asks("What about the gift? Should I wait?")
+    assert not select.only_asks("By the way, I use a Fitbit. Can you suggest tips?")
+    texts = ["When did Greta begin the new lessons?", "Maya started sailing on 5 May."]
+    assert select.statements_first([(0, 3.0), (1, 2.0)], [_passage(i, t) for i, t in enumerate(texts)]) \
+        == [(1, 2.0), (0, 1.5)]
