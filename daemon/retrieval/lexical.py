@@ -206,7 +206,9 @@ class LexicalIndex:
         """Pseudo-relevance feedback, for a second hop: the rarest terms of the best
         passages (at most `top`, each within `near` of the best score) that the query lacks
         (a name the first hop found: "the person who adopted the parrot" → the name, to
-        find where that person lives)."""
+        find where that person lives), less those more than `top` of the passages the first
+        hop found hold too: a word of the kind of thing asked about ("adopted", said of
+        every pet), not of the one found."""
         n = self.live()
         found: dict[str, int] = {}
         best = ranked[0][1] if ranked else 0.0
@@ -215,7 +217,9 @@ class LexicalIndex:
                 df = self.df(term)
                 if term not in query and 0 < df <= max(2, rare * n):
                     found[term] = min(found.get(term, df), df)
-        return dict.fromkeys(sorted(found, key=found.__getitem__)[:most], 1.0)
+        matched = np.fromiter((pid for pid, _ in ranked), dtype=np.uint32)
+        shared = lambda term: int(np.isin(np.frombuffer(self.postings[term][0], dtype=np.uint32), matched).sum())
+        return dict.fromkeys(sorted((t for t in found if shared(t) <= top), key=found.__getitem__)[:most], 1.0)
 
     def rare(self, query: Iterable[str], share: float = 0.05, least: int = 2, unseen: bool = False) -> frozenset[str]:
         """The query's terms found in at most `share` of the passages (or `least`): what a
