@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from ctxkeep.daemon.memory.index import MemoryIndex
 from ctxkeep.daemon.memory.query import Query
+from ctxkeep.daemon.retrieval import select
 from ctxkeep.daemon.retrieval.lexical import terms
 from ctxkeep.daemon.retrieval.passages import Passage
 
@@ -25,8 +26,6 @@ MOST_NEEDED = 2
 #: A message that does not speak of the user's past must share this share of its words (two
 #: at least, each rare) with a passage: it names what that passage is about.
 NAMED_SHARE = 0.8
-#: What a passage that is only a question counts for, against one that states something.
-ASKED = 0.5
 #: A turn's memory comes from the sessions whose best passage scores at least this share of
 #: the best of all (the sessions the question is about), not from every session with a word of it.
 SESSION_FLOOR = 0.5
@@ -86,9 +85,12 @@ def may_be_strong(index: MemoryIndex, query: Query) -> bool:
 
 
 def statements_first(passages: Sequence[Passage], scores: dict[int, float]) -> dict[int, float]:
-    """The scores with those of passages that only ask something lowered (ASKED): a question
-    asked elsewhere says what someone wanted to know, not what holds."""
-    return {pid: s * ASKED if passages[pid].text.rstrip().endswith("?") else s for pid, s in scores.items()}
+    """The scores with those of passages that only ask something lowered (select.ASKED): a
+    question asked elsewhere says what someone wanted to know, not what holds. Only where
+    every sentence asks: "I've been using my Fitbit … can you suggest tips?" states what
+    the user uses (lowering every passage that ends with a question lowered most of what
+    users said: 69.2 % of the dev split's evidence turns came back, 73.6 % now)."""
+    return {pid: s * select.ASKED if select.only_asks(passages[pid].text) else s for pid, s in scores.items()}
 
 
 def about_it(index: MemoryIndex, query: Query, ranked: Ranked, kept: list[int]) -> list[int]:

@@ -152,3 +152,23 @@ def test_a_session_that_matched_less_well_brings_what_the_user_said_not_the_answ
     by = grown(tmp_path, "We walked along the canal on Sunday.",
                "Canal walks are lovely; the allotments along the canal grow all sorts in summer.")
     assert ("walk", "assistant") not in by, by
+
+
+def test_what_the_user_said_before_asking_comes_back(tmp_path):
+    """A turn that says something of the user and then asks ("I've been wearing my Fitbit …
+    can you suggest …?") states it: it is not ranked down as a question only, below another
+    session's request that merely names the same things."""
+    app = app_for(tmp_path)
+
+    async def scenario() -> list:
+        await new(app, "walking", "I've been wearing my Fitbit Versa 3 every day since March. "
+                                  "Can you suggest ways to walk more?")
+        await new(app, "shopping", "Compare the Fitbit watches people wear every day: the Fitbit Versa 3, "
+                                   "the Fitbit Sense 2, the Fitbit Charge 6.")
+        return await ask(app, await new(app), "Which Fitbit do I wear every day?")
+    try:
+        recalled = asyncio.run(scenario())
+    finally:
+        app.close()
+    assert ("walking", "user") in {(p.session_name, p.role) for p in recalled}, \
+        [(p.session_name, p.text[:40]) for p in recalled]
