@@ -120,11 +120,13 @@ def lifted(scores: dict[int, float], passages: Sequence[Passage], span: tuple[fl
     return {pid: s * (1 + lift) if start <= passages[pid].created < end else s for pid, s in scores.items()}
 
 
-#: What a passage that only asks something counts for in recall's ranking, against one that
-#: states something: a question asked earlier says what someone wanted to know, not what
-#: holds ("when did Greta begin the new lessons?" holds all of "when did Priya begin the new
-#: lessons?" but Priya's name, and answers neither).
-ASKED = 0.5
+#: What a passage that only asks something counts for in recall's and memory's rankings,
+#: against one that states something: a question asked earlier says what someone wanted to
+#: know, not what holds ("when did Greta begin the new lessons?" holds all of "when did Priya
+#: begin the new lessons?" but Priya's name, and answers neither). Memory on the dev split,
+#: 4,096: 0.5 → 78.6 % of its tokens from evidence sessions, 0.3 → 79.8, 0.1 → 80.5 (evidence
+#: turns 73.6 % at each); recall's evidence turns the same at each.
+ASKED = 0.1
 _SENTENCES = re.compile(r"(?<=[.!?])\s+|\n+")
 
 

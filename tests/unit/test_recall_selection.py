@@ -252,4 +252,4 @@ def test_what_only_asks_ranks_below_what_states():
     assert not select.only_asks("By the way, I use a Fitbit. Can you suggest tips?")
     texts = ["When did Greta begin the new lessons?", "Maya started sailing on 5 May."]
     assert select.statements_first([(0, 3.0), (1, 2.0)], [_passage(i, t) for i, t in enumerate(texts)]) \
-        == [(1, 2.0), (0, 1.5)]
+        == [(1, 2.0), (0, 3.0 * select.ASKED)]
