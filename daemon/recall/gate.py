@@ -27,17 +27,29 @@ RARE_SHARE = 0.02
 RARE_LEAST = 3
 #: The most of a message's specific words a passage must hold to be about it.
 NEEDED = 2
-#: A name: words written with a capital (or a digit after letters: "Person3"), not opening
-#: the message or a sentence of it; the words of one ("The Starry Night") run together.
-_WORD = r"(?:[A-Z][\w'-]*|[A-Za-z]+\d[\w-]*)"
-_NAME = re.compile(rf"(?<![.!?:\n]\s)\b{_WORD}(?:[ \t]+{_WORD})*")
+#: The words of a message and the marks that end its sentences.
+_TOKEN = re.compile(r"[^\W_][\w'-]*|[.!?:\n]")
+
+
+def _is_name(word: str) -> bool:
+    """A word written with a capital ("Alice", "Émile") or with a digit after letters ("Person3")."""
+    return word[0].isupper() or (word[0].isalpha() and any(c.isdigit() for c in word))
 
 
 def names(message: str) -> list[frozenset[str]]:
-    """The terms of each name a message holds ("Alice", "Person3", "The Starry Night"; not
-    its first word)."""
-    text = message.strip()
-    found = (frozenset(terms(m.group())) for m in _NAME.finditer(text) if m.start() > 0)
+    """The terms of each name a message holds: words written as names (`_is_name`) that do
+    not open it or a sentence of it, those next to each other as one ("The Starry Night")."""
+    found: list[frozenset[str]] = []
+    current: list[str] = []
+    opening = True
+    for token in _TOKEN.findall(message) + ["."]:
+        name = not opening and token not in ".!?:\n" and _is_name(token)
+        if name:
+            current.append(token)
+        elif current:
+            found.append(frozenset(terms(" ".join(current))))
+            current = []
+        opening = token in ".!?:\n"
     return [name for name in found if name]
 
 

@@ -14,4 +14,8 @@ def test_a_name_is_a_capital_or_a_digit_inside_a_sentence():
 
 def test_the_words_of_one_name_go_together():
     assert names("Who painted The Starry Night?") == [frozenset({"starri", "night"})]
-    assert names("Is the roof with Hartley & Sons?") == [frozenset({"hartley"}), frozenset({"son"})]
+    assert names("Is the roof with Hartley & Sons?") == [frozenset({"hartley", "son"})]
+
+
+def test_names_written_with_any_alphabet_s_capitals():
+    assert names("Is Émile still in Kraków?") == [frozenset({"émile"}), frozenset({"kraków"})]
