@@ -63,8 +63,10 @@ def asks_of_the_past(index: SessionIndex, message: str, own: Iterable[str], best
     rare = index.lexical.rare(own, share=RARE_SHARE, least=RARE_LEAST)
     if not rare:
         return False
-    # those no passage holds count too: "entropy" in "define entropy in two sentences"
-    specific = index.lexical.rare(own, share=RARE_SHARE, least=RARE_LEAST, unseen=True)
+    # those no passage holds count too ("entropy" in "define entropy in two sentences"), but
+    # for numbers: "turn 12", "15 %" say which or how much, not what about
+    specific = rare | {t for t in index.lexical.rare(own, share=RARE_SHARE, least=RARE_LEAST, unseen=True)
+                       if not t.isdigit()}
     if len(specific) < 2 and refers_back(message):
         return False  # a follow-up: its one word of its own ("shorter", "simply") says how, not what
     least = min(NEEDED, len(specific))

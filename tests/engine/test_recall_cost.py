@@ -15,10 +15,12 @@ from ctxkeep.protocol.events import GenerationRecalled
 from inprocess import InProcess
 from memory_backend import MemoryBackend
 
-#: Ten topics of two words, each come back to a few times in sixty turns: a request that
+#: Twenty topics of two words, each come back to a few times in sixty turns: a request that
 #: names one alone ("The kitchen shelves?") names what earlier turns are about (recall/gate.py).
 TOPICS = ["the vegetable garden", "a bicycle trip", "the kitchen shelves", "a chess opening", "the household budget",
-          "the piano lessons", "a sourdough starter", "the roof repair", "a birthday party", "the fish tank"]
+          "the piano lessons", "a sourdough starter", "the roof repair", "a birthday party", "the fish tank",
+          "the school play", "a camping stove", "the attic window", "a wedding speech", "the car insurance",
+          "a knitting pattern", "the dentist visit", "a pottery class", "the garden shed", "a jigsaw puzzle"]
 
 
 def test_the_bound_is_the_models_reading_speed_times_the_setting(tmp_path):
