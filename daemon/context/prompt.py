@@ -31,12 +31,8 @@ def checkpoint_block(checkpoints: list[Checkpoint]) -> str:
 
 
 def checkpoint_heading(age: str, first_seq: int, last_seq: int, of_user: bool) -> str:
-    """The line that opens one checkpoint in the prompt. It names no age but "merged" (a
-    merge rewrites the text anyway): an aging that only relabels a checkpoint, as it fits its
-    new age's size already, leaves the prompt and the model server's cached prefix as they
-    were; the messages' numbers say which is older."""
-    kind = "merged checkpoint" if age == "merged" else "checkpoint"
-    return f"[{kind}, messages {first_seq}-{last_seq}{_OF_USER if of_user else ''}]"
+    """The line that opens one checkpoint in the prompt."""
+    return f"[{age} checkpoint, messages {first_seq}-{last_seq}{_OF_USER if of_user else ''}]"
 
 
 def system_parts(session: SessionRecord, context: ActiveContext) -> list[str]:

@@ -148,10 +148,10 @@ def test_an_aging_names_the_checkpoints_the_system_message_shows_as_they_are():
     served = turn(TALK)
     served = Served("s1", served.messages, served.view._replace(
         context=msgspec.structs.replace(served.view.context, checkpoints=[old, recent])))
-    assert shown_in(served, [recent]) == ("the summary under \u201c[checkpoint, messages 0-5]\u201d "
+    assert shown_in(served, [recent]) == ("the summary under \u201c[recent checkpoint, messages 0-5]\u201d "
                                           "at the start of the conversation above.")
     aged = msgspec.structs.replace(recent, age="old")  # aged without a call since: shown as it was then
-    assert "\u201c[checkpoint, messages 6-9]\u201d and \u201c[checkpoint, messages 0-5" in shown_in(served, [old, aged])
+    assert "\u201c[old checkpoint, messages 6-9]\u201d and \u201c[recent checkpoint" in shown_in(served, [old, aged])
     assert shown_in(served, [msgspec.structs.replace(recent, summary="shorter")]) == ""  # not as it is now
     assert shown_in(None, [recent]) == "" and shown_in(served, []) == ""
 
