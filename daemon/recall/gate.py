@@ -8,9 +8,9 @@ meaning. Otherwise its everyday words ("write", "short", "first"), or one of the
 few turns happen to hold ("define" in "system-defined"), would fill the room the window
 leaves, on every turn of a long chat, with turns that merely share them. A follow-up of the
 turn before ("can you make that shorter?", "say it again more simply") is about that turn,
-which the prompt holds. A question about a person or a thing named in the chat ("Alice",
-"Person3", "the fish tank?") still gets recall: the rule looks at which words matched, not
-at how the message is phrased."""
+which the prompt holds. A question about a person or a thing named in the chat still gets
+recall: "the fish tank?" by its two words, "where does Alice live these days?" by the name it
+gives (a word written with a capital inside a sentence, `names`), whole in a best match."""
 
 import re
 from collections.abc import Iterable, Sequence

@@ -131,8 +131,10 @@ _SENTENCES = re.compile(r"(?<=[.!?])\s+|\n+")
 
 
 def only_asks(text: str) -> bool:
-    """Whether every sentence of `text` is a question."""
-    return all(s.rstrip().endswith("?") for s in _SENTENCES.split(text.strip()) if s.strip())
+    """Whether every sentence of `text` is a question (on every ranked passage of a turn:
+    most do not end with one, and are answered without reading their sentences)."""
+    text = text.strip()
+    return text.endswith("?") and all(s.rstrip().endswith("?") for s in _SENTENCES.split(text) if s.strip())
 
 
 def statements_first(ranked: Sequence[tuple[int, float]], passages: Sequence[Passage]) -> list[tuple[int, float]]:
