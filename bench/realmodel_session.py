@@ -27,6 +27,7 @@ that asks for it.
 """
 
 import argparse
+import json
 import logging
 import random
 import re
@@ -61,6 +62,8 @@ def text_of(messages: list[dict]) -> str:
 
 #: llama-cpp-python's server's log, per request: the prefix its cache held and what it read.
 PREFIX_HIT = re.compile(r"Llama\.generate: (\d+) prefix-match hit, remaining (\d+) prompt tokens")
+#: The same line, or the one that says the whole prompt was cached (one token read).
+GENERATE = re.compile(r"Llama\.generate: (?:(\d+) prefix-match hit, remaining (\d+)|full prompt already cached)")
 READ = re.compile(r"prompt eval time =\s*([\d.]+) ms /\s*(\d+) tokens")
 WROTE = re.compile(r"\beval time =\s*([\d.]+) ms /\s*(\d+) runs")
 
@@ -98,6 +101,24 @@ def the_fact(proxy: RecordingProxy) -> dict[str, bool]:
     prompt = "\n".join(str(m.get("content", "")) for m in last.body["messages"])  # the question has no digits
     return {"fact_in_prompt": FACT in prompt, "stated_in_prompt": STATED.strip() in prompt,
             "fact_answered": FACT.encode() in last.raw}
+
+
+def dump(path: Path | None, name: str, window: int, proxy: RecordingProxy, log: Path, start: int) -> None:
+    """Every request the server got, in order (its kind, messages, usage and answer, and the
+    prefix its cache served and what it read, from its log), one JSON line each, to see which
+    turn's prompt left the prefix the server held."""
+    if path is None:
+        return
+    with open(log, "rb") as f:
+        f.seek(start)
+        hits = [(hit[1], hit[2]) if hit[1] else ("all", "1") for hit in GENERATE.finditer(f.read().decode(errors="replace"))]
+    if len(hits) != len(proxy.exchanges):  # a request the log did not name: keep the order, not the pairs
+        hits = [("?", "?")] * len(proxy.exchanges)
+    with open(path.with_name(f"{path.stem}-{name}-{window}{path.suffix}"), "w") as f:
+        for e, (cached, read) in zip(proxy.exchanges, hits):
+            f.write(json.dumps({"kind": kind(e.body), "summary": summary_kind(e.body), "cached": cached, "read": read,
+                                "messages": e.body["messages"], "usage": e.usage, "seconds": round(e.seconds, 2),
+                                "answer": e.raw.decode("utf-8", "replace")}) + "\n")
 
 
 def summary(name: str, window: int, seconds: list[float], proxy: RecordingProxy, said: dict[str, float],
@@ -148,7 +169,8 @@ SUMMARY_HEADERS = {"Conversation to summarize": "checkpoint", "Summaries of": "m
                    "Summary to shorten": "aging"}
 
 
-def through_ctxkeepd(url: str, window: int, texts: list[str], answer: int, builtin: bool = False) -> None:
+def through_ctxkeepd(url: str, window: int, texts: list[str], answer: int, builtin: bool = False,
+                     dumped: Path | None = None) -> None:
     """`builtin`: recall by meaning with the built-in embedder on the same CPU (the server
     here has no embedding model), as a user who left `embed_builtin` on gets it."""
     proxy = RecordingProxy(url).start()
@@ -171,13 +193,14 @@ def through_ctxkeepd(url: str, window: int, texts: list[str], answer: int, built
                 compactions += len(passes)
                 seconds.append(time.monotonic() - start)
         summary("ctxkeepd", window, seconds, proxy, server_said(server_log(url), log_start), compactions=compactions)
+        dump(dumped, "ctxkeepd", window, proxy, server_log(url), log_start)
     finally:
         daemon.stop()
         proxy.stop()
         shutil.rmtree(root, ignore_errors=True)
 
 
-def truncating(url: str, window: int, texts: list[str], answer: int) -> None:
+def truncating(url: str, window: int, texts: list[str], answer: int, dumped: Path | None = None) -> None:
     """Sends the newest turns that fit beside the answer (counted by the server's usage
     of the last prompt, chars/3 for what is new)."""
     import openai
@@ -196,6 +219,7 @@ def truncating(url: str, window: int, texts: list[str], answer: int) -> None:
             history.append({"role": "assistant", "content": reply.choices[0].message.content or ""})
             seconds.append(time.monotonic() - start)
         summary("truncating", window, seconds, proxy, server_said(server_log(url), log_start))
+        dump(dumped, "truncating", window, proxy, server_log(url), log_start)
     finally:
         proxy.stop()
 
@@ -211,11 +235,13 @@ def main() -> None:
     parser.add_argument("--embed", choices=["none", "builtin"], default="none",
                         help="ctxkeepd recalls by words alone (none), or by meaning too with the built-in "
                              "embedder, on the CPU the model uses (builtin)")
+    parser.add_argument("--dump", type=Path, help="write every request the server got here (one file per client "
+                        "and window, named after this one), to trace where the server's cache was left")
     args = parser.parse_args()
     if args.log:
         logging.basicConfig(level=logging.INFO, filename=args.log, format="%(asctime)s %(name)s %(message)s")
-    clients = {"truncating": truncating,
-               "ctxkeepd": lambda *a: through_ctxkeepd(*a, builtin=args.embed == "builtin")}
+    clients = {"truncating": lambda *a: truncating(*a, dumped=args.dump),
+               "ctxkeepd": lambda *a: through_ctxkeepd(*a, builtin=args.embed == "builtin", dumped=args.dump)}
     rng = random.Random(5)
     texts = [question(t, rng) for t in range(args.turns - 1)]
     texts = [STATED + texts[0], *texts[1:], ASKED]

@@ -214,11 +214,13 @@ def run_live(which: str, windows: list[int], questions: list, config: str, embed
                         Path(dump).mkdir(parents=True, exist_ok=True)
                         (Path(dump) / f"{window}-{q.qid}.txt").write_text(r.prompt)
                     said = r.said or q  # the history as the session stored it (answers cut at their limit)
-                    recall_lme.tally(rows[window], said, [("ctxkeepd", r.prompt),
-                                                          *recall_lme.baselines(said, r.tokens, standin.count).items()])
+                    same_tokens = recall_lme.baselines(said, r.tokens, standin.count)
+                    recall_lme.tally(rows[window], said, [("ctxkeepd", r.prompt), *same_tokens.items()])
                     cut[window] += len(standin.overflowed)
                     emit(bench="recall", mode="live", window=window, question=q.qid, kind=q.kind,
-                         found=recall_lme.found(said, r.prompt)[0], parts=r.parts, summary_calls=r.summary_calls,
+                         found=recall_lme.found(said, r.prompt)[0],
+                         half_half=recall_lme.found(said, same_tokens["half_newest_half_bm25"])[0],
+                         parts=r.parts, summary_calls=r.summary_calls,
                          turns=r.turns, seconds=round(r.seconds, 1), by_meaning=r.by_meaning, progress=f"{n + 1}/{len(questions)}")
                     standin.chats.clear()
     finally:
