@@ -42,10 +42,16 @@ def summary_room(budget: Budget, original: int) -> int:
     return min(target(budget, "recent"), max(LEAST_SUMMARY, int(original * SUMMARY_SHARE)))
 
 
-def crowded(checkpoints: list[Checkpoint], new: Checkpoint, budget: Budget) -> bool:
-    """Whether the checkpoints, with `new` after them, would pass CHECKPOINTS_SHARE of the
-    budget: then they age first (else they stay as the server's cache holds them)."""
-    return new.current_tokens + sum(c.current_tokens for c in checkpoints) > base(budget) * CHECKPOINTS_SHARE
+#: Once they age, the checkpoints age on (one age a step) until, with the new one, they take
+#: at most this share of the budget: every aging rewrites the prompt's start (the server reads
+#: all of it again), so the next should be several checkpoints away, not the next one.
+AGED_SHARE = CHECKPOINTS_SHARE / 2
+
+
+def crowded(checkpoints: list[Checkpoint], new: Checkpoint, budget: Budget, share: float = CHECKPOINTS_SHARE) -> bool:
+    """Whether the checkpoints, with `new` after them, would pass `share` of the budget
+    (CHECKPOINTS_SHARE: then they age first, else they stay as the server's cache holds them)."""
+    return new.current_tokens + sum(c.current_tokens for c in checkpoints) > base(budget) * share
 
 
 def aging_frees(checkpoints: list[Checkpoint], budget: Budget) -> int:

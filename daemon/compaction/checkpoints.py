@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 import msgspec
 
 from ctxkeep.daemon.compaction import aging, fact_check, summary_check
-from ctxkeep.daemon.compaction.checkpoint_sizes import aging_frees, at_most, crowded, summary_room
+from ctxkeep.daemon.compaction.checkpoint_sizes import AGED_SHARE, aging_frees, at_most, crowded, summary_room
 from ctxkeep.daemon.compaction.chunks import chunk_lines
-from ctxkeep.daemon.compaction.planner import Change, last, outline_line, tool_lines
+from ctxkeep.daemon.compaction.planner import AGES, Change, last, outline_line, tool_lines
 from ctxkeep.daemon.compaction.prompts import (
     CHECKPOINT_SYSTEM,
     CHECKPOINT_WITH_USER_SYSTEM,
@@ -100,7 +100,7 @@ class Checkpointer:
                 if crowded(checkpoints, made, budget):
                     log.info("session=%s the checkpoints (%s) age before the new one (%d) joins them", session.id,
                              "+".join(str(c.current_tokens) for c in checkpoints), made.current_tokens)
-                    checkpoints = await self._age(checkpoints, budget, summarizer, instructions)
+                    checkpoints = await self._age_beside(made, checkpoints, budget, summarizer, instructions)
                 checkpoints.append(made)
                 gone = {m.seq for m in group}
                 if older:
@@ -215,6 +215,19 @@ class Checkpointer:
                 out.append(m)
                 total -= cost[m.seq]
         return out
+
+    async def _age_beside(self, new: Checkpoint, checkpoints: list[Checkpoint], budget: Budget,
+                          summarizer: Summarizer, instructions: str) -> list[Checkpoint]:
+        """`checkpoints` aged, an age a step, until with `new` they take at most AGED_SHARE of
+        the budget, or aging changes nothing (one rewrite of the prompt's start for all)."""
+        for _ in AGES:
+            aged = await self._age(checkpoints, budget, summarizer, instructions)
+            if [(c.current_tokens, c.age) for c in aged] == [(c.current_tokens, c.age) for c in checkpoints]:
+                break
+            checkpoints = aged
+            if not crowded(checkpoints, new, budget, AGED_SHARE):
+                break
+        return checkpoints
 
     async def _age(self, checkpoints: list[Checkpoint], budget: Budget, summarizer: Summarizer,
                    instructions: str) -> list[Checkpoint]:
