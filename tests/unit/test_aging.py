@@ -102,3 +102,25 @@ def test_the_users_share_is_summarized_in_one_large_step():
     assert 18 not in {m.seq for m in users}
     assert checkpointer._user_share("m", ActiveContext(seqs=list(range(20))), active[:18], budget,
                                     {m.seq for m in active[:18] if m.role == "user"}, 2) == []  # 9 of 20: not half
+
+
+def test_once_checkpoints_age_they_age_on_until_the_next_ones_have_room():
+    """Every aging rewrites the prompt's start (the model server reads all of it again): one
+    step a pass left them crowded again by the next checkpoint (Gemma 3 270M, 80 turns of
+    2,048: 9 agings of 21 passes). Once they age, they age on in the same pass until, with the
+    new one, they take at most AGED_SHARE of the budget."""
+    from ctxkeep.daemon.compaction.checkpoint_sizes import AGED_SHARE, crowded
+    new = checkpoint(5, "recent", 100)
+    old = [checkpoint(0, "merged", target(BUDGET, "merged")), checkpoint(1, "recent", target(BUDGET, "recent")),
+           checkpoint(2, "recent", 400)]
+    assert crowded(old, new, BUDGET)
+    once = aged(old, Writer())
+    assert crowded(once, new, BUDGET, AGED_SHARE)  # one age older: crowded again soon
+    writer = Writer()
+    out = asyncio.run(Checkpointer(parts=None)._age_beside(new, old, BUDGET, writer, ""))  # type: ignore[arg-type]
+    assert not crowded(out, new, BUDGET, AGED_SHARE)
+    assert [c.age for c in out] == ["merged"] and (out[0].first_seq, out[0].last_seq) == (0, 29)
+    calm = [checkpoint(0, "merged", target(BUDGET, "merged")), checkpoint(1, "recent", 300)]
+    # one step that leaves room is all
+    assert asyncio.run(Checkpointer(parts=None)._age_beside(new, calm, BUDGET, Writer(), "")) == \
+        aged(calm, Writer())  # type: ignore[arg-type]
