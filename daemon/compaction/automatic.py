@@ -33,6 +33,7 @@ from ctxkeep.daemon.compaction.levels import LevelRunner
 from ctxkeep.daemon.compaction.passes import (
     AFTER_ANSWER_TARGET,
     AGING_STEPS,
+    ANSWER_PASS_AT,
     EXTRA_CHECKPOINTS,
     PASS_TARGET,
     Pass,
@@ -142,18 +143,20 @@ class AutoCompactor:
         """Whether a pass should run `level` now. A pass for a prompt that must fit runs
         until it fits and, once it changed anything, until the context is at most 80 %
         of the window less recall's share (so the next turn does not start over at once,
-        and recall has its room); a pass after an answer that made a checkpoint, until it is
-        at most AFTER_ANSWER_TARGET of it (fewer, larger passes)."""
+        and recall has its room); after an answer, level 3 runs past the level-3 threshold or
+        ANSWER_PASS_AT of the window, and a pass that made a checkpoint goes on until the
+        context is at most AFTER_ANSWER_TARGET of it (fewer, larger passes)."""
         budget = self.budget(view)
-        over_target = self.total(view) > PASS_TARGET * view.session.window - budget.reserved
+        total = self.total(view)
         if user is not None:
+            over_target = total > PASS_TARGET * view.session.window - budget.reserved
             return not self.fits(view, user, pass_.offered) or bool(pass_.levels) and over_target
         if level < 3:
             return budget.lowered_fill >= self.thresholds(view.session)[level - 1]
-        if self.level_for(view.session, budget) >= 3 or over_target:
+        if self.level_for(view.session, budget) >= 3 or total > ANSWER_PASS_AT * view.session.window - budget.reserved:
             return True
         # once it made a checkpoint: on to a target that leaves turns of room
-        return 3 in pass_.levels and self.total(view) > AFTER_ANSWER_TARGET * view.session.window - budget.reserved
+        return 3 in pass_.levels and total > AFTER_ANSWER_TARGET * view.session.window - budget.reserved
 
     async def compact(self, view: View, pass_: Pass, user: MessageRecord | None = None) -> View:
         """Levels 1, 2, 3 in turn, each only while still needed; then more level-3 steps
