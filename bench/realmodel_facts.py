@@ -14,6 +14,7 @@ Goal (issue 58): at least 90 % of the planted facts in the prompt when asked at 
 """
 
 import argparse
+import logging
 import random
 import shutil
 import sys
@@ -63,7 +64,10 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=80, help="turns of chatter (the facts asked after 40 and after all)")
     parser.add_argument("--window", type=int, default=2048)
     parser.add_argument("--answer", type=int, default=96, help="the most tokens an answer takes")
+    parser.add_argument("--log", type=Path, help="write the daemon's log (INFO: each pass, what recall kept and why) here")
     args = parser.parse_args()
+    if args.log:
+        logging.basicConfig(level=logging.INFO, filename=args.log, format="%(asctime)s %(name)s %(message)s")
     rng = random.Random(7)
     chatter = [question(t, rng) for t in range(args.turns)]
     chatter[:len(FACTS)] = [f"{stated} {text}" for (stated, _, _), text in zip(FACTS, chatter)]
