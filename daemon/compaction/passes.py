@@ -12,7 +12,7 @@ PASS_TARGET = 0.8
 #: After an answer, a pass runs level 3 once the whole context passes this share of the
 #: window (or the level-3 threshold of the budget): later than PASS_TARGET, so that more turns
 #: come between passes (each rewrites the prompt's start: on Gemma 3 270M, 80 turns of 2,048,
-#: 16 passes at 0.8, 14 at 0.9, and 78.7 → 80.4 % of prompt tokens from the server's cache).
+#: with checkpoints aged once for several, 16 passes at 0.8 and 14 at 0.9, one run each).
 #: A message that then does not fit beside the reply room is made to fit before its turn.
 ANSWER_PASS_AT = 0.9
 #: A pass after an answer that reached level 3 goes on (more checkpoint steps) until the
