@@ -52,6 +52,11 @@ def user_note(users: list[MessageRecord]) -> str:
             "budget. `ctxkeep undo` puts them back; a larger num_ctx keeps more of them verbatim.")
 
 
+def same_sizes(aged: list[Checkpoint], checkpoints: list[Checkpoint]) -> bool:
+    """Whether aging left the checkpoints as they were (each its size and age)."""
+    return [(c.current_tokens, c.age) for c in aged] == [(c.current_tokens, c.age) for c in checkpoints]
+
+
 @dataclass
 class Checkpointer:
     """Level 3: checkpoints made, the user's share summarized, checkpoints aged."""
@@ -115,7 +120,7 @@ class Checkpointer:
             if least and aging_frees(checkpoints, budget) < least:  # not worth its summary calls
                 return "; ".join(notes + ["aging the checkpoints would free too little"])
             aged = await self._age(checkpoints, budget, summarizer, instructions)
-            if [(c.current_tokens, c.age) for c in aged] == [(c.current_tokens, c.age) for c in checkpoints]:
+            if same_sizes(aged, checkpoints):
                 return "; ".join(notes) or "checkpoints are as small as they get"
             checkpoints = aged
             notes.append("checkpoints aged")
@@ -222,7 +227,7 @@ class Checkpointer:
         the budget, or aging changes nothing (one rewrite of the prompt's start for all)."""
         for _ in AGES:
             aged = await self._age(checkpoints, budget, summarizer, instructions)
-            if [(c.current_tokens, c.age) for c in aged] == [(c.current_tokens, c.age) for c in checkpoints]:
+            if same_sizes(aged, checkpoints):
                 break
             checkpoints = aged
             if not crowded(checkpoints, new, budget, AGED_SHARE):
