@@ -3,8 +3,11 @@ index): recall adds nothing to one that does not. A message that speaks of the p
 "I", "you said", "last time": select.about_the_past) always may; any other ("write a poem
 about the first frost", "where does Alice live these days?", "can you make that shorter?")
 only where its best matches by words hold what it is about — the words few of the session's
-passages hold, two of them where it has two or more such words — or a passage stands out by
-meaning. Otherwise its everyday words ("write", "short", "first"), or one of them that a
+passages hold, two of them where it has two or more such words. Not where a passage only
+stands out by meaning: in a long chat some turn always does, for any request ("who painted
+The Starry Night?" beside "translate the short note"; with the built-in e5 on the dev split,
+half the everyday requests got a block that way), as memory's rule for such a message
+(memory/precision.py `strong`) holds too. Otherwise its everyday words ("write", "short", "first"), or one of them that a
 few turns happen to hold ("define" in "system-defined"), would fill the room the window
 leaves, on every turn of a long chat, with turns that merely share them. A follow-up of the
 turn before ("can you make that shorter?", "say it again more simply") is about that turn,
@@ -53,16 +56,23 @@ def names(message: str) -> list[frozenset[str]]:
     return [name for name in found if name]
 
 
+def may_ask(index: SessionIndex, own: Iterable[str], about_the_past: bool) -> bool:
+    """Whether `asks_of_the_past` could hold, before any ranking: a message that does not
+    speak of the past needs a word few passages hold (else its vector is not worth a round
+    trip to the embedding model)."""
+    return about_the_past or bool(index.lexical.rare(frozenset(own), share=RARE_SHARE, least=RARE_LEAST))
+
+
 def asks_of_the_past(index: SessionIndex, message: str, own: Iterable[str], best: Sequence[int],
-                     stands_out: bool, about_the_past: bool) -> bool:
+                     about_the_past: bool) -> bool:
     """Whether recall may add to the turn of `message` (its own terms `own`; `best`: its
-    best passages by words, best first; `stands_out`: a passage stands out by meaning)."""
-    if about_the_past or stands_out:
+    best passages by words, best first)."""
+    if not may_ask(index, own, about_the_past):
+        return False
+    if about_the_past:
         return True
     own = frozenset(own)
     rare = index.lexical.rare(own, share=RARE_SHARE, least=RARE_LEAST)
-    if not rare:
-        return False
     # those no passage holds count too ("entropy" in "define entropy in two sentences"), but
     # for numbers: "turn 12", "15 %" say which or how much, not what about
     specific = rare | {t for t in index.lexical.rare(own, share=RARE_SHARE, least=RARE_LEAST, unseen=True)

@@ -122,7 +122,8 @@ class Recaller:
                           frozenset(asked), select.about_the_past(user.content))
         # the message's vector only where a ranking may use it (a round trip to the embedding model)
         in_prompt = self._in_prompt(session, context, user)
-        reaches = self.enabled(session) and session.message_count > len(in_prompt)
+        reaches = self.enabled(session) and session.message_count > len(in_prompt) \
+            and gate.may_ask(index, asked, elsewhere.about_past)
         vector = await self._vector(index, active, user) \
             if reaches or (memory is not None and await memory.may_bring(elsewhere)) else None
         asking = Query(query, vector, asks_of, span=asked_about, own=frozenset(asked), about_past=elsewhere.about_past)
@@ -180,10 +181,9 @@ class Recaller:
         passages = index.lexical.passages
         first = select.statements_first(index.lexical.rank(query, in_context, RANKED), passages)
         in_prompt = lambda pid: passages[pid].seq in in_context
-        by_meaning = index.semantic.rank(vector, in_prompt, RANKED) if vector is not None and index.semantic.ids else None
-        if not gate.asks_of_the_past(index, user.content, asked.own, [pid for pid, _ in first], bool(by_meaning),
-                                     asked.about_past):
+        if not gate.asks_of_the_past(index, user.content, asked.own, [pid for pid, _ in first], asked.about_past):
             return [], ()  # before the second hop: a message that asks nothing of the past costs one ranking
+        by_meaning = index.semantic.rank(vector, in_prompt, RANKED) if vector is not None and index.semantic.ids else None
         second = select.statements_first(index.lexical.rank(index.lexical.expansion(first, query), in_context, RANKED),
                                          passages)
         ranked, weights = [first, second], [1.0, SECOND_HOP]
