@@ -7,9 +7,10 @@ passages hold, two of them where it has two or more such words. Not where a pass
 stands out by meaning: in a long chat some turn always does, for any request ("who painted
 The Starry Night?" beside "translate the short note"; with the built-in e5 on the dev split,
 half the everyday requests got a block that way), as memory's rule for such a message
-(memory/precision.py `strong`) holds too. Otherwise its everyday words ("write", "short", "first"), or one of them that a
-few turns happen to hold ("define" in "system-defined"), would fill the room the window
-leaves, on every turn of a long chat, with turns that merely share them. A follow-up of the
+(memory/precision.py `strong`) holds too. Otherwise its everyday words ("write", "short",
+"first"), or one of them that a few turns happen to hold ("define" in "system-defined"),
+would fill the room the window leaves, on every turn of a long chat, with turns that merely
+share them. A follow-up of the
 turn before ("can you make that shorter?", "say it again more simply") is about that turn,
 which the prompt holds. A question about a person or a thing named in the chat still gets
 recall: "the fish tank?" by its two words, "where does Alice live these days?" by the name it
@@ -67,12 +68,12 @@ def asks_of_the_past(index: SessionIndex, message: str, own: Iterable[str], best
                      about_the_past: bool) -> bool:
     """Whether recall may add to the turn of `message` (its own terms `own`; `best`: its
     best passages by words, best first)."""
-    if not may_ask(index, own, about_the_past):
-        return False
     if about_the_past:
         return True
     own = frozenset(own)
     rare = index.lexical.rare(own, share=RARE_SHARE, least=RARE_LEAST)
+    if not rare:
+        return False  # `may_ask`
     # those no passage holds count too ("entropy" in "define entropy in two sentences"), but
     # for numbers: "turn 12", "15 %" say which or how much, not what about
     specific = rare | {t for t in index.lexical.rare(own, share=RARE_SHARE, least=RARE_LEAST, unseen=True)
