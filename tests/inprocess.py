@@ -4,6 +4,7 @@ A request goes straight to its handler in `HANDLERS`; every published event is k
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 from ctxkeep.daemon import services as services_module
@@ -40,6 +41,14 @@ class InProcess:
 
     async def call(self, request: requests.Request):
         return await HANDLERS[type(request)](self.services, request)
+
+    async def embedded(self, tries: int = 100) -> None:
+        """Until the passages' vectors, computed in the background, are all there (or
+        `tries` times 50 ms)."""
+        for _ in range(tries):
+            if not self.services.recaller.embedder.behind():
+                break
+            await asyncio.sleep(0.05)
 
     def of_type(self, kind) -> list:
         return [e for e in self.bus.seen if isinstance(e, kind)]

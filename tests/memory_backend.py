@@ -35,6 +35,8 @@ class MemoryBackend:
         self.listed: list[str] | None = None
         self.models = {m.name: m for m in DEFAULT_MODELS}
         self.reply = reply or (lambda messages: f"You said: {messages[-1]['content'][:60]}")
+        #: Every text it was asked to embed, in order (with the task prefix the daemon gave it).
+        self.embedded: list[str] = []
         self.chats: list[tuple[list[dict[str, Any]], dict[str, Any]]] = []
         #: The tokenizer (the stand-in's `count_tokens`, or `count_tokens_bpe`).
         self.count = count
@@ -193,4 +195,5 @@ class MemoryBackend:
         known = self.models.get(model)
         if known is None or not known.embedding:
             raise ModelCallError(ErrorCode.MODEL_NOT_FOUND, f"model {model!r} is not available")
+        self.embedded += texts
         return [embed_vector(t) for t in texts]

@@ -42,14 +42,6 @@ def run(backend: MemoryBackend, config: Config, go: Callable[[InProcess], Awaita
         app.close()
 
 
-async def embedded(app: InProcess, tries: int = 100) -> None:
-    """Until the passages' vectors, computed in the background, are all there."""
-    for _ in range(tries):
-        if not app.services.recaller.embedder.behind():
-            break
-        await asyncio.sleep(0.05)
-
-
 def summarizer(messages: list[dict]) -> str | None:
     """A summary of realistic size (a quarter of the sentences it is given), or None for a turn."""
     request = messages[-1]["content"]
@@ -161,7 +153,7 @@ def test_a_question_about_the_past_gets_what_only_meaning_finds_beside_what_word
         for text in [notes[0], evidence, *notes[1:], *chatter]:  # (the stand-in's checkpoints keep every 4th sentence)
             await app.call(requests.Send(session=sid, text=text))
             await app.services.jobs.drain(30)
-        await embedded(app, 600)
+        await app.embedded(600)
         await app.call(requests.Send(session=sid, text=question))
         await app.services.jobs.drain(30)
 
@@ -178,14 +170,7 @@ def test_a_time_stamp_in_the_message_is_not_what_its_meaning_is_searched_by():
     """A front-end that writes "[2023/05/30 (Tue) 21:51]" into each message: recall's
     question vector is of what the message says, not when (a bare stamp said long ago would
     otherwise stand out by meaning)."""
-    class Recording(MemoryBackend):
-        asked: list[str] = []
-
-        async def embed(self, model, texts):
-            self.asked += [t for t in texts if t.startswith("search_query: ")]
-            return await super().embed(model, texts)
-    backend = Recording()
-    backend.asked = []
+    backend = MemoryBackend()
     question = "[2023/05/30 (Tue) 21:51] How many plants did I buy at the nursery?"
 
     async def go(app: InProcess) -> None:
@@ -193,8 +178,9 @@ def test_a_time_stamp_in_the_message_is_not_what_its_meaning_is_searched_by():
         for text in ["[2023/05/01 (Mon) 10:00]", "I bought a peace lily at the nursery.", question]:
             await app.call(requests.Send(session=sid, text=text))
             await app.services.jobs.drain(30)
-            await embedded(app)
+            await app.embedded()
 
     run(backend, Config(embed_model="nomic-embed-text", embed_builtin=False, recall_embed_wait_ms=10_000), go)
-    assert "search_query: How many plants did I buy at the nursery?" in backend.asked, backend.asked
-    assert not any("2023" in t for t in backend.asked)
+    asked = [t for t in backend.embedded if t.startswith("search_query: ")]
+    assert "search_query: How many plants did I buy at the nursery?" in asked, asked
+    assert not any("2023" in t for t in asked)

@@ -38,18 +38,6 @@ def recalled(app: InProcess, accepted) -> list:
             for p in e.recalled if not p.session_id]
 
 
-class Recording(MemoryBackend):
-    """The backend, keeping the texts it was asked to embed as questions."""
-
-    def __init__(self, **kwargs) -> None:
-        super().__init__(**kwargs)
-        self.queries: list[str] = []
-
-    async def embed(self, model, texts):
-        self.queries += [t.removeprefix("search_query: ") for t in texts if t.startswith("search_query: ")]
-        return await super().embed(model, texts)
-
-
 def asked_in_a_long_chat(tmp_path, config: Config, queries: list[str] | None = None) -> tuple[list, list, list, list]:
     """Forty turns of everyday chat with a few things said once, then the unrelated requests,
     the follow-ups and three questions about what was said once: what each recalled (and in
@@ -57,7 +45,7 @@ def asked_in_a_long_chat(tmp_path, config: Config, queries: list[str] | None = N
     rng = random.Random(3)
     reply = lambda messages: " ".join(rng.choice(["fine", "noted", "a short plan", "the first step", "a week"])
                                       for _ in range(30))
-    backend = Recording(reply=reply)
+    backend = MemoryBackend(reply=reply)
     app = InProcess(tmp_path, backend, config)
 
     async def scenario() -> tuple[list, list, list, list]:
@@ -69,10 +57,7 @@ def asked_in_a_long_chat(tmp_path, config: Config, queries: list[str] | None = N
             return recalled(app, accepted)
         for turn in range(40):
             await ask(ONCE.get(turn, COMMON[turn % len(COMMON)]))
-        for _ in range(600):  # the passages' vectors, computed in the background
-            if not app.services.recaller.embedder.behind():
-                break
-            await asyncio.sleep(0.05)
+        await app.embedded(600)
         everyday = [await ask(text) for text in UNRELATED + FOLLOW_UPS]
         named = await ask("How is Bubbles the sourdough starter?")
         asked = await ask("When did I say the roof repair was booked?")
@@ -83,7 +68,7 @@ def asked_in_a_long_chat(tmp_path, config: Config, queries: list[str] | None = N
     finally:
         app.close()
         if queries is not None:
-            queries += backend.queries
+            queries += [t.removeprefix("search_query: ") for t in backend.embedded if t.startswith("search_query: ")]
 
 
 def check(everyday: list, named: list, asked: list, tortoise: list) -> None:
