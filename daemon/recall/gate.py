@@ -73,7 +73,7 @@ def asks_of_the_past(index: SessionIndex, message: str, own: Iterable[str], best
     own = frozenset(own)
     rare = index.lexical.rare(own, share=RARE_SHARE, least=RARE_LEAST)
     if not rare:
-        return False  # `may_ask`
+        return False  # as `may_ask` says before the ranking
     # those no passage holds count too ("entropy" in "define entropy in two sentences"), but
     # for numbers: "turn 12", "15 %" say which or how much, not what about
     specific = rare | {t for t in index.lexical.rare(own, share=RARE_SHARE, least=RARE_LEAST, unseen=True)
