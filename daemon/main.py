@@ -111,5 +111,20 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def run() -> None:
+    """The `ctxkeepd` program: `main`, then the process ends at once. By then the daemon has
+    closed all it holds (store, sockets, its lock, the fork server, the worker threads); the
+    log and the output are flushed here. The interpreter's own teardown (~700 modules' objects
+    freed one by one) would add ~0.25 s of CPU to every stop and restart, for nothing."""
+    code = main()
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a reader gone (a closed pipe): nothing left to tell it
+            pass
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

@@ -191,6 +191,17 @@ def test_maintenance_commands_say_what_is_missing(daemon_factory, tmp_path):
     assert renamed.returncode == 2 and "it is now `event_buffer_bytes`" in renamed.stderr
 
 
+def test_what_ctxkeepd_prints_reaches_a_pipe_whole(daemon_factory):
+    """`ctxkeepd` ends its process at once (no interpreter teardown): what it printed is
+    flushed first, even into a pipe, where output is held in a buffer (no PYTHONUNBUFFERED)."""
+    d = daemon_factory()
+    env = {k: v for k, v in d.env.items() if k != "PYTHONUNBUFFERED"}
+    for program in ([sys.executable, "-m", "ctxkeep.daemon.main"], [str(Path(sys.executable).parent / "ctxkeepd")]):
+        result = subprocess.run([*program, "config", "show"], env=env, capture_output=True, text=True, timeout=30)
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.rstrip().endswith("# default") and "memory_budget" in result.stdout, result.stdout
+
+
 def test_logs_written_to_a_file_carry_the_time(daemon_factory):
     """As install.sh starts it (output to a log file, no journald): each line has its time."""
     import re
