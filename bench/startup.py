@@ -1,5 +1,6 @@
-"""Start-up costs a user waits for: a whole `ctxkeep status` process, and ctxkeepd from
-launch to its first answered ping, each beside `python -c pass` in the same run.
+"""Start-up costs a user waits for: a whole `ctxkeep status` process, ctxkeepd from launch
+to its first answered ping, and from SIGTERM to its exit (a restart is both), each beside
+`python -c pass` in the same run.
 
     python bench/startup.py [--n 15]
 
@@ -40,8 +41,9 @@ def run_once(argv: list[str], env: dict[str, str] | None = None) -> float:
     return time.perf_counter() - t0
 
 
-def daemon_start(url: str) -> float:
-    """Seconds from launching ctxkeepd on a fresh store to its first pong."""
+def daemon_start(url: str) -> tuple[float, float]:
+    """Seconds from launching ctxkeepd on a fresh store to its first pong, and from SIGTERM
+    (after the pong) to the process's exit."""
     root = Path(tempfile.mkdtemp(prefix="ckb", dir="/tmp"))
     daemon = DaemonProcess(root, url, log_level="warning")
     ctx = zmq.Context.instance()
@@ -56,7 +58,10 @@ def daemon_start(url: str) -> float:
         if not dealer.poll(20_000):
             raise RuntimeError("ctxkeepd did not answer a ping within 20 s")
         dealer.recv()
-        return time.perf_counter() - t0
+        started = time.perf_counter() - t0
+        t1 = time.perf_counter()
+        daemon.stop()
+        return started, time.perf_counter() - t1
     finally:
         dealer.close()
         daemon.stop()
@@ -83,7 +88,7 @@ def main() -> None:
     args = parser.parse_args()
     cli = str(Path(sys.executable).parent / "ctxkeep")
     byte_compile()
-    bare, status, starts, bare2 = [], [], [], []
+    bare, status, starts, stops, bare2 = [], [], [], [], []
     with standin_process() as url, daemon_for(url) as daemon:
         for _ in range(3):  # warm the page cache
             run_once([sys.executable, "-c", "pass"])
@@ -92,12 +97,16 @@ def main() -> None:
             bare.append(run_once([sys.executable, "-c", "pass"]))
             status.append(run_once([cli, "status"], daemon.env))
             bare2.append(run_once([sys.executable, "-c", "pass"]))
-            starts.append(daemon_start(url))
+            started, stopped = daemon_start(url)
+            starts.append(started)
+            stops.append(stopped)
     emit(bench="startup", target="python_-c_pass", p50_ms=ms(bare))
     emit(bench="startup", target="ctxkeep_status_process", p50_ms=ms(status),
          added_ms=round(ms(status) - ms(bare), 1), goal="added <= 150 ms")
     emit(bench="startup", target="ctxkeepd_launch_to_first_pong", p50_ms=ms(starts),
          max_ms=round(max(starts) * 1000, 1), python_floor_ms=ms(bare2), goal="<= 300 ms")
+    emit(bench="startup", target="ctxkeepd_sigterm_to_exit", p50_ms=ms(stops), max_ms=round(max(stops) * 1000, 1),
+         python_floor_ms=ms(bare2))
 
 
 if __name__ == "__main__":
