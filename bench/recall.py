@@ -221,7 +221,8 @@ def run_live(which: str, windows: list[int], questions: list, config: str, embed
                          found=recall_lme.found(said, r.prompt)[0],
                          half_half=recall_lme.found(said, same_tokens["half_newest_half_bm25"])[0],
                          parts=r.parts, summary_calls=r.summary_calls,
-                         turns=r.turns, seconds=round(r.seconds, 1), by_meaning=r.by_meaning, progress=f"{n + 1}/{len(questions)}")
+                         turns=r.turns, failed_turns=dict(r.errors), seconds=round(r.seconds, 1),
+                         by_meaning=r.by_meaning, progress=f"{n + 1}/{len(questions)}")
                     standin.chats.clear()
     finally:
         daemon.stop()
