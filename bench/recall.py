@@ -169,10 +169,12 @@ def run_lme(which: str, windows: list[int], limit: int, config: str, embed: str,
         recall_lme.emit_rows(emit, rows, bench="recall", set=which, window=window, embed=embed)
 
 
-def pick(which: str, limit: int, per_kind: int, kinds: str) -> list:
-    """The questions: of the chosen types, the first `per_kind` of each (or the first `limit`)."""
+def pick(which: str, limit: int, per_kind: int, kinds: str, ids: str = "") -> list:
+    """The questions: of the chosen types (and ids), the first `per_kind` of each (or the
+    first `limit`)."""
     import recall_lme
-    questions = [q for q in recall_lme.load(which) if not kinds or q.kind in kinds.split(",")]
+    questions = [q for q in recall_lme.load(which) if (not kinds or q.kind in kinds.split(","))
+                 and (not ids or q.qid in ids.split(","))]
     if per_kind:
         seen: dict[str, int] = defaultdict(int)
         chosen = []
@@ -246,6 +248,8 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=0, help="the first N questions of a LongMemEval set")
     parser.add_argument("--per-kind", type=int, default=0, help="the first N questions of each question type")
     parser.add_argument("--kinds", default="", help="only these LongMemEval question types (comma-separated)")
+    parser.add_argument("--questions", default="", help="live mode: only these LongMemEval question ids "
+                        "(comma-separated), to read one replay's prompt with --dump")
     parser.add_argument("--turns", type=int, default=500)
     parser.add_argument("--windows", default="2048,4096,8192")
     parser.add_argument("--seeds", default="1")
@@ -273,7 +277,7 @@ def main() -> None:
         + "".join(f"{line}\n" for line in args.config)
     windows = [int(w) for w in filter(None, args.windows.split(","))]
     if args.mode == "live":
-        run_live(args.set, windows, pick(args.set, args.limit, args.per_kind, args.kinds), config, args.embed,
+        run_live(args.set, windows, pick(args.set, args.limit, args.per_kind, args.kinds, args.questions), config, args.embed,
                  bench_embedders.embedder(args.embed, args.embed_cache), args.dump)
     if args.mode == "import":
         run_lme(args.set, windows, args.limit, config, args.embed, args.kinds, args.embed_cache)
