@@ -178,9 +178,9 @@ class DaemonThread:
         return http_socket(self.control)
 
     @property
-    def front_door(self) -> Any:
-        """The daemon's HTTP front door (its URL and token)."""
-        return self._daemon.front_door
+    def http(self) -> Any:
+        """Where the daemon's HTTP front door listens (its URL, address and token)."""
+        return self._daemon.http
 
     def start(self) -> "DaemonThread":
         from ctxkeep.daemon.config import Config

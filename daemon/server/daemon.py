@@ -2,11 +2,13 @@
 check, the systemd watchdog and shutdown. Requests are served by controller.py."""
 
 import asyncio
+import importlib
 import logging
 import os
 import signal
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import zmq
 import zmq.asyncio
@@ -20,8 +22,7 @@ from ctxkeep.daemon.jobs.queue import SessionJobs
 from ctxkeep.daemon.server import report, runtime, systemd
 from ctxkeep.daemon.server.ollama_watch import watch_ollama
 from ctxkeep.daemon.store.store import Store, StoreError
-from ctxkeep.daemon.transports.http.bounds import raise_descriptor_limit
-from ctxkeep.daemon.transports.http.server import FrontDoor
+from ctxkeep.daemon.transports.http.listeners import Listeners, raise_descriptor_limit
 from ctxkeep.daemon.transports.zmq import curve
 from ctxkeep.daemon.transports.zmq.controller import Controller
 from ctxkeep.daemon.transports.zmq.publisher import EventPublisher
@@ -29,6 +30,9 @@ from ctxkeep.protocol import DAEMON_VERSION, PROTOCOL_VERSION, ErrorCode
 from ctxkeep.protocol.events import DaemonStatusEvent
 from ctxkeep.protocol.paths import http_socket, http_token_path, ipc_path
 from ctxkeep.protocol.structs import DaemonStatus
+
+if TYPE_CHECKING:
+    from ctxkeep.daemon.transports.http.server import FrontDoor
 
 log = logging.getLogger(__name__)
 
@@ -106,8 +110,14 @@ class Daemon:
                                        self.status, lambda: self.stopping, self.config_path)
         self.jobs = self.services.jobs
         self.controller = Controller(self.services, self.config.max_frame_bytes)
-        self.front_door = FrontDoor(self.services, http_socket(self.control_endpoint), http_token_path(),
-                                    adopted.get("http"))
+        self.http = Listeners(self.config, http_socket(self.control_endpoint), http_token_path(), adopted.get("http"))
+        try:
+            self.http.bind()
+        except OSError as exc:
+            raise runtime.RuntimeDirError(f"cannot serve HTTP on {self.http.listen or self.http.socket_path}: "
+                                          f"{os.strerror(exc.errno) if exc.errno else exc}: free the port or change http_listen in "
+                                          "config.toml") from None
+        self.front_door: FrontDoor | None = None
         for session_id, seqs in self.store.history.recover(ErrorCode.DAEMON_RESTARTED.value):
             log.warning("session=%s: %d question(s) were left unanswered when ctxkeepd stopped; "
                         "marked interrupted", session_id, len(seqs))
@@ -192,12 +202,6 @@ class Daemon:
             raise runtime.RuntimeDirError(
                 f"cannot listen on {self.config.tcp_control or self.config.tcp_events}: {exc}: "
                 "free the port or change tcp_control / tcp_events in config.toml") from None
-        try:
-            await self.front_door.start()
-        except OSError as exc:
-            where = self.front_door.listen or self.front_door.socket_path
-            raise runtime.RuntimeDirError(f"cannot serve HTTP on {where}: {exc.strerror}: free the "
-                                          "port or change http_listen in config.toml") from None
         tasks = self._control_tasks = [
             asyncio.create_task(self.controller.serve(router, remote), name="control")
             for router, remote in self.routers]
@@ -206,6 +210,7 @@ class Daemon:
                   for serve in (self.publisher.serve_subscriptions, self.publisher.serve_connections)]
         tasks.append(asyncio.create_task(watch_ollama(
             self.backend, self.services.recaller.embedder.retry, self._ollama_changed), name="ollama-check"))
+        self.front_door = await self._open_front_door()
         await self.services.memory.ready()  # memory's index, read in the background
         interval = systemd.watchdog_interval()
         if interval:
@@ -220,7 +225,8 @@ class Daemon:
         systemd.notify("STOPPING=1", "STATUS=stopping: finishing running work")
         log.info("stopping: finishing running generations")
         await self.jobs.drain(self.config.drain_timeout)
-        await self.front_door.close()
+        if self.front_door is not None:
+            await self.front_door.close()
         self.bus.publish(DaemonStatusEvent(status=self.status(), stopping=True))
         for task in tasks:
             task.cancel()
@@ -232,6 +238,15 @@ class Daemon:
         self.services.files.close()
         self.close()
         log.info("stopped")
+
+    async def _open_front_door(self) -> "FrontDoor":
+        """The HTTP front door, serving the sockets `open` bound. Its modules (aiohttp's import
+        alone is ~0.1 s of CPU) are imported in a thread while the control socket answers;
+        an HTTP client meanwhile waits in the listeners' backlog."""
+        server = await asyncio.to_thread(importlib.import_module, "ctxkeep.daemon.transports.http.server")
+        door: FrontDoor = server.FrontDoor(self.services, self.http)
+        await door.start()
+        return door
 
     def stop(self) -> None:
         self._stop.set()
@@ -249,6 +264,8 @@ class Daemon:
             self.context.term()
         if hasattr(self, "store"):
             self.store.close()
+        if hasattr(self, "http"):
+            self.http.close()
         for endpoint in (self.control_endpoint, self.events_endpoint):
             path = ipc_path(endpoint)
             if path is not None and self._lock is not None and path.exists() \
@@ -273,8 +290,8 @@ class Daemon:
             ollama=self.backend.status, backends=self.backend.hosts(), default_model=self.config.default_model,
             default_model_installed=report.default_installed(self.backend, self.config.default_model),
             recall=self.services.recaller.status(),
-            http_socket=str(self.front_door.socket_path), http_url=self.front_door.url,
-            http_auth="token" if self.front_door.token else "none",
+            http_socket=str(self.http.socket_path), http_url=self.http.url,
+            http_auth="token" if self.http.token else "none",
             speeds=report.model_speeds(self.services), summaries=report.model_summaries(self.services))
 
     # -- requests ---------------------------------------------------------------

@@ -13,7 +13,7 @@ import pytest
 
 from conftest import events_until, talkative, wait_for
 from ctxkeep.daemon.config import ConfigError
-from ctxkeep.daemon.transports.http.server import check
+from ctxkeep.daemon.transports.http.listeners import check
 from ctxkeep.protocol.events import GenerationError, ResponseGeneration
 from harness import DaemonThread
 
@@ -21,12 +21,12 @@ MODEL = "qwen2.5:7b"
 
 
 def ollama_client(door: DaemonThread) -> ollama.Client:
-    return ollama.Client(host=door.front_door.url,
-                         headers={"Authorization": f"Bearer {door.front_door.token}"})
+    return ollama.Client(host=door.http.url,
+                         headers={"Authorization": f"Bearer {door.http.token}"})
 
 
 def openai_client(door: DaemonThread, key: str | None = None) -> openai.OpenAI:
-    return openai.OpenAI(base_url=door.front_door.url + "/v1", api_key=key or door.front_door.token,
+    return openai.OpenAI(base_url=door.http.url + "/v1", api_key=key or door.http.token,
                          max_retries=0)
 
 
@@ -161,10 +161,10 @@ def test_curl_speaks_both_apis_over_the_unix_socket_without_a_token(door, standi
 
 
 def test_over_tcp_a_token_is_refused_or_accepted(door):
-    url = door.front_door.url + "/api/tags"
+    url = door.http.url + "/api/tags"
     assert httpx.get(url).status_code == 401
     assert httpx.get(url, headers={"Authorization": "Bearer nope"}).status_code == 401
-    assert httpx.get(url, headers={"Authorization": f"Bearer {door.front_door.token}"}).status_code == 200
+    assert httpx.get(url, headers={"Authorization": f"Bearer {door.http.token}"}).status_code == 200
 
 
 def test_no_token_is_refused_on_an_address_other_machines_reach():
@@ -182,8 +182,8 @@ def test_http_turns_are_published_on_zeromq_and_a_client_that_leaves_cancels_its
         wait_for(watcher, ResponseGeneration, timeout=30)
         talkative(standin, words=400)  # a long, slow answer to leave in the middle of
         standin.chunk_delay = 0.02
-        with httpx.stream("POST", door.front_door.url + "/api/chat", timeout=30,
-                          headers={"Authorization": f"Bearer {door.front_door.token}"},
+        with httpx.stream("POST", door.http.url + "/api/chat", timeout=30,
+                          headers={"Authorization": f"Bearer {door.http.token}"},
                           json={"model": MODEL, "messages": [{"role": "user", "content": "Go away"}]}) as r:
             next(r.iter_lines())  # one piece, then the client is gone
         seen = events_until(watcher, lambda e: isinstance(e, (GenerationError, ResponseGeneration)),
@@ -194,7 +194,7 @@ def test_http_turns_are_published_on_zeromq_and_a_client_that_leaves_cancels_its
 
 
 def test_a_client_that_sends_half_a_request_and_stops_stalls_no_other(door, standin):
-    host, port = door.front_door.url.removeprefix("http://").rsplit(":", 1)
+    host, port = door.http.url.removeprefix("http://").rsplit(":", 1)
     with socket.create_connection((host, int(port))) as slow, \
             socket.socket(socket.AF_UNIX) as slower:
         slow.sendall(b"POST /api/chat HTTP/1.1\r\nHost: x\r\nContent-Length: 5000\r\n\r\n{\"mo")
@@ -227,5 +227,5 @@ def test_the_cli_says_where_the_front_door_listens(door):
     result = door.cli("daemon", "http")
     assert result.returncode == 0, result.stderr
     assert str(door.http_socket) in result.stdout
-    assert f"OLLAMA_HOST={door.front_door.url}" in result.stdout and "/v1" in result.stdout
+    assert f"OLLAMA_HOST={door.http.url}" in result.stdout and "/v1" in result.stdout
     assert "bearer token in" in result.stdout and "API key the token" in result.stdout

@@ -29,7 +29,7 @@ def open_door(short_tmp, standin):
 def call(door: DaemonThread, method: str, path: str, body=None, headers=None, raw: bytes | None = None
          ) -> tuple[int, dict, dict]:
     """One request over TCP: (status, its JSON body, its headers)."""
-    host, port = door.front_door.listen.rsplit(":", 1)
+    host, port = door.http.listen.rsplit(":", 1)
     connection = http.client.HTTPConnection(host, int(port), timeout=20)
     data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
     connection.request(method, path, body=data, headers={"Content-Type": "application/json", **(headers or {})})
@@ -119,7 +119,7 @@ def test_pages_of_other_origins_and_rebound_names_are_refused(open_door):
     evil = {"Origin": "http://evil.example", "Content-Type": "text/plain"}
     status, body, _ = call(open_door, "POST", "/api/chat", chat("write into a session"), headers=evil)
     assert status == 403 and "origin 'http://evil.example' is not allowed" in body["error"]
-    port = open_door.front_door.listen.rsplit(":", 1)[1]
+    port = open_door.http.listen.rsplit(":", 1)[1]
     status, body, _ = call(open_door, "POST", "/api/chat", chat("rebound"), headers={"Host": f"evil.example:{port}"})
     assert status == 403 and "is not this machine" in body["error"]
     status, _, headers = call(open_door, "OPTIONS", "/api/chat", headers={
@@ -137,7 +137,7 @@ def test_pages_of_other_origins_and_rebound_names_are_refused(open_door):
 
 
 def test_a_web_page_cannot_use_the_token_either(door):
-    token = door.front_door.token
+    token = door.http.token
     status, _, _ = call(door, "GET", "/api/tags", headers={"Authorization": f"Bearer {token}",
                                                            "Origin": "http://evil.example"})
     assert status == 403
@@ -146,13 +146,13 @@ def test_a_web_page_cannot_use_the_token_either(door):
 def test_the_token_is_asked_for_as_rfc_7235_says(door, standin):
     status, _, headers = call(door, "GET", "/v1/models")
     assert status == 401 and headers["WWW-Authenticate"] == 'Bearer realm="ctxkeepd"'
-    token = door.front_door.token
+    token = door.http.token
     assert call(door, "GET", "/v1/models", headers={"Authorization": f"bearer {token}"})[0] == 200
     assert call(door, "GET", "/v1/models", headers={"Authorization": f"Basic {token}"})[0] == 401
 
 
 def test_connections_past_the_cap_are_told_so_and_idle_ones_are_closed(open_door):
-    host, port = open_door.front_door.listen.rsplit(":", 1)
+    host, port = open_door.http.listen.rsplit(":", 1)
     idle = [socket.create_connection((host, int(port))) for _ in range(8)]
     half = idle[-1]
     half.sendall(b"POST /api/chat HTTP/1.1\r\nHost: localhost\r\nContent-Le")  # never finished
@@ -176,16 +176,16 @@ def test_connections_past_the_cap_are_told_so_and_idle_ones_are_closed(open_door
 def test_port_zero_reports_the_port_it_got(short_tmp, standin):
     d = DaemonThread(short_tmp, standin.url, http_listen="127.0.0.1:0").start()
     try:
-        host, port = d.front_door.listen.rsplit(":", 1)
-        assert host == "127.0.0.1" and int(port) > 0 and d.front_door.url.endswith(f":{port}")
-        status, _, _ = call(d, "GET", "/v1/models", headers={"Authorization": f"Bearer {d.front_door.token}"})
+        host, port = d.http.listen.rsplit(":", 1)
+        assert host == "127.0.0.1" and int(port) > 0 and d.http.url.endswith(f":{port}")
+        status, _, _ = call(d, "GET", "/v1/models", headers={"Authorization": f"Bearer {d.http.token}"})
         assert status == 200
     finally:
         d.stop()
 
 
 def test_malformed_requests_log_once_a_source_not_a_traceback_each(open_door, caplog):
-    host, port = open_door.front_door.listen.rsplit(":", 1)
+    host, port = open_door.http.listen.rsplit(":", 1)
     for _ in range(30):
         s = socket.create_connection((host, int(port)))
         s.sendall(b"GET /" + b"a" * 20_000 + b" HTTP/1.1\r\nHost: localhost\r\n\r\n")
@@ -256,7 +256,7 @@ def test_a_slow_answer_is_not_cut_by_the_idle_timeout(open_door, standin):
     standin.first_token_delay = 1.5
     status, body, _ = call(open_door, "POST", "/api/chat", chat("take your time"))
     assert status == 200 and body["message"]["content"]
-    host, port = open_door.front_door.listen.rsplit(":", 1)
+    host, port = open_door.http.listen.rsplit(":", 1)
     connection = http.client.HTTPConnection(host, int(port), timeout=20)
     connection.request("POST", "/api/chat", body=json.dumps({**chat("and stream it"), "stream": True}))
     response = connection.getresponse()
@@ -271,11 +271,11 @@ def test_tokenless_tcp_connections_never_lock_out_the_owner(short_tmp, standin):
     d = DaemonThread(short_tmp, standin.url, http_listen=f"127.0.0.1:{free_port()}",
                      http_max_connections=16, http_idle_timeout=30).start()
     try:
-        host, port = d.front_door.listen.rsplit(":", 1)
+        host, port = d.http.listen.rsplit(":", 1)
         squatters = [socket.create_connection((host, int(port))) for _ in range(60)]
         served = 0
         for _ in range(10):
-            status, _, _ = call(d, "GET", "/api/tags", headers={"Authorization": f"Bearer {d.front_door.token}"})
+            status, _, _ = call(d, "GET", "/api/tags", headers={"Authorization": f"Bearer {d.http.token}"})
             served += status == 200
             unix = socket.socket(socket.AF_UNIX)
             unix.connect(str(d.http_socket))

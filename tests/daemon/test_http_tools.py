@@ -86,8 +86,8 @@ def test_tool_call_arguments_nested_too_deep_are_a_400_with_the_reason(door, sta
                 {"role": "assistant", "content": "", "tool_calls": [
                     {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": deep}}]},
                 {"role": "tool", "tool_call_id": "c1", "content": "sunny"}]
-    answer = httpx.post(door.front_door.url + "/v1/chat/completions", timeout=30,
-                        headers={"Authorization": f"Bearer {door.front_door.token}"},
+    answer = httpx.post(door.http.url + "/v1/chat/completions", timeout=30,
+                        headers={"Authorization": f"Bearer {door.http.token}"},
                         json={"model": "qwen2.5:7b", "messages": messages})
     assert answer.status_code == 400 and "nest deeper than" in answer.text
 
@@ -97,13 +97,13 @@ def test_a_conversation_sent_back_ending_with_its_answer_continues_that_answer(d
     sent back ending with the answer — continues that answer: the model is sent it as its own
     unfinished message, and the session holds the whole answer in its place, no new question."""
     import httpx
-    headers = {"Authorization": f"Bearer {door.front_door.token}"}
+    headers = {"Authorization": f"Bearer {door.http.token}"}
     question = {"role": "user", "content": "Tell me a long story about a lighthouse."}
     standin.script("Once upon a time there was a lighthouse")
-    first = httpx.post(door.front_door.url + "/api/chat", headers=headers, timeout=30,
+    first = httpx.post(door.http.url + "/api/chat", headers=headers, timeout=30,
                        json={"model": "qwen2.5:7b", "messages": [question], "stream": False}).json()["message"]
     standin.script(" on a rocky shore.")
-    more = httpx.post(door.front_door.url + "/api/chat", headers=headers, timeout=30,
+    more = httpx.post(door.http.url + "/api/chat", headers=headers, timeout=30,
                       json={"model": "qwen2.5:7b", "messages": [question, first], "stream": False})
     assert more.status_code == 200, more.text
     assert standin.chats[-1].body["messages"][-1] == {"role": "assistant", "content": first["content"]}
@@ -112,7 +112,7 @@ def test_a_conversation_sent_back_ending_with_its_answer_continues_that_answer(d
         history = c.history(session.id).messages
     assert [m.role for m in history] == ["user", "assistant", "assistant"]
     assert history[-1].content == "Once upon a time there was a lighthouse on a rocky shore."
-    stranger = httpx.post(door.front_door.url + "/api/chat", headers=headers, timeout=30, json={
+    stranger = httpx.post(door.http.url + "/api/chat", headers=headers, timeout=30, json={
         "model": "qwen2.5:7b", "stream": False,
         "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "Sure, the JSON: {"}]})
     assert stranger.status_code == 400 and "continues that answer" in stranger.text

@@ -49,21 +49,21 @@ def test_the_cli_searches_forgets_and_shows_memory(daemon, standin):
 
 
 def test_http_conversations_remember_and_follow_the_memory_header(door, standin):
-    client = ollama.Client(host=door.front_door.url, headers={"Authorization": f"Bearer {door.front_door.token}"})
+    client = ollama.Client(host=door.http.url, headers={"Authorization": f"Bearer {door.http.token}"})
     client.chat(model=MODEL, messages=[{"role": "user", "content": CAR}])
     client.chat(model=MODEL, messages=[{"role": "user", "content": ASK}])
     assert CAR in last_prompt(standin)  # another conversation's words, recalled
 
-    quiet = ollama.Client(host=door.front_door.url, headers={
-        "Authorization": f"Bearer {door.front_door.token}", "X-Ctxkeep-Memory": "none"})
+    quiet = ollama.Client(host=door.http.url, headers={
+        "Authorization": f"Bearer {door.http.token}", "X-Ctxkeep-Memory": "none"})
     quiet.chat(model=MODEL, messages=[{"role": "user", "content": ASK + " Tell me again."}])
     assert CAR not in last_prompt(standin)
     with door.client() as c:
         modes = {s.name: s.memory for s in c.sessions().sessions}
     assert "none" in modes.values()
 
-    refused = httpx.post(door.front_door.url + "/api/chat", headers={
-        "Authorization": f"Bearer {door.front_door.token}", "X-Ctxkeep-Memory": "sometimes"},
+    refused = httpx.post(door.http.url + "/api/chat", headers={
+        "Authorization": f"Bearer {door.http.token}", "X-Ctxkeep-Memory": "sometimes"},
         json={"model": MODEL, "messages": [{"role": "user", "content": "hi"}], "stream": False})
     assert refused.status_code == 400 and "X-Ctxkeep-Memory takes all, none, private" in refused.text
 
@@ -71,10 +71,10 @@ def test_http_conversations_remember_and_follow_the_memory_header(door, standin)
 def test_http_answers_say_what_memory_added(door, standin):
     """Every HTTP answer carries what memory added (sessions, tokens); `none` turns it off."""
     def chat(messages, memory="", stream=False):
-        headers = {"Authorization": f"Bearer {door.front_door.token}"}
+        headers = {"Authorization": f"Bearer {door.http.token}"}
         if memory:
             headers["X-Ctxkeep-Memory"] = memory
-        return httpx.post(door.front_door.url + "/api/chat", headers=headers, timeout=30,
+        return httpx.post(door.http.url + "/api/chat", headers=headers, timeout=30,
                           json={"model": MODEL, "messages": messages, "stream": stream})
     first = chat([{"role": "user", "content": CAR}])
     assert first.headers["X-Ctxkeep-Memory-Added"] == "sessions=0; tokens=0"

@@ -109,10 +109,10 @@ def test_a_snapshot_restore_keeps_forgotten_words_forgotten(daemon, standin):
 
 
 def http(door, memory: str = ""):
-    headers = {"Authorization": f"Bearer {door.front_door.token}"}
+    headers = {"Authorization": f"Bearer {door.http.token}"}
     if memory:
         headers["X-Ctxkeep-Memory"] = memory
-    return lambda messages: httpx.post(door.front_door.url + "/api/chat", headers=headers, timeout=30, json={
+    return lambda messages: httpx.post(door.http.url + "/api/chat", headers=headers, timeout=30, json={
         "model": MODEL, "messages": messages, "stream": False})
 
 

@@ -3,6 +3,7 @@
 import os
 import shutil
 import signal
+import socket
 import stat
 import subprocess
 import sys
@@ -210,3 +211,21 @@ def test_logs_written_to_a_file_carry_the_time(daemon_factory):
     d.stop()
     ready = [line for line in d.log.read_text().splitlines() if "ctxkeepd 0.1.0 ready" in line]
     assert ready and re.match(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} INFO ", ready[0]), ready
+
+
+def test_a_busy_http_port_is_said_before_serving(daemon_factory):
+    """The HTTP listeners are bound when the daemon opens (before the front door's modules
+    are imported): a port another program holds stops ctxkeepd at once with what to do, and
+    nothing of it is left behind (its socket files, its lock)."""
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        d = daemon_factory()
+        d.write_config(f'http_listen = "127.0.0.1:{port}"\n')
+        d.start(wait=False)
+        assert d.proc.wait(30) == 1
+    said = d.log.read_text()
+    assert f"cannot serve HTTP on 127.0.0.1:{port}: Address already in use: free the port or change " \
+           "http_listen in config.toml" in said, said
+    assert "Traceback" not in said
+    left = {p.name for p in (d.root / "run" / "ctxkeep").iterdir()}
+    assert not left & {"ctl", "events", "http.sock"}, left

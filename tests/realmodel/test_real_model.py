@@ -117,7 +117,7 @@ def test_big_messages_on_a_fresh_store_are_measured_not_refused(real, proxy):
 
 def test_the_http_front_door_on_the_real_model(real, proxy):
     import openai
-    client = openai.OpenAI(base_url=f"{real.front_door.url}/v1", api_key="none", max_retries=0)
+    client = openai.OpenAI(base_url=f"{real.http.url}/v1", api_key="none", max_retries=0)
     stream = client.chat.completions.create(model=MODEL, stream=True, stream_options={"include_usage": True},
                                             messages=[{"role": "user", "content": "Say hi."}])
     pieces, usage = [], None

@@ -23,20 +23,6 @@ BUSY = (b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n
         b"Connection: close\r\nContent-Length: %d\r\n\r\n" % len(_BUSY_BODY)) + _BUSY_BODY
 
 
-def raise_descriptor_limit() -> int:
-    """Raise this process's soft limit on open descriptors to its hard limit (systemd's
-    default soft limit is 1,024); returns the limit now in force."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    wanted = hard if hard != resource.RLIM_INFINITY else max(soft, 65536)
-    if wanted > soft:
-        try:
-            resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
-            soft = wanted
-        except (ValueError, OSError) as exc:
-            log.warning("could not raise the open-file limit from %d: %s", soft, exc)
-    return soft
-
-
 def connection_cap(configured: int) -> int:
     """The most HTTP connections held at once: the configured number, or fewer when the
     descriptor limit would leave less than RESERVED_DESCRIPTORS for the rest."""
