@@ -6,7 +6,8 @@ tokens, with the evidence sessions among unrelated ones) is imported as one sess
 message with its session's date as its time and each session's first message opening with
 that date (as chat front-ends write it); then the question is asked, opening with its own
 date. The prompt the stand-in received is searched for the evidence turns (`has_answer`),
-verbatim. Same-run baselines at the same token count as each of ctxkeepd's prompts, over
+verbatim (a turn ctxkeepd recalls in parts, one over 4,000 characters, counts when the part
+that holds the question's answer is there: `found`). Same-run baselines at the same token count as each of ctxkeepd's prompts, over
 whole turns: the newest turns; half the newest, half the turns BM25 ranks best; BM25 alone;
 and half/half again with BM25 on the question's words without its date line (`_STAMP`).
 """
@@ -48,6 +49,8 @@ class Question:
     turns: list[Turn]
     #: The sessions (their index in `turns`' numbering) that hold the evidence.
     evidence_sessions: frozenset[int]
+    #: The answer LongMemEval gives ("2014.", "3", or how a good answer reads).
+    answer: str = ""
 
 
 def epoch(date: str) -> float:
@@ -71,7 +74,7 @@ def load(which: str = "s", limit: int = 0) -> list[Question]:
         if not evidence:
             continue
         out.append(Question(item["question_id"], item["question_type"],
-                            f"[{item['question_date']}] {item['question']}", turns, evidence))
+                            f"[{item['question_date']}] {item['question']}", turns, evidence, str(item["answer"])))
     return out[:limit] if limit else out
 
 
@@ -134,11 +137,30 @@ def baselines(q: Question, budget: int, count: Callable[[str], int]) -> dict[str
             "half_newest_half_bm25_unstamped": fill(by_bm25(_STAMP.sub("", q.text)), budget, newest(budget // 2))}
 
 
+#: The shortest answer searched for in a part of a long turn ("3" would be found anywhere).
+ANSWER_CHARS = 4
+
+
+def answering_parts(content: str, answer: str) -> list[str]:
+    """The parts ctxkeepd recalls a turn in (passages.py: one part up to 4,000 characters)
+    that hold `answer` (its closing full stop left off); none when the turn is one part, or
+    the answer too short to tell."""
+    from ctxkeep.daemon.retrieval.passages import WHOLE_CHARS, _pieces
+    answer = answer.strip().rstrip(".")
+    if len(content.strip()) <= WHOLE_CHARS or len(answer) < ANSWER_CHARS:
+        return []
+    return [part for part in _pieces(content.strip()) if answer.lower() in part.lower()]
+
+
 def found(q: Question, prompt: str | set[int]) -> tuple[list[bool], list[bool]]:
     """(each evidence turn in the prompt, each evidence session with any of its evidence
-    turns in it): `prompt` is the prompt's text, or a baseline's turn indexes."""
+    turns in it): `prompt` is the prompt's text — a turn whole, or a part of it that holds
+    the answer (`answering_parts`) —, or a baseline's turn indexes (whole turns)."""
     def has(i: int) -> bool:
-        return i in prompt if isinstance(prompt, set) else q.turns[i].content.strip() in prompt
+        if isinstance(prompt, set):
+            return i in prompt
+        content = q.turns[i].content.strip()
+        return content in prompt or any(part in prompt for part in answering_parts(content, q.answer))
     evidence = [i for i, t in enumerate(q.turns) if t.evidence]
     turns = [has(i) for i in evidence]
     sessions = [any(has(i) for i in evidence if q.turns[i].session == s) for s in sorted(q.evidence_sessions)]
