@@ -215,6 +215,8 @@ def run_live(which: str, windows: list[int], questions: list, config: str, embed
                     if dump:  # the question's prompt as the model got it, to read what recall chose
                         Path(dump).mkdir(parents=True, exist_ok=True)
                         (Path(dump) / f"{window}-{q.qid}.txt").write_text(r.prompt)
+                        if r.unrelated_added:  # and the unrelated request's, where something was added to it
+                            (Path(dump) / f"{window}-{q.qid}-unrelated.txt").write_text(r.unrelated_prompt)
                     said = r.said or q  # the history as the session stored it (answers cut at their limit)
                     same_tokens = recall_lme.baselines(said, r.tokens, standin.count)
                     recall_lme.tally(rows[window], said, [("ctxkeepd", r.prompt), *same_tokens.items()])
@@ -224,7 +226,8 @@ def run_live(which: str, windows: list[int], questions: list, config: str, embed
                          half_half=recall_lme.found(said, same_tokens["half_newest_half_bm25"])[0],
                          parts=r.parts, summary_calls=r.summary_calls,
                          turns=r.turns, failed_turns=dict(r.errors), seconds=round(r.seconds, 1),
-                         by_meaning=r.by_meaning, progress=f"{n + 1}/{len(questions)}")
+                         by_meaning=r.by_meaning, unrelated=UNRELATED[n % len(UNRELATED)],
+                         unrelated_added=r.unrelated_added, progress=f"{n + 1}/{len(questions)}")
                     standin.chats.clear()
     finally:
         daemon.stop()

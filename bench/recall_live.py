@@ -196,6 +196,8 @@ class Replayed:
     #: The tokens recall and memory added to a request the history is not about, asked
     #: after the question in the same session (None: none asked).
     unrelated_added: int | None = None
+    #: That request's prompt, as the model got it.
+    unrelated_prompt: str = ""
 
 
 def replay(c: Client, standin: Any, model: Scripted, q: recall_lme.Question, window: int,
@@ -223,17 +225,18 @@ def replay(c: Client, standin: Any, model: Scripted, q: recall_lme.Question, win
     chat = last_chat(standin)
     messages = chat.body["messages"]
     c.settle(sid)
-    added = None
+    added, asked = None, ""
     if unrelated:
         c.turn(sid, unrelated)
-        got = parts(last_chat(standin).body["messages"], standin.count)
-        added = got.get("recall", 0) + got.get("memory", 0)
+        after = last_chat(standin).body["messages"]
+        got = parts(after, standin.count)
+        added, asked = got.get("recall", 0) + got.get("memory", 0), "\n".join(m["content"] for m in after)
         c.settle(sid)
     c.delete(sid)
     model.answers.clear()
     return Replayed("\n".join(m["content"] for m in messages), chat.prompt_tokens, parts(messages, standin.count),
                     len(plan), calls, errors, time.monotonic() - start, any(e.by_meaning for e in recalled), said,
-                    [p for e in recalled for p in e.recalled], added)
+                    [p for e in recalled for p in e.recalled], added, asked)
 
 
 def last_chat(standin: Any) -> Any:
