@@ -41,7 +41,7 @@ def test_a_client_connecting_before_the_server_starts_is_served(short_tmp):
         assert asyncio.run(served_after_connecting(
             http.unix, lambda: asyncio.open_unix_connection(str(http.socket_path)))) == b"served"
         assert asyncio.run(served_after_connecting(
-            http.tcp, lambda: asyncio.open_connection(host, int(port)))) == b"served"
+            http.tcp[0], lambda: asyncio.open_connection(host, int(port)))) == b"served"
     finally:
         http.close()
     assert not http.socket_path.exists()
@@ -52,7 +52,7 @@ def test_only_the_unix_socket_without_http_listen_and_a_stale_file_replaced(shor
     http = listeners(short_tmp)
     http.bind()
     try:
-        assert http.tcp is None and http.url == "" and http.token == ""
+        assert http.tcp == [] and http.url == "" and http.token == ""
         assert [s.family for s in http.sockets()] == [socket.AF_UNIX]
     finally:
         http.close()
@@ -70,3 +70,14 @@ def test_a_busy_port_raises_and_leaves_no_socket_open(short_tmp):
 def test_no_token_is_refused_off_loopback(short_tmp):
     with pytest.raises(ConfigError, match="refused on 0.0.0.0:11435"):
         listeners(short_tmp, http_listen="0.0.0.0:11435", http_auth="none")
+
+
+def test_a_name_is_listened_on_at_every_address_it_has(short_tmp):
+    http = listeners(short_tmp, http_listen="localhost:0", http_auth="none")
+    http.bind()
+    try:
+        port = int(http.listen.rsplit(":", 1)[1])
+        named = {a[4][:2] for a in socket.getaddrinfo("localhost", port, type=socket.SOCK_STREAM)}
+        assert {s.getsockname()[:2] for s in http.tcp} == named
+    finally:
+        http.close()

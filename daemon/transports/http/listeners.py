@@ -84,7 +84,7 @@ class Listeners:
                             "clients need the new one (`ctxkeep daemon http` prints it)", token_path)
             self.token = read_or_make(token_path)
         self.unix: socket.socket | None = None
-        self.tcp: socket.socket | None = self.adopted
+        self.tcp: list[socket.socket] = [self.adopted] if self.adopted else []
 
     @property
     def url(self) -> str:
@@ -104,15 +104,22 @@ class Listeners:
             unix.close()
             raise
         self.unix = unix
-        if self.tcp is None and self.listen:
-            host, port = host_port(self.listen)
-            family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0][0]
-            self.tcp = socket.create_server((host, port), family=family, backlog=BACKLOG)
-            if port == 0:  # the port the system chose, as clients must be told it
-                self.listen = as_listen(self.tcp)
+        if not self.tcp and self.listen:
+            self._bind_tcp(*host_port(self.listen))
+
+    def _bind_tcp(self, host: str, port: int) -> None:
+        """Listen on every address `host` names ("localhost": 127.0.0.1 and ::1, where both
+        are), as asyncio's own servers do; on port 0, all on the port the system chose for
+        the first, which `listen` then says (clients must be told it)."""
+        found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+        for family, _, _, _, address in dict.fromkeys(found):
+            self.tcp.append(socket.create_server((address[0], port, *address[2:]), family=family, backlog=BACKLOG))
+            if port == 0:
+                port = self.tcp[0].getsockname()[1]
+                self.listen = as_listen(self.tcp[0])
 
     def sockets(self) -> list[socket.socket]:
-        return [s for s in (self.unix, self.tcp) if s is not None]
+        return [s for s in (self.unix, *self.tcp) if s is not None]
 
     def close(self) -> None:
         """Close the sockets (those the server took are closed already) and remove http.sock."""
@@ -120,4 +127,4 @@ class Listeners:
             sock.close()
         if self.unix is not None and self.socket_path.exists():
             self.socket_path.unlink()
-        self.unix = None
+        self.unix, self.tcp = None, []
