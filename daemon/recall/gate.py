@@ -14,10 +14,15 @@ share them. A follow-up of the
 turn before ("can you make that shorter?", "say it again more simply") is about that turn,
 which the prompt holds. A question about a person or a thing named in the chat still gets
 recall: "the fish tank?" by its two words, "where does Alice live these days?" by the name it
-gives (a word written with a capital inside a sentence, `names`), whole in a best match."""
+gives (a word written with a capital inside a sentence, `names`), whole in a best match.
+Where vectors are at hand, that best match must stand out by meaning too: words meet by
+chance in a long chat ("affect" and "effect" in one sentence of a pasted essay, "Canada" in
+an answer about car insurance, for "What is the capital city of Canada?"), and what the
+message is about is said in a turn that is about it. Recall for such a message then takes
+only the passages that are about it (`about`), not whatever else its words rank."""
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from ctxkeep.daemon.memory.precision import STRONG_TOP
 from ctxkeep.daemon.recall.session_index import SessionIndex
@@ -64,23 +69,37 @@ def may_ask(index: SessionIndex, own: Iterable[str], about_the_past: bool) -> bo
     return about_the_past or bool(index.lexical.rare(frozenset(own), share=RARE_SHARE, least=RARE_LEAST))
 
 
-def asks_of_the_past(index: SessionIndex, message: str, own: Iterable[str], best: Sequence[int],
-                     about_the_past: bool) -> bool:
-    """Whether recall may add to the turn of `message` (its own terms `own`; `best`: its
-    best passages by words, best first)."""
-    if about_the_past:
-        return True
+def about(index: SessionIndex, message: str, own: Iterable[str]) -> Callable[[int], bool] | None:
+    """For a message that does not speak of the past (its own terms `own`): whether a passage
+    is about it — it holds two of the message's specific words (one where it has only one) or
+    one of its names whole. None where no passage can be: the message has no word few
+    passages hold, or it follows up the turn before with one word of its own."""
     own = frozenset(own)
     rare = index.lexical.rare(own, share=RARE_SHARE, least=RARE_LEAST)
     if not rare:
-        return False  # as `may_ask` says before the ranking
+        return None  # as `may_ask` says before the ranking
     # those no passage holds count too ("entropy" in "define entropy in two sentences"), but
     # for numbers: "turn 12", "15 %" say which or how much, not what about
     specific = rare | {t for t in index.lexical.rare(own, share=RARE_SHARE, least=RARE_LEAST, unseen=True)
                        if not t.isdigit()}
     if len(specific) < 2 and refers_back(message):
-        return False  # a follow-up: its one word of its own ("shorter", "simply") says how, not what
+        return None  # a follow-up: its one word of its own ("shorter", "simply") says how, not what
     least = min(NEEDED, len(specific))
     named = [name for name in names(message) if name & rare]
-    return any(len(rare & held) >= least or any(name <= held for name in named)
-               for held in map(index.term_set, best[:STRONG_TOP]))
+
+    def holds(pid: int) -> bool:
+        held = index.term_set(pid)
+        return len(rare & held) >= least or any(name <= held for name in named)
+    return holds
+
+
+def standing_out(holds: Callable[[int], bool], standing: set[int]) -> Callable[[int], bool]:
+    """`holds` where the passage also stands out by meaning (is in `standing`)."""
+    return lambda pid: pid in standing and holds(pid)
+
+
+def asks_of_the_past(best: Sequence[int], about_the_past: bool, on_topic: Callable[[int], bool] | None) -> bool:
+    """Whether recall may add to a turn (`best`: its message's best passages by words, best
+    first): one whose message speaks of the past always may; any other where one of its best
+    is `on_topic` (`about`, and where vectors are at hand standing out by meaning too)."""
+    return about_the_past or (on_topic is not None and any(map(on_topic, best[:STRONG_TOP])))

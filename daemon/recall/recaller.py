@@ -181,9 +181,16 @@ class Recaller:
         passages = index.lexical.passages
         first = select.statements_first(index.lexical.rank(query, in_context, RANKED), passages)
         in_prompt = lambda pid: passages[pid].seq in in_context
-        if not gate.asks_of_the_past(index, user.content, asked.own, [pid for pid, _ in first], asked.about_past):
+        on_topic = None if asked.about_past else gate.about(index, user.content, asked.own)
+        best = [pid for pid, _ in first]
+        if not gate.asks_of_the_past(best, asked.about_past, on_topic):
             return [], ()  # before the second hop: a message that asks nothing of the past costs one ranking
         by_meaning = index.semantic.rank(vector, in_prompt, RANKED) if vector is not None and index.semantic.ids else None
+        if on_topic is not None and by_meaning is not None and vector is not None:
+            on_topic = gate.standing_out(on_topic, {  # words met by chance, unless meaning agrees
+                pid for pid, _ in index.semantic.rank(vector, in_prompt, RANKED, select.MEANING_STAND_OUT)})
+            if not gate.asks_of_the_past(best, False, on_topic):
+                return [], ()
         second = select.statements_first(index.lexical.rank(index.lexical.expansion(first, query), in_context, RANKED),
                                          passages)
         ranked, weights = [first, second], [1.0, SECOND_HOP]
@@ -197,6 +204,8 @@ class Recaller:
         scores = select.lifted(select.fused(*ranked, weights=weights,
                                             favored=lambda pid: index.lexical.passages[pid].role == asks_of),
                                index.lexical.passages, asked.span, when.LIFT)
+        if on_topic is not None:  # a message that does not speak of the past: only what is about it
+            scores = {pid: s for pid, s in scores.items() if on_topic(pid)}
         held = "\n".join(c.summary for c in context.checkpoints)
         if held:  # a passage a checkpoint quotes whole (a fact it kept) is in the prompt already
             scores = {pid: s for pid, s in scores.items() if passages[pid].text not in held}

