@@ -15,11 +15,13 @@ turn before ("can you make that shorter?", "say it again more simply") is about 
 which the prompt holds. A question about a person or a thing named in the chat still gets
 recall: "the fish tank?" by its two words, "where does Alice live these days?" by the name it
 gives (a word written with a capital inside a sentence, `names`), whole in a best match.
-Where vectors are at hand, that best match must stand out by meaning too: words meet by
-chance in a long chat ("affect" and "effect" in one sentence of a pasted essay, "Canada" in
+Where vectors are at hand, that best match must be among the nearest by meaning too: words
+meet by chance in a long chat ("affect" and "effect" in one sentence of a pasted essay, "Canada" in
 an answer about car insurance, for "What is the capital city of Canada?"), and what the
-message is about is said in a turn that is about it. Recall for such a message then takes
-only the passages that are about it (`about`), not whatever else its words rank."""
+message is about is said in a turn that is about it (a message that refers back, "these
+days", is embedded with the turn before it, and its vector cannot say: words decide). Recall
+for such a message then takes only the passages that are about it (`about`), not whatever
+else its words rank."""
 
 import re
 from collections.abc import Callable, Iterable, Sequence
@@ -36,6 +38,12 @@ RARE_SHARE = 0.02
 RARE_LEAST = 3
 #: The most of a message's specific words a passage must hold to be about it.
 NEEDED = 2
+#: Where vectors are at hand, a passage is about a message that does not speak of the past
+#: only when it is among this share of the session's passages nearest the message in meaning
+#: too (about 2 deviations out, were cosines spread normally), or among the NEAREST_LEAST
+#: nearest in a short chat; ties all count, so vectors that tell nothing apart veto nothing.
+NEAREST = 0.025
+NEAREST_LEAST = 10
 #: The words of a message and the marks that end its sentences.
 _TOKEN = re.compile(r"[^\W_][\w'-]*|[.!?:\n]")
 
@@ -93,9 +101,9 @@ def about(index: SessionIndex, message: str, own: Iterable[str]) -> Callable[[in
     return holds
 
 
-def standing_out(holds: Callable[[int], bool], standing: set[int]) -> Callable[[int], bool]:
-    """`holds` where the passage also stands out by meaning (is in `standing`)."""
-    return lambda pid: pid in standing and holds(pid)
+def near_too(holds: Callable[[int], bool], nearest: set[int]) -> Callable[[int], bool]:
+    """`holds` where the passage is also among the `nearest` by meaning (NEAREST)."""
+    return lambda pid: pid in nearest and holds(pid)
 
 
 def asks_of_the_past(best: Sequence[int], about_the_past: bool, on_topic: Callable[[int], bool] | None) -> bool:

@@ -186,9 +186,10 @@ class Recaller:
         if not gate.asks_of_the_past(best, asked.about_past, on_topic):
             return [], ()  # before the second hop: a message that asks nothing of the past costs one ranking
         by_meaning = index.semantic.rank(vector, in_prompt, RANKED) if vector is not None and index.semantic.ids else None
-        if on_topic is not None and by_meaning is not None and vector is not None:
-            on_topic = gate.standing_out(on_topic, {  # words met by chance, unless meaning agrees
-                pid for pid, _ in index.semantic.rank(vector, in_prompt, RANKED, select.MEANING_STAND_OUT)})
+        if on_topic is not None and by_meaning is not None and vector is not None \
+                and not select.refers_back(user.content):  # (else the vector is of the turn before too)
+            # words met by chance, unless meaning agrees
+            on_topic = gate.near_too(on_topic, index.semantic.nearest(vector, gate.NEAREST, gate.NEAREST_LEAST))
             if not gate.asks_of_the_past(best, False, on_topic):
                 return [], ()
         second = select.statements_first(index.lexical.rank(index.lexical.expansion(first, query), in_context, RANKED),

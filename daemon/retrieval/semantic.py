@@ -13,6 +13,7 @@ ranked by words alone.
 import asyncio
 import hashlib
 import logging
+import math
 from collections.abc import Callable
 
 import numpy as np
@@ -97,6 +98,19 @@ class SemanticIndex:
             self._matrix = np.concatenate([self._matrix, np.empty_like(self._matrix)])
         self._matrix[len(self.ids):len(self.ids) + len(kept)] = rows
         self.ids.extend(kept)
+
+    def nearest(self, query: list[float], share: float, least: int) -> set[int]:
+        """The ids of the passages nearest `query`: the `share` of all, at least `least` of
+        them, and any as near as the last of those (where the vectors tell nothing apart, all)."""
+        if self._matrix is None or not self.ids:
+            return set()
+        q = np.asarray(query, dtype=np.float32)
+        if q.shape != (self._matrix.shape[1],) or not np.linalg.norm(q):
+            return set()
+        scores = self._matrix[:len(self.ids)] @ (q / np.linalg.norm(q))
+        taken = min(len(scores), max(least, math.ceil(share * len(scores))))
+        floor = float(np.partition(scores, len(scores) - taken)[len(scores) - taken])
+        return {self.ids[row] for row in np.flatnonzero(scores >= floor)}
 
     def rank(self, query: list[float], skip: Callable[[int], bool], limit: int,
              stand_out: float = STAND_OUT) -> list[tuple[int, float]]:

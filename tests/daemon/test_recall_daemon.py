@@ -15,7 +15,8 @@ MODEL = "qwen2.5:7b"
 def test_the_daemon_says_what_the_prompt_recalled(client, standin):
     """Over the real daemon: `generation.recalled` lists the recalled passages; they are the
     block the stand-in received; the answer records them; usage shows their share; status
-    says how recall ranks."""
+    says how recall ranks. A request that does not speak of the past gets only what is about
+    it: the fact it names, or nothing where a checkpoint kept the fact word for word."""
     rng = random.Random(5)
     standin.reply_fn = filler_reply
     s = client.create_session(model=MODEL, num_ctx=2048).session
@@ -23,19 +24,23 @@ def test_the_daemon_says_what_the_prompt_recalled(client, standin):
         acc = client.send(s.id, text)
         until_idle(client, s.id, acc.generation_id)
     acc = client.send(s.id, "Where does Alice live these days?")
+    end = next(e for e in until_idle(client, s.id, acc.generation_id)
+               if isinstance(e, ResponseGeneration) and e.generation_id == acc.generation_id)
+    prompt = [c for c in standin.chats if c.body.get("stream", True)][-1].body["messages"]
+    # the fact: recalled, or kept word for word by the checkpoint that replaced it (fact_check)
+    assert FACT in prompt[-1]["content"] or FACT in prompt[0]["content"]
+    assert set(end.message.recalled) <= {0, 1}, end.message.recalled  # the fact (and its answer) alone
+    acc = client.send(s.id, "What did I say about the river and the garden?")
     received = wait_for(client, GenerationRecalled, where=lambda e: e.generation_id == acc.generation_id)
     end = wait_for(client, ResponseGeneration, where=lambda e: e.generation_id == acc.generation_id)
-    prompt = [c for c in standin.chats if c.body.get("stream", True)][-1].body["messages"]
-    sent = prompt[-1]["content"]
+    sent = [c for c in standin.chats if c.body.get("stream", True)][-1].body["messages"][-1]["content"]
     assert received.recalled and all(p.text in sent for p in received.recalled)
     assert end.message.recalled == sorted({p.seq for p in received.recalled})
-    # the fact: recalled, or kept word for word by the checkpoint that replaced it (fact_check)
-    assert FACT in sent or FACT in prompt[0]["content"]
     usage = client.usage(s.id).usage
     assert usage.exact and 0 < usage.segments.recalled < usage.tokens
     assert client.status().status.recall.startswith("by words and meaning (nomic-embed-text)")
     client.set_model(s.id, recall=False)
-    acc = client.send(s.id, "And where does Alice work?")
+    acc = client.send(s.id, "And what did I say about the river and the walk?")
     until_idle(client, s.id, acc.generation_id)
     sent = [c for c in standin.chats if c.body.get("stream", True)][-1].body["messages"][-1]["content"]
     assert select.OPENING not in sent
@@ -92,12 +97,13 @@ def test_an_imported_history_is_recalled_after_a_restart(daemon_factory, standin
     standin.reply_fn = filler_reply
     asked = daemon.cli("ask", "-s", "old", "--jsonl", "Where", "does", "Alice", "live", "these", "days?")
     assert asked.returncode == 0, asked.stderr
-    received = next(json.loads(line) for line in asked.stdout.splitlines()
-                    if json.loads(line)["type"] == "generation.recalled")
+    received = [p["seq"] for line in asked.stdout.splitlines() if json.loads(line)["type"] == "generation.recalled"
+                for p in json.loads(line)["recalled"]]
     prompt = [c for c in standin.chats if c.body.get("stream", True)][-1].body["messages"]
     # recalled from the whole history, or kept word for word by the pass's checkpoint (fact_check)
     if FACT not in prompt[0]["content"]:
-        assert 0 in [p["seq"] for p in received["recalled"]] and FACT in prompt[-1]["content"]
+        assert 0 in received and FACT in prompt[-1]["content"]
+    assert set(received) <= {0, 1}, received  # the fact (and its answer) alone: nothing else is about it
 
 
 def test_a_daemon_stopped_while_an_import_is_indexed_stops_cleanly(short_tmp, standin, caplog):

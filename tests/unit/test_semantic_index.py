@@ -23,6 +23,25 @@ def test_a_batch_added_at_once_equals_its_vectors_added_one_by_one():
     assert np.allclose([c for _, c in found], [c for _, c in alone], atol=1e-6)
 
 
+def test_the_nearest_are_a_share_of_all_at_least_a_few_and_all_where_nothing_tells_them_apart():
+    """`nearest` (recall's gate: words and meaning agree): the given share of the passages
+    nearest the query, at least `least` of them, ties with the last included; vectors that
+    tell nothing apart (the same cosine for every passage) leave none out."""
+    rng = np.random.default_rng(2)
+    index = SemanticIndex()
+    vectors = rng.normal(size=(400, 16))
+    index.add_many(list(range(400)), [list(map(float, v)) for v in vectors])
+    query = vectors[7] + 0.1 * rng.normal(size=16)
+    cosines = vectors @ query / np.linalg.norm(vectors, axis=1) / np.linalg.norm(query)
+    best = set(map(int, np.argsort(-cosines)[:10]))
+    assert index.nearest(list(map(float, query)), 0.025, 5) == best and 7 in best  # 2.5 % of 400
+    assert index.nearest(list(map(float, query)), 0.025, 20) == set(map(int, np.argsort(-cosines)[:20]))
+    flat = SemanticIndex()
+    flat.add_many(list(range(30)), [[1.0, 0.0]] * 30)
+    assert flat.nearest([0.0, 1.0], 0.025, 10) == set(range(30))
+    assert SemanticIndex().nearest([1.0, 0.0], 0.025, 10) == set()
+
+
 def test_a_query_is_embedded_once_however_often_and_again_after_a_failure():
     """query_vectors.py: a turn asks for its question's vector several times (recall asked
     again smaller, after older turns moved out): the encoder is asked once; concurrent asks
