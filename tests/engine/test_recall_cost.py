@@ -101,3 +101,28 @@ def test_past_the_bound_a_new_request_keeps_its_best_exchange_and_a_question_of_
     assert chatter and statistics.median(len(e.recalled) for e in chatter) <= READ_FLOOR_OTHER, chatter
     assert all(len(e.recalled) <= READ_FLOOR_OTHER for e in chatter if e.cut), chatter  # its best exchange
     assert asked.cut and len(asked.recalled) >= READ_FLOOR, asked
+
+
+def test_the_reading_bound_never_leaves_recall_with_nothing(tmp_path):
+    """Even a model read at 20 tokens a second (a loaded CPU) gets its best passages."""
+    slow = recalled(tmp_path, ns_per_read=50_000_000, seconds=1.0)
+    assert slow and all(e.recalled for e in slow) and any(e.cut for e in slow)
+
+
+def test_a_block_and_the_answer_its_predecessor_makes_the_server_read_again_share_the_bound(tmp_path):
+    """A block follows its message, so the next prompt (that message without it) is the last
+    one up to the block's start: the server reads the message's answer again, not the
+    message. What recall makes a turn read, that and the new block, stays within the time
+    allowed."""
+    _, backend = chat(tmp_path, ns_per_read=5_000_000, seconds=1.0)  # 200 tokens/s
+    answers = [sent for sent, options in backend.chats if str(sent[-1].get("content")).startswith("Turn ")]
+    blocked = [(before, now) for before, now in zip(answers, answers[1:])
+               if "\n\n<recalled" in before[-1]["content"] and "\n\n<recalled" in now[-1]["content"]
+               and len(now) == len(before) + 2 and now[:len(before) - 1] == before[:-1]]  # no compaction between
+    assert len(blocked) >= 5, len(blocked)
+    for before, now in blocked:
+        assert before[-1]["content"].startswith(now[len(before) - 1]["content"] + "\n\n<recalled")  # cached
+        block = "<recalled" + now[-1]["content"].split("\n\n<recalled", 1)[1]
+        again = now[len(before)]["content"]  # the answer to the message that had the block
+        lines = block.count("\n") - 1  # the passages, between its opening and closing lines
+        assert backend.count(block) + backend.count(again) <= 200 + 20 or lines <= 2 * READ_FLOOR, (block, again)
