@@ -109,5 +109,5 @@ def near_too(holds: Callable[[int], bool], nearest: set[int]) -> Callable[[int],
 def asks_of_the_past(best: Sequence[int], about_the_past: bool, on_topic: Callable[[int], bool] | None) -> bool:
     """Whether recall may add to a turn (`best`: its message's best passages by words, best
     first): one whose message speaks of the past always may; any other where one of its best
-    is `on_topic` (`about`, and where vectors are at hand standing out by meaning too)."""
+    is `on_topic` (`about`, and where vectors are at hand among the nearest by meaning too)."""
     return about_the_past or (on_topic is not None and any(map(on_topic, best[:STRONG_TOP])))
