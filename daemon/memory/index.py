@@ -19,7 +19,7 @@ import numpy as np
 from ctxkeep.daemon.retrieval import select
 from ctxkeep.daemon.retrieval.lexical import LexicalIndex, counts_of
 from ctxkeep.daemon.retrieval.passages import Passage, passages
-from ctxkeep.daemon.retrieval.semantic import SemanticIndex
+from ctxkeep.daemon.retrieval.vectors import SemanticIndex
 from ctxkeep.daemon.store.records import MessageRecord, SessionRecord
 from ctxkeep.daemon.tokens import Vector, text_features
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from ctxkeep.daemon.retrieval import select
 from ctxkeep.daemon.retrieval.lexical import LexicalIndex, terms
 from ctxkeep.daemon.retrieval.passages import Passage, passages
-from ctxkeep.daemon.retrieval.semantic import SemanticIndex
+from ctxkeep.daemon.retrieval.vectors import SemanticIndex
 from ctxkeep.daemon.store.records import MessageRecord
 from ctxkeep.daemon.tokens import Vector, text_features
 

@@ -13,16 +13,14 @@ ranked by words alone.
 import asyncio
 import hashlib
 import logging
-import math
 from collections.abc import Callable
-
-import numpy as np
 
 from ctxkeep.daemon.backends.protocol import ModelBackend, ModelCallError
 from ctxkeep.daemon.jobs.giving_way import GivingWay
 from ctxkeep.daemon.retrieval.encoders import BuiltinEncoder, Encoder, ServerEncoder
 from ctxkeep.daemon.retrieval.passages import Passage
 from ctxkeep.daemon.retrieval.query_vectors import QueryVectors
+from ctxkeep.daemon.retrieval.vectors import SemanticIndex
 from ctxkeep.daemon.store.store import Store
 from ctxkeep.protocol import ErrorCode
 
@@ -39,102 +37,10 @@ BATCH = 32
 #: the top 10 and 30), and embedding takes a fifth of the time (126 against 571 ms a long
 #: passage on one 2-core machine) — CPU a local model needs.
 EMBED_CHARS = 600
-#: Standard deviations above the mean cosine a passage must be to be ranked.
-STAND_OUT = 3.0
 
 
 def digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
-
-
-class SemanticIndex:
-    """Unit vectors of one session's passages (those that have one so far), rows of a
-    matrix that grows by doubling (a vector added costs one row, not a copy of all)."""
-
-    def __init__(self) -> None:
-        self.ids: list[int] = []
-        self._matrix: np.ndarray | None = None
-        #: Passage ids below this were looked at (embedded, or found in the cache).
-        self.done = 0
-        #: The encoder its vectors are from (encoders.Encoder.name).
-        self.model = ""
-
-    def of(self, model: str) -> "SemanticIndex":
-        """The index, emptied when its vectors are another model's than `model` (the
-        embedder changed: the server's model came or went)."""
-        if model != self.model:
-            self.ids, self._matrix, self.done, self.model = [], None, 0, model
-        return self
-
-    def add(self, pid: int, vector: list[float] | np.ndarray) -> None:
-        v = np.asarray(vector, dtype=np.float32)
-        norm = float(np.linalg.norm(v))
-        if norm == 0 or v.ndim != 1:
-            return
-        if self._matrix is None:
-            self._matrix = np.empty((64, v.shape[0]), dtype=np.float32)
-        if v.shape[0] != self._matrix.shape[1]:
-            return  # another model's: left out
-        if len(self.ids) == self._matrix.shape[0]:
-            self._matrix = np.concatenate([self._matrix, np.empty_like(self._matrix)])
-        self._matrix[len(self.ids)] = v / norm
-        self.ids.append(pid)
-
-    def add_many(self, pids: list[int], vectors: list[list[float]]) -> None:
-        """`add` for each; vectors of one size are converted together (a batch's are)."""
-        if len({len(v) for v in vectors}) != 1:
-            for pid, vector in zip(pids, vectors):
-                self.add(pid, vector)
-            return
-        rows = np.asarray(vectors, dtype=np.float32)
-        if self._matrix is None:
-            self._matrix = np.empty((64, rows.shape[1]), dtype=np.float32)
-        if rows.shape[1] != self._matrix.shape[1]:
-            return  # another model's: left out
-        norms = np.linalg.norm(rows, axis=1)
-        keep = norms > 0
-        rows, kept = rows[keep] / norms[keep, None], [pid for pid, k in zip(pids, keep) if k]
-        while len(self.ids) + len(kept) > self._matrix.shape[0]:
-            self._matrix = np.concatenate([self._matrix, np.empty_like(self._matrix)])
-        self._matrix[len(self.ids):len(self.ids) + len(kept)] = rows
-        self.ids.extend(kept)
-
-    def nearest(self, query: list[float], share: float, least: int) -> set[int]:
-        """The ids of the passages nearest `query`: the `share` of all, at least `least` of
-        them, and any as near as the last of those (where the vectors tell nothing apart, all)."""
-        if self._matrix is None or not self.ids:
-            return set()
-        q = np.asarray(query, dtype=np.float32)
-        if q.shape != (self._matrix.shape[1],) or not np.linalg.norm(q):
-            return set()
-        scores = self._matrix[:len(self.ids)] @ (q / np.linalg.norm(q))
-        taken = min(len(scores), max(least, math.ceil(share * len(scores))))
-        floor = float(np.partition(scores, len(scores) - taken)[len(scores) - taken])
-        return {self.ids[row] for row in np.flatnonzero(scores >= floor)}
-
-    def rank(self, query: list[float], skip: Callable[[int], bool], limit: int,
-             stand_out: float = STAND_OUT) -> list[tuple[int, float]]:
-        """(passage id, cosine) of the `limit` nearest passages, nearest first, of those
-        that stand out: `stand_out` deviations nearer than the passages are on average
-        (embeddings find every text somewhat alike; a question about nothing said before
-        recalls nothing), leaving out the passage ids `skip` names."""
-        if self._matrix is None or not self.ids:
-            return []
-        q = np.asarray(query, dtype=np.float32)
-        if q.shape != (self._matrix.shape[1],) or not np.linalg.norm(q):
-            return []
-        scores = self._matrix[:len(self.ids)] @ (q / np.linalg.norm(q))
-        floor = float(scores.mean() + stand_out * scores.std())
-        above = np.flatnonzero((scores >= floor) & (scores > 0))  # a few in a hundred: sorted alone
-        out: list[tuple[int, float]] = []
-        for row in above[np.argsort(-scores[above], kind="stable")]:
-            pid = self.ids[row]
-            if skip(pid):
-                continue
-            out.append((pid, float(scores[row])))
-            if len(out) == limit:
-                break
-        return out
 
 
 class Embedder:

@@ -10,7 +10,8 @@ import pytest
 
 from ctxkeep.daemon.retrieval.encoders import BUILTIN, BuiltinEncoder, prefixes
 from ctxkeep.daemon.retrieval.passages import Passage
-from ctxkeep.daemon.retrieval.semantic import EMBED_CHARS, Embedder, SemanticIndex
+from ctxkeep.daemon.retrieval.semantic import EMBED_CHARS, Embedder
+from ctxkeep.daemon.retrieval.vectors import SemanticIndex
 from ctxkeep.daemon.store.store import Store
 from ctxkeep.protocol.servers import OllamaStatus
 from memory_backend import MemoryBackend

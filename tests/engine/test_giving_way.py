@@ -6,7 +6,7 @@ import asyncio
 
 from ctxkeep.daemon.jobs.giving_way import GivingWay
 from ctxkeep.daemon.retrieval.passages import Passage
-from ctxkeep.daemon.retrieval.semantic import SemanticIndex
+from ctxkeep.daemon.retrieval.vectors import SemanticIndex
 from ctxkeep.protocol import requests
 from inprocess import InProcess
 from memory_backend import MemoryBackend

@@ -3,7 +3,7 @@ vectors added one by one (the embedder adds batches; the loop must not pay per r
 
 import numpy as np
 
-from ctxkeep.daemon.retrieval.semantic import SemanticIndex
+from ctxkeep.daemon.retrieval.vectors import SemanticIndex
 
 
 def test_a_batch_added_at_once_equals_its_vectors_added_one_by_one():
