@@ -49,12 +49,10 @@ class Daemon:
         self.started = time.time()
         self.stopping = False
         self._stop = asyncio.Event()
-        self._lock: runtime.InstanceLock | None = None
-        self._store_lock: runtime.InstanceLock | None = None
+        self.claim = runtime.Claim([self.control_endpoint, self.events_endpoint])
         self.context: zmq.asyncio.Context | None = None
         self.routers: list[tuple[zmq.asyncio.Socket, bool]] = []  # (socket, remote)
         self._auth: curve.AsyncioAuthenticator | None = None
-        self._adopted: set[str] = set()
         self._control_tasks: list[asyncio.Task[None]] = []
         self.store: Store
         self.bus: EventBus
@@ -68,27 +66,9 @@ class Daemon:
     def open(self) -> None:
         """Take the lock, open the store, bind the sockets. Raises on any obstacle."""
         raise_descriptor_limit()  # systemd's soft 1,024 would be spent by HTTP connections alone
-        endpoints = [self.control_endpoint, self.events_endpoint]
-        for endpoint in endpoints:
-            runtime.check_endpoint(endpoint)
-        adopted = systemd.listen_fds()  # sockets systemd opened for us (ctxkeep-*.socket)
-        self._adopted = {e for e, name in zip(endpoints, ("ctl", "events")) if name in adopted}
-        folders = {p.parent for p in map(ipc_path, endpoints) if p is not None}
-        lock_folder = next(iter(sorted(folders)), None)
-        for folder in folders:
-            runtime.prepare_folder(folder)
-        if lock_folder is not None:
-            lock = runtime.InstanceLock(lock_folder)
-            lock.acquire([e for e, name in zip(endpoints, ("ctl", "events")) if name not in adopted])
-            self._lock = lock  # only now are the socket files ours to remove
         store_path = self.config.resolved_store()
-        try:
-            store_path.mkdir(parents=True, exist_ok=True, mode=0o700)
-        except OSError as exc:
-            raise StoreError(f"cannot create the store folder {store_path}: {exc.strerror}: "
-                             "choose another with store_path in config.toml") from None
-        self._store_lock = runtime.InstanceLock(store_path, f"with the store {store_path}")
-        self._store_lock.acquire([])
+        self.claim.take(store_path)
+        adopted = self.claim.adopted
         self.store = Store.open(store_path)
         self.context = zmq.asyncio.Context()
         self.router = self._router(self.control_endpoint, adopted.get("ctl"))
@@ -99,10 +79,7 @@ class Daemon:
         self.publisher.bind(self.events_endpoint, adopted.get("events"))
         if adopted:
             log.info("adopted sockets from systemd: %s", ", ".join(sorted(adopted)))
-        for endpoint in endpoints:
-            path = ipc_path(endpoint)
-            if path is not None and path.exists():
-                path.chmod(0o600)
+        self.claim.protect()
         if self.config.tcp_control or self.config.tcp_events:
             curve.check_authorized(self.config.resolved_curve_dir())  # fail before serving
         self.backend = backend_for(self.config)
@@ -266,15 +243,7 @@ class Daemon:
             self.store.close()
         if hasattr(self, "http"):
             self.http.close()
-        for endpoint in (self.control_endpoint, self.events_endpoint):
-            path = ipc_path(endpoint)
-            if path is not None and self._lock is not None and path.exists() \
-                    and endpoint not in self._adopted:  # systemd owns adopted sockets
-                path.unlink()
-        if self._lock is not None:
-            self._lock.release()
-        if self._store_lock is not None:
-            self._store_lock.release()
+        self.claim.release()
 
     def _ollama_changed(self) -> None:
         systemd.notify(self._status_line())

@@ -2,13 +2,18 @@
 
 A second process binding the same ipc:// path would silently take it over, so
 the daemon holds an exclusive flock on `<socket folder>/ctxkeepd.lock` (holding
-its pid) before it binds, and removes stale socket files left by a crash.
+its pid) before it binds, and removes stale socket files left by a crash. `Claim`
+is all a running daemon holds on the machine this way, taken at start and given back
+at its stop.
 """
 
 import fcntl
 import os
 import stat
 from pathlib import Path
+
+from ctxkeep.daemon.server import systemd
+from ctxkeep.daemon.store.errors import StoreError
 
 from ctxkeep.protocol.paths import IPC_PATH_MAX, ipc_path
 
@@ -75,3 +80,62 @@ class InstanceLock:
             os.ftruncate(self._fd, 0)
             os.close(self._fd)
             self._fd = None
+
+
+#: The names systemd's socket units give the daemon's ZeroMQ sockets, in endpoint order.
+SOCKET_NAMES = ("ctl", "events")
+
+
+class Claim:
+    """What one running daemon holds on the machine: the socket folder's lock (and so its
+    socket files, removed at release unless systemd made them), the store's lock, and the
+    sockets systemd opened for it. Given back whole however far `take` got."""
+
+    def __init__(self, endpoints: list[str]) -> None:
+        self.endpoints = endpoints
+        #: The file descriptors systemd passed (ctxkeep-*.socket), by name: "ctl", "events", "http".
+        self.adopted: dict[str, int] = {}
+        self._lock: InstanceLock | None = None
+        self._store_lock: InstanceLock | None = None
+
+    def take(self, store_path: Path) -> None:
+        """Check the endpoints, adopt systemd's sockets, prepare the socket folder, take
+        its lock (removing a crash's stale sockets), then the store's (its folder made).
+        Raises on any obstacle, holding what it took until `release`."""
+        for endpoint in self.endpoints:
+            check_endpoint(endpoint)
+        self.adopted = systemd.listen_fds()
+        folders = {p.parent for p in map(ipc_path, self.endpoints) if p is not None}
+        for folder in folders:
+            prepare_folder(folder)
+        if folders:
+            lock = InstanceLock(min(folders))
+            lock.acquire([e for e, name in zip(self.endpoints, SOCKET_NAMES) if name not in self.adopted])
+            self._lock = lock  # only now are the socket files ours to remove
+        try:
+            store_path.mkdir(parents=True, exist_ok=True, mode=0o700)
+        except OSError as exc:
+            raise StoreError(f"cannot create the store folder {store_path}: {exc.strerror}: "
+                             "choose another with store_path in config.toml") from None
+        self._store_lock = InstanceLock(store_path, f"with the store {store_path}")
+        self._store_lock.acquire([])
+
+    def protect(self) -> None:
+        """The bound socket files readable and writable by the user alone."""
+        for endpoint in self.endpoints:
+            path = ipc_path(endpoint)
+            if path is not None and path.exists():
+                path.chmod(0o600)
+
+    def release(self) -> None:
+        """Remove our socket files (not systemd's), then let go of both locks."""
+        if self._lock is not None:
+            for endpoint, name in zip(self.endpoints, SOCKET_NAMES):
+                path = ipc_path(endpoint)
+                if path is not None and path.exists() and name not in self.adopted:
+                    path.unlink()
+            self._lock.release()
+            self._lock = None
+        if self._store_lock is not None:
+            self._store_lock.release()
+            self._store_lock = None
