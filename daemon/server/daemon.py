@@ -21,14 +21,14 @@ from ctxkeep.daemon.events.bus import EventBus
 from ctxkeep.daemon.jobs.queue import SessionJobs
 from ctxkeep.daemon.server import report, runtime, systemd
 from ctxkeep.daemon.server.ollama_watch import watch_ollama
-from ctxkeep.daemon.store.store import Store, StoreError
+from ctxkeep.daemon.store.store import Store
 from ctxkeep.daemon.transports.http.listeners import Listeners, raise_descriptor_limit
 from ctxkeep.daemon.transports.zmq import curve
 from ctxkeep.daemon.transports.zmq.controller import Controller
 from ctxkeep.daemon.transports.zmq.publisher import EventPublisher
 from ctxkeep.protocol import DAEMON_VERSION, PROTOCOL_VERSION, ErrorCode
 from ctxkeep.protocol.events import DaemonStatusEvent
-from ctxkeep.protocol.paths import http_socket, http_token_path, ipc_path
+from ctxkeep.protocol.paths import http_socket, http_token_path
 from ctxkeep.protocol.structs import DaemonStatus
 
 if TYPE_CHECKING:

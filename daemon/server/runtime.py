@@ -14,7 +14,6 @@ from pathlib import Path
 
 from ctxkeep.daemon.server import systemd
 from ctxkeep.daemon.store.errors import StoreError
-
 from ctxkeep.protocol.paths import IPC_PATH_MAX, ipc_path
 
 
