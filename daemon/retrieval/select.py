@@ -194,6 +194,11 @@ def distinct(ranked: Sequence[int], term_set: Callable[[int], frozenset[str]]) -
 #: the dev split (48 evidence turns with the built-in e5's vectors, recall's own selection
 #: over each whole history) it found 1–3 more at 1,000–2,600 tokens and as many at 700.
 MEANING_SHARE = 0.15
+#: The deviations a passage must stand out by meaning to be ranked by it at all, in recall's
+#: fusion and in meaning's offers (memory's: vectors.STAND_OUT). By e5 a turn that is one of
+#: several alike (four devices, asked about "health-related devices") seldom reaches 3; at 2
+#: they are ranked beside words' matches. Live dev, e5, 4,096: 84.6 → 86.8 % of the evidence
+#: turns, multi-session 75.0 → 83.3 %, unrelated requests given nothing the same (54 of 57).
 MEANING_STAND_OUT = 2.0
 
 
