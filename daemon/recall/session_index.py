@@ -4,7 +4,7 @@ meaning, with what recall needs to pair and leave out passages."""
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ctxkeep.daemon.retrieval import select
+from ctxkeep.daemon.retrieval import select, when
 from ctxkeep.daemon.retrieval.lexical import LexicalIndex, terms
 from ctxkeep.daemon.retrieval.passages import Passage, passages
 from ctxkeep.daemon.retrieval.vectors import SemanticIndex
@@ -31,12 +31,14 @@ class SessionIndex:
     #: The hash of every passage's text: what memory need not bring from other sessions
     #: (a branch's copies of this conversation's turns).
     texts: set[int] = field(default_factory=set)
+    #: When each message was said, by the stamps a front-end wrote into them (if any).
+    clock: when.Clock = field(default_factory=when.Clock)
     #: Each ranked passage's terms, as far as asked (`term_set`).
     _terms: dict[int, frozenset[str]] = field(default_factory=dict)
 
     def add(self, messages: Sequence[MessageRecord]) -> None:
         start = len(self.lexical.passages)
-        new = [p for m in messages for p in passages(m)]
+        new = [p for m in messages for p in passages(m, self.clock.said(m.content, m.created))]
         self.lexical.add(new)
         self.lines += [text_features(select.line(p) + "\n") for p in new]
         self.texts |= {hash(p.text) for p in new}

@@ -31,6 +31,8 @@ class Passage:
     part: int
     parts: int
     role: str
+    #: When it was said: when its message was stored, or the time the stamps a front-end
+    #: writes into a conversation give it (when.Clock).
     created: float
     text: str
     #: For an answer, the question it answers (-1: none).
@@ -68,13 +70,15 @@ def _pieces(text: str) -> list[str]:
     return [p for p in (piece.strip() for piece in out) if p]
 
 
-def passages(m: MessageRecord) -> list[Passage]:
-    """The message's passages (none when it is not recallable)."""
+def passages(m: MessageRecord, said: float | None = None) -> list[Passage]:
+    """The message's passages (none when it is not recallable), dated `said` (default: when
+    it was stored; when.Clock)."""
     if not recallable(m):
         return []
     text = without_own_words(m.content).strip()
     if not text:
         return []
     pieces = [text] if len(text) <= WHOLE_CHARS else _pieces(text)
-    return [Passage(seq=m.seq, part=i, parts=len(pieces), role=m.role, created=m.created,
+    created = m.created if said is None else said
+    return [Passage(seq=m.seq, part=i, parts=len(pieces), role=m.role, created=created,
                     text=piece, reply_to=m.reply_to) for i, piece in enumerate(pieces)]

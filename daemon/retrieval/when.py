@@ -7,6 +7,7 @@ Relative to the time the question names for itself (a stamp a chat front-end wro
 
 import re
 import time
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 #: How much more a passage said within the span a question names counts.
@@ -30,14 +31,43 @@ _IN_MONTH = re.compile(r"\b(?:in|during|since|of)\s+(" + "|".join(_MONTHS) + r")
 
 def reference(text: str, asked: float) -> datetime:
     """The question's own time: the first date stamp in it, else `asked`."""
-    m = _STAMP.search(text[:200])
-    if m:
-        try:
-            y, mo, d = int(m.group(1)), int(m.group(2)), int(m.group(3))
-            return datetime(y, mo, d, int(m.group(4) or 12), int(m.group(5) or 0))
-        except ValueError:
-            pass
-    return datetime.fromtimestamp(asked)
+    return _stamp_time(_STAMP.search(text[:200])) or datetime.fromtimestamp(asked)
+
+
+def _stamp_time(m: re.Match[str] | None) -> datetime | None:
+    if m is None:
+        return None
+    try:
+        return datetime(int(m.group(1)), int(m.group(2)), int(m.group(3)), int(m.group(4) or 12), int(m.group(5) or 0))
+    except ValueError:
+        return None
+
+
+#: A stamp that opens a message, as a chat front-end writes one ("[2023/05/30 (Tue) 23:38] …").
+_OPENING = re.compile(r"\s*\[?\s*" + _STAMP.pattern)
+#: How far past its own storing a stamp may say it was written (time zones, clocks adrift).
+_AHEAD = 86_400.0
+
+
+@dataclass
+class Clock:
+    """When each message of a conversation was said, by the clock of the front-end that
+    stamps them: a message a stamp opens, at the stamp's time; each one after it, at that
+    time plus what has passed since (by when they were stored); before any stamp, when it
+    was stored. So a question's span ("a week ago", by its own stamp) and the passages it
+    lifts are on one clock, as for a conversation replayed or imported with its stamps.
+    Fed every message of the conversation in order."""
+
+    stamp: float | None = None
+    #: When the message with the last stamp was stored.
+    at: float = 0.0
+
+    def said(self, text: str, stored: float) -> float:
+        found = _stamp_time(_OPENING.match(text))
+        if found is not None and (seconds := time.mktime(found.timetuple())) <= stored + _AHEAD:
+            self.stamp, self.at = seconds, stored
+            return seconds
+        return stored if self.stamp is None else self.stamp + max(0.0, stored - self.at)
 
 
 def span(text: str, asked: float) -> tuple[float, float] | None:

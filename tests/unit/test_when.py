@@ -7,8 +7,9 @@ from datetime import datetime
 import pytest
 
 from ctxkeep.daemon.retrieval import select
-from ctxkeep.daemon.retrieval.passages import Passage
-from ctxkeep.daemon.retrieval.when import span
+from ctxkeep.daemon.retrieval.passages import Passage, passages
+from ctxkeep.daemon.retrieval.when import Clock, span
+from ctxkeep.daemon.store.records import MessageRecord
 
 ASKED = time.mktime(datetime(2023, 5, 30, 23, 38).timetuple())  # a Tuesday
 
@@ -48,3 +49,25 @@ def test_passages_said_within_the_span_are_lifted():
     said = [Passage(seq=i, part=0, parts=1, role="user", created=ASKED - (20 - i) * 86400, text="x") for i in range(20)]
     scores = select.lifted({i: 1.0 for i in range(20)}, said, span("What did I do 5 days ago?", ASKED), 1.0)
     assert {i for i, s in scores.items() if s > 1} == {14, 15}
+
+
+def test_a_conversation_stamped_by_its_front_end_is_dated_by_its_stamps():
+    """Replayed today, a conversation a front-end stamped in May 2023: each message is dated
+    by the stamp that opens it, or the last one before it plus the time since; a date
+    mentioned in passing, a stamp in the future, or no stamp yet change nothing."""
+    today = time.mktime(datetime(2026, 12, 4, 10, 0).timetuple())
+    clock = Clock()
+    said = [clock.said(text, today + n) for n, text in enumerate([
+        "Hello there",                                        # no stamp yet: when stored
+        "[2023/05/20 (Sat) 01:20] I bought a peace lily.",    # the stamp's time
+        "Nice! How often should I water it?",                 # that time, plus the second since
+        "My invoice is dated 2023-01-02, by the way.",       # in passing: not a stamp
+        "[2031/01/01 (Wed) 00:00] a clock adrift",           # ahead of its storing: not a stamp
+        "[2023/05/27 (Sat) 09:00] And a snake plant."])]     # the next stamp
+    assert said[0] == today
+    may20 = time.mktime(datetime(2023, 5, 20, 1, 20).timetuple())
+    assert said[1:5] == [may20, may20 + 1, may20 + 2, may20 + 3]
+    assert said[5] == time.mktime(datetime(2023, 5, 27, 9, 0).timetuple())
+    bought = passages(MessageRecord(seq=1, role="user", content="[2023/05/20 (Sat) 01:20] I bought a peace lily.",
+                                    created=today), said[1])
+    assert bought[0].created == may20 and "2023-05-20 01:20" in select.line(bought[0])
