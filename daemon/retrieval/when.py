@@ -22,8 +22,8 @@ _MONTHS = ["january", "february", "march", "april", "may", "june", "july", "augu
 _STAMP = re.compile(r"\b(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})(?:\D{1,12}?(\d{1,2}):(\d{2}))?")
 _COUNT = r"(\d{1,3}|a couple of|a few|few|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
 _AGO = re.compile(_COUNT + r"\s+(day|week|month|year)s?\s+ago\b", re.I)
-_PAST = re.compile(r"\b(?:past|last)\s+(?:" + _COUNT + r"\s+)?(day|week|month|year)s\b|\bover the past\s+"
-                   r"(day|week|month|year)\b", re.I)
+_PAST = re.compile(r"\b(?:past|last)\s+(?:" + _COUNT + r"\s+)?(day|week|month|year)s\b|"
+                   r"\b(?:in|over|within|during)\s+the\s+(?:past|last)\s+(day|week|month|year)\b", re.I)
 _NAMED = re.compile(r"\b(yesterday|today|this (?:week|month|year|weekend)|last (?:week|month|year|weekend|"
                     + "|".join(_DAYS) + r"))\b", re.I)
 _IN_MONTH = re.compile(r"\b(?:in|during|since|of)\s+(" + "|".join(_MONTHS) + r")\b(?:\s+(\d{4}))?", re.I)
@@ -74,8 +74,8 @@ def span(text: str, asked: float) -> tuple[float, float] | None:
     """The span of time (Unix seconds, start and end) the question asks about, or None."""
     now = reference(text, asked)
     day = now.replace(hour=0, minute=0, second=0, microsecond=0)
-    out = _named(_NAMED.search(text), now, day) or _ago(_AGO.search(text), now) \
-        or _past(_PAST.search(text), now) or _month(_IN_MONTH.search(text), now)
+    out = _past(_PAST.search(text), now) or _named(_NAMED.search(text), now, day) \
+        or _ago(_AGO.search(text), now) or _month(_IN_MONTH.search(text), now)  # ("in the last month": the past one)
     if out is None:
         return None
     start, end = out

@@ -27,6 +27,8 @@ def days(text: str, asked: float = ASKED) -> tuple[str, str] | None:
     ("What did I buy 10 days ago?", ("05-19", "05-21")),  # a day either side
     ("An event two weeks ago: where was it?", ("05-13", "05-20")),  # half a week either side
     ("the trips I took in the past three months", ("02-28", "05-30")),
+    ("How many plants did I acquire in the last month?", ("04-30", "05-30")),  # the month past, not April
+    ("What did I read over the past week?", ("05-23", "05-30")),
     ("the first BBQ in June", ("06-01", "07-01")),  # June after May: last year's
     ("the first BBQ in June 2023", ("06-01", "07-01")),
 ])
