@@ -136,6 +136,25 @@ def test_a_message_that_reaches_into_the_past_uses_the_room_older_exchanges_left
     assert recalled > everyday_cap, (recalled, everyday_cap)
 
 
+def asked_after(sent: list[str], question: str, seed: int) -> list[dict]:
+    """The prompt `question` got, asked with the built-in embedder after the `sent` turns
+    and sixty of chatter (their vectors all computed), in a 2,048-token window."""
+    async def go(app: InProcess) -> None:
+        sid = (await app.call(requests.SessionCreate(model=MODEL, num_ctx=2048))).session.id
+        chatter = [f"Tell me something about {rng.choice(TOPICS)}, please." for _ in range(60)]
+        for text in [*sent, *chatter]:  # (the stand-in's checkpoints keep every 4th sentence)
+            await app.call(requests.Send(session=sid, text=text))
+            await app.services.jobs.drain(30)
+        await app.embedded(600)
+        await app.call(requests.Send(session=sid, text=question))
+        await app.services.jobs.drain(30)
+
+    rng = random.Random(seed)
+    backend = MemoryBackend(reply=lambda m: summarizer(m) or f"About {rng.choice(TOPICS)}: noted.")
+    run(backend, Config(embed_model="", embed_builtin=True, recall_embed_wait_ms=30_000), go)
+    return next(m for m, _ in reversed(backend.chats) if m[-1]["content"].startswith(question))
+
+
 def test_a_question_about_the_past_gets_what_only_meaning_finds_beside_what_words_find():
     """Words' matches alone would fill recall's room ("devices", "use", "day" in thirty
     news notes, among sixty turns of chatter); the one turn that answers the question shares
@@ -146,21 +165,7 @@ def test_a_question_about_the_past_gets_what_only_meaning_finds_beside_what_word
     notes = [f"Note {i}: the news says {n} million devices are in use every day, {w}." for i, (n, w) in
              enumerate((n, w) for n in range(3, 13) for w in ("mostly phones", "many of them old", "in cars"))]
     question = "Which health-related devices do I use every day?"
-
-    async def go(app: InProcess) -> None:
-        sid = (await app.call(requests.SessionCreate(model=MODEL, num_ctx=2048))).session.id
-        chatter = [f"Tell me something about {rng.choice(TOPICS)}, please." for _ in range(60)]
-        for text in [notes[0], evidence, *notes[1:], *chatter]:  # (the stand-in's checkpoints keep every 4th sentence)
-            await app.call(requests.Send(session=sid, text=text))
-            await app.services.jobs.drain(30)
-        await app.embedded(600)
-        await app.call(requests.Send(session=sid, text=question))
-        await app.services.jobs.drain(30)
-
-    rng = random.Random(5)
-    backend = MemoryBackend(reply=lambda m: summarizer(m) or f"About {rng.choice(TOPICS)}: noted.")
-    run(backend, Config(embed_model="", embed_builtin=True, recall_embed_wait_ms=30_000), go)
-    prompt = next(m for m, _ in reversed(backend.chats) if m[-1]["content"].startswith(question))
+    prompt = asked_after([notes[0], evidence, *notes[1:]], question, 5)
     text = "\n".join(m["content"] for m in prompt)
     assert sum(note in text for note in notes) < len(notes)  # words' matches alone overflow the room
     assert evidence in prompt[-1]["content"]  # recalled: the block follows the question
@@ -196,21 +201,7 @@ def test_what_meaning_ranks_well_competes_with_words_for_the_whole_room():
              enumerate((n, w, d) for n in range(3, 17) for (w, d) in
                        (("mostly toasters", "Saturday"), ("many of them broken", "Sunday"), ("some still boxed", "market")))]
     question = "How many health-related devices do I use in a day?"
-
-    async def go(app: InProcess) -> None:
-        sid = (await app.call(requests.SessionCreate(model=MODEL, num_ctx=2048))).session.id
-        chatter = [f"Tell me something about {rng.choice(TOPICS)}, please." for _ in range(60)]
-        for text in [*DEVICES[:2], *notes[:20], *DEVICES[2:], *notes[20:], *chatter]:
-            await app.call(requests.Send(session=sid, text=text))
-            await app.services.jobs.drain(30)
-        await app.embedded(600)
-        await app.call(requests.Send(session=sid, text=question))
-        await app.services.jobs.drain(30)
-
-    rng = random.Random(7)
-    backend = MemoryBackend(reply=lambda m: summarizer(m) or f"About {rng.choice(TOPICS)}: noted.")
-    run(backend, Config(embed_model="", embed_builtin=True, recall_embed_wait_ms=30_000), go)
-    prompt = next(m for m, _ in reversed(backend.chats) if m[-1]["content"].startswith(question))
+    prompt = asked_after([*DEVICES[:2], *notes[:20], *DEVICES[2:], *notes[20:]], question, 7)
     text = "\n".join(m["content"] for m in prompt)
     assert sum(note in text for note in notes) < len(notes)  # words' matches alone overflow the room
     assert [device in text for device in DEVICES[:4]] == [True] * 4
