@@ -9,7 +9,6 @@ whose text is also a private or forgotten one's (a branch, a resent or imported 
 restored snapshot) is left out with it, whatever session holds the copy.
 """
 
-import dataclasses
 from array import array
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -17,7 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ctxkeep.daemon.retrieval import select, when
+from ctxkeep.daemon.retrieval import select
 from ctxkeep.daemon.retrieval.lexical import LexicalIndex, counts_of
 from ctxkeep.daemon.retrieval.passages import Passage, passages
 from ctxkeep.daemon.retrieval.vectors import SemanticIndex
@@ -44,8 +43,6 @@ class Owner:
     answered_by: dict[int, list[int]] = field(default_factory=dict)
     #: Its passage ids, by message seq.
     pids: dict[int, list[int]] = field(default_factory=dict)
-    #: When each of its messages was said, by the stamps a front-end wrote into them (if any).
-    clock: when.Clock = field(default_factory=when.Clock)
 
 
 @dataclass
@@ -131,12 +128,9 @@ class MemoryIndex:
             for seq in self._replaces(owner, m):
                 owner.replaced.add(seq)
                 self._hide(owner, seq, True)
-            said = owner.clock.said(m.content, m.created)
             new = cut[n] if cut is not None else passages(m)
             if not new:
                 continue
-            if said != m.created:
-                new = [dataclasses.replace(p, created=said) for p in new]
             start = len(self.lexical.passages)
             self.lexical.add(new, counted[n] if counted is not None else None)
             self.lines += [text_features(select.line(p) + "\n") for p in new]
