@@ -27,7 +27,7 @@ from ctxkeep.daemon.recall.indexes import SessionIndexes
 from ctxkeep.daemon.recall.recalled import NONE, Recall
 from ctxkeep.daemon.recall.session_index import SessionIndex
 from ctxkeep.daemon.retrieval import select, when
-from ctxkeep.daemon.retrieval.lexical import asked_terms, query_terms, unstamped
+from ctxkeep.daemon.retrieval.lexical import asked_terms, has_words, query_terms, unstamped
 from ctxkeep.daemon.retrieval.passages import Passage
 from ctxkeep.daemon.retrieval.semantic import Embedder
 from ctxkeep.daemon.store.context_records import ActiveContext
@@ -166,8 +166,9 @@ class Recaller:
             return None
         asked = [m.content for m in active[-2:] if m.role == "user"]
         text = "\n".join([*asked, user.content]) if select.refers_back(user.content) else user.content
-        # a time stamp a front-end wrote into the message says when, not what about
-        return await self.embedder.vector(unstamped(text).strip() or text, self.config.recall_embed_wait_ms / 1000)
+        if not has_words(text):  # nothing to compare: a meaning of nothing is near anything
+            return None  # a time stamp a front-end wrote into the message says when, not what about
+        return await self.embedder.vector(unstamped(text).strip(), self.config.recall_embed_wait_ms / 1000)
 
     def _own(self, session: SessionRecord, context: ActiveContext, user: MessageRecord, index: SessionIndex,
              asked: Query, in_context: set[int], budget: int,
@@ -201,8 +202,7 @@ class Recaller:
             ranked.append(by_meaning)
             weights.append(1.0)
             if asked.about_past and vector is not None:
-                near = [pid for pid, _ in index.semantic.rank(vector, in_prompt, NEAR, select.MEANING_STAND_OUT)
-                        if unstamped(passages[pid].text).strip()]  # not a bare time stamp
+                near = [pid for pid, _ in index.semantic.rank(vector, in_prompt, NEAR, select.MEANING_STAND_OUT)]
         scores = select.lifted(select.fused(*ranked, weights=weights,
                                             favored=lambda pid: index.lexical.passages[pid].role == asks_of),
                                index.lexical.passages, asked.span, when.LIFT)

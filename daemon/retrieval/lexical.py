@@ -94,6 +94,11 @@ def unstamped(text: str) -> str:
     return _STAMP.sub(" ", text)
 
 
+def has_words(text: str) -> bool:
+    """Whether `text` says anything beside its time stamps (a letter or a digit)."""
+    return _WORD.search(unstamped(text)) is not None
+
+
 def query_terms(message: str | list[str], context: str = "") -> dict[str, float]:
     """A query's terms and their weights: the new message's (or its `asked_terms`, where
     the caller has them) at 1 each time they occur, the turn before's sharing CONTEXT_SHARE

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from ctxkeep.daemon.backends.protocol import ModelBackend, ModelCallError
 from ctxkeep.daemon.jobs.giving_way import GivingWay
 from ctxkeep.daemon.retrieval.encoders import BuiltinEncoder, Encoder, ServerEncoder
+from ctxkeep.daemon.retrieval.lexical import has_words
 from ctxkeep.daemon.retrieval.passages import Passage
 from ctxkeep.daemon.retrieval.query_vectors import QueryVectors
 from ctxkeep.daemon.retrieval.vectors import SemanticIndex
@@ -170,9 +171,10 @@ class Embedder:
         batch = passages[start:start + BATCH]
         if not batch:
             return False
-        self.working = True
+        worded = [start + i for i, p in enumerate(batch) if has_words(p.text)]  # no vector for a
+        self.working = True  # bare stamp or a zero-width space: like anything, alike to nothing
         try:
-            texts = [p.text[:EMBED_CHARS] for p in batch]
+            texts = [passages[pid].text[:EMBED_CHARS] for pid in worded]
             digests, cached = await asyncio.to_thread(self._cached, encoder.name, texts)
             missing = {d: t for d, t in zip(digests, texts) if d not in cached}
             if missing:
@@ -184,7 +186,7 @@ class Embedder:
             self.working = False
         if index.done != start or index.model != encoder.name:  # rebuilt meanwhile
             return True
-        index.add_many(list(range(start, start + len(batch))), [cached[d] for d in digests])
+        index.add_many(worded, [cached[d] for d in digests])
         index.done = start + len(batch)
         if start + len(batch) >= 2000 and (start // 2000) != ((start + len(batch)) // 2000):
             log.info("session=%s: %d passages embedded for recall", session_id, index.done)

@@ -225,3 +225,22 @@ def test_a_time_stamp_in_the_message_is_not_what_its_meaning_is_searched_by():
     asked = [t for t in backend.embedded if t.startswith("search_query: ")]
     assert "search_query: How many plants did I buy at the nursery?" in asked, asked
     assert not any("2023" in t for t in asked)
+
+
+def test_a_message_without_words_is_given_no_meaning():
+    """A bare time stamp or a zero-width space says nothing: it gets no vector (by meaning it
+    would be as near to any question as to none), and asking it sends no query."""
+    backend = MemoryBackend()
+
+    async def go(app: InProcess) -> None:
+        sid = (await app.call(requests.SessionCreate(model=MODEL, num_ctx=2048))).session.id
+        for text in ["[2023/05/01 (Mon) 10:00]", "\u200b", "I bought a peace lily at the nursery.", "\u200b"]:
+            await app.call(requests.Send(session=sid, text=text))
+            await app.services.jobs.drain(30)
+            await app.embedded()
+
+    run(backend, Config(embed_model="nomic-embed-text", embed_builtin=False, recall_embed_wait_ms=10_000), go)
+    documents = [t for t in backend.embedded if t.startswith("search_document: ")]
+    assert "search_document: I bought a peace lily at the nursery." in documents, documents
+    said = [t.partition(": ")[2] for t in backend.embedded]
+    assert not {"[2023/05/01 (Mon) 10:00]", "\u200b"} & set(said), backend.embedded
