@@ -55,18 +55,6 @@ class Applier:
         by_seq = {m.seq: m for m in view.active}
         return View(session, context, [by_seq[s] for s in context.seqs if s in by_seq]), cancelled
 
-    async def without_kept(self, view: View, after: int) -> View:
-        """The recall blocks kept after their messages dropped (the cheapest room there is:
-        the server reads again only what follows the first of them, where a compaction
-        rewrites the prompt's start), the count an estimate of `after` tokens."""
-        def update(c: ActiveContext, record: SessionRecord) -> None:
-            c.kept = []
-            record.count = record.count.estimated(after)
-        store = self.parts.store
-        (session, context, _), _ = await landed(store.off_loop(
-            store.context.update, view.session.id, update, expected=view.context.seqs))
-        return View(session, context, view.active)
-
     async def roll_back(self, session_id: str, snapshot_id: str) -> None:
         """Take back everything since the snapshot a pass took (later turns stay)."""
         store = self.parts.store

@@ -27,10 +27,7 @@ pass's first change, so `undo` takes back a whole pass.
 """
 
 import asyncio
-import logging
 from dataclasses import dataclass, field
-
-import msgspec
 
 from ctxkeep.daemon.compaction.levels import LevelRunner
 from ctxkeep.daemon.compaction.passes import (
@@ -49,7 +46,6 @@ from ctxkeep.daemon.context.parts import Parts
 from ctxkeep.daemon.context.usage import Budget, reply_room
 from ctxkeep.daemon.store.records import MessageRecord, SessionRecord, View
 
-log = logging.getLogger(__name__)
 
 def enabled(config: Config, session: SessionRecord) -> bool:
     """Whether automatic compaction runs for the session (its own setting, else the config's)."""
@@ -173,7 +169,6 @@ class AutoCompactor:
         80 % of the window (for a prompt that must fit: until it fits). Returns the
         session as the pass left it."""
         pass_.must_fit = user is not None
-        view = await self.unkept(view, pass_, user)
         for level in (1, 2, 3):
             if self.needed(level, pass_, user, view):
                 changed = await self.levels.run(view, level, pass_)
@@ -203,22 +198,6 @@ class AutoCompactor:
             view = changed
         if user is not None and not self.fits(view, user, pass_.offered):
             view = await self._newest_shortened(view, user, pass_)
-        return view
-
-    async def unkept(self, view: View, pass_: Pass, user: MessageRecord | None = None) -> View:
-        """Before a pass that would rewrite the prompt (level 2 or 3, or one for a prompt
-        that does not fit), the kept recall blocks go: the server then reads again only
-        what follows the first of them, and their room may spare the pass."""
-        if not view.context.kept or not (self.needed(2, pass_, user, view) or self.needed(3, pass_, user, view)):
-            return view
-        return await self.without_kept(view)
-
-    async def without_kept(self, view: View) -> View:
-        """The kept recall blocks dropped (their messages and what they held stay)."""
-        kept = len(view.context.kept)
-        view = await self.levels.applier.without_kept(
-            view, self.total(View(view.session, msgspec.structs.replace(view.context, kept=[]), view.active)))
-        log.info("session=%s %d kept recall block(s) dropped for room", view.session.id, kept)
         return view
 
     async def _newest_shortened(self, view: View, user: MessageRecord, pass_: Pass) -> View:

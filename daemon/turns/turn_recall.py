@@ -64,15 +64,10 @@ class TurnRecall:
         into the past, in the room of the oldest verbatim exchanges too, which then leave
         the active context with this turn (`compacted` undoes that if the turn fails)."""
         recall, estimate = await self._recalled(view, user, features, estimate, self._movable(view))
-        estimator = self.parts.estimator
-        if recall.displaced and view.context.kept:  # their room first: the cheaper to read again
-            view = await self.auto.without_kept(view)
-            features = add(estimator.context_features(*view, user), offered)
-            estimate = estimator.of_features(view.session, features)
-            recall, estimate = await self._recalled(view, user, features, estimate, self._movable(view))
         if not recall.displaced:
             return view, features, recall, estimate
         view = await self.auto.displace(view, recall.displaced, compacted)
+        estimator = self.parts.estimator
         features = add(estimator.context_features(*view, user), offered)
         recall, estimate = await self._recalled(view, user, features, estimator.of_features(view.session, features),
                                                 reaching=True)
