@@ -154,8 +154,7 @@ def steps(q: recall_lme.Question) -> list[Step]:
 
 def parts(messages: list[dict[str, Any]], count: Callable[[str], int]) -> dict[str, int]:
     """Where a prompt's tokens went: the system prompt (and goals), the checkpoints, the
-    verbatim turns, the recall blocks kept after them, recall's block, memory's block (each
-    part's text counted alone)."""
+    verbatim turns, recall's block, memory's block (each part's text counted alone)."""
     out = Counter[str]()
     for i, m in enumerate(messages):
         text = m.get("content", "") or ""
@@ -164,14 +163,16 @@ def parts(messages: list[dict[str, Any]], count: Callable[[str], int]) -> dict[s
             out["system"] += count(head)
             out["checkpoints"] += count(_ + checkpoints) if checkpoints else 0
             continue
-        last = i == len(messages) - 1
-        for opening, name in ((MEMORY_OPENING, "memory"), (RECALL_OPENING, "recall")):
-            while opening in text:  # an earlier message's: a block kept after it
-                before, block = text.split(f"\n\n{opening}", 1) if f"\n\n{opening}" in text else text.split(opening, 1)
-                block_text, _, after = block.partition(CLOSING)
-                out[name if last else "kept"] += count(opening + block_text + CLOSING)
-                text = before + after
-        out["question" if last else "verbatim"] += count(text)
+        if i == len(messages) - 1:
+            for opening, name in ((MEMORY_OPENING, "memory"), (RECALL_OPENING, "recall")):
+                if opening in text:
+                    before, block = text.split(f"\n\n{opening}", 1) if f"\n\n{opening}" in text else text.split(opening, 1)
+                    block_text, _, after = block.partition(CLOSING)
+                    out[name] += count(opening + block_text + CLOSING)
+                    text = before + after
+            out["question"] += count(text)
+            continue
+        out["verbatim"] += count(text)
     return dict(out)
 
 
@@ -198,9 +199,6 @@ class Replayed:
     unrelated_added: int | None = None
     #: That request's prompt, as the model got it.
     unrelated_prompt: str = ""
-    #: Of that prompt, the tokens of recall blocks kept after earlier messages (the
-    #: question's own, when nothing changed the prompt before it since).
-    unrelated_kept: int = 0
 
 
 def replay(c: Client, standin: Any, model: Scripted, q: recall_lme.Question, window: int,
@@ -230,19 +228,18 @@ def replay(c: Client, standin: Any, model: Scripted, q: recall_lme.Question, win
     chat = last_chat(standin)
     messages = chat.body["messages"]
     c.settle(sid)
-    added, asked, kept = None, "", 0
+    added, asked = None, ""
     if unrelated:
         c.turn(sid, unrelated)
         after = last_chat(standin).body["messages"]
         got = parts(after, standin.count)
         added, asked = got.get("recall", 0) + got.get("memory", 0), "\n".join(m["content"] for m in after)
-        kept = got.get("kept", 0)
         c.settle(sid)
     c.delete(sid)
     model.answers.clear()
     return Replayed("\n".join(m["content"] for m in messages), chat.prompt_tokens, parts(messages, standin.count),
                     len(plan), calls, errors, time.monotonic() - start, any(e.by_meaning for e in recalled), said,
-                    [p for e in recalled for p in e.recalled], added, asked, kept)
+                    [p for e in recalled for p in e.recalled], added, asked)
 
 
 def last_chat(standin: Any) -> Any:
@@ -314,12 +311,10 @@ def emit_parts(emit: Callable[..., None], replayed: list[Replayed], count: Calla
          ranked_by_meaning=sum(r.by_meaning for r in replayed))
     shares = [from_evidence(r.said, r.recalled, count) for r in replayed if r.said is not None]
     unrelated = [r.unrelated_added for r in replayed if r.unrelated_added is not None]
-    kept = [r.unrelated_kept for r in replayed if r.unrelated_added is not None]
     emit(**fields, what="recall_precision",
          recall_tokens_from_evidence_pct=round(100 * sum(o for _, o in shares) / max(1, sum(t for t, _ in shares)), 1),
          recall_tokens_mean=round(statistics.fmean(t for t, _ in shares)) if shares else 0,
          unrelated_asked=len(unrelated),
          unrelated_nothing_added_pct=round(100 * sum(1 for u in unrelated if u == 0) / max(1, len(unrelated)), 1),
          unrelated_added_tokens_mean=round(statistics.fmean(unrelated)) if unrelated else 0,
-         unrelated_added_tokens_max=max(unrelated, default=0),
-         unrelated_kept_tokens_mean=round(statistics.fmean(kept)) if kept else 0)
+         unrelated_added_tokens_max=max(unrelated, default=0))

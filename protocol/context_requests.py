@@ -83,10 +83,8 @@ class Prompt(Request, tag="prompt"):
     """What the model would see now, before a new message: the prompt's parts in order —
     the system prompt, the goal record, the checkpoints, then each message of the active
     context as it is shown (summaries as summaries, shortened tool results and answers as
-    their head and tail), with the recall blocks kept after their messages (`recalled`
-    parts: a turn's block stays in the prompts after it until a compaction) — each with its
-    estimated tokens. The new message's own block is not part of it: a turn adds it
-    (`generation.recalled` says what it held)."""
+    their head and tail) — each with its estimated tokens. The recall block is not part of
+    it: a turn adds it for its own message (`generation.recalled` says what it held)."""
 
     session: SessionRef
 

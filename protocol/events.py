@@ -66,8 +66,8 @@ class QueryReceived(Event, tag=subjects.QUERY_RECEIVED):
 
 class GenerationRecalled(Event, tag=subjects.GENERATION_RECALLED):
     """Recall put passages of earlier messages into the turn's prompt (a marked block
-    after the new message, oldest first, which stays there in the prompts after it until a
-    compaction): sent before the prompt goes out, when something was recalled or recall was cut. `tokens` is their estimate (the turn's exact count includes
+    after the new message, oldest first): sent before the prompt goes out, when something
+    was recalled or recall was cut. `tokens` is their estimate (the turn's exact count includes
     them); `by_meaning`, whether embeddings ranked them beside their words."""
 
     generation_id: str

@@ -221,15 +221,14 @@ class ImageReply(Reply, tag="image"):
 
 
 #: What a part of a prompt is (PromptPart.kind).
-PartKind = Literal["system", "goals", "checkpoints", "message", "recalled"]
+PartKind = Literal["system", "goals", "checkpoints", "message"]
 
 
 class PromptPart(msgspec.Struct, kw_only=True):
     """One part of a prompt as the model sees it."""
 
     #: system (the system prompt), goals (the goal record), checkpoints (the summaries of
-    #: older history), message (a message of the active context), recalled (a turn's recall
-    #: block, kept after its message `seq` until the prompt changes before it).
+    #: older history), message (a message of the active context).
     kind: PartKind
     text: str
     #: Estimated tokens (the estimator, calibrated on the model's exact counts).

@@ -151,8 +151,7 @@ def messages(client, session, active: bool, last: int) -> Iterator:
 def beside_messages(reply) -> str:
     """What the prompt holds besides the messages `--active` lists, with their tokens."""
     parts = {"system": "the system prompt", "goals": "the goal record", "checkpoints": "checkpoints"}
-    held = [f"{parts.get(p.kind, f'recall block after #{p.seq}')} ~{p.tokens:,}" for p in reply.parts
-            if p.kind != "message"]
+    held = [f"{parts[p.kind]} ~{p.tokens:,}" for p in reply.parts if p.kind != "message"]
     shorter = [p for p in reply.parts if p.kind == "message" and p.shown != "whole"]
     if shorter:
         held.append(f"{len(shorter)} message{'s' if len(shorter) != 1 else ''} as summaries or shortened "
@@ -168,10 +167,9 @@ def show_prompt(reply, session, args: argparse.Namespace, style: Styles) -> int:
         return 0
     print(f"{style.bold}{session_line(session)}{style.reset}")
     print(f"{style.dim}what the model would see now: ~{reply.tokens:,} of {reply.window:,} tokens, before "
-          f"the new message (and the recall block a turn adds after it){style.reset}")
+          f"the new message (and the recall block a turn adds for it){style.reset}")
     for part in reply.parts:
-        who = f"{part.role} #{part.seq}" if part.kind == "message" else \
-            f"recall block after #{part.seq}" if part.kind == "recalled" else part.kind
+        who = part.kind if part.kind != "message" else f"{part.role} #{part.seq}"
         note = "" if part.shown == "whole" else f" ({part.shown})"
         print(f"\n{style.bold}{who}{style.reset}{note} {style.dim}~{part.tokens:,} tokens{style.reset}")
         print(textwrap.indent(part.text, "  "))

@@ -20,8 +20,7 @@ KINDS = {"system": "system prompt", "goals": "goal record", "checkpoints": "chec
 
 def part_title(part) -> str:
     """`user #12 · summary · ~240 tokens`"""
-    who = KINDS.get(part.kind) or (f"recall block after #{part.seq}" if part.kind == "recalled"
-                                   else f"{part.role} #{part.seq}")
+    who = KINDS.get(part.kind) or f"{part.role} #{part.seq}"
     shown = "" if part.shown == "whole" else f" · {part.shown}"
     return f"{who}{shown} · ~{part.tokens:,} tokens"
 
@@ -58,7 +57,7 @@ class PromptView:
         if self.dialog is None or reply.session_id != self.session_id:
             return
         self.total.setText(f"~{reply.tokens:,} of {reply.window:,} tokens before the next message (and the "
-                           "recall block a turn adds after it), as the model would get them now:")
+                           "recall block a turn adds for it), as the model would get them now:")
         self.text.setHtml("".join(
             f"<p><b>{html.escape(part_title(p))}</b></p><pre style='white-space: pre-wrap'>"
             f"{html.escape(p.text)}</pre>" for p in reply.parts))

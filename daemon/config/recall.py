@@ -27,7 +27,9 @@ class RecallConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         "recallable word for word).")] = 0.4
     recall_read_seconds: Annotated[float, Meta(ge=0, le=3600), described(
         "The most reading recall may cost a turn, in seconds at the model's measured reading "
-        "speed on this machine: the recalled block is new text, read whole. On a CPU it bounds the block (Gemma 3 270M on 2 cores: "
+        "speed on this machine: the recalled block is new text every turn, read whole, and the "
+        "last turn's block makes the server read that turn's answer again (the block keeps at "
+        "least half). On a CPU it bounds the block (Gemma 3 270M on 2 cores: "
         "~1 s is ~200 tokens); on a GPU it is no bound. It never leaves less than the best "
         "exchange found, or the best three passages for a message about the user's past "
         "(\"what is my locker code?\"). 0 = no bound (nor before the model's speed is "

@@ -24,16 +24,12 @@ async def prompt(services: Services, req: requests.Prompt, record: SessionRecord
     held: list[tuple[PartKind, str]] = [("system", session.system), ("goals", goal_markers.render(context.goals)),
                                         ("checkpoints", checkpoint_block(context.checkpoints))]
     parts = [PromptPart(kind=kind, text=text, tokens=estimator.text(model, text)) for kind, text in held if text]
-    shortened, kept = set(context.file_summaries), {k.seq: k for k in context.kept}
+    shortened = set(context.file_summaries)
     for m in active:
         short = m.seq in shortened
         for shown in wire(m, short, session.vision):
             parts.append(PromptPart(
                 kind="message", text=shown["content"], tokens=estimator.message(model, shown["content"]),
                 role=m.role, seq=m.seq, shown="summary" if m.kind == "summary" else "shortened" if short else "whole"))
-        if m.seq in kept and m.role == "user":
-            block = kept[m.seq]
-            parts.append(PromptPart(kind="recalled", text=block.text, role=m.role, seq=m.seq,
-                                    tokens=block.tokens or estimator.text(model, block.text)))
     return PromptReply(id=req.id, session_id=record.id, parts=parts, window=session.window,
                        tokens=estimator.context(session, context, active))

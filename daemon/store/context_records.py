@@ -75,18 +75,15 @@ class ActiveContext(msgspec.Struct):
 
 
 def still_kept(before: ActiveContext, after: ActiveContext) -> list[KeptBlock]:
-    """The blocks `after` keeps: those the prompt still holds unchanged up to them (the
-    messages before them the same, and new ones: a turn's own). Where the prompt changed
-    before a block (the checkpoints, the goals, a message shown short, a message gone), the
-    server reads it again from there anyway: the block costs nothing to drop, and keeping it
-    would only take room."""
-    if after.checkpoints != before.checkpoints or after.goals != before.goals \
-            or after.file_summaries != before.file_summaries:
+    """The blocks `after` keeps: none when what the model sees changed before its newest
+    messages (the checkpoints, the goals, a message shown short, a message gone: the server
+    reads the prompt again from there, so a block costs nothing to drop, and keeping it would
+    only take room); else those whose message is still there."""
+    if (after.checkpoints != before.checkpoints or after.goals != before.goals
+            or after.file_summaries != before.file_summaries or after.seqs[:len(before.seqs)] != before.seqs):
         return []
-    same = next((i for i, (a, b) in enumerate(zip(after.seqs, before.seqs)) if a != b),
-                min(len(after.seqs), len(before.seqs)))
-    held = {*after.seqs[:same], *(set(after.seqs) - set(before.seqs))}
-    return [k for k in after.kept if k.seq in held]
+    seqs = set(after.seqs)
+    return [k for k in after.kept if k.seq in seqs]
 
 
 class SnapshotRecord(msgspec.Struct, kw_only=True):

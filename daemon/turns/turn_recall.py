@@ -26,7 +26,7 @@ log = logging.getLogger("ctxkeep.daemon.turns.generation")
 #: The reading bound never takes recall below this many of its passages (their mean size)
 #: for a message that speaks of the user's past ("what is my locker code?"), and below
 #: about its best exchange for any other (a new request on an old topic: every passage more
-#: is read anew, and stays in the prompt until the next compaction).
+#: is read anew each turn, and the next turn reads this one's answer again).
 READ_FLOOR = 3
 READ_FLOOR_OTHER = 2
 
