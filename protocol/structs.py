@@ -203,8 +203,7 @@ class Segments(msgspec.Struct, kw_only=True):
     summaries: Count = 0
     #: The conversation's own messages.
     recent: Count = 0
-    #: Passages of earlier messages that recall put into the prompt: the last turn's block
-    #: (part of its count), and the blocks kept after their messages since.
+    #: Passages of earlier messages that recall put into the last prompt (part of its count).
     recalled: Count = 0
 
 

@@ -39,17 +39,11 @@ from ctxkeep.daemon.compaction.passes import (
     Pass,
     worth_retrying,
 )
-from ctxkeep.daemon.config import Config
 from ctxkeep.daemon.context.estimator import Estimate
 from ctxkeep.daemon.context.features import ZERO, Vector, add
 from ctxkeep.daemon.context.parts import Parts
 from ctxkeep.daemon.context.usage import Budget, reply_room
 from ctxkeep.daemon.store.records import MessageRecord, SessionRecord, View
-
-
-def enabled(config: Config, session: SessionRecord) -> bool:
-    """Whether automatic compaction runs for the session (its own setting, else the config's)."""
-    return config.auto_compaction if session.auto_compaction is None else session.auto_compaction
 
 
 @dataclass
@@ -70,7 +64,8 @@ class AutoCompactor:
         return session.thresholds or self.parts.config.compaction_thresholds
 
     def enabled(self, session: SessionRecord) -> bool:
-        return enabled(self.parts.config, session)
+        auto = session.auto_compaction
+        return self.parts.config.auto_compaction if auto is None else auto
 
     def level_for(self, session: SessionRecord, budget: Budget) -> int:
         """The highest level whose threshold the fill reached (the estimate lowered by its

@@ -70,7 +70,7 @@ class LevelRunner:
                 status, note = "skipped", change
                 return view
             new = msgspec.structs.replace(context, seqs=change.seqs, checkpoints=change.checkpoints,
-                                          file_summaries=change.file_summaries, kept=[])  # as the store keeps it
+                                          file_summaries=change.file_summaries)
             kept = set(change.seqs)  # once: in the comprehension it would be made per message
             after = await self._total(View(session, new, [m for m in active if m.seq in kept]))
             if after >= before:

@@ -129,13 +129,11 @@ class Folded(NamedTuple):
 
 def fold_step(cache: FeatureCache) -> Callable[[Folded, MessageRecord, Hashable], Folded]:
     """One message's step of the fold; the key is (session id, the set of messages in
-    level 1's short form, whether the model sees images, the kept recall blocks' features
-    by seq: `kept_features`)."""
+    level 1's short form, whether the model sees images)."""
     def step(state: Folded, m: MessageRecord, key: Hashable) -> Folded:
-        session_id, summarized, vision, kept = cast(tuple[str, AbstractSet[int], bool, KeptFeatures], key)
+        session_id, summarized, vision = cast(tuple[str, AbstractSet[int], bool], key)
         seen = images_seen(m, summarized, vision)
-        shown = add(cache.of(session_id, m).shown(m.seq in summarized, seen),
-                    *(v for seq, v in kept if seq == m.seq and m.role == "user"))  # its block follows it
+        shown = cache.of(session_id, m).shown(m.seq in summarized, seen)
         if m.role == "system":
             if shown == ZERO:  # an empty text is left out
                 return state
@@ -145,15 +143,6 @@ def fold_step(cache: FeatureCache) -> Callable[[Folded, MessageRecord, Hashable]
         return state._replace(rest=add(state.rest, shown, JOIN if merges else ONE),
                               previous="" if alone else m.role)
     return step
-
-
-#: The kept recall blocks' features (each with the blank line that joins it), by seq.
-KeptFeatures = tuple[tuple[int, Vector], ...]
-
-
-def kept_features(context: ActiveContext) -> KeptFeatures:
-    """The kept recall blocks' features, as a fold's key holds them."""
-    return tuple((k.seq, widened(k.features) or ZERO) for k in context.kept)
 
 
 def images_seen(m: MessageRecord, summarized: AbstractSet[int], vision: bool) -> bool:
@@ -171,7 +160,7 @@ def context_features(cache: FeatureCache, session: SessionRecord, system: Sequen
     `prompt.normalize`: system texts merge into one message, and consecutive messages of
     one role merge into one (joined by a blank line, one template cost). With `fold`, the
     active messages are folded on from where the session's last fold stopped."""
-    key = (session.id, frozenset(context.file_summaries), session.vision, kept_features(context))
+    key = (session.id, frozenset(context.file_summaries), session.vision)
     step = fold_step(cache)
     if fold is not None:
         state = fold.fold(session.id, key, active)
@@ -180,7 +169,7 @@ def context_features(cache: FeatureCache, session: SessionRecord, system: Sequen
         for m in active:
             state = step(state, m, key)
     if user is not None:
-        state = step(state, user, key[:3] + ((),))  # the new message's block is recall's own
+        state = step(state, user, key)
     system_parts = [text_features(s) for s in system if s]
     count = len(system_parts) + state.system_count
     total = add(ONE, state.rest)

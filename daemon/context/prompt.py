@@ -74,17 +74,8 @@ def mergeable(m: Message) -> bool:
 def _messages(session: SessionRecord, context: ActiveContext, active: list[MessageRecord]) -> list[Message]:
     system = system_text(session, context)
     out = [{"role": "system", "content": system}] if system else []
-    summarized, kept = set(context.file_summaries), context.kept_text()
-    for m in active:
-        out += wire(m, m.seq in summarized, session.vision)
-        if m.seq in kept and m.role == "user":  # (only a user message has a block)
-            out.append({"role": KEPT, "content": kept[m.seq]})
-    return out
-
-
-#: The role of a kept recall block in a message list before `normalize`, which joins it to
-#: the end of the message before it (as its turn sent it: after the message, merged or not).
-KEPT = "kept recall"
+    summarized = set(context.file_summaries)
+    return out + [w for m in active for w in wire(m, m.seq in summarized, session.vision)]
 
 
 def _merged(out: list[Message], m: Message) -> None:
@@ -102,16 +93,9 @@ def normalize(messages: list[Message]) -> list[Message]:
     system = [m["content"] for m in messages if m["role"] == "system" and m["content"]]
     out: list[Message] = [{"role": "system", "content": "\n\n".join(system)}] if system else []
     for m in messages:
-        if m["role"] == KEPT:
-            _block_after(out, m["content"])
-        elif m["role"] != "system":
+        if m["role"] != "system":
             _merged(out, m)
     return out
-
-
-def _block_after(out: list[Message], block: str) -> None:
-    """A recall block after the last message, as a turn's prompt puts it."""
-    out[-1] = {**out[-1], "content": f"{out[-1]['content']}\n\n{block}"}
 
 
 def context_messages(session: SessionRecord, context: ActiveContext,
@@ -134,22 +118,15 @@ Normalized = tuple[list[str], list[Message]]
 
 def _normalize_step(state: Normalized, m: MessageRecord, key: Hashable) -> Normalized:
     """One message's step; the key is (seqs in level 1's short form, whether the model sees
-    images, the kept recall blocks as (seq, text) pairs)."""
+    images)."""
     system, out = state
-    summarized, vision, kept = cast(tuple[AbstractSet[int], bool, tuple[tuple[int, str], ...]], key)
+    summarized, vision = cast(tuple[AbstractSet[int], bool], key)
     for w in wire(m, m.seq in summarized, vision):
         if w["role"] != "system":
             _merged(out, w)
         elif w["content"]:
             system.append(w["content"])
-    for block in (text for seq, text in kept if seq == m.seq and m.role == "user"):  # a few at most
-        _block_after(out, block)
     return state
-
-
-def fold_key(context: ActiveContext) -> tuple[tuple[int, str], ...]:
-    """The kept recall blocks as a fold's key holds them: (seq, text) pairs."""
-    return tuple((k.seq, k.text) for k in context.kept)
 
 
 class TurnPrompts:
@@ -163,15 +140,13 @@ class TurnPrompts:
     def build(self, session: SessionRecord, context: ActiveContext, active: list[MessageRecord],
               user: MessageRecord, recalled: str = "") -> list[Message]:
         """Equal to `build_messages(session, context, active, user)`; a `recalled` block
-        (retrieval/select.py) follows the new message, and stays after it in the turns that
-        follow (`ActiveContext.kept`) until the prompt changes before it: the server's cache
-        holds the prompt with it (a block before the message made the next turn read the
-        message again; one taken out, the answer after it)."""
-        key = (frozenset(context.file_summaries), session.vision, fold_key(context))
-        system, out = self.folded.fold(session.id, key, active)
+        (retrieval/select.py) follows the new message: the prompt up to the end of the
+        message is what the next turn sends again, so the server's cache of it stays good
+        (a block before the message made the next turn read the message again)."""
+        system, out = self.folded.fold(session.id, (frozenset(context.file_summaries), session.vision), active)
         system, out = list(system), list(out)  # the kept state stays as it is
-        _normalize_step((system, out), user, (frozenset(), session.vision, ()))  # as build_messages shows it
+        _normalize_step((system, out), user, (frozenset(), session.vision))  # as build_messages shows it
         if recalled:  # after the message as shown, its files and notes included
-            _block_after(out, recalled)
+            out[-1] = {**out[-1], "content": f"{out[-1]['content']}\n\n{recalled}"}
         texts = [t for t in (system_text(session, context), *system) if t]
         return ([{"role": "system", "content": "\n\n".join(texts)}] if texts else []) + out

@@ -6,7 +6,6 @@ from ctxkeep.daemon.config import Config
 from ctxkeep.daemon.context import goals as goal_markers
 from ctxkeep.daemon.context import reliability
 from ctxkeep.daemon.context.estimator import Estimator
-from ctxkeep.daemon.context.features import add, kept_features
 from ctxkeep.daemon.context.prompt import checkpoint_block
 from ctxkeep.daemon.store.context_records import ActiveContext
 from ctxkeep.daemon.store.records import MessageRecord, SessionRecord
@@ -27,8 +26,6 @@ class Budget:
     files: int
     summaries: int
     conversation: int
-    #: Of the conversation, the recall blocks kept after their messages.
-    kept: int = 0
     #: The estimate's possible error (context/estimator.py `allowance`): 0 when the whole
     #: prompt is the session's last exact count.
     allowance: int = 0
@@ -84,8 +81,7 @@ def measure(session: SessionRecord, context: ActiveContext, active: list[Message
              "pinned": size(parts.pinned),
              "checkpoints": estimator.text(model, checkpoint_block(context.checkpoints))
              if context.checkpoints else 0}
-    rest = {"files": size(parts.files), "summaries": size(parts.summaries), "recent": size(parts.recent),
-            "kept": size(add(*(v for _, v in kept_features(context))))}
+    rest = {"files": size(parts.files), "summaries": size(parts.summaries), "recent": size(parts.recent)}
     whole = estimator.context_estimate(session, context, active)
     estimated = sum(fixed.values()) + sum(rest.values())
     if estimated and whole.tokens != estimated:
@@ -99,7 +95,7 @@ def measure(session: SessionRecord, context: ActiveContext, active: list[Message
     if recall_read is not None:  # the block, and what the prompt's possible error may take beside it
         reserved = min(reserved, recall_read + allowance)
     return Budget(window=session.window, reply=reply, **fixed,
-                  files=rest["files"], summaries=rest["summaries"], kept=rest["kept"],
+                  files=rest["files"], summaries=rest["summaries"],
                   conversation=sum(rest.values()), allowance=allowance, reserved=reserved)
 
 
@@ -112,23 +108,20 @@ def usage_of(session: SessionRecord, context: ActiveContext, active: list[Messag
     """
     b = measure(session, context, active, estimator, config, recall_read)
     seg = Segments(system=b.system, pinned=b.goals + b.pinned, files=b.files,
-                   summaries=b.checkpoints + b.summaries,
-                   recent=max(0, b.conversation - b.files - b.summaries - b.kept), recalled=b.kept)
-    parts = ("system", "pinned", "files", "summaries", "recent", "recalled")
+                   summaries=b.checkpoints + b.summaries, recent=max(0, b.conversation - b.files - b.summaries))
+    parts = ("system", "pinned", "files", "summaries", "recent")
     estimated = sum(getattr(seg, p) for p in parts)
     count = session.count
     recorded = count.tokens > 0 or not active
     exact = count.exact and count.tokens > 0
     tokens = count.tokens if recorded else estimated
-    # the last prompt's exact count held its recall block (unless kept: then it is the
-    # context's own, as those kept before it); an estimate since does not
+    # the last prompt's exact count held its recall block; an estimate since does not
     recalled = min(count.recalled, tokens) if exact else 0
     if recorded and estimated:
         factor = (tokens - recalled) / estimated
         scaled = {p: round(getattr(seg, p) * factor) for p in parts}
         scaled["recent"] = max(0, scaled["recent"] + tokens - recalled - sum(scaled.values()))
-        scaled["recalled"] += recalled
-        seg = Segments(**scaled)
+        seg = Segments(**scaled, recalled=recalled)
     window = session.window
     return Usage(tokens=tokens, window=window, fill=tokens / window if window else 0.0,
                  exact=exact, next_tokens=count.next_prompt if recorded else tokens, segments=seg, messages=len(active), budget=b.available,

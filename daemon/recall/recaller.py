@@ -232,11 +232,10 @@ class Recaller:
 
     @staticmethod
     def _in_prompt(session: SessionRecord, context: ActiveContext, user: MessageRecord) -> set[int]:
-        """The messages the turn's prompt holds word for word (its kept recall blocks'
-        too), or that recall must leave out (what was said after the question: a
-        regenerated turn's answers)."""
+        """The messages the turn's prompt holds word for word, or that recall must leave out
+        (what was said after the question: a regenerated turn's answers)."""
         after = range(user.seq + 1, session.next_seq) if user.seq >= 0 else range(0)
-        return {*context.seqs, *(seq for k in context.kept for seq in k.passages), *session.pending, user.seq, *after}
+        return {*context.seqs, *session.pending, user.seq, *after}
 
     def room(self, window: int, reserve: int, raised_prompt: int, cap: int, margin: float) -> int:
         """The tokens recall may take: what the window leaves beside the prompt (raised by

@@ -38,21 +38,6 @@ class Checkpoint(msgspec.Struct, kw_only=True):
             created=self.created, of_user=self.of_user)
 
 
-class KeptBlock(msgspec.Struct, kw_only=True, frozen=True):
-    """A turn's recall block, kept after its user message in the prompts that follow: the
-    server's cache holds the prompt with it, and a block taken out would make the server
-    read the answer after it again. It leaves when the prompt changes before it anyway (a
-    compaction, a restored snapshot, new goals: `still_kept`)."""
-
-    seq: int
-    text: str
-    #: Its features (with the blank line that joins it) and estimated tokens, as its turn had them.
-    features: list[float] = []
-    tokens: int = 0
-    #: The messages it holds (recall leaves them out while the block is in the prompt).
-    passages: list[int] = []
-
-
 class ActiveContext(msgspec.Struct):
     """What the model sees of a session, beside its system prompt: the messages (by
     sequence number, oldest first), the checkpoints before them, the goal record, the
@@ -66,24 +51,6 @@ class ActiveContext(msgspec.Struct):
     pinned: list[int] = []
     #: message_count when automatic compaction last ran (its cooldown counts from there).
     last_auto_at: int = -1
-    #: Recall blocks kept after their user messages, oldest first.
-    kept: list[KeptBlock] = []
-
-    def kept_text(self) -> dict[int, str]:
-        """Each kept block's text by the seq of the message it follows."""
-        return {k.seq: k.text for k in self.kept}
-
-
-def still_kept(before: ActiveContext, after: ActiveContext) -> list[KeptBlock]:
-    """The blocks `after` keeps: none when what the model sees changed before its newest
-    messages (the checkpoints, the goals, a message shown short, a message gone: the server
-    reads the prompt again from there, so a block costs nothing to drop, and keeping it would
-    only take room); else those whose message is still there."""
-    if (after.checkpoints != before.checkpoints or after.goals != before.goals
-            or after.file_summaries != before.file_summaries or after.seqs[:len(before.seqs)] != before.seqs):
-        return []
-    seqs = set(after.seqs)
-    return [k for k in after.kept if k.seq in seqs]
 
 
 class SnapshotRecord(msgspec.Struct, kw_only=True):

@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 import lmdb
 
 from ctxkeep.daemon.store import codecs, keys
-from ctxkeep.daemon.store.context_records import ActiveContext, still_kept
+from ctxkeep.daemon.store.context_records import ActiveContext
 from ctxkeep.daemon.store.errors import StoreError, StoreTooNew, UnknownSession
 from ctxkeep.daemon.store.migrations import MIGRATIONS, SCHEMA_VERSION
 from ctxkeep.daemon.store.records import SessionRecord
@@ -141,11 +141,7 @@ class Environment:
         raw = txn.get(keys.session_key(session_id), db=self.dbs["active"])
         return codecs.context(raw) if raw else ActiveContext()
 
-    def put_context(self, txn: Txn, session_id: str, context: ActiveContext, as_is: bool = False) -> None:
-        """Write a session's context state; its kept recall blocks only while the prompt
-        before them is unchanged (`still_kept`), unless it is put back `as_is` (a snapshot)."""
-        if context.kept and not as_is:
-            context.kept = still_kept(self.context_in(txn, session_id), context)
+    def put_context(self, txn: Txn, session_id: str, context: ActiveContext) -> None:
         txn.put(keys.session_key(session_id), codecs.encode(context), db=self.dbs["active"])
 
     # -- schema and backups ---------------------------------------------------

@@ -8,7 +8,7 @@ from typing import Any
 import msgspec
 
 from ctxkeep.daemon.store import codecs, keys, word_index
-from ctxkeep.daemon.store.context_records import Calibration, KeptBlock
+from ctxkeep.daemon.store.context_records import Calibration
 from ctxkeep.daemon.store.environment import Environment
 from ctxkeep.daemon.store.message_cache import MessageCache
 from ctxkeep.daemon.store.prompt_count import Anchor, PromptCount
@@ -44,7 +44,7 @@ class History:
                   activate: Iterable[int] = (), activate_seqs: Iterable[int] = (), pending: bool = False,
                   answered: Iterable[int] = (), count: PromptCount | None = None, anchor: Anchor | None = None,
                   calibrations: Iterable[tuple[str, Calibration]] = (), goals: Goals | None = None,
-                  block: KeptBlock | None = None) -> Callable[[Txn], Appended]:
+                  ) -> Callable[[Txn], Appended]:
         """The one message-append primitive, as a transaction function.
 
         `activate_seqs` (messages already stored) and then the messages at the
@@ -54,8 +54,7 @@ class History:
         `answered` seqs leave the pending list and join the index. `count`, when given,
         becomes the session's prompt count (its cache figure joins the session's tally),
         `anchor` its anchor for estimates; `calibrations` (key, record) and `goals` are
-        saved in the same transaction (one sync for an answer and all it changed), and
-        `block` (the turn's recall block) kept after its message.
+        saved in the same transaction (one sync for an answer and all it changed).
         """
         batch, activate, already, answered = list(messages), set(activate), list(activate_seqs), set(answered)
         calibrations = list(calibrations)
@@ -79,8 +78,6 @@ class History:
                 context.seqs.extend(joining)
                 if goals is not None:
                     context.goals = goals
-                if block is not None:
-                    context.kept.append(block)
                 self.env.put_context(txn, session_id, context)
             if count is not None:
                 record.count, record.cache = count, record.cache.adding(count)

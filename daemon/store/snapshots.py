@@ -91,7 +91,7 @@ class Snapshots:
                 pinned=current.pinned,
                 file_summaries=[*snapshot.context.file_summaries,
                                 *(s for s in current.file_summaries if s in joined)])
-            self.env.put_context(txn, session_id, restored, as_is=True)  # its kept blocks, as its count had them
+            self.env.put_context(txn, session_id, restored)
             if undo:
                 snapshot.undone = True
                 txn.put(key, codecs.encode(snapshot), db=self.dbs["snapshots"])

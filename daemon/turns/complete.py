@@ -12,7 +12,6 @@ from dataclasses import dataclass
 import msgspec
 
 from ctxkeep.daemon.backends.protocol import ChatChunk
-from ctxkeep.daemon.compaction import automatic
 from ctxkeep.daemon.context import goals as goal_markers
 from ctxkeep.daemon.context.calibration import repetitive
 from ctxkeep.daemon.context.content import prompt_content
@@ -21,7 +20,6 @@ from ctxkeep.daemon.context.features import add
 from ctxkeep.daemon.context.parts import Parts
 from ctxkeep.daemon.jobs.queue import Job
 from ctxkeep.daemon.recall.recaller import Recaller
-from ctxkeep.daemon.store.context_records import KeptBlock
 from ctxkeep.daemon.store.prompt_count import Anchor, PromptCount
 from ctxkeep.daemon.store.records import MessageRecord, NewMessage, SessionRecord, View
 from ctxkeep.daemon.store.shown import message_info
@@ -84,27 +82,27 @@ class Completer:
         # bounded, but a schema's patterns may take their time: never on the event loop
         format_error = await asyncio.to_thread(format_problem, output.text, answer_format) \
             if answer_format is not None else ""
-        reply = answer_message(turn, user, output, reopened, format_error)
+        reply = NewMessage(role="assistant", content=output.text, thinking=output.thought,
+                           model=session.model, eval_count=eval_count, reply_to=user.seq,
+                           recalled=turn.recall.seqs, remembered=turn.recall.sources, recall_cut=turn.recall.cut,
+                           alternative_of=reopened.answer if reopened else -1,
+                           tool_calls=output.calls, done_reason=final.done_reason,
+                           format_error=format_error)
         goals = goal_markers.apply_markers(context.goals, output.text)
-        # the block stays after its message, as the server's cache holds it, unless the goals
-        # change the prompt's start (then the next prompt is read anew, and all blocks go);
-        # where compaction is the user's own, it takes none of their room past its turn
-        block = kept_block(user, turn) if goals is None and automatic.enabled(self.parts.config, session) else None
         count, exact = token_count, counted
         if truncated and token_count < session.window:  # far fewer than sent: not the whole prompt
             count, exact = turn.estimate.tokens, False  # the count shown never silently shrinks
         if goals is not None:  # what the model sees changed after the count: an estimate
-            changed = msgspec.structs.replace(context, goals=goals, kept=[])
+            changed = msgspec.structs.replace(context, goals=goals)
             count, exact = estimator.context(session, changed, [*active, user, reply.record(-1, 0.0)]), False
-        prompt = PromptCount.counted(count, exact, answer=eval_count, recalled=0 if block else turn.recall.tokens,
+        prompt = PromptCount.counted(count, exact, answer=eval_count, recalled=turn.recall.tokens,
                                      cached=final.prompt_eval_cached_count)
         anchor = None if truncated or not counted else Anchor(
-            tokens=token_count, features=list(sent), model=session.model,
-            recall=[] if block else list(turn.recall.features))
+            tokens=token_count, features=list(sent), model=session.model, recall=list(turn.recall.features))
         # too late to cancel once the answer is being stored: it lands
         (session, (assistant,)), cancelled = await landed(self.parts.store.history.append_async(
             session.id, [reply], activate_seqs=[user.seq], activate=[0], answered=[user.seq],
-            count=prompt, anchor=anchor, calibrations=calibrations, goals=goals, block=block))
+            count=prompt, anchor=anchor, calibrations=calibrations, goals=goals))
         if truncated:
             log.warning("session=%s prompt_eval_count %d (estimated %d, window %d): the server cut the "
                         "prompt, or counted only the tokens it did not have cached (older Ollama); the "
@@ -114,8 +112,7 @@ class Completer:
         estimator.weights(session.model)  # refit now, not on the next turn's way out
         self.recaller.stored(session.id)  # its index (when kept) takes the turn in
         context = msgspec.structs.replace(context, seqs=[*context.seqs, user.seq, assistant.seq],
-                                          goals=goals if goals is not None else context.goals,
-                                          kept=[] if goals is not None else [*context.kept, *filter(None, [block])])
+                                          goals=goals if goals is not None else context.goals)
         view = View(session, context, [*active, user, assistant])
         if goals is not None:
             self.parts.bus.publish(GoalUpdated(goals=goals), session.id)
@@ -123,27 +120,6 @@ class Completer:
         log.info("session=%s generation=%s done: %d prompt tokens (estimated %d), %d answer tokens",
                  session.id, job.id, token_count, turn.estimate.tokens, eval_count)
         return None if cancelled else view
-
-
-def answer_message(turn: Turn, user: MessageRecord, output: Output, reopened: Reopened | None,
-                   format_error: str) -> NewMessage:
-    """The answer as it is stored: its text, what recall and memory brought it, the answer
-    it is an alternative of, its tool calls, why it ended, how its format failed."""
-    assert output.final is not None
-    return NewMessage(role="assistant", content=output.text, thinking=output.thought,
-                      model=turn.view.session.model, eval_count=bounded(output.final.eval_count), reply_to=user.seq,
-                      recalled=turn.recall.seqs, remembered=turn.recall.sources, recall_cut=turn.recall.cut,
-                      alternative_of=reopened.answer if reopened else -1, tool_calls=output.calls,
-                      done_reason=output.final.done_reason, format_error=format_error)
-
-
-def kept_block(user: MessageRecord, turn: Turn) -> KeptBlock | None:
-    """The turn's recall block as its message keeps it (None: the prompt had none)."""
-    recall = turn.recall
-    if not recall.block:
-        return None
-    return KeptBlock(seq=user.seq, text=recall.block, features=list(recall.features), tokens=recall.tokens,
-                     passages=recall.seqs)
 
 
 def answered(generation_id: str, assistant: MessageRecord, session: SessionRecord, turn: Turn, final: ChatChunk,

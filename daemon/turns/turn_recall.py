@@ -10,7 +10,7 @@ from ctxkeep.daemon.compaction.automatic import AutoCompactor
 from ctxkeep.daemon.compaction.passes import Pass
 from ctxkeep.daemon.compaction.planner import preserved_seqs
 from ctxkeep.daemon.context.content import prompt_content
-from ctxkeep.daemon.context.estimator import Estimate
+from ctxkeep.daemon.context.estimator import Estimate, Estimator
 from ctxkeep.daemon.context.features import Vector, add
 from ctxkeep.daemon.context.parts import Parts
 from ctxkeep.daemon.context.usage import measure, reply_room
@@ -34,6 +34,19 @@ READ_FLOOR_OTHER = 2
 def read_floor(message: str) -> int:
     """The fewest passages the reading bound leaves a turn whose new message is `message`."""
     return READ_FLOOR if select.about_the_past(message) else READ_FLOOR_OTHER
+
+
+def displaced_by_recall(view: View, estimator: Estimator) -> int:
+    """Estimated tokens the next prompt makes the server read again because the last
+    prompt's recall block followed its user message: the server's cache ends where that
+    block began, so the answer after the message is read anew. 0 when the last prompt had
+    no block, or the prompt changed since it was counted (a compaction: it is read anew
+    whatever recall does)."""
+    session, _, active = view
+    if not (session.count.recalled and session.count.exact):
+        return 0
+    start = next((i for i in range(len(active) - 1, -1, -1) if active[i].role == "user"), len(active))
+    return sum(estimator.message(session.model, prompt_content(m)) for m in active[start + 1:])
 
 
 @dataclass
@@ -84,6 +97,8 @@ class TurnRecall:
         estimator, config = self.parts.estimator, self.parts.config
         slow = self.parts.announcer.recall_read(session.model)  # new text every turn, read whole
         budget = measure(*view, estimator, config, slow)
+        if slow is not None:  # the last block made the server read its exchange anew: that shares
+            slow = max(slow // 2, slow - displaced_by_recall(view, estimator))  # the bound (half kept)
         reserve = reply_room(config, session)
         raised, margin = estimator.raised(session.model, estimate), estimator.margin(session.model)
         cap = self.recaller.cap(session, budget.available + budget.reserved)

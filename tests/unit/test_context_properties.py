@@ -43,25 +43,11 @@ def contexts(draw):
                               current_tokens=1) for _ in range(draw(st.integers(0, 2)))]
     goals = Goals(goal=draw(TEXT))
     context = ActiveContext(seqs=[m.seq for m in messages], checkpoints=checkpoints, goals=goals,
-                            file_summaries=draw(st.lists(st.integers(0, 8), max_size=4)),
-                            kept=draw(kept_blocks(len(messages))))
+                            file_summaries=draw(st.lists(st.integers(0, 8), max_size=4)))
     session = SessionRecord(id="s", name="s", model="m", system=draw(TEXT), num_ctx=4096,
                             created=0.0, updated=0.0, vision=draw(st.booleans()))
     user = MessageRecord(seq=99, role="user", content=draw(TEXT), created=0.0) if draw(st.booleans()) else None
     return session, context, messages, user
-
-
-@st.composite
-def kept_blocks(draw, seqs: int):
-    """Recall blocks kept after some of `seqs` messages (any role: a merged one too)."""
-    from ctxkeep.daemon.context.features import JOIN, add
-    from ctxkeep.daemon.store.context_records import KeptBlock
-    from ctxkeep.daemon.tokens import text_features
-    chosen = draw(st.lists(st.integers(0, max(0, seqs - 1)), max_size=3, unique=True)) if seqs else []
-    blocks = [draw(st.sampled_from(["<recalled>\nx\n</recalled>", "<recalled from before>\nüber 2\n</recalled>"]))
-              for _ in chosen]
-    return [KeptBlock(seq=seq, text=text, features=list(add(text_features(text), JOIN)))
-            for seq, text in zip(sorted(chosen), blocks)]
 
 
 @settings(max_examples=300, deadline=None)
@@ -106,8 +92,7 @@ def histories(draw):
             active = [*active, MessageRecord(seq=-1, role="assistant", content=draw(TEXT), created=0.0)]
         summaries = draw(st.lists(st.integers(0, len(stored)), max_size=2))
         context = ActiveContext(seqs=[m.seq for m in active], file_summaries=summaries,
-                                pinned=draw(st.lists(st.integers(0, len(stored)), max_size=2)),
-                                kept=draw(kept_blocks(len(stored))))
+                                pinned=draw(st.lists(st.integers(0, len(stored)), max_size=2)))
         user = MessageRecord(seq=1000 + turn, role="user", content=draw(TEXT), created=0.0,  # seqs are unique
                              files=[Attachment(path=f"u{turn}", mode="full", block=draw(TEXT), summary=draw(TEXT))
                                     ] if draw(st.booleans()) else [],
@@ -122,7 +107,7 @@ def histories(draw):
 def test_folds_kept_across_turns_equal_folds_from_the_start(case):
     """Features and prompts folded on from a session's earlier contexts (context/fold.py)
     equal those computed from the start, however the context changed in between; a recall
-    block follows the new message as the model sees it, and a kept one its own message."""
+    block follows the new message as the model sees it."""
     from ctxkeep.daemon.context.features import (
         FeatureCache,
         Folded,
