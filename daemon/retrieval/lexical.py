@@ -95,8 +95,12 @@ def unstamped(text: str) -> str:
 
 
 def has_words(text: str) -> bool:
-    """Whether `text` says anything beside its time stamps (a letter or a digit)."""
-    return _WORD.search(unstamped(text)) is not None
+    """Whether `text` says anything beside its time stamps: a letter or a digit (one is
+    enough: "猫" is a word)."""
+    return _LETTER.search(unstamped(text)) is not None
+
+
+_LETTER = re.compile(r"[^\W_]")
 
 
 def query_terms(message: str | list[str], context: str = "") -> dict[str, float]:

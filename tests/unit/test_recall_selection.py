@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from ctxkeep.daemon.recall.recaller import SessionIndex
 from ctxkeep.daemon.retrieval import select
-from ctxkeep.daemon.retrieval.lexical import query_terms, terms
+from ctxkeep.daemon.retrieval.lexical import has_words, query_terms, terms
 from ctxkeep.daemon.retrieval.passages import PASSAGE_CHARS, WHOLE_CHARS, Passage, passages
 from ctxkeep.daemon.store.records import NewMessage
 
@@ -253,3 +253,10 @@ def test_what_only_asks_ranks_below_what_states():
     texts = ["When did Greta begin the new lessons?", "Maya started sailing on 5 May."]
     assert select.statements_first([(0, 3.0), (1, 2.0)], [_passage(i, t) for i, t in enumerate(texts)]) \
         == [(1, 2.0), (0, 3.0 * select.ASKED)]
+
+
+def test_a_text_has_words_when_it_says_anything_beside_its_stamps():
+    """What the embedder skips: nothing but time stamps, spaces or invisible characters; one
+    letter or digit of any script is a word."""
+    assert not any(map(has_words, ["", "\u200b", " \n", "[2023/05/30 (Tue) 23:38]", "_ - _"]))
+    assert all(map(has_words, ["猫", "42", "[2023/05/30 (Tue) 23:38] ok", "a"]))
