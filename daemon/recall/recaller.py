@@ -186,7 +186,7 @@ class Recaller:
         best = [pid for pid, _ in first]
         if not gate.asks_of_the_past(best, asked.about_past, on_topic):
             return [], ()  # before the second hop: a message that asks nothing of the past costs one ranking
-        by_meaning = index.semantic.rank(vector, in_prompt, RANKED, select.MEANING_STAND_OUT, from_floor=True) \
+        by_meaning = index.semantic.rank(vector, in_prompt, RANKED, select.MEANING_STAND_OUT) \
             if vector is not None and index.semantic.ids else None
         if on_topic is not None and by_meaning is not None and vector is not None \
                 and not select.refers_back(user.content):  # (else the vector is of the turn before too)

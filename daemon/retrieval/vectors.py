@@ -77,14 +77,11 @@ class SemanticIndex:
         return {self.ids[row] for row in np.flatnonzero(scores >= floor)}
 
     def rank(self, query: list[float], skip: Callable[[int], bool], limit: int,
-             stand_out: float = STAND_OUT, from_floor: bool = False) -> list[tuple[int, float]]:
+             stand_out: float = STAND_OUT) -> list[tuple[int, float]]:
         """(passage id, cosine) of the `limit` nearest passages, nearest first, of those
         that stand out: `stand_out` deviations nearer than the passages are on average
         (embeddings find every text somewhat alike; a question about nothing said before
-        recalls nothing), leaving out the passage ids `skip` names. `from_floor`: each score
-        is how far the passage stands above that floor, plus how far the best does, so that
-        divided by the best (as fusion divides) they run from ½ at the floor to 1: one that
-        barely stands out counts half what the best does, not all but its second decimal."""
+        recalls nothing), leaving out the passage ids `skip` names."""
         if self._matrix is None or not self.ids:
             return []
         q = np.asarray(query, dtype=np.float32)
@@ -94,13 +91,11 @@ class SemanticIndex:
         floor = float(scores.mean() + stand_out * scores.std())
         above = np.flatnonzero((scores >= floor) & (scores > 0))  # a few in a hundred: sorted alone
         out: list[tuple[int, float]] = []
-        best = float(scores[above].max()) - floor if from_floor and len(above) else 0.0
-        shift = best - floor if from_floor else 0.0
         for row in above[np.argsort(-scores[above], kind="stable")]:
             pid = self.ids[row]
             if skip(pid):
                 continue
-            out.append((pid, float(scores[row]) + shift))
+            out.append((pid, float(scores[row])))
             if len(out) == limit:
                 break
         return out

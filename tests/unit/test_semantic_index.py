@@ -82,23 +82,3 @@ def test_a_query_is_embedded_once_however_often_and_again_after_a_failure():
         await vectors.call(encoder, "abc")  # let go: asked again
         assert encoder.asked.count("abc") == 2
     asyncio.run(run())
-
-
-def test_scores_from_the_floor_run_from_half_to_the_best():
-    """`from_floor`: the same passages in the same order, each scored by how far it stands
-    above the floor plus how far the best does, so that divided by the best (as fusion
-    divides) the floor is ½ and the best 1, a skipped best included."""
-    rng = np.random.default_rng(3)
-    vectors = rng.normal(size=(300, 16))
-    index = SemanticIndex()
-    index.add_many(list(range(300)), [list(map(float, v)) for v in vectors])
-    query = list(map(float, vectors[5] + 0.3 * rng.normal(size=16)))
-    cosines, shifted = index.rank(query, lambda pid: False, 50, 2.0), index.rank(query, lambda pid: False, 50, 2.0, True)
-    assert [p for p, _ in cosines] == [p for p, _ in shifted] and len(cosines) > 3
-    scores = np.array([c for _, c in cosines])
-    all_scores = vectors @ np.array(query) / np.linalg.norm(vectors, axis=1) / np.linalg.norm(query)
-    floor = all_scores.mean() + 2.0 * all_scores.std()
-    assert np.allclose([s for _, s in shifted], scores - floor + (scores[0] - floor), atol=1e-5)
-    assert all(0.5 <= s / shifted[0][1] <= 1.0 for _, s in shifted)
-    skipped = index.rank(query, lambda pid: pid == cosines[0][0], 50, 2.0, True)
-    assert skipped[0][1] / shifted[0][1] < 1.0  # the best is still the one ranked by, though skipped
