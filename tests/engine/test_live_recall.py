@@ -207,22 +207,29 @@ def test_what_meaning_ranks_well_competes_with_words_for_the_whole_room():
     assert [device in text for device in DEVICES[:4]] == [True] * 4
 
 
-def test_a_time_stamp_in_the_message_is_not_what_its_meaning_is_searched_by():
-    """A front-end that writes "[2023/05/30 (Tue) 21:51]" into each message: recall's
-    question vector is of what the message says, not when (a bare stamp said long ago would
-    otherwise stand out by meaning)."""
+def embedded_after(texts: list[str]) -> list[str]:
+    """What the server's embedding model (nomic-embed-text, its task prefixes in) was asked
+    to embed while `texts` were sent one by one, each turn's vectors computed before the next."""
     backend = MemoryBackend()
-    question = "[2023/05/30 (Tue) 21:51] How many plants did I buy at the nursery?"
 
     async def go(app: InProcess) -> None:
         sid = (await app.call(requests.SessionCreate(model=MODEL, num_ctx=2048))).session.id
-        for text in ["[2023/05/01 (Mon) 10:00]", "I bought a peace lily at the nursery.", question]:
+        for text in texts:
             await app.call(requests.Send(session=sid, text=text))
             await app.services.jobs.drain(30)
             await app.embedded()
 
     run(backend, Config(embed_model="nomic-embed-text", embed_builtin=False, recall_embed_wait_ms=10_000), go)
-    asked = [t for t in backend.embedded if t.startswith("search_query: ")]
+    return backend.embedded
+
+
+def test_a_time_stamp_in_the_message_is_not_what_its_meaning_is_searched_by():
+    """A front-end that writes "[2023/05/30 (Tue) 21:51]" into each message: recall's
+    question vector is of what the message says, not when (a bare stamp said long ago would
+    otherwise stand out by meaning)."""
+    question = "[2023/05/30 (Tue) 21:51] How many plants did I buy at the nursery?"
+    embedded = embedded_after(["[2023/05/01 (Mon) 10:00]", "I bought a peace lily at the nursery.", question])
+    asked = [t for t in embedded if t.startswith("search_query: ")]
     assert "search_query: How many plants did I buy at the nursery?" in asked, asked
     assert not any("2023" in t for t in asked)
 
@@ -230,17 +237,8 @@ def test_a_time_stamp_in_the_message_is_not_what_its_meaning_is_searched_by():
 def test_a_message_without_words_is_given_no_meaning():
     """A bare time stamp or a zero-width space says nothing: it gets no vector (by meaning it
     would be as near to any question as to none), and asking it sends no query."""
-    backend = MemoryBackend()
-
-    async def go(app: InProcess) -> None:
-        sid = (await app.call(requests.SessionCreate(model=MODEL, num_ctx=2048))).session.id
-        for text in ["[2023/05/01 (Mon) 10:00]", "\u200b", "I bought a peace lily at the nursery.", "\u200b"]:
-            await app.call(requests.Send(session=sid, text=text))
-            await app.services.jobs.drain(30)
-            await app.embedded()
-
-    run(backend, Config(embed_model="nomic-embed-text", embed_builtin=False, recall_embed_wait_ms=10_000), go)
-    documents = [t for t in backend.embedded if t.startswith("search_document: ")]
+    embedded = embedded_after(["[2023/05/01 (Mon) 10:00]", "\u200b", "I bought a peace lily at the nursery.", "\u200b"])
+    documents = [t for t in embedded if t.startswith("search_document: ")]
     assert "search_document: I bought a peace lily at the nursery." in documents, documents
-    said = [t.partition(": ")[2] for t in backend.embedded]
-    assert not {"[2023/05/01 (Mon) 10:00]", "\u200b"} & set(said), backend.embedded
+    said = [t.partition(": ")[2] for t in embedded]
+    assert not {"[2023/05/01 (Mon) 10:00]", "\u200b"} & set(said), embedded
