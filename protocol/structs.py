@@ -162,7 +162,8 @@ class RecalledPassage(msgspec.Struct, kw_only=True):
     part: Count = 0
     parts: Count = 1
     role: Role
-    #: When the message was stored (Unix seconds), as the block shows it to the model.
+    #: When the message was said (Unix seconds), as the block shows it to the model: when it
+    #: was stored, or the time the stamps a front-end wrote into its conversation give it.
     created: float
     text: str
     #: From another session's history (memory): its id and name ("": this session's).

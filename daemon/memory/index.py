@@ -12,11 +12,11 @@ restored snapshot) is left out with it, whatever session holds the copy.
 from array import array
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from ctxkeep.daemon.retrieval import select
+from ctxkeep.daemon.retrieval import select, when
 from ctxkeep.daemon.retrieval.lexical import LexicalIndex, counts_of
 from ctxkeep.daemon.retrieval.passages import Passage, passages
 from ctxkeep.daemon.retrieval.vectors import SemanticIndex
@@ -43,6 +43,9 @@ class Owner:
     answered_by: dict[int, list[int]] = field(default_factory=dict)
     #: Its passage ids, by message seq.
     pids: dict[int, list[int]] = field(default_factory=dict)
+    #: When each message was said, by the stamps a front-end wrote into them (if any): the
+    #: clock a question's span ("last week", by its own stamp) is on, as in recall.
+    clock: when.Clock = field(default_factory=when.Clock)
 
 
 @dataclass
@@ -128,7 +131,10 @@ class MemoryIndex:
             for seq in self._replaces(owner, m):
                 owner.replaced.add(seq)
                 self._hide(owner, seq, True)
+            said = owner.clock.said(m.content, m.created)
             new = cut[n] if cut is not None else passages(m)
+            if new and new[0].created != said:
+                new = [replace(p, created=said) for p in new]
             if not new:
                 continue
             start = len(self.lexical.passages)

@@ -6,10 +6,14 @@ from datetime import datetime
 
 import pytest
 
+from ctxkeep.daemon.memory import ranking
+from ctxkeep.daemon.memory.index import MemoryIndex
+from ctxkeep.daemon.memory.query import Query
 from ctxkeep.daemon.retrieval import select
+from ctxkeep.daemon.retrieval.lexical import asked_terms, query_terms
 from ctxkeep.daemon.retrieval.passages import Passage, passages
 from ctxkeep.daemon.retrieval.when import Clock, span
-from ctxkeep.daemon.store.records import MessageRecord
+from ctxkeep.daemon.store.records import MessageRecord, SessionRecord
 
 ASKED = time.mktime(datetime(2023, 5, 30, 23, 38).timetuple())  # a Tuesday
 
@@ -73,3 +77,23 @@ def test_a_conversation_stamped_by_its_front_end_is_dated_by_its_stamps():
     bought = passages(MessageRecord(seq=1, role="user", content="[2023/05/20 (Sat) 01:20] I bought a peace lily.",
                                     created=today), said[1])
     assert bought[0].created == may20 and "2023-05-20 01:20" in select.line(bought[0])
+
+
+def test_memory_dates_another_sessions_messages_by_their_stamps_and_lifts_the_span_asked():
+    """Memory is on the question's clock too: in two other sessions replayed today, each
+    stamped by its front-end, the plant bought in the week a stamped question asks about
+    ("last week", by its own stamp) ranks above the one bought a month before, and each
+    comes back dated by its stamp, not by when it was stored."""
+    today = time.mktime(datetime(2026, 12, 4, 10, 0).timetuple())
+    index = MemoryIndex()
+    said = {"lily": "[2023/05/24 (Wed) 09:00] I bought a peace lily for the office.",
+            "fern": "[2023/04/26 (Wed) 09:00] I bought a fern for the office."}
+    for n, (name, text) in enumerate(said.items()):  # the fern's session is stored last (newer)
+        owner = index.owner(SessionRecord(id=name, name=name, model="m", num_ctx=4096, created=today, updated=today))
+        index.add(owner, [MessageRecord(seq=0, role="user", content=text, created=today + n)])
+    question = "[2023/05/30 (Tue) 23:38] Which plant did I buy for the office last week?"
+    query = Query(query_terms(question), span=span(question, today), own=frozenset(asked_terms(question)))
+    found = ranking.ranked(index, query, index.candidates("asker"), 10, strong=False)
+    assert [index.passages[pid].text for pid, _ in found] == [said["lily"], said["fern"]]
+    assert [select.line(index.passages[pid]).split("]")[0] for pid, _ in found] == \
+        ["[2023-05-24 09:00", "[2023-04-26 09:00"]
