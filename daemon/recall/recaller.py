@@ -208,6 +208,7 @@ class Recaller:
                                index.lexical.passages, asked.span, when.LIFT)
         if on_topic is not None:  # a message that does not speak of the past: only what is about it
             scores = {pid: s for pid, s in scores.items() if on_topic(pid)}
+        scores = select.above_floor(scores)  # (of the best, a checkpoint's quote of it too)
         held = "\n".join(c.summary for c in context.checkpoints)
         if held:  # a passage a checkpoint quotes whole (a fact it kept) is in the prompt already
             scores = {pid: s for pid, s in scores.items() if passages[pid].text not in held}

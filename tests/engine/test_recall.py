@@ -185,3 +185,23 @@ def test_a_question_stamped_with_its_date_finds_the_fact_not_every_stamped_messa
     last = asyncio.run(go())
     app.close()
     assert fact in last
+
+
+def test_recall_brings_what_is_about_the_message_not_every_passage_that_shares_a_word(tmp_path):
+    """Forty turns that each say "move" in passing, and one that says where Alice moved: the
+    question about her gets the fact, not the room filled with every other "move" (each far
+    below the best match: select.FLOOR), though the room is there."""
+    rng = random.Random(5)
+    backend = MemoryBackend(reply=filler_reply)
+    app = InProcess(tmp_path, backend, Config(embed_model="", embed_builtin=False))  # by words alone
+
+    async def go():
+        sid = (await app.call(requests.SessionCreate(model=MODEL, num_ctx=2048))).session.id
+        chatter = [f"We move on to the {' and the '.join(rng.sample(FILLER, 3))} now." for _ in range(40)]
+        await _talk(app, sid, [FACT, *chatter])
+        assert 0 not in app.store.context.get(sid).seqs  # the fact left the active context
+        return (await _talk(app, sid, ["Where did my sister Alice move to?"]))[-1]
+    recalled = asyncio.run(go())
+    app.close()
+    assert 0 in [p.seq for p in recalled] or FACT in last_prompt(backend)[0]["content"]  # recalled, or kept by its checkpoint
+    assert not [p.text for p in recalled if p.text.startswith("We move on")]
