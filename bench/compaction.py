@@ -93,8 +93,7 @@ def plan(messages: int, active_count: int, runs: int) -> None:
         plan_file_summaries(context, active)
         t3 = time.perf_counter()
         candidates = prune_candidates(context, active, preserved_seqs(context, active, 5, True))
-        scores = asyncio.run(score(candidates, active[-RECENT_FILE_MESSAGES:], backend=None,
-                                   store=store, embed_model="", terms=terms, session_id=sid))
+        scores = asyncio.run(score(candidates, active[-RECENT_FILE_MESSAGES:], terms=terms, session_id=sid))
         plan_prune(candidates, scores)
         t4 = time.perf_counter()
         for key, value in zip(steps, (t1 - t0, t2 - t1, t3 - t2, t4 - t3, t4 - t0)):

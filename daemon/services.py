@@ -80,9 +80,10 @@ def build(config: Config, store: Store, bus: EventBus, backend: ModelBackend,
     parts = Parts(store, bus, backend, config, estimator, announcer, speeds)
     applier = Applier(parts)
     summaries = SummaryRecord()
-    auto = AutoCompactor(parts, LevelRunner(parts, applier, Checkpointer(parts, summaries)))
     giving_way = GivingWay()  # background embedding waits while turns start
     embedder = Embedder(store, backend, lambda: config.embed_model, lambda: config.embed_builtin, giving_way)
+    auto = AutoCompactor(parts, LevelRunner(parts, applier, Checkpointer(parts, summaries),
+                                            vectors=embedder.passage_vectors))
     memory = Memory(store, embedder, config)
     bus.listen(memory.heard)  # memory learns of new messages, settings and deletions
     recaller = Recaller(store, estimator, config, embedder, memory)

@@ -13,7 +13,6 @@ from ctxkeep.daemon.compaction.planner import (
     prune_candidates,
 )
 from ctxkeep.daemon.config import Config
-from ctxkeep.daemon.context.parts import Parts
 from ctxkeep.daemon.context.shorten import shortened
 from ctxkeep.daemon.store.records import MessageRecord, View
 
@@ -31,17 +30,17 @@ def file_outlines(config: Config, view: View, keep_tools: int) -> Change | str:
                   "as their head and tail, or images as their names")
 
 
-async def prune(parts: Parts, terms: relevance.TermCache, view: View, preserved: set[int]) -> Change | str:
+async def prune(terms: relevance.TermCache, view: View, preserved: set[int],
+                vectors: relevance.PassageVectors | None = None) -> Change | str:
     """Level 2: the less relevant half of the older messages (outside `preserved`) leaves the
-    active context, relevance being to the recent turns (BM25, with embeddings when the
-    embedding model answers)."""
+    active context, relevance being to the recent turns (BM25, and meaning by recall's
+    vectors where its embedder has them: `vectors`)."""
     session, context, active = view
     candidates = prune_candidates(context, active, preserved)
     if len(candidates) < 2:
         return "no older messages outside the preserved ones"
-    scores = await relevance.score(candidates, active[-RECENT_FILE_MESSAGES:], backend=parts.backend,
-                                   store=parts.store, embed_model=parts.config.embed_model,
-                                   terms=terms, session_id=session.id)
+    scores = await relevance.score(candidates, active[-RECENT_FILE_MESSAGES:], terms=terms,
+                                   session_id=session.id, vectors=vectors)
     pruned = plan_prune(candidates, scores)
     return Change([s for s in context.seqs if s not in pruned],
                   [s for s in context.file_summaries if s not in pruned], list(context.checkpoints),

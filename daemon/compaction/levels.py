@@ -39,6 +39,8 @@ class LevelRunner:
     checkpointer: Checkpointer
     #: Stored messages' word counts, for level 2's BM25.
     terms: relevance.TermCache = field(default_factory=relevance.TermCache)
+    #: Recall's vectors of messages, for level 2's meaning (None: by words alone).
+    vectors: relevance.PassageVectors | None = None
 
     def total(self, view: View) -> int:
         """The context as it would be sent now, estimated."""
@@ -123,7 +125,7 @@ class LevelRunner:
         if level == 2 and pass_.displace:
             return early_levels.displaced(view, pass_.displace)
         if level == 2:
-            return await early_levels.prune(self.parts, self.terms, view, preserved)
+            return await early_levels.prune(self.terms, view, preserved, self.vectors)
         def progress(step: int, steps: int, detail: str, expected: float | None) -> None:
             self.parts.bus.publish(CompactionProgress(compaction_id=cid, step=step, steps=steps, detail=detail,
                                                       expected_s=expected), view.session.id)

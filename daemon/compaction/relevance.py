@@ -1,28 +1,28 @@
-"""Relevance of older messages to the recent turns: BM25 over words, and embeddings.
+"""Relevance of older messages to the recent turns: BM25 over words, and meaning.
 
-Embeddings come from Ollama's /api/embed (model configurable, default
-nomic-embed-text), computed lazily and cached in LMDB by content hash and
-model. Any embedding failure falls back to keywords alone. Messages with file
-references or code blocks rank higher.
+By meaning, each message is judged by the vector recall embeds it by (its first passage's
+opening, semantic.Embedder: the server's embedding model or the built-in one), from the
+store's cache that recall fills in the background, so a level-2 pass embeds little or
+nothing again; the recent messages' vectors are averaged into the direction the older ones
+are compared with. Without an embedder, or where it fails, words alone decide. Messages
+with file references or code blocks rank higher.
 """
 
 import asyncio
-import hashlib
-import logging
 import math
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from itertools import chain
 
-from ctxkeep.daemon.backends.protocol import ModelBackend, ModelCallError
+import numpy as np
+
 from ctxkeep.daemon.compaction.postings import Postings
 from ctxkeep.daemon.context.per_message import PerMessage
+from ctxkeep.daemon.retrieval.passages import passages
 from ctxkeep.daemon.store.records import MessageRecord
-from ctxkeep.daemon.store.store import Store
 from ctxkeep.daemon.store.word_index import STOP
 
-log = logging.getLogger(__name__)
 _WORD = re.compile(r"[a-z0-9_]{2,}")
 
 
@@ -83,53 +83,40 @@ def bm25_counts(documents: Sequence[tuple[dict[str, int], int]], query: Sequence
     return scores
 
 
-def similarities(vectors: list[list[float]], target: list[float]) -> list[float]:
-    """Each vector's cosine with `target` (0 where either has no length)."""
-    return [cosine(v, target) for v in vectors]
-
-
-def cosine(a: list[float], b: list[float]) -> float:
-    """Cosine similarity; 0 when either vector has no length."""
-    na = math.sqrt(sum(x * x for x in a))
-    nb = math.sqrt(sum(x * x for x in b))
-    if na == 0 or nb == 0:
-        return 0.0
-    return sum(x * y for x, y in zip(a, b)) / (na * nb)
-
-
-#: More texts than this are hashed and looked up off the event loop.
+#: More candidates than this are compared off the event loop.
 ON_LOOP_TEXTS = 64
-#: Texts sent to the embedding model in one call.
-EMBED_BATCH = 256
+
+#: Vectors of texts as recall embeds its passages (semantic.Embedder.passage_vectors): None
+#: for a text without words, None for all where nothing embeds.
+PassageVectors = Callable[[list[str]], Awaitable[list[list[float] | None] | None]]
 
 
 def _boost(message: MessageRecord) -> float:
     return 1.5 if message.files or "```" in message.content else 1.0
 
 
-async def embeddings(backend: ModelBackend, store: Store, model: str,
-                     texts: list[str]) -> list[list[float]] | None:
-    """Vectors for `texts`, from the cache or /api/embed (EMBED_BATCH texts a call: a
-    request of thousands would be written on the event loop at once); None on any failure."""
-    def cached() -> tuple[list[str], dict[str, list[float]]]:
-        digests = [hashlib.sha256(t.encode()).hexdigest() for t in texts]
-        return digests, store.caches.embeddings(model, list(dict.fromkeys(digests)))
-    # many texts: hashed and read in a worker thread, not on the event loop
-    digests, vectors = await asyncio.to_thread(cached) if len(texts) > ON_LOOP_TEXTS else cached()
-    missing = [(d, t) for d, t in zip(digests, texts) if d not in vectors]
-    if missing:
-        try:
-            unique = dict(missing)
-            asked = list(unique.values())
-            got = [v for i in range(0, len(asked), EMBED_BATCH)
-                   for v in await backend.embed(model, asked[i:i + EMBED_BATCH])]
-        except ModelCallError as exc:
-            log.info("embeddings unavailable (%s): keywords alone", exc.message)
-            return None
-        fresh = dict(zip(unique.keys(), got))
-        await store.off_loop(store.caches.save_embeddings, model, fresh)
-        vectors.update(fresh)
-    return [vectors[d] for d in digests]
+def recalled_text(message: MessageRecord) -> str:
+    """What recall embeds of a message (its first passage; the whole where it has none):
+    level 2 judges it by the same vector, from the same cache."""
+    found = passages(message)
+    return found[0].text if found else message.content
+
+
+def by_meaning(candidates: list[list[float] | None], recent: list[list[float] | None]) -> list[float]:
+    """Each candidate's cosine with the recent messages' mean direction (0 where either
+    has no vector, and never below 0)."""
+    kept = [np.asarray(v, dtype=np.float32) for v in recent if v is not None]
+    units = [v / n for v in kept if (n := np.linalg.norm(v))]
+    if not units:
+        return [0.0] * len(candidates)
+    centre = np.mean(units, axis=0)
+    centre /= np.linalg.norm(centre) or 1.0
+    out = []
+    for v in candidates:
+        row = np.asarray(v, dtype=np.float32) if v is not None else None
+        length = float(np.linalg.norm(row)) if row is not None else 0.0
+        out.append(max(0.0, float(row @ centre) / length) if row is not None and length else 0.0)
+    return out
 
 
 def by_words(candidates: list[MessageRecord], recent: list[MessageRecord], terms: TermCache,
@@ -145,18 +132,18 @@ def by_words(candidates: list[MessageRecord], recent: list[MessageRecord], terms
 
 
 async def score(candidates: list[MessageRecord], recent: list[MessageRecord], *,
-                backend: ModelBackend | None, store: Store, embed_model: str,
-                terms: TermCache, session_id: str) -> list[float]:
-    """A relevance score per candidate (higher: keep): BM25 normalized, plus cosine when
-    embeddings work, times the boost for file references and code. The candidates are
-    stored messages of `session_id`, whose word counts `terms` keeps."""
+                terms: TermCache, session_id: str, vectors: PassageVectors | None = None) -> list[float]:
+    """A relevance score per candidate (higher: keep): BM25 normalized, plus the cosine of
+    its vector with the recent messages' where recall's embedder has them (`vectors`), times
+    the boost for file references and code. The candidates are stored messages of
+    `session_id`, whose word counts `terms` keeps."""
     # thousands of candidates after a big import: counted off the event loop
     scores = await asyncio.to_thread(by_words, candidates, recent, terms, session_id)
-    if backend is not None and embed_model and candidates:
-        texts = [m.content[:4000] or " " for m in candidates] + [" ".join(m.content[:2000] for m in recent) or " "]
-        vectors = await embeddings(backend, store, embed_model, texts)
-        if vectors is not None:
-            near = await asyncio.to_thread(similarities, vectors[:-1], vectors[-1]) \
-                if len(candidates) > ON_LOOP_TEXTS else similarities(vectors[:-1], vectors[-1])
-            scores = [s + max(0.0, c) for s, c in zip(scores, near)]
+    if vectors is not None and candidates:
+        found = await vectors([recalled_text(m) for m in [*candidates, *recent]])
+        if found is not None:
+            mine, theirs = found[:len(candidates)], found[len(candidates):]
+            near = await asyncio.to_thread(by_meaning, mine, theirs) if len(candidates) > ON_LOOP_TEXTS \
+                else by_meaning(mine, theirs)
+            scores = [s + c for s, c in zip(scores, near)]
     return [s * _boost(m) for s, m in zip(scores, candidates)]

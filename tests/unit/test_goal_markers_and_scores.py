@@ -1,9 +1,10 @@
 """The pure parts automatic compaction reads: goal markers updating the record, the
-reliability score (a model's size and the compactions its session has had), BM25 and cosine."""
+reliability score (a model's size and the compactions its session has had), level 2's
+relevance by words and by meaning."""
 
 import pytest
 
-from ctxkeep.daemon.compaction.relevance import bm25, cosine, words
+from ctxkeep.daemon.compaction.relevance import TermCache, bm25, by_meaning, score, words
 from ctxkeep.daemon.context import goals as goal_markers
 from ctxkeep.daemon.context import reliability
 from ctxkeep.protocol.goals import Goals
@@ -39,9 +40,35 @@ def test_reliability_score_as_seed_002_defines_it():
     assert reliability.score("70B", 10) == pytest.approx(0.95 * 0.30)  # floor 30 %
 
 
-def test_bm25_and_cosine():
+def test_bm25_and_meaning():
     docs = [words("the cat sat on the mat"), words("stock prices fell sharply today"),
             words("a cat and another cat chased the mouse")]
     scores = bm25(docs, words("cat mouse"))
     assert scores[2] > scores[0] > scores[1] == 0
-    assert cosine([0, 0], [1, 2]) == 0.0 and cosine([1, 0], [1, 0]) == pytest.approx(1.0)
+    # by meaning: each candidate's cosine with the recent messages' mean direction
+    near = by_meaning([[1.0, 0.0], [0.0, 1.0], [0.0, 0.0], None, [-1.0, 0.0]], [[2.0, 0.0], [1.0, 1.0], None])
+    assert near[0] > near[1] > 0 and near[2] == near[3] == near[4] == 0.0  # no length, none, opposite
+    assert near[0] == pytest.approx(0.9239, abs=1e-3)  # 22.5° from the mean of 0° and 45°
+    assert by_meaning([[1.0, 0.0]], [None]) == [0.0]
+
+
+def test_level2_keeps_what_is_near_the_recent_turns_in_meaning_where_words_do_not_meet():
+    """Relevance to the recent turns by the vectors recall embeds messages by: an older
+    message that shares no word with them but is about the same thing is kept before one
+    about something else; without vectors, words alone decide (here: nothing)."""
+    import asyncio
+
+    from ctxkeep.daemon.store.records import MessageRecord
+
+    said = ["My Fitbit counts my steps every day.", "The bakery sells rye bread.",
+            "How many health devices do I use?"]
+    messages = [MessageRecord(seq=i, role="user", content=t, created=0.0) for i, t in enumerate(said)]
+    meaning = {said[0]: [0.9, 0.1], said[1]: [0.1, 0.9], said[2]: [1.0, 0.0]}
+    asked: list[list[str]] = []
+
+    async def vectors(texts: list[str]) -> list[list[float] | None]:
+        asked.append(texts)
+        return [meaning.get(t) for t in texts]
+    scores = asyncio.run(score(messages[:2], messages[2:], terms=TermCache(), session_id="s", vectors=vectors))
+    assert scores[0] > scores[1] and asked == [said]
+    assert asyncio.run(score(messages[:2], messages[2:], terms=TermCache(), session_id="s")) == [0.0, 0.0]
