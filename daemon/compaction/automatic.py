@@ -12,7 +12,7 @@ estimator's measured error, so an over-estimate never costs the user text.
 - level 1 (50 %), `file_compress`: @file references unused in the last 3 messages as
   summaries, older long tool results as head and tail, old images as their names;
 - level 2 (65 %), `message_prune`: older messages outside the preserved set are scored
-  for relevance to the recent turns (BM25, plus embeddings when Ollama has the model);
+  for relevance to the recent turns (BM25, plus meaning by recall's vectors of them);
   the more relevant half stays, the rest leaves the active context (never the history);
 - level 3 (80 %), `checkpoint`: older messages become a new checkpoint (a goal-aware
   summary, their files as outlines); existing checkpoints age — recent, old, ancient,
