@@ -48,7 +48,8 @@ def embedded(text: str) -> str:
     """What of a passage is embedded: its opening, without the time stamps a front-end wrote
     into it, as a question's vector is of its words without them (a stamp says when, not what
     about; on the dev split's hard cases with the built-in e5, evidence that opened a chat
-    with its date ranked higher without it: summed ranks 264 → 191 over 13 evidence turns)."""
+    with its date ranked higher without it: summed ranks 264 → 191 over four questions' 13
+    evidence turns; the whole split live at 4,096: 81 → 82 of 91 turns)."""
     return unstamped(text).strip()[:EMBED_CHARS]
 
 
