@@ -183,6 +183,12 @@ class DaemonThread:
         return self._daemon.http
 
     def start(self) -> "DaemonThread":
+        # the daemon imports its model clients lazily, on its own thread; a test importing
+        # the same packages (openai, pydantic) at that moment races it to a half-initialized
+        # module, so they are imported here first, as the daemon's own process is alone
+        import ollama  # noqa: F401
+        import openai  # noqa: F401
+
         from ctxkeep.daemon.config import Config
         from ctxkeep.daemon.server.daemon import Daemon
         settings = {"default_model": TEST_MODEL, "embed_builtin": False, **self.settings}
