@@ -203,14 +203,18 @@ def run_live(which: str, windows: list[int], questions: list, config: str, embed
     rows = {w: recall_lme.new_rows() for w in windows}
     replayed: dict[int, list] = {w: [] for w in windows}
     cut = dict.fromkeys(windows, 0)
+    # each question's unrelated request by its place in the whole split, so that a run of a
+    # few questions asks each the request the whole run asks it
+    place = {x.qid: i for i, x in enumerate(recall_lme.load(which))}
     try:
         daemon.start()
         with daemon.client(timeout=120) as c:
             c.subscribe("")
             for n, q in enumerate(questions):
+                unrelated = UNRELATED[place[q.qid] % len(UNRELATED)]
                 for window in windows:
                     r = recall_live.replay(c, standin, model, q, window, MODEL, embedded=embed != "none",
-                                           unrelated=UNRELATED[n % len(UNRELATED)])
+                                           unrelated=unrelated)
                     replayed[window].append(r)
                     if dump:  # the question's prompt as the model got it, to read what recall chose
                         Path(dump).mkdir(parents=True, exist_ok=True)
@@ -226,7 +230,7 @@ def run_live(which: str, windows: list[int], questions: list, config: str, embed
                          half_half=recall_lme.found(said, same_tokens["half_newest_half_bm25"])[0],
                          parts=r.parts, summary_calls=r.summary_calls,
                          turns=r.turns, failed_turns=dict(r.errors), seconds=round(r.seconds, 1),
-                         by_meaning=r.by_meaning, unrelated=UNRELATED[n % len(UNRELATED)],
+                         by_meaning=r.by_meaning, unrelated=unrelated,
                          unrelated_added=r.unrelated_added, progress=f"{n + 1}/{len(questions)}")
                     standin.chats.clear()
     finally:
