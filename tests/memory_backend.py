@@ -19,6 +19,7 @@ from typing import Any
 
 from ctxkeep.daemon.backends.facts import ModelFacts
 from ctxkeep.daemon.backends.protocol import ChatChunk, ModelCallError
+from ctxkeep.daemon.retrieval.encoders import prefixes
 from ctxkeep.protocol import ErrorCode
 from ctxkeep.protocol.structs import BackendStatus, ModelInfo, OllamaStatus
 from ollama_standin import DEFAULT_MODELS, Model, count_tokens, embed_vector, images_of, render, split_stream
@@ -37,6 +38,9 @@ class MemoryBackend:
         self.reply = reply or (lambda messages: f"You said: {messages[-1]['content'][:60]}")
         #: Every text it was asked to embed, in order (with the task prefix the daemon gave it).
         self.embedded: list[str] = []
+        #: Seconds the embedding of a new message (a query) takes: an embedding model busy
+        #: with others' work.
+        self.query_delay = 0.0
         self.chats: list[tuple[list[dict[str, Any]], dict[str, Any]]] = []
         #: The tokenizer (the stand-in's `count_tokens`, or `count_tokens_bpe`).
         self.count = count
@@ -196,4 +200,7 @@ class MemoryBackend:
         if known is None or not known.embedding:
             raise ModelCallError(ErrorCode.MODEL_NOT_FOUND, f"model {model!r} is not available")
         self.embedded += texts
+        asking = prefixes(model)[0]  # (a model without task prefixes: its queries cannot be told apart)
+        if self.query_delay and asking and any(t.startswith(asking) for t in texts):
+            await asyncio.sleep(self.query_delay)
         return [embed_vector(t) for t in texts]

@@ -36,7 +36,9 @@ class RecallConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         "measured).")] = 1.0
     recall_embed_wait_ms: Annotated[float, Meta(ge=0, le=10_000), described(
         "How long a turn waits for the embedding of its new message before recalling by words "
-        "alone (passages are embedded in the background; a turn never waits for those).")] = 50.0
+        "alone — then only for a message that speaks of the past (\"what did I say about…\"): "
+        "any other gets recall only where meaning confirms its words (passages are embedded in "
+        "the background; a turn never waits for those).")] = 50.0
     embed_model: Annotated[str, described(
         "The model server's embedding model for recall by meaning and level 2's relevance, given "
         "its family's task prefixes (nomic-embed-text, e5, bge, mxbai-embed, snowflake-arctic-embed); "

@@ -19,9 +19,11 @@ Where vectors are at hand, that best match must be among the nearest by meaning 
 meet by chance in a long chat ("affect" and "effect" in one sentence of a pasted essay, "Canada" in
 an answer about car insurance, for "What is the capital city of Canada?"), and what the
 message is about is said in a turn that is about it (a message that refers back, "these
-days", is embedded with the turn before it, and its vector cannot say: words decide). Recall
-for such a message then takes only the passages that are about it (`about`), not whatever
-else its words rank."""
+days", is embedded with the turn before it, and its vector cannot say: words decide). Where
+its vector comes too late for that check (the embedding model busy), nothing is recalled for
+it (recaller `_about`): by words alone the same request would get a block on a busy turn
+that it does not get on a quiet one. Recall for such a message then takes only the passages
+that are about it (`about`), not whatever else its words rank."""
 
 import re
 from collections.abc import Callable, Iterable, Sequence

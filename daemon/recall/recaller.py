@@ -12,7 +12,7 @@ about, raised); selection is best first within the budget, an answer with its qu
 import dataclasses
 import logging
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from ctxkeep.daemon.config import Config
 from ctxkeep.daemon.context.estimator import Estimator
@@ -182,7 +182,7 @@ class Recaller:
         passages = index.lexical.passages
         first = select.statements_first(index.lexical.rank(query, in_context, RANKED), passages)
         in_prompt = lambda pid: passages[pid].seq in in_context
-        on_topic = None if asked.about_past else gate.about(index, user.content, asked.own)
+        on_topic = None if asked.about_past else self._about(index, user, asked)
         best = [pid for pid, _ in first]
         if not gate.asks_of_the_past(best, asked.about_past, on_topic):
             return [], ()  # before the second hop: a message that asks nothing of the past costs one ranking
@@ -230,6 +230,19 @@ class Recaller:
         if not movable.exchanges:
             return chosen, ()
         return recall_room.fit(chosen, lambda p: cost(index.by_seq[p.seq][p.part]), overhead, budget, movable)
+
+    def _about(self, index: SessionIndex, user: MessageRecord, asked: Query) -> Callable[[int], bool] | None:
+        """Whether a passage is about a message that does not speak of the past (`gate.about`);
+        None where none is — and where meaning would have had to confirm what its words
+        found (`gate.near_too`: the session's passages have vectors, the message does not
+        refer back) but the message's vector came too late (`recall_embed_wait_ms`, the
+        embedding model busy). Words alone would then let in what meaning turns away on a
+        quiet turn: "the capital city of Canada" beside a musician's move "to Toronto,
+        Canada", the same request recalled for on a busy turn and not on a quiet one."""
+        if asked.vector is None and index.semantic.ids and not select.refers_back(user.content) \
+                and index.semantic.model == self.embedder.current():
+            return None
+        return gate.about(index, user.content, asked.own)
 
     @staticmethod
     def _in_prompt(session: SessionRecord, context: ActiveContext, user: MessageRecord) -> set[int]:

@@ -44,14 +44,15 @@ BY_CHANCE = {7: "The insurer covers drivers in Canada and the US; its city offic
 
 
 def asked_in_a_long_chat(tmp_path, config: Config, queries: list[str] | None = None,
-                         once: dict[int, str] = ONCE) -> tuple[list, list, list, list]:
+                         once: dict[int, str] = ONCE, query_delay: float = 0.0) -> tuple[list, list, list, list]:
     """Forty turns of everyday chat with a few things said once, then the unrelated requests,
     the follow-ups and three questions about what was said once: what each recalled (and in
-    `queries`, the texts embedded as questions)."""
+    `queries`, the texts embedded as questions; each taking `query_delay` seconds)."""
     rng = random.Random(3)
     reply = lambda messages: " ".join(rng.choice(["fine", "noted", "a short plan", "the first step", "a week"])
                                       for _ in range(30))
     backend = MemoryBackend(reply=reply)
+    backend.query_delay = query_delay
     app = InProcess(tmp_path, backend, config)
 
     async def scenario() -> tuple[list, list, list, list]:
@@ -131,3 +132,22 @@ def test_words_met_by_chance_open_no_recall_where_meaning_disagrees(tmp_path):
     given = [(text, got) for n, (text, got) in enumerate(zip(UNRELATED + FOLLOW_UPS, everyday)) if got and n != canada]
     assert not given, given
     check(everyday, named, asked, tortoise)
+
+
+def test_a_message_whose_vector_comes_late_is_not_recalled_for_by_its_words_alone(tmp_path):
+    """The embedding model busy (each new message's vector later than recall_embed_wait_ms)
+    where the session's passages have theirs: what meaning would have had to confirm on a
+    quiet turn is not recalled by words alone. "Affect and effect", "the capital city of
+    Canada", every everyday request, and the sourdough starter named without a question
+    about the past, get nothing on such a turn (by words alone, with no vectors, the first
+    two get the turns that hold their words); a question about the past still gets its
+    recall by words."""
+    once = {**ONCE, **BY_CHANCE}
+    config = Config(embed_model="nomic-embed-text", embed_builtin=False, recall_embed_wait_ms=50)
+    queries: list[str] = []
+    everyday, named, asked, tortoise = asked_in_a_long_chat(tmp_path, config, queries, once=once, query_delay=0.5)
+    assert "What's the difference between affect and effect?" in queries  # asked, not in time
+    given = [(text, [p.text[:30] for p in got]) for text, got in zip(UNRELATED + FOLLOW_UPS, everyday) if got]
+    assert not given, given
+    assert not named and not tortoise, (named, tortoise)
+    assert any("Hartley" in p.text for p in asked), asked
