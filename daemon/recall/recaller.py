@@ -208,6 +208,8 @@ class Recaller:
                                index.lexical.passages, asked.span, when.LIFT)
         if on_topic is not None:  # a message that does not speak of the past: only what is about it
             scores = {pid: s for pid, s in scores.items() if on_topic(pid)}
+        else:  # (and what the sittings they were said in were about)
+            scores = select.with_openings(scores, index.openings.__getitem__, in_prompt)
         scores = select.above_floor(scores)  # (of the best, a checkpoint's quote of it too)
         held = "\n".join(c.summary for c in context.checkpoints)
         if held:  # a passage a checkpoint quotes whole (a fact it kept) is in the prompt already
@@ -219,13 +221,16 @@ class Recaller:
             scores = {pid: s for pid, s in scores.items() if passages[pid].seq not in moving}
             near = [pid for pid in near if passages[pid].seq not in moving]
             movable = recall_room.NOTHING
-        if not scores:
-            return [], ()
-        model = session.model
+        return self._chosen(session.model, index, scores, near, budget, movable) if scores else ([], ())
+
+    def _chosen(self, model: str, index: SessionIndex, scores: dict[int, float], near: list[int], budget: int,
+                movable: recall_room.Movable) -> tuple[list[Passage], tuple[int, ...]]:
+        """The passages scored (`scores`, and those `near` by meaning) that fit `budget` and
+        the room of the `movable` exchanges, and the exchanges whose room they take."""
         overhead = self.estimator.text(model, f"{select.OPENING}\n{select.CLOSING}")
         cost = lambda pid: self.estimator.estimate(model, index.lines[pid])
         ranked_ids = select.distinct(sorted(scores, key=lambda pid: (-scores[pid], -pid)), index.term_set)
-        chosen = select.select(ranked_ids, passages, budget + movable.tokens, overhead, cost,
+        chosen = select.select(ranked_ids, index.lexical.passages, budget + movable.tokens, overhead, cost,
                                index.partners, scores.__getitem__, near)
         if not movable.exchanges:
             return chosen, ()

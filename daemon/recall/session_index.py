@@ -11,6 +11,9 @@ from ctxkeep.daemon.retrieval.vectors import SemanticIndex
 from ctxkeep.daemon.store.records import MessageRecord
 from ctxkeep.daemon.tokens import Vector, text_features
 
+#: The pause (seconds) after which the next message opens a new sitting of the conversation.
+SITTING_GAP = 30 * 60
+
 
 @dataclass
 class SessionIndex:
@@ -33,8 +36,12 @@ class SessionIndex:
     texts: set[int] = field(default_factory=set)
     #: When each message was said, by the stamps a front-end wrote into them (if any).
     clock: when.Clock = field(default_factory=when.Clock)
+    #: Each passage's sitting's opening (`_opening`), by passage id (-1: none yet).
+    openings: list[int] = field(default_factory=list)
     #: Each ranked passage's terms, as far as asked (`term_set`).
     _terms: dict[int, frozenset[str]] = field(default_factory=dict)
+    #: When the last passage was said, and the opening of its sitting.
+    _sitting: tuple[float, int] = (float("-inf"), -1)
 
     def add(self, messages: Sequence[MessageRecord]) -> None:
         start = len(self.lexical.passages)
@@ -44,6 +51,7 @@ class SessionIndex:
         self.texts |= {hash(p.text) for p in new}
         for pid, p in enumerate(new, start):
             self.by_seq.setdefault(p.seq, []).append(pid)
+            self.openings.append(self._opening(pid, p))
             if p.role == "assistant" and p.reply_to >= 0:
                 self.answers[p.reply_to] = p.seq
         for m in messages:
@@ -52,6 +60,18 @@ class SessionIndex:
             self.replaced |= self.replaced_by(m)
         if messages:
             self.lexical.next_seq = max(self.lexical.next_seq, messages[-1].seq + 1)
+
+    def _opening(self, pid: int, p: Passage) -> int:
+        """The opening of the sitting passage `pid` (`p`) is said in: the user's first message
+        after a pause of SITTING_GAP (what the sitting is about: "I'm looking to upgrade my
+        camera flash … my Sony A7R IV", where its follow-ups say "I'll go with the Godox")."""
+        last, opening = self._sitting
+        if p.created - last > SITTING_GAP:
+            opening = -1
+        if opening < 0 and p.role == "user" and p.part == 0:
+            opening = pid
+        self._sitting = (max(last, p.created), opening)
+        return opening
 
     def term_set(self, pid: int) -> frozenset[str]:
         """The passage's terms (kept once asked: recall asks of its best-ranked ones)."""

@@ -260,3 +260,27 @@ def test_a_text_has_words_when_it_says_anything_beside_its_stamps():
     letter or digit of any script is a word."""
     assert not any(map(has_words, ["", "\u200b", " \n", "[2023/05/30 (Tue) 23:38]", "_ - _"]))
     assert all(map(has_words, ["猫", "42", "[2023/05/30 (Tue) 23:38] ok", "a"]))
+
+
+def test_a_sitting_opens_with_the_users_first_message_after_a_pause():
+    """Messages stored minutes apart are one sitting; a pause of SITTING_GAP opens the next,
+    at its first user message (a sitting the model's words open: at the user's first)."""
+    from ctxkeep.daemon.recall.session_index import SITTING_GAP
+    said = [("user", 0), ("assistant", 10), ("user", 60), ("assistant", 70),  # sitting 1: opened by #0
+            ("assistant", 70 + SITTING_GAP + 1), ("user", 80 + SITTING_GAP), ("assistant", 90 + SITTING_GAP),
+            ("user", 100 + 3 * SITTING_GAP)]
+    records = [NewMessage(role=role, content=f"message {seq}").record(seq, 1.7e9 + at)
+               for seq, (role, at) in enumerate(said)]
+    index = SessionIndex()
+    index.add(records[:3])
+    index.add(records[3:])  # (a sitting goes on across additions)
+    assert index.openings == [0, 0, 0, 0, -1, 5, 5, 7]
+
+
+def test_a_follow_up_found_brings_the_opening_of_its_sitting_at_a_share_of_its_score():
+    openings = [0, 0, 0, 3, 3]
+    scores = {2: 1.0, 4: 0.6, 1: 0.2}
+    raised = select.with_openings(scores, openings.__getitem__, skip=lambda pid: False)
+    assert raised == {2: 1.0, 4: 0.6, 1: 0.2, 0: select.OPENING_WEIGHT * 1.0, 3: select.OPENING_WEIGHT * 0.6}
+    assert 0 not in select.with_openings(scores, openings.__getitem__, skip=lambda pid: pid == 0)  # in the prompt
+    assert select.with_openings({0: 0.9, 2: 0.1}, openings.__getitem__, lambda pid: False)[0] == 0.9  # its own score
