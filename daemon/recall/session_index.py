@@ -13,6 +13,10 @@ from ctxkeep.daemon.tokens import Vector, text_features
 
 #: The pause (seconds) after which the next message opens a new sitting of the conversation.
 SITTING_GAP = 30 * 60
+#: The messages after its opening that a sitting's opening still says what they are about: a
+#: long chat without a pause moves on to other things (LongMemEval's chats with an assistant:
+#: 12 messages a session at the median, 21 at the 99th percentile).
+SITTING_REACH = 40
 
 
 @dataclass
@@ -64,14 +68,17 @@ class SessionIndex:
     def _opening(self, pid: int, p: Passage) -> int:
         """The opening of the sitting passage `pid` (`p`) is said in: the user's first message
         after a pause of SITTING_GAP (what the sitting is about: "I'm looking to upgrade my
-        camera flash … my Sony A7R IV", where its follow-ups say "I'll go with the Godox")."""
+        camera flash … my Sony A7R IV", where its follow-ups say "I'll go with the Godox"); none
+        for a message more than SITTING_REACH after it, until the next pause."""
         last, opening = self._sitting
         if p.created - last > SITTING_GAP:
             opening = -1
-        if opening < 0 and p.role == "user" and p.part == 0:
+        elif opening >= 0 and p.seq - self.lexical.passages[opening].seq > SITTING_REACH:
+            opening = -2  # (none until the next pause)
+        if opening == -1 and p.role == "user" and p.part == 0:
             opening = pid
         self._sitting = (max(last, p.created), opening)
-        return opening
+        return max(opening, -1)
 
     def term_set(self, pid: int) -> frozenset[str]:
         """The passage's terms (kept once asked: recall asks of its best-ranked ones)."""

@@ -277,6 +277,17 @@ def test_a_sitting_opens_with_the_users_first_message_after_a_pause():
     assert index.openings == [0, 0, 0, 0, -1, 5, 5, 7]
 
 
+def test_a_long_sitting_without_a_pause_moves_on_from_its_opening():
+    from ctxkeep.daemon.recall.session_index import SITTING_GAP, SITTING_REACH
+    count = SITTING_REACH + 5
+    records = [NewMessage(role="user" if seq % 2 == 0 else "assistant", content=f"message {seq}")
+               .record(seq, 1.7e9 + 60 * seq) for seq in range(count)]
+    later = NewMessage(role="user", content="after a pause").record(count, 1.7e9 + 60 * count + SITTING_GAP + 1)
+    index = SessionIndex()
+    index.add([*records, later])
+    assert index.openings == [0] * (SITTING_REACH + 1) + [-1] * (count - SITTING_REACH - 1) + [count]
+
+
 def test_a_follow_up_found_brings_the_opening_of_its_sitting_at_a_share_of_its_score():
     openings = [0, 0, 0, 3, 3]
     scores = {2: 1.0, 4: 0.6, 1: 0.2}
