@@ -44,7 +44,8 @@ class SessionIndex:
     openings: list[int] = field(default_factory=list)
     #: Each ranked passage's terms, as far as asked (`term_set`).
     _terms: dict[int, frozenset[str]] = field(default_factory=dict)
-    #: When the last passage was said, and the opening of its sitting.
+    #: When the last passage was said, and the opening of its sitting (-1: none yet; -2: none
+    #: until the next pause, past SITTING_REACH).
     _sitting: tuple[float, int] = (float("-inf"), -1)
 
     def add(self, messages: Sequence[MessageRecord]) -> None:
