@@ -209,7 +209,7 @@ class Recaller:
         if on_topic is not None:  # a message that does not speak of the past: only what is about it
             scores = {pid: s for pid, s in scores.items() if on_topic(pid)}
         else:  # (and what the sittings they were said in were about)
-            scores = select.with_openings(scores, index.openings.__getitem__, in_prompt)
+            scores = index.sittings.with_openings(scores, in_prompt)
         scores = select.above_floor(scores)  # (of the best, a checkpoint's quote of it too)
         held = "\n".join(c.summary for c in context.checkpoints)
         if held:  # a passage a checkpoint quotes whole (a fact it kept) is in the prompt already

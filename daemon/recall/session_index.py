@@ -4,19 +4,13 @@ meaning, with what recall needs to pair and leave out passages."""
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from ctxkeep.daemon.recall.sittings import Sittings
 from ctxkeep.daemon.retrieval import select, when
 from ctxkeep.daemon.retrieval.lexical import LexicalIndex, terms
 from ctxkeep.daemon.retrieval.passages import Passage, passages
 from ctxkeep.daemon.retrieval.vectors import SemanticIndex
 from ctxkeep.daemon.store.records import MessageRecord
 from ctxkeep.daemon.tokens import Vector, text_features
-
-#: The pause (seconds) after which the next message opens a new sitting of the conversation.
-SITTING_GAP = 30 * 60
-#: The messages after its opening that a sitting's opening still says what they are about: a
-#: long chat without a pause moves on to other things (LongMemEval's chats with an assistant:
-#: 12 messages a session at the median, 21 at the 99th percentile).
-SITTING_REACH = 40
 
 
 @dataclass
@@ -40,13 +34,10 @@ class SessionIndex:
     texts: set[int] = field(default_factory=set)
     #: When each message was said, by the stamps a front-end wrote into them (if any).
     clock: when.Clock = field(default_factory=when.Clock)
-    #: Each passage's sitting's opening (`_opening`), by passage id (-1: none yet).
-    openings: list[int] = field(default_factory=list)
+    #: The sittings the passages were said in.
+    sittings: Sittings = field(default_factory=Sittings)
     #: Each ranked passage's terms, as far as asked (`term_set`).
     _terms: dict[int, frozenset[str]] = field(default_factory=dict)
-    #: When the last passage was said, and the opening of its sitting (-1: none yet; -2: none
-    #: until the next pause, past SITTING_REACH).
-    _sitting: tuple[float, int] = (float("-inf"), -1)
 
     def add(self, messages: Sequence[MessageRecord]) -> None:
         start = len(self.lexical.passages)
@@ -56,7 +47,7 @@ class SessionIndex:
         self.texts |= {hash(p.text) for p in new}
         for pid, p in enumerate(new, start):
             self.by_seq.setdefault(p.seq, []).append(pid)
-            self.openings.append(self._opening(pid, p))
+            self.sittings.add(pid, p)
             if p.role == "assistant" and p.reply_to >= 0:
                 self.answers[p.reply_to] = p.seq
         for m in messages:
@@ -65,21 +56,6 @@ class SessionIndex:
             self.replaced |= self.replaced_by(m)
         if messages:
             self.lexical.next_seq = max(self.lexical.next_seq, messages[-1].seq + 1)
-
-    def _opening(self, pid: int, p: Passage) -> int:
-        """The opening of the sitting passage `pid` (`p`) is said in: the user's first message
-        after a pause of SITTING_GAP (what the sitting is about: "I'm looking to upgrade my
-        camera flash … my Sony A7R IV", where its follow-ups say "I'll go with the Godox"); none
-        for a message more than SITTING_REACH after it, until the next pause."""
-        last, opening = self._sitting
-        if p.created - last > SITTING_GAP:
-            opening = -1
-        elif opening >= 0 and p.seq - self.lexical.passages[opening].seq > SITTING_REACH:
-            opening = -2  # (none until the next pause)
-        if opening == -1 and p.role == "user" and p.part == 0:
-            opening = pid
-        self._sitting = (max(last, p.created), opening)
-        return max(opening, -1)
 
     def term_set(self, pid: int) -> frozenset[str]:
         """The passage's terms (kept once asked: recall asks of its best-ranked ones)."""

@@ -135,23 +135,6 @@ def above_floor(scores: dict[int, float], floor: float = FLOOR) -> dict[int, flo
     return {pid: s for pid, s in scores.items() if s >= floor * best}
 
 
-#: What the opening of a sitting (SessionIndex.openings) scores beside the best passage of
-#: that sitting a question finds: a follow-up found alone leaves unsaid what it follows up.
-OPENING_WEIGHT = 0.5
-
-
-def with_openings(scores: dict[int, float], opening: Callable[[int], int],
-                  skip: Callable[[int], bool]) -> dict[int, float]:
-    """The scores with each passage's sitting's `opening` (but those `skip` names) raised
-    to OPENING_WEIGHT of that passage's score."""
-    out = dict(scores)
-    for pid, s in scores.items():
-        first = opening(pid)
-        if first >= 0 and first != pid and not skip(first):
-            out[first] = max(out.get(first, 0.0), OPENING_WEIGHT * s)
-    return out
-
-
 #: What a passage that only asks something counts for in recall's and memory's rankings,
 #: against one that states something: a question asked earlier says what someone wanted to
 #: know, not what holds ("when did Greta begin the new lessons?" holds all of "when did Priya

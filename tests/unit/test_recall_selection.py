@@ -265,7 +265,7 @@ def test_a_text_has_words_when_it_says_anything_beside_its_stamps():
 def test_a_sitting_opens_with_the_users_first_message_after_a_pause():
     """Messages stored minutes apart are one sitting; a pause of SITTING_GAP opens the next,
     at its first user message (a sitting the model's words open: at the user's first)."""
-    from ctxkeep.daemon.recall.session_index import SITTING_GAP
+    from ctxkeep.daemon.recall.sittings import SITTING_GAP
     said = [("user", 0), ("assistant", 10), ("user", 60), ("assistant", 70),  # sitting 1: opened by #0
             ("assistant", 70 + SITTING_GAP + 1), ("user", 80 + SITTING_GAP), ("assistant", 90 + SITTING_GAP),
             ("user", 100 + 3 * SITTING_GAP)]
@@ -274,24 +274,25 @@ def test_a_sitting_opens_with_the_users_first_message_after_a_pause():
     index = SessionIndex()
     index.add(records[:3])
     index.add(records[3:])  # (a sitting goes on across additions)
-    assert index.openings == [0, 0, 0, 0, -1, 5, 5, 7]
+    assert index.sittings.openings == [0, 0, 0, 0, -1, 5, 5, 7]
 
 
 def test_a_long_sitting_without_a_pause_moves_on_from_its_opening():
-    from ctxkeep.daemon.recall.session_index import SITTING_GAP, SITTING_REACH
+    from ctxkeep.daemon.recall.sittings import SITTING_GAP, SITTING_REACH
     count = SITTING_REACH + 5
     records = [NewMessage(role="user" if seq % 2 == 0 else "assistant", content=f"message {seq}")
                .record(seq, 1.7e9 + 60 * seq) for seq in range(count)]
     later = NewMessage(role="user", content="after a pause").record(count, 1.7e9 + 60 * count + SITTING_GAP + 1)
     index = SessionIndex()
     index.add([*records, later])
-    assert index.openings == [0] * (SITTING_REACH + 1) + [-1] * (count - SITTING_REACH - 1) + [count]
+    assert index.sittings.openings == [0] * (SITTING_REACH + 1) + [-1] * (count - SITTING_REACH - 1) + [count]
 
 
 def test_a_follow_up_found_brings_the_opening_of_its_sitting_at_a_share_of_its_score():
-    openings = [0, 0, 0, 3, 3]
+    from ctxkeep.daemon.recall.sittings import OPENING_WEIGHT, Sittings
+    sittings = Sittings(openings=[0, 0, 0, 3, 3])
     scores = {2: 1.0, 4: 0.6, 1: 0.2}
-    raised = select.with_openings(scores, openings.__getitem__, skip=lambda pid: False)
-    assert raised == {2: 1.0, 4: 0.6, 1: 0.2, 0: select.OPENING_WEIGHT * 1.0, 3: select.OPENING_WEIGHT * 0.6}
-    assert 0 not in select.with_openings(scores, openings.__getitem__, skip=lambda pid: pid == 0)  # in the prompt
-    assert select.with_openings({0: 0.9, 2: 0.1}, openings.__getitem__, lambda pid: False)[0] == 0.9  # its own score
+    raised = sittings.with_openings(scores, skip=lambda pid: False)
+    assert raised == {2: 1.0, 4: 0.6, 1: 0.2, 0: OPENING_WEIGHT * 1.0, 3: OPENING_WEIGHT * 0.6}
+    assert 0 not in sittings.with_openings(scores, skip=lambda pid: pid == 0)  # in the prompt
+    assert sittings.with_openings({0: 0.9, 2: 0.1}, lambda pid: False)[0] == 0.9  # its own score
