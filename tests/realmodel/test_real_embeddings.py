@@ -52,10 +52,15 @@ def recalled_fact(short_tmp, minilm, embed_model: str) -> tuple[bool, bool]:
     try:
         with d.client() as c:
             c.subscribe("")
-            messages = [{"role": "user", "content": FACT}, {"role": "assistant", "content": "Noted."}]
-            for _ in range(60):
-                messages += [{"role": "user", "content": " ".join(rng.choice(FILLER) for _ in range(30))},
-                             {"role": "assistant", "content": "Sure. " + " ".join(rng.choice(FILLER) for _ in range(30))}]
+            # the fact comes a few exchanges into the chat, not as its opening: recall offers a
+            # sitting's opening beside what it finds in the sitting (recall/sittings.py), and a
+            # filler turn found by a chance word would bring the fact along without its words
+            filler = [[{"role": "user", "content": " ".join(rng.choice(FILLER) for _ in range(30))},
+                       {"role": "assistant", "content": "Sure. " + " ".join(rng.choice(FILLER) for _ in range(30))}]
+                      for _ in range(60)]
+            messages = [m for pair in filler[:3] for m in pair]
+            messages += [{"role": "user", "content": FACT}, {"role": "assistant", "content": "Noted."}]
+            messages += [m for pair in filler[3:] for m in pair]
             sid = c.import_session(model=MODEL, num_ctx=2048, messages=messages).session.id
             until_idle(c, sid, c.send(sid, "Let us talk about the garden.").generation_id)  # compacts
             deadline = time.monotonic() + 300  # until the passages have their vectors
