@@ -200,9 +200,15 @@ def through_ctxkeepd(url: str, window: int, texts: list[str], answer: int, built
         shutil.rmtree(root, ignore_errors=True)
 
 
+def without_oldest(history: list[dict]) -> list[dict]:
+    """The history less its oldest exchange (or message)."""
+    return history[2:] if history[0]["role"] == "user" and len(history) > 2 else history[1:]
+
+
 def truncating(url: str, window: int, texts: list[str], answer: int, dumped: Path | None = None) -> None:
-    """Sends the newest turns that fit beside the answer (counted by the server's usage
-    of the last prompt, chars/3 for what is new)."""
+    """Sends the newest turns that fit beside the answer (by chars/3); where the server
+    refuses the prompt as over its window, drops the oldest exchange and sends again (the
+    refused request's time counts: a client without a tokenizer pays it)."""
     import openai
     proxy = RecordingProxy(url).start()
     log_start = server_log(url).stat().st_size
@@ -213,9 +219,16 @@ def truncating(url: str, window: int, texts: list[str], answer: int, dumped: Pat
         for text in texts:
             history.append({"role": "user", "content": text})
             while len(history) > 1 and sum(len(m["content"]) // 3 + 6 for m in history) > window - answer - 32:
-                history = history[2:] if history[0]["role"] == "user" and len(history) > 2 else history[1:]
+                history = without_oldest(history)
             start = time.monotonic()
-            reply = client.chat.completions.create(model=MODEL, messages=history, max_tokens=answer, **GREEDY)
+            while True:
+                try:
+                    reply = client.chat.completions.create(model=MODEL, messages=history, max_tokens=answer, **GREEDY)
+                    break
+                except openai.BadRequestError as exc:
+                    if "context" not in str(exc) or len(history) <= 1:
+                        raise
+                    history = without_oldest(history)
             history.append({"role": "assistant", "content": reply.choices[0].message.content or ""})
             seconds.append(time.monotonic() - start)
         summary("truncating", window, seconds, proxy, server_said(server_log(url), log_start))
