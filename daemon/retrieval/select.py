@@ -220,13 +220,15 @@ MEANING_STAND_OUT = 2.0
 def select(ranked: Sequence[int], passages: Sequence[Passage], budget: int, overhead: int,
            cost: Callable[[int], int], partners: Callable[[Passage], list[int]],
            score: Callable[[int], float] | None = None, near: Sequence[int] = ()) -> list[Passage]:
-    """The passages `choose` takes, in the order they were said — and of `near` (by meaning,
-    nearest first), those it leaves out, in MEANING_SHARE of the budget kept for them (what
-    they leave of it goes back to the rest)."""
+    """The passages `choose` takes, in the order they were said — the best first whatever
+    its length (`best`) —, and of `near` (by meaning, nearest first), those it leaves out,
+    in MEANING_SHARE of the budget kept for them (what they leave of it goes back to the
+    rest)."""
     with_partners = lambda pid: partners(passages[pid])
-    chosen = choose(ranked, budget, overhead, cost, with_partners, score)
+    first = best(ranked, budget - overhead, cost, score)
+    chosen = choose(ranked, budget, overhead, cost, with_partners, score, first)
     if any(pid not in chosen for pid in near):
-        chosen = choose(ranked, budget - int(MEANING_SHARE * budget), overhead, cost, with_partners, score)
+        chosen = choose(ranked, budget - int(MEANING_SHARE * budget), overhead, cost, with_partners, score, first)
         used, taken = overhead + sum(cost(pid) for pid in chosen), set(chosen)
         for pid in [*near, *ranked]:
             if pid not in taken and budget - used >= LEAST_LINE and used + cost(pid) <= budget:
@@ -236,17 +238,35 @@ def select(ranked: Sequence[int], passages: Sequence[Passage], budget: int, over
     return sorted((passages[pid] for pid in chosen), key=lambda p: (p.seq, p.part))
 
 
+def best(ranked: Sequence[int], room: int, cost: Callable[[int], int],
+         score: Callable[[int], float] | None) -> int | None:
+    """The passage that scores above every other, when it fits `room` alone: it is taken
+    before the rest are shared out by length (DENSITY) or meaning's share is set aside, so a
+    message whose best match is one long answer ("remind me how many subjects were in that
+    study") gets that answer, not the short turns around it. None where scores tie at the
+    top (equals are shared out by length) or it does not fit."""
+    if not ranked or score is None or cost(ranked[0]) > room:
+        return None
+    top = score(ranked[0])
+    return ranked[0] if all(score(pid) < top for pid in ranked[1:WEIGHED]) else None
+
+
 def choose(ranked: Sequence[int], budget: int, overhead: int, cost: Callable[[int], int],
-           partners: Callable[[int], list[int]], score: Callable[[int], float] | None = None) -> list[int]:
+           partners: Callable[[int], list[int]], score: Callable[[int], float] | None = None,
+           first: int | None = None) -> list[int]:
     """Passage ids best first while they fit `budget` tokens (each passage's line `cost`,
-    the block's own `overhead`) — with `score`, the best WEIGHED taken by score for their
-    length (DENSITY) —; then, for each chosen one in that order, its partner (an answer's
-    question, a question's answer) when it fits too; no passage twice."""
+    the block's own `overhead`) — `first` before all (the caller has seen that it fits),
+    then with `score`, the best WEIGHED taken by score for their length (DENSITY) —; then,
+    for each chosen one in that order, its partner (an answer's question, a question's
+    answer) when it fits too; no passage twice."""
     if score is not None:
         prices = {pid: max(1, cost(pid)) for pid in ranked[:WEIGHED]}
         ranked = sorted(prices, key=lambda pid: -score(pid) / prices[pid] ** DENSITY) + list(ranked[WEIGHED:])
     used = overhead
     chosen: dict[int, None] = {}
+    if first is not None:
+        chosen[first] = None
+        used += cost(first)
     for pid in ranked:
         if budget - used < LEAST_LINE:
             break

@@ -145,6 +145,41 @@ def test_with_scores_the_budget_goes_to_short_turns_that_match_as_well_as_long_o
             min(cost(p.seq) for p in left) > room
 
 
+@settings(max_examples=200)
+@given(lengths=st.lists(st.integers(1, 300), min_size=1, max_size=30), budget=st.integers(0, 700),
+       scores=st.lists(st.floats(0.01, 3.0), min_size=30, max_size=30), near=st.integers(0, 5))
+def test_the_best_passage_is_recalled_whenever_it_fits_whatever_its_length(lengths, budget, scores, near):
+    """The issue's property at the lowest level: a message whose best match fits the room
+    gets at least that passage — before short turns that match less are shared the room by
+    length, and before meaning's share is set aside."""
+    found = [_passage(i, "word " * n, role="user" if i % 2 == 0 else "assistant",
+                      reply_to=i - 1 if i % 2 else -1) for i, n in enumerate(lengths)]
+    ranked = sorted(range(len(found)), key=lambda pid: -scores[pid])
+    cost = lambda pid: len(found[pid].text.split()) + select.LEAST_LINE
+    partners = lambda p: [p.reply_to] if p.reply_to >= 0 else ([p.seq + 1] if p.seq + 1 < len(found) else [])
+    chosen = select.select(ranked, found, budget, 5, cost, partners, scores.__getitem__, near=ranked[::-1][:near])
+    top = ranked[0]
+    if 5 + cost(top) <= budget and all(scores[pid] < scores[top] for pid in ranked[1:]):
+        assert top in [p.seq for p in chosen]
+    assert 5 + sum(cost(p.seq) for p in chosen) <= max(budget, 5) or not chosen
+
+
+def test_a_long_answer_that_matches_best_is_not_crowded_out_by_short_turns():
+    """The live dev split's "remind me how many subjects were in that study": the study's
+    answer (373 tokens) scored 2.68, the user's short questions around it 1.1-1.3; shared
+    out by length, with meaning's share kept, the short ones filled the room and the answer
+    was left out by a few tokens."""
+    found = [_passage(0, "answer " * 365, "assistant")] + [_passage(i, "question " * 50) for i in range(1, 6)]
+    scores = [2.68, 1.34, 1.14, 1.12, 1.09, 1.05]
+    cost = lambda pid: len(found[pid].text.split()) + select.LEAST_LINE
+    chosen = [p.seq for p in select.select(list(range(6)), found, 620, 10, cost, lambda p: [], scores.__getitem__,
+                                           near=[5])]
+    assert 0 in chosen
+    assert 10 + sum(cost(seq) for seq in chosen) <= 620
+    ties = [p.seq for p in select.select(list(range(6)), found, 620, 10, cost, lambda p: [], lambda pid: 1.0)]
+    assert 0 not in ties and len(ties) == 5  # equals: shared out by length, as before
+
+
 def test_a_passage_that_says_a_better_one_again_is_left_out():
     """Three restatements of one sentence and one different passage: the best restatement
     and the different one stay, in their order; the rest of the ranking is untouched."""
