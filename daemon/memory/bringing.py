@@ -8,7 +8,7 @@ from collections.abc import Callable
 from ctxkeep.daemon.memory.index import MemoryIndex
 from ctxkeep.daemon.memory.memory import Memory
 from ctxkeep.daemon.memory.query import Query, Remembered
-from ctxkeep.daemon.retrieval import select
+from ctxkeep.daemon.retrieval import sharing
 from ctxkeep.daemon.store.records import SessionRecord
 
 #: The most passages a turn's memory brings (each with its partner: a question's answer, an
@@ -64,7 +64,7 @@ async def bring(memory: Memory, session: SessionRecord, query: Query, budget: in
             return []  # a session that matched less well brings the passage that matched alone
         return [o for o in index.partners(index.passages[pid], pid)
                 if allowed[o] and hash(index.passages[o].text) not in query.holds]
-    chosen = select.choose(list(score), budget, overhead, lambda pid: cost(pid, name(pid)), partners,
+    chosen = sharing.choose(list(score), budget, overhead, lambda pid: cost(pid, name(pid)), partners,
                            score.__getitem__)
     out = [Remembered(o.session_id, o.name, index.passages[pid], score.get(pid, 0.0), pid)
            for pid in chosen if (o := index.source(pid)) is not None]

@@ -26,7 +26,7 @@ from ctxkeep.daemon.recall import room as recall_room
 from ctxkeep.daemon.recall.indexes import SessionIndexes
 from ctxkeep.daemon.recall.recalled import NONE, Recall
 from ctxkeep.daemon.recall.session_index import SessionIndex
-from ctxkeep.daemon.retrieval import select, when
+from ctxkeep.daemon.retrieval import select, sharing, when
 from ctxkeep.daemon.retrieval.lexical import asked_terms, has_words, query_terms, unstamped
 from ctxkeep.daemon.retrieval.passages import Passage
 from ctxkeep.daemon.retrieval.semantic import Embedder
@@ -46,7 +46,7 @@ RANKED = 200
 MIN_ROOM = 48
 #: What the second hop (the best passages' rare terms asked again) weighs in the fusion.
 SECOND_HOP = 0.5
-#: Passages that stand out by meaning offered for the room kept for them (select.MEANING_SHARE).
+#: Passages that stand out by meaning offered for the room kept for them (sharing.MEANING_SHARE).
 NEAR = 20
 
 
@@ -230,7 +230,7 @@ class Recaller:
         overhead = self.estimator.text(model, f"{select.OPENING}\n{select.CLOSING}")
         cost = lambda pid: self.estimator.estimate(model, index.lines[pid])
         ranked_ids = select.distinct(sorted(scores, key=lambda pid: (-scores[pid], -pid)), index.term_set)
-        chosen = select.select(ranked_ids, index.lexical.passages, budget + movable.tokens, overhead, cost,
+        chosen = sharing.select(ranked_ids, index.lexical.passages, budget + movable.tokens, overhead, cost,
                                index.partners, scores.__getitem__, near)
         if not movable.exchanges:
             return chosen, ()

@@ -6,7 +6,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from ctxkeep.daemon.recall.recaller import SessionIndex
-from ctxkeep.daemon.retrieval import select
+from ctxkeep.daemon.retrieval import select, sharing
 from ctxkeep.daemon.retrieval.lexical import has_words, query_terms, terms
 from ctxkeep.daemon.retrieval.passages import PASSAGE_CHARS, WHOLE_CHARS, Passage, passages
 from ctxkeep.daemon.store.records import NewMessage
@@ -31,7 +31,7 @@ def test_selection_never_passes_its_budget_nor_repeats_and_keeps_time_order(leng
     order.shuffle(ranked)
     cost = lambda pid: len(found[pid].text.split()) + 3
     partners = lambda p: [p.reply_to] if p.reply_to >= 0 else ([p.seq + 1] if p.seq + 1 < len(found) else [])
-    chosen = select.select(ranked, found, budget, 5, cost, partners, near=ranked[::-1][:near])
+    chosen = sharing.select(ranked, found, budget, 5, cost, partners, near=ranked[::-1][:near])
     assert 5 + sum(cost(p.seq) for p in chosen) <= max(budget, 5) or not chosen
     assert len({p.seq for p in chosen}) == len(chosen)
     assert [p.seq for p in chosen] == sorted(p.seq for p in chosen)
@@ -42,8 +42,8 @@ def test_an_answer_brings_its_question_when_both_fit():
              _passage(2, "unrelated filler " * 5)]
     cost = lambda pid: 10
     partners = lambda p: [0] if p.seq == 1 else ([1] if p.seq == 0 else [])
-    assert [p.seq for p in select.select([1, 2], found, 100, 0, cost, partners)] == [0, 1, 2]
-    assert [p.seq for p in select.select([1, 2], found, 25, 0, cost, partners)] == [1, 2]  # the question no longer fits
+    assert [p.seq for p in sharing.select([1, 2], found, 100, 0, cost, partners)] == [0, 1, 2]
+    assert [p.seq for p in sharing.select([1, 2], found, 25, 0, cost, partners)] == [1, 2]  # the question no longer fits
 
 
 def test_what_stands_out_by_meaning_keeps_a_share_of_the_room_words_would_fill():
@@ -53,10 +53,10 @@ def test_what_stands_out_by_meaning_keeps_a_share_of_the_room_words_would_fill()
     found = [_passage(i, f"devices used daily {i}") for i in range(20)] + [_passage(20, "I wear my Fitbit")]
     cost, none = lambda pid: 10, lambda p: []
     words = list(range(20))
-    assert len(select.select(words, found, 100, 0, cost, none)) == 10
-    chosen = [p.seq for p in select.select(words, found, 100, 0, cost, none, near=[20, 3])]
+    assert len(sharing.select(words, found, 100, 0, cost, none)) == 10
+    chosen = [p.seq for p in sharing.select(words, found, 100, 0, cost, none, near=[20, 3])]
     assert 20 in chosen and len(chosen) == 10 and chosen[:8] == words[:8]
-    assert [p.seq for p in select.select(words, found, 100, 0, cost, none, near=[3])] == words[:10]
+    assert [p.seq for p in sharing.select(words, found, 100, 0, cost, none, near=[3])] == words[:10]
 
 
 def test_a_turn_comes_back_whole_and_only_a_very_long_one_in_passages_that_point_to_it():
@@ -132,9 +132,9 @@ def test_time_stamps_are_not_terms_so_a_dated_question_does_not_find_every_dated
 @given(lengths=st.lists(st.integers(1, 200), min_size=2, max_size=20), budget=st.integers(20, 600))
 def test_with_scores_the_budget_goes_to_short_turns_that_match_as_well_as_long_ones(lengths, budget):
     found = [_passage(i, "word " * n) for i, n in enumerate(lengths)]
-    cost = lambda pid: len(found[pid].text.split()) + select.LEAST_LINE  # a line's least
+    cost = lambda pid: len(found[pid].text.split()) + sharing.LEAST_LINE  # a line's least
     ranked = list(range(len(found)))
-    chosen = select.select(ranked, found, budget, 5, cost, lambda p: [], score=lambda pid: 1.0)
+    chosen = sharing.select(ranked, found, budget, 5, cost, lambda p: [], score=lambda pid: 1.0)
     assert 5 + sum(cost(p.seq) for p in chosen) <= budget or not chosen
     # equal scores: never a longer passage chosen while a shorter one that fits was left out
     left = [p for p in found if p not in chosen]
@@ -155,11 +155,11 @@ def test_the_best_passage_is_recalled_whenever_it_fits_whatever_its_length(lengt
     found = [_passage(i, "word " * n, role="user" if i % 2 == 0 else "assistant",
                       reply_to=i - 1 if i % 2 else -1) for i, n in enumerate(lengths)]
     ranked = sorted(range(len(found)), key=lambda pid: -scores[pid])
-    cost = lambda pid: len(found[pid].text.split()) + select.LEAST_LINE
+    cost = lambda pid: len(found[pid].text.split()) + sharing.LEAST_LINE
     partners = lambda p: [p.reply_to] if p.reply_to >= 0 else ([p.seq + 1] if p.seq + 1 < len(found) else [])
-    chosen = select.select(ranked, found, budget, 5, cost, partners, scores.__getitem__, near=ranked[::-1][:near])
+    chosen = sharing.select(ranked, found, budget, 5, cost, partners, scores.__getitem__, near=ranked[::-1][:near])
     top = ranked[0]
-    if 5 + cost(top) <= budget and all(select.STANDS_OUT * scores[pid] <= scores[top] for pid in ranked[1:]):
+    if 5 + cost(top) <= budget and all(sharing.STANDS_OUT * scores[pid] <= scores[top] for pid in ranked[1:]):
         assert top in [p.seq for p in chosen]
     assert 5 + sum(cost(p.seq) for p in chosen) <= max(budget, 5) or not chosen
 
@@ -171,13 +171,13 @@ def test_a_long_answer_that_matches_best_is_not_crowded_out_by_short_turns():
     was left out by a few tokens."""
     found = [_passage(0, "answer " * 365, "assistant")] + [_passage(i, "question " * 50) for i in range(1, 6)]
     scores = [2.68, 1.34, 1.14, 1.12, 1.09, 1.05]
-    cost = lambda pid: len(found[pid].text.split()) + select.LEAST_LINE
-    chosen = [p.seq for p in select.select(list(range(6)), found, 620, 10, cost, lambda p: [], scores.__getitem__,
+    cost = lambda pid: len(found[pid].text.split()) + sharing.LEAST_LINE
+    chosen = [p.seq for p in sharing.select(list(range(6)), found, 620, 10, cost, lambda p: [], scores.__getitem__,
                                            near=[5])]
     assert 0 in chosen
     assert 10 + sum(cost(seq) for seq in chosen) <= 620
     for near_tie in ([2.58, 2.53, 2.45, 2.42, 2.41, 2.40], [1.0] * 6):  # no passage stands out: by length
-        shared = [p.seq for p in select.select(list(range(6)), found, 620, 10, cost, lambda p: [], near_tie.__getitem__)]
+        shared = [p.seq for p in sharing.select(list(range(6)), found, 620, 10, cost, lambda p: [], near_tie.__getitem__)]
         assert 0 not in shared and len(shared) == 5
 
 
