@@ -65,7 +65,7 @@ async def bring(memory: Memory, session: SessionRecord, query: Query, budget: in
         return [o for o in index.partners(index.passages[pid], pid)
                 if allowed[o] and hash(index.passages[o].text) not in query.holds]
     chosen = sharing.choose(list(score), budget, overhead, lambda pid: cost(pid, name(pid)), partners,
-                           score.__getitem__)
+                            score.__getitem__)
     out = [Remembered(o.session_id, o.name, index.passages[pid], score.get(pid, 0.0), pid)
            for pid in chosen if (o := index.source(pid)) is not None]
     left = len([pid for pid in score if pid not in set(chosen)])

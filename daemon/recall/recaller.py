@@ -231,7 +231,7 @@ class Recaller:
         cost = lambda pid: self.estimator.estimate(model, index.lines[pid])
         ranked_ids = select.distinct(sorted(scores, key=lambda pid: (-scores[pid], -pid)), index.term_set)
         chosen = sharing.select(ranked_ids, index.lexical.passages, budget + movable.tokens, overhead, cost,
-                               index.partners, scores.__getitem__, near)
+                                index.partners, scores.__getitem__, near)
         if not movable.exchanges:
             return chosen, ()
         return recall_room.fit(chosen, lambda p: cost(index.by_seq[p.seq][p.part]), overhead, budget, movable)
