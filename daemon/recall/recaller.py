@@ -217,7 +217,7 @@ class Recaller:
             near = [pid for pid in near if passages[pid].text not in held]
         rare = index.lexical.rare(query)
         specific = lambda pid: bool(rare & index.term_set(pid))
-        if moving and not recall_room.reaches(scores, passages, moving, active, specific):
+        if moving and not recall_room.reaches(scores, passages, moving, active, specific, asked.about_past):
             scores = {pid: s for pid, s in scores.items() if passages[pid].seq not in moving}
             near = [pid for pid in near if passages[pid].seq not in moving]
             movable = recall_room.NOTHING

@@ -68,13 +68,20 @@ def movable(active: Sequence[MessageRecord], protected: set[int], cost: Callable
 
 
 def reaches(scores: dict[int, float], passages: Sequence[Passage], moving: set[int], active: set[int],
-            specific: Callable[[int], bool]) -> bool:
+            specific: Callable[[int], bool], about_past: bool = False) -> bool:
     """Whether the message reaches into the past: its best match outside the active context
-    is `specific` (it shares a word with the message that few passages have) and scores at
-    least REACH × its best among the movable exchanges (or none is there)."""
+    scores at least REACH × its best among the movable exchanges (or none is there), and
+    either it is `specific` (it shares a word with the message that few passages have) or
+    the message speaks of the user's past (`about_past`) and the movable exchanges' best
+    scores under REACH × it: they do not say what it asks. In a chat that keeps coming back
+    to one subject ("How much did I raise at all the charity events?" after three chats
+    about charity events), no word of the question is rare, and the turns that answer it
+    are still outside the window while older turns about something else hold its room."""
     outside = max(((s, pid) for pid, s in scores.items() if passages[pid].seq not in active), default=(0.0, -1))
     inside = max((s for pid, s in scores.items() if passages[pid].seq in moving), default=0.0)
-    return outside[0] > 0 and outside[0] >= REACH * inside and specific(outside[1])
+    if outside[0] <= 0 or outside[0] < REACH * inside:
+        return False
+    return specific(outside[1]) or (about_past and inside < REACH * outside[0])
 
 
 def fit(chosen: Sequence[Passage], cost: Callable[[Passage], int], overhead: int, room: int,

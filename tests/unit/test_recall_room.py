@@ -1,0 +1,60 @@
+"""When a message reaches into the past (recall/room.py `reaches`), as a pure function: its
+best match outside the active context against the oldest verbatim exchanges recall may take
+the room of."""
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ctxkeep.daemon.recall.room import REACH, reaches
+from ctxkeep.daemon.retrieval.passages import Passage
+
+#: Passages 0-5 were compacted out (outside the active context); 6-9 are the movable
+#: exchanges; 10-11 the newest turns, kept.
+PASSAGES = [Passage(seq=i, part=0, parts=1, role="user" if i % 2 == 0 else "assistant", created=1.7e9 + i,
+                    text=f"turn {i}") for i in range(12)]
+ACTIVE = set(range(6, 12))
+MOVING = set(range(6, 10))
+NOTHING_RARE = lambda pid: False  # a chat that keeps to one subject: no word of the question is rare
+RARE = lambda pid: True
+
+
+def test_a_question_about_the_past_reaches_in_a_chat_that_keeps_to_one_subject():
+    """"How much money did I raise in total at all the charity events?" after three chats
+    about charity events: "charity", "raise", "events" are in many turns, none rare. The
+    turns that answer are outside the window; the older turns recall may move say nothing
+    of it. The question reaches, as it does where a rare word matched."""
+    outside_only = {1: 2.39, 3: 1.7}
+    assert reaches(outside_only, PASSAGES, MOVING, ACTIVE, NOTHING_RARE, about_past=True)
+    assert reaches(outside_only, PASSAGES, MOVING, ACTIVE, RARE, about_past=False)
+    # the older turns say it far less well ("How many doctor's appointments did I go to in March?")
+    assert reaches({1: 4.97, 7: 1.53}, PASSAGES, MOVING, ACTIVE, NOTHING_RARE, about_past=True)
+
+
+def test_a_request_that_does_not_speak_of_the_past_reaches_only_by_a_rare_word():
+    """"Write a poem about autumn": its everyday words meet old turns by chance; the prompt's
+    start (the model server's cache) stays as it is."""
+    assert not reaches({1: 2.39}, PASSAGES, MOVING, ACTIVE, NOTHING_RARE, about_past=False)
+
+
+def test_what_the_movable_turns_say_as_well_keeps_them_in_place():
+    """Where the older verbatim turns match about as well as anything outside, they may be
+    what the question asks of: without a rare word, nothing moves."""
+    assert not reaches({1: 2.0, 7: 1.9}, PASSAGES, MOVING, ACTIVE, NOTHING_RARE, about_past=True)
+    assert not reaches({1: 2.0, 7: 2.6}, PASSAGES, MOVING, ACTIVE, RARE, about_past=True)  # below REACH × inside
+    assert not reaches({7: 2.0}, PASSAGES, MOVING, ACTIVE, RARE, about_past=True)  # nothing outside
+    assert not reaches({}, PASSAGES, MOVING, ACTIVE, RARE, about_past=True)
+
+
+@given(outside=st.floats(0.01, 10), inside=st.floats(0, 10), more=st.floats(0, 5), rare=st.booleans(),
+       about_past=st.booleans())
+def test_a_better_match_outside_or_a_worse_one_inside_never_stops_a_reach(outside, inside, more, rare, about_past):
+    """Monotone in what it weighs: a stronger match outside, a weaker one among the movable
+    turns, a rare word or a message about the past can only make a message reach."""
+    def reached(out: float, ins: float, rare_word: bool, past: bool) -> bool:
+        scores = {2: out, 8: ins} if ins else {2: out}
+        return reaches(scores, PASSAGES, MOVING, ACTIVE, lambda pid: rare_word, past)
+    if reached(outside, inside, rare, about_past):
+        assert reached(outside + more, inside, rare, about_past)
+        assert reached(outside, max(0.0, inside - more), rare, about_past)
+        assert reached(outside, inside, True, about_past) and reached(outside, inside, rare, True)
+    assert not reached(outside, inside, rare, about_past) or outside >= REACH * inside
