@@ -38,6 +38,11 @@ _OF_ANSWERS = re.compile(r"\byou\s+(?:\w+\s+)?(?:said|told|suggested|recommended
 _THEMSELVES = "i|i'm|i've|i'd|my|mine|myself|we|we're|our|ours"
 _OF_THEMSELVES = re.compile(rf"\b(?:{_THEMSELVES})\b", re.I)
 _OF_THE_USER = re.compile(rf"\b(?:{_THEMSELVES}|me|us)\b", re.I)
+#: A request for something chosen for the user ("recommend a show for me to watch", "find us a
+#: place to eat") or near them ("events around me"): what suits them is what they said of their
+#: tastes and whereabouts. "give me", "tell me", "help us" name a receiver, not a taste.
+_FOR_THE_USER = re.compile(r"\b(?:recommend|suggest|advise|pick|choose|find)\b[^.!?\n]*?\b(?:me|us)\b|"
+                           r"\b(?:around|near|nearby)\s+(?:me|us)\b", re.I)
 #: How much more the passages of whoever a question asks about count in the fusion.
 ADDRESSED = 1.5
 
@@ -67,11 +72,13 @@ _OF_THE_PAST = re.compile(r"\b(?:remind|remember|recall|earlier|previously|befor
 
 def about_the_past(message: str) -> bool:
     """Whether a message speaks of the user's own past: of themselves ("my", "I", "we"), of
-    what the model said ("you suggested"), or of a time before ("remind me", "last time",
-    "what was the codeword").
+    what the model said ("you suggested"), of a time before ("remind me", "last time",
+    "what was the codeword"), or of their tastes ("recommend a show for me", "around me").
     A request that does none of these ("write a poem about autumn", "give me a limerick",
-    "say it again more simply") asks nothing of the user's other conversations."""
-    return bool(_OF_ANSWERS.search(message) or _OF_THEMSELVES.search(message) or _OF_THE_PAST.search(message))
+    "suggest three names for a bakery", "say it again more simply") asks nothing of the
+    user's other conversations."""
+    return bool(_OF_ANSWERS.search(message) or _OF_THEMSELVES.search(message) or _OF_THE_PAST.search(message)
+                or _FOR_THE_USER.search(message))
 
 
 def context_for(message: str, own_terms: int, last_turn: Sequence[str]) -> str:

@@ -151,3 +151,41 @@ def test_a_message_whose_vector_comes_late_is_not_recalled_for_by_its_words_alon
     assert not given, given
     assert not named and not tortoise, (named, tortoise)
     assert any("Hartley" in p.text for p in asked), asked
+
+
+#: A chat that keeps to one subject (its words in every turn), and the user's taste said once.
+SCREEN = ["Which streaming service has the most shows to watch?",
+          "Should I watch a show or a movie on a long flight?",
+          "How many episodes does a show's season usually have?",
+          "Is a show's pilot worth watching before deciding?",
+          "What makes a movie night at home fun?"]
+TASTE = "Any night of the week I only watch slow-burning Scandinavian crime shows; sitcoms bore me."
+
+
+def test_a_request_for_something_chosen_for_the_user_recalls_their_taste(tmp_path):
+    """"Recommend a show for me" asks for what suits the user, which is what they said of
+    their tastes, though no word of it is rare in a chat about shows; a request that names
+    a receiver ("give me") or none asks nothing of their past, in the same chat."""
+    rng = random.Random(5)
+    reply = lambda messages: " ".join(rng.choice(["a show", "a movie", "the season", "to watch", "an episode"])
+                                      for _ in range(40))
+    backend = MemoryBackend(reply=reply)
+    app = InProcess(tmp_path, backend, Config(embed_model="", embed_builtin=False))
+
+    async def scenario() -> tuple[list, list, list]:
+        sid = (await app.call(requests.SessionCreate(model=MODEL, num_ctx=2048))).session.id
+
+        async def ask(text: str) -> list:
+            accepted = await app.call(requests.Send(session=sid, text=text))
+            await app.services.jobs.drain(30)
+            return recalled(app, accepted)
+        for turn in range(40):
+            await ask(TASTE if turn == 3 else SCREEN[turn % len(SCREEN)])
+        return (await ask("Can you recommend a show or movie for me to watch tonight?"),
+                await ask("Give me a limerick about a show."), await ask("Suggest three names for a show."))
+    try:
+        chosen, limerick, names = asyncio.run(scenario())
+    finally:
+        app.close()
+    assert TASTE in [p.text for p in chosen], chosen
+    assert not limerick and not names, (limerick, names)

@@ -250,6 +250,12 @@ def test_memory_answers_only_what_speaks_of_the_past():
     assert not about_the_past("Give me a limerick about a forgetful robot.")
     assert not about_the_past("Say it again more simply, please.") and not about_the_past("Help us plan a picnic.")
     assert about_the_past("Remind me of the plan") and about_the_past("What's my dog's name again?")
+    # something chosen for the user, or near them, is chosen by what they said of themselves
+    assert about_the_past("Can you recommend a show or movie for me to watch tonight?")
+    assert about_the_past("Any cultural events happening around me this weekend?")
+    assert about_the_past("Find us a quiet place to eat.")
+    assert not about_the_past("Suggest three names for a small bakery.")
+    assert not about_the_past("Translate this for me.") and not about_the_past("Suggest a title. Then tell me a joke.")
 
 
 @settings(max_examples=60)
