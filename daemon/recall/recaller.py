@@ -210,7 +210,8 @@ class Recaller:
             scores = {pid: s for pid, s in scores.items() if on_topic(pid)}
         else:  # (and what the sittings they were said in were about)
             scores = index.sittings.with_openings(scores, in_prompt)
-        scores = select.above_floor(scores)  # (of the best, a checkpoint's quote of it too)
+        gathering = select.gathers(user.content)  # (it needs what each of several turns said)
+        scores = select.above_floor(scores, select.GATHER_FLOOR if gathering else select.FLOOR)
         held = "\n".join(c.summary for c in context.checkpoints)
         if held:  # a passage a checkpoint quotes whole (a fact it kept) is in the prompt already
             scores = {pid: s for pid, s in scores.items() if passages[pid].text not in held}

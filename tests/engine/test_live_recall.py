@@ -5,12 +5,7 @@ before. The evidence reaches the prompt verbatim; and whatever the window, the r
 and the chatter, a message whose best match lies outside the active context gets at least
 that passage (a property)."""
 
-import asyncio
 import random
-import tempfile
-from collections.abc import Awaitable, Callable
-from pathlib import Path
-from typing import TypeVar
 
 import pytest
 from hypothesis import example, given, settings
@@ -20,37 +15,12 @@ from ctxkeep.daemon.config import Config
 from ctxkeep.protocol import requests
 from ctxkeep.protocol.events import GenerationRecalled
 from inprocess import InProcess
+from live_chat import MODEL, TOPICS, run, summarizer
 from memory_backend import MemoryBackend
 
-T = TypeVar("T")
-
-MODEL = "qwen2.5:7b"
-TOPICS = ["the bakery on the corner", "a bicycle repair", "the new bus timetable", "tomato seedlings",
-          "a jazz record", "the leaking tap", "a chess opening", "the library card", "a hiking boot",
-          "the village fair", "a sourdough starter", "the broken umbrella"]
 EVIDENCE = ["Remember this for later: my locker at the swimming pool is number 4711, the blue one.",
             "Also: the plumber Okonkwo comes on the 14th to fix the boiler."]
 QUESTION = "What number is my locker at the swimming pool, and when does the plumber Okonkwo come?"
-
-
-def run(backend: MemoryBackend, config: Config, go: Callable[[InProcess], Awaitable[T]]) -> T:
-    """`go` against the daemon's services in-process, on a store of its own."""
-    app = InProcess(Path(tempfile.mkdtemp(prefix="cklive")), backend, config)
-    try:
-        return asyncio.run(go(app))
-    finally:
-        app.close()
-
-
-def summarizer(messages: list[dict]) -> str | None:
-    """A summary of realistic size (a quarter of the sentences it is given), or None for a turn."""
-    request = messages[-1]["content"]
-    if not request.startswith(("Conversation to summarize", "Summary to shorten", "Summaries of")):
-        return None
-    source = request.split("\n\n", 1)[-1] if "conversation above" not in request else \
-        "\n".join(m["content"] for m in messages[:-1] if m["role"] != "system")
-    sentences = [s for s in source.replace("\n", ". ").split(". ") if s.strip()]
-    return ". ".join(sentences[::4]) or "Summary: everyday talk."
 
 
 def chat(window: int, turns: int, seed: int, ns_per_read: int = 1) -> tuple[list[dict], list[str]]:
@@ -242,48 +212,3 @@ def test_a_message_without_words_is_given_no_meaning():
     assert "search_document: I bought a peace lily at the nursery." in documents, documents
     said = [t.partition(": ")[2] for t in embedded]
     assert not {"[2023/05/01 (Mon) 10:00]", "\u200b"} & set(said), embedded
-
-
-#: Three chats about charity events, each amount said once by the user among talk of them.
-CHARITY = ["I took part in a charity walk last spring and raised $250 through sponsors.",
-           "My team did a charity Bike-a-Thon for cancer research and we raised $5,000.",
-           "I helped organize a charity yoga event that raised $600 for the animal shelter."]
-
-
-def test_a_question_about_a_subject_the_whole_chat_keeps_to_reaches_past_the_older_turns():
-    """The chat comes back to charity events again and again, so none of the question's
-    words is rare in it ("charity", "raised", "events"); the three turns that say the amounts
-    are in checkpoints by the time it is asked, and the older verbatim turns in the window are
-    about other things. The question speaks of the user's past and nothing in those turns
-    says what it asks: it takes their room, and the three amounts come back word for word."""
-    rng = random.Random(11)
-
-    def reply(messages: list[dict]) -> str:
-        summary = summarizer(messages)
-        if summary is not None:
-            return summary
-        asked = messages[-1]["content"]
-        if "charity" in asked.lower():
-            return ("Charity events do well with clear goals. " +
-                    " ".join(rng.choice(["Thank your sponsors.", "Share the results with donors.",
-                                         "Ask friends to join the next charity event.",
-                                         "Keep a list of volunteers."]) for _ in range(12)))
-        return "Here are some thoughts: " + " ".join(rng.choice(TOPICS) + " is worth a look." for _ in range(30))
-
-    question = "How much money did I raise in total through all the charity events I took part in?"
-    talk = [f"What else should I do for the next charity event, {n}?" for n in
-            ("the spring one", "the summer one", "the autumn one", "the winter one", "the school one", "the town one")]
-    chatter = [f"Tell me something about {rng.choice(TOPICS)}, please." for _ in range(16)]
-    texts = [CHARITY[0], *talk[:2], CHARITY[1], *talk[2:4], CHARITY[2], *talk[4:], *chatter]
-    backend = MemoryBackend(reply=reply)
-
-    async def go(app: InProcess) -> None:
-        sid = (await app.call(requests.SessionCreate(model=MODEL, num_ctx=2048))).session.id
-        for text in [*texts, question]:
-            await app.call(requests.Send(session=sid, text=text))
-            await app.services.jobs.drain(30)
-
-    run(backend, Config(embed_model="", embed_builtin=False), go)
-    prompt = next(m for m, _ in reversed(backend.chats) if m[-1]["content"].startswith(question))
-    text = "\n".join(m["content"] for m in prompt)
-    assert [fact in text for fact in CHARITY] == [True] * 3

@@ -1,0 +1,25 @@
+"""A question that gathers what several turns said (select.gathers): which questions do,
+and the floor they are held to."""
+
+from ctxkeep.daemon.retrieval import select
+from unrelated import FOLLOW_UPS
+
+
+def test_questions_that_count_total_order_or_compare_gather():
+    for question in ("How many magazine subscriptions do I currently have?",
+                     "What is the total amount I earned at the markets?", "How much did I raise in total?",
+                     "What is the order of the three trips I took, from earliest to latest?",
+                     "Which event happened first, the purchase of the coffee maker or the mixer's malfunction?",
+                     "Who graduated first among Emma, Rachel and Alex?"):
+        assert select.gathers(question), question
+    for question in ("What brand of BBQ sauce am I currently obsessed with?", "Which book did I finish a week ago?",
+                     "Can you suggest a hotel for my upcoming trip to Miami?",
+                     "Is it first come, first served at the museum?", *FOLLOW_UPS):
+        assert not select.gathers(question), question
+
+
+def test_the_floor_a_gathering_question_is_held_to_keeps_what_scores_a_fraction_of_the_best():
+    scores = {0: 4.0, 1: 0.5, 2: 0.25, 3: 0.1}
+    assert set(select.above_floor(scores)) == {0}
+    assert set(select.above_floor(scores, select.GATHER_FLOOR)) == {0, 1, 2}
+
