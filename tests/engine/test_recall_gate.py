@@ -5,6 +5,7 @@ said long ago, and a question about what was said, still do."""
 
 import asyncio
 import random
+from collections.abc import Awaitable, Callable
 
 import pytest
 
@@ -38,6 +39,17 @@ def recalled(app: InProcess, accepted) -> list:
             for p in e.recalled if not p.session_id]
 
 
+async def asker(app: InProcess) -> Callable[[str], Awaitable[list]]:
+    """A new session's `ask`: a message sent, its jobs done, and what it recalled."""
+    sid = (await app.call(requests.SessionCreate(model=MODEL, num_ctx=2048))).session.id
+
+    async def ask(text: str) -> list:
+        accepted = await app.call(requests.Send(session=sid, text=text))
+        await app.services.jobs.drain(30)
+        return recalled(app, accepted)
+    return ask
+
+
 #: Two requests' words met by chance in a turn about something else.
 BY_CHANCE = {7: "The insurer covers drivers in Canada and the US; its city office stays open late.",
              13: "Zoning rules affect the tax, and their effect on the price is small."}
@@ -56,12 +68,7 @@ def asked_in_a_long_chat(tmp_path, config: Config, queries: list[str] | None = N
     app = InProcess(tmp_path, backend, config)
 
     async def scenario() -> tuple[list, list, list, list]:
-        sid = (await app.call(requests.SessionCreate(model=MODEL, num_ctx=2048))).session.id
-
-        async def ask(text: str) -> list:
-            accepted = await app.call(requests.Send(session=sid, text=text))
-            await app.services.jobs.drain(30)
-            return recalled(app, accepted)
+        ask = await asker(app)
         for turn in range(40):
             await ask(once.get(turn, COMMON[turn % len(COMMON)]))
         await app.embedded(600)
@@ -173,12 +180,7 @@ def test_a_request_for_something_chosen_for_the_user_recalls_their_taste(tmp_pat
     app = InProcess(tmp_path, backend, Config(embed_model="", embed_builtin=False))
 
     async def scenario() -> tuple[list, list, list]:
-        sid = (await app.call(requests.SessionCreate(model=MODEL, num_ctx=2048))).session.id
-
-        async def ask(text: str) -> list:
-            accepted = await app.call(requests.Send(session=sid, text=text))
-            await app.services.jobs.drain(30)
-            return recalled(app, accepted)
+        ask = await asker(app)
         for turn in range(40):
             await ask(TASTE if turn == 3 else SCREEN[turn % len(SCREEN)])
         return (await ask("Can you recommend a show or movie for me to watch tonight?"),
