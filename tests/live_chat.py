@@ -20,6 +20,7 @@ TOPICS = ["the bakery on the corner", "a bicycle repair", "the new bus timetable
           "a jazz record", "the leaking tap", "a chess opening", "the library card", "a hiking boot",
           "the village fair", "a sourdough starter", "the broken umbrella"]
 
+
 def run(backend: MemoryBackend, config: Config, go: Callable[[InProcess], Awaitable[T]]) -> T:
     """`go` against the daemon's services in-process, on a store of its own."""
     app = InProcess(Path(tempfile.mkdtemp(prefix="cklive")), backend, config)
