@@ -7,6 +7,7 @@ too (`Sittings.with_openings`)."""
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from ctxkeep.daemon.retrieval.lexical import terms, unstamped
 from ctxkeep.daemon.retrieval.passages import Passage
 
 #: The pause (seconds) after which the next message opens a new sitting of the conversation.
@@ -18,6 +19,10 @@ SITTING_REACH = 40
 #: What the opening of a sitting scores beside the best passage of that sitting a question
 #: finds.
 OPENING_WEIGHT = 0.5
+#: The fewest terms a user's message has to open a sitting: a greeting ("hey", "hello
+#: again!") or a bare time stamp says nothing of what the sitting is about; the first
+#: message after it that does opens it.
+OPENING_TERMS = 3
 
 
 @dataclass
@@ -38,7 +43,7 @@ class Sittings:
             opening, seq = -1, -1
         elif opening >= 0 and p.seq - seq > SITTING_REACH:
             opening, seq = -2, -1
-        if opening == -1 and p.role == "user" and p.part == 0:
+        if opening == -1 and p.role == "user" and p.part == 0 and says_what(p.text):
             opening, seq = pid, p.seq
         self._last, self._opening = max(self._last, p.created), (opening, seq)
         self.openings.append(max(opening, -1))
@@ -52,3 +57,8 @@ class Sittings:
             if first >= 0 and first != pid and not skip(first):
                 out[first] = max(out.get(first, 0.0), OPENING_WEIGHT * s)
         return out
+
+
+def says_what(text: str) -> bool:
+    """Whether a message can open a sitting: it has OPENING_TERMS terms beside its stamps."""
+    return len(terms(unstamped(text))) >= OPENING_TERMS

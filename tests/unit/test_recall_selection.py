@@ -311,7 +311,7 @@ def test_a_sitting_opens_with_the_users_first_message_after_a_pause():
     said = [("user", 0), ("assistant", 10), ("user", 60), ("assistant", 70),  # sitting 1: opened by #0
             ("assistant", 70 + SITTING_GAP + 1), ("user", 80 + SITTING_GAP), ("assistant", 90 + SITTING_GAP),
             ("user", 100 + 3 * SITTING_GAP)]
-    records = [NewMessage(role=role, content=f"message {seq}").record(seq, 1.7e9 + at)
+    records = [NewMessage(role=role, content=f"message {seq} on camera flashes").record(seq, 1.7e9 + at)
                for seq, (role, at) in enumerate(said)]
     index = SessionIndex()
     index.add(records[:3])
@@ -322,12 +322,25 @@ def test_a_sitting_opens_with_the_users_first_message_after_a_pause():
 def test_a_long_sitting_without_a_pause_moves_on_from_its_opening():
     from ctxkeep.daemon.recall.sittings import SITTING_GAP, SITTING_REACH
     count = SITTING_REACH + 5
-    records = [NewMessage(role="user" if seq % 2 == 0 else "assistant", content=f"message {seq}")
+    records = [NewMessage(role="user" if seq % 2 == 0 else "assistant", content=f"message {seq} on camera flashes")
                .record(seq, 1.7e9 + 60 * seq) for seq in range(count)]
-    later = NewMessage(role="user", content="after a pause").record(count, 1.7e9 + 60 * count + SITTING_GAP + 1)
+    later = NewMessage(role="user", content="back to camera flashes").record(count, 1.7e9 + 60 * count + SITTING_GAP + 1)
     index = SessionIndex()
     index.add([*records, later])
     assert index.sittings.openings == [0] * (SITTING_REACH + 1) + [-1] * (count - SITTING_REACH - 1) + [count]
+
+
+def test_a_greeting_or_a_bare_stamp_does_not_open_a_sitting():
+    """"hey" says nothing of what a sitting is about: the user's first message that does
+    opens it (the greeting itself has no opening to bring)."""
+    said = ["[2023/05/20 (Sat) 04:08]", "Hello! How can I help you today?", "hey", "Hey there!",
+            "[2023/05/20 (Sat) 04:09] I'm looking to upgrade my camera flash", "The Godox V1 suits you.",
+            "I'll go with the Godox"]
+    records = [NewMessage(role="user" if seq % 2 == 0 else "assistant", content=text).record(seq, 1.7e9 + 60 * seq)
+               for seq, text in enumerate(said)]
+    index = SessionIndex()
+    index.add(records)
+    assert index.sittings.openings == [-1, -1, -1, -1, 4, 4, 4]
 
 
 def test_a_follow_up_found_brings_the_opening_of_its_sitting_at_a_share_of_its_score():
