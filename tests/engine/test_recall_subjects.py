@@ -69,3 +69,28 @@ def test_a_question_that_gathers_gets_each_turn_it_needs_not_only_the_best():
                                 ["A weekly magazine covers more.", "Ask a friend which magazine they read.",
                                  "Libraries keep every magazine of the month."], rng))
     assert [fact in text for fact in MAGAZINES] == [True] * 3, [fact in text for fact in MAGAZINES]
+
+
+#: A model kit the user was building, and the one they switched to: the first said at length
+#: in the words a question about it asks with, the change in a short turn that shares one
+#: word with it.
+KITS = ["I'm working on a model of a Ford Mustang Shelby GT350R, my current model project, and I want "
+        "the weathering on this model car to look right.",
+        "Quick news: that one is done, and I switched to a new model, a Ford F-150 pickup truck."]
+
+
+def test_a_question_of_what_holds_now_gets_the_change_as_well_as_the_first_statement():
+    """"What … am I currently working on?" holds the first statement's words; the turn that
+    changed it shares one everyday word of the chat ("model") and scores a fraction of it.
+    A question of what holds now needs both (the first to know what changed): both come
+    back."""
+    rng = random.Random(13)
+    talk = [f"Which paint suits the {part} of a model?" for part in
+            ("wheels", "windows", "seats", "bumpers", "engine", "doors", "lights", "roof")]
+    chatter = [f"Tell me something about {rng.choice(TOPICS)}, please." for _ in range(14)]
+    texts = [*chatter[:4], KITS[0], *talk[:4], KITS[1], *talk[4:], *chatter[4:]]
+    text = prompt_after(texts, "What type of vehicle model am I currently working on?",
+                        replies("model", "Every model kit rewards patience.",
+                                ["Thin your paint for a model.", "Prime each model part first.",
+                                 "A model looks best under soft light."], rng))
+    assert [kit in text for kit in KITS] == [True] * 2, [kit in text for kit in KITS]
