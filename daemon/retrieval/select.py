@@ -148,7 +148,8 @@ _GATHERS = re.compile(r"\bhow\s+many\b|\b(?:in\s+total|total|altogether|combined
                       r"\b(?:the|what|which|chronological)\s+order\b|"
                       r"\b(?:first|earliest|latest|most\s+recently)\b[^?]*\b(?:or|among)\b|"
                       r"\b(?:or|among)\b[^?]*\b(?:first|earliest|latest)\b|"
-                      r"\b(?:currently|previously|used\s+to|these\s+days|nowadays|any\s?more)\b", re.I)
+                      r"\b(?:currently|previously|these\s+days|nowadays|anymore|(?:I|we)\s+used\s+to|"
+                      r"did\s+(?:I|we)\s+use\s+to)\b", re.I)
 #: The floor (FLOOR) for such a question. LongMemEval's oracle split (every history only its
 #: evidence sessions; 170 questions, 4,096, e5): multi-session 82.1 → 87.2 % of the evidence
 #: turns, all 90.6 → 92.3 %; the dev split 93.4 → 92.3 and 91.2 % (two runs: two questions

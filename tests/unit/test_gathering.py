@@ -1,23 +1,26 @@
-"""A question that gathers what several turns said (select.gathers): which questions do,
-and the floor they are held to."""
+"""A question that gathers what several turns said, or asks what holds now (select.gathers):
+which questions do, and the floor they are held to."""
 
 from ctxkeep.daemon.retrieval import select
 from unrelated import FOLLOW_UPS
 
 
-def test_questions_that_count_total_order_or_compare_gather():
+def test_questions_that_count_total_order_compare_or_ask_what_holds_now_gather():
     for question in ("How many magazine subscriptions do I currently have?",
                      "What is the total amount I earned at the markets?", "How much did I raise in total?",
                      "What is the order of the three trips I took, from earliest to latest?",
                      "Which event happened first, the purchase of the coffee maker or the mixer's malfunction?",
                      "Who graduated first among Emma, Rachel and Alex?",
-                     "What brand of BBQ sauce am I currently obsessed with?", "Do I go to the gym more than I did previously?",
-                     "What do I use to store my sneakers these days?", "Do I still play tennis, or not anymore?"):
+                     "What brand of BBQ sauce am I currently obsessed with?",
+                     "Do I go to the gym more than I did previously?",
+                     "What do I use to store my sneakers these days?", "Do I still play tennis, or not anymore?",
+                     "Where did I use to buy my coffee beans?"):
         assert select.gathers(question), question
     for question in ("What brand of BBQ sauce did I buy for the party?", "Which book did I finish a week ago?",
                      "Can you suggest a hotel for my upcoming trip to Miami?",
                      "Is it first come, first served at the museum?", "What did I order at the sushi place?",
-                     "I'm saving in order to buy a car: where do I start?", *FOLLOW_UPS):
+                     "I'm saving in order to buy a car: where do I start?", "Which flour is used to make bagels?",
+                     "Do you have any more ideas for the party?", *FOLLOW_UPS):
         assert not select.gathers(question), question
 
 
