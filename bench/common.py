@@ -51,11 +51,14 @@ def standin_process(first_token_ms: float = 0.0, token_ms: float = 0.0) -> Itera
 
 
 @contextmanager
-def daemon_for(url: str, config: str = "") -> Iterator[DaemonProcess]:
+def daemon_for(url: str, config: str = "", code: str | None = None) -> Iterator[DaemonProcess]:
     """ctxkeepd in its own process on a throw-away store (removed after), logging warnings;
-    `config`: lines for its config.toml."""
+    `config`: lines for its config.toml; `code`: a folder holding the `ctxkeep` package to
+    run (`checkout_at`) instead of this one."""
     root = Path(tempfile.mkdtemp(prefix="ckb", dir="/tmp"))
     daemon = DaemonProcess(root, url, log_level="warning")
+    if code is not None:
+        daemon.env["PYTHONPATH"] = code
     if config:
         daemon.write_config(config)
     try:
@@ -81,6 +84,26 @@ def bare_relay(url: str, durable: bool = False) -> Iterator[tuple[str, str]]:
     finally:
         proc.terminate()
         proc.wait(10)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@contextmanager
+def checkout_at(rev: str) -> Iterator[str]:
+    """This repository's commit `rev` checked out in a temporary folder (a git worktree,
+    removed after); yields a folder to put on PYTHONPATH whose `ctxkeep` package is that
+    commit's (pyproject.toml maps ctxkeep.daemon to daemon/, and so on)."""
+    repo = Path(__file__).resolve().parent.parent
+    folder = Path(tempfile.mkdtemp(prefix="ckrev", dir="/tmp"))
+    tree, path = folder / "tree", folder / "path"
+    subprocess.run(["git", "-C", str(repo), "worktree", "add", "--detach", str(tree), rev],
+                   check=True, capture_output=True)
+    try:
+        (path / "ctxkeep").mkdir(parents=True)
+        for part in ("protocol", "daemon", "clients", "systemd"):
+            (path / "ctxkeep" / part).symlink_to(tree / part)
+        yield str(path)
+    finally:
+        subprocess.run(["git", "-C", str(repo), "worktree", "remove", "--force", str(tree)], capture_output=True)
         shutil.rmtree(folder, ignore_errors=True)
 
 

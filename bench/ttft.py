@@ -26,6 +26,11 @@ Four targets, interleaved sample by sample:
 - ctxkeepd: a `send` request until the first `generation.token` event reaches a
   subscriber.
 
+With `--against REV`, a fifth target: ctxkeepd as it was at commit REV (checked out in
+a temporary git worktree), a daemon of its own beside this one, sample by sample. Two
+sittings of the same code differ by more than most changes do (0.45 to 0.95 ms over the
+durable relay on one 2-core machine), so a change is measured against its start in one run.
+
 Each figure is the median over rounds of the rounds' p50. Floors measured in the same
 run, where the store is: a 4-KiB write and fdatasync, and a synced LMDB commit of one
 small record (py-lmdb alone).
@@ -33,6 +38,7 @@ small record (py-lmdb alone).
 
 import argparse
 import asyncio
+import contextlib
 import itertools
 import json
 import random
@@ -40,7 +46,16 @@ import statistics
 import time
 from pathlib import Path
 
-from common import bare_relay, daemon_for, emit, fdatasync_floor, lmdb_commit_floor, percentiles, standin_process
+from common import (
+    bare_relay,
+    checkout_at,
+    daemon_for,
+    emit,
+    fdatasync_floor,
+    lmdb_commit_floor,
+    percentiles,
+    standin_process,
+)
 
 import ollama
 import zmq
@@ -128,10 +143,18 @@ def through_daemon(c, n: int) -> list[float]:
     return samples
 
 
-def measure(first_token_ms: float, token_ms: float, n: int, rounds: int) -> None:
-    with standin_process(first_token_ms, token_ms) as url, daemon_for(url) as daemon, \
-            daemon.client() as c, bare_relay(url) as relay, bare_relay(url, durable=True) as durable:
-        c.subscribe("")
+def measure(first_token_ms: float, token_ms: float, n: int, rounds: int,
+            against: tuple[str, str] | None = None) -> None:
+    """One model's figures; `against`: (a commit, the folder holding its ctxkeep package)."""
+    with contextlib.ExitStack() as stack:
+        url = stack.enter_context(standin_process(first_token_ms, token_ms))
+        daemon = stack.enter_context(daemon_for(url))
+        relay, durable = stack.enter_context(bare_relay(url)), stack.enter_context(bare_relay(url, durable=True))
+        c = stack.enter_context(daemon.client())
+        then = stack.enter_context(stack.enter_context(daemon_for(url, code=against[1])).client()) \
+            if against else None
+        for subscriber in filter(None, (c, then)):
+            subscriber.subscribe("")
         relays = {"relay": connect(*relay), "durable": connect(*durable)}
         loop = asyncio.new_event_loop()
         client = ollama.AsyncClient(host=url)
@@ -140,9 +163,12 @@ def measure(first_token_ms: float, token_ms: float, n: int, rounds: int) -> None
         for sockets in relays.values():
             through_relay(*sockets, 10)
         through_daemon(c, 10)
-        targets = ("bare", "relay", "durable", "ours")
+        if then is not None:
+            through_daemon(then, 10)
+        targets = ("bare", "relay", "durable", "ours") + (("then",) if then is not None else ())
         one = {"bare": lambda: loop.run_until_complete(bare(client, 1))[0],
                "ours": lambda: through_daemon(c, 1)[0],
+               "then": lambda: through_daemon(then, 1)[0],
                **{name: lambda s=sockets: through_relay(*s, 1)[0] for name, s in relays.items()}}
         order = random.Random(0)
         p50s: dict[str, list[float]] = {t: [] for t in targets}
@@ -164,6 +190,7 @@ def measure(first_token_ms: float, token_ms: float, n: int, rounds: int) -> None
                 sock.close(0)
         sync = fdatasync_floor(Path(daemon.root))["p50_us"] / 1000
         commit = lmdb_commit_floor(Path(daemon.root))["p50_us"] / 1000
+        stack.close()
     model = f"first_token_{first_token_ms:g}ms" + (f"_then_every_{token_ms:g}ms" if token_ms else "")
     emit(bench="ttft", model=model, target="bare_ollama_async_client", **percentiles(every["bare"]))
     emit(bench="ttft", model=model, target="bare_relay_request_to_first_token_event",
@@ -171,6 +198,9 @@ def measure(first_token_ms: float, token_ms: float, n: int, rounds: int) -> None
     emit(bench="ttft", model=model, target="durable_relay_request_to_first_token_event",
          **percentiles(every["durable"]))
     emit(bench="ttft", model=model, target="ctxkeepd_send_to_first_token_event", **percentiles(every["ours"]))
+    if against:
+        emit(bench="ttft", model=model, target=f"ctxkeepd_at_{against[0]}_send_to_first_token_event",
+             **percentiles(every["then"]))
 
     def over(a: str, b: str) -> tuple[float, list[float]]:
         rounds_ms = [round((x - y) * 1000, 2) for x, y in zip(p50s[a], p50s[b])]
@@ -181,21 +211,30 @@ def measure(first_token_ms: float, token_ms: float, n: int, rounds: int) -> None
     stored, _ = over("durable", "relay")
     own_durable, _ = over("ours", "durable")
     floor = hops + (0 if first_token_ms else commit)
+    then_fields = {"against": against[0], "against_over_durable_relay_ms": over("then", "durable")[0],
+                   "over_against_ms": over("ours", "then")} if against else {}
     emit(bench="ttft", model=model, target="added", p50_ms=added, per_round_ms=per_round,
          zmq_hops_ms=hops, over_bare_relay_ms=own, durable_relay_over_relay_ms=stored,
          over_durable_relay_ms=own_durable, disk_fdatasync_p50_ms=round(sync, 3),
          lmdb_commit_p50_ms=round(commit, 3), above_floor_ms=round(added - floor, 3),
          floor="the two ZeroMQ hops" + ("" if first_token_ms else " + a synced LMDB commit"),
-         goal="added <= 1 ms, or added - floor <= 1 ms")
+         goal="added <= 1 ms, or added - floor <= 1 ms", **then_fields)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=40, help="samples per target per round")
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--against", metavar="REV", help="also measure ctxkeepd as it was at this commit, "
+                                                          "sample by sample beside this one")
+    parser.add_argument("--models", default="0,20,burst", help="which models: 0 (first token at once), "
+                        "20 (after 20 ms), burst (all at once); comma-separated")
     args = parser.parse_args()
-    for first_token_ms, token_ms in ((0.0, 10.0), (20.0, 10.0), (0.0, 0.0)):
-        measure(first_token_ms, token_ms, args.n, args.rounds)
+    models = {"0": (0.0, 10.0), "20": (20.0, 10.0), "burst": (0.0, 0.0)}
+    with contextlib.ExitStack() as stack:
+        against = (args.against, stack.enter_context(checkout_at(args.against))) if args.against else None
+        for name in args.models.split(","):
+            measure(*models[name], args.n, args.rounds, against)
 
 
 if __name__ == "__main__":
