@@ -43,6 +43,11 @@ _OF_THE_USER = re.compile(rf"\b(?:{_THEMSELVES}|me|us)\b", re.I)
 #: tastes and whereabouts. "give me", "tell me", "help us" name a receiver, not a taste.
 _FOR_THE_USER = re.compile(r"\b(?:recommend|suggest|advise|pick|choose|find)\b[^.!?\n]*?\b(?:me|us)\b|"
                            r"\b(?:around|near|nearby)\s+(?:me|us)\b", re.I)
+#: What was done to or for the user ("who gave me the mixer?", "the hobbies that led me to
+#: join"): a verb in the past with them as its receiver. "give me", "tell me" ask for
+#: something now.
+_TO_THE_USER = re.compile(r"\b(?:gave|led|told|sent|showed|taught|lent|bought|brought|got|made|left|took|"
+                          r"offered|helped|asked|invited|introduced)\s+(?:me|us)\b", re.I)
 #: How much more the passages of whoever a question asks about count in the fusion.
 ADDRESSED = 1.5
 
@@ -67,18 +72,26 @@ def addressed(message: str) -> str | None:
 
 
 _OF_THE_PAST = re.compile(r"\b(?:remind|remember|recall|earlier|previously|before|last\s+(?:time|week|month|"
-                          r"year)|ago|that\s+time|back\s+when|the\s+other\s+day|did|was|were|had)\b", re.I)
+                          r"year)|ago|that\s+time|back\s+when|the\s+other\s+day|did|was|were|had|"
+                          r"happened|occurred|took\s+place)\b", re.I)
+#: A question of which of several things came first or last ("who became a parent first,
+#: Rachel or Alex?", "which happened first, the trip or the move?"): what it orders are
+#: things that happened, each said in a turn of its own.
+_ORDER = r"\b(?:first|earliest|latest|most\s+recently)\b[^?]*\b(?:or|among)\b|" \
+         r"\b(?:or|among)\b[^?]*\b(?:first|earliest|latest)\b"
+_OF_AN_ORDER = re.compile(_ORDER, re.I)
 
 
 def about_the_past(message: str) -> bool:
     """Whether a message speaks of the user's own past: of themselves ("my", "I", "we"), of
     what the model said ("you suggested"), of a time before ("remind me", "last time",
-    "what was the codeword"), or of their tastes ("recommend a show for me", "around me").
-    A request that does none of these ("write a poem about autumn", "give me a limerick",
-    "suggest three names for a bakery", "say it again more simply") asks nothing of the
-    user's other conversations."""
-    return bool(_OF_ANSWERS.search(message) or _OF_THEMSELVES.search(message) or _OF_THE_PAST.search(message)
-                or _FOR_THE_USER.search(message))
+    "what was the codeword", "what happened"), of what was done to them ("who gave me"), of
+    the order things happened in ("who graduated first, Emma or Alex?"), or of their tastes
+    ("recommend a show for me", "around me"). A request that does none of these ("write a
+    poem about autumn", "give me a limerick", "suggest three names for a bakery", "say it
+    again more simply") asks nothing of the user's other conversations."""
+    return any(pattern.search(message) for pattern in (_OF_ANSWERS, _OF_THEMSELVES, _OF_THE_PAST, _FOR_THE_USER,
+                                                       _TO_THE_USER, _OF_AN_ORDER))
 
 
 def context_for(message: str, own_terms: int, last_turn: Sequence[str]) -> str:
@@ -146,8 +159,7 @@ FLOOR = 0.15
 #: statement, and the one that changed it scores a fraction of it.
 _GATHERS = re.compile(r"\bhow\s+many\b|\b(?:in\s+total|total|altogether|combined|in\s+all)\b|"
                       r"\b(?:the|what|which|chronological)\s+order\b|"
-                      r"\b(?:first|earliest|latest|most\s+recently)\b[^?]*\b(?:or|among)\b|"
-                      r"\b(?:or|among)\b[^?]*\b(?:first|earliest|latest)\b|"
+                      rf"{_ORDER}|"
                       r"\b(?:currently|previously|these\s+days|nowadays|anymore|(?:I|we)\s+used\s+to|"
                       r"did\s+(?:I|we)\s+use\s+to)\b", re.I)
 #: The floor (FLOOR) for such a question. LongMemEval's oracle split (every history only its

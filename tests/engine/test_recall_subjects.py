@@ -94,3 +94,24 @@ def test_a_question_of_what_holds_now_gets_the_change_as_well_as_the_first_state
                                 ["Thin your paint for a model.", "Prime each model part first.",
                                  "A model looks best under soft light."], rng))
     assert [kit in text for kit in KITS] == [True] * 2, [kit in text for kit in KITS]
+
+
+#: Two graduations in a chat that keeps coming back to the same two people.
+GRADUATIONS = ["Big news from the family: Emma graduated from high school in June, with honours.",
+               "And Alex graduated from college in May, with a degree in engineering."]
+
+
+def test_a_question_of_which_came_first_gets_each_thing_it_orders():
+    """"Who graduated first, Emma or Alex?" says nothing of "I" or "my", and the names it
+    gives are in every other turn of the chat, so they say nothing of what it is about. It
+    asks the order things happened in, each said in a turn of its own: both come back."""
+    rng = random.Random(14)
+    talk = [f"What gift would {name} like for {occasion}?" for name in ("Emma", "Alex") for occasion in
+            ("a birthday", "the holidays", "a new flat", "a summer trip", "a first job")]
+    chatter = [f"Tell me something about {rng.choice(TOPICS)}, please." for _ in range(14)]
+    texts = [*chatter[:3], *talk[:3], GRADUATIONS[0], *talk[3:6], GRADUATIONS[1], *talk[6:], *chatter[3:]]
+    text = prompt_after(texts, "Who graduated first, Emma or Alex?",
+                        replies("gift", "A gift they can use every day is best.",
+                                ["Emma likes books.", "Alex likes tools.", "Wrap it nicely for Emma.",
+                                 "Alex prefers something practical."], rng))
+    assert [fact in text for fact in GRADUATIONS] == [True] * 2, [fact in text for fact in GRADUATIONS]
