@@ -72,20 +72,19 @@ def addressed(message: str) -> str | None:
 
 
 _OF_THE_PAST = re.compile(r"\b(?:remind|remember|recall|earlier|previously|before|last\s+(?:time|week|month|"
-                          r"year)|ago|that\s+time|back\s+when|the\s+other\s+day|did|was|were|had|"
-                          r"happened|occurred|took\s+place)\b", re.I)
-#: A question of which of several things came first or last ("who became a parent first,
-#: Rachel or Alex?", "which happened first, the trip or the move?"): what it orders are
-#: things that happened, each said in a turn of its own.
-_ORDER = r"\b(?:first|earliest|latest|most\s+recently)\b[^?]*\b(?:or|among)\b|" \
-         r"\b(?:or|among)\b[^?]*\b(?:first|earliest|latest)\b"
-_OF_AN_ORDER = re.compile(_ORDER, re.I)
+                          r"year)|ago|that\s+time|back\s+when|the\s+other\s+day|did|was|were|had)\b", re.I)
+#: A question of which of several things came first or last, in one sentence ("who became a
+#: parent first, Rachel or Alex?", "which event happened first, the trip or the move?"): what
+#: it orders happened, each in a turn of its own. Not "first" and "or" anywhere in a pasted
+#: text ("at first reference … or …").
+_OF_AN_ORDER = re.compile(r"\b(?:which|who)\b[^.!?\n]*\b(?:first|earliest|latest)\b[^.!?\n]*\b(?:or|among)\b",
+                          re.I)
 
 
 def about_the_past(message: str) -> bool:
     """Whether a message speaks of the user's own past: of themselves ("my", "I", "we"), of
     what the model said ("you suggested"), of a time before ("remind me", "last time",
-    "what was the codeword", "what happened"), of what was done to them ("who gave me"), of
+    "what was the codeword"), of what was done to them ("who gave me"), of
     the order things happened in ("who graduated first, Emma or Alex?"), or of their tastes
     ("recommend a show for me", "around me"). A request that does none of these ("write a
     poem about autumn", "give me a limerick", "suggest three names for a bakery", "say it
@@ -159,7 +158,8 @@ FLOOR = 0.15
 #: statement, and the one that changed it scores a fraction of it.
 _GATHERS = re.compile(r"\bhow\s+many\b|\b(?:in\s+total|total|altogether|combined|in\s+all)\b|"
                       r"\b(?:the|what|which|chronological)\s+order\b|"
-                      rf"{_ORDER}|"
+                      r"\b(?:first|earliest|latest|most\s+recently)\b[^?]*\b(?:or|among)\b|"
+                      r"\b(?:or|among)\b[^?]*\b(?:first|earliest|latest)\b|"
                       r"\b(?:currently|previously|these\s+days|nowadays|anymore|(?:I|we)\s+used\s+to|"
                       r"did\s+(?:I|we)\s+use\s+to)\b", re.I)
 #: The floor (FLOOR) for such a question. LongMemEval's oracle split (every history only its

@@ -256,7 +256,7 @@ def test_memory_answers_only_what_speaks_of_the_past():
     assert about_the_past("Find us a quiet place to eat.")
     assert not about_the_past("Suggest three names for a small bakery.")
     assert not about_the_past("Translate this for me.") and not about_the_past("Suggest a title. Then tell me a joke.")
-    # what was done to the user, what happened, and the order things happened in
+    # what was done to the user, and the order things happened in
     assert about_the_past("Who gave me a new stand mixer as a birthday gift?")
     assert about_the_past("What are the two hobbies that led me to join online communities?")
     assert about_the_past("Which event happened first, the road trip or the new lens?")
@@ -264,6 +264,8 @@ def test_memory_answers_only_what_speaks_of_the_past():
     assert about_the_past("Who graduated first, second and third among Emma, Rachel and Alex?")
     assert not about_the_past("Tell me a joke. Then give me a riddle.") and not about_the_past("Who painted The Starry Night?")
     assert not about_the_past("Write a short poem about the first frost of the year.")
+    assert not about_the_past("What happened in 1971?")  # history, not the user's
+    assert not about_the_past("Shorten this: At first reference, use the full name. Later, the surname or title.")
 
 
 @settings(max_examples=60)
