@@ -28,7 +28,7 @@ Four targets, interleaved sample by sample:
 
 With `--against REV`, a fifth target: ctxkeepd as it was at commit REV (checked out in
 a temporary git worktree), a daemon of its own beside this one, sample by sample. Two
-sittings of the same code differ by more than most changes do (0.45 to 0.95 ms over the
+sittings of the same code differ by more than most changes do (0.45 to 1.0 ms over the
 durable relay on one 2-core machine), so a change is measured against its start in one run.
 
 Each figure is the median over rounds of the rounds' p50. Floors measured in the same
