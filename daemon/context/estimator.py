@@ -136,11 +136,11 @@ class Estimator:
         old = (widened(session.anchor.recall) or ZERO) if anchored else ZERO
         base = tuple(a - r for a, r in zip(anchor or ZERO, old))
         delta = tuple(f - b for f, b in zip(features, base))
-        cost = lambda v: sum(wi * abs(x) for wi, x in zip(w, v))
+        cost = lambda v: sum(wi * abs(x) for wi, x in zip(w, v)) if any(v) else 0.0
         tokens = ((session.anchor.tokens - cost(old)) if anchored else 0) \
             + sum(wi * d for wi, d in zip(w, delta)) + cost(recall)
         uncertain = math.ceil(cost(delta) + cost(old) + cost(recall))
-        novel = math.ceil(sum(fitting.uncovered(calibration, w, v) for v in (delta, old, recall)))
+        novel = math.ceil(sum(fitting.uncovered(calibration, w, v) for v in (delta, old, recall) if any(v)))
         return Estimate(max(0, round(tokens)), uncertain, min(novel, uncertain))
 
     def unanchored(self, model: str, features: Vector) -> Estimate:

@@ -27,6 +27,8 @@ _PAST = re.compile(r"\b(?:past|last)\s+(?:" + _COUNT + r"\s+)?(day|week|month|ye
 _NAMED = re.compile(r"\b(yesterday|today|this (?:week|month|year|weekend)|last (?:week|month|year|weekend|"
                     + "|".join(_DAYS) + r"))\b", re.I)
 _IN_MONTH = re.compile(r"\b(?:in|during|since|of)\s+(" + "|".join(_MONTHS) + r")\b(?:\s+(\d{4}))?", re.I)
+#: A word each of the four needs: a message without one names no span.
+_ANY = re.compile(r"\b(?:ago|past|last|yesterday|today|this|" + "|".join(_MONTHS) + r")\b", re.I)
 
 
 def reference(text: str, asked: float) -> datetime:
@@ -72,11 +74,15 @@ class Clock:
 
 def span(text: str, asked: float) -> tuple[float, float] | None:
     """The span of time (Unix seconds, start and end) the question asks about, or None."""
+    if not _ANY.search(text):  # (most messages: one search, no clock read)
+        return None
+    past, named, ago, month = _PAST.search(text), _NAMED.search(text), _AGO.search(text), _IN_MONTH.search(text)
+    if not (past or named or ago or month):
+        return None
     now = reference(text, asked)
     day = now.replace(hour=0, minute=0, second=0, microsecond=0)
-    out = _past(_PAST.search(text), now) or _named(_NAMED.search(text), now, day) \
-        or _ago(_AGO.search(text), now) or _month(_IN_MONTH.search(text), now)  # ("in the last month": the past one)
-    if out is None:
+    out = _past(past, now) or _named(named, now, day) or _ago(ago, now) or _month(month, now)
+    if out is None:  # ("in the last month": the past one)
         return None
     start, end = out
     return time.mktime(start.timetuple()), time.mktime(end.timetuple())

@@ -78,18 +78,21 @@ class Preparer:
         view = view._replace(session=await self._window(view.session))
         offered = add(json_features(tools), text_features(prefill)) if prefill else json_features(tools)
         features = add(estimator.context_features(*view, question.record), offered)
-        if not self.auto.fits_estimate(view.session, estimator.of_features(view.session, features)):
+        estimate = estimator.of_features(view.session, features)
+        if not self.auto.fits_estimate(view.session, estimate):
             view = await self._counted(view, question.record, features, tools)
-        if not self.auto.fits_estimate(view.session, estimator.of_features(view.session, features)):
+            estimate = estimator.of_features(view.session, features)
+        if not self.auto.fits_estimate(view.session, estimate):
             user = await question.settled()
             view, floor = await self._floor(view, user, tools)
             refuse_impossible(self.parts, view, user, floor)  # before any compaction
             compacted.offered = offered
             view = await self.auto.before_send(view, user, compacted)
             features = add(estimator.context_features(*view, user), offered)
-            if not self.auto.fits_estimate(view.session, estimator.of_features(view.session, features)):
+            estimate = estimator.of_features(view.session, features)
+            if not self.auto.fits_estimate(view.session, estimate):
                 view = await self._counted(view, user, features, tools)  # compacted: fits by its count?
-        estimate = estimator.of_features(view.session, features)
+                estimate = estimator.of_features(view.session, features)
         if question.record.role != "tool" and not prefill:  # tool results ask nothing; a continue recalled
             view, features, recall, estimate = await self.recalling.recall(view, question.record, features, estimate,
                                                                   compacted, offered)

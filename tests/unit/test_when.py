@@ -35,6 +35,11 @@ def days(text: str, asked: float = ASKED) -> tuple[str, str] | None:
     ("What did I read over the past week?", ("05-23", "05-30")),
     ("the first BBQ in June", ("06-01", "07-01")),  # June after May: last year's
     ("the first BBQ in June 2023", ("06-01", "07-01")),
+    # in any case (one search first rules out a message that names no span)
+    ("What did I cook THIS WEEK?", ("05-29", "05-30")),
+    ("What did I buy Three Days AGO?", ("05-26", "05-28")),
+    ("what did I say Today", ("05-30", "05-30")),
+    ("During MARCH I moved", ("03-01", "04-01")),
 ])
 def test_a_question_names_a_span(text, expected):
     assert days(text) == expected
