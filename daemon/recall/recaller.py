@@ -201,6 +201,9 @@ class Recaller:
         if by_meaning is not None:
             ranked.append(by_meaning)
             weights.append(1.0)
+            if asked.about_past and asked.span is not None and vector is not None:
+                ranked.append(self._said_then(index, vector, asked.span, in_prompt))
+                weights.append(select.THEN)
             if asked.about_past and vector is not None:
                 near = [pid for pid, _ in index.semantic.rank(vector, in_prompt, NEAR, select.MEANING_STAND_OUT)]
         scores = select.lifted(select.fused(*ranked, weights=weights,
@@ -223,6 +226,16 @@ class Recaller:
             near = [pid for pid in near if passages[pid].seq not in moving]
             movable = recall_room.NOTHING
         return self._chosen(session.model, index, scores, near, budget, movable) if scores else ([], ())
+
+    @staticmethod
+    def _said_then(index: SessionIndex, vector: list[float], span: tuple[float, float],
+                   in_prompt: Callable[[int], bool]) -> list[tuple[int, float]]:
+        """The passages outside the prompt said within `span`, by meaning among themselves
+        (select.said_then)."""
+        start, end = span
+        passages = index.lexical.passages
+        return select.said_then(index.semantic.rank(
+            vector, lambda pid: in_prompt(pid) or not start <= passages[pid].created < end, RANKED, None))
 
     def _chosen(self, model: str, index: SessionIndex, scores: dict[int, float], near: list[int], budget: int,
                 movable: recall_room.Movable) -> tuple[list[Passage], tuple[int, ...]]:

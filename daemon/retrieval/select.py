@@ -139,6 +139,23 @@ def lifted(scores: dict[int, float], passages: Sequence[Passage], span: tuple[fl
     return {pid: s * (1 + lift) if start <= passages[pid].created < end else s for pid, s in scores.items()}
 
 
+#: What a question that speaks of the past and names a span ("what did I buy 10 days ago?")
+#: weighs the passages said within it, ranked by meaning among themselves (`said_then`): the
+#: turn it asks for is there, though it may share no word with the question ("I just got a
+#: smoker today") and, in a chat about one thing, not stand out by meaning from the rest.
+THEN = 0.5
+
+
+def said_then(nearest: Sequence[tuple[int, float]]) -> list[tuple[int, float]]:
+    """The passages said within a question's span, nearest first with their cosines,
+    scored from 1 (the nearest) down to 0 (the farthest of them): every text is somewhat
+    alike by meaning, so what counts is the order among them."""
+    if not nearest:
+        return []
+    high, low = nearest[0][1], nearest[-1][1]
+    return [(pid, (c - low) / (high - low) if high > low else 1.0) for pid, c in nearest]
+
+
 #: A passage of the session's own history must score at least this share of the best match
 #: (a checkpoint's quote of it included) to be recalled: the block holds what is about the
 #: message, not whatever shares a word with it because there is room (passages that stand

@@ -77,18 +77,18 @@ class SemanticIndex:
         return {self.ids[row] for row in np.flatnonzero(scores >= floor)}
 
     def rank(self, query: list[float], skip: Callable[[int], bool], limit: int,
-             stand_out: float = STAND_OUT) -> list[tuple[int, float]]:
+             stand_out: float | None = STAND_OUT) -> list[tuple[int, float]]:
         """(passage id, cosine) of the `limit` nearest passages, nearest first, of those
         that stand out: `stand_out` deviations nearer than the passages are on average
         (embeddings find every text somewhat alike; a question about nothing said before
-        recalls nothing), leaving out the passage ids `skip` names."""
+        recalls nothing; None: all, nearest first), leaving out the passage ids `skip` names."""
         if self._matrix is None or not self.ids:
             return []
         q = np.asarray(query, dtype=np.float32)
         if q.shape != (self._matrix.shape[1],) or not np.linalg.norm(q):
             return []
         scores = self._matrix[:len(self.ids)] @ (q / np.linalg.norm(q))
-        floor = float(scores.mean() + stand_out * scores.std())
+        floor = -1.0 if stand_out is None else float(scores.mean() + stand_out * scores.std())
         above = np.flatnonzero((scores >= floor) & (scores > 0))  # a few in a hundred: sorted alone
         out: list[tuple[int, float]] = []
         for row in above[np.argsort(-scores[above], kind="stable")]:

@@ -24,7 +24,7 @@ _COUNT = r"(\d{1,3}|a couple of|a few|few|an?|one|two|three|four|five|six|seven|
 _AGO = re.compile(_COUNT + r"\s+(day|week|month|year)s?\s+ago\b", re.I)
 _PAST = re.compile(r"\b(?:past|last)\s+(?:" + _COUNT + r"\s+)?(day|week|month|year)s\b|"
                    r"\b(?:in|over|within|during)\s+the\s+(?:past|last)\s+(day|week|month|year)\b", re.I)
-_NAMED = re.compile(r"\b(yesterday|today|this (?:week|month|year|weekend)|last (?:week|month|year|weekend|"
+_NAMED = re.compile(r"\b(yesterday|today|this (?:week|month|year|weekend)|past weekend|last (?:week|month|year|weekend|"
                     + "|".join(_DAYS) + r"))\b", re.I)
 _IN_MONTH = re.compile(r"\b(?:in|during|since|of)\s+(" + "|".join(_MONTHS) + r")\b(?:\s+(\d{4}))?", re.I)
 #: A word each of the four needs: a message without one names no span.
@@ -105,7 +105,7 @@ def _named(m: re.Match[str] | None, now: datetime, day: datetime) -> tuple[datet
     spans = {"today": (day, now), "yesterday": (day - timedelta(days=1), day),
              "this week": (monday, now), "last week": (monday - timedelta(days=7), monday),
              "this weekend": (monday + timedelta(days=5), monday + timedelta(days=7)),
-             "last weekend": (monday - timedelta(days=2), monday),
+             "last weekend": (monday - timedelta(days=2), monday), "past weekend": (monday - timedelta(days=2), monday),
              "this month": (first, now), "last month": (last_month, first),
              "this year": (day.replace(month=1, day=1), now),
              "last year": (day.replace(year=day.year - 1, month=1, day=1), day.replace(month=1, day=1))}

@@ -3,6 +3,7 @@ vectors added one by one (the embedder adds batches; the loop must not pay per r
 
 import numpy as np
 
+from ctxkeep.daemon.retrieval import select
 from ctxkeep.daemon.retrieval.vectors import SemanticIndex
 
 
@@ -40,6 +41,26 @@ def test_the_nearest_are_a_share_of_all_at_least_a_few_and_all_where_nothing_tel
     flat.add_many(list(range(30)), [[1.0, 0.0]] * 30)
     assert flat.nearest([0.0, 1.0], 0.025, 10) == set(range(30))
     assert SemanticIndex().nearest([1.0, 0.0], 0.025, 10) == set()
+
+
+def test_ranked_without_standing_out_all_come_nearest_first_and_said_then_spreads_them():
+    """`rank(..., stand_out=None)`: every passage not skipped, nearest first, however alike
+    (what recall ranks within a span a question names); select.said_then scores them from 1
+    (the nearest) to 0 (the farthest), one alone at 1."""
+    rng = np.random.default_rng(3)
+    vectors = rng.normal(size=(40, 16))
+    index = SemanticIndex()
+    index.add_many(list(range(40)), [list(map(float, v)) for v in vectors])
+    query = list(map(float, vectors[4]))
+    cosines = vectors @ vectors[4] / np.linalg.norm(vectors, axis=1) / np.linalg.norm(vectors[4])
+    odd = lambda pid: pid % 2 == 1
+    ranked = index.rank(query, odd, 100, None)
+    evens = [int(p) for p in np.argsort(-cosines) if p % 2 == 0 and cosines[p] > 0]
+    assert [p for p, _ in ranked] == evens and len(index.rank(query, odd, 100)) < len(evens)
+    scores = select.said_then(ranked)
+    assert scores[0] == (4, 1.0) and scores[-1][1] == 0.0
+    assert [s for _, s in scores] == sorted((s for _, s in scores), reverse=True)
+    assert select.said_then(ranked[:1]) == [(4, 1.0)] and select.said_then([]) == []
 
 
 def test_a_query_is_embedded_once_however_often_and_again_after_a_failure():

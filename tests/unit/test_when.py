@@ -40,6 +40,7 @@ def days(text: str, asked: float = ASKED) -> tuple[str, str] | None:
     ("What did I buy Three Days AGO?", ("05-26", "05-28")),
     ("what did I say Today", ("05-30", "05-30")),
     ("During MARCH I moved", ("03-01", "04-01")),
+    ("Which bike did I service the past weekend?", ("05-27", "05-29")),
 ])
 def test_a_question_names_a_span(text, expected):
     assert days(text) == expected
