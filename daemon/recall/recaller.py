@@ -3,16 +3,17 @@ message needs that the active context no longer holds, within the room the windo
 
 Each session's index is built from the store when a turn first needs it (the passages of
 every message stored; in a worker thread when there are many) and grows with the
-session; the indexes of the sessions used last are kept (indexes.py). Ranking is lexical (BM25 over
-stems) fused with semantic (embeddings, when the embedding model answers) by their
-normalized scores (select.fused: newer passages, and those of the speaker a question asks
-about, raised); selection is best first within the budget, an answer with its question.
+session; the indexes of the sessions used last are kept (indexes.py). What the session's own
+history gives is ranked and chosen in own.py: lexical (BM25 over stems) fused with semantic
+(embeddings, when the embedding model answers) by their normalized scores (select.fused: newer
+passages, and those of the speaker a question asks about, raised); selection is best first
+within the budget, an answer with its question. Memory follows (memory/bringing.py).
 """
 
 import dataclasses
 import logging
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from ctxkeep.daemon.config import Config
 from ctxkeep.daemon.context.estimator import Estimator
@@ -24,11 +25,11 @@ from ctxkeep.daemon.memory.query import Query, Remembered
 from ctxkeep.daemon.recall import gate
 from ctxkeep.daemon.recall import room as recall_room
 from ctxkeep.daemon.recall.indexes import SessionIndexes
+from ctxkeep.daemon.recall.own import OwnHistory
 from ctxkeep.daemon.recall.recalled import NONE, Recall
 from ctxkeep.daemon.recall.session_index import SessionIndex
-from ctxkeep.daemon.retrieval import select, sharing, when
+from ctxkeep.daemon.retrieval import select, when
 from ctxkeep.daemon.retrieval.lexical import asked_terms, has_words, query_terms, unstamped
-from ctxkeep.daemon.retrieval.passages import Passage
 from ctxkeep.daemon.retrieval.semantic import Embedder
 from ctxkeep.daemon.store.context_records import ActiveContext
 from ctxkeep.daemon.store.records import MessageRecord, SessionRecord
@@ -40,14 +41,8 @@ NEWLINE = text_features("\n")
 
 log = logging.getLogger(__name__)
 
-#: Passages each ranking hands to the fusion.
-RANKED = 200
 #: The least room worth a recall.
 MIN_ROOM = 48
-#: What the second hop (the best passages' rare terms asked again) weighs in the fusion.
-SECOND_HOP = 0.5
-#: Passages that stand out by meaning offered for the room kept for them (sharing.MEANING_SHARE).
-NEAR = 20
 
 
 class Recaller:
@@ -62,6 +57,8 @@ class Recaller:
         #: The user's other sessions, recalled after the session's own history (None: none).
         self.memory = memory
         self.indexes = SessionIndexes(store, embedder)
+        #: What the session's own history gives a turn.
+        self.own = OwnHistory(estimator, embedder)
 
     def enabled(self, session: SessionRecord) -> bool:
         return self.config.recall if session.recall is None else session.recall
@@ -127,7 +124,7 @@ class Recaller:
         vector = await self._vector(index, active, user) \
             if reaches or (memory is not None and await memory.may_bring(elsewhere)) else None
         asking = Query(query, vector, asks_of, span=asked_about, own=frozenset(asked), about_past=elsewhere.about_past)
-        own, displaced = self._own(session, context, user, index, asking, in_prompt, budget, movable) \
+        own, displaced = self.own.passages(session, context, user, index, asking, in_prompt, budget, movable) \
             if reaches else ([], ())
         model = session.model
         text = select.block(own)
@@ -169,99 +166,6 @@ class Recaller:
         if not has_words(text):  # nothing to compare: a meaning of nothing is near anything
             return None  # a time stamp a front-end wrote into the message says when, not what about
         return await self.embedder.vector(unstamped(text).strip(), self.config.recall_embed_wait_ms / 1000)
-
-    def _own(self, session: SessionRecord, context: ActiveContext, user: MessageRecord, index: SessionIndex,
-             asked: Query, in_context: set[int], budget: int,
-             movable: recall_room.Movable) -> tuple[list[Passage], tuple[int, ...]]:
-        """The passages of the session's own history the turn recalls (none of `in_context`:
-        `_in_prompt`), and the movable exchanges whose room they take."""
-        query, vector, asks_of = asked.terms, asked.vector, asked.asks_of
-        moving = movable.seqs
-        active = set(in_context)
-        in_context = (in_context - moving) | index.replaced | index.replaced_by(user)
-        passages = index.lexical.passages
-        first = select.statements_first(index.lexical.rank(query, in_context, RANKED), passages)
-        in_prompt = lambda pid: passages[pid].seq in in_context
-        on_topic = None if asked.about_past else self._about(index, user, asked)
-        best = [pid for pid, _ in first]
-        if not gate.asks_of_the_past(best, asked.about_past, on_topic):
-            return [], ()  # before the second hop: a message that asks nothing of the past costs one ranking
-        by_meaning = index.semantic.rank(vector, in_prompt, RANKED, select.MEANING_STAND_OUT) \
-            if vector is not None and index.semantic.ids else None
-        if on_topic is not None and by_meaning is not None and vector is not None \
-                and not select.refers_back(user.content):  # (else the vector is of the turn before too)
-            # words met by chance, unless meaning agrees
-            on_topic = gate.near_too(on_topic, index.semantic.nearest(vector, gate.NEAREST, gate.NEAREST_LEAST))
-            if not gate.asks_of_the_past(best, False, on_topic):
-                return [], ()
-        second = select.statements_first(index.lexical.rank(index.lexical.expansion(first, query), in_context, RANKED),
-                                         passages)
-        ranked, weights = [first, second], [1.0, SECOND_HOP]
-        near: list[int] = []
-        if by_meaning is not None:
-            ranked.append(by_meaning)
-            weights.append(1.0)
-            if asked.about_past and asked.span is not None and vector is not None:
-                ranked.append(self._said_then(index, vector, asked.span, in_prompt))
-                weights.append(select.THEN)
-            if asked.about_past and vector is not None:
-                near = [pid for pid, _ in index.semantic.rank(vector, in_prompt, NEAR, select.MEANING_STAND_OUT)]
-        scores = select.lifted(select.fused(*ranked, weights=weights,
-                                            favored=lambda pid: index.lexical.passages[pid].role == asks_of),
-                               index.lexical.passages, asked.span, when.LIFT)
-        if on_topic is not None:  # a message that does not speak of the past: only what is about it
-            scores = {pid: s for pid, s in scores.items() if on_topic(pid)}
-        else:  # (and what the sittings they were said in were about)
-            scores = index.sittings.with_openings(scores, in_prompt)
-        gathering = select.gathers(user.content)  # (it needs what each of several turns said)
-        scores = select.above_floor(scores, select.GATHER_FLOOR if gathering else select.FLOOR)
-        held = "\n".join(c.summary for c in context.checkpoints)
-        if held:  # a passage a checkpoint quotes whole (a fact it kept) is in the prompt already
-            scores = {pid: s for pid, s in scores.items() if passages[pid].text not in held}
-            near = [pid for pid in near if passages[pid].text not in held]
-        rare = index.lexical.rare(query)
-        specific = lambda pid: bool(rare & index.term_set(pid))
-        if moving and not recall_room.reaches(scores, passages, moving, active, specific, asked.about_past):
-            scores = {pid: s for pid, s in scores.items() if passages[pid].seq not in moving}
-            near = [pid for pid in near if passages[pid].seq not in moving]
-            movable = recall_room.NOTHING
-        return self._chosen(session.model, index, scores, near, budget, movable) if scores else ([], ())
-
-    @staticmethod
-    def _said_then(index: SessionIndex, vector: list[float], span: tuple[float, float],
-                   in_prompt: Callable[[int], bool]) -> list[tuple[int, float]]:
-        """The passages outside the prompt said within `span`, by meaning among themselves
-        (select.said_then)."""
-        start, end = span
-        passages = index.lexical.passages
-        return select.said_then(index.semantic.rank(
-            vector, lambda pid: in_prompt(pid) or not start <= passages[pid].created < end, RANKED, None))
-
-    def _chosen(self, model: str, index: SessionIndex, scores: dict[int, float], near: list[int], budget: int,
-                movable: recall_room.Movable) -> tuple[list[Passage], tuple[int, ...]]:
-        """The passages scored (`scores`, and those `near` by meaning) that fit `budget` and
-        the room of the `movable` exchanges, and the exchanges whose room they take."""
-        overhead = self.estimator.text(model, f"{select.OPENING}\n{select.CLOSING}")
-        cost = lambda pid: self.estimator.estimate(model, index.lines[pid])
-        ranked_ids = select.distinct(sorted(scores, key=lambda pid: (-scores[pid], -pid)), index.term_set)
-        chosen = sharing.select(ranked_ids, index.lexical.passages, budget + movable.tokens, overhead, cost,
-                                index.partners, scores.__getitem__, near)
-        if not movable.exchanges:
-            return chosen, ()
-        return recall_room.fit(chosen, lambda p: cost(index.by_seq[p.seq][p.part]), overhead, budget, movable)
-
-    def _about(self, index: SessionIndex, user: MessageRecord, asked: Query) -> Callable[[int], bool] | None:
-        """Whether a passage is about a message that does not speak of the past (`gate.about`);
-        None where none is — and where meaning would have had to confirm what its words
-        found (`gate.near_too`: the session's passages have vectors, the message does not
-        refer back) but the message's vector came too late (`recall_embed_wait_ms`, the
-        embedding model busy). Words alone would then let in what meaning turns away on a
-        quiet turn: "the capital city of Canada" beside a musician's move "to Toronto,
-        Canada", the same request recalled for on a busy turn and not on a quiet one."""
-        if asked.vector is None and index.semantic.ids and not select.refers_back(user.content) \
-                and index.semantic.model == self.embedder.current():
-            return None
-        return gate.about(index, user.content, asked.own)
 
     @staticmethod
     def _in_prompt(session: SessionRecord, context: ActiveContext, user: MessageRecord) -> set[int]:
