@@ -131,7 +131,8 @@ class SessionJobs:
             queue = self._queues[job.session_id] = deque()
         ahead = len(queue)
         queue.append(job)
-        if became_busy:
+        if became_busy:  # its body starts on the loop's next turn, not after the worker's first
+            self._start(job)
             self._workers[job.session_id] = asyncio.create_task(
                 self._work(job.session_id, queue), name=f"jobs-{job.session_id}")
             if announce:
@@ -157,6 +158,8 @@ class SessionJobs:
                 continue
             if job.state == "queued":
                 self._queues[session_id].remove(job)
+                if job.task is not None:  # started, but its body has not run yet
+                    job.task.cancel()
                 self._end(job, *reason)
                 return job
             if job.state == "running" and job.task is not None and not job.task.done():
@@ -173,7 +176,7 @@ class SessionJobs:
         queue = self._queues.get(job.session_id)
         if job.state == "queued" and queue is not None and job in queue:
             queue.remove(job)
-        elif job.task is not None and not job.task.done():
+        if job.task is not None and not job.task.done():
             job.task.cancel()
 
     async def drain(self, timeout: float) -> None:
@@ -210,13 +213,12 @@ class SessionJobs:
         try:
             while queue:
                 job = queue[0]
-                job.state = "running"
-                job.task = asyncio.create_task(job.body(job), name=f"{job.kind}-{job.id}")
+                task = job.task or self._start(job)
                 try:
-                    await asyncio.wait([job.task])
+                    await asyncio.wait([task])
                 except asyncio.CancelledError:  # the worker itself: stop the job, then go
-                    job.task.cancel()
-                    await asyncio.wait([job.task])
+                    task.cancel()
+                    await asyncio.wait([task])
                     raise
                 finally:
                     self._settle(job)
@@ -232,6 +234,16 @@ class SessionJobs:
                 self._on_busy(session_id)
             except Exception:
                 log.exception("session=%s announcing the end of its work failed", session_id)
+
+    @staticmethod
+    def _start(job: Job) -> "asyncio.Task[None]":
+        """The job's task: its body, which runs from the loop's next turn on (`running`
+        from then)."""
+        async def run() -> None:
+            job.state = "running"
+            await job.body(job)
+        job.task = asyncio.create_task(run(), name=f"{job.kind}-{job.id}")
+        return job.task
 
     def _settle(self, job: Job) -> None:
         """After a job's task is done: make sure it ended, exactly once."""

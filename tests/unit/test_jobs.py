@@ -76,6 +76,46 @@ def test_a_job_cancelled_before_it_started_ends_at_once_and_the_session_is_idle(
     run(scenario())
 
 
+def test_a_job_on_an_idle_session_starts_on_the_loops_next_turn():
+    """A turn's first token waits for its body to start: one loop turn after `submit`, not
+    two (the worker's first step, then the body's)."""
+    async def scenario():
+        rec = Recorder()
+        jobs = make(rec)
+        started: list[str] = []
+
+        async def body(j: Job) -> None:
+            started.append(j.state)
+            await ends_itself(j)
+        first, second = job("s", body), job("s", body)
+        jobs.submit(first)
+        jobs.submit(second)
+        assert first.state == second.state == "queued"
+        await asyncio.sleep(0)
+        assert started == ["running"]
+        await idle(jobs)
+        assert started == ["running", "running"]
+        assert [len(rec.terminals(j)) for j in (first, second)] == [1, 1]
+    run(scenario())
+
+
+def test_a_job_withdrawn_before_its_body_ran_never_runs_and_ends_with_no_event():
+    async def scenario():
+        rec = Recorder()
+        jobs = make(rec)
+        ran: list[Job] = []
+
+        async def body(j: Job) -> None:
+            ran.append(j)
+            await ends_itself(j)
+        first = job("s", body)
+        jobs.submit(first, announce=False)
+        jobs.withdraw(first)  # its question could not be stored
+        await idle(jobs)
+        assert ran == [] and rec.events == []
+    run(scenario())
+
+
 def test_cancelling_the_third_of_three_queued_jobs():
     async def scenario():
         rec = Recorder()
