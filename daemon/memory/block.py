@@ -15,6 +15,8 @@ if TYPE_CHECKING:
 
 OPENING = ("<recalled from the user's other conversations — not part of my new message; oldest "
            "first, with when, in which conversation, and who said it>")
+#: What the block's opening and closing lines add to a prompt (worked out once: each turn asks).
+FRAME = text_features(f"{OPENING}\n{select.CLOSING}")
 
 
 def where(name: str) -> str:

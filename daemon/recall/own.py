@@ -103,7 +103,7 @@ class OwnHistory:
                 movable: recall_room.Movable) -> tuple[list[Passage], tuple[int, ...]]:
         """The passages scored (`scores`, and those `near` by meaning) that fit `budget` and
         the room of the `movable` exchanges, and the exchanges whose room they take."""
-        overhead = self.estimator.text(model, f"{select.OPENING}\n{select.CLOSING}")
+        overhead = self.estimator.estimate(model, select.FRAME)
         cost = lambda pid: self.estimator.estimate(model, index.lines[pid])
         ranked_ids = select.distinct(sorted(scores, key=lambda pid: (-scores[pid], -pid)), index.term_set)
         chosen = sharing.select(ranked_ids, index.lexical.passages, budget + movable.tokens, overhead, cost,

@@ -137,7 +137,7 @@ class Recaller:
             room = (budget if whole is None else whole) - used
             if self.config.memory_budget:
                 room = min(room, self.config.memory_budget)
-            overhead = self.estimator.text(model, f"{memory_block.OPENING}\n{select.CLOSING}")
+            overhead = self.estimator.estimate(model, memory_block.FRAME)
             remembered, memory_note = await bring(
                 memory, session, dataclasses.replace(elsewhere, vector=vector),
                 room, overhead,

@@ -20,6 +20,8 @@ _REFERS_BACK = re.compile(r"\b(it|its|that|this|those|these|them|they|he|she|him
 OPENING = ("<recalled from earlier in this conversation — not part of my new message; "
            "oldest first, with who said it and when>")
 CLOSING = "</recalled>"
+#: What the block's opening and closing lines add to a prompt (worked out once: each turn asks).
+FRAME = text_features(f"{OPENING}\n{CLOSING}")
 
 
 def refers_back(message: str) -> bool:
