@@ -21,7 +21,7 @@ from ctxkeep.daemon.context.per_message import PerMessage
 from ctxkeep.daemon.context.shorten import shortened
 from ctxkeep.daemon.store.context_records import ActiveContext
 from ctxkeep.daemon.store.records import MessageRecord, SessionRecord
-from ctxkeep.daemon.tokens import FEATURES, IMAGE, ONE, ZERO, Vector, text_features, widened
+from ctxkeep.daemon.tokens import FEATURES, IMAGE, ONE, ZERO, Vector, part_features, text_features, widened
 
 __all__ = ["FEATURES", "ONE", "Vector", "ZERO", "text_features"]
 
@@ -170,7 +170,7 @@ def context_features(cache: FeatureCache, session: SessionRecord, system: Sequen
             state = step(state, m, key)
     if user is not None:
         state = step(state, user, key)
-    system_parts = [text_features(s) for s in system if s]
+    system_parts = [part_features(s) for s in system if s]
     count = len(system_parts) + state.system_count
     total = add(ONE, state.rest)
     if count:

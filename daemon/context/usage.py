@@ -9,6 +9,7 @@ from ctxkeep.daemon.context.estimator import Estimator
 from ctxkeep.daemon.context.prompt import checkpoint_block
 from ctxkeep.daemon.store.context_records import ActiveContext
 from ctxkeep.daemon.store.records import MessageRecord, SessionRecord
+from ctxkeep.daemon.tokens import part_features
 from ctxkeep.protocol.structs import Segments, Usage
 
 
@@ -77,9 +78,9 @@ def measure(session: SessionRecord, context: ActiveContext, active: list[Message
     size = lambda vector: estimator.estimate(model, vector)
     goals_text = goal_markers.render(context.goals)
     fixed = {"system": estimator.message(model, session.system) + 1 if session.system else 1,
-             "goals": estimator.text(model, goals_text) if goals_text else 0,
+             "goals": size(part_features(goals_text)) if goals_text else 0,
              "pinned": size(parts.pinned),
-             "checkpoints": estimator.text(model, checkpoint_block(context.checkpoints))
+             "checkpoints": size(part_features(checkpoint_block(context.checkpoints)))
              if context.checkpoints else 0}
     rest = {"files": size(parts.files), "summaries": size(parts.summaries), "recent": size(parts.recent)}
     whole = estimator.context_estimate(session, context, active)

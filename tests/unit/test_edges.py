@@ -121,15 +121,27 @@ def test_ascii_text_is_counted_as_the_regular_expressions_count_it():
     import random
 
     from ctxkeep.daemon import tokens
-
-    def by_expressions(text: str) -> tuple[float, ...]:
-        latin, digits = len(tokens._LATIN.findall(text)), len(tokens._DIGITS.findall(text))
-        newlines, space = text.count("\n"), len(tokens._SPACE.findall(text))
-        return (float(latin), float(len(tokens._LATIN_WORDS.findall(text))), 0.0, float(digits),
-                float(len(text) - latin - digits - newlines - space), float(newlines), float(space), 0.0, 0.0)
     rng = random.Random(7)
     alphabet = [chr(c) for c in range(128)]
     for _ in range(5000):
         text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 80)))
-        assert tokens.text_features(text) == by_expressions(text), repr(text)
-    assert tokens.text_features("Größe 42") == tokens._features("Größe 42")  # not ASCII: the expressions
+        assert tokens.text_features(text) == tokens.by_expressions(text), repr(text)
+
+
+def test_text_beyond_ascii_is_counted_as_the_regular_expressions_count_it():
+    """Text with a dash, an accent or another script (most of what a model writes into a
+    checkpoint, and every non-English chat): each character beyond ASCII moved to where the
+    expressions count it. Random texts of ASCII and of characters of every kind beyond it:
+    letters of other scripts, their digits, numerals that are not digits, spaces that are not
+    ASCII's, line separators, marks, symbols, a lone surrogate."""
+    import random
+
+    from ctxkeep.daemon import tokens
+    beyond = ("é ß Ω ж 日 本 ا ٣ ७ ² ½ Ⅻ \u00a0 \u2003 \u3000 \u2028 \u0301 — “ ” € ✓ 🙂 \ud800 Ａ ０ ｡").split(" ")
+    alphabet = [chr(c) for c in range(128)] + beyond * 4
+    rng = random.Random(11)
+    for _ in range(5000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 80)))
+        assert tokens.text_features(text) == tokens.by_expressions(text), repr(text)
+    for text in ("Größe 42", "word — " * 700, "我们今天去公园散步，天气很好。" * 30, "Привет, как дела? 123"):
+        assert tokens.text_features(text) == tokens.by_expressions(text)
