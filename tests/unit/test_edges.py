@@ -140,8 +140,9 @@ def test_text_beyond_ascii_is_counted_as_the_regular_expressions_count_it():
     beyond = ("é ß Ω ж 日 本 ا ٣ ७ ² ½ Ⅻ \u00a0 \u2003 \u3000 \u2028 \u0301 — “ ” € ✓ 🙂 \ud800 Ａ ０ ｡").split(" ")
     alphabet = [chr(c) for c in range(128)] + beyond * 4
     rng = random.Random(11)
-    for _ in range(5000):
-        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 80)))
+    for _ in range(5000):  # short ones (character by character) and long ones (by the table)
+        text = "".join(rng.choice(alphabet) for _ in range(rng.choice([rng.randint(1, 80), rng.randint(500, 1500)])))
         assert tokens.text_features(text) == tokens.by_expressions(text), repr(text)
-    for text in ("Größe 42", "word — " * 700, "我们今天去公园散步，天气很好。" * 30, "Привет, как дела? 123"):
+        assert tokens._mixed_features(text) == tokens._wide_features(text), repr(text)  # both ways, any length
+    for text in ("Größe 42", "word — " * 700, "我们今天去公园散步，天气很好。" * 50, "Привет, как дела? 123 " * 40):
         assert tokens.text_features(text) == tokens.by_expressions(text)
