@@ -41,7 +41,7 @@ async def bring(memory: Memory, session: SessionRecord, query: Query, budget: in
     passage's line with its session's name; the block's own `overhead`), oldest first;
     and, where it found more than it brings, why ("" where it brings all it found)."""
     mode = memory.mode(session)
-    ranked = await memory.rank(session.id, query, strong=True)
+    ranked = await memory.rank(session, query, strong=True)
     index = memory.index
     if not ranked or index is None:
         return [], ""

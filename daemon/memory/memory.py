@@ -4,14 +4,17 @@ newer a little higher), each with the session and date it comes from.
 
 The index of every session is built in a worker thread when a turn first needs it (until
 then turns recall from their own session only) and kept up to date from the event bus:
-any event about a session marks it to be looked at before the next ranking (new messages,
-a changed setting), a deleted session is left out at once.
+an event about a session marks it to be looked at before the next ranking (new messages,
+a changed setting), a deleted session is left out at once. What cannot change what memory
+reads marks nothing: streamed text, usage, progress, and a session's update that shows it
+as memory last read it (`read_as`: its name, family, memory settings, forgotten messages
+and count).
 """
 
 import asyncio
 import logging
-from collections.abc import Coroutine
-from typing import Any
+from collections.abc import Coroutine, Sequence
+from typing import Any, Protocol
 
 from ctxkeep.daemon.config import Config
 from ctxkeep.daemon.memory import counting, precision, ranking
@@ -24,7 +27,17 @@ from ctxkeep.daemon.retrieval.semantic import Embedder
 from ctxkeep.daemon.store.errors import StoreError
 from ctxkeep.daemon.store.records import SessionRecord
 from ctxkeep.daemon.store.store import Store
-from ctxkeep.protocol.events import Event, SessionDeleted
+from ctxkeep.protocol.events import (
+    CompactionProgress,
+    ContextUsage,
+    Event,
+    GenerationThinking,
+    GenerationToken,
+    GenerationWaiting,
+    SessionCreated,
+    SessionDeleted,
+    SessionUpdated,
+)
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +51,31 @@ INLINE_MESSAGES = 200
 REBUILD_DEAD = 20_000
 #: The embedder's key for memory's passages.
 EMBED_KEY = "\0memory"
+#: Events that never change what memory reads of a session.
+UNCHANGING = (GenerationToken, GenerationThinking, GenerationWaiting, ContextUsage, CompactionProgress)
+
+
+class Shown(Protocol):
+    """What memory reads of a session, as its record and the protocol's `SessionInfo` both have it."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def branched_from(self) -> str: ...
+    @property
+    def remembered(self) -> bool: ...
+    @property
+    def memory(self) -> str | None: ...
+    @property
+    def forgotten(self) -> Sequence[int]: ...
+    @property
+    def message_count(self) -> int: ...
+
+
+def read_as(session: Shown) -> tuple[object, ...]:
+    """What memory takes from a session's record: the same in an update means nothing to read."""
+    return (session.name, session.branched_from, session.remembered, session.memory,
+            tuple(session.forgotten), session.message_count)
 
 
 class Memory:
@@ -50,6 +88,8 @@ class Memory:
         self.index: MemoryIndex | None = None
         self._building: asyncio.Task[None] | None = None
         self._dirty: set[str] = set()
+        #: Each session as memory last read it (`read_as`).
+        self._read_as: dict[str, tuple[object, ...]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self.reader = Reader(store, self._spawn, self._was_read)
         #: Reading what a finished turn stored, before the next turn needs it (`read_soon`).
@@ -70,8 +110,12 @@ class Memory:
             return
         if self.index is None:  # a session's first sign of life: build the index now, off the loop,
             self._start_build()  # so that the first turn that asks of memory finds it there
+        if isinstance(event, UNCHANGING) or isinstance(event, SessionUpdated | SessionCreated) \
+                and self._read_as.get(session_id) == read_as(event.session):
+            return
         if isinstance(event, SessionDeleted):
             self._dirty.discard(session_id)
+            self._read_as.pop(session_id, None)
             if self.index is not None:
                 self._drop(self.index, session_id)
                 if self.index.dead > max(REBUILD_DEAD, len(self.index.passages) - self.index.dead):
@@ -79,15 +123,17 @@ class Memory:
         else:
             self._dirty.add(session_id)
 
-    async def ready(self) -> MemoryIndex | None:
-        """The index, up to date with what the bus reported; None while it is first built."""
+    async def ready(self, asking: str = "") -> MemoryIndex | None:
+        """The index, up to date with what the bus reported; None while it is first built.
+        The session `asking` is left to be read after its turn: a turn of it never brings
+        back its own passages."""
         if self.index is None:
             self._start_build()
             return None
         if self.mutating:  # a large backlog is being read into the index: leave it be
             return self.index
         inline = INLINE_MESSAGES  # what one turn may read on the event loop, all sessions together
-        for session_id in list(self._dirty - self.reader.catching_up):
+        for session_id in list(self._dirty - self.reader.catching_up - {asking}):
             self._dirty.discard(session_id)
             inline -= self._catch_up(self.index, session_id, inline)
         self._recount(self.index)
@@ -169,7 +215,9 @@ class Memory:
             session = self.store.sessions.get(session_id)
         except StoreError:
             self._drop(index, session_id)
+            self._read_as.pop(session_id, None)
             return 0
+        self._read_as[session_id] = read_as(session)
         read = self.reader.catch_up(index, index.owner(session, family(session, self._session)), session, inline)
         if read:
             self._want_vectors(index)
@@ -195,11 +243,11 @@ class Memory:
         if index.semantic.done < len(index.passages):
             self.embedder.want(EMBED_KEY, lambda: (index.passages, index.semantic))
 
-    async def may_bring(self, query: Query) -> bool:
-        """Whether a turn's memory could bring anything for `query` whatever its vector (which
-        the turn then need not ask for): the index is there and idle, and the message's
-        words do not rule it out (precision.may_be_strong)."""
-        index = await self.ready()
+    async def may_bring(self, query: Query, asking: str = "") -> bool:
+        """Whether a turn's memory (of the session `asking`) could bring anything for `query`
+        whatever its vector (which the turn then need not ask for): the index is there and
+        idle, and the message's words do not rule it out (precision.may_be_strong)."""
+        index = await self.ready(asking)
         return index is not None and self._open(index, query, strong=True)
 
     def _open(self, index: MemoryIndex, query: Query, strong: bool) -> bool:
@@ -210,16 +258,17 @@ class Memory:
             return False
         return not strong or precision.may_be_strong(index, query)
 
-    async def rank(self, session_id: str, query: Query, limit: int = RANKED,
+    async def rank(self, session: SessionRecord | str, query: Query, limit: int = RANKED,
                    strong: bool = False) -> list[tuple[int, float]]:
         """(passage id, score relative to the best) of what memory could bring back into a
-        turn of `session_id` ("" = of none), best first, those below ranking.FLOOR left out, near
-        copies of a better one too (select.distinct). `strong`: what a turn's memory may
-        bring, by precision.py's rules (only what is about the message)."""
-        index = await self.ready()
+        turn of `session` (its record, or its id; "" = of none), best first, those below
+        ranking.FLOOR left out, near copies of a better one too (select.distinct). `strong`:
+        what a turn's memory may bring, by precision.py's rules (only what is about the message)."""
+        session_id = session if isinstance(session, str) else session.id
+        index = await self.ready(session_id)
         if index is None or not self._open(index, query, strong):
             return []
-        asker = self._session(session_id) if session_id else None
+        asker = session if not isinstance(session, str) else self._session(session) if session else None
         return ranking.ranked(index, query, index.candidates(session_id, self.family(asker) if asker else ""),
                               limit, strong)
 

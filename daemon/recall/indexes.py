@@ -8,6 +8,7 @@ from collections import OrderedDict
 
 from ctxkeep.daemon.recall.session_index import SessionIndex
 from ctxkeep.daemon.retrieval.semantic import Embedder
+from ctxkeep.daemon.store.records import SessionRecord
 from ctxkeep.daemon.store.store import Store
 
 log = logging.getLogger("ctxkeep.daemon.recall.recaller")
@@ -29,13 +30,16 @@ class SessionIndexes:
         self._preparing: set[asyncio.Task[SessionIndex]] = set()
         self._closing = False
 
-    async def get(self, session_id: str) -> SessionIndex:
-        """The session's index, with every message stored so far (its embeddings asked for)."""
+    async def get(self, session: SessionRecord | str) -> SessionIndex:
+        """The session's index, with every message stored so far as its record (`session`;
+        read when only its id is given) says (its embeddings asked for)."""
+        record = self.store.sessions.get(session) if isinstance(session, str) else session
+        session_id = record.id
         index = self._kept.pop(session_id, None) or SessionIndex()
         self._kept[session_id] = index
         while len(self._kept) > SESSIONS_KEPT:
             self._kept.popitem(last=False)
-        behind = self.store.sessions.get(session_id).next_seq - index.lexical.next_seq
+        behind = record.next_seq - index.lexical.next_seq
         if behind > INLINE_MESSAGES:
             log.info("session=%s: indexing %d messages for recall", session_id, behind)
             await asyncio.to_thread(self._catch_up, session_id, index)

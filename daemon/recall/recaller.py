@@ -105,7 +105,7 @@ class Recaller:
         of the `movable` exchanges is its own too (`Recall.displaced` says which it took)."""
         if budget + movable.tokens < MIN_ROOM:
             return NONE
-        index = await self.indexes.get(session.id)
+        index = await self.indexes.get(session)
         last_turn = [m.content for m in active[-2:] if m.role in ("user", "assistant")]
         asked = asked_terms(user.content)
         context_text = select.context_for(user.content, len(set(asked)), last_turn)
@@ -122,7 +122,7 @@ class Recaller:
         reaches = self.enabled(session) and session.message_count > len(in_prompt) \
             and gate.may_ask(index, asked, elsewhere.about_past)
         vector = await self._vector(index, active, user) \
-            if reaches or (memory is not None and await memory.may_bring(elsewhere)) else None
+            if reaches or (memory is not None and await memory.may_bring(elsewhere, session.id)) else None
         asking = Query(query, vector, asks_of, span=asked_about, own=frozenset(asked), about_past=elsewhere.about_past)
         own, displaced = self.own.passages(session, context, user, index, asking, in_prompt, budget, movable) \
             if reaches else ([], ())

@@ -1,0 +1,73 @@
+"""When memory reads a session again (in-process): only when what it reads of the session
+may have changed, and never the asking session before its own turn's first token (that turn
+brings back nothing of its own); what changed still reaches the next turn."""
+
+from test_memory import QUESTION, SISTER, new, run, say
+
+from ctxkeep.daemon.store.shown import session_info
+from ctxkeep.protocol import requests
+from ctxkeep.protocol.events import ContextUsage, GenerationToken, SessionUpdated
+from ctxkeep.protocol.memory import MemoryForget
+from ctxkeep.protocol.structs import Usage
+
+
+def spy_on_reading(app) -> list[tuple[str, int]]:
+    """(session id, prompts sent so far) of every session memory looks at again."""
+    memory, read = app.services.memory, []
+    catch_up = memory.reader.catch_up
+
+    def noted(index, owner, session, inline):
+        read.append((session.id, len(app.backend.chats)))
+        return catch_up(index, owner, session, inline)
+    memory.reader.catch_up = noted
+    return read
+
+
+def test_an_update_that_changes_nothing_memory_reads_is_not_read_again(tmp_path):
+    async def scenario(app):
+        memory = app.services.memory
+        assert await memory.built(10)
+        family = await new(app, "family")
+        await say(app, family, SISTER)
+        await memory.ready()
+        read = spy_on_reading(app)
+        record = app.store.sessions.get(family)
+        for event in (SessionUpdated(session=session_info(record, busy=True)),  # busy, counts, usage, text:
+                      ContextUsage(usage=Usage(tokens=1, window=4096, fill=0.0, exact=True)),  # nothing memory reads
+                      GenerationToken(generation_id="g", index=0, text="Noted.")):
+            app.bus.publish(event, family)
+        await memory.ready()
+        unchanged = list(read)
+        await app.call(requests.SessionRename(session=family, name="my family"))
+        await memory.ready()
+        renamed = list(read)
+        recalled = await say(app, await new(app, "asked"), QUESTION)
+        await memory.ready()
+        del read[:]
+        await app.call(MemoryForget(session=family, seqs=[0]))
+        await memory.ready()
+        forgotten = list(read)
+        return family, unchanged, renamed, recalled, forgotten, await say(app, await new(app, "again"), QUESTION)
+    (family, unchanged, renamed, recalled, forgotten, after), _ = run(tmp_path, scenario)
+    assert unchanged == []
+    assert [sid for sid, _ in renamed] == [family] and [sid for sid, _ in forgotten] == [family]
+    assert {(p.session_id, p.session_name) for p in recalled} == {(family, "my family")}  # the new name
+    assert SISTER not in [p.text for p in after]  # the forgetting was read
+
+
+def test_a_turn_does_not_read_its_own_session_into_memory_before_its_prompt_is_sent(tmp_path):
+    async def scenario(app):
+        memory = app.services.memory
+        assert await memory.built(10)
+        told = await new(app, "told")
+        await say(app, told, SISTER)
+        asked = await new(app, "asked")
+        read = spy_on_reading(app)
+        sent_before = len(app.backend.chats)
+        recalled = await say(app, asked, QUESTION)
+        await memory.ready()
+        return told, asked, read, sent_before, recalled
+    (told, asked, read, sent_before, recalled), _ = run(tmp_path, scenario)
+    assert told in {p.session_id for p in recalled}  # the other session's words came back
+    assert [n for sid, n in read if sid == asked]  # the asking session was read into memory ...
+    assert all(n > sent_before for sid, n in read if sid == asked)  # ... once its prompt was sent
