@@ -19,6 +19,7 @@ fit? how much would a compaction free?), the daemon estimates — but as little 
 """
 
 import math
+import operator
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -103,7 +104,7 @@ class Estimator:
     def estimate(self, model: str, features: Vector) -> int:
         """Tokens for the given features, never negative."""
         w = self.weights(model)
-        return max(0, round(sum(wi * fi for wi, fi in zip(w, features))))
+        return max(0, round(sum(map(operator.mul, w, features))))  # (map: twice a generator's speed)
 
     def text(self, model: str, text: str) -> int:
         return self.estimate(model, text_features(text))
@@ -136,9 +137,9 @@ class Estimator:
         old = (widened(session.anchor.recall) or ZERO) if anchored else ZERO
         base = tuple(a - r for a, r in zip(anchor or ZERO, old))
         delta = tuple(f - b for f, b in zip(features, base))
-        cost = lambda v: sum(wi * abs(x) for wi, x in zip(w, v)) if any(v) else 0.0
+        cost = lambda v: sum(map(operator.mul, w, map(abs, v))) if any(v) else 0.0
         tokens = ((session.anchor.tokens - cost(old)) if anchored else 0) \
-            + sum(wi * d for wi, d in zip(w, delta)) + cost(recall)
+            + sum(map(operator.mul, w, delta)) + cost(recall)
         uncertain = math.ceil(cost(delta) + cost(old) + cost(recall))
         novel = math.ceil(sum(fitting.uncovered(calibration, w, v) for v in (delta, old, recall) if any(v)))
         return Estimate(max(0, round(tokens)), uncertain, min(novel, uncertain))
@@ -147,7 +148,7 @@ class Estimator:
         """The estimate of a prompt with these features from the model's weights alone (no
         session's exact count to start from: a prompt unlike the session's own)."""
         w = self.weights(model)
-        cost = sum(wi * abs(x) for wi, x in zip(w, features))
+        cost = sum(map(operator.mul, w, map(abs, features)))
         novel = math.ceil(fitting.uncovered(self._calibration(model), w, features))
         return Estimate(self.estimate(model, features), math.ceil(cost), min(novel, math.ceil(cost)))
 
