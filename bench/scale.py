@@ -59,7 +59,7 @@ class TimedBackend(MemoryBackend):
 
     def __init__(self) -> None:
         super().__init__(reply=lambda messages: "ok")
-        self.models[MODEL] = Model(MODEL, context_length=1 << 30)
+        self.models[MODEL] = Model(MODEL, context_length=1 << 24)
         self.called = asyncio.Event()
         self.called_at = 0.0
 
@@ -87,7 +87,7 @@ async def turns(active: int, runs: int) -> None:
     try:
         daemon = InProcess(root, backend, Config())
         record = daemon.store.sessions.create(name="big", model=MODEL, system="Be brief.",
-                                             options={}, num_ctx=1 << 30, context_length=1 << 30)
+                                             options={}, num_ctx=1 << 24, context_length=1 << 24)
         daemon.store.sessions.update(record.id, lambda r: setattr(r, "auto_compaction", False))
         fill(daemon.store, record.id, active)
         samples, floors = [], []
@@ -117,7 +117,7 @@ async def active_pages(active: int) -> None:
     try:
         daemon = InProcess(root, TimedBackend(), Config())
         record = daemon.store.sessions.create(name="big", model=MODEL, system="", options={},
-                                             num_ctx=1 << 30, context_length=1 << 30)
+                                             num_ctx=1 << 24, context_length=1 << 24)
         fill(daemon.store, record.id, active)
         times = []
         for _ in range(2):  # the first paging decodes and encodes; a second one finds them kept
@@ -156,7 +156,7 @@ async def search(total: int) -> None:
         daemon = InProcess(root, TimedBackend(), Config())
         for i in range(10):
             record = daemon.store.sessions.create(name=f"s{i}", model=MODEL, system="", options={},
-                                                 num_ctx=1 << 30, context_length=1 << 30)
+                                                 num_ctx=1 << 24, context_length=1 << 24)
             fill(daemon.store, record.id, total // 10, PROSE)
         for query in ("session", "compaction", "daemon socket", "budget estimate level"):
             timings = []
