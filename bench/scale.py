@@ -7,6 +7,10 @@ in the same run.
   N active messages (the real store and services in this process, a model backend in
   memory). First turn after start (features not cached yet) and the median of the
   next ones. Baseline: JSON-encoding the same prompt, which any client pays.
+- `stored`: the same with N messages stored and only the newest 10 in a 4,096-token window
+  (the rest recallable, recall and memory on, by words: no embedding waits), asked questions
+  that reach into the past and everyday ones by turns; also the whole turn (`send` until the
+  session is idle again, the model answering at once). Goal: p50 <= 15 ms at 10,000.
 - `active_pages`: the daemon's work for the whole active context page by page
   (`history` with `active`, 200 a page, as `ctxkeep show --active` asks), each reply
   encoded as it is sent. Baseline: the same messages read straight from the store in
@@ -39,6 +43,7 @@ from ctxkeep.daemon.store.records import NewMessage
 from ctxkeep.daemon.store.shown import message_info
 from ctxkeep.daemon.store.store import Store
 from ctxkeep.protocol import requests
+from ctxkeep.protocol.events import GenerationRecalled
 from ctxkeep.protocol.replies import HistoryReply
 from inprocess import InProcess
 from memory_backend import MemoryBackend
@@ -62,22 +67,28 @@ class TimedBackend(MemoryBackend):
         self.models[MODEL] = Model(MODEL, context_length=1 << 24)
         self.called = asyncio.Event()
         self.called_at = 0.0
+        self.sent: list = []
 
     def _prompt(self, model, messages, options):
         self.called_at = time.perf_counter()
         self.called.set()
-        sent = list(messages)
+        sent = self.sent = list(messages)
         return sent, sum(len(m["content"]) for m in sent) // 4 + 1
 
 
-def fill(store: Store, sid: str, count: int, words: list[str] | tuple[str, ...] = WORDS) -> None:
+def fill(store: Store, sid: str, count: int, words: list[str] | tuple[str, ...] = WORDS,
+         active: int | None = None) -> None:
+    """`count` messages of `words` stored in the session, the newest `active` (default: all)
+    in its active context."""
     rng = random.Random(7)
     batch = []
+    first_active = 0 if active is None else count - active
     for i in range(count):
         text = " ".join(rng.choice(words) for _ in range(rng.randint(15, 60)))
         batch.append(NewMessage(role="user" if i % 2 == 0 else "assistant", content=text))
         if len(batch) == 1000 or i == count - 1:
-            store.history.append(sid, batch, activate=range(len(batch)))
+            start = i + 1 - len(batch)
+            store.history.append(sid, batch, activate=range(max(0, first_active - start), len(batch)))
             batch = []
 
 
@@ -110,6 +121,47 @@ async def turns(active: int, runs: int) -> None:
     emit(bench="scale", target="turn_to_model_call", active=active,
          first_ms=round(samples[0] * 1000, 2), median_ms=round(statistics.median(samples[1:]) * 1000, 2),
          baseline_encode_prompt_ms=round(statistics.median(floors) * 1000, 2), goal_ms="<= 20")
+
+
+async def stored_turns(stored: int, runs: int) -> None:
+    """A turn's work over a session of `stored` messages in a 4,096-token window (`stored`
+    in the module's docstring)."""
+    root = Path(tempfile.mkdtemp(prefix="ckb", dir="/tmp"))
+    backend = TimedBackend()
+    rng = random.Random(3)
+    try:
+        daemon = InProcess(root, backend, Config(embed_model="", embed_builtin=False))
+        record = daemon.store.sessions.create(name="long", model=MODEL, system="Be brief.",
+                                             options={}, num_ctx=4096, context_length=1 << 24)
+        daemon.store.sessions.update(record.id, lambda r: setattr(r, "auto_compaction", False))
+        fill(daemon.store, record.id, stored, active=10)
+        to_call, whole, floors, recalled = [], [], [], 0
+        for i in range(runs + 1):
+            text = (f"What did I say about the {rng.choice(WORDS)} and the {rng.choice(WORDS)} back then?"
+                    if i % 2 else f"Thanks, that helps ({i}).")
+            backend.called.clear()
+            t0 = time.perf_counter()
+            accepted = await daemon.call(requests.Send(id=f"t{i}", session=record.id, text=text))
+            await asyncio.wait_for(backend.called.wait(), 60)
+            to_call.append(backend.called_at - t0)
+            await daemon.services.jobs.drain(60)
+            whole.append(time.perf_counter() - t0)
+            prompt = backend.sent
+            recalled += any(getattr(e, "generation_id", "") == accepted.generation_id and e.recalled
+                            for e in daemon.of_type(GenerationRecalled))
+            t1 = time.perf_counter()
+            msgspec.json.encode(prompt)
+            floors.append(time.perf_counter() - t1)
+        daemon.close()
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    ms = lambda xs: round(statistics.median(xs) * 1000, 2)
+    emit(bench="scale", target="turn_over_stored_messages", stored=stored, window=4096, turns=runs,
+         turns_with_recall=recalled, to_model_call_first_ms=round(to_call[0] * 1000, 2),
+         to_model_call_p50_ms=ms(to_call[1:]), reaching_p50_ms=ms(to_call[1::2]), everyday_p50_ms=ms(to_call[2::2]),
+         whole_turn_p50_ms=ms(whole[1:]),
+         whole_turn_p95_ms=round(sorted(whole[1:])[int(0.95 * (runs - 1))] * 1000, 2),
+         baseline_encode_prompt_ms=ms(floors), goal_ms="p50 <= 15")
 
 
 async def active_pages(active: int) -> None:
@@ -267,13 +319,17 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--seconds", type=float, default=1.0, help="per round and target")
     parser.add_argument("--search", type=int, default=100_000, help="messages to search")
-    parser.add_argument("--only", choices=["turn", "pages", "list", "search"], default=None)
+    parser.add_argument("--stored", type=int, nargs="*", default=[10_000], help="messages stored (`stored`)")
+    parser.add_argument("--only", choices=["turn", "stored", "pages", "list", "search"], default=None)
     args = parser.parse_args()
     for active in args.active:
         if args.only in (None, "turn"):
             asyncio.run(turns(active, args.turns))
         if args.only in (None, "pages"):
             asyncio.run(active_pages(active))
+    for stored in args.stored:
+        if args.only in (None, "stored"):
+            asyncio.run(stored_turns(stored, max(args.turns, 40)))
     if args.only in (None, "search"):
         asyncio.run(search(args.search))
     if args.only in (None, "list"):
