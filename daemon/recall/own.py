@@ -56,8 +56,8 @@ class OwnHistory:
             on_topic = gate.near_too(on_topic, index.semantic.nearest(vector, gate.NEAREST, gate.NEAREST_LEAST))
             if not gate.asks_of_the_past(best, False, on_topic):
                 return [], ()
-        second = select.statements_first(index.lexical.rank(index.lexical.expansion(first, query), in_context, RANKED),
-                                         passages)
+        hop = index.lexical.expansion(first, query)
+        second = select.statements_first(index.lexical.rank(hop, in_context, RANKED), passages)
         ranked, weights = [first, second], [1.0, SECOND_HOP]
         near: list[int] = []
         if by_meaning is not None:
@@ -71,8 +71,9 @@ class OwnHistory:
         scores = select.lifted(select.fused(*ranked, weights=weights,
                                             favored=lambda pid: index.lexical.passages[pid].role == asks_of),
                                index.lexical.passages, asked.span, when.LIFT)
-        if on_topic is not None:  # a message that does not speak of the past: only what is about it
-            scores = {pid: s for pid, s in scores.items() if on_topic(pid)}
+        if on_topic is not None:  # a message that does not speak of the past: only what is about it,
+            linked = self._linked(index, hop, best, on_topic)  # or what its second hop found of it
+            scores = {pid: s for pid, s in scores.items() if on_topic(pid) or linked & index.term_set(pid)}
         else:  # (and what the sittings they were said in were about)
             scores = index.sittings.with_openings(scores, in_prompt)
         gathering = select.gathers(user.content)  # (it needs what each of several turns said)
@@ -88,6 +89,14 @@ class OwnHistory:
             near = [pid for pid in near if passages[pid].seq not in moving]
             movable = recall_room.NOTHING
         return self._chosen(session.model, index, scores, near, budget, movable) if scores else ([], ())
+
+    @staticmethod
+    def _linked(index: SessionIndex, hop: dict[str, float], best: list[int],
+                on_topic: Callable[[int], bool]) -> frozenset[str]:
+        """The second hop's terms held by a best passage that is about the message: what the
+        passage found names ("the person who adopted the poodle" → "Leona"), whose other
+        passages answer the rest of the question ("Leona lives in Bologna")."""
+        return frozenset(t for t in hop if any(on_topic(pid) and t in index.term_set(pid) for pid in best[:3]))
 
     @staticmethod
     def _said_then(index: SessionIndex, vector: list[float], span: tuple[float, float],

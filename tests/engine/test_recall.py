@@ -205,3 +205,31 @@ def test_recall_brings_what_is_about_the_message_not_every_passage_that_shares_a
     app.close()
     assert 0 in [p.seq for p in recalled] or FACT in last_prompt(backend)[0]["content"]  # recalled, or kept by its checkpoint
     assert not [p.text for p in recalled if p.text.startswith("We move on")]
+
+
+def test_a_question_needing_two_facts_gets_both_though_it_speaks_of_no_ones_past(tmp_path):
+    """"The person who took in the poodle — which city are they in?" says no "my" or "you said",
+    so recall keeps only what is about it; the turn its second hop finds through the name the
+    first found ("Leona, my neighbour, lives in Bologna") is about it too. An everyday request
+    still gets nothing."""
+    rng = random.Random(8)
+    backend = MemoryBackend(reply=filler_reply)
+    app = InProcess(tmp_path, backend, Config(embed_model="", embed_builtin=False))  # by words alone
+    people = [("Leona", "a poodle", "Bologna"), ("Mateo", "a greyhound", "Tallinn"),
+              ("Selma", "two cats", "Kraków"), ("Greta", "a dachshund", "Porto")]
+    facts = [f"By the way, {name} adopted {pet} from the shelter." for name, pet, _ in people[:2]] + \
+            [f"By the way, {name}, my neighbour, lives in {city}." for name, _, city in people]
+    rng.shuffle(facts)
+    # said by the other speaker of a two-person chat: not kept whole in a checkpoint as the user's own words
+    turns = [m for fact in facts for m in [{"role": "user", "content": "Any news?"},
+                                           {"role": "assistant", "content": fact}, *_chatter(rng, 12)]]
+
+    async def go():
+        sid = await _imported(app, turns + _chatter(rng, 20), 2048)
+        await _talk(app, sid, ["The person who took in a poodle from the shelter — which city are they in?"])
+        prompt = "\n".join(m["content"] for m in last_prompt(backend))
+        return prompt, (await _talk(app, sid, ["What is the capital city of France, do you know?"]))[-1]
+    prompt, everyday = asyncio.run(go())
+    app.close()
+    assert "Leona adopted a poodle from the shelter." in prompt and "Leona, my neighbour, lives in Bologna." in prompt
+    assert everyday == []
