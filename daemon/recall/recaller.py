@@ -119,11 +119,13 @@ class Recaller:
                           frozenset(asked), select.about_the_past(user.content))
         # the message's vector only where a ranking may use it (a round trip to the embedding model)
         in_prompt = self._in_prompt(session, context, user)
+        writer = index.speakers.asked_of(user.content)  # a chat log's writer, named from outside it
+        about_past = elsewhere.about_past or writer is not None
         reaches = self.enabled(session) and session.message_count > len(in_prompt) \
-            and gate.may_ask(index, asked, elsewhere.about_past)
+            and gate.may_ask(index, asked, about_past)
         vector = await self._vector(index, active, user) \
             if reaches or (memory is not None and await memory.may_bring(elsewhere, session.id)) else None
-        asking = Query(query, vector, asks_of, span=asked_about, own=frozenset(asked), about_past=elsewhere.about_past)
+        asking = Query(query, vector, writer or asks_of, span=asked_about, own=frozenset(asked), about_past=about_past)
         own, displaced = self.own.passages(session, context, user, index, asking, in_prompt, budget, movable) \
             if reaches else ([], ())
         model = session.model

@@ -5,6 +5,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ctxkeep.daemon.recall.sittings import Sittings
+from ctxkeep.daemon.recall.speakers import Speakers
 from ctxkeep.daemon.retrieval import select, when
 from ctxkeep.daemon.retrieval.lexical import LexicalIndex, terms
 from ctxkeep.daemon.retrieval.passages import Passage, passages
@@ -36,6 +37,8 @@ class SessionIndex:
     clock: when.Clock = field(default_factory=when.Clock)
     #: The sittings the passages were said in.
     sittings: Sittings = field(default_factory=Sittings)
+    #: The writers whose names open the messages, in a chat log's session.
+    speakers: Speakers = field(default_factory=Speakers)
     #: Each ranked passage's terms, as far as asked (`term_set`).
     _terms: dict[int, frozenset[str]] = field(default_factory=dict)
 
@@ -51,6 +54,7 @@ class SessionIndex:
             if p.role == "assistant" and p.reply_to >= 0:
                 self.answers[p.reply_to] = p.seq
         for m in messages:
+            self.speakers.add(m.role, m.content)
             if m.role == "assistant" and m.reply_to >= 0:
                 self.answered_by.setdefault(m.reply_to, []).append(m.seq)
             self.replaced |= self.replaced_by(m)

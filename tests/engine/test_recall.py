@@ -233,3 +233,24 @@ def test_a_question_needing_two_facts_gets_both_though_it_speaks_of_no_ones_past
     app.close()
     assert "Leona adopted a poodle from the shelter." in prompt and "Leona, my neighbour, lives in Bologna." in prompt
     assert everyday == []
+
+
+def test_in_a_chat_log_a_question_from_outside_about_one_writer_gets_what_they_said(tmp_path):
+    """A two-person chat log, each line opened with its writer's name, and a question asked of
+    it from outside in the third person: "Where does Melanie live these days?" says no "my" or
+    "you said", and "Melanie" is in every line she wrote; it still gets her own words (the other
+    side's: a checkpoint does not keep them whole, as it keeps the user's)."""
+    rng = random.Random(9)
+    backend = MemoryBackend(reply=filler_reply)
+    app = InProcess(tmp_path, backend, Config(embed_model="", embed_builtin=False))  # by words alone
+    fact = "Melanie: I live in Tallinn now, we like how quiet it is."
+    turns = _chatter(rng, 60, ("Caroline", "Melanie"))
+    turns[21] = {"role": "assistant", "content": fact}
+
+    async def go():
+        sid = await _imported(app, turns + _chatter(rng, 40, ("Caroline", "Melanie")), 4096)
+        await _talk(app, sid, ["Where does Melanie live these days?"])
+        return "\n".join(m["content"] for m in last_prompt(backend))
+    prompt = asyncio.run(go())
+    app.close()
+    assert fact in prompt
