@@ -20,10 +20,9 @@ at least the half/half baseline in every question type, and overall at 2,048.
 `--mode import` imports each history whole and asks the question (bench/recall_lme.py says
 how): recall with the room a fresh import leaves, which a live session never has.
 
-`--mode synthetic`: each conversation of tests/conversations.py (days of everyday chat with
-facts about people planted among it, some changed later; questions that paraphrase them,
-ask when, or need two facts) is replayed turn by turn, then every question is sent and the
-prompt searched for the turns that hold the answer; baselines as above.
+`--mode synthetic` and `--mode pair` (bench/recall_synthetic.py): our own generated
+conversations replayed turn by turn, then every question sent and its prompt searched for
+the messages that hold the answer; baselines as above.
 
 All print one JSON line per window and question kind, and one for the time recall takes
 per turn at 10,000 and 100,000 stored messages (in-process, the store on disk; goal: p50
@@ -41,103 +40,15 @@ from pathlib import Path
 from common import emit
 
 import bench_embedders
-import conversations
 import recall_live
-from ctxkeep.protocol.events import ResponseGeneration
+import recall_synthetic
 from harness import DaemonProcess
-from ollama_standin import OllamaStandin, render
+from ollama_standin import OllamaStandin
+from recall_synthetic import turn
 from recall_timing import time_recall
 from unrelated import UNRELATED
 
 MODEL = "qwen2.5:7b"
-
-
-def turn(client, sid: str, text: str) -> object:
-    """One turn, and the session idle again after it (its compaction done)."""
-    end = client.turn(sid, text)
-    client.settle(sid)
-    return end
-
-
-# -- the baselines, over the same turns, at the same token count ------------------------------
-
-
-def bm25_rank(docs: list[str], query: str) -> list[int]:
-    """Indexes of `docs` by plain BM25 for `query`, best first (no stemming: a baseline)."""
-    import recall_lme
-    scores = recall_lme.bm25_scores(docs, query)
-    return sorted(range(len(docs)), key=lambda i: -scores[i])
-
-
-def baselines(conversation, question: str, budget: int, count) -> dict[str, set[int]]:
-    """The turns each baseline would put in a prompt of `budget` tokens."""
-    turns = conversation.turns
-    cost = [count(render([{"role": "user", "content": t.user}, {"role": "assistant", "content": t.assistant}]))
-            for t in turns]
-    def newest(limit: int, taken: set[int]) -> set[int]:
-        used, out = 0, set()
-        for i in range(len(turns) - 1, -1, -1):
-            if i in taken:
-                continue
-            if used + cost[i] > limit:
-                break
-            out.add(i)
-            used += cost[i]
-        return out
-    truncation = newest(budget, set())
-    recent = newest(budget // 2, set())
-    used = sum(cost[i] for i in recent)
-    ranked = bm25_rank([t.user + "\n" + t.assistant for t in turns], question)
-    mixed = set(recent)
-    for i in ranked:
-        if i in mixed:
-            continue
-        if used + cost[i] > budget:
-            continue
-        mixed.add(i)
-        used += cost[i]
-        if used >= budget - 10:
-            break
-    return {"truncation": truncation, "bm25+recency": mixed}
-
-
-def run_window(window: int, turns: int, seed: int, config: str = "") -> dict[str, dict[str, list[bool]]]:
-    conversation = conversations.generate(seed, turns)
-    standin = OllamaStandin()
-    model = recall_live.Scripted(count=standin.count)  # its answers; summaries of realistic size
-    for t in conversation.turns:
-        model.expect(t.user, t.assistant)
-    standin.reply_fn = model
-    standin.start()
-    root = Path(tempfile.mkdtemp(prefix="ckrc", dir="/tmp"))
-    daemon = DaemonProcess(root, standin.url, log_level="warning")
-    daemon.write_config(config)
-    found: dict[str, dict[str, list[bool]]] = defaultdict(lambda: defaultdict(list))
-    try:
-        daemon.start()
-        with daemon.client(timeout=60) as c:
-            c.subscribe("")
-            sid = c.create_session(model=MODEL, num_ctx=window).session.id
-            for t in conversation.turns:
-                turn(c, sid, t.user)
-            for q in conversation.questions:
-                end = turn(c, sid, q.text)
-                chat = [ch for ch in standin.chats if ch.body.get("stream", True)][-1]
-                prompt = "\n".join(m["content"] for m in chat.body["messages"])
-                hit = all(conversation.turns[i].user in prompt for i in q.evidence)
-                found["ctxkeepd"][q.kind].append(hit)
-                spent = chat.prompt_tokens if isinstance(end, ResponseGeneration) else window // 2
-                for name, taken in baselines(conversation, q.text, spent, standin.count).items():
-                    found[name][q.kind].append(all(i in taken for i in q.evidence))
-        found["ctxkeepd"]["cut or refused prompts"] = [False] * (len(standin.overflowed))
-        emit(bench="recall", mode="synthetic", window=window, seed=seed, turns=len(conversation.turns),
-             summary_calls=model.summary_calls, summary_kinds=dict(model.kinds),
-             summary_calls_per_turn=round(model.summary_calls / max(1, len(conversation.turns)), 3))
-    finally:
-        daemon.stop()
-        standin.stop()
-        shutil.rmtree(root, ignore_errors=True)
-    return found
 
 
 def run_lme(which: str, windows: list[int], limit: int, config: str, embed: str, kinds: str = "",
@@ -246,9 +157,10 @@ def run_live(which: str, windows: list[int], questions: list, config: str, embed
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--mode", default="live", choices=["live", "import", "synthetic"],
+    parser.add_argument("--mode", default="live", choices=["live", "import", "synthetic", "pair"],
                         help="live: each history sent message by message (the default); import: each "
-                             "history imported whole; synthetic: our own generated conversations")
+                             "history imported whole; synthetic: our own generated conversations; pair: "
+                             "our own generated two-person chats")
     parser.add_argument("--set", default="s", choices=["s", "oracle"],
                         help="LongMemEval's dev split (s: 60 questions with ~48 sessions each; oracle: 440 with "
                              "their evidence sessions only)")
@@ -257,7 +169,8 @@ def main() -> None:
     parser.add_argument("--kinds", default="", help="only these LongMemEval question types (comma-separated)")
     parser.add_argument("--questions", default="", help="live mode: only these LongMemEval question ids "
                         "(comma-separated), to read one replay's prompt with --dump")
-    parser.add_argument("--turns", type=int, default=500)
+    parser.add_argument("--turns", type=int, default=0, help="synthetic and pair: turns of each "
+                        "conversation (default: 500 and 400)")
     parser.add_argument("--windows", default="2048,4096,8192")
     parser.add_argument("--seeds", default="1")
     parser.add_argument("--timing", default="10000,100000", help="stored messages to time recall at ('' skips)")
@@ -288,21 +201,9 @@ def main() -> None:
                  bench_embedders.embedder(args.embed, args.embed_cache), args.dump)
     if args.mode == "import":
         run_lme(args.set, windows, args.limit, config, args.embed, args.kinds, args.embed_cache)
-    for window in windows if args.mode == "synthetic" else ():
-        totals: dict[str, dict[str, list[bool]]] = defaultdict(lambda: defaultdict(list))
-        for seed in map(int, args.seeds.split(",")):
-            for method, kinds in run_window(window, args.turns, seed, config).items():
-                for kind, hits in kinds.items():
-                    totals[method][kind] += hits
-        bad = len(totals["ctxkeepd"].pop("cut or refused prompts", []))
-        emit(bench="recall", window=window, embed=args.embed, cut_or_refused_prompts=bad)
-        for kind in sorted({k for kinds in totals.values() for k in kinds}) + ["all"]:
-            row = {}
-            for method, kinds in totals.items():
-                hits = [h for k, v in kinds.items() for h in v] if kind == "all" else kinds[kind]
-                row[method] = round(100 * sum(hits) / len(hits), 1) if hits else None
-            emit(bench="recall", window=window, embed=args.embed, kind=kind, n=len(totals["ctxkeepd"][kind]) if kind != "all"
-                 else sum(len(v) for v in totals["ctxkeepd"].values()), evidence_pct=row)
+    if args.mode in ("synthetic", "pair"):
+        recall_synthetic.run(windows, [int(seed) for seed in args.seeds.split(",")], args.turns, config, args.embed,
+                             args.embed_cache, pair=args.mode == "pair")
     for messages in filter(None, args.timing.split(",")):
         emit(bench="recall_time", messages=int(messages), **time_recall(int(messages)))
 

@@ -62,6 +62,8 @@ class Question:
     text: str
     #: The indexes of the turns whose user message holds the answer.
     evidence: list[int]
+    #: The messages that hold it, where not the user's of those turns (two_person.py).
+    said: list[str] = field(default_factory=list)
 
 
 @dataclass

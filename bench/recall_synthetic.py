@@ -1,0 +1,144 @@
+"""Recall on our own generated conversations (`bench/recall.py --mode synthetic|pair`): each
+replayed turn by turn through the real daemon on the stand-in (its answers the recorded ones,
+its summaries of realistic size), then every question sent and its prompt searched for the
+messages that hold the answer, beside same-run baselines at the same token count (the newest
+turns; half newest, half BM25 with recency).
+
+- synthetic (tests/conversations.py): a user tells an assistant, among everyday chat, facts
+  about twelve people they know; questions paraphrase them, ask when, or need two facts.
+- pair (tests/two_person.py): two friends write to each other, each line opened with its
+  writer's name, and say things about themselves; the questions are asked from outside, in
+  the third person, about someone whose name every message holds.
+"""
+
+import shutil
+import tempfile
+from collections import defaultdict
+from pathlib import Path
+
+from common import emit
+
+import bench_embedders
+import conversations
+import recall_live
+import recall_lme
+import two_person
+from ctxkeep.protocol.events import ResponseGeneration
+from harness import DaemonProcess
+from ollama_standin import OllamaStandin, render
+
+MODEL = "qwen2.5:7b"
+
+
+def turn(client, sid: str, text: str) -> object:
+    """One turn, and the session idle again after it (its compaction done)."""
+    end = client.turn(sid, text)
+    client.settle(sid)
+    return end
+
+
+# -- the baselines, over the same turns, at the same token count ------------------------------
+
+
+def bm25_rank(docs: list[str], query: str) -> list[int]:
+    """Indexes of `docs` by plain BM25 for `query`, best first (no stemming: a baseline)."""
+    scores = recall_lme.bm25_scores(docs, query)
+    return sorted(range(len(docs)), key=lambda i: -scores[i])
+
+
+def baselines(conversation, question: str, budget: int, count) -> dict[str, set[int]]:
+    """The turns each baseline would put in a prompt of `budget` tokens."""
+    turns = conversation.turns
+    cost = [count(render([{"role": "user", "content": t.user}, {"role": "assistant", "content": t.assistant}]))
+            for t in turns]
+    def newest(limit: int, taken: set[int]) -> set[int]:
+        used, out = 0, set()
+        for i in range(len(turns) - 1, -1, -1):
+            if i in taken:
+                continue
+            if used + cost[i] > limit:
+                break
+            out.add(i)
+            used += cost[i]
+        return out
+    truncation = newest(budget, set())
+    recent = newest(budget // 2, set())
+    used = sum(cost[i] for i in recent)
+    ranked = bm25_rank([t.user + "\n" + t.assistant for t in turns], question)
+    mixed = set(recent)
+    for i in ranked:
+        if i in mixed:
+            continue
+        if used + cost[i] > budget:
+            continue
+        mixed.add(i)
+        used += cost[i]
+        if used >= budget - 10:
+            break
+    return {"truncation": truncation, "bm25+recency": mixed}
+
+
+def run_window(window: int, turns: int, seed: int, config: str = "", embed: str = "none", embed_cache: str = "",
+               pair: bool = False) -> dict[str, dict[str, list[bool]]]:
+    """Each question's hits (its evidence messages all in its prompt) per method and kind, over
+    one conversation (`pair`: a two-person chat) replayed through a daemon with `config`."""
+    conversation = two_person.generate(seed, turns or 400) if pair else conversations.generate(seed, turns or 500)
+    standin = OllamaStandin(embedder=bench_embedders.embedder(embed, embed_cache), models=bench_embedders.models(embed))
+    model = recall_live.Scripted(count=standin.count)  # its answers; summaries of realistic size
+    for t in conversation.turns:
+        model.expect(t.user, t.assistant)
+    standin.reply_fn = model
+    standin.start()
+    root = Path(tempfile.mkdtemp(prefix="ckrc", dir="/tmp"))
+    daemon = DaemonProcess(root, standin.url, log_level="warning")
+    daemon.write_config(config)
+    found: dict[str, dict[str, list[bool]]] = defaultdict(lambda: defaultdict(list))
+    try:
+        daemon.start()
+        with daemon.client(timeout=60) as c:
+            c.subscribe("")
+            sid = c.create_session(model=MODEL, num_ctx=window).session.id
+            for t in conversation.turns:
+                turn(c, sid, t.user)
+            for q in conversation.questions:
+                end = turn(c, sid, q.text)
+                chat = [ch for ch in standin.chats if ch.body.get("stream", True)][-1]
+                prompt = "\n".join(m["content"] for m in chat.body["messages"])
+                if embed != "none":  # as in a chat a person types: the embedder keeps up between turns
+                    recall_lme.wait_embedded(c, standin)
+                said = q.said or [conversation.turns[i].user for i in q.evidence]
+                hit = all(text in prompt for text in said)
+                found["ctxkeepd"][q.kind].append(hit)
+                spent = chat.prompt_tokens if isinstance(end, ResponseGeneration) else window // 2
+                for name, taken in baselines(conversation, q.text, spent, standin.count).items():
+                    found[name][q.kind].append(all(i in taken for i in q.evidence))
+        found["ctxkeepd"]["cut or refused prompts"] = [False] * (len(standin.overflowed))
+        emit(bench="recall", mode="pair" if pair else "synthetic", window=window, seed=seed, turns=len(conversation.turns),
+             summary_calls=model.summary_calls, summary_kinds=dict(model.kinds),
+             summary_calls_per_turn=round(model.summary_calls / max(1, len(conversation.turns)), 3))
+    finally:
+        daemon.stop()
+        standin.stop()
+        shutil.rmtree(root, ignore_errors=True)
+    return found
+
+
+def run(windows: list[int], seeds: list[int], turns: int, config: str, embed: str, embed_cache: str = "",
+        pair: bool = False) -> None:
+    """One JSON line per window and question kind: the evidence found by ctxkeepd and each baseline."""
+    for window in windows:
+        totals: dict[str, dict[str, list[bool]]] = defaultdict(lambda: defaultdict(list))
+        for seed in seeds:
+            for method, kinds in run_window(window, turns, seed, config, embed, embed_cache, pair).items():
+                for kind, hits in kinds.items():
+                    totals[method][kind] += hits
+        bad = len(totals["ctxkeepd"].pop("cut or refused prompts", []))
+        fields = dict(bench="recall", mode="pair" if pair else "synthetic", window=window, embed=embed)
+        emit(**fields, cut_or_refused_prompts=bad)
+        for kind in sorted({k for kinds in totals.values() for k in kinds}) + ["all"]:
+            row = {}
+            for method, kinds in totals.items():
+                hits = [h for v in kinds.values() for h in v] if kind == "all" else kinds[kind]
+                row[method] = round(100 * sum(hits) / len(hits), 1) if hits else None
+            emit(**fields, kind=kind, n=len(totals["ctxkeepd"][kind]) if kind != "all"
+                 else sum(len(v) for v in totals["ctxkeepd"].values()), evidence_pct=row)
