@@ -1,7 +1,7 @@
 """Who speaks in a session whose messages open with their writer's name ("Caroline: Hey Mel!"),
 as a chat log does when it is imported or replayed into a session: a message from outside the
-chat (not in either writer's voice) that names one of them asks about what was said in it,
-and of that writer's words first ("Where does Caroline live these days?", "How many kids does
+chat (not in either writer's voice) asks about what was said in it, and where it names one of
+them, of that writer's words first ("Where does Caroline live these days?", "How many kids does
 Melanie have?"). Such a question says no "my", "I" or "you said" (select.about_the_past), and
 the name it gives is in every message of its writer, so its words alone tell nothing apart.
 """
@@ -50,13 +50,18 @@ class Speakers:
                 out[role] = name
         return out
 
+    def outside(self, text: str) -> bool:
+        """Whether a message comes from outside a chat log (the session has writers, and it is
+        in neither's voice): what it asks is about the chat."""
+        writers = self.writers()
+        return bool(writers) and label(text) not in writers.values()
+
     def asked_of(self, text: str) -> str | None:
         """The role whose writer a message from outside the chat names (by their first name,
         as a word), where it names exactly one of them; None for a message in a writer's own
         voice, one naming both or neither, and a session whose messages name no writer."""
-        writers = self.writers()
-        if not writers or label(text) in writers.values():
+        if not self.outside(text):
             return None
-        named = [role for role, name in writers.items()
+        named = [role for role, name in self.writers().items()
                  if re.search(rf"(?<![\w-]){re.escape(name.split()[0])}(?![\w-])", text)]
         return named[0] if len(named) == 1 else None

@@ -33,3 +33,5 @@ def test_a_message_from_outside_that_names_one_writer_asks_of_their_role():
     assert speakers.asked_of("What is the capital of France?") is None
     assert speakers.asked_of("Where does Carolines cousin live?") is None  # the name as a word only
     assert Speakers().asked_of("Where does Caroline live?") is None  # no chat log
+    assert speakers.outside("The one of them who took in a husky: which city are they in?")  # names no one
+    assert not speakers.outside("Caroline: which city are you in now?") and not Speakers().outside("Hi!")
