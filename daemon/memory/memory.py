@@ -123,17 +123,15 @@ class Memory:
         else:
             self._dirty.add(session_id)
 
-    async def ready(self, asking: str = "") -> MemoryIndex | None:
-        """The index, up to date with what the bus reported; None while it is first built.
-        The session `asking` is left to be read after its turn: a turn of it never brings
-        back its own passages."""
+    async def ready(self) -> MemoryIndex | None:
+        """The index, up to date with what the bus reported; None while it is first built."""
         if self.index is None:
             self._start_build()
             return None
         if self.mutating:  # a large backlog is being read into the index: leave it be
             return self.index
         inline = INLINE_MESSAGES  # what one turn may read on the event loop, all sessions together
-        for session_id in list(self._dirty - self.reader.catching_up - {asking}):
+        for session_id in list(self._dirty - self.reader.catching_up):
             self._dirty.discard(session_id)
             inline -= self._catch_up(self.index, session_id, inline)
         self._recount(self.index)
@@ -243,11 +241,11 @@ class Memory:
         if index.semantic.done < len(index.passages):
             self.embedder.want(EMBED_KEY, lambda: (index.passages, index.semantic))
 
-    async def may_bring(self, query: Query, asking: str = "") -> bool:
-        """Whether a turn's memory (of the session `asking`) could bring anything for `query`
-        whatever its vector (which the turn then need not ask for): the index is there and
-        idle, and the message's words do not rule it out (precision.may_be_strong)."""
-        index = await self.ready(asking)
+    async def may_bring(self, query: Query) -> bool:
+        """Whether a turn's memory could bring anything for `query` whatever its vector (which
+        the turn then need not ask for): the index is there and idle, and the message's
+        words do not rule it out (precision.may_be_strong)."""
+        index = await self.ready()
         return index is not None and self._open(index, query, strong=True)
 
     def _open(self, index: MemoryIndex, query: Query, strong: bool) -> bool:
@@ -265,7 +263,7 @@ class Memory:
         ranking.FLOOR left out, near copies of a better one too (select.distinct). `strong`:
         what a turn's memory may bring, by precision.py's rules (only what is about the message)."""
         session_id = session if isinstance(session, str) else session.id
-        index = await self.ready(session_id)
+        index = await self.ready()
         if index is None or not self._open(index, query, strong):
             return []
         asker = session if not isinstance(session, str) else self._session(session) if session else None

@@ -125,7 +125,7 @@ class Recaller:
         reaches = self.enabled(session) and session.message_count > len(in_prompt) \
             and gate.may_ask(index, asked, about_past)
         vector = await self._vector(index, active, user) \
-            if reaches or (memory is not None and await memory.may_bring(elsewhere, session.id)) else None
+            if reaches or (memory is not None and await memory.may_bring(elsewhere)) else None
         asking = Query(query, vector, writer or asks_of, span=asked_about, own=frozenset(asked), about_past=about_past)
         own, displaced = self.own.passages(session, context, user, index, asking, in_prompt, budget, movable) \
             if reaches else ([], ())

@@ -1,6 +1,5 @@
 """When memory reads a session again (in-process): only when what it reads of the session
-may have changed, and never the asking session before its own turn's first token (that turn
-brings back nothing of its own); what changed still reaches the next turn."""
+may have changed; what changed still reaches the next turn."""
 
 from test_memory import QUESTION, SISTER, new, run, say
 
@@ -53,21 +52,3 @@ def test_an_update_that_changes_nothing_memory_reads_is_not_read_again(tmp_path)
     assert [sid for sid, _ in renamed] == [family] and [sid for sid, _ in forgotten] == [family]
     assert {(p.session_id, p.session_name) for p in recalled} == {(family, "my family")}  # the new name
     assert SISTER not in [p.text for p in after]  # the forgetting was read
-
-
-def test_a_turn_does_not_read_its_own_session_into_memory_before_its_prompt_is_sent(tmp_path):
-    async def scenario(app):
-        memory = app.services.memory
-        assert await memory.built(10)
-        told = await new(app, "told")
-        await say(app, told, SISTER)
-        asked = await new(app, "asked")
-        read = spy_on_reading(app)
-        sent_before = len(app.backend.chats)
-        recalled = await say(app, asked, QUESTION)
-        await memory.ready()
-        return told, asked, read, sent_before, recalled
-    (told, asked, read, sent_before, recalled), _ = run(tmp_path, scenario)
-    assert told in {p.session_id for p in recalled}  # the other session's words came back
-    assert [n for sid, n in read if sid == asked]  # the asking session was read into memory ...
-    assert all(n > sent_before for sid, n in read if sid == asked)  # ... once its prompt was sent
