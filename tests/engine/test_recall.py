@@ -147,20 +147,29 @@ def test_a_fact_inside_a_long_answer_comes_back_with_the_whole_answer(tmp_path):
 def test_in_a_two_person_chat_the_names_in_every_turn_do_not_drown_the_fact(tmp_path):
     """Both speakers' names open every message (as in chat logs): they carry nothing, and a
     question naming one of them still finds the turn that says what it asks."""
-    rng = random.Random(6)
-    backend = MemoryBackend(reply=filler_reply)
-    app = InProcess(tmp_path, backend, Config(embed_model="", embed_builtin=False))
     fact = "Caroline: I finally adopted a rescue greyhound last weekend, his name is Biscuit."
+    prompt = _asked_of_a_chat_log(tmp_path, 6, {"role": "user", "content": fact}, 20,
+                                  "Melanie: What kind of dog did Caroline adopt?")
+    assert fact in prompt[-1]["content"] or fact in prompt[0]["content"]  # recalled, or kept by its checkpoint
+
+
+def _asked_of_a_chat_log(tmp_path, seed: int, said: dict, at: int, question: str) -> list[dict]:
+    """The prompt of `question`, asked of Caroline's and Melanie's imported chat log (100
+    lines, each opened with its writer's name) with `said` in place of its line `at`."""
+    rng = random.Random(seed)
+    backend = MemoryBackend(reply=filler_reply)
+    app = InProcess(tmp_path, backend, Config(embed_model="", embed_builtin=False))  # by words alone
     turns = _chatter(rng, 60, ("Caroline", "Melanie"))
-    turns[20] = {"role": "user", "content": fact}
+    turns[at] = said
 
     async def go():
         sid = await _imported(app, turns + _chatter(rng, 40, ("Caroline", "Melanie")), 4096)
-        await _talk(app, sid, ["Melanie: What kind of dog did Caroline adopt?"])
+        await _talk(app, sid, [question])
         return last_prompt(backend)
-    prompt = asyncio.run(go())
-    app.close()
-    assert fact in prompt[-1]["content"] or fact in prompt[0]["content"]  # recalled, or kept by its checkpoint
+    try:
+        return asyncio.run(go())
+    finally:
+        app.close()
 
 
 def test_a_question_stamped_with_its_date_finds_the_fact_not_every_stamped_message(tmp_path):
@@ -240,17 +249,7 @@ def test_in_a_chat_log_a_question_from_outside_about_one_writer_gets_what_they_s
     it from outside in the third person: "Where does Melanie live these days?" says no "my" or
     "you said", and "Melanie" is in every line she wrote; it still gets her own words (the other
     side's: a checkpoint does not keep them whole, as it keeps the user's)."""
-    rng = random.Random(9)
-    backend = MemoryBackend(reply=filler_reply)
-    app = InProcess(tmp_path, backend, Config(embed_model="", embed_builtin=False))  # by words alone
     fact = "Melanie: I live in Tallinn now, we like how quiet it is."
-    turns = _chatter(rng, 60, ("Caroline", "Melanie"))
-    turns[21] = {"role": "assistant", "content": fact}
-
-    async def go():
-        sid = await _imported(app, turns + _chatter(rng, 40, ("Caroline", "Melanie")), 4096)
-        await _talk(app, sid, ["Where does Melanie live these days?"])
-        return "\n".join(m["content"] for m in last_prompt(backend))
-    prompt = asyncio.run(go())
-    app.close()
-    assert fact in prompt
+    prompt = _asked_of_a_chat_log(tmp_path, 9, {"role": "assistant", "content": fact}, 21,
+                                  "Where does Melanie live these days?")
+    assert fact in "\n".join(m["content"] for m in prompt)
