@@ -1,7 +1,9 @@
 """Memory's word statistics kept to what it may bring back: a deleted, private or forgotten
 chat (and a copy of its words elsewhere) must not make a word rare or common either, and a
 chat shared again counts again. Which passages are left out is worked out on the event
-loop (cheaply, each turn); their terms are read again in a worker thread."""
+loop (cheaply, each turn); their terms are read again there for a few passages (a message
+forgotten or remembered again: the next ranking counts it as it now is), in a worker thread
+for more."""
 
 import asyncio
 from collections.abc import Callable
@@ -14,6 +16,8 @@ from ctxkeep.daemon.retrieval.passages import Passage
 
 #: Passages added since the last `recount` that it looks at one by one (more: all at once).
 FEW_ADDED = 1000
+#: Passages `recount` moves that are applied on the event loop (more: in a worker thread).
+INLINE = 50
 
 
 def _left_out(index: MemoryIndex, pid: int) -> bool:
@@ -49,6 +53,12 @@ def recount(index: MemoryIndex) -> tuple[list[Passage], list[Passage]]:
     for pid in back:
         counted.uncounted[pid] = 0
     return [index.passages[pid] for pid in leaving], [index.passages[pid] for pid in back]
+
+
+def apply_now(index: MemoryIndex, leaving: list[Passage], back: list[Passage]) -> None:
+    """`recount`'s passages out of the statistics and back in, at once (a few: INLINE)."""
+    index.lexical.forget(gone_of(leaving))
+    index.lexical.unforget(gone_of(back))
 
 
 async def apply(index: MemoryIndex, leaving: list[Passage], back: list[Passage],

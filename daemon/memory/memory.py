@@ -147,8 +147,10 @@ class Memory:
     def _recount(self, index: MemoryIndex) -> None:
         """Keep the word statistics to what memory may bring back (counting.py)."""
         leaving, back = counting.recount(index)
-        if leaving or back:
+        if len(leaving) + len(back) > counting.INLINE:
             self._spawn(counting.apply(index, leaving, back, lambda: self.index), "memory-recount")
+        elif leaving or back:
+            counting.apply_now(index, leaving, back)
 
     def _spawn(self, work: Coroutine[Any, Any, None], name: str) -> asyncio.Task[None]:
         """A task of memory's own (cancelled at close)."""

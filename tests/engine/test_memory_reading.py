@@ -52,3 +52,19 @@ def test_an_update_that_changes_nothing_memory_reads_is_not_read_again(tmp_path)
     assert [sid for sid, _ in renamed] == [family] and [sid for sid, _ in forgotten] == [family]
     assert {(p.session_id, p.session_name) for p in recalled} == {(family, "my family")}  # the new name
     assert SISTER not in [p.text for p in after]  # the forgetting was read
+
+
+def test_a_forgetting_taken_back_is_remembered_by_the_very_next_turn(tmp_path):
+    """Forgotten, read, then remembered again: the next turn brings it back (the word
+    statistics count its words again before that turn ranks, not in a task some time after)."""
+    async def scenario(app):
+        memory = app.services.memory
+        assert await memory.built(10)
+        family = await new(app, "family")
+        await say(app, family, SISTER)
+        await app.call(MemoryForget(session=family, seqs=[0]))
+        await memory.ready()
+        await app.call(MemoryForget(session=family, seqs=[0], undo=True))
+        return family, await say(app, await new(app, "asked"), QUESTION)
+    (family, recalled), _ = run(tmp_path, scenario)
+    assert (family, SISTER) in [(p.session_id, p.text) for p in recalled]
