@@ -5,19 +5,18 @@ newer a little higher), each with the session and date it comes from.
 The index of every session is built in a worker thread when a turn first needs it (until
 then turns recall from their own session only) and kept up to date from the event bus:
 an event about a session marks it to be looked at before the next ranking (new messages,
-a changed setting), a deleted session is left out at once. What cannot change what memory
-reads marks nothing: streamed text, usage, progress, and a session's update that shows it
-as memory last read it (`read_as`: its name, family, memory settings, forgotten messages
-and count).
+a changed setting), a deleted session is left out at once; what cannot change what memory
+reads marks nothing (changes.py).
 """
 
 import asyncio
 import logging
-from collections.abc import Coroutine, Sequence
-from typing import Any, Protocol
+from collections.abc import Coroutine
+from typing import Any
 
 from ctxkeep.daemon.config import Config
 from ctxkeep.daemon.memory import counting, precision, ranking
+from ctxkeep.daemon.memory.changes import may_change, read_as
 from ctxkeep.daemon.memory.index import MemoryIndex, family
 from ctxkeep.daemon.memory.query import Query, Remembered
 from ctxkeep.daemon.memory.reading import Reader
@@ -27,17 +26,7 @@ from ctxkeep.daemon.retrieval.semantic import Embedder
 from ctxkeep.daemon.store.errors import StoreError
 from ctxkeep.daemon.store.records import SessionRecord
 from ctxkeep.daemon.store.store import Store
-from ctxkeep.protocol.events import (
-    CompactionProgress,
-    ContextUsage,
-    Event,
-    GenerationThinking,
-    GenerationToken,
-    GenerationWaiting,
-    SessionCreated,
-    SessionDeleted,
-    SessionUpdated,
-)
+from ctxkeep.protocol.events import Event, SessionDeleted
 
 log = logging.getLogger(__name__)
 
@@ -51,31 +40,6 @@ INLINE_MESSAGES = 200
 REBUILD_DEAD = 20_000
 #: The embedder's key for memory's passages.
 EMBED_KEY = "\0memory"
-#: Events that never change what memory reads of a session.
-UNCHANGING = (GenerationToken, GenerationThinking, GenerationWaiting, ContextUsage, CompactionProgress)
-
-
-class Shown(Protocol):
-    """What memory reads of a session, as its record and the protocol's `SessionInfo` both have it."""
-
-    @property
-    def name(self) -> str: ...
-    @property
-    def branched_from(self) -> str: ...
-    @property
-    def remembered(self) -> bool: ...
-    @property
-    def memory(self) -> str | None: ...
-    @property
-    def forgotten(self) -> Sequence[int]: ...
-    @property
-    def message_count(self) -> int: ...
-
-
-def read_as(session: Shown) -> tuple[object, ...]:
-    """What memory takes from a session's record: the same in an update means nothing to read."""
-    return (session.name, session.branched_from, session.remembered, session.memory,
-            tuple(session.forgotten), session.message_count)
 
 
 class Memory:
@@ -110,8 +74,7 @@ class Memory:
             return
         if self.index is None:  # a session's first sign of life: build the index now, off the loop,
             self._start_build()  # so that the first turn that asks of memory finds it there
-        if isinstance(event, UNCHANGING) or isinstance(event, SessionUpdated | SessionCreated) \
-                and self._read_as.get(session_id) == read_as(event.session):
+        if not may_change(event, self._read_as.get(session_id)):
             return
         if isinstance(event, SessionDeleted):
             self._dirty.discard(session_id)
