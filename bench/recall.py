@@ -157,10 +157,11 @@ def run_live(which: str, windows: list[int], questions: list, config: str, embed
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--mode", default="live", choices=["live", "import", "synthetic", "pair"],
+    parser.add_argument("--mode", default="live", choices=["live", "import", "synthetic", "pair", "pair-plain"],
                         help="live: each history sent message by message (the default); import: each "
                              "history imported whole; synthetic: our own generated conversations; pair: "
-                             "our own generated two-person chats")
+                             "our own generated two-person chats, each line opened with its writer's name; pair-plain: "
+                             "the same without the names")
     parser.add_argument("--set", default="s", choices=["s", "oracle"],
                         help="LongMemEval's dev split (s: 60 questions with ~48 sessions each; oracle: 440 with "
                              "their evidence sessions only)")
@@ -201,9 +202,9 @@ def main() -> None:
                  bench_embedders.embedder(args.embed, args.embed_cache), args.dump)
     if args.mode == "import":
         run_lme(args.set, windows, args.limit, config, args.embed, args.kinds, args.embed_cache)
-    if args.mode in ("synthetic", "pair"):
+    if args.mode in ("synthetic", "pair", "pair-plain"):
         recall_synthetic.run(windows, [int(seed) for seed in args.seeds.split(",")], args.turns, config, args.embed,
-                             args.embed_cache, pair=args.mode == "pair")
+                             args.embed_cache, pair={v: k for k, v in recall_synthetic.MODES.items()}[args.mode])
     for messages in filter(None, args.timing.split(",")):
         emit(bench="recall_time", messages=int(messages), **time_recall(int(messages)))
 

@@ -9,6 +9,8 @@ turns; half newest, half BM25 with recency).
 - pair (tests/two_person.py): two friends write to each other, each line opened with its
   writer's name, and say things about themselves; the questions are asked from outside, in
   the third person, about someone whose name every message holds.
+- pair-plain: the same chats without the names opening each line (each writer a role), so a
+  name is only where one greets or thanks the other by it.
 """
 
 import shutil
@@ -28,6 +30,8 @@ from harness import DaemonProcess
 from ollama_standin import OllamaStandin, render
 
 MODEL = "qwen2.5:7b"
+#: The bench's mode for each kind of conversation (`pair`: "" our synthetic one).
+MODES = {"": "synthetic", "labeled": "pair", "plain": "pair-plain"}
 
 
 def turn(client, sid: str, text: str) -> object:
@@ -79,10 +83,12 @@ def baselines(conversation, question: str, budget: int, count) -> dict[str, set[
 
 
 def run_window(window: int, turns: int, seed: int, config: str = "", embed: str = "none", embed_cache: str = "",
-               pair: bool = False) -> dict[str, dict[str, list[bool]]]:
+               pair: str = "") -> dict[str, dict[str, list[bool]]]:
     """Each question's hits (its evidence messages all in its prompt) per method and kind, over
-    one conversation (`pair`: a two-person chat) replayed through a daemon with `config`."""
-    conversation = two_person.generate(seed, turns or 400) if pair else conversations.generate(seed, turns or 500)
+    one conversation (`pair`: a two-person chat, "labeled" or "plain") replayed through a daemon
+    with `config`."""
+    conversation = two_person.generate(seed, turns or 400, labels=pair == "labeled") if pair \
+        else conversations.generate(seed, turns or 500)
     standin = OllamaStandin(embedder=bench_embedders.embedder(embed, embed_cache), models=bench_embedders.models(embed))
     model = recall_live.Scripted(count=standin.count)  # its answers; summaries of realistic size
     for t in conversation.turns:
@@ -113,7 +119,7 @@ def run_window(window: int, turns: int, seed: int, config: str = "", embed: str 
                 for name, taken in baselines(conversation, q.text, spent, standin.count).items():
                     found[name][q.kind].append(all(i in taken for i in q.evidence))
         found["ctxkeepd"]["cut or refused prompts"] = [False] * (len(standin.overflowed))
-        emit(bench="recall", mode="pair" if pair else "synthetic", window=window, seed=seed, turns=len(conversation.turns),
+        emit(bench="recall", mode=MODES[pair], window=window, seed=seed, turns=len(conversation.turns),
              summary_calls=model.summary_calls, summary_kinds=dict(model.kinds),
              summary_calls_per_turn=round(model.summary_calls / max(1, len(conversation.turns)), 3))
     finally:
@@ -124,7 +130,7 @@ def run_window(window: int, turns: int, seed: int, config: str = "", embed: str 
 
 
 def run(windows: list[int], seeds: list[int], turns: int, config: str, embed: str, embed_cache: str = "",
-        pair: bool = False) -> None:
+        pair: str = "") -> None:
     """One JSON line per window and question kind: the evidence found by ctxkeepd and each baseline."""
     for window in windows:
         totals: dict[str, dict[str, list[bool]]] = defaultdict(lambda: defaultdict(list))
@@ -133,7 +139,7 @@ def run(windows: list[int], seeds: list[int], turns: int, config: str, embed: st
                 for kind, hits in kinds.items():
                     totals[method][kind] += hits
         bad = len(totals["ctxkeepd"].pop("cut or refused prompts", []))
-        fields = dict(bench="recall", mode="pair" if pair else "synthetic", window=window, embed=embed)
+        fields = dict(bench="recall", mode=MODES[pair], window=window, embed=embed)
         emit(**fields, cut_or_refused_prompts=bad)
         for kind in sorted({k for kinds in totals.values() for k in kinds}) + ["all"]:
             row = {}

@@ -47,8 +47,10 @@ def _chatter(rng: random.Random, name: str, other: str) -> str:
     return f"{name}: Been busy with {topic} lately, " + " ".join(rng.choice(words) for _ in range(rng.randint(8, 30))) + "."
 
 
-def generate(seed: int = 1, turns: int = 400) -> Conversation:
-    """A chat of `turns` exchanges between two friends, and its questions."""
+def generate(seed: int = 1, turns: int = 400, labels: bool = True) -> Conversation:
+    """A chat of `turns` exchanges between two friends, and its questions; without `labels`,
+    its messages do not open with their writer's name (a chat replayed with each writer as a
+    role), so a name is only where one writer greets or thanks the other by it."""
     rng = random.Random(seed)
     a, b = rng.choice(PAIRS)
     other = {a: b, b: a}
@@ -78,6 +80,10 @@ def generate(seed: int = 1, turns: int = 400) -> Conversation:
             latest[(name, attribute)] = (i, text)
             values[(name, attribute)] = value
         out.append(Turn(lines[a], lines[b]))
+    if not labels:
+        plain = {line: line.split(": ", 1)[1] for t in out for line in (t.user, t.assistant)}
+        out = [Turn(plain[t.user], plain[t.assistant]) for t in out]
+        latest = {key: (turn, plain[text]) for key, (turn, text) in latest.items()}
     questions = []
     for name in (a, b):
         for attribute, asked in (("city", f"Where does {name} live these days?"),

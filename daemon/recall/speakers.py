@@ -1,9 +1,19 @@
-"""Who speaks in a session whose messages open with their writer's name ("Caroline: Hey Mel!"),
-as a chat log does when it is imported or replayed into a session: a message from outside the
-chat (not in either writer's voice) asks about what was said in it, and where it names one of
-them, of that writer's words first ("Where does Caroline live these days?", "How many kids does
-Melanie have?"). Such a question says no "my", "I" or "you said" (select.about_the_past), and
-the name it gives is in every message of its writer, so its words alone tell nothing apart.
+"""Who speaks in a session that is a chat log between two people, as one imported or replayed
+into a session is: a message from outside the chat asks about what was said in it, and where it
+names one of them, of that person's words first ("Where does Caroline live these days?", "How
+many kids does Melanie have?"). Such a question says no "my", "I" or "you said"
+(select.about_the_past), so without this it would be taken for an everyday request.
+
+Each role's person is known by either of two signs:
+- **the writer's name** most of its messages open with ("Caroline: Hey Mel!"). A message in
+  neither writer's voice comes from outside the chat. The name a question gives is then in
+  every message of its writer, so its words alone tell nothing apart.
+- **the name the other role addresses it by** ("Hey Caroline!", "Thanks, Caroline, that means
+  a lot.", "that's so you, Caroline."), where the messages do not open with names. Each writer
+  is then one role, and a message that names either person, not to address them, is about the
+  chat ("Where does Caroline live these days?" written in a role: no one asks that of
+  themselves). The name is rarely in the passages that answer, and recall would otherwise take
+  only the greetings that hold it (gate.about).
 """
 
 import re
@@ -18,6 +28,25 @@ LABEL = re.compile(r"\s*([A-Z][\w'.-]{0,30}(?: [A-Z][\w'.-]{0,30}){0,2}):\s")
 #: least this many and at least this share of them.
 LEAST = 5
 SHARE = 0.5
+#: A name one writer addresses the other by: after a greeting or a thanks ("Hey Caroline!",
+#: "Thanks, Caroline,"), or set off by a comma at the end of a sentence ("so you, Caroline.");
+#: not before a colon ("Free, Premium: $3/month").
+_NAME = r"([A-Z][a-z][\w'-]{0,30})"
+ADDRESS = re.compile(r"(?:\b(?i:hey|hi|hello|hiya|thanks|thank you|congrats|congratulations|dear|bye|"
+                     r"good morning|morning|good night|miss you|love you)\s*,?\s+" + _NAME + r"(?=\s*[,!?.;]|\s*$))"
+                     r"|(?:,\s+" + _NAME + r"(?=\s*[!?.;]|\s*$))")
+#: A word written as a name, as `ADDRESS` finds one.
+MENTION = re.compile(r"(?<![\w'-])[A-Z][a-z][\w'-]{0,30}")
+#: The share of the times a name is addressed that must come from one role for it to name the
+#: other; and the share of that role's mentions of it that must address it (not the characters
+#: of a story it writes, who address each other: "Of course, Ruth.").
+ONE_SIDED = 0.8
+ADDRESSING = 0.5
+
+
+def addressed(text: str) -> list[str]:
+    """The names a message (without its time stamp) addresses its reader by (ADDRESS)."""
+    return [greeted or closing for greeted, closing in ADDRESS.findall(text)]
 
 
 def label(text: str) -> str:
@@ -32,6 +61,10 @@ class Speakers:
 
     labels: dict[str, Counter[str]] = field(default_factory=dict)
     messages: Counter[str] = field(default_factory=Counter)
+    #: The names each role's messages address their reader by (`addressed`), and all the words
+    #: they write as names (MENTION).
+    greetings: dict[str, Counter[str]] = field(default_factory=dict)
+    mentions: dict[str, Counter[str]] = field(default_factory=dict)
 
     def add(self, role: str, content: str) -> None:
         if role not in ("user", "assistant"):
@@ -40,6 +73,9 @@ class Speakers:
         name = label(content)
         if name:
             self.labels.setdefault(role, Counter())[name] += 1
+        head = unstamped(content[:2000])
+        self.greetings.setdefault(role, Counter()).update(addressed(head))
+        self.mentions.setdefault(role, Counter()).update(MENTION.findall(head))
 
     def writers(self) -> dict[str, str]:
         """Each role's writer, where most of its messages (LEAST, SHARE) open with one name."""
@@ -50,18 +86,42 @@ class Speakers:
                 out[role] = name
         return out
 
+    def addressees(self) -> dict[str, str]:
+        """Each role's person by the name the other role addresses it by, where it is addressed
+        so at least LEAST times, nearly always by that other role (ONE_SIDED), mostly where that
+        role writes it at all (ADDRESSING), and more than by any other name."""
+        out = {}
+        for role, other in (("user", "assistant"), ("assistant", "user")):
+            counts = self.greetings.get(other)
+            if not counts:
+                continue
+            name, count = counts.most_common(1)[0]
+            if count >= LEAST and count >= ONE_SIDED * (count + self.greetings.get(role, Counter())[name]) \
+                    and count >= ADDRESSING * self.mentions[other][name]:
+                out[role] = name
+        return out
+
     def outside(self, text: str) -> bool:
-        """Whether a message comes from outside a chat log (the session has writers, and it is
-        in neither's voice): what it asks is about the chat."""
+        """Whether a message comes from outside a chat log: what it asks is about the chat. Where
+        the messages open with their writers' names, one in neither's voice; where each writer
+        is a role, one that names either, not to address them."""
         writers = self.writers()
-        return bool(writers) and label(text) not in writers.values()
+        if writers:
+            return label(text) not in writers.values()
+        return bool(self._named(self.addressees(), text))
 
     def asked_of(self, text: str) -> str | None:
-        """The role whose writer a message from outside the chat names (by their first name,
+        """The role whose person a message from outside the chat names (by their first name,
         as a word), where it names exactly one of them; None for a message in a writer's own
-        voice, one naming both or neither, and a session whose messages name no writer."""
+        voice, one naming both or neither, and a session that is no chat log."""
         if not self.outside(text):
             return None
-        named = [role for role, name in self.writers().items()
-                 if re.search(rf"(?<![\w-]){re.escape(name.split()[0])}(?![\w-])", text)]
+        named = self._named(self.writers() or self.addressees(), text)
         return named[0] if len(named) == 1 else None
+
+    @staticmethod
+    def _named(people: dict[str, str], text: str) -> list[str]:
+        """The roles whose person `text` names, other than to address them."""
+        greeted = set(addressed(unstamped(text)))
+        return [role for role, name in people.items() if name.split()[0] not in greeted
+                and re.search(rf"(?<![\w-]){re.escape(name.split()[0])}(?![\w-])", text)]

@@ -153,17 +153,23 @@ def test_in_a_two_person_chat_the_names_in_every_turn_do_not_drown_the_fact(tmp_
     assert fact in prompt[-1]["content"] or fact in prompt[0]["content"]  # recalled, or kept by its checkpoint
 
 
-def _asked_of_a_chat_log(tmp_path, seed: int, said: dict, at: int, question: str) -> list[dict]:
+def _asked_of_a_chat_log(tmp_path, seed: int, said: dict, at: int, question: str,
+                         labeled: bool = True) -> list[dict]:
     """The prompt of `question`, asked of Caroline's and Melanie's imported chat log (100
-    lines, each opened with its writer's name) with `said` in place of its line `at`."""
+    lines, each opened with its writer's name, or not `labeled`: then every fifth greets the
+    other by name) with `said` in place of its line `at`."""
     rng = random.Random(seed)
     backend = MemoryBackend(reply=filler_reply)
     app = InProcess(tmp_path, backend, Config(embed_model="", embed_builtin=False))  # by words alone
-    turns = _chatter(rng, 60, ("Caroline", "Melanie"))
+    names = ("Caroline", "Melanie") if labeled else ("", "")
+    turns = _chatter(rng, 100, names)
+    if not labeled:
+        for i in range(0, 100, 5):
+            turns[i]["content"] = f"Thanks, {('Melanie', 'Caroline')[i % 2]}, " + turns[i]["content"]
     turns[at] = said
 
     async def go():
-        sid = await _imported(app, turns + _chatter(rng, 40, ("Caroline", "Melanie")), 4096)
+        sid = await _imported(app, turns, 4096)
         await _talk(app, sid, [question])
         return last_prompt(backend)
     try:
@@ -252,4 +258,15 @@ def test_in_a_chat_log_a_question_from_outside_about_one_writer_gets_what_they_s
     fact = "Melanie: I live in Tallinn now, we like how quiet it is."
     prompt = _asked_of_a_chat_log(tmp_path, 9, {"role": "assistant", "content": fact}, 21,
                                   "Where does Melanie live these days?")
+    assert fact in "\n".join(m["content"] for m in prompt)
+
+
+def test_in_a_chat_log_without_names_a_question_naming_one_writer_gets_what_they_said(tmp_path):
+    """The same chat replayed with each writer as a role, no line opened with a name: the
+    names are only where one thanks the other ("Thanks, Melanie, ..."). "Where does Melanie
+    live these days?" asks of the assistant's side of the chat (speakers.addressees), not
+    of the lines that hold her name."""
+    fact = "I live in Tallinn now, we like how quiet it is."
+    prompt = _asked_of_a_chat_log(tmp_path, 9, {"role": "assistant", "content": fact}, 21,
+                                  "Where does Melanie live these days?", labeled=False)
     assert fact in "\n".join(m["content"] for m in prompt)

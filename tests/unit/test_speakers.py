@@ -1,7 +1,7 @@
 """A chat log's writers (recall/speakers.py): the names its messages open with, and the
 messages from outside it that ask about one of them."""
 
-from ctxkeep.daemon.recall.speakers import Speakers, label
+from ctxkeep.daemon.recall.speakers import Speakers, addressed, label
 
 
 def chat(lines: int = 8, first: str = "Caroline", second: str = "Melanie") -> Speakers:
@@ -35,3 +35,44 @@ def test_a_message_from_outside_that_names_one_writer_asks_of_their_role():
     assert Speakers().asked_of("Where does Caroline live?") is None  # no chat log
     assert speakers.outside("The one of them who took in a husky: which city are they in?")  # names no one
     assert not speakers.outside("Caroline: which city are you in now?") and not Speakers().outside("Hi!")
+
+
+def plain(lines: int = 10) -> Speakers:
+    """Caroline (the user) and Melanie (the assistant) with no names opening their lines: each
+    greets or thanks the other by name now and then."""
+    speakers = Speakers()
+    for i in range(lines):
+        speakers.add("user", f"Thanks, Melanie, that helps. Line {i}." if i % 2 else f"line {i}")
+        speakers.add("assistant", f"Hey Caroline! Reply {i}." if i % 2 else f"Ha, that's so you, Caroline. {i}")
+    return speakers
+
+
+def test_without_names_opening_the_lines_each_role_is_the_one_the_other_addresses():
+    assert plain().addressees() == {"user": "Caroline", "assistant": "Melanie"}
+    assert plain().writers() == {}
+    assert plain(6).addressees() == {"user": "Caroline"}  # Melanie thanked only three times: too few
+    assert addressed("Good morning, Sam! Big news, Sam: we moved.") == ["Sam"]  # not before a colon
+    assert addressed("Sure: Trello, Asana. Free, Premium: $3/month.") == ["Asana"]
+
+
+def test_names_a_role_writes_of_others_or_both_roles_address_are_no_ones():
+    story = Speakers()
+    for i in range(10):  # the characters of a story the assistant writes address each other
+        story.add("user", "Write the next scene, please.")
+        story.add("assistant", 'Andy: "Of course, Ruth. I was there." Ruth smiled. Ruth left with Andy.')
+    assert story.addressees() == {}
+    both = Speakers()
+    for i in range(10):  # a word both sides end a sentence with is no one's name
+        both.add("user", "Thanks, Alright.")
+        both.add("assistant", "Well, Alright.")
+    assert both.addressees() == {}
+
+
+def test_without_names_opening_the_lines_a_message_naming_one_writer_asks_of_their_role():
+    speakers = plain()
+    assert speakers.asked_of("Where does Caroline live these days?") == "user"
+    assert speakers.asked_of("How many kids does Melanie have?") == "assistant"
+    assert speakers.outside("When did Melanie and Caroline meet?") and \
+        speakers.asked_of("When did Melanie and Caroline meet?") is None  # both
+    assert not speakers.outside("Thanks, Melanie, where do you live now?")  # addresses her: in the chat
+    assert not speakers.outside("What is the capital of France?")

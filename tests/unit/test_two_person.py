@@ -32,3 +32,13 @@ def test_an_updated_fact_is_asked_of_its_newer_message():
     for q in updated:
         assert any(w in q.said[0] for w in ("moved to", "I quit my old job"))
     assert not select.about_the_past("How many children does Melanie have?")  # the probe's point
+
+
+def test_a_plain_pair_chat_opens_no_line_with_a_name_and_its_evidence_holds_each_answer():
+    chat = two_person.generate(2, 200, labels=False)
+    named = two_person.generate(2, 200)
+    assert not any(":" in t.user.split(" ")[0] for t in chat.turns)
+    assert [t.user for t in chat.turns] == [t.user.split(": ", 1)[1] for t in named.turns]
+    for q in chat.questions:
+        for turn, text in zip(q.evidence, q.said):
+            assert text in (chat.turns[turn].user, chat.turns[turn].assistant)
