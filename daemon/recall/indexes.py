@@ -1,6 +1,9 @@
 """The sessions' recall indexes: each built from the store when a turn first needs it (in a
 worker thread when there are many messages), or ahead of its first turn (an import, a
-branch); kept for the sessions used last; following what each stores."""
+branch); kept for the sessions used last; following what each stores. One catch-up at a
+time per index (`SessionIndex.catching_up`): a turn sent while its import is indexed in a
+thread waits for that, rather than reading the index half built (its passages added, who
+speaks not yet) or adding what the thread adds a second time."""
 
 import asyncio
 import logging
@@ -39,12 +42,13 @@ class SessionIndexes:
         self._kept[session_id] = index
         while len(self._kept) > SESSIONS_KEPT:
             self._kept.popitem(last=False)
-        behind = record.next_seq - index.lexical.next_seq
-        if behind > INLINE_MESSAGES:
-            log.info("session=%s: indexing %d messages for recall", session_id, behind)
-            await asyncio.to_thread(self._catch_up, session_id, index)
-        elif behind > 0:
-            self._catch_up(session_id, index)
+        async with index.catching_up:
+            behind = record.next_seq - index.lexical.next_seq
+            if behind > INLINE_MESSAGES:
+                log.info("session=%s: indexing %d messages for recall", session_id, behind)
+                await asyncio.to_thread(self._catch_up, session_id, index)
+            elif behind > 0:
+                self._catch_up(session_id, index)
         if index.semantic.done < len(index.lexical.passages):
             self.embedder.want(session_id, lambda: (index.lexical.passages, index.semantic))
         return index
@@ -76,7 +80,7 @@ class SessionIndexes:
         """Messages were stored: if the session's index is kept, it takes them in and has
         them embedded soon."""
         index = self._kept.get(session_id)
-        if index is not None:
+        if index is not None and not index.catching_up.locked():  # (else that catch-up or the next turn's reads them)
             self._catch_up(session_id, index)
             self.embedder.want(session_id, lambda: (index.lexical.passages, index.semantic))
 

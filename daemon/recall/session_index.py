@@ -1,6 +1,7 @@
 """One session's recall index: its passages ranked by words and (as far as computed) by
 meaning, with what recall needs to pair and leave out passages."""
 
+import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -39,6 +40,8 @@ class SessionIndex:
     sittings: Sittings = field(default_factory=Sittings)
     #: The writers whose names open the messages, in a chat log's session.
     speakers: Speakers = field(default_factory=Speakers)
+    #: Held while messages are added from the store (indexes.py), in a worker thread or not.
+    catching_up: asyncio.Lock = field(default_factory=asyncio.Lock, compare=False, repr=False)
     #: Each ranked passage's terms, as far as asked (`term_set`).
     _terms: dict[int, frozenset[str]] = field(default_factory=dict)
 
