@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import random
 
-from conversations import CITIES, FILLER_TOPICS, HOBBIES, JOBS, MONTHS, PETS, Conversation, Question, Turn
+from conversations import CITIES, HOBBIES, JOBS, MONTHS, PETS, Conversation, Question, Turn
 
 PAIRS = [("Caroline", "Melanie"), ("Jon", "Gina"), ("Audrey", "Andrew"), ("Nate", "Joanna"),
          ("Deborah", "Jolene"), ("Evan", "Sam"), ("Calvin", "Dave"), ("Maria", "John")]
@@ -40,11 +40,42 @@ def _said(rng: random.Random, name: str, other: str, attribute: str, first: bool
     return f"I started learning {value}."
 
 
+#: What friends tell each other in passing, a sentence at a time, put together from parts so
+#: that few sentences come twice in a chat (as in real chat, where the same words recur but
+#: seldom the same sentence): some of it near what the questions ask (a neighbour's kids, a
+#: cousin's new job, a trip to a city, the living room), as real chat is.
+WHEN = ["This morning", "Last night", "Yesterday", "On Sunday", "After work", "Earlier today", "Over the weekend",
+        "On my lunch break", "Tonight", "Last week", "On Friday", "Before breakfast"]
+DID = ["I finally cleaned out the garage", "I tried a new pasta recipe with roasted garlic", "I went for a run along the river",
+       "I binged half a season of that baking show", "I fixed the leaking tap in the kitchen", "I repotted the plants in the living room",
+       "I had coffee at that little place near the station", "I called my grandma", "I sorted through a pile of old photos",
+       "I took the long way home through the park", "I baked bread for the first time", "I went to a pub quiz with some coworkers",
+       "I painted the bathroom door", "I walked to the farmers market", "I played board games with my cousins",
+       "I tried the climbing gym downtown", "I cooked a huge pot of chili", "I cleaned my bike and pumped the tyres",
+       "I watched the storm roll in from the balcony", "I went to a jazz concert", "I reorganised my bookshelf",
+       "I helped my neighbour carry a sofa up the stairs", "I visited the science museum", "I made pancakes for everyone",
+       "I finished a mystery novel", "I fell asleep on the couch by nine", "I tried to learn a card trick",
+       "I spent an hour on the phone with my bank", "I went swimming at the public pool", "I bought a secondhand lamp"]
+HOW = ["and it was honestly great", "and I'm still tired from it", "which took way longer than I thought",
+       "and I regret nothing", "and it was kind of a disaster", "and I'd do it again", "so that's my news",
+       "and my back is not happy about it", "and it made my whole day", "and I laughed the entire time",
+       "but the weather ruined half of it", "and now I want to do it every week"]
+ASIDES = ["My neighbour's kids were practising the drums all afternoon.", "My cousin just got a new job at a bank.",
+          "A friend of mine is visiting Prague next month.", "The train was delayed again.",
+          "Work has been hectic lately.", "Our landlord finally repainted the hallway.", "My phone screen cracked.",
+          "The weather has been grey all week.", "I'm trying to stick to a budget this month.",
+          "My sister says hi.", "I barely slept, the street was so loud.", "The office moved us to a new floor."]
+
+
+def _small_talk(rng: random.Random) -> str:
+    said = f"{rng.choice(WHEN)} {rng.choice(DID)}, {rng.choice(HOW)}."
+    return f"{said} {rng.choice(ASIDES)}" if rng.random() < 0.3 else said
+
+
 def _chatter(rng: random.Random, name: str, other: str) -> str:
     if rng.random() < 0.4:
         return f"{name}: {rng.choice(CHATTER).format(o=other)}"
-    topic, words = rng.choice(list(FILLER_TOPICS.items()))
-    return f"{name}: Been busy with {topic} lately, " + " ".join(rng.choice(words) for _ in range(rng.randint(8, 30))) + "."
+    return f"{name}: " + " ".join(_small_talk(rng) for _ in range(rng.randint(1, 2)))
 
 
 def generate(seed: int = 1, turns: int = 400, labels: bool = True) -> Conversation:
