@@ -172,6 +172,8 @@ def main() -> None:
                         "(comma-separated), to read one replay's prompt with --dump")
     parser.add_argument("--turns", type=int, default=0, help="synthetic and pair: turns of each "
                         "conversation (default: 500 and 400)")
+    parser.add_argument("--alone", action="store_true", help="synthetic and pair: ask each question in a branch "
+                        "of the replayed conversation, not one after another in it")
     parser.add_argument("--windows", default="2048,4096,8192")
     parser.add_argument("--seeds", default="1")
     parser.add_argument("--timing", default="10000,100000", help="stored messages to time recall at ('' skips)")
@@ -204,7 +206,8 @@ def main() -> None:
         run_lme(args.set, windows, args.limit, config, args.embed, args.kinds, args.embed_cache)
     if args.mode in ("synthetic", "pair", "pair-plain"):
         recall_synthetic.run(windows, [int(seed) for seed in args.seeds.split(",")], args.turns, config, args.embed,
-                             args.embed_cache, pair={v: k for k, v in recall_synthetic.MODES.items()}[args.mode])
+                             args.embed_cache, pair={v: k for k, v in recall_synthetic.MODES.items()}[args.mode],
+                             alone=args.alone)
     for messages in filter(None, args.timing.split(",")):
         emit(bench="recall_time", messages=int(messages), **time_recall(int(messages)))
 

@@ -25,6 +25,7 @@ import conversations
 import recall_live
 import recall_lme
 import two_person
+from ctxkeep.protocol import requests
 from ctxkeep.protocol.events import ResponseGeneration
 from harness import DaemonProcess
 from ollama_standin import OllamaStandin, render
@@ -83,10 +84,12 @@ def baselines(conversation, question: str, budget: int, count) -> dict[str, set[
 
 
 def run_window(window: int, turns: int, seed: int, config: str = "", embed: str = "none", embed_cache: str = "",
-               pair: str = "") -> dict[str, dict[str, list[bool]]]:
+               pair: str = "", alone: bool = False) -> dict[str, dict[str, list[bool]]]:
     """Each question's hits (its evidence messages all in its prompt) per method and kind, over
     one conversation (`pair`: a two-person chat, "labeled" or "plain") replayed through a daemon
-    with `config`."""
+    with `config`; the questions asked one after another, or each `alone` (in a branch of the
+    conversation as replayed: what one question's recall takes from the active context, the
+    next does not find gone)."""
     conversation = two_person.generate(seed, turns or 400, labels=pair == "labeled") if pair \
         else conversations.generate(seed, turns or 500)
     standin = OllamaStandin(embedder=bench_embedders.embedder(embed, embed_cache), models=bench_embedders.models(embed))
@@ -107,7 +110,8 @@ def run_window(window: int, turns: int, seed: int, config: str = "", embed: str 
             for t in conversation.turns:
                 turn(c, sid, t.user)
             for q in conversation.questions:
-                end = turn(c, sid, q.text)
+                asked = c.request(requests.Branch(session=sid)).session.id if alone else sid
+                end = turn(c, asked, q.text)
                 chat = [ch for ch in standin.chats if ch.body.get("stream", True)][-1]
                 prompt = "\n".join(m["content"] for m in chat.body["messages"])
                 if embed != "none":  # as in a chat a person types: the embedder keeps up between turns
@@ -130,16 +134,16 @@ def run_window(window: int, turns: int, seed: int, config: str = "", embed: str 
 
 
 def run(windows: list[int], seeds: list[int], turns: int, config: str, embed: str, embed_cache: str = "",
-        pair: str = "") -> None:
+        pair: str = "", alone: bool = False) -> None:
     """One JSON line per window and question kind: the evidence found by ctxkeepd and each baseline."""
     for window in windows:
         totals: dict[str, dict[str, list[bool]]] = defaultdict(lambda: defaultdict(list))
         for seed in seeds:
-            for method, kinds in run_window(window, turns, seed, config, embed, embed_cache, pair).items():
+            for method, kinds in run_window(window, turns, seed, config, embed, embed_cache, pair, alone).items():
                 for kind, hits in kinds.items():
                     totals[method][kind] += hits
         bad = len(totals["ctxkeepd"].pop("cut or refused prompts", []))
-        fields = dict(bench="recall", mode=MODES[pair], window=window, embed=embed)
+        fields = dict(bench="recall", mode=MODES[pair], window=window, embed=embed, asked="alone" if alone else "in a row")
         emit(**fields, cut_or_refused_prompts=bad)
         for kind in sorted({k for kinds in totals.values() for k in kinds}) + ["all"]:
             row = {}

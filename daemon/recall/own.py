@@ -12,6 +12,7 @@ from ctxkeep.daemon.recall import gate
 from ctxkeep.daemon.recall import room as recall_room
 from ctxkeep.daemon.recall.session_index import SessionIndex
 from ctxkeep.daemon.retrieval import select, sharing, when
+from ctxkeep.daemon.retrieval.lexical import unstamped
 from ctxkeep.daemon.retrieval.passages import Passage
 from ctxkeep.daemon.retrieval.semantic import Embedder
 from ctxkeep.daemon.store.context_records import ActiveContext
@@ -84,7 +85,8 @@ class OwnHistory:
             near = [pid for pid in near if passages[pid].text not in held]
         rare = index.lexical.rare(query)
         specific = lambda pid: bool(rare & index.term_set(pid))
-        if moving and not recall_room.reaches(scores, passages, moving, active, specific, asked.about_past):
+        if moving and not (select.asks(unstamped(user.content))
+                           and recall_room.reaches(scores, passages, moving, active, specific, asked.about_past)):
             scores = {pid: s for pid, s in scores.items() if passages[pid].seq not in moving}
             near = [pid for pid in near if passages[pid].seq not in moving]
             movable = recall_room.NOTHING

@@ -83,6 +83,19 @@ _OF_AN_ORDER = re.compile(r"\b(?:which|who)\b[^.!?\n]*\b(?:first|earliest|latest
                           re.I)
 
 
+#: A message that asks for something: a question, or a request to be told or reminded.
+_ASKS = re.compile(r"\?|^\W*(?:what|which|who|whom|whose|when|where|why|how|is|are|was|were|do|does|did|can|"
+                   r"could|would|will|should|have|has)\b|\b(?:remind|tell|show|give|list|find)\s+(?:me|us)\b|"
+                   r"\b(?:remind|recall|summari[sz]e)\b", re.I)
+
+
+def asks(message: str) -> bool:
+    """Whether a message asks for something (a question, "remind me", "tell me"), not only
+    says something ("On Sunday I tried to learn a card trick."): only then may recall take
+    the room of verbatim turns (recall/room.py), which leave the active context for it."""
+    return bool(_ASKS.search(message))
+
+
 def about_the_past(message: str) -> bool:
     """Whether a message speaks of the user's own past: of themselves ("my", "I", "we"), of
     what the model said ("you suggested"), of a time before ("remind me", "last time",

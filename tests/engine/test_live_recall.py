@@ -212,3 +212,29 @@ def test_a_message_without_words_is_given_no_meaning():
     assert "search_document: I bought a peace lily at the nursery." in documents, documents
     said = [t.partition(": ")[2] for t in embedded]
     assert not {"[2023/05/01 (Mon) 10:00]", "\u200b"} & set(said), embedded
+
+
+def test_a_message_that_asks_nothing_never_takes_the_room_of_verbatim_turns():
+    """A statement in the first person that older turns match well ("I went back to the
+    zeppelin museum's archive room ...") may get recall in the room the window leaves, but
+    the verbatim turns stay in the active context: only a message that asks for something
+    makes them leave it. In a chat log every line is in the first person, and each would
+    otherwise leave the model one exchange of the conversation and a block of old lines."""
+    rng = random.Random(3)
+    backend = MemoryBackend(reply=lambda m: summarizer(m) or "Noted, " + " ".join(rng.choice(TOPICS) for _ in range(8)))
+    statement = "I went back to the zeppelin museum's archive room and the map room today, Marek was our guide."
+
+    async def go(app: InProcess) -> None:
+        sid = (await app.call(requests.SessionCreate(model=MODEL, num_ctx=4096))).session.id
+        texts = [f"A note for my visit: {fact}" for fact in MUSEUM] + \
+            [f"Tell me something about {rng.choice(TOPICS)}, please." for _ in range(90)] + [statement]
+        for text in texts:
+            await app.call(requests.Send(session=sid, text=text))
+            await app.services.jobs.drain(30)
+
+    run(backend, Config(embed_model="", embed_builtin=False, compaction_thresholds=[0.3, 0.65, 0.8]), go)
+    prompts = [m for m, _ in backend.chats if not m[-1]["content"].startswith(("Conversation to", "Summary to", "Summaries of"))]
+    before, then = prompts[-2], prompts[-1]
+    assert then[-1]["content"].startswith(statement)
+    kept = "\n".join(m["content"] for m in then)
+    assert all(m["content"] in kept for m in before[1:-1])  # every verbatim turn the turn before had
