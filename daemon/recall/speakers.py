@@ -28,15 +28,15 @@ LABEL = re.compile(r"\s*([A-Z][\w'.-]{0,30}(?: [A-Z][\w'.-]{0,30}){0,2}):\s")
 #: least this many and at least this share of them.
 LEAST = 5
 SHARE = 0.5
-#: A name one writer addresses the other by: after a greeting or a thanks ("Hey Caroline!",
-#: "Thanks, Caroline,"), or set off by a comma at the end of a sentence ("so you, Caroline.");
-#: not before a colon ("Free, Premium: $3/month").
-_NAME = r"([A-Z][a-z][\w'-]{0,30})"
-ADDRESS = re.compile(r"(?:\b(?i:hey|hi|hello|hiya|thanks|thank you|congrats|congratulations|dear|bye|"
-                     r"good morning|morning|good night|miss you|love you)\s*,?\s+" + _NAME + r"(?=\s*[,!?.;]|\s*$))"
-                     r"|(?:,\s+" + _NAME + r"(?=\s*[!?.;]|\s*$))")
-#: A word written as a name, as `ADDRESS` finds one.
+#: A name one writer addresses the other by (a word written as a name, MENTION): after a
+#: greeting or a thanks ("Hey Caroline!", "Thanks, Caroline,"), or set off by a comma at the
+#: end of a sentence ("so you, Caroline."); not before a colon ("Free, Premium: $3/month").
 MENTION = re.compile(r"(?<![\w'-])[A-Z][a-z][\w'-]{0,30}")
+_GREETED = re.compile(r"\b(?i:hey|hi|hello|hiya|thanks|thank you|congrats|congratulations|dear|bye|good morning|"
+                      r"morning|good night|miss you|love you)\s*,?\s+$")
+_SET_OFF = re.compile(r",\s+$")
+_AFTER_GREETED = re.compile(r"\s*(?:[,!?.;]|$)")
+_AFTER_SET_OFF = re.compile(r"\s*(?:[!?.;]|$)")
 #: The share of the times a name is addressed that must come from one role for it to name the
 #: other; and the share of that role's mentions of it that must address it (not the characters
 #: of a story it writes, who address each other: "Of course, Ruth.").
@@ -44,9 +44,22 @@ ONE_SIDED = 0.8
 ADDRESSING = 0.5
 
 
+def names(text: str) -> tuple[list[str], list[str]]:
+    """The words a message writes as names (MENTION), and those it addresses its reader by."""
+    mentioned, greeted = [], []
+    for found in MENTION.finditer(text):
+        name, start, end = found.group(), found.start(), found.end()
+        mentioned.append(name)
+        before = text[max(0, start - 24):start]
+        after = _AFTER_GREETED if _GREETED.search(before) else _AFTER_SET_OFF if _SET_OFF.search(before) else None
+        if after is not None and after.match(text, end):
+            greeted.append(name)
+    return mentioned, greeted
+
+
 def addressed(text: str) -> list[str]:
-    """The names a message (without its time stamp) addresses its reader by (ADDRESS)."""
-    return [greeted or closing for greeted, closing in ADDRESS.findall(text)]
+    """The names a message addresses its reader by (`names`)."""
+    return names(text)[1]
 
 
 def label(text: str) -> str:
@@ -73,9 +86,9 @@ class Speakers:
         name = label(content)
         if name:
             self.labels.setdefault(role, Counter())[name] += 1
-        head = unstamped(content[:2000])
-        self.greetings.setdefault(role, Counter()).update(addressed(head))
-        self.mentions.setdefault(role, Counter()).update(MENTION.findall(head))
+        mentioned, greeted = names(content[:2000])
+        self.greetings.setdefault(role, Counter()).update(greeted)
+        self.mentions.setdefault(role, Counter()).update(mentioned)
 
     def writers(self) -> dict[str, str]:
         """Each role's writer, where most of its messages (LEAST, SHARE) open with one name."""
@@ -122,6 +135,6 @@ class Speakers:
     @staticmethod
     def _named(people: dict[str, str], text: str) -> list[str]:
         """The roles whose person `text` names, other than to address them."""
-        greeted = set(addressed(unstamped(text)))
+        greeted = set(addressed(text))
         return [role for role, name in people.items() if name.split()[0] not in greeted
                 and re.search(rf"(?<![\w-]){re.escape(name.split()[0])}(?![\w-])", text)]

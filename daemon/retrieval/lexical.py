@@ -90,8 +90,11 @@ _STAMP = re.compile(
 
 
 def unstamped(text: str) -> str:
-    """`text` without its time stamps."""
-    return _STAMP.sub(" ", text)
+    """`text` without its time stamps (every one has a digit: a text without one is read once)."""
+    return _STAMP.sub(" ", text) if _DIGIT.search(text) else text
+
+
+_DIGIT = re.compile(r"\d")
 
 
 def has_words(text: str) -> bool:
