@@ -42,13 +42,14 @@ class SessionIndexes:
         self._kept[session_id] = index
         while len(self._kept) > SESSIONS_KEPT:
             self._kept.popitem(last=False)
-        async with index.catching_up:
-            behind = record.next_seq - index.lexical.next_seq
-            if behind > INLINE_MESSAGES:
-                log.info("session=%s: indexing %d messages for recall", session_id, behind)
-                await asyncio.to_thread(self._catch_up, session_id, index)
-            elif behind > 0:
-                self._catch_up(session_id, index)
+        if record.next_seq > index.lexical.next_seq or index.catching_up.locked():
+            async with index.catching_up:
+                behind = record.next_seq - index.lexical.next_seq
+                if behind > INLINE_MESSAGES:
+                    log.info("session=%s: indexing %d messages for recall", session_id, behind)
+                    await asyncio.to_thread(self._catch_up, session_id, index)
+                elif behind > 0:
+                    self._catch_up(session_id, index)
         if index.semantic.done < len(index.lexical.passages):
             self.embedder.want(session_id, lambda: (index.lexical.passages, index.semantic))
         return index
