@@ -1,6 +1,6 @@
 """Recall: what reaches the model when a question needs something said long before.
 
-    python bench/recall.py [--mode live|import|synthetic] [--windows 2048,4096,8192]
+    python bench/recall.py [--mode live|import|synthetic|pair|pair-plain] [--windows 2048,4096,8192]
                            [--per-kind N | --limit N] [--set s|oracle]
 
 The main mode (`--mode live`) replays each question of the LongMemEval development split
@@ -20,9 +20,10 @@ at least the half/half baseline in every question type, and overall at 2,048.
 `--mode import` imports each history whole and asks the question (bench/recall_lme.py says
 how): recall with the room a fresh import leaves, which a live session never has.
 
-`--mode synthetic` and `--mode pair` (bench/recall_synthetic.py): our own generated
-conversations replayed turn by turn, then every question sent and its prompt searched for
-the messages that hold the answer; baselines as above.
+`--mode synthetic`, `--mode pair` and `--mode pair-plain` (bench/recall_synthetic.py): our
+own generated conversations replayed turn by turn, then every question sent (one after
+another, or each in a branch with `--alone`) and its prompt searched for the messages that
+hold the answer; baselines as above.
 
 All print one JSON line per window and question kind, and one for the time recall takes
 per turn at 10,000 and 100,000 stored messages (in-process, the store on disk; goal: p50

@@ -38,7 +38,7 @@ class SessionIndex:
     clock: when.Clock = field(default_factory=when.Clock)
     #: The sittings the passages were said in.
     sittings: Sittings = field(default_factory=Sittings)
-    #: The writers whose names open the messages, in a chat log's session.
+    #: Who speaks, in a chat log's session: the names its messages open with or greet by.
     speakers: Speakers = field(default_factory=Speakers)
     #: Held while messages are added from the store (indexes.py), in a worker thread or not.
     catching_up: asyncio.Lock = field(default_factory=asyncio.Lock, compare=False, repr=False)

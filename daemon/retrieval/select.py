@@ -84,7 +84,7 @@ _OF_AN_ORDER = re.compile(r"\b(?:which|who)\b[^.!?\n]*\b(?:first|earliest|latest
 
 
 #: A message that asks for something: a question, or a request to be told or reminded.
-_ASKS = re.compile(r"\?|^\W*(?:what|which|who|whom|whose|when|where|why|how|is|are|was|were|do|does|did|can|"
+_ASKS = re.compile(r"[?？؟]|^\W*(?:what|which|who|whom|whose|when|where|why|how|is|are|was|were|do|does|did|can|"
                    r"could|would|will|should|have|has)\b|\b(?:remind|tell|show|give|list|find)\s+(?:me|us)\b|"
                    r"\b(?:remind|recall|summari[sz]e)\b", re.I)
 
