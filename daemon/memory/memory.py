@@ -20,7 +20,7 @@ from ctxkeep.daemon.memory.changes import may_change, read_as
 from ctxkeep.daemon.memory.index import MemoryIndex, family
 from ctxkeep.daemon.memory.query import Query, Remembered
 from ctxkeep.daemon.memory.reading import Reader
-from ctxkeep.daemon.retrieval import select
+from ctxkeep.daemon.retrieval import asking
 from ctxkeep.daemon.retrieval.lexical import query_terms
 from ctxkeep.daemon.retrieval.semantic import Embedder
 from ctxkeep.daemon.store.errors import StoreError
@@ -242,7 +242,7 @@ class Memory:
         words = query_terms(text)
         vector = await self.embedder.vector(text, self.config.recall_embed_wait_ms / 1000)
         await self.built(wait)
-        ranked = await self.rank(asker, Query(words, vector, select.addressed(text), own=frozenset(words)), limit)
+        ranked = await self.rank(asker, Query(words, vector, asking.addressed(text), own=frozenset(words)), limit)
         index = self.index
         return [] if index is None else [
             Remembered(owner.session_id, owner.name, index.passages[pid], score, pid)

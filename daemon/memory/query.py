@@ -32,6 +32,6 @@ class Query:
     #: The terms of the new message itself (not of the turn before, which `terms` may
     #: hold): memory brings back only passages that share one of them.
     own: frozenset[str] = frozenset()
-    #: Whether the message speaks of the user's own past (select.about_the_past): memory
+    #: Whether the message speaks of the user's own past (asking.about_the_past): memory
     #: brings nothing into a turn that does not ("what is the capital of Canada?").
     about_past: bool = True

@@ -1,6 +1,6 @@
 """Whether a message asks anything of its session's past (a pure rule over the session's
 index): recall adds nothing to one that does not. A message that speaks of the past ("my",
-"I", "you said", "last time": select.about_the_past) always may; any other ("write a poem
+"I", "you said", "last time": asking.about_the_past) always may; any other ("write a poem
 about the first frost", "where does Alice live these days?", "can you make that shorter?")
 only where its best matches by words hold what it is about — the words few of the session's
 passages hold, two of them where it has two or more such words. Not where a passage only
@@ -30,8 +30,8 @@ from collections.abc import Callable, Iterable, Sequence
 
 from ctxkeep.daemon.memory.precision import STRONG_TOP
 from ctxkeep.daemon.recall.session_index import SessionIndex
+from ctxkeep.daemon.retrieval.asking import refers_back
 from ctxkeep.daemon.retrieval.lexical import terms
-from ctxkeep.daemon.retrieval.select import refers_back
 
 #: A word held by at most this share of the session's passages (or RARE_LEAST) says what a
 #: message that does not speak of the past is about: stricter than memory's rare words (7.5 %

@@ -11,7 +11,7 @@ from ctxkeep.daemon.memory.query import Query
 from ctxkeep.daemon.recall import gate
 from ctxkeep.daemon.recall import room as recall_room
 from ctxkeep.daemon.recall.session_index import SessionIndex
-from ctxkeep.daemon.retrieval import select, sharing, when
+from ctxkeep.daemon.retrieval import asking, select, sharing, when
 from ctxkeep.daemon.retrieval.lexical import unstamped
 from ctxkeep.daemon.retrieval.passages import Passage
 from ctxkeep.daemon.retrieval.semantic import Embedder
@@ -52,7 +52,7 @@ class OwnHistory:
         by_meaning = index.semantic.rank(vector, in_prompt, RANKED, select.MEANING_STAND_OUT) \
             if vector is not None and index.semantic.ids else None
         if on_topic is not None and by_meaning is not None and vector is not None \
-                and not select.refers_back(user.content):  # (else the vector is of the turn before too)
+                and not asking.refers_back(user.content):  # (else the vector is of the turn before too)
             # words met by chance, unless meaning agrees
             on_topic = gate.near_too(on_topic, index.semantic.nearest(vector, gate.NEAREST, gate.NEAREST_LEAST))
             if not gate.asks_of_the_past(best, False, on_topic):
@@ -77,7 +77,7 @@ class OwnHistory:
             scores = {pid: s for pid, s in scores.items() if on_topic(pid) or linked & index.term_set(pid)}
         else:  # (and what the sittings they were said in were about)
             scores = index.sittings.with_openings(scores, in_prompt)
-        gathering = select.gathers(user.content)  # (it needs what each of several turns said)
+        gathering = asking.gathers(user.content)  # (it needs what each of several turns said)
         scores = select.above_floor(scores, select.GATHER_FLOOR if gathering else select.FLOOR)
         held = "\n".join(c.summary for c in context.checkpoints)
         if held:  # a passage a checkpoint quotes whole (a fact it kept) is in the prompt already
@@ -85,7 +85,7 @@ class OwnHistory:
             near = [pid for pid in near if passages[pid].text not in held]
         rare = index.lexical.rare(query)
         specific = lambda pid: bool(rare & index.term_set(pid))
-        if moving and not (select.asks(unstamped(user.content))
+        if moving and not (asking.asks(unstamped(user.content))
                            and recall_room.reaches(scores, passages, moving, active, specific, asked.about_past)):
             scores = {pid: s for pid, s in scores.items() if passages[pid].seq not in moving}
             near = [pid for pid in near if passages[pid].seq not in moving]
@@ -131,7 +131,7 @@ class OwnHistory:
         embedding model busy). Words alone would then let in what meaning turns away on a
         quiet turn: "the capital city of Canada" beside a musician's move "to Toronto,
         Canada", the same request recalled for on a busy turn and not on a quiet one."""
-        if asked.vector is None and index.semantic.ids and not select.refers_back(user.content) \
+        if asked.vector is None and index.semantic.ids and not asking.refers_back(user.content) \
                 and index.semantic.model == self.embedder.current():
             return None
         return gate.about(index, user.content, asked.own)

@@ -28,7 +28,7 @@ from ctxkeep.daemon.recall.indexes import SessionIndexes
 from ctxkeep.daemon.recall.own import OwnHistory
 from ctxkeep.daemon.recall.recalled import NONE, Recall
 from ctxkeep.daemon.recall.session_index import SessionIndex
-from ctxkeep.daemon.retrieval import select, when
+from ctxkeep.daemon.retrieval import asking, select, when
 from ctxkeep.daemon.retrieval.lexical import asked_terms, has_words, query_terms, unstamped
 from ctxkeep.daemon.retrieval.semantic import Embedder
 from ctxkeep.daemon.store.context_records import ActiveContext
@@ -110,13 +110,13 @@ class Recaller:
         asked = asked_terms(user.content)
         context_text = select.context_for(user.content, len(set(asked)), last_turn)
         query = query_terms(asked, context_text)
-        asks_of = select.addressed(user.content)
+        asks_of = asking.addressed(user.content)
         asked_about = when.span(user.content, user.created)
         memory = self.memory
         if memory is not None:
             index.texts.add(hash(user.content.strip()))  # the question is this session's (stored or about to be)
         elsewhere = Query(query, None, asks_of, index.texts, asked_about,
-                          frozenset(asked), select.about_the_past(user.content))
+                          frozenset(asked), asking.about_the_past(user.content))
         # the message's vector only where a ranking may use it (a round trip to the embedding model)
         in_prompt = self._in_prompt(session, context, user)
         # a message from outside a chat log asks about it (and of the one writer it names)
@@ -126,8 +126,8 @@ class Recaller:
             and gate.may_ask(index, asked, about_past)
         vector = await self._vector(index, active, user) \
             if reaches or (memory is not None and await memory.may_bring(elsewhere)) else None
-        asking = Query(query, vector, writer or asks_of, span=asked_about, own=frozenset(asked), about_past=about_past)
-        own, displaced = self.own.passages(session, context, user, index, asking, in_prompt, budget, movable) \
+        own_query = Query(query, vector, writer or asks_of, span=asked_about, own=frozenset(asked), about_past=about_past)
+        own, displaced = self.own.passages(session, context, user, index, own_query, in_prompt, budget, movable) \
             if reaches else ([], ())
         model = session.model
         text = select.block(own)
@@ -165,7 +165,7 @@ class Recaller:
                 (memory is None or not (memory.semantic.ids and memory.semantic.model == model)):
             return None
         asked = [m.content for m in active[-2:] if m.role == "user"]
-        text = "\n".join([*asked, user.content]) if select.refers_back(user.content) else user.content
+        text = "\n".join([*asked, user.content]) if asking.refers_back(user.content) else user.content
         if not has_words(text):  # nothing to compare: a meaning of nothing is near anything
             return None  # a time stamp a front-end wrote into the message says when, not what about
         return await self.embedder.vector(unstamped(text).strip(), self.config.recall_embed_wait_ms / 1000)

@@ -2,7 +2,7 @@
 into a session is: a message from outside the chat asks about what was said in it, and where it
 names one of them, of that person's words first ("Where does Caroline live these days?", "How
 many kids does Melanie have?"). Such a question says no "my", "I" or "you said"
-(select.about_the_past), so without this it would be taken for an everyday request.
+(asking.about_the_past), so without this it would be taken for an everyday request.
 
 Each role's person is known by either of two signs:
 - **the writer's name** most of its messages open with ("Caroline: Hey Mel!"). A message in

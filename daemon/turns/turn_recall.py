@@ -18,7 +18,7 @@ from ctxkeep.daemon.recall.recalled import NONE as NO_RECALL
 from ctxkeep.daemon.recall.recalled import Recall
 from ctxkeep.daemon.recall.recaller import Recaller
 from ctxkeep.daemon.recall.room import KEPT_MESSAGES, NOTHING, REACH_SHARE, Movable, bounded, movable
-from ctxkeep.daemon.retrieval import select
+from ctxkeep.daemon.retrieval import asking
 from ctxkeep.daemon.store.records import MessageRecord, View
 
 log = logging.getLogger("ctxkeep.daemon.turns.generation")
@@ -33,7 +33,7 @@ READ_FLOOR_OTHER = 2
 
 def read_floor(message: str) -> int:
     """The fewest passages the reading bound leaves a turn whose new message is `message`."""
-    return READ_FLOOR if select.about_the_past(message) else READ_FLOOR_OTHER
+    return READ_FLOOR if asking.about_the_past(message) else READ_FLOOR_OTHER
 
 
 def displaced_by_recall(view: View, estimator: Estimator) -> int:

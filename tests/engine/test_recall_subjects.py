@@ -1,4 +1,4 @@
-"""Recall in a live chat that keeps to one subject (recall/room.py, select.gathers): none of
+"""Recall in a live chat that keeps to one subject (recall/room.py, asking.gathers): none of
 a question's words is rare there, the turns it needs share one everyday word of the chat
 with it, and the older verbatim turns in the window are about other things."""
 

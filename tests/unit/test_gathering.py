@@ -1,7 +1,7 @@
-"""A question that gathers what several turns said, or asks what holds now (select.gathers):
+"""A question that gathers what several turns said, or asks what holds now (asking.gathers):
 which questions do, and the floor they are held to."""
 
-from ctxkeep.daemon.retrieval import select
+from ctxkeep.daemon.retrieval import asking, select
 from unrelated import FOLLOW_UPS
 
 
@@ -15,13 +15,13 @@ def test_questions_that_count_total_order_compare_or_ask_what_holds_now_gather()
                      "Do I go to the gym more than I did previously?",
                      "What do I use to store my sneakers these days?", "Do I still play tennis, or not anymore?",
                      "Where did I use to buy my coffee beans?"):
-        assert select.gathers(question), question
+        assert asking.gathers(question), question
     for question in ("What brand of BBQ sauce did I buy for the party?", "Which book did I finish a week ago?",
                      "Can you suggest a hotel for my upcoming trip to Miami?",
                      "Is it first come, first served at the museum?", "What did I order at the sushi place?",
                      "I'm saving in order to buy a car: where do I start?", "Which flour is used to make bagels?",
                      "Do you have any more ideas for the party?", *FOLLOW_UPS):
-        assert not select.gathers(question), question
+        assert not asking.gathers(question), question
 
 
 def test_the_floor_a_gathering_question_is_held_to_keeps_what_scores_a_fraction_of_the_best():

@@ -61,7 +61,7 @@ def test_a_better_match_outside_or_a_worse_one_inside_never_stops_a_reach(outsid
 
 
 def test_only_a_message_that_asks_for_something_may_take_the_room_of_verbatim_turns():
-    from ctxkeep.daemon.retrieval.select import asks
+    from ctxkeep.daemon.retrieval.asking import asks
     for asking in ["Where does Andrew live these days?", "remind me what I said about the boiler",
                    "Tell me again which rooms I noted", "what was the plumber's name", "Can you summarize our plan",
                    "梅兰妮现在住在哪里？", "أين تعيش ميلاني الآن؟"]:

@@ -6,7 +6,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from ctxkeep.daemon.recall.recaller import SessionIndex
-from ctxkeep.daemon.retrieval import select, sharing
+from ctxkeep.daemon.retrieval import asking, select, sharing
 from ctxkeep.daemon.retrieval.lexical import has_words, query_terms, terms
 from ctxkeep.daemon.retrieval.passages import PASSAGE_CHARS, WHOLE_CHARS, Passage, passages
 from ctxkeep.daemon.store.records import NewMessage
@@ -99,15 +99,15 @@ def test_the_index_reads_each_message_once_and_knows_what_was_replaced():
 
 
 def test_a_question_says_whose_words_it_asks_about():
-    assert select.addressed("What is my locker code?") == "user"
-    assert select.addressed("Where did we park last time?") == "user"
-    assert select.addressed("Which book did you recommend for me?") == "assistant"
-    assert select.addressed("Remind me of your advice on tomatoes") == "assistant"
-    assert select.addressed("Where does Maya live now?") is None
-    assert select.addressed("What's the phone number of the tourism board that you provided me earlier?") == \
+    assert asking.addressed("What is my locker code?") == "user"
+    assert asking.addressed("Where did we park last time?") == "user"
+    assert asking.addressed("Which book did you recommend for me?") == "assistant"
+    assert asking.addressed("Remind me of your advice on tomatoes") == "assistant"
+    assert asking.addressed("Where does Maya live now?") is None
+    assert asking.addressed("What's the phone number of the tourism board that you provided me earlier?") == \
         "assistant"
     # a past conversation as a whole: either side's words may hold it
-    assert select.addressed("I'm checking our previous chat about the rota. Can you remind me of Sunday's?") is None
+    assert asking.addressed("I'm checking our previous chat about the rota. Can you remind me of Sunday's?") is None
 
 
 def test_the_asked_of_speakers_passages_outrank_equal_ones_of_the_other():
@@ -242,7 +242,7 @@ def test_how_a_question_counts_never_matches_on_its_own():
 
 
 def test_memory_answers_only_what_speaks_of_the_past():
-    from ctxkeep.daemon.retrieval.select import about_the_past
+    from ctxkeep.daemon.retrieval.asking import about_the_past
     assert about_the_past("Where does my sister live now?") and about_the_past("What did you suggest for dinner?")
     assert about_the_past("What was the codeword of the glacier project?")
     assert not about_the_past("Write a short poem about autumn.") and not about_the_past("What's 15% of 240?")

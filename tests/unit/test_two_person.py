@@ -5,7 +5,7 @@ messages that say its answer, asked in the third person of someone every message
 import pytest
 
 import two_person
-from ctxkeep.daemon.retrieval import select
+from ctxkeep.daemon.retrieval import asking
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
@@ -31,7 +31,7 @@ def test_an_updated_fact_is_asked_of_its_newer_message():
     assert updated
     for q in updated:
         assert any(w in q.said[0] for w in ("moved to", "I quit my old job"))
-    assert not select.about_the_past("How many children does Melanie have?")  # the probe's point
+    assert not asking.about_the_past("How many children does Melanie have?")  # the probe's point
 
 
 def test_a_plain_pair_chat_opens_no_line_with_a_name_and_its_evidence_holds_each_answer():
