@@ -12,7 +12,7 @@ from ctxkeep.daemon.recall import gate
 from ctxkeep.daemon.recall import room as recall_room
 from ctxkeep.daemon.recall.session_index import SessionIndex
 from ctxkeep.daemon.retrieval import asking, select, sharing, when
-from ctxkeep.daemon.retrieval.lexical import unstamped
+from ctxkeep.daemon.retrieval.lexical import terms, unstamped
 from ctxkeep.daemon.retrieval.passages import Passage
 from ctxkeep.daemon.retrieval.semantic import Embedder
 from ctxkeep.daemon.store.context_records import ActiveContext
@@ -24,6 +24,11 @@ RANKED = 200
 SECOND_HOP = 0.5
 #: Passages that stand out by meaning offered for the room kept for them (sharing.MEANING_SHARE).
 NEAR = 20
+
+
+def without(scores: dict[int, float], near: list[int], gone: Callable[[int], bool]) -> tuple[dict[int, float], list[int]]:
+    """The scored passages and those near by meaning, less those `gone` says."""
+    return {pid: s for pid, s in scores.items() if not gone(pid)}, [pid for pid in near if not gone(pid)]
 
 
 @dataclass
@@ -43,7 +48,10 @@ class OwnHistory:
         active = set(in_context)
         in_context = (in_context - moving) | index.replaced | index.replaced_by(user)
         passages = index.lexical.passages
-        first = select.statements_first(index.lexical.rank(query, in_context, RANKED), passages)
+        said = frozenset(terms(unstamped(user.content)))
+        echo = lambda pid: select.echoes(index.term_set(pid), said, asked.about_past)  # (adds nothing)
+        first = [(pid, s) for pid, s in select.statements_first(index.lexical.rank(query, in_context, RANKED),
+                                                                   passages) if not echo(pid)]
         in_prompt = lambda pid: passages[pid].seq in in_context
         on_topic = None if asked.about_past else self._about(index, user, asked)
         best = [pid for pid, _ in first]
@@ -77,18 +85,17 @@ class OwnHistory:
             scores = {pid: s for pid, s in scores.items() if on_topic(pid) or linked & index.term_set(pid)}
         else:  # (and what the sittings they were said in were about)
             scores = index.sittings.with_openings(scores, in_prompt)
+        scores, near = without(scores, near, echo)
         gathering = asking.gathers(user.content)  # (it needs what each of several turns said)
         scores = select.above_floor(scores, select.GATHER_FLOOR if gathering else select.FLOOR)
         held = "\n".join(c.summary for c in context.checkpoints)
         if held:  # a passage a checkpoint quotes whole (a fact it kept) is in the prompt already
-            scores = {pid: s for pid, s in scores.items() if passages[pid].text not in held}
-            near = [pid for pid in near if passages[pid].text not in held]
+            scores, near = without(scores, near, lambda pid: passages[pid].text in held)
         rare = index.lexical.rare(query)
         specific = lambda pid: bool(rare & index.term_set(pid))
         if moving and not (asking.asks(unstamped(user.content))
                            and recall_room.reaches(scores, passages, moving, active, specific, asked.about_past)):
-            scores = {pid: s for pid, s in scores.items() if passages[pid].seq not in moving}
-            near = [pid for pid in near if passages[pid].seq not in moving]
+            scores, near = without(scores, near, lambda pid: passages[pid].seq in moving)
             movable = recall_room.NOTHING
         return self._chosen(session.model, index, scores, near, budget, movable) if scores else ([], ())
 

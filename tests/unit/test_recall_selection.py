@@ -361,3 +361,17 @@ def test_a_follow_up_found_brings_the_opening_of_its_sitting_at_a_share_of_its_s
     assert raised == {2: 1.0, 4: 0.6, 1: 0.2, 0: OPENING_WEIGHT * 1.0, 3: OPENING_WEIGHT * 0.6}
     assert 0 not in sittings.with_openings(scores, skip=lambda pid: pid == 0)  # in the prompt
     assert sittings.with_openings({0: 0.9, 2: 0.1}, lambda pid: False)[0] == 0.9  # its own score
+
+
+def test_a_turn_that_only_says_the_new_messages_words_again_adds_nothing():
+    said = lambda text: frozenset(terms(text))
+    greeting = said("Hey Marek! How have you been lately?")
+    assert select.echoes(said("hey marek, how have you been lately"), greeting, about_past=False)
+    assert select.echoes(said("Hey Marek!"), greeting, about_past=False)  # some of its words, to a short message
+    assert not select.echoes(said("Marek moved to Gdansk"), greeting, about_past=False)  # says something new
+    oboe = said("Did I tell you I play the oboe?")
+    assert not select.echoes(said("I play the oboe"), oboe, about_past=True)  # its answer, in its own words
+    assert select.echoes(said("Did I tell you I play the oboe?"), oboe, about_past=True)  # the question again
+    pasted = said("Here are my notes: the budget is 500, the venue is the old mill, the band plays jazz, "
+                  "the date is in May and the caterer is Luigi")
+    assert not select.echoes(said("My budget is 500"), pasted, about_past=False)  # a long message: words together
