@@ -160,6 +160,8 @@ class Recaller:
         """The new message's vector (with the question before it when it refers back), if
         any passage here or in memory has one to compare with and it comes in time."""
         memory = self.memory.index if self.memory is not None else None
+        wait = self.config.recall_embed_wait_ms / 1000
+        await self.embedder.stored(lambda: (index.lexical.passages, index.semantic), wait)
         model = self.embedder.current()
         if not (index.semantic.ids and index.semantic.model == model) and \
                 (memory is None or not (memory.semantic.ids and memory.semantic.model == model)):
@@ -168,7 +170,7 @@ class Recaller:
         text = "\n".join([*asked, user.content]) if asking.refers_back(user.content) else user.content
         if not has_words(text):  # nothing to compare: a meaning of nothing is near anything
             return None  # a time stamp a front-end wrote into the message says when, not what about
-        return await self.embedder.vector(unstamped(text).strip(), self.config.recall_embed_wait_ms / 1000)
+        return await self.embedder.vector(unstamped(text).strip(), wait)
 
     @staticmethod
     def _in_prompt(session: SessionRecord, context: ActiveContext, user: MessageRecord) -> set[int]:

