@@ -6,8 +6,8 @@ or, where it has none, from the built-in one (encoders.py), and are kept in the 
 embedding cache (by model and the text's SHA-256), so a passage is embedded once whatever
 session or restart asks again. They are computed in the background (`Embedder`), a batch
 at a time, as messages are stored and for a history that has none yet (an import, a store
-from before recall): a turn never waits for a passage's vector, and what has none yet is
-ranked by words alone.
+from before recall): a turn never waits for a passage's vector to be computed (a new
+index reads those the store has first), and what has none yet is ranked by words alone.
 """
 
 import asyncio
@@ -170,26 +170,24 @@ class Embedder:
                 await asyncio.sleep(0)  # batches found in the cache await nothing: let others in
 
     async def stored(self, source: Callable[[], tuple[list[Passage], SemanticIndex]], wait: float) -> None:
-        """Fill the index, from where it stands, with the vectors the store already has of its
-        passages — read, never computed: a branch's history, a session's after a restart —
-        up to the first passage without one, for at most `wait` seconds. What a turn about to
-        rank needs at once, where it is a batch or more behind; the background would give way to
-        that very turn (giving_way)."""
+        """Fill the index, a batch or more behind, with the vectors the store has of its passages
+        (read, never computed: a branch's history, a session's after a restart) up to the first
+        without one, for at most `wait` seconds: what a turn about to rank needs at once (the
+        background gives way to that very turn)."""
         encoder = self.encoder()
         passages, index = source()
         if encoder is None or len(passages) - (index.done if index.model == encoder.name else 0) < BATCH:
             return  # (a turn or two behind, as after every answer: the background's)
+        size = BATCH  # a first look: an import not embedded yet costs a turn one small read
         try:
             async with asyncio.timeout(wait):
                 while True:
                     index.of(encoder.name)
                     start = index.done
-                    batch = passages[start:start + STORED_BATCH]
+                    batch = passages[start:start + size]
                     if not batch:
                         return
-                    worded = [start + i for i, p in enumerate(batch) if has_words(p.text)]
-                    digests, cached = await asyncio.to_thread(
-                        self._cached, encoder.name, [embedded(passages[pid].text) for pid in worded])
+                    worded, digests, cached = await asyncio.to_thread(self._stored_of, encoder.name, batch, start)
                     if index.done != start or index.model != encoder.name:
                         return  # the background filled it meanwhile (or the embedder changed)
                     have = next((k for k, d in enumerate(digests) if d not in cached), len(digests))
@@ -197,8 +195,14 @@ class Embedder:
                     index.done = worded[have] if have < len(worded) else start + len(batch)
                     if have < len(worded):
                         return  # the background embeds the rest
+                    size = STORED_BATCH
         except TimeoutError:
             return
+
+    def _stored_of(self, model: str, batch: list[Passage], start: int) -> tuple[list[int], list[str], dict[str, list[float]]]:
+        """(the batch's passages with words, their digests, the store's vectors): in a thread."""
+        worded = [start + i for i, p in enumerate(batch) if has_words(p.text)]
+        return worded, *self._cached(model, [embedded(batch[pid - start].text) for pid in worded])
 
     def _failed(self, exc: ModelCallError) -> None:
         if not self.unavailable:
