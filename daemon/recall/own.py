@@ -24,6 +24,8 @@ RANKED = 200
 SECOND_HOP = 0.5
 #: Passages that stand out by meaning offered for the room kept for them (sharing.MEANING_SHARE).
 NEAR = 20
+#: The best passages whose later change a question of what holds now looks for.
+CHANGED_FROM = 3
 
 
 def without(scores: dict[int, float], near: list[int], gone: Callable[[int], bool]) -> tuple[dict[int, float], list[int]]:
@@ -83,8 +85,8 @@ class OwnHistory:
         if on_topic is not None:  # a message that does not speak of the past: only what is about it,
             linked = self._linked(index, hop, best, on_topic)  # or what its second hop found of it
             scores = {pid: s for pid, s in scores.items() if on_topic(pid) or linked & index.term_set(pid)}
-        else:  # (and what the sittings they were said in were about)
-            scores = index.sittings.with_openings(scores, in_prompt)
+        else:  # (and what the sittings they were said in were about; and what changed them since)
+            scores = self._changed_since(index, user, index.sittings.with_openings(scores, in_prompt), in_prompt)
         scores, near = without(scores, near, echo)
         gathering = asking.gathers(user.content)  # (it needs what each of several turns said)
         scores = select.above_floor(scores, select.GATHER_FLOOR if gathering else select.FLOOR)
@@ -98,6 +100,25 @@ class OwnHistory:
             scores, near = without(scores, near, lambda pid: passages[pid].seq in moving)
             movable = recall_room.NOTHING
         return self._chosen(session.model, index, scores, near, budget, movable) if scores else ([], ())
+
+    @staticmethod
+    def _changed_since(index: SessionIndex, user: MessageRecord, scores: dict[int, float],
+                       in_prompt: Callable[[int], bool]) -> dict[int, float]:
+        """For a question of what holds now, `scores` with the passage said after each of the
+        best that stands out nearest it by meaning, from the same speaker, at its score: what
+        changed it ("I quit my old job, I'm a nurse now" after "I work as a librarian these
+        days"), which shares few of the question's words and ranks below the older statement."""
+        if not asking.holds_now(user.content) or not index.semantic.ids:
+            return scores
+        passages, out = index.lexical.passages, dict(scores)
+        for pid in sorted(scores, key=lambda p: -scores[p])[:CHANGED_FROM]:
+            vector = index.semantic.vector(pid)
+            role = passages[pid].role
+            later = index.semantic.rank(vector, lambda q: q <= pid or in_prompt(q) or passages[q].role != role,
+                                        1, select.MEANING_STAND_OUT) if vector is not None else []
+            for found, _ in later:
+                out[found] = max(out.get(found, 0.0), scores[pid])
+        return out
 
     @staticmethod
     def _linked(index: SessionIndex, hop: dict[str, float], best: list[int],

@@ -111,3 +111,13 @@ _GATHERS = re.compile(r"\bhow\s+many\b|\b(?:in\s+total|total|altogether|combined
 def gathers(message: str) -> bool:
     """Whether a message asks for what several turns said (_GATHERS)."""
     return bool(_GATHERS.search(message))
+
+
+#: A question of what holds now ("what does Nate do for a living now?", "where does she live
+#: these days?", "do I still …?"): the turn that says it best may be the older statement.
+_NOW = re.compile(r"\b(?:now|currently|these\s+days|nowadays|at\s+the\s+moment|still|any\s?more|lately)\b", re.I)
+
+
+def holds_now(message: str) -> bool:
+    """Whether a message asks what holds now (a question that says so: _NOW)."""
+    return asks(message) and bool(_NOW.search(message))

@@ -2,6 +2,7 @@
 nearest of them to a message's vector: recall's and memory's meaning-based ranking. The
 vectors come from semantic.py's embedder."""
 
+import bisect
 import math
 from collections.abc import Callable
 
@@ -62,6 +63,13 @@ class SemanticIndex:
             self._matrix = np.concatenate([self._matrix, np.empty_like(self._matrix)])
         self._matrix[len(self.ids):len(self.ids) + len(kept)] = rows
         self.ids.extend(kept)
+
+    def vector(self, pid: int) -> list[float] | None:
+        """Passage `pid`'s unit vector (None where it has none yet); ids grow as added."""
+        row = bisect.bisect_left(self.ids, pid)
+        if self._matrix is None or row == len(self.ids) or self.ids[row] != pid:
+            return None
+        return self._matrix[row].tolist()
 
     def nearest(self, query: list[float], share: float, least: int) -> set[int]:
         """The ids of the passages nearest `query`: the `share` of all, at least `least` of

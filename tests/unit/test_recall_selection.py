@@ -375,3 +375,39 @@ def test_a_turn_that_only_says_the_new_messages_words_again_adds_nothing():
     pasted = said("Here are my notes: the budget is 500, the venue is the old mill, the band plays jazz, "
                   "the date is in May and the caterer is Luigi")
     assert not select.echoes(said("My budget is 500"), pasted, about_past=False)  # a long message: words together
+
+
+def test_a_question_of_what_holds_now_brings_the_later_turn_nearest_a_best_match():
+    """"What do I do for a living now?" whose best match is "I work as a librarian these
+    days": the user's later turn nearest that one by meaning ("I quit my old job, I'm a nurse
+    now") comes with it, at its score; not the assistant's, not an earlier one, not one the
+    prompt holds, and nothing for a question that does not ask what holds now."""
+    from ctxkeep.daemon.recall.own import OwnHistory
+    texts = ["I work as a librarian these days.", "Nice, books!"] + \
+        [f"Small talk number {i}." for i in range(36)] + ["I quit my old job, I'm a nurse now.", "Congratulations!"]
+    records = [NewMessage(role="user" if seq % 2 == 0 else "assistant", content=t).record(seq, 0.0)
+               for seq, t in enumerate(texts)]
+    index = SessionIndex()
+    index.add(records)
+    rng = np.random.default_rng(3)
+    vectors = rng.normal(size=(len(texts), 64))
+    vectors[38] = vectors[0] + 0.1 * rng.normal(size=64)  # the change, near the first statement
+    vectors[39] = vectors[0] + 0.1 * rng.normal(size=64)  # the assistant's, as near
+    vectors[1] = vectors[0] + 0.1 * rng.normal(size=64)  # said after it, by the assistant
+    index.semantic.of("m").add_many(list(range(len(texts))), vectors.tolist())
+    scores = {0: 1.0, 2: 0.4}
+    now = NewMessage(role="user", content="What do I do for a living now?").record(40, 0.0)
+    ever = NewMessage(role="user", content="What do I do for a living?").record(40, 0.0)
+    assert OwnHistory._changed_since(index, now, scores, lambda pid: False) == {0: 1.0, 2: 0.4, 38: 1.0}
+    assert OwnHistory._changed_since(index, now, scores, lambda pid: pid == 38) == scores
+    assert OwnHistory._changed_since(index, ever, scores, lambda pid: False) == scores
+    assert OwnHistory._changed_since(index, now, {38: 1.0}, lambda pid: False) == {38: 1.0}  # nothing after it
+
+
+def test_a_question_says_when_it_asks_what_holds_now():
+    for now in ["What does Nate do for a living now?", "Where does Joanna live these days?",
+                "Do I still have the old bike?", "What am I currently reading?"]:
+        assert asking.holds_now(now), now
+    for other in ["What did Nate do for a living?", "Where did Joanna live in 2019?",
+                  "I'm a nurse now.", "How many children does Nate have?"]:
+        assert not asking.holds_now(other), other
