@@ -13,6 +13,7 @@ within the budget, an answer with its question. Memory follows (memory/bringing.
 import dataclasses
 import logging
 import math
+import time
 from collections.abc import Sequence
 
 from ctxkeep.daemon.config import Config
@@ -160,7 +161,7 @@ class Recaller:
         """The new message's vector (with the question before it when it refers back), if
         any passage here or in memory has one to compare with and it comes in time."""
         memory = self.memory.index if self.memory is not None else None
-        wait = self.config.recall_embed_wait_ms / 1000
+        wait, started = self.config.recall_embed_wait_ms / 1000, time.monotonic()  # (for both waits)
         await self.embedder.stored(lambda: (index.lexical.passages, index.semantic), wait)
         model = self.embedder.current()
         if not (index.semantic.ids and index.semantic.model == model) and \
@@ -170,7 +171,7 @@ class Recaller:
         text = "\n".join([*asked, user.content]) if asking.refers_back(user.content) else user.content
         if not has_words(text):  # nothing to compare: a meaning of nothing is near anything
             return None  # a time stamp a front-end wrote into the message says when, not what about
-        return await self.embedder.vector(unstamped(text).strip(), wait)
+        return await self.embedder.vector(unstamped(text).strip(), max(0.0, wait - (time.monotonic() - started)))
 
     @staticmethod
     def _in_prompt(session: SessionRecord, context: ActiveContext, user: MessageRecord) -> set[int]:
