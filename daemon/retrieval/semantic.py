@@ -11,15 +11,15 @@ index reads those the store has first), and what has none yet is ranked by words
 """
 
 import asyncio
-import hashlib
 import logging
 from collections import OrderedDict
 from collections.abc import Callable
 
 from ctxkeep.daemon.backends.protocol import ModelBackend, ModelCallError
 from ctxkeep.daemon.jobs.giving_way import GivingWay
+from ctxkeep.daemon.retrieval.embedded_text import EMBED_CHARS, digest, embedded
 from ctxkeep.daemon.retrieval.encoders import BuiltinEncoder, Encoder, ServerEncoder
-from ctxkeep.daemon.retrieval.lexical import has_words, unstamped
+from ctxkeep.daemon.retrieval.lexical import has_words
 from ctxkeep.daemon.retrieval.passages import Passage
 from ctxkeep.daemon.retrieval.query_vectors import QueryVectors
 from ctxkeep.daemon.retrieval.vectors import SemanticIndex
@@ -38,27 +38,6 @@ BATCH = 32
 FRESH_KEPT = 256
 #: Passages whose stored vectors a turn reads at once (`stored`).
 STORED_BATCH = 1000
-#: Characters of a passage that are embedded: its opening, which says what it is about.
-#: Measured on LongMemEval's dev split with the built-in e5 (11 histories, 25 evidence
-#: turns): the evidence ranks as well at 600 as at 2,000 (median 5.5 against 6; as many in
-#: the top 10 and 30), and embedding takes a fifth of the time (126 against 571 ms a long
-#: passage on one 2-core machine) — CPU a local model needs.
-EMBED_CHARS = 600
-
-
-def embedded(text: str) -> str:
-    """What of a passage is embedded: its opening, without the time stamps a front-end wrote
-    into it, as a question's vector is of its words without them (a stamp says when, not what
-    about; on the dev split's hard cases with the built-in e5, evidence that opened a chat
-    with its date ranked higher without it: summed ranks 264 → 191 over four questions' 13
-    evidence turns; the whole split live at 4,096: 81 → 82 of 91 turns)."""
-    return unstamped(text).strip()[:EMBED_CHARS]
-
-
-def digest(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
 class Embedder:
     """Computes passage vectors in the background, one session's batch at a time."""
 
@@ -170,10 +149,11 @@ class Embedder:
                 await asyncio.sleep(0)  # batches found in the cache await nothing: let others in
 
     async def stored(self, source: Callable[[], tuple[list[Passage], SemanticIndex]], wait: float) -> None:
-        """Fill the index, a batch or more behind, with the vectors the store has of its passages
-        (read, never computed: a branch's history, a session's after a restart) up to the first
-        without one, for at most `wait` seconds: what a turn about to rank needs at once (the
-        background gives way to that very turn)."""
+        """Fill the index, from where it stands, with the vectors the store already has of its
+        passages — read, never computed: a branch's history, a session's after a restart —
+        up to the first passage without one, for at most `wait` seconds. What a turn about to
+        rank needs at once, where it is a batch or more behind; the background would give way
+        to that very turn (giving_way)."""
         encoder = self.encoder()
         passages, index = source()
         if encoder is None or len(passages) - (index.done if index.model == encoder.name else 0) < BATCH:
@@ -200,7 +180,8 @@ class Embedder:
             return
 
     def _stored_of(self, model: str, batch: list[Passage], start: int) -> tuple[list[int], list[str], dict[str, list[float]]]:
-        """(the batch's passages with words, their digests, the store's vectors): in a thread."""
+        """(the ids of the batch's passages with words, their digests, the vectors the store
+        has of them): run in a worker thread."""
         worded = [start + i for i, p in enumerate(batch) if has_words(p.text)]
         return worded, *self._cached(model, [embedded(batch[pid - start].text) for pid in worded])
 

@@ -8,9 +8,10 @@ import threading
 import numpy as np
 import pytest
 
+from ctxkeep.daemon.retrieval.embedded_text import EMBED_CHARS
 from ctxkeep.daemon.retrieval.encoders import BUILTIN, BuiltinEncoder, prefixes
 from ctxkeep.daemon.retrieval.passages import Passage
-from ctxkeep.daemon.retrieval.semantic import EMBED_CHARS, Embedder
+from ctxkeep.daemon.retrieval.semantic import Embedder
 from ctxkeep.daemon.retrieval.vectors import SemanticIndex
 from ctxkeep.daemon.store.store import Store
 from ctxkeep.protocol.servers import OllamaStatus
