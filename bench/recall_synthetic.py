@@ -11,6 +11,11 @@ turns; half newest, half BM25 with recency).
   the third person, about someone whose name every message holds.
 - pair-plain: the same chats without the names opening each line (each writer a role), so a
   name is only where one greets or thanks the other by it.
+
+Beside each window's evidence, what recall added is about (`what: recall_precision`): the
+tokens of each question's recall block, the questions given a block without their evidence,
+and what the everyday requests of tests/unrelated.py (UNRELATED_ASKED of them, each in a
+branch of the replayed chat) got from recall and memory.
 """
 
 import shutil
@@ -29,10 +34,13 @@ from ctxkeep.protocol import requests
 from ctxkeep.protocol.events import ResponseGeneration
 from harness import DaemonProcess
 from ollama_standin import OllamaStandin, render
+from unrelated import UNRELATED
 
 MODEL = "qwen2.5:7b"
 #: The bench's mode for each kind of conversation (`pair`: "" our synthetic one).
 MODES = {"": "synthetic", "labeled": "pair", "plain": "pair-plain"}
+#: The everyday requests asked of each replayed chat (a different run of them per seed).
+UNRELATED_ASKED = 6
 
 
 def turn(client, sid: str, text: str) -> object:
@@ -119,9 +127,17 @@ def run_window(window: int, turns: int, seed: int, config: str = "", embed: str 
                 said = q.said or [conversation.turns[i].user for i in q.evidence]
                 hit = all(text in prompt for text in said)
                 found["ctxkeepd"][q.kind].append(hit)
+                block = recall_live.parts(chat.body["messages"], standin.count).get("recall", 0)
+                found["recall tokens"][q.kind].append(block)
+                last = chat.body["messages"][-1]["content"]
+                found["blocks without evidence"][q.kind].append(block > 0 and not any(t in last for t in said))
                 spent = chat.prompt_tokens if isinstance(end, ResponseGeneration) else window // 2
                 for name, taken in baselines(conversation, q.text, spent, standin.count).items():
                     found[name][q.kind].append(all(i in taken for i in q.evidence))
+            for text in (UNRELATED[(seed * UNRELATED_ASKED + k) % len(UNRELATED)] for k in range(UNRELATED_ASKED)):
+                turn(c, c.request(requests.Branch(session=sid)).session.id, text)
+                got = recall_live.parts(recall_live.last_chat(standin).body["messages"], standin.count)
+                found["unrelated added"]["everyday"].append(got.get("recall", 0) + got.get("memory", 0))
         found["ctxkeepd"]["cut or refused prompts"] = [False] * (len(standin.overflowed))
         emit(bench="recall", mode=MODES[pair], window=window, seed=seed, turns=len(conversation.turns),
              summary_calls=model.summary_calls, summary_kinds=dict(model.kinds),
@@ -145,6 +161,8 @@ def run(windows: list[int], seeds: list[int], turns: int, config: str, embed: st
         bad = len(totals["ctxkeepd"].pop("cut or refused prompts", []))
         fields = dict(bench="recall", mode=MODES[pair], window=window, embed=embed, asked="alone" if alone else "in a row")
         emit(**fields, cut_or_refused_prompts=bad)
+        emit_precision(totals.pop("recall tokens"), totals.pop("blocks without evidence"),
+                       totals.pop("unrelated added")["everyday"], **fields)
         for kind in sorted({k for kinds in totals.values() for k in kinds}) + ["all"]:
             row = {}
             for method, kinds in totals.items():
@@ -152,3 +170,16 @@ def run(windows: list[int], seeds: list[int], turns: int, config: str, embed: st
                 row[method] = round(100 * sum(hits) / len(hits), 1) if hits else None
             emit(**fields, kind=kind, n=len(totals["ctxkeepd"][kind]) if kind != "all"
                  else sum(len(v) for v in totals["ctxkeepd"].values()), evidence_pct=row)
+
+
+def emit_precision(tokens: dict[str, list], missing: dict[str, list], unrelated: list, **fields: object) -> None:
+    """What recall added, per question kind and in all: its block's mean tokens, and the
+    questions whose block held none of their evidence; and what the everyday requests got."""
+    for kind in sorted(tokens) + ["all"]:
+        sizes = [t for v in tokens.values() for t in v] if kind == "all" else tokens[kind]
+        empty = [m for v in missing.values() for m in v] if kind == "all" else missing[kind]
+        emit(**fields, what="recall_precision", kind=kind, recall_tokens_mean=round(sum(sizes) / max(1, len(sizes))),
+             blocks_without_evidence=sum(empty), questions=len(sizes))
+    emit(**fields, what="recall_precision", kind="everyday requests", unrelated_asked=len(unrelated),
+         unrelated_nothing_added_pct=round(100 * sum(1 for u in unrelated if u == 0) / max(1, len(unrelated)), 1),
+         unrelated_added_tokens_mean=round(sum(unrelated) / max(1, len(unrelated))))
