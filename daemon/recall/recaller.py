@@ -120,8 +120,8 @@ class Recaller:
                           frozenset(asked), asking.about_the_past(user.content))
         # the message's vector only where a ranking may use it (a round trip to the embedding model)
         in_prompt = self._in_prompt(session, context, user)
-        # a message from outside a chat log asks about it (and of the one writer it names)
-        about_past = elsewhere.about_past or index.speakers.outside(user.content)
+        # a message from outside a chat log about its people asks about it (and of the one it names)
+        about_past = elsewhere.about_past or index.speakers.about_them(user.content)
         writer = index.speakers.asked_of(user.content)
         reaches = self.enabled(session) and session.message_count > len(in_prompt) \
             and gate.may_ask(index, asked, about_past)

@@ -42,6 +42,8 @@ _AFTER_SET_OFF = re.compile(r"\s*(?:[!?.;]|$)")
 #: of a story it writes, who address each other: "Of course, Ruth.").
 ONE_SIDED = 0.8
 ADDRESSING = 0.5
+#: How a message from outside a chat speaks of its two people without naming them.
+_OF_THEM = re.compile(r"\b(?:they|them|their|theirs|either|both)\b", re.I)
 
 
 def names(text: str) -> tuple[list[str], list[str]]:
@@ -122,6 +124,15 @@ class Speakers:
         if writers:
             return label(text) not in writers.values()
         return bool(self._named(self.addressees(), text))
+
+    def about_them(self, text: str) -> bool:
+        """Whether a message from outside the chat asks about its two people: it names either,
+        or speaks of them ("the one of them who took in a husky", "where do they live?"). An
+        everyday request written beside an imported chat log ("what is the capital of
+        Canada?") does not: recall adds to it only what it adds to any message (gate.py)."""
+        if not self.outside(text):
+            return False
+        return bool(_OF_THEM.search(text)) or bool(self._named(self.writers() or self.addressees(), text))
 
     def asked_of(self, text: str) -> str | None:
         """The role whose person a message from outside the chat names (by their first name,

@@ -270,3 +270,15 @@ def test_in_a_chat_log_without_names_a_question_naming_one_writer_gets_what_they
     prompt = _asked_of_a_chat_log(tmp_path, 9, {"role": "assistant", "content": fact}, 21,
                                   "Where does Melanie live these days?", labeled=False)
     assert fact in "\n".join(m["content"] for m in prompt)
+
+
+def test_in_a_chat_log_an_everyday_request_from_outside_gets_nothing_of_it(tmp_path):
+    """A message from outside a chat log asks about it only where it speaks of its two people
+    (names either, or "the one of them who …"): an everyday request written beside it ("What
+    is the capital city of Canada?") gets nothing of a line that shares a word with it,
+    as in any other session (gate.py)."""
+    line = "Melanie: The tax office in the city stays open late on Thursdays."
+    prompt = _asked_of_a_chat_log(tmp_path, 9, {"role": "assistant", "content": line}, 21,
+                                  "What is the capital city of Canada?")
+    assert select.OPENING not in prompt[-1]["content"], prompt[-1]["content"]
+    assert line not in "\n".join(m["content"] for m in prompt[1:])

@@ -76,3 +76,16 @@ def test_without_names_opening_the_lines_a_message_naming_one_writer_asks_of_the
         speakers.asked_of("When did Melanie and Caroline meet?") is None  # both
     assert not speakers.outside("Thanks, Melanie, where do you live now?")  # addresses her: in the chat
     assert not speakers.outside("What is the capital of France?")
+
+
+def test_a_message_from_outside_is_about_the_chat_where_it_speaks_of_its_people():
+    speakers = chat()
+    assert speakers.about_them("How many kids does Melanie have?")  # names one
+    assert speakers.about_them("When did Melanie and Caroline meet?")  # both
+    assert speakers.about_them("The one of them who took in a husky: which city are they in?")
+    assert not speakers.about_them("What is the capital city of Canada?")  # an everyday request
+    assert not speakers.about_them("Write a short poem about the first frost of the year.")
+    assert not speakers.about_them("Caroline: where do they live now?")  # in a writer's voice
+    assert not Speakers().about_them("Where do they live?")  # no chat log
+    assert plain().about_them("Where does Melanie live these days?")
+    assert not plain().about_them("Where do they live?")  # names neither (plain: outside only so)
