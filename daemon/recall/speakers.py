@@ -43,7 +43,8 @@ _AFTER_SET_OFF = re.compile(r"\s*(?:[!?.;]|$)")
 ONE_SIDED = 0.8
 ADDRESSING = 0.5
 #: How a message from outside a chat speaks of its two people without naming them.
-_OF_THEM = re.compile(r"\b(?:they|them|their|theirs|either|both)\b", re.I)
+_OF_THEM = re.compile(r"\b(?:they|them|their|theirs|either|both|anyone|anybody|someone|somebody|"
+                      r"each other|one another)\b", re.I)
 
 
 def names(text: str) -> tuple[list[str], list[str]]:
@@ -127,7 +128,7 @@ class Speakers:
 
     def about_them(self, text: str) -> bool:
         """Whether a message from outside the chat asks about its two people: it names either,
-        or speaks of them ("the one of them who took in a husky", "where do they live?"). An
+        or speaks of them ("the one of them who took in a husky", "did anyone mention Lisbon?"). An
         everyday request written beside an imported chat log ("what is the capital of
         Canada?") does not: recall adds to it only what it adds to any message (gate.py)."""
         if not self.outside(text):

@@ -83,6 +83,7 @@ def test_a_message_from_outside_is_about_the_chat_where_it_speaks_of_its_people(
     assert speakers.about_them("How many kids does Melanie have?")  # names one
     assert speakers.about_them("When did Melanie and Caroline meet?")  # both
     assert speakers.about_them("The one of them who took in a husky: which city are they in?")
+    assert speakers.about_them("Did anyone mention Lisbon?") and speakers.about_them("Where did they meet each other?")
     assert not speakers.about_them("What is the capital city of Canada?")  # an everyday request
     assert not speakers.about_them("Write a short poem about the first frost of the year.")
     assert not speakers.about_them("Caroline: where do they live now?")  # in a writer's voice
