@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from ctxkeep.daemon.memory.people import People
 from ctxkeep.daemon.retrieval import select, when
 from ctxkeep.daemon.retrieval.lexical import LexicalIndex, counts_of
 from ctxkeep.daemon.retrieval.passages import Passage, passages
@@ -88,6 +89,8 @@ class MemoryIndex:
         #: deleted), and which passages the word statistics leave out for them (counting.py).
         self.shut = 0
         self.counted = Counted()
+        #: The writers of the chat logs among the sessions.
+        self.people = People()
 
     @property
     def passages(self) -> list[Passage]:
@@ -128,6 +131,7 @@ class MemoryIndex:
             if m.seq < owner.next_seq:
                 continue
             owner.next_seq = m.seq + 1
+            self.people.add(owner.number, m.role, m.content)
             for seq in self._replaces(owner, m):
                 owner.replaced.add(seq)
                 self._hide(owner, seq, True)
@@ -145,6 +149,7 @@ class MemoryIndex:
             self.hidden.extend([m.seq in owner.forgotten] * len(new))
             self.counted.uncounted.extend(bytes(len(new)))
             self.text_hash.extend(hash(p.text.strip()) for p in new)
+        self.people.settle(owner.number)
 
     def _replaces(self, owner: Owner, m: MessageRecord) -> list[int]:
         if m.role == "assistant" and m.reply_to >= 0:

@@ -206,6 +206,11 @@ class Memory:
         if index.semantic.done < len(index.passages):
             self.embedder.want(EMBED_KEY, lambda: (index.passages, index.semantic))
 
+    async def names_people(self, text: str) -> bool:
+        """Whether a message names a writer of a chat log memory holds (people.py)."""
+        index = await self.ready()
+        return index is not None and not self.mutating and index.people.named(text, index.allowed)
+
     async def may_bring(self, query: Query) -> bool:
         """Whether a turn's memory could bring anything for `query` whatever its vector (which
         the turn then need not ask for): the index is there and idle, and the message's

@@ -116,12 +116,13 @@ class Recaller:
         memory = self.memory
         if memory is not None:
             index.texts.add(hash(user.content.strip()))  # the question is this session's (stored or about to be)
-        elsewhere = Query(query, None, asks_of, index.texts, asked_about,
-                          frozenset(asked), asking.about_the_past(user.content))
+        of_the_past = asking.about_the_past(user.content)
+        elsewhere = Query(query, None, asks_of, index.texts, asked_about, frozenset(asked),
+                          of_the_past or (memory is not None and await memory.names_people(user.content)))
         # the message's vector only where a ranking may use it (a round trip to the embedding model)
         in_prompt = self._in_prompt(session, context, user)
         # a message from outside a chat log about its people asks about it (and of the one it names)
-        about_past = elsewhere.about_past or index.speakers.about_them(user.content)
+        about_past = of_the_past or index.speakers.about_them(user.content)
         writer = index.speakers.asked_of(user.content)
         reaches = self.enabled(session) and session.message_count > len(in_prompt) \
             and gate.may_ask(index, asked, about_past)

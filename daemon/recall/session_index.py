@@ -6,10 +6,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ctxkeep.daemon.recall.sittings import Sittings
-from ctxkeep.daemon.recall.speakers import Speakers
 from ctxkeep.daemon.retrieval import select, when
 from ctxkeep.daemon.retrieval.lexical import LexicalIndex, terms
 from ctxkeep.daemon.retrieval.passages import Passage, passages
+from ctxkeep.daemon.retrieval.speakers import Speakers
 from ctxkeep.daemon.retrieval.vectors import SemanticIndex
 from ctxkeep.daemon.store.records import MessageRecord
 from ctxkeep.daemon.tokens import Vector, text_features

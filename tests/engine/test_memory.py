@@ -261,3 +261,30 @@ def test_what_memory_found_and_left_out_is_said(tmp_path):
     (event, answer), backend = run(tmp_path, scenario)
     assert not event.recalled and "memory is private for this session" in event.cut and "matched" in event.cut
     assert answer.recall_cut == event.cut and SISTER not in backend.chats[-1][0][-1]["content"]
+
+
+def test_a_question_naming_a_chat_logs_writer_gets_their_words_in_another_session(tmp_path):
+    """Caroline's and Melanie's chat log imported into one session, each line opened with its
+    writer's name; in a new chat, "How many kids does Melanie have?" says no "my" or "you said"
+    but names one of its writers: memory ranks it as a question of the past and brings her line
+    back (in the log's own session the same holds: speakers.about_them). An everyday request in
+    the new chat gets nothing of the log."""
+    from ctxkeep.protocol.imported import ImportedMessage
+    kids = "Melanie: I have two kids, they keep me busy every single day."
+    lines = [("Caroline", "Hey Melanie! How have you been?"), ("Melanie", "Same here, honestly."),
+             ("Caroline", "I went for a run along the river this morning."), ("Melanie", kids[9:]),
+             ("Caroline", "That sounds lovely!"), ("Melanie", "Thanks, Caroline, that means a lot.")]
+    log = [ImportedMessage(role="user" if name == "Caroline" else "assistant", content=f"{name}: {text}")
+           for _ in range(3) for name, text in lines]
+    log[3] = ImportedMessage(role="assistant", content=kids)
+    log[9] = log[15] = ImportedMessage(role="assistant", content="Melanie: I cooked a huge pot of chili.")
+
+    async def scenario(app):
+        await app.call(requests.SessionImport(name="chat log", model=MODEL, num_ctx=4096, messages=log))
+        assert await app.services.memory.built(30)
+        asked = await new(app, "new chat")
+        return await say(app, asked, "How many kids does Melanie have?"), \
+            await say(app, asked, "How many kids should a family car seat?")
+    (named, everyday), _ = run(tmp_path, scenario)
+    assert kids in [p.text for p in named], named
+    assert not everyday, everyday

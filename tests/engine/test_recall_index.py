@@ -8,7 +8,8 @@ import time
 
 from chatter import FILLER, filler_reply
 from ctxkeep.daemon.config import Config
-from ctxkeep.daemon.recall import indexes, speakers
+from ctxkeep.daemon.recall import indexes
+from ctxkeep.daemon.retrieval import speakers
 from ctxkeep.protocol import requests
 from ctxkeep.protocol.imported import ImportedMessage
 from inprocess import InProcess

@@ -1,7 +1,7 @@
-"""A chat log's writers (recall/speakers.py): the names its messages open with, and the
+"""A chat log's writers (retrieval/speakers.py): the names its messages open with, and the
 messages from outside it that ask about one of them."""
 
-from ctxkeep.daemon.recall.speakers import Speakers, addressed, label
+from ctxkeep.daemon.retrieval.speakers import Speakers, addressed, label
 
 
 def chat(lines: int = 8, first: str = "Caroline", second: str = "Melanie") -> Speakers:
@@ -90,3 +90,23 @@ def test_a_message_from_outside_is_about_the_chat_where_it_speaks_of_its_people(
     assert not Speakers().about_them("Where do they live?")  # no chat log
     assert plain().about_them("Where does Melanie live these days?")
     assert not plain().about_them("Where do they live?")  # names neither (plain: outside only so)
+
+
+def test_memory_knows_each_chat_logs_writers_by_their_first_names():
+    import numpy as np
+
+    from ctxkeep.daemon.memory.people import People
+    people = People()
+    for i in range(8):
+        people.add(0, "user", f"Caroline Smith: line {i}")
+        people.add(0, "assistant", f"Melanie: reply {i}")
+        people.add(1, "user", f"Note {i}: not a chat log")  # no name opens these ("Note 3" is none)
+        people.add(1, "assistant", "Sure.")
+    people.settle(0)
+    people.settle(1)
+    allowed = np.array([True, True])
+    assert people.named("How many kids does Melanie have?", allowed)
+    assert people.named("Where does Caroline live?", allowed)  # her first name
+    assert not people.named("Melanie: how are you?", allowed)  # in a writer's voice
+    assert not people.named("What is the capital of France?", allowed)
+    assert not people.named("Where does Melanie live?", np.array([False, True]))  # a private session's

@@ -83,15 +83,22 @@ class Speakers:
     mentions: dict[str, Counter[str]] = field(default_factory=dict)
 
     def add(self, role: str, content: str) -> None:
+        if self.add_label(role, content):
+            mentioned, greeted = names(content[:2000])
+            self.greetings.setdefault(role, Counter()).update(greeted)
+            self.mentions.setdefault(role, Counter()).update(mentioned)
+
+    def add_label(self, role: str, content: str) -> bool:
+        """Count a message and the writer's name it opens with, only (`writers` knows a chat
+        log's people by these alone; memory keeps no more of every session). False for a
+        message of neither role."""
         if role not in ("user", "assistant"):
-            return
+            return False
         self.messages[role] += 1
         name = label(content)
         if name:
             self.labels.setdefault(role, Counter())[name] += 1
-        mentioned, greeted = names(content[:2000])
-        self.greetings.setdefault(role, Counter()).update(greeted)
-        self.mentions.setdefault(role, Counter()).update(mentioned)
+        return True
 
     def writers(self) -> dict[str, str]:
         """Each role's writer, where most of its messages (LEAST, SHARE) open with one name."""
