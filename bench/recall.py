@@ -175,6 +175,8 @@ def main() -> None:
                         "conversation (default: 500 and 400)")
     parser.add_argument("--alone", action="store_true", help="synthetic and pair: ask each question in a branch "
                         "of the replayed conversation, not one after another in it")
+    parser.add_argument("--elsewhere", action="store_true", help="synthetic and pair: import the conversation "
+                        "into one session and ask each question in a new session (what memory brings)")
     parser.add_argument("--windows", default="2048,4096,8192")
     parser.add_argument("--seeds", default="1")
     parser.add_argument("--timing", default="10000,100000", help="stored messages to time recall at ('' skips)")
@@ -208,7 +210,7 @@ def main() -> None:
     if args.mode in ("synthetic", "pair", "pair-plain"):
         recall_synthetic.run(windows, [int(seed) for seed in args.seeds.split(",")], args.turns, config, args.embed,
                              args.embed_cache, pair={v: k for k, v in recall_synthetic.MODES.items()}[args.mode],
-                             alone=args.alone)
+                             alone=args.alone, elsewhere=args.elsewhere)
     for messages in filter(None, args.timing.split(",")):
         emit(bench="recall_time", messages=int(messages), **time_recall(int(messages)))
 

@@ -11,6 +11,8 @@ turns; half newest, half BM25 with recency).
   the third person, about someone whose name every message holds.
 - pair-plain: the same chats without the names opening each line (each writer a role), so a
   name is only where one greets or thanks the other by it.
+- with `--elsewhere`: the conversation imported into one session, and each question asked in a
+  new one: what memory brings from it (no baseline: a new session holds nothing).
 
 Beside each window's evidence, what recall added is about (`what: recall_precision`): the
 tokens of each question's recall block, the questions given a block without their evidence,
@@ -32,6 +34,7 @@ import recall_lme
 import two_person
 from ctxkeep.protocol import requests
 from ctxkeep.protocol.events import ResponseGeneration
+from ctxkeep.protocol.imported import ImportedMessage
 from harness import DaemonProcess
 from ollama_standin import OllamaStandin, render
 from unrelated import UNRELATED
@@ -149,17 +152,64 @@ def run_window(window: int, turns: int, seed: int, config: str = "", embed: str 
     return found
 
 
+def run_elsewhere(window: int, turns: int, seed: int, config: str = "", embed: str = "none", embed_cache: str = "",
+                  pair: str = "") -> dict[str, dict[str, list]]:
+    """As `run_window`, but the conversation imported into one session and each question (and
+    each everyday request) asked in a new session of `window` tokens: what memory brings."""
+    conversation = two_person.generate(seed, turns or 400, labels=pair == "labeled") if pair \
+        else conversations.generate(seed, turns or 500)
+    standin = OllamaStandin(embedder=bench_embedders.embedder(embed, embed_cache), models=bench_embedders.models(embed))
+    standin.reply_fn = recall_live.Scripted(count=standin.count)
+    standin.start()
+    root = Path(tempfile.mkdtemp(prefix="ckre", dir="/tmp"))
+    daemon = DaemonProcess(root, standin.url, log_level="warning")
+    daemon.write_config(config)
+    found: dict[str, dict[str, list]] = defaultdict(lambda: defaultdict(list))
+    try:
+        daemon.start()
+        with daemon.client(timeout=120) as c:
+            said = [ImportedMessage(role=role, content=text) for t in conversation.turns
+                    for role, text in (("user", t.user), ("assistant", t.assistant))]
+            c.request(requests.SessionImport(name="chat", model=MODEL, num_ctx=window, messages=said))
+            turn(c, c.create_session(model=MODEL, num_ctx=window).session.id, "Hello!")  # memory reads it
+            if embed != "none":
+                recall_lme.wait_embedded(c, standin)
+            asked = [(q.kind, q.text, q.said or [conversation.turns[i].user for i in q.evidence])
+                     for q in conversation.questions]
+            everyday = [UNRELATED[(seed * UNRELATED_ASKED + k) % len(UNRELATED)] for k in range(UNRELATED_ASKED)]
+            for kind, text, evidence in asked + [("everyday", text, []) for text in everyday]:
+                turn(c, c.create_session(model=MODEL, num_ctx=window).session.id, text)
+                messages = recall_live.last_chat(standin).body["messages"]
+                added = recall_live.parts(messages, standin.count).get("memory", 0)
+                if kind == "everyday":
+                    found["unrelated added"]["everyday"].append(added)
+                    continue
+                hit = all(t in messages[-1]["content"] for t in evidence)
+                found["ctxkeepd"][kind].append(hit)
+                found["recall tokens"][kind].append(added)
+                found["blocks without evidence"][kind].append(added > 0 and not hit)
+        found["ctxkeepd"]["cut or refused prompts"] = [False] * (len(standin.overflowed))
+    finally:
+        daemon.stop()
+        standin.stop()
+        shutil.rmtree(root, ignore_errors=True)
+    return found
+
+
 def run(windows: list[int], seeds: list[int], turns: int, config: str, embed: str, embed_cache: str = "",
-        pair: str = "", alone: bool = False) -> None:
+        pair: str = "", alone: bool = False, elsewhere: bool = False) -> None:
     """One JSON line per window and question kind: the evidence found by ctxkeepd and each baseline."""
     for window in windows:
         totals: dict[str, dict[str, list[bool]]] = defaultdict(lambda: defaultdict(list))
         for seed in seeds:
-            for method, kinds in run_window(window, turns, seed, config, embed, embed_cache, pair, alone).items():
+            found = run_elsewhere(window, turns, seed, config, embed, embed_cache, pair) if elsewhere \
+                else run_window(window, turns, seed, config, embed, embed_cache, pair, alone)
+            for method, kinds in found.items():
                 for kind, hits in kinds.items():
                     totals[method][kind] += hits
         bad = len(totals["ctxkeepd"].pop("cut or refused prompts", []))
-        fields = dict(bench="recall", mode=MODES[pair], window=window, embed=embed, asked="alone" if alone else "in a row")
+        fields = dict(bench="recall", mode=MODES[pair], window=window, embed=embed,
+                      asked="in new sessions" if elsewhere else "alone" if alone else "in a row")
         emit(**fields, cut_or_refused_prompts=bad)
         emit_precision(totals.pop("recall tokens"), totals.pop("blocks without evidence"),
                        totals.pop("unrelated added")["everyday"], **fields)
