@@ -23,6 +23,8 @@ branch of the replayed chat) got from recall and memory.
 import shutil
 import tempfile
 from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from common import emit
@@ -94,6 +96,37 @@ def baselines(conversation, question: str, budget: int, count) -> dict[str, set[
     return {"truncation": truncation, "bm25+recency": mixed}
 
 
+def everyday(seed: int) -> list[str]:
+    """The everyday requests asked of a seed's conversation (UNRELATED_ASKED of tests/unrelated.py)."""
+    return [UNRELATED[(seed * UNRELATED_ASKED + k) % len(UNRELATED)] for k in range(UNRELATED_ASKED)]
+
+
+def generated(seed: int, turns: int, pair: str):
+    """The conversation of a seed: a two-person chat (`pair`: "labeled" or "plain") or ours."""
+    return two_person.generate(seed, turns or 400, labels=pair == "labeled") if pair \
+        else conversations.generate(seed, turns or 500)
+
+
+@contextmanager
+def served(config: str, embed: str, embed_cache: str) -> Iterator[tuple[OllamaStandin, DaemonProcess, object]]:
+    """A stand-in answering with a script (recall_live.Scripted: the answers it is told to
+    expect, summaries of realistic size) and a daemon with `config` on it, both started, and
+    the script; stopped, and the daemon's folder removed, after."""
+    standin = OllamaStandin(embedder=bench_embedders.embedder(embed, embed_cache), models=bench_embedders.models(embed))
+    model = standin.reply_fn = recall_live.Scripted(count=standin.count)
+    standin.start()
+    root = Path(tempfile.mkdtemp(prefix="ckrc", dir="/tmp"))
+    daemon = DaemonProcess(root, standin.url, log_level="warning")
+    daemon.write_config(config)
+    try:
+        daemon.start()
+        yield standin, daemon, model
+    finally:
+        daemon.stop()
+        standin.stop()
+        shutil.rmtree(root, ignore_errors=True)
+
+
 def run_window(window: int, turns: int, seed: int, config: str = "", embed: str = "none", embed_cache: str = "",
                pair: str = "", alone: bool = False) -> dict[str, dict[str, list[bool]]]:
     """Each question's hits (its evidence messages all in its prompt) per method and kind, over
@@ -101,20 +134,11 @@ def run_window(window: int, turns: int, seed: int, config: str = "", embed: str 
     with `config`; the questions asked one after another, or each `alone` (in a branch of the
     conversation as replayed: what one question's recall takes from the active context, the
     next does not find gone)."""
-    conversation = two_person.generate(seed, turns or 400, labels=pair == "labeled") if pair \
-        else conversations.generate(seed, turns or 500)
-    standin = OllamaStandin(embedder=bench_embedders.embedder(embed, embed_cache), models=bench_embedders.models(embed))
-    model = recall_live.Scripted(count=standin.count)  # its answers; summaries of realistic size
-    for t in conversation.turns:
-        model.expect(t.user, t.assistant)
-    standin.reply_fn = model
-    standin.start()
-    root = Path(tempfile.mkdtemp(prefix="ckrc", dir="/tmp"))
-    daemon = DaemonProcess(root, standin.url, log_level="warning")
-    daemon.write_config(config)
+    conversation = generated(seed, turns, pair)
     found: dict[str, dict[str, list[bool]]] = defaultdict(lambda: defaultdict(list))
-    try:
-        daemon.start()
+    with served(config, embed, embed_cache) as (standin, daemon, model):
+        for t in conversation.turns:
+            model.expect(t.user, t.assistant)
         with daemon.client(timeout=60) as c:
             c.subscribe("")
             sid = c.create_session(model=MODEL, num_ctx=window).session.id
@@ -137,7 +161,7 @@ def run_window(window: int, turns: int, seed: int, config: str = "", embed: str 
                 spent = chat.prompt_tokens if isinstance(end, ResponseGeneration) else window // 2
                 for name, taken in baselines(conversation, q.text, spent, standin.count).items():
                     found[name][q.kind].append(all(i in taken for i in q.evidence))
-            for text in (UNRELATED[(seed * UNRELATED_ASKED + k) % len(UNRELATED)] for k in range(UNRELATED_ASKED)):
+            for text in everyday(seed):
                 turn(c, c.request(requests.Branch(session=sid)).session.id, text)
                 got = recall_live.parts(recall_live.last_chat(standin).body["messages"], standin.count)
                 found["unrelated added"]["everyday"].append(got.get("recall", 0) + got.get("memory", 0))
@@ -145,10 +169,6 @@ def run_window(window: int, turns: int, seed: int, config: str = "", embed: str 
         emit(bench="recall", mode=MODES[pair], window=window, seed=seed, turns=len(conversation.turns),
              summary_calls=model.summary_calls, summary_kinds=dict(model.kinds),
              summary_calls_per_turn=round(model.summary_calls / max(1, len(conversation.turns)), 3))
-    finally:
-        daemon.stop()
-        standin.stop()
-        shutil.rmtree(root, ignore_errors=True)
     return found
 
 
@@ -156,17 +176,9 @@ def run_elsewhere(window: int, turns: int, seed: int, config: str = "", embed: s
                   pair: str = "") -> dict[str, dict[str, list]]:
     """As `run_window`, but the conversation imported into one session and each question (and
     each everyday request) asked in a new session of `window` tokens: what memory brings."""
-    conversation = two_person.generate(seed, turns or 400, labels=pair == "labeled") if pair \
-        else conversations.generate(seed, turns or 500)
-    standin = OllamaStandin(embedder=bench_embedders.embedder(embed, embed_cache), models=bench_embedders.models(embed))
-    standin.reply_fn = recall_live.Scripted(count=standin.count)
-    standin.start()
-    root = Path(tempfile.mkdtemp(prefix="ckre", dir="/tmp"))
-    daemon = DaemonProcess(root, standin.url, log_level="warning")
-    daemon.write_config(config)
+    conversation = generated(seed, turns, pair)
     found: dict[str, dict[str, list]] = defaultdict(lambda: defaultdict(list))
-    try:
-        daemon.start()
+    with served(config, embed, embed_cache) as (standin, daemon, _):
         with daemon.client(timeout=120) as c:
             said = [ImportedMessage(role=role, content=text) for t in conversation.turns
                     for role, text in (("user", t.user), ("assistant", t.assistant))]
@@ -176,8 +188,7 @@ def run_elsewhere(window: int, turns: int, seed: int, config: str = "", embed: s
                 recall_lme.wait_embedded(c, standin)
             asked = [(q.kind, q.text, q.said or [conversation.turns[i].user for i in q.evidence])
                      for q in conversation.questions]
-            everyday = [UNRELATED[(seed * UNRELATED_ASKED + k) % len(UNRELATED)] for k in range(UNRELATED_ASKED)]
-            for kind, text, evidence in asked + [("everyday", text, []) for text in everyday]:
+            for kind, text, evidence in asked + [("everyday", text, []) for text in everyday(seed)]:
                 turn(c, c.create_session(model=MODEL, num_ctx=window).session.id, text)
                 messages = recall_live.last_chat(standin).body["messages"]
                 added = recall_live.parts(messages, standin.count).get("memory", 0)
@@ -189,10 +200,6 @@ def run_elsewhere(window: int, turns: int, seed: int, config: str = "", embed: s
                 found["recall tokens"][kind].append(added)
                 found["blocks without evidence"][kind].append(added > 0 and not hit)
         found["ctxkeepd"]["cut or refused prompts"] = [False] * (len(standin.overflowed))
-    finally:
-        daemon.stop()
-        standin.stop()
-        shutil.rmtree(root, ignore_errors=True)
     return found
 
 
