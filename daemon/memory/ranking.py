@@ -34,13 +34,8 @@ def ranked(index: MemoryIndex, query: Query, allowed: np.ndarray, limit: int,
                            ps, query.span, when.LIFT)
     if strong:
         scores = precision.statements_first(ps, scores)
-    seen = set(query.holds)
-    kept = []
-    for pid in sorted(scores, key=lambda pid: (-scores[pid], -pid)):
-        text = hash(ps[pid].text)
-        if text not in seen:  # not a copy of what this session (or a better hit) holds
-            seen.add(text)
-            kept.append(pid)
+    # not a copy of what this session (or a better hit) holds
+    kept = select.unrepeated(sorted(scores, key=lambda pid: (-scores[pid], -pid)), lambda pid: ps[pid].text, query.holds)
     if strong:
         kept = precision.about_it(index, query, found, kept)
     kept = select.distinct(kept, lambda pid: frozenset(terms(ps[pid].text)))

@@ -144,7 +144,8 @@ class OwnHistory:
         the room of the `movable` exchanges, and the exchanges whose room they take."""
         overhead = self.estimator.estimate(model, select.FRAME)
         cost = lambda pid: self.estimator.estimate(model, index.lines[pid])
-        ranked_ids = select.distinct(sorted(scores, key=lambda pid: (-scores[pid], -pid)), index.term_set)
+        ranked_ids = select.distinct(select.unrepeated(sorted(scores, key=lambda pid: (-scores[pid], -pid)),
+                                                       lambda pid: index.lexical.passages[pid].text), index.term_set)
         chosen = sharing.select(ranked_ids, index.lexical.passages, budget + movable.tokens, overhead, cost,
                                 index.partners, scores.__getitem__, near)
         if not movable.exchanges:

@@ -164,6 +164,20 @@ def line(p: Passage) -> str:
     return f"[{when}] {who}{part}: {p.text}"
 
 
+def unrepeated(ranked: Iterable[int], text: Callable[[int], str], seen: Iterable[int] = ()) -> list[int]:
+    """`ranked` without a passage whose text a better-ranked one has (or whose hash is in
+    `seen`): "Thanks, Audrey, that means a lot." said forty times in a chat is said once in
+    a block."""
+    held = set(seen)
+    kept = []
+    for pid in ranked:
+        key = hash(text(pid))
+        if key not in held:
+            held.add(key)
+            kept.append(pid)
+    return kept
+
+
 #: Passages whose terms overlap this much (Jaccard) with a better one say the same thing
 #: again (a small model restating a fact in answer after answer): only the best is taken.
 SAME = 0.7

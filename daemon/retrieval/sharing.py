@@ -36,15 +36,16 @@ def select(ranked: Sequence[int], passages: Sequence[Passage], budget: int, over
     those it leaves out, in MEANING_SHARE of the budget kept for them (what they leave of
     it goes back to the rest)."""
     with_partners = lambda pid: partners(passages[pid])
+    text = lambda pid: passages[pid].text
     first = best(ranked, budget - overhead, cost, score)
-    chosen = choose(ranked, budget, overhead, cost, with_partners, score, first)
+    chosen = choose(ranked, budget, overhead, cost, with_partners, score, first, text)
     if any(pid not in chosen for pid in near):
-        chosen = choose(ranked, budget - int(MEANING_SHARE * budget), overhead, cost, with_partners, score, first)
-        used, taken = overhead + sum(cost(pid) for pid in chosen), set(chosen)
+        chosen = choose(ranked, budget - int(MEANING_SHARE * budget), overhead, cost, with_partners, score, first, text)
+        used, taken = overhead + sum(cost(pid) for pid in chosen), {text(pid) for pid in chosen}
         for pid in [*near, *ranked]:
-            if pid not in taken and budget - used >= LEAST_LINE and used + cost(pid) <= budget:
+            if text(pid) not in taken and budget - used >= LEAST_LINE and used + cost(pid) <= budget:
                 chosen.append(pid)
-                taken.add(pid)
+                taken.add(text(pid))
                 used += cost(pid)
     return sorted((passages[pid] for pid in chosen), key=lambda p: (p.seq, p.part))
 
@@ -72,12 +73,13 @@ def best(ranked: Sequence[int], room: int, cost: Callable[[int], int],
 
 def choose(ranked: Sequence[int], budget: int, overhead: int, cost: Callable[[int], int],
            partners: Callable[[int], list[int]], score: Callable[[int], float] | None = None,
-           first: int | None = None) -> list[int]:
+           first: int | None = None, same: Callable[[int], object] = lambda pid: pid) -> list[int]:
     """Passage ids best first while they fit `budget` tokens (each passage's line `cost`,
     the block's own `overhead`) — `first` before all (the caller has seen that it fits),
     then with `score`, the best WEIGHED taken by score for their length (DENSITY) —; then,
     for each chosen one in that order, its partner (an answer's question, a question's
-    answer) when it fits too; no passage twice."""
+    answer) when it fits too, unless one chosen says the same (`same`: the passage's text);
+    no passage twice."""
     if score is not None:
         prices = {pid: max(1, cost(pid)) for pid in ranked[:WEIGHED]}
         ranked = sorted(prices, key=lambda pid: -score(pid) / prices[pid] ** DENSITY) + list(ranked[WEIGHED:])
@@ -93,10 +95,12 @@ def choose(ranked: Sequence[int], budget: int, overhead: int, cost: Callable[[in
         if pid not in chosen and used + price <= budget:
             chosen[pid] = None
             used += price
+    said = {same(pid) for pid in chosen}
     for pid in [p for p in ranked if p in chosen]:
         for other in partners(pid):
             price = cost(other)
-            if other not in chosen and used + price <= budget:
+            if other not in chosen and same(other) not in said and used + price <= budget:
                 chosen[other] = None
+                said.add(same(other))
                 used += price
     return list(chosen)

@@ -411,3 +411,20 @@ def test_a_question_says_when_it_asks_what_holds_now():
     for other in ["What did Nate do for a living?", "Where did Joanna live in 2019?",
                   "I'm a nurse now.", "How many children does Nate have?"]:
         assert not asking.holds_now(other), other
+
+
+def test_a_line_said_again_and_again_is_in_a_block_once():
+    """"Thanks, Audrey, that means a lot." forty times in a chat log: the ranking keeps the
+    best-ranked of the copies (select.unrepeated), and neither an answer's question nor what
+    meaning found brings a copy back (sharing.select)."""
+    thanks = "Thanks, Audrey, that means a lot."
+    found = [_passage(0, "Hey Andrew! How have you been?"), _passage(1, thanks, "assistant", 0),
+             _passage(2, "Hey Andrew! How have you been?"), _passage(3, "I have one kid.", "assistant", 2),
+             _passage(4, "That sounds lovely!"), _passage(5, thanks, "assistant", 4)]
+    text = lambda pid: found[pid].text
+    assert select.unrepeated([5, 1, 3, 0, 2], text) == [5, 3, 0]
+    assert select.unrepeated([5, 1, 3], text, seen={hash(thanks)}) == [3]
+    partners = lambda p: [p.reply_to] if p.reply_to >= 0 else []
+    chosen = sharing.select([3, 1], found, 1000, 0, lambda pid: 10, partners, near=[5])
+    texts = [p.text for p in chosen]
+    assert len(texts) == len(set(texts)) and {p.seq for p in chosen} == {1, 2, 3}
