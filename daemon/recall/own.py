@@ -141,16 +141,33 @@ class OwnHistory:
     def _chosen(self, model: str, index: SessionIndex, scores: dict[int, float], near: list[int], budget: int,
                 movable: recall_room.Movable) -> tuple[list[Passage], tuple[int, ...]]:
         """The passages scored (`scores`, and those `near` by meaning) that fit `budget` and
-        the room of the `movable` exchanges, and the exchanges whose room they take."""
+        the room of the `movable` exchanges that those scoring above them need
+        (recall_room.made), and the exchanges whose room they take."""
         overhead = self.estimator.estimate(model, select.FRAME)
         cost = lambda pid: self.estimator.estimate(model, index.lines[pid])
         ranked_ids = select.distinct(select.unrepeated(sorted(scores, key=lambda pid: (-scores[pid], -pid)),
                                                        lambda pid: index.lexical.passages[pid].text), index.term_set)
-        chosen = sharing.select(ranked_ids, index.lexical.passages, budget + movable.tokens, overhead, cost,
+        room = self._room(index, scores, ranked_ids, budget, movable, cost, overhead) if movable.exchanges else budget
+        chosen = sharing.select(ranked_ids, index.lexical.passages, room, overhead, cost,
                                 index.partners, scores.__getitem__, near)
         if not movable.exchanges:
             return chosen, ()
         return recall_room.fit(chosen, lambda p: cost(index.by_seq[p.seq][p.part]), overhead, budget, movable)
+
+    @staticmethod
+    def _room(index: SessionIndex, scores: dict[int, float], ranked: list[int], budget: int,
+              movable: recall_room.Movable, cost: Callable[[int], int], overhead: int) -> int:
+        """`budget`, and the room of the `movable` exchanges that what outscores them needs
+        (recall_room.made): each exchange by its best passage's score."""
+        passages, best_of = index.lexical.passages, {}
+        for pid, score in scores.items():
+            seq = passages[pid].seq
+            best_of[seq] = max(score, best_of.get(seq, 0.0))
+        partners = lambda pid: index.partners(passages[pid])
+        return recall_room.made(movable, budget, lambda seqs: max(best_of.get(seq, 0.0) for seq in seqs),
+                                lambda displaced: recall_room.needed(ranked, scores.__getitem__, cost, partners,
+                                                                     overhead, displaced),
+                                recall_room.STRONG * max(scores.values(), default=0.0))
 
     def _about(self, index: SessionIndex, user: MessageRecord, asked: Query) -> Callable[[int], bool] | None:
         """Whether a passage is about a message that does not speak of the past (`gate.about`);

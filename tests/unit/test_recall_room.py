@@ -5,7 +5,7 @@ the room of."""
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ctxkeep.daemon.recall.room import REACH, reaches
+from ctxkeep.daemon.recall.room import REACH, Movable, made, needed, reaches
 from ctxkeep.daemon.retrieval.passages import Passage
 
 #: Passages 0-5 were compacted out (outside the active context); 6-9 are the movable
@@ -69,3 +69,42 @@ def test_only_a_message_that_asks_for_something_may_take_the_room_of_verbatim_tu
     for saying in ["On Sunday I tried to learn a card trick, and it was great.", "Audrey: We moved to Cork last week!",
                    "I went back to the zeppelin museum's archive room today.", "Thanks, that helps a lot."]:
         assert not asks(saying), saying
+
+
+def test_only_what_says_more_than_the_verbatim_turns_takes_their_room():
+    """"How many children does Audrey have?" in a chat log: the lines that share only a name
+    or a common word with it ("Thanks, Audrey, that means a lot.") score no better than the
+    oldest verbatim turns they would push out; only what outscores those takes their room
+    (with the lines they answer). Where the verbatim turns match nothing, all may."""
+    scores = {0: 2.0, 1: 1.2, 2: 0.9, 3: 0.3, 4: 0.2, 5: 0.2}
+    partners = lambda pid: [pid + 10] if pid < 2 else []
+    cost = lambda pid: 100 if pid >= 10 else 40
+    ranked = [0, 1, 2, 3, 4, 5]
+    assert needed(ranked, scores.__getitem__, cost, partners, 20, displaced=1.0) == 20 + 40 + 40 + 100 + 100
+    assert needed(ranked, scores.__getitem__, cost, partners, 20, displaced=0.0) == 20 + 6 * 40 + 100 + 100
+    assert needed(ranked, scores.__getitem__, cost, partners, 20, displaced=2.0) == 0  # nothing says more
+    assert needed([], scores.__getitem__, cost, partners, 20, displaced=0.0) == 0
+
+
+@given(scores=st.lists(st.floats(0, 10), min_size=1, max_size=12), displaced=st.floats(0, 10), more=st.floats(0, 5))
+def test_the_better_the_verbatim_turns_match_the_less_room_recall_takes(scores, displaced, more):
+    score = dict(enumerate(scores)).__getitem__
+    ranked = sorted(range(len(scores)), key=lambda pid: -scores[pid])
+    took = lambda d: needed(ranked, score, lambda pid: 10, lambda pid: [], 5, d)
+    assert took(displaced + more) <= took(displaced) <= 5 + 10 * len(scores)
+
+
+def test_the_oldest_verbatim_turns_make_room_until_one_says_as_much():
+    """Oldest first, each movable exchange gives its room while what outscores it needs more
+    than the room so far: the unrelated ones go, one about the same thing stays (and every
+    one after it: the active context stays a run of the newest turns) — unless it is among
+    the best matches (`strong`): its best passage comes back in the block."""
+    moving = Movable((((6, 7), 50), ((8, 9), 50), ((10, 11), 50)))
+    best = {6: 0.0, 7: 0.1, 8: 1.5, 10: 0.0}.get
+    matched = lambda seqs: max(best(s, 0.0) for s in seqs)
+    need = lambda displaced: 170 if displaced < 1.0 else 30  # only two lines outscore the turn at 8
+    assert made(moving, 60, matched, need, strong=2.0) == 60 + 50  # (6, 7) goes; (8, 9) says as much: it stays
+    assert made(moving, 60, matched, need, strong=1.0) == 60 + 150  # (8, 9) among the best: it comes back in the block
+    assert made(moving, 200, matched, need, strong=2.0) == 200  # the room the window leaves is enough
+    assert made(moving, 60, matched, lambda displaced: 1000, strong=2.0) == 60 + 150  # all outscored: all may go
+    assert made(Movable(), 60, matched, need, strong=0.0) == 60
