@@ -159,7 +159,7 @@ class OwnHistory:
               movable: recall_room.Movable, cost: Callable[[int], int], overhead: int) -> int:
         """`budget`, and the room of the `movable` exchanges that what outscores them needs
         (recall_room.made): each exchange by its best passage's score."""
-        passages, best_of = index.lexical.passages, {}
+        passages, best_of = index.lexical.passages, dict[int, float]()
         for pid, score in scores.items():
             seq = passages[pid].seq
             best_of[seq] = max(score, best_of.get(seq, 0.0))
