@@ -165,8 +165,7 @@ class OwnHistory:
             best_of[seq] = max(score, best_of.get(seq, 0.0))
         partners = lambda pid: index.partners(passages[pid])
         return recall_room.made(movable, budget, lambda seqs: max(best_of.get(seq, 0.0) for seq in seqs),
-                                lambda displaced: recall_room.needed(ranked, scores.__getitem__, cost, partners,
-                                                                     overhead, displaced),
+                                recall_room.needs(ranked, scores.__getitem__, cost, partners, overhead),
                                 recall_room.STRONG * max(scores.values(), default=0.0))
 
     def _about(self, index: SessionIndex, user: MessageRecord, asked: Query) -> Callable[[int], bool] | None:

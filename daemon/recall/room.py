@@ -4,6 +4,7 @@ for word, so nothing is lost) — each for what says more of the message than th
 (`made`) —, and when it does not, recall takes nothing from them and the prompt's start stays
 as the model server holds it in its cache. Pure functions."""
 
+import bisect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -127,13 +128,20 @@ def bounded(moving: Movable, limit: int) -> Movable:
     return Movable(tuple(out))
 
 
-def needed(ranked: Sequence[int], score: Callable[[int], float], cost: Callable[[int], int],
-           partners: Callable[[int], list[int]], overhead: int, displaced: float) -> int:
-    """The tokens a block takes of the passages among `ranked` that score above `displaced`,
-    each with its partner (the line it answers); 0 where none does."""
-    taken = {pid for pid in ranked if score(pid) > displaced}
-    taken |= {other for pid in taken for other in partners(pid)}
-    return overhead + sum(cost(pid) for pid in taken) if taken else 0
+def needs(ranked: Sequence[int], score: Callable[[int], float], cost: Callable[[int], int],
+          partners: Callable[[int], list[int]], overhead: int) -> Callable[[float], int]:
+    """For a score, the tokens a block takes of the passages among `ranked` (best first) that
+    score above it, each with its partner (the line it answers); 0 where none does. Worked
+    out once per turn: each movable exchange asks it (`made`)."""
+    scores, totals, counted, used = [], [0], set(), overhead
+    for pid in ranked:
+        for taken in (pid, *partners(pid)):
+            if taken not in counted:
+                counted.add(taken)
+                used += cost(taken)
+        scores.append(-score(pid))
+        totals.append(used)
+    return lambda displaced: totals[bisect.bisect_left(scores, -displaced)]
 
 
 def made(moving: Movable, budget: int, matched: Callable[[tuple[int, ...]], float],

@@ -5,7 +5,7 @@ the room of."""
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ctxkeep.daemon.recall.room import REACH, Movable, made, needed, reaches
+from ctxkeep.daemon.recall.room import REACH, Movable, made, needs, reaches
 from ctxkeep.daemon.retrieval.passages import Passage
 
 #: Passages 0-5 were compacted out (outside the active context); 6-9 are the movable
@@ -80,17 +80,17 @@ def test_only_what_says_more_than_the_verbatim_turns_takes_their_room():
     partners = lambda pid: [pid + 10] if pid < 2 else []
     cost = lambda pid: 100 if pid >= 10 else 40
     ranked = [0, 1, 2, 3, 4, 5]
-    assert needed(ranked, scores.__getitem__, cost, partners, 20, displaced=1.0) == 20 + 40 + 40 + 100 + 100
-    assert needed(ranked, scores.__getitem__, cost, partners, 20, displaced=0.0) == 20 + 6 * 40 + 100 + 100
-    assert needed(ranked, scores.__getitem__, cost, partners, 20, displaced=2.0) == 0  # nothing says more
-    assert needed([], scores.__getitem__, cost, partners, 20, displaced=0.0) == 0
+    assert needs(ranked, scores.__getitem__, cost, partners, 20)(1.0) == 20 + 40 + 40 + 100 + 100
+    assert needs(ranked, scores.__getitem__, cost, partners, 20)(0.0) == 20 + 6 * 40 + 100 + 100
+    assert needs(ranked, scores.__getitem__, cost, partners, 20)(2.0) == 0  # nothing says more
+    assert needs([], scores.__getitem__, cost, partners, 20)(0.0) == 0
 
 
 @given(scores=st.lists(st.floats(0, 10), min_size=1, max_size=12), displaced=st.floats(0, 10), more=st.floats(0, 5))
 def test_the_better_the_verbatim_turns_match_the_less_room_recall_takes(scores, displaced, more):
     score = dict(enumerate(scores)).__getitem__
     ranked = sorted(range(len(scores)), key=lambda pid: -scores[pid])
-    took = lambda d: needed(ranked, score, lambda pid: 10, lambda pid: [], 5, d)
+    took = needs(ranked, score, lambda pid: 10, lambda pid: [], 5)
     assert took(displaced + more) <= took(displaced) <= 5 + 10 * len(scores)
 
 
