@@ -133,7 +133,8 @@ def needs(ranked: Sequence[int], score: Callable[[int], float], cost: Callable[[
     """For a score, the tokens a block takes of the passages among `ranked` (best first) that
     score above it, each with its partner (the line it answers); 0 where none does. Worked
     out once per turn: each movable exchange asks it (`made`)."""
-    scores, totals, counted, used = [], [0], set(), overhead
+    scores: list[float] = []
+    totals, counted, used = [0], set[int](), overhead
     for pid in ranked:
         for taken in (pid, *partners(pid)):
             if taken not in counted:
