@@ -3,6 +3,7 @@ new message needs, ranked by words (and a second hop of the best passages' rare 
 meaning, and — for a message about the past that names a span — by what was said within it,
 fused (select.fused), within the room given and the room of the exchanges recall may move."""
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -144,7 +145,7 @@ class OwnHistory:
         the room of the `movable` exchanges that those scoring above them need
         (recall_room.made), and the exchanges whose room they take."""
         overhead = self.estimator.estimate(model, select.FRAME)
-        cost = lambda pid: self.estimator.estimate(model, index.lines[pid])
+        cost = functools.cache(lambda pid: self.estimator.estimate(model, index.lines[pid]))  # (the room asks too)
         ranked_ids = select.distinct(select.unrepeated(sorted(scores, key=lambda pid: (-scores[pid], -pid)),
                                                        lambda pid: index.lexical.passages[pid].text), index.term_set)
         room = self._room(index, scores, ranked_ids, budget, movable, cost, overhead) if movable.exchanges else budget
