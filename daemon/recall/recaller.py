@@ -107,10 +107,10 @@ class Recaller:
         if budget + movable.tokens < MIN_ROOM:
             return NONE
         index = await self.indexes.get(session)
+        about_them, writer, question = self._of_a_chat_log(index, user)
+        asked = asked_terms(question)
         last_turn = [m.content for m in active[-2:] if m.role in ("user", "assistant")]
-        asked = asked_terms(user.content)
-        context_text = select.context_for(user.content, len(set(asked)), last_turn)
-        query = query_terms(asked, context_text)
+        query = query_terms(asked, select.context_for(user.content, len(set(asked)), last_turn, whole=about_them))
         asks_of = asking.addressed(user.content)
         asked_about = when.span(user.content, user.created)
         memory = self.memory
@@ -121,12 +121,10 @@ class Recaller:
                           of_the_past or (memory is not None and await memory.names_people(user.content)))
         # the message's vector only where a ranking may use it (a round trip to the embedding model)
         in_prompt = self._in_prompt(session, context, user)
-        # a message from outside a chat log about its people asks about it (and of the one it names)
-        about_past = of_the_past or index.speakers.about_them(user.content)
-        writer = index.speakers.asked_of(user.content)
+        about_past = of_the_past or about_them
         reaches = self.enabled(session) and session.message_count > len(in_prompt) \
             and gate.may_ask(index, asked, about_past)
-        vector = await self._vector(index, active, user) \
+        vector = await self._vector(index, active, user, question if about_them and asked else None) \
             if reaches or (memory is not None and await memory.may_bring(elsewhere)) else None
         own_query = Query(query, vector, writer or asks_of, span=asked_about, own=frozenset(asked), about_past=about_past)
         own, displaced = self.own.passages(session, context, user, index, own_query, in_prompt, budget, movable) \
@@ -157,10 +155,19 @@ class Recaller:
                       displaced=displaced, memory_tokens=self.estimator.estimate(model, theirs) if remembered else 0,
                       cut=memory_note)
 
+    @staticmethod
+    def _of_a_chat_log(index: SessionIndex, user: MessageRecord) -> tuple[bool, str | None, str]:
+        """Whether the message comes from outside a chat log and asks about its people
+        (speakers.about_them), the role of the one it names (None: no one), and its text
+        without that name (what it is searched with: by that writer's words, not the name)."""
+        writer = index.speakers.asked_of(user.content)
+        return index.speakers.about_them(user.content), writer, index.speakers.unnamed(user.content, writer)
+
     async def _vector(self, index: SessionIndex, active: Sequence[MessageRecord],
-                      user: MessageRecord) -> list[float] | None:
-        """The new message's vector (with the question before it when it refers back), if
-        any passage here or in memory has one to compare with and it comes in time."""
+                      user: MessageRecord, whole: str | None = None) -> list[float] | None:
+        """The new message's vector (with the question before it when it refers back; of
+        `whole` alone where given: a question that needs nothing before it), if any passage
+        here or in memory has one to compare with and it comes in time."""
         memory = self.memory.index if self.memory is not None else None
         wait, started = self.config.recall_embed_wait_ms / 1000, time.monotonic()  # (for both waits)
         await self.embedder.stored(lambda: (index.lexical.passages, index.semantic), wait)
@@ -169,7 +176,8 @@ class Recaller:
                 (memory is None or not (memory.semantic.ids and memory.semantic.model == model)):
             return None
         asked = [m.content for m in active[-2:] if m.role == "user"]
-        text = "\n".join([*asked, user.content]) if asking.refers_back(user.content) else user.content
+        text = whole if whole is not None else "\n".join([*asked, user.content]) \
+            if asking.refers_back(user.content) else user.content
         if not has_words(text):  # nothing to compare: a meaning of nothing is near anything
             return None  # a time stamp a front-end wrote into the message says when, not what about
         return await self.embedder.vector(unstamped(text).strip(), max(0.0, wait - (time.monotonic() - started)))

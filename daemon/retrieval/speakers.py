@@ -151,6 +151,17 @@ class Speakers:
         named = self._named(self.writers() or self.addressees(), text)
         return named[0] if len(named) == 1 else None
 
+    def unnamed(self, text: str, role: str | None) -> str:
+        """`text` without the first name of `role`'s person (as `asked_of` gives it), where a
+        question names them: which role's words it asks of says who; the name itself is in
+        every message of that writer, or only in the other's greetings ("Hey Caroline!"), and
+        would rank those, by words and by meaning, above what the question asks about."""
+        person = (self.writers() or self.addressees()).get(role) if role else None
+        if not person:
+            return text
+        first = re.escape(person.split()[0])
+        return re.sub(rf"\s*(?<![\w-]){first}(?:'s)?(?![\w-])", "", text)
+
     @staticmethod
     def _named(people: dict[str, str], text: str) -> list[str]:
         """The roles whose person `text` names, other than to address them."""

@@ -1,6 +1,7 @@
 """A chat log's writers (retrieval/speakers.py): the names its messages open with, and the
 messages from outside it that ask about one of them."""
 
+from ctxkeep.daemon.retrieval import select
 from ctxkeep.daemon.retrieval.speakers import Speakers, addressed, label
 
 
@@ -76,6 +77,24 @@ def test_without_names_opening_the_lines_a_message_naming_one_writer_asks_of_the
         speakers.asked_of("When did Melanie and Caroline meet?") is None  # both
     assert not speakers.outside("Thanks, Melanie, where do you live now?")  # addresses her: in the chat
     assert not speakers.outside("What is the capital of France?")
+
+
+def test_a_question_is_searched_without_the_name_of_the_one_it_asks_of():
+    # the name is in the other's greetings only ("Hey Caroline!") or in every line of its
+    # writer: which role's words it asks of says who
+    assert plain().unnamed("How many kids does Caroline have?", "user") == "How many kids does have?"
+    assert chat().unnamed("What is Melanie's job now?", "assistant") == "What is job now?"
+    assert chat().unnamed("Where does Caroline live?", None) == "Where does Caroline live?"  # asks of no one
+    assert Speakers().unnamed("Where does Caroline live?", "user") == "Where does Caroline live?"  # no chat log
+    assert chat().unnamed("Where do Carolines live?", "user") == "Where do Carolines live?"  # the name as a word only
+
+
+def test_a_whole_question_about_the_chats_people_is_searched_without_the_one_before_it():
+    before = ["What does Caroline do for a living now?", "She works as a nurse."]
+    asked = "How many kids does Caroline have?"  # two terms: short, but whole
+    assert select.context_for(asked, 2, before) == "\n".join(before)  # any other message that short
+    assert select.context_for(asked, 1, before, whole=True) == ""  # "kid", less her name
+    assert select.context_for("And Melanie?", 0, before, whole=True) == "\n".join(before)  # nothing of its own
 
 
 def test_a_message_from_outside_is_about_the_chat_where_it_speaks_of_its_people():
