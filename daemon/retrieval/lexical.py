@@ -68,10 +68,15 @@ _COUNTING = re.compile(r"\b(?:in total|(?:the )?(?:total )?number of|total of|al
                        r"in all|combined|put together)\b", re.I)
 
 
+#: "(do) for a living" asks of work: its "living" stems as "live" does, and would match where
+#: someone lives and every living room ("What does Nate do for a living now?").
+_FOR_A_LIVING = re.compile(r"\bfor an? living\b", re.I)
+
+
 def asked_terms(text: str) -> list[str]:
     """A message's terms as a query: its terms less the words of how it asks (PHRASING, how
-    it counts) and its time stamps."""
-    return [t for t in terms(_COUNTING.sub(" ", unstamped(text))) if t not in PHRASING]
+    it counts) and its time stamps, "for a living" as the work it asks of."""
+    return [t for t in terms(_FOR_A_LIVING.sub(" work ", _COUNTING.sub(" ", unstamped(text)))) if t not in PHRASING]
 
 
 #: What the turn before weighs in a query (when asked with it), in all, against the new
