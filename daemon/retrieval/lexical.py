@@ -70,7 +70,7 @@ _COUNTING = re.compile(r"\b(?:in total|(?:the )?(?:total )?number of|total of|al
 
 #: "(do) for a living" asks of work: its "living" stems as "live" does, and would match where
 #: someone lives and every living room ("What does Nate do for a living now?").
-_FOR_A_LIVING = re.compile(r"\bfor an? living\b", re.I)
+_FOR_A_LIVING = re.compile(r"\bfor a living\b", re.I)
 
 
 def asked_terms(text: str) -> list[str]:

@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from ctxkeep.daemon.recall.recaller import SessionIndex
 from ctxkeep.daemon.retrieval import asking, select, sharing
-from ctxkeep.daemon.retrieval.lexical import has_words, query_terms, terms
+from ctxkeep.daemon.retrieval.lexical import asked_terms, has_words, query_terms, terms
 from ctxkeep.daemon.retrieval.passages import PASSAGE_CHARS, WHOLE_CHARS, Passage, passages
 from ctxkeep.daemon.store.records import NewMessage
 
@@ -232,13 +232,24 @@ def test_how_a_question_counts_never_matches_on_its_own():
     assert set(query_terms("How many fish are there in total in both of my aquariums?")) == {"fish", "aquarium"}
     assert set(query_terms("What is the total number of books I bought altogether?")) == {"book", "bought"}
     assert "total" in query_terms("What was the total cost of the trip?")  # a total that is the subject
+    assert _ranked(["How many chemical elements are there?",
+                    "Can you calculate the total number of nodes in the tree?",
+                    "My betta fish Bubbles lives in the old 10-gallon tank."], "How many fish are there in total?") == [2]
+
+
+def test_for_a_living_asks_of_work_not_of_where_someone_lives():
+    assert asked_terms("What does Nate do for a living now?") == ["nate", "work"]
+    assert asked_terms("Where does Nate live?") == ["nate", "live"]  # living where: still "live"
+    assert _ranked(["This morning I repotted the plants in the living room.",
+                    "I live in Porto now, we like how quiet it is.",
+                    "I work as a vet these days."], "What does he do for a living now?") == [2]
+
+
+def _ranked(texts: list[str], question: str) -> list[int]:
+    """The indexes of `texts` (user messages) the question's words rank, best first."""
     index = SessionIndex()
-    index.add([NewMessage(role="user", content=text).record(seq, 0.0) for seq, text in enumerate([
-        "How many chemical elements are there?",
-        "Can you calculate the total number of nodes in the tree?",
-        "My betta fish Bubbles lives in the old 10-gallon tank."])])
-    ranked = index.lexical.rank(query_terms("How many fish are there in total?"), set(), 5)
-    assert [index.lexical.passages[pid].seq for pid, _ in ranked] == [2]
+    index.add([NewMessage(role="user", content=text).record(seq, 0.0) for seq, text in enumerate(texts)])
+    return [index.lexical.passages[pid].seq for pid, _ in index.lexical.rank(query_terms(question), set(), 5)]
 
 
 def test_memory_answers_only_what_speaks_of_the_past():
