@@ -11,7 +11,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ctxkeep.daemon.memory.index import MemoryIndex
-from ctxkeep.daemon.retrieval.lexical import gone_of
+from ctxkeep.daemon.retrieval.bm25 import gone_of
 from ctxkeep.daemon.retrieval.passages import Passage
 
 #: Passages added since the last `recount` that it looks at one by one (more: all at once).

@@ -18,7 +18,7 @@ import numpy as np
 
 from ctxkeep.daemon.memory.people import People
 from ctxkeep.daemon.retrieval import select, when
-from ctxkeep.daemon.retrieval.lexical import LexicalIndex, counts_of
+from ctxkeep.daemon.retrieval.bm25 import LexicalIndex, counts_of
 from ctxkeep.daemon.retrieval.passages import Passage, passages
 from ctxkeep.daemon.retrieval.vectors import SemanticIndex
 from ctxkeep.daemon.store.records import MessageRecord, SessionRecord

@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 
 from ctxkeep.daemon.recall.sittings import Sittings
 from ctxkeep.daemon.retrieval import select, when
-from ctxkeep.daemon.retrieval.lexical import LexicalIndex, terms
+from ctxkeep.daemon.retrieval.bm25 import LexicalIndex
+from ctxkeep.daemon.retrieval.lexical import terms
 from ctxkeep.daemon.retrieval.passages import Passage, passages
 from ctxkeep.daemon.retrieval.speakers import Speakers
 from ctxkeep.daemon.retrieval.vectors import SemanticIndex

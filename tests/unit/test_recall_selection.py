@@ -287,7 +287,7 @@ def test_forgotten_passages_leave_the_word_statistics_as_if_never_indexed(kept, 
     """A deleted session's passages, forgotten, count in no term's rarity or weight: the
     passages that remain rank and are judged rare exactly as in an index of them alone;
     counted again (a private session shared again), exactly as if never left out."""
-    from ctxkeep.daemon.retrieval.lexical import LexicalIndex, gone_of
+    from ctxkeep.daemon.retrieval.bm25 import LexicalIndex, gone_of
     alone, both = LexicalIndex(), LexicalIndex()
     mine = [_passage(i, " ".join(words)) for i, words in enumerate(kept)]
     theirs = [_passage(100 + i, " ".join(words)) for i, words in enumerate(deleted)]

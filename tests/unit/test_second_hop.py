@@ -1,7 +1,8 @@
 """Recall's second hop (LexicalIndex.expansion): the words of what the first hop found that
 the question lacks — the name of the one thing found, not a word every match of its kind holds."""
 
-from ctxkeep.daemon.retrieval.lexical import LexicalIndex, asked_terms, query_terms
+from ctxkeep.daemon.retrieval.bm25 import LexicalIndex
+from ctxkeep.daemon.retrieval.lexical import asked_terms, query_terms
 from ctxkeep.daemon.retrieval.passages import Passage
 
 NAMES = ["Maya", "Tomas", "Ingrid", "Ravi", "Leona", "Kofi", "Anouk", "Dmitri", "Yuki", "Bram"]
