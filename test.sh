@@ -4,7 +4,9 @@
 # tests wait on daemons, sockets and child processes more than they compute, so 4 workers
 # on 2 cores take ~80 s where 2 took ~160 s (and run every test beside busy neighbours).
 # Work stealing: a worker left with the tests that mostly wait (a terminal's 2.6 s pauses,
-# a daemon's restart) gives the rest to idle ones (the default split ended 20 s later).
+# a daemon's restart) gives the rest to idle ones (the default split ended 20 s later); the
+# dozen tests of 6-22 s (marked `early`) open the workers' shares, so none ends the run on one
+# (tests/scheduling.py).
 # Usage: ./test.sh [pytest arguments]   (with arguments: one pytest run with just those)
 #        ./test.sh -m long --timeout 600   the long run (CI runs it as a step of its own)
 #        ./test.sh -m realmodel            a real model through llama.cpp's server (needs

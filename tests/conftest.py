@@ -28,6 +28,7 @@ from pathlib import Path
 import pytest
 import zmq
 
+import scheduling
 from ctxkeep.clients import Client
 from ctxkeep.protocol.events import (
     CompactionResult,
@@ -60,6 +61,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.add_cleanup(lambda: shutil.rmtree(home, ignore_errors=True))
     for level in LEVELS:
         config.addinivalue_line("markers", f"{level}: a test of the {level} level (tests/{level}/)")
+    config.addinivalue_line("markers", "early: a test of many seconds, started first by a worker of its own "
+                                       "(tests/scheduling.py)")
+    config.pluginmanager.register(scheduling, "ctxkeep-scheduling")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -69,6 +69,7 @@ def test_prompt_over_the_window_is_never_sent(client, standin):
     assert not [c for c in client.snapshots(s.id).snapshots]
 
 
+@pytest.mark.early
 def test_a_big_imported_conversation_is_compacted_and_continued(short_tmp, standin):
     """An import of 10,000 messages (in the CLI's batches) into an 8,192 window, after
     another session's turns of one word repeated (which skewed the estimates before), then

@@ -21,6 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
@@ -253,4 +254,4 @@ class Lifecycle(RuleBasedStateMachine):
 Lifecycle.TestCase.settings = settings(
     max_examples=EXAMPLES, stateful_step_count=STEPS, deadline=None, derandomize=not os.environ.get(
         "CTXKEEP_STATE_RANDOM"), suppress_health_check=list(HealthCheck), print_blob=True)
-TestLifecycle = Lifecycle.TestCase
+TestLifecycle = pytest.mark.early(Lifecycle.TestCase)

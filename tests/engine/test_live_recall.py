@@ -62,6 +62,7 @@ def test_a_live_session_brings_the_evidence_said_long_before_into_the_prompt():
 
 
 @settings(max_examples=8, deadline=None)
+@pytest.mark.early
 @given(window=st.sampled_from([1024, 2048, 4096]), turns=st.integers(30, 70), seed=st.integers(0, 10**6),
        ns_per_read=st.sampled_from([1, 5_000_000, 50_000_000]))
 @example(window=1024, turns=49, seed=194, ns_per_read=5_000_000)  # the bound cut a block that needed older turns' room
@@ -204,6 +205,7 @@ DEVICES = ["I've been wearing my Fitbit Versa 3 smartwatch non-stop since I got 
            "and I'd like to know what could explain that."]
 
 
+@pytest.mark.early
 def test_what_meaning_ranks_well_competes_with_words_for_the_whole_room():
     """Six turns name health devices, none in the question's words; forty-two notes on
     kitchen devices sold on market days hold those words. By the built-in e5 the device turns

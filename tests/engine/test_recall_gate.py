@@ -109,6 +109,7 @@ def test_a_request_words_cannot_open_recall_to_costs_no_embedding(tmp_path):
     assert "When did I say the roof repair was booked?" in queries, queries
 
 
+@pytest.mark.early
 def test_words_met_by_chance_open_no_recall_where_meaning_disagrees(tmp_path):
     """"The difference between affect and effect" beside "zoning rules affect the tax, and
     their effect …": by words alone that turn is about the request; with the built-in

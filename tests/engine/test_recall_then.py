@@ -33,6 +33,7 @@ def stamped(day: int, hour: int, text: str) -> str:
     return f"[2023/03/{day:02d} ({weekday}) {hour:02d}:00] {text}"
 
 
+@pytest.mark.early
 def test_a_question_that_names_a_span_gets_what_was_said_then():
     """The day's first turn said the user got a smoker; ten days of smoking talk later, in a
     2,048-token window, it is in a checkpoint that kept other sentences. "What kitchen appliance

@@ -8,6 +8,7 @@ import pytest
 import crash
 
 
+@pytest.mark.early
 @pytest.mark.parametrize("kills", [
     int(os.environ.get("CTXKEEP_CRASH_KILLS", str(2 * len(crash.MODES)))),
     pytest.param(40, marks=pytest.mark.long),  # the long run's: more kills, another seed

@@ -64,6 +64,7 @@ def test_ask_stops_waiting_when_the_daemon_dies(daemon_process, standin):
     assert "Your message was accepted and is stored" in err  # never reported as lost
 
 
+@pytest.mark.early
 def test_a_busy_daemon_is_not_reported_as_dead(daemon_process, standin):
     """A daemon that stops answering for a while (SIGSTOP: as an overloaded machine can
     hold it) is running, and said to be so; an `ask` under way waits it out and prints

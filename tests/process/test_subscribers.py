@@ -130,6 +130,7 @@ def _settled_rss(pid: int) -> float:
     return now
 
 
+@pytest.mark.early
 @pytest.mark.parametrize("size", [200, 40])
 def test_a_hostile_subscriber_cannot_grow_the_daemon(daemon_factory, size):
     """20,000 subscriptions of `size` bytes, then ten of 1 MiB: the daemon's memory stays

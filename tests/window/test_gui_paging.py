@@ -7,6 +7,7 @@ import os
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
+import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 
@@ -14,6 +15,7 @@ from ctxkeep.clients.gui.history_pages import PAGE
 from window_steps import MODEL, long_session, wait_until
 
 
+@pytest.mark.early
 def test_a_hit_deep_in_a_long_chat_opens_a_page_around_it_and_pages_down(open_window, client):
     messages = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"line {i} of the long talk"}
                 for i in range(2000)]
