@@ -61,8 +61,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.add_cleanup(lambda: shutil.rmtree(home, ignore_errors=True))
     for level in LEVELS:
         config.addinivalue_line("markers", f"{level}: a test of the {level} level (tests/{level}/)")
-    config.addinivalue_line("markers", "early: a test of many seconds, started first by a worker of its own "
-                                       "(tests/scheduling.py)")
+    config.addinivalue_line("markers", "early: a test of many seconds, dealt to the front of a worker's "
+                                       "first share (tests/scheduling.py)")
     config.pluginmanager.register(scheduling, "ctxkeep-scheduling")
 
 
