@@ -3,7 +3,8 @@
 `zmq.asyncio` makes a future, a poller registration and a scheduled callback for every
 `recv_multipart`; on the control socket that was most of what `ping` cost over a bare
 socket. An Inbox watches the socket's descriptor itself and takes every queued message
-with non-blocking reads; it sleeps only when the socket says nothing is queued. The event bus reads its XPUB sockets the same way.
+with non-blocking reads; it sleeps only when the socket says nothing is queued. The event
+publisher reads its XPUB sockets and their monitors the same way.
 
 libzmq's descriptor is edge-triggered: it signals once when commands arrive, and any
 operation on the socket (a send too) may consume that signal. So a read that finds
@@ -45,6 +46,19 @@ class Inbox:
                 self._wake.clear()
                 if not int(self.socket.getsockopt(zmq.EVENTS)) & zmq.POLLIN:
                     await self._wake.wait()
+
+    def take_queued(self) -> list[list[bytes]]:
+        """Every message already queued, without waiting (a task asleep in `receive` is
+        woken when the reads took the descriptor's signal of a message still queued)."""
+        taken = []
+        while True:
+            try:
+                taken.append(self.socket.recv_multipart(zmq.NOBLOCK))
+            except zmq.Again:
+                break
+        if int(self.socket.getsockopt(zmq.EVENTS)) & zmq.POLLIN:
+            self._wake.set()
+        return taken
 
     def send(self, frames: list[bytes]) -> None:
         """Send without waiting; raises zmq.Again (peer not reading) or ZMQError (peer gone)."""

@@ -67,6 +67,11 @@ class EventPublisher:
         self._status = status
         self.ledger = SubscriptionLedger(max_subscriptions, max_per_client)
         self._monitors: dict[zmq.asyncio.Socket, zmq.asyncio.Socket] = {}
+        #: Each socket's monitor, read without futures (as `_inboxes`): an event is applied in
+        #: the same step that reads it. An announcement read through a future waited for its
+        #: task's next turn, and a newcomer's subscriptions read in between were counted
+        #: before it, and then forgotten by it as a stale connection's (test_publisher_connections).
+        self._monitor_inboxes: dict[zmq.asyncio.Socket, Inbox] = {}
         #: Each socket's connections (descriptors) that are open, as its monitor reports.
         self._live: dict[zmq.asyncio.Socket, set[int]] = {}
         #: Subscriptions released by departed subscribers since the last trim, and the trim due.
@@ -95,6 +100,7 @@ class EventPublisher:
             secure(sock)
         # The monitor says when a connection ends, so that its own count is forgotten.
         self._monitors[sock] = sock.get_monitor_socket(zmq.EVENT_ACCEPTED | zmq.EVENT_DISCONNECTED)
+        self._monitor_inboxes[sock] = Inbox(self._monitors[sock])
         sock.bind(endpoint)
         self.sockets.append(sock)
         self._inboxes[sock] = Inbox(sock)
@@ -118,19 +124,18 @@ class EventPublisher:
         apply each unsubscription (ZeroMQ sends them too for a subscriber that left, whose
         subscriptions it has already dropped). Connection ends are taken in first, so a
         descriptor reused by a new connection never inherits the old one's count."""
-        monitor = self._monitors[sock]
         inbox = self._inboxes[sock]
         try:
-            await self._serve_subscriptions(sock, monitor, inbox)
+            await self._serve_subscriptions(sock, inbox)
         finally:
             inbox.close()
 
-    async def _serve_subscriptions(self, sock: zmq.asyncio.Socket, monitor: zmq.asyncio.Socket,
-                                   inbox: Inbox) -> None:
+    async def _serve_subscriptions(self, sock: zmq.asyncio.Socket, inbox: Inbox) -> None:
         while True:
             (frame,) = await inbox.receive(copy=False)
             # From here to setsockopt nothing may touch `sock` (see _inboxes).
-            await self._take_connection_events(sock, monitor)
+            for event in self._monitor_inboxes[sock].take_queued():
+                self._connection_event(sock, event)
             data = frame.bytes
             kind, prefix = data[:1], data[1:]
             client = self._client(sock, frame)
@@ -161,19 +166,12 @@ class EventPublisher:
 
     async def serve_connections(self, sock: zmq.asyncio.Socket) -> None:
         """Forget each connection that ends (also done before each subscription)."""
-        monitor = self._monitors[sock]
-        while True:
-            self._connection_event(sock, await monitor.recv_multipart())
-
-    async def _take_connection_events(self, sock: zmq.asyncio.Socket,
-                                      monitor: zmq.asyncio.Socket) -> None:
-        """Take in every connection event already queued (without waiting)."""
-        while True:
-            try:
-                frames = await monitor.recv_multipart(flags=zmq.NOBLOCK)
-            except zmq.Again:
-                return
-            self._connection_event(sock, frames)
+        inbox = self._monitor_inboxes[sock]
+        try:
+            while True:
+                self._connection_event(sock, await inbox.receive())
+        finally:
+            inbox.close()
 
     def _connection_event(self, sock: zmq.asyncio.Socket, frames: list[bytes]) -> None:
         event = parse_monitor_message(frames)
