@@ -35,3 +35,6 @@ class Query:
     #: Whether the message speaks of the user's own past (asking.about_the_past): memory
     #: brings nothing into a turn that does not ("what is the capital of Canada?").
     about_past: bool = True
+    #: Whether its vector is of the question before it too: a message that leans on the turn
+    #: before (select.leans_on_last_turn) and refers back to it ("and where was it?").
+    with_turn_before: bool = False

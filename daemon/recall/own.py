@@ -63,7 +63,7 @@ class OwnHistory:
         by_meaning = index.semantic.rank(vector, in_prompt, RANKED, select.MEANING_STAND_OUT) \
             if vector is not None and index.semantic.ids else None
         if on_topic is not None and by_meaning is not None and vector is not None \
-                and not asking.refers_back(user.content):  # (else the vector is of the turn before too)
+                and not asked.with_turn_before:  # (else the vector is of the turn before too)
             # words met by chance, unless meaning agrees
             on_topic = gate.near_too(on_topic, index.semantic.nearest(vector, gate.NEAREST, gate.NEAREST_LEAST))
             if not gate.asks_of_the_past(best, False, on_topic):
@@ -177,7 +177,7 @@ class OwnHistory:
         embedding model busy). Words alone would then let in what meaning turns away on a
         quiet turn: "the capital city of Canada" beside a musician's move "to Toronto,
         Canada", the same request recalled for on a busy turn and not on a quiet one."""
-        if asked.vector is None and index.semantic.ids and not asking.refers_back(user.content) \
+        if asked.vector is None and index.semantic.ids and not asked.with_turn_before \
                 and index.semantic.model == self.embedder.current():
             return None
         return gate.about(index, user.content, asked.own)

@@ -109,8 +109,9 @@ class Recaller:
         index = await self.indexes.get(session)
         about_them, writer, question = self._of_a_chat_log(index, user)
         asked = asked_terms(question)
-        last_turn = [m.content for m in active[-2:] if m.role in ("user", "assistant")]
-        query = query_terms(asked, select.context_for(user.content, len(set(asked)), last_turn, whole=about_them))
+        leans_back = select.leans_on_last_turn(user.content, len(set(asked)), whole=about_them)
+        query = query_terms(asked, self._last_turn(active) if leans_back else "")
+        with_turn_before = leans_back and asking.refers_back(user.content)
         asks_of = asking.addressed(user.content)
         asked_about = when.span(user.content, user.created)
         memory = self.memory
@@ -124,9 +125,10 @@ class Recaller:
         about_past = of_the_past or about_them
         reaches = self.enabled(session) and session.message_count > len(in_prompt) \
             and gate.may_ask(index, asked, about_past)
-        vector = await self._vector(index, active, user, question if about_them and asked else None) \
+        vector = await self._vector(index, active, user, question if about_them and asked else None, with_turn_before) \
             if reaches or (memory is not None and await memory.may_bring(elsewhere)) else None
-        own_query = Query(query, vector, writer or asks_of, span=asked_about, own=frozenset(asked), about_past=about_past)
+        own_query = Query(query, vector, writer or asks_of, span=asked_about, own=frozenset(asked), about_past=about_past,
+                          with_turn_before=with_turn_before)
         own, displaced = self.own.passages(session, context, user, index, own_query, in_prompt, budget, movable) \
             if reaches else ([], ())
         model = session.model
@@ -156,6 +158,11 @@ class Recaller:
                       cut=memory_note)
 
     @staticmethod
+    def _last_turn(active: Sequence[MessageRecord]) -> str:
+        """The texts of the exchange before the new message."""
+        return "\n".join(m.content for m in active[-2:] if m.role in ("user", "assistant"))
+
+    @staticmethod
     def _of_a_chat_log(index: SessionIndex, user: MessageRecord) -> tuple[bool, str | None, str]:
         """Whether the message comes from outside a chat log and asks about its people
         (speakers.about_them), the role of the one it names (None: no one), and its text
@@ -163,9 +170,9 @@ class Recaller:
         writer = index.speakers.asked_of(user.content)
         return index.speakers.about_them(user.content), writer, index.speakers.unnamed(user.content, writer)
 
-    async def _vector(self, index: SessionIndex, active: Sequence[MessageRecord],
-                      user: MessageRecord, whole: str | None = None) -> list[float] | None:
-        """The new message's vector (with the question before it when it refers back; of
+    async def _vector(self, index: SessionIndex, active: Sequence[MessageRecord], user: MessageRecord,
+                      whole: str | None = None, with_turn_before: bool = False) -> list[float] | None:
+        """The new message's vector (`with_turn_before`: with the question before it; of
         `whole` alone where given: a question that needs nothing before it), if any passage
         here or in memory has one to compare with and it comes in time."""
         memory = self.memory.index if self.memory is not None else None
@@ -177,7 +184,7 @@ class Recaller:
             return None
         asked = [m.content for m in active[-2:] if m.role == "user"]
         text = whole if whole is not None else "\n".join([*asked, user.content]) \
-            if asking.refers_back(user.content) else user.content
+            if with_turn_before else user.content
         if not has_words(text):  # nothing to compare: a meaning of nothing is near anything
             return None  # a time stamp a front-end wrote into the message says when, not what about
         return await self.embedder.vector(unstamped(text).strip(), max(0.0, wait - (time.monotonic() - started)))

@@ -27,18 +27,18 @@ FRAME = text_features(f"{OPENING}\n{CLOSING}")
 ADDRESSED = 1.5
 
 
-def context_for(message: str, own_terms: int, last_turn: Sequence[str], whole: bool = False) -> str:
-    """What recall searches with beside the new message: the last turn's texts when the
-    message says little of its own ("and then?") or refers back with little else ("what
-    did she say about it?"), else nothing (a specific question is its own best query). A
-    `whole` question (one from outside a chat log about its people) with any word of its own
-    is searched alone: "How many children does Caroline have?" after "What does Caroline do
-    for a living now?" is not about a living."""
+def leans_on_last_turn(message: str, own_terms: int, whole: bool = False) -> bool:
+    """Whether a message with `own_terms` terms of its own is searched (by words and by
+    meaning) with the turn before it: when it says little of its own ("and then?") or
+    refers back with little else ("what did she say about it?"). A specific question is its
+    own best query, whatever pronouns it holds ("Where does Nate live these days?", "what
+    was that deli near the Vatican you told me about?"). A `whole` question (one from
+    outside a chat log about its people) with any word of its own is searched alone: "How
+    many children does Caroline have?" after "What does Caroline do for a living now?" is
+    not about a living."""
     if whole and own_terms:
-        return ""
-    if own_terms < SHORT_TERMS or (own_terms < REFERRING_TERMS and refers_back(message)):
-        return "\n".join(last_turn)
-    return ""
+        return False
+    return own_terms < SHORT_TERMS or (own_terms < REFERRING_TERMS and refers_back(message))
 
 
 #: How much newer weighs: the newest passage's fused score counts this much more than the

@@ -250,6 +250,20 @@ def test_a_time_stamp_in_the_message_is_not_what_its_meaning_is_searched_by():
     assert not any("2023" in t for t in asked)
 
 
+def test_a_question_that_says_enough_of_its_own_is_searched_by_its_own_meaning():
+    """"that", "previous" or "last" in a question that names what it asks about point at what
+    it names, not at the turn before: its vector is of the question alone (with the message
+    before it, its meaning would be pulled toward that message). A short one that refers
+    back is embedded with the question before it, as its words are searched with it."""
+    specific = "What was the name of that plant nursery on Elm Street I told you about before?"
+    short = "And where did I buy it?"
+    embedded = embedded_after(["I bought a peace lily at the nursery on Elm Street.",
+                               "How often should I water a peace lily?", specific, short])
+    asked = [t for t in embedded if t.startswith("search_query: ")]
+    assert f"search_query: {specific}" in asked, asked
+    assert any(t.endswith(short) and specific in t for t in asked), asked
+
+
 def test_a_message_without_words_is_given_no_meaning():
     """A bare time stamp or a zero-width space says nothing: it gets no vector (by meaning it
     would be as near to any question as to none), and asking it sends no query."""

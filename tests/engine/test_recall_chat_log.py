@@ -1,7 +1,7 @@
 """Questions asked from outside a two-person chat log, one after another (recall in the engine,
 in-process, by words alone): each is searched with its own words, without the name of the
 writer it asks of (retrieval/speakers.py `unnamed`) and without the question before it
-(select.context_for `whole`)."""
+(select.leans_on_last_turn `whole`)."""
 
 import asyncio
 import random

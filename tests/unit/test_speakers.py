@@ -90,11 +90,10 @@ def test_a_question_is_searched_without_the_name_of_the_one_it_asks_of():
 
 
 def test_a_whole_question_about_the_chats_people_is_searched_without_the_one_before_it():
-    before = ["What does Caroline do for a living now?", "She works as a nurse."]
     asked = "How many kids does Caroline have?"  # two terms: short, but whole
-    assert select.context_for(asked, 2, before) == "\n".join(before)  # any other message that short
-    assert select.context_for(asked, 1, before, whole=True) == ""  # "kid", less her name
-    assert select.context_for("And Melanie?", 0, before, whole=True) == "\n".join(before)  # nothing of its own
+    assert select.leans_on_last_turn(asked, 2)  # any other message that short
+    assert not select.leans_on_last_turn(asked, 1, whole=True)  # "kid", less her name
+    assert select.leans_on_last_turn("And Melanie?", 0, whole=True)  # nothing of its own
 
 
 def test_a_message_from_outside_is_about_the_chat_where_it_speaks_of_its_people():
