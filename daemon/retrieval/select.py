@@ -31,11 +31,11 @@ def leans_on_last_turn(message: str, own_terms: int, whole: bool = False) -> boo
     """Whether a message with `own_terms` terms of its own is searched (by words and by
     meaning) with the turn before it: when it says little of its own ("and then?") or
     refers back with little else ("what did she say about it?"). A specific question is its
-    own best query, whatever pronouns it holds ("Where does Nate live these days?", "what
-    was that deli near the Vatican you told me about?"). A `whole` question (one from
-    outside a chat log about its people) with any word of its own is searched alone: "How
-    many children does Caroline have?" after "What does Caroline do for a living now?" is
-    not about a living."""
+    own best query, whatever pronouns it holds ("How long did it take me to assemble the
+    IKEA bookshelf?", "What was the name of that famous deli near the Vatican you told me
+    about?"). A `whole` question (one from outside a chat log about its people) with any
+    word of its own is searched alone: "How many children does Caroline have?" after "What
+    does Caroline do for a living now?" is not about a living."""
     if whole and own_terms:
         return False
     return own_terms < SHORT_TERMS or (own_terms < REFERRING_TERMS and refers_back(message))
