@@ -22,6 +22,7 @@ from ctxkeep.daemon.jobs.queue import SessionJobs
 from ctxkeep.daemon.server import report, runtime, systemd
 from ctxkeep.daemon.server.ollama_watch import watch_ollama
 from ctxkeep.daemon.store.store import Store
+from ctxkeep.daemon.transports.http.first_caller import OnFirstCaller
 from ctxkeep.daemon.transports.http.listeners import Listeners, raise_descriptor_limit
 from ctxkeep.daemon.transports.zmq import curve
 from ctxkeep.daemon.transports.zmq.controller import Controller
@@ -94,7 +95,7 @@ class Daemon:
             raise runtime.RuntimeDirError(f"cannot serve HTTP on {self.http.listen or self.http.socket_path}: "
                                           f"{os.strerror(exc.errno) if exc.errno else exc}: free the port or change http_listen in "
                                           "config.toml") from None
-        self.front_door: FrontDoor | None = None
+        self.front_door: OnFirstCaller | None = None
         for session_id, seqs in self.store.history.recover(ErrorCode.DAEMON_RESTARTED.value):
             log.warning("session=%s: %d question(s) were left unanswered when ctxkeepd stopped; "
                         "marked interrupted", session_id, len(seqs))
@@ -187,7 +188,8 @@ class Daemon:
                   for serve in (self.publisher.serve_subscriptions, self.publisher.serve_connections)]
         tasks.append(asyncio.create_task(watch_ollama(
             self.backend, self.services.recaller.embedder.retry, self._ollama_changed), name="ollama-check"))
-        self.front_door = await self._open_front_door()
+        self.front_door = OnFirstCaller(self.http, self._open_front_door)
+        self.front_door.watch()
         await self.services.memory.ready()  # memory's index, read in the background
         interval = systemd.watchdog_interval()
         if interval:
@@ -217,9 +219,9 @@ class Daemon:
         log.info("stopped")
 
     async def _open_front_door(self) -> "FrontDoor":
-        """The HTTP front door, serving the sockets `open` bound. Its modules (aiohttp's import
-        alone is ~0.1 s of CPU) are imported in a thread while the control socket answers;
-        an HTTP client meanwhile waits in the listeners' backlog."""
+        """The HTTP front door, serving the sockets `open` bound, opened for its first caller
+        (first_caller.py). Its modules (aiohttp's import alone is ~0.1 s of CPU) are imported
+        in a thread while the control socket answers; the caller waits in the backlog."""
         server = await asyncio.to_thread(importlib.import_module, "ctxkeep.daemon.transports.http.server")
         door: FrontDoor = server.FrontDoor(self.services, self.http)
         await door.start()
