@@ -1,6 +1,7 @@
 """The daemon's services in-process: the real store (LMDB in a temporary folder), the
 services wired by `services.build`, a model backend of the test's choosing, no sockets.
-A request goes straight to its handler in `HANDLERS`; every published event is kept."""
+A request goes straight to its handler in `HANDLERS`; every published event is kept. The
+built-in embedder reads the vectors it has computed before from tests/e5_memo.py."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from ctxkeep.daemon.store.store import Store
 from ctxkeep.protocol import requests
 from ctxkeep.protocol.events import Event
 from ctxkeep.protocol.structs import DaemonStatus
+from e5_memo import MemoEncoder
 
 
 class RecordingBus(EventBus):
@@ -38,6 +40,8 @@ class InProcess:
         self.services = services_module.build(config, self.store, self.bus, backend,
                                               lambda: DaemonStatus(), lambda: False,
                                               root / "config.toml")
+        if config.embed_builtin:  # the package's vectors, from the memo where it has them
+            self.services.recaller.embedder._builtin = MemoEncoder()
 
     async def call(self, request: requests.Request):
         return await HANDLERS[type(request)](self.services, request)

@@ -196,3 +196,15 @@ def test_a_text_asked_for_twice_at_once_is_embedded_once(tmp_path):
         assert again[1] is None and again[2] is None
     finally:
         store.close()
+
+
+def test_the_memo_in_process_tests_read_holds_the_packages_vectors():
+    """tests/e5_memo.py: the chat turns the tests that rank by meaning embed are read from
+    the memo, not computed, and each is the vector the package computes (to 1e-5)."""
+    from e5_memo import PROBE, Memo, MemoEncoder, key
+    from unrelated import UNRELATED
+    memo = Memo()
+    got = MemoEncoder(memo)._encode(UNRELATED[:4], False)
+    assert set(memo.new) == {key(PROBE, False)}  # the probe only: every turn was read
+    fresh = BuiltinEncoder()._encode(UNRELATED[:4], False)
+    assert float(np.max(np.abs(np.array(got) - np.array(fresh)))) <= 1e-5
