@@ -21,8 +21,12 @@ _DATE = re.compile(r"\b(?:" + "|".join(_MONTHS) + r")\.?\s+\d{1,2}(?:st|nd|rd|th
 _NAME = re.compile(r"(?<=[^.!?\n\s]\s)(?=[A-ZÀ-ÖØ-Þ])[^\W\d_][\w'’-]+")
 #: A speaker's label at a line's start: the word after it opens a sentence ("User: Turn 3").
 _SPEAKER = re.compile(r"^(?:User|Assistant|Earlier summary): ", re.M)
-_DECISION = re.compile(r"[^.!?\n]*\b(?:decided|decide|agreed|chose|chosen|settled on|going with|we'll use|"
-                       r"will use|\[DECISION\])\b[^.!?\n]*", re.I)
+#: A sentence that says a decision was made: one of these words in a run of text between
+#: sentence ends and line ends (`_SENTENCE_RUN`; the words are looked for within each run, so
+#: that the work grows with the text, not with a sentence's length squared).
+_DECIDED = re.compile(r"\b(?:decided|decide|agreed|chose|chosen|settled on|going with|we'll use|"
+                      r"will use|\[DECISION\])\b", re.I)
+_SENTENCE_RUN = re.compile(r"[^.!?\n]+")
 _DECIDING = set(terms("decided decide agreed chose chosen settled going will use"))
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 #: Of a summary's words (those a summary of anything uses aside), the share that must be its
@@ -48,13 +52,14 @@ def items(text: str) -> list[str]:
             item = m.group(0).strip().rstrip(".,:;-/")
             if item and item not in _NOT_NAMES and not item.startswith(("I'", "I’")):
                 found[item] = None
-    for m in _DECISION.finditer(text):
-        words = [w for w in terms(m.group(0)) if len(w) > 3 and w not in _DECIDING][:3]
-        if words:
-            found["decision: " + " ".join(words)] = None
-    for item in list(found):  # "March" where "March 3rd" is an item
-        if any(item != other and item in other for other in found):
-            del found[item]
+    for run in _SENTENCE_RUN.finditer(text):
+        if _DECIDED.search(run.group(0)):
+            words = [w for w in terms(run.group(0)) if len(w) > 3 and w not in _DECIDING][:3]
+            if words:
+                found["decision: " + " ".join(words)] = None
+    # "March" where "March 3rd" is an item: an item met twice in all of them, its own once
+    every = "\0".join(found)
+    found = {item: None for item in found if every.count(item) == 1}
     order = {item: text.find(item.split(": ", 1)[-1]) for item in found}
     return sorted(found, key=lambda item: order[item] if order[item] >= 0 else len(text))
 
