@@ -55,7 +55,7 @@ EXPECTED = {"busy", "invalid_argument", "unknown_session"}
 class Lifecycle(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
-        self.root = Path(tempfile.mkdtemp(prefix="cksm", dir="/tmp"))
+        self.root = Path(tempfile.mkdtemp(prefix="cksm"))
         self.standin = OllamaStandin(chunk_delay=0.002).start()
         self.standin.reply_fn = lambda msgs: "answer " + "word " * 40
         self.daemon = DaemonProcess(self.root, self.standin.url)
