@@ -9,6 +9,7 @@ indirectly (imports inside functions count).
 from __future__ import annotations
 
 import ast
+import functools
 from collections import defaultdict
 from pathlib import Path
 
@@ -46,12 +47,19 @@ def module_name(path: Path) -> str:
     return "ctxkeep." + ".".join(parts)
 
 
+@functools.cache
+def parsed(path: Path) -> ast.Module:
+    """A source file's syntax tree (read once: every test here walks them all)."""
+    return ast.parse(path.read_text(), str(path))
+
+
+@functools.cache
 def imports(path: Path) -> list[tuple[str, str, int]]:
     """(module imported, name imported from it or "", line) for every import in `path`."""
     name = module_name(path)
     package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
     found = []
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    for node in ast.walk(parsed(path)):
         if isinstance(node, ast.Import):
             found += [(alias.name, "", node.lineno) for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -188,7 +196,7 @@ def test_files_and_functions_stay_small(package):
         text = path.read_text()
         if text.count("\n") > 300:
             large.append(f"{path.relative_to(ROOT)}: {text.count(chr(10))} lines")
-        for node in ast.walk(ast.parse(text)):
+        for node in ast.walk(parsed(path)):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 length = node.end_lineno - node.lineno + 1  # type: ignore[operator]
                 if length > 60:
