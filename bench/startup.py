@@ -1,8 +1,12 @@
 """Start-up costs a user waits for: a whole `ctxkeep status` process, ctxkeepd from launch
-to its first answered ping, and from SIGTERM to its exit (a restart is both), each beside
-`python -c pass` in the same run.
+to its first answered ping, from then to its first HTTP answer (the front door opens on its
+first caller), and from SIGTERM to its exit (a restart is both), each beside `python -c
+pass` in the same run; and the CPU a daemon's start, one HTTP answer and stop take.
 
-    python bench/startup.py [--n 15]
+    python bench/startup.py [--n 15] [--against REV]
+
+`--against REV` times the daemon of commit REV in the same rounds (the same stand-in, the
+same client code), each round both, in turn.
 
 Rounds interleave the baseline and the target. `ctxkeep status` talks to a daemon that
 is already running (against the stand-in in a process of its own). The daemon's start
@@ -18,7 +22,10 @@ machines) would otherwise compile every module from source in every process.
 
 import argparse
 import compileall
+import contextlib
+import resource
 import shutil
+import socket
 import statistics
 import subprocess
 import sys
@@ -26,10 +33,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import daemon_for, emit, standin_process
+from common import checkout_at, daemon_for, emit, standin_process
 
 import zmq
 
+from ctxkeep.protocol.paths import http_socket
 from harness import DaemonProcess
 
 PING = b'{"type":"ping","id":"start"}'
@@ -41,16 +49,37 @@ def run_once(argv: list[str], env: dict[str, str] | None = None) -> float:
     return time.perf_counter() - t0
 
 
-def daemon_start(url: str) -> tuple[float, float]:
-    """Seconds from launching ctxkeepd on a fresh store to its first pong, and from SIGTERM
-    (after the pong) to the process's exit."""
+def children_cpu() -> float:
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
+def http_answer(path: Path) -> bytes:
+    """GET /api/version over the daemon's Unix socket: the answer's first line."""
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.settimeout(20)
+        sock.connect(str(path))
+        sock.sendall(b"GET /api/version HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    return answer.split(b"\r\n", 1)[0]
+
+
+def daemon_start(url: str, code: str | None = None) -> tuple[float, float, float, float]:
+    """Seconds from launching ctxkeepd on a fresh store to its first pong, from then to its
+    first HTTP answer, and from SIGTERM to the process's exit; and the CPU seconds of it all
+    (`code`: a folder holding the `ctxkeep` package to run, as `checkout_at` gives)."""
     root = Path(tempfile.mkdtemp(prefix="ckb", dir="/tmp"))
     daemon = DaemonProcess(root, url, log_level="warning")
+    if code is not None:
+        daemon.env["PYTHONPATH"] = code
     ctx = zmq.Context.instance()
     dealer = ctx.socket(zmq.DEALER)
     dealer.setsockopt(zmq.LINGER, 0)
     dealer.setsockopt(zmq.RECONNECT_IVL, 2)  # retry every 2 ms, not ZeroMQ's default 100 ms
     try:
+        cpu = children_cpu()
         t0 = time.perf_counter()
         daemon.start(wait=False)
         dealer.connect(daemon.control)  # ZeroMQ connects as soon as the socket exists
@@ -60,8 +89,12 @@ def daemon_start(url: str) -> tuple[float, float]:
         dealer.recv()
         started = time.perf_counter() - t0
         t1 = time.perf_counter()
+        if b" 200 " not in http_answer(http_socket(daemon.control)):
+            raise RuntimeError("ctxkeepd's front door did not answer GET /api/version with 200")
+        answered = time.perf_counter() - t1
+        t2 = time.perf_counter()
         daemon.stop()
-        return started, time.perf_counter() - t1
+        return started, answered, time.perf_counter() - t2, children_cpu() - cpu
     finally:
         dealer.close()
         daemon.stop()
@@ -85,11 +118,20 @@ def ms(samples: list[float]) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=15, help="rounds")
+    parser.add_argument("--against", metavar="REV", help="also time the daemon of this commit, each round")
     args = parser.parse_args()
     cli = str(Path(sys.executable).parent / "ctxkeep")
     byte_compile()
-    bare, status, starts, stops, bare2 = [], [], [], [], []
-    with standin_process() as url, daemon_for(url) as daemon:
+    bare, status, bare2 = [], [], []
+    daemons: dict[str, list[tuple[float, float, float, float]]] = {"this": []}
+    with contextlib.ExitStack() as stack:
+        url = stack.enter_context(standin_process())
+        daemon = stack.enter_context(daemon_for(url))
+        codes: dict[str, str | None] = {"this": None}
+        if args.against:
+            codes[args.against] = stack.enter_context(checkout_at(args.against))
+            compileall.compile_dir(codes[args.against], quiet=1)
+            daemons[args.against] = []
         for _ in range(3):  # warm the page cache
             run_once([sys.executable, "-c", "pass"])
             run_once([cli, "status"], daemon.env)
@@ -97,16 +139,20 @@ def main() -> None:
             bare.append(run_once([sys.executable, "-c", "pass"]))
             status.append(run_once([cli, "status"], daemon.env))
             bare2.append(run_once([sys.executable, "-c", "pass"]))
-            started, stopped = daemon_start(url)
-            starts.append(started)
-            stops.append(stopped)
+            for name, code in codes.items():
+                daemons[name].append(daemon_start(url, code))
     emit(bench="startup", target="python_-c_pass", p50_ms=ms(bare))
     emit(bench="startup", target="ctxkeep_status_process", p50_ms=ms(status),
          added_ms=round(ms(status) - ms(bare), 1), goal="added <= 150 ms")
-    emit(bench="startup", target="ctxkeepd_launch_to_first_pong", p50_ms=ms(starts),
-         max_ms=round(max(starts) * 1000, 1), python_floor_ms=ms(bare2), goal="<= 300 ms")
-    emit(bench="startup", target="ctxkeepd_sigterm_to_exit", p50_ms=ms(stops), max_ms=round(max(stops) * 1000, 1),
-         python_floor_ms=ms(bare2))
+    for name, runs in daemons.items():
+        starts, answers, stops, cpus = (list(column) for column in zip(*runs))
+        emit(bench="startup", code=name, target="ctxkeepd_launch_to_first_pong", p50_ms=ms(starts),
+             max_ms=round(max(starts) * 1000, 1), python_floor_ms=ms(bare2), goal="<= 300 ms")
+        emit(bench="startup", code=name, target="ctxkeepd_first_pong_to_first_http_answer", p50_ms=ms(answers),
+             max_ms=round(max(answers) * 1000, 1))
+        emit(bench="startup", code=name, target="ctxkeepd_sigterm_to_exit", p50_ms=ms(stops),
+             max_ms=round(max(stops) * 1000, 1), python_floor_ms=ms(bare2))
+        emit(bench="startup", code=name, target="ctxkeepd_cpu_start_http_answer_stop", p50_ms=ms(cpus))
 
 
 if __name__ == "__main__":
