@@ -83,24 +83,26 @@ def test_a_door_nobody_called_is_never_opened(short_tmp):
         http.close()
 
 
-def test_a_door_that_fails_to_open_is_told_and_closing_goes_on(short_tmp, caplog):
+def test_a_door_that_fails_to_open_is_told_and_its_callers_are_refused(short_tmp, caplog):
     http = bound(short_tmp)
 
     async def broken() -> Server:
         raise ImportError("no module named aiohttp")
 
-    async def scenario() -> None:
+    async def scenario() -> bytes:
         watch = OnFirstCaller(http, broken)
         watch.watch()
-        _, writer = await asyncio.open_unix_connection(str(http.socket_path))
-        for _ in range(100):
-            if watch.opening is not None and watch.opening.done():
-                break
-            await asyncio.sleep(0.01)
-        await watch.close()
-        writer.close()
+        reader, writer = await asyncio.open_unix_connection(str(http.socket_path))
+        try:  # refused once the door failed (left in the backlog, it would wait out the 5 s)
+            return await asyncio.wait_for(reader.read(), 5)
+        except ConnectionResetError:
+            return b""
+        finally:
+            await watch.close()
+            writer.close()
     try:
-        asyncio.run(scenario())
+        assert asyncio.run(scenario()) == b""
     finally:
         http.close()
     assert "the HTTP front door could not open: no module named aiohttp" in caplog.text
+    assert not http.socket_path.exists() and http.sockets() == []

@@ -49,11 +49,13 @@ class OnFirstCaller:
             self.opening = asyncio.create_task(self._open_door(), name="http-front-door")
             self.opening.add_done_callback(self._opened)
 
-    @staticmethod
-    def _opened(task: "asyncio.Task[Door]") -> None:
+    def _opened(self, task: "asyncio.Task[Door]") -> None:
+        """A door that could not open closes the listeners: its callers are refused, not
+        left waiting in the backlog."""
         if not task.cancelled() and task.exception() is not None:
-            log.error("the HTTP front door could not open: %s: HTTP clients are not served; "
+            log.error("the HTTP front door could not open: %s: HTTP clients are refused; "
                       "restart ctxkeepd (`ctxkeep daemon restart`)", task.exception())
+            self.listeners.close()
 
     async def close(self) -> None:
         """Stop watching; close the door if it opened (after its opening ends)."""
