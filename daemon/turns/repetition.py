@@ -23,10 +23,14 @@ EVERY = 4
 
 @dataclass
 class RepetitionWatch:
-    """Watches one answer's words; `times` = 0 never stops it."""
+    """Watches one answer's words; `times` = 0 never stops it. For each run length r it keeps
+    how many words in a row, up to the newest, equal the word r before them (`streaks`), so a
+    look costs one step per length, not a comparison of every word (an answer that repeats
+    one word by design, "0 0 0 …", made every look compare all of them: ~0.16 ms a word)."""
 
     times: int = 3
     words: list[str] = field(default_factory=list)
+    streaks: list[int] = field(default_factory=lambda: [0] * (LONGEST_RUN + 1))
     _since: int = 0
     _tail: str = ""
 
@@ -38,7 +42,8 @@ class RepetitionWatch:
         found = _WORD.findall(text)
         # the last word may go on in the next chunk: keep it back until a space follows it
         self._tail = found.pop() if found and not text[-1:].isspace() else ""
-        self.words.extend(w.lower().strip(".,;:!?\"'") for w in found)
+        for word in found:
+            self._take(word.lower().strip(".,;:!?\"'"))
         if len(self.words) > KEPT:
             del self.words[:len(self.words) - KEPT]
         self._since += len(found)
@@ -47,21 +52,30 @@ class RepetitionWatch:
         self._since = 0
         return self.looping()
 
+    def _take(self, word: str) -> None:
+        back = self.words[:-LONGEST_RUN - 1:-1]  # the word 1, 2, … LONGEST_RUN before it
+        self.streaks[1:len(back) + 1] = [s + 1 if w == word else 0 for s, w in zip(self.streaks[1:], back)]
+        self.words.append(word)
+
     def looping(self) -> bool:
-        """Whether the last words are one run said `times` times in a row."""
+        """Whether the last words are one run said `times` times in a row, a run of words said
+        again (three different ones with letters at least), not a table, a matrix or a ruler
+        that repeats by design ("0 0 0 …", "| --- | --- |")."""
         words, n = self.words, len(self.words)
+        said: set[str] = set()  # the words with letters of the last `upto` words
+        upto = 0
         for run in range(1, LONGEST_RUN + 1):
             span = run * self.times
             if span > n:
                 break
-            if span < LEAST_WORDS:
+            if span < LEAST_WORDS or self.streaks[run] < span - run:
                 continue
-            if all(words[i] == words[i - run] for i in range(n - span + run, n)) and _said(words[n - run:]):
+            said.update(w for w in words[n - run:n - upto] if _has_letters(w))
+            upto = run
+            if len(said) >= DISTINCT:
                 return True
         return False
 
 
-def _said(run: list[str]) -> bool:
-    """Whether a repeated run is words said again (three different ones at least), not a
-    table, a matrix or a ruler that repeats by design ("0 0 0 …", "| --- | --- |")."""
-    return len({w for w in run if any(c.isalpha() for c in w)}) >= DISTINCT
+def _has_letters(word: str) -> bool:
+    return any(c.isalpha() for c in word)

@@ -42,3 +42,32 @@ def test_prose_and_short_repeats_are_never_stopped():
     matrix = "[" + ", ".join(["0"] * 400) + "]"  # repeats by design, not a loop of words
     table = "| a | b |\n" + "| --- | --- |\n" + "| 1 | 2 |\n" * 200
     assert streamed(RepetitionWatch(times=3), matrix) is None and streamed(RepetitionWatch(times=3), table) is None
+
+
+class FirstWatch(RepetitionWatch):
+    """The watch as first written: each look compares every word of each run length."""
+
+    def looping(self) -> bool:
+        words, n = self.words, len(self.words)
+        for run in range(1, 81):
+            span = run * self.times
+            if span > n:
+                break
+            if span < 24:
+                continue
+            if all(words[i] == words[i - run] for i in range(n - span + run, n)) and \
+                    len({w for w in words[n - run:] if any(c.isalpha() for c in w)}) >= 3:
+                return True
+        return False
+
+
+WORDS = PROSE[:12] + ["0", "|", "---", "Anna", "again", "well"]
+
+
+@given(st.lists(st.tuples(st.lists(st.sampled_from(WORDS), min_size=1, max_size=30), st.integers(1, 12)),
+                max_size=12), st.integers(2, 4), st.integers(1, 9))
+def test_the_watch_stops_where_the_first_one_did(parts, times, piece):
+    """Runs of words said over and over, prose between them, one word or a table's cells
+    repeated: the answer stops at the same character as with the watch as first written."""
+    text = "".join((" ".join(run) + " ") * count for run, count in parts)
+    assert streamed(RepetitionWatch(times=times), text, piece) == streamed(FirstWatch(times=times), text, piece)
