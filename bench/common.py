@@ -33,6 +33,19 @@ def emit(**fields) -> None:
     print(json.dumps(fields), flush=True)
 
 
+def version_status(socket_path: str | Path, timeout: float = 20) -> bytes:
+    """`GET /api/version` over ctxkeepd's HTTP Unix socket: the answer's status line
+    (raises OSError where no answer comes)."""
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.settimeout(timeout)
+        sock.connect(str(socket_path))
+        sock.sendall(b"GET /api/version HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+        answer = b""
+        while b"\r\n" not in answer and (chunk := sock.recv(4096)):
+            answer += chunk
+    return answer.split(b"\r\n", 1)[0]
+
+
 @contextmanager
 def standin_process(first_token_ms: float = 0.0, token_ms: float = 0.0) -> Iterator[str]:
     """The stand-in in a process of its own (so that it shares no GIL with what is

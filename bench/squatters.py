@@ -16,7 +16,7 @@ import socket
 import threading
 import time
 
-from common import daemon_for, emit, free_port, standin_process  # (puts tests/ on the path)
+from common import daemon_for, emit, free_port, standin_process, version_status  # (puts tests/ on the path)
 
 from ctxkeep.protocol.paths import http_socket, http_token_path
 
@@ -69,16 +69,10 @@ class Squatters:
 
 
 def unix_ok(path: str) -> bool:
-    s = socket.socket(socket.AF_UNIX)
-    s.settimeout(10)
     try:
-        s.connect(path)
-        s.sendall(b"GET /api/version HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
-        return s.recv(4096).startswith(b"HTTP/1.1 200")
+        return version_status(path, timeout=10).startswith(b"HTTP/1.1 200")
     except OSError:
         return False
-    finally:
-        s.close()
 
 
 def token_ok(port: int, token: str) -> bool:

@@ -25,7 +25,6 @@ import compileall
 import contextlib
 import resource
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -33,7 +32,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import checkout_at, daemon_for, emit, standin_process
+from common import checkout_at, daemon_for, emit, standin_process, version_status
 
 import zmq
 
@@ -52,18 +51,6 @@ def run_once(argv: list[str], env: dict[str, str] | None = None) -> float:
 def children_cpu() -> float:
     used = resource.getrusage(resource.RUSAGE_CHILDREN)
     return used.ru_utime + used.ru_stime
-
-
-def http_answer(path: Path) -> bytes:
-    """GET /api/version over the daemon's Unix socket: the answer's first line."""
-    with socket.socket(socket.AF_UNIX) as sock:
-        sock.settimeout(20)
-        sock.connect(str(path))
-        sock.sendall(b"GET /api/version HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
-        answer = b""
-        while chunk := sock.recv(65536):
-            answer += chunk
-    return answer.split(b"\r\n", 1)[0]
 
 
 def daemon_start(url: str, code: str | None = None) -> tuple[float, float, float, float]:
@@ -89,7 +76,7 @@ def daemon_start(url: str, code: str | None = None) -> tuple[float, float, float
         dealer.recv()
         started = time.perf_counter() - t0
         t1 = time.perf_counter()
-        if b" 200 " not in http_answer(http_socket(daemon.control)):
+        if b" 200 " not in version_status(http_socket(daemon.control)):
             raise RuntimeError("ctxkeepd's front door did not answer GET /api/version with 200")
         answered = time.perf_counter() - t1
         t2 = time.perf_counter()
