@@ -14,6 +14,13 @@ import conversations
 MODEL = "qwen2.5:7b"
 
 
+async def recall(recaller, session, context, active, user) -> None:
+    """One turn's recall: what the message asks, then the passages within 2,000 tokens."""
+    asked = await recaller.ask(session, context, active, user)
+    if asked is not None:
+        await recaller.recall(session, context, active, asked, 2000)
+
+
 def time_recall(messages: int, turns_timed: int = 30) -> dict[str, float]:
     """Recall's own time per turn (index kept, as between turns) over a session of
     `messages` stored messages, in-process over the real store."""
@@ -35,14 +42,14 @@ def time_recall(messages: int, turns_timed: int = 30) -> dict[str, float]:
             recaller = app.services.recaller
             rng = random.Random(1)
             user = NewMessage(role="user", content="warm").record(10**9, 0.0)
-            await recaller.recall(session, context, active, user, 2000)  # builds the index once
+            await recall(recaller, session, context, active, user)  # builds the index once
             samples = []
             asked = [q.text for q in conversation.questions] + [t.user for t in conversation.turns[:200]]
             for _ in range(turns_timed):
                 q = rng.choice(asked)  # questions about facts, and everyday messages
                 user = NewMessage(role="user", content=q).record(10**9, 0.0)
                 start = time.perf_counter()
-                await recaller.recall(session, context, active, user, 2000)
+                await recall(recaller, session, context, active, user)
                 samples.append(time.perf_counter() - start)
             return samples
         samples = asyncio.run(go())

@@ -25,6 +25,7 @@ from ctxkeep.daemon.memory.memory import Memory
 from ctxkeep.daemon.memory.query import Query, Remembered
 from ctxkeep.daemon.recall import gate
 from ctxkeep.daemon.recall import room as recall_room
+from ctxkeep.daemon.recall.asked import Asked
 from ctxkeep.daemon.recall.indexes import SessionIndexes
 from ctxkeep.daemon.recall.own import OwnHistory
 from ctxkeep.daemon.recall.recalled import NONE, Recall
@@ -96,39 +97,59 @@ class Recaller:
         instead = f", as {why}" if why and model != server else ""
         return f"by words and meaning ({model}{instead}){waiting}"
 
-    async def recall(self, session: SessionRecord, context: ActiveContext,
-                     active: Sequence[MessageRecord], user: MessageRecord, budget: int,
-                     whole: int | None = None, movable: recall_room.Movable = recall_room.NOTHING) -> Recall:
-        """What the turn with the question `user` recalls within `budget` tokens: from its
-        own history, then from the user's other sessions (memory) within what is left of
-        `whole` (default: `budget`). Nothing said after the question is (a regenerated
-        turn's: the answers it replaces). When the message reaches into the past, the room
-        of the `movable` exchanges is its own too (`Recall.displaced` says which it took)."""
-        if budget + movable.tokens < MIN_ROOM:
-            return NONE
+    async def ask(self, session: SessionRecord, context: ActiveContext, active: Sequence[MessageRecord],
+                  user: MessageRecord) -> Asked | None:
+        """What the turn's new message `user` asks (`read`), once a turn; None where recall can
+        bring it nothing: no passage of the session lies outside the prompt (or none the
+        message may ask of: gate.py), and memory's rules leave it nothing either."""
+        asked = await self.read(session, context, active, user)
+        reaches = self._reaches(session, context, user, asked.index, asked.asked, asked.about_past)
+        return asked if reaches or asked.memory_may else None
+
+    async def read(self, session: SessionRecord, context: ActiveContext, active: Sequence[MessageRecord],
+                   user: MessageRecord) -> Asked:
+        """What the new message `user` asks recall (asked.py)."""
         index = await self.indexes.get(session)
         about_them, writer, question = self._of_a_chat_log(index, user)
         asked = asked_terms(question)
         leans_back = select.leans_on_last_turn(user.content, len(set(asked)), whole=about_them)
         query = query_terms(asked, self._last_turn(active) if leans_back else "")
-        with_turn_before = leans_back and asking.refers_back(user.content)
-        asks_of = asking.addressed(user.content)
-        asked_about = when.span(user.content, user.created)
         memory = self.memory
         if memory is not None:
             index.texts.add(hash(user.content.strip()))  # the question is this session's (stored or about to be)
         of_the_past = asking.about_the_past(user.content)
-        elsewhere = Query(query, None, asks_of, index.texts, asked_about, frozenset(asked),
+        elsewhere = Query(query, None, asking.addressed(user.content), index.texts,
+                          when.span(user.content, user.created), frozenset(asked),
                           of_the_past or (memory is not None and await memory.names_people(user.content)))
-        # the message's vector only where a ranking may use it (a round trip to the embedding model)
-        in_prompt = self._in_prompt(session, context, user)
-        about_past = of_the_past or about_them
-        reaches = self.enabled(session) and session.message_count > len(in_prompt) \
+        return Asked(index, user, about_them, writer, question, asked, query,
+                     leans_back and asking.refers_back(user.content), elsewhere, of_the_past or about_them,
+                     memory is not None and await memory.may_bring(elsewhere))
+
+    def _reaches(self, session: SessionRecord, context: ActiveContext, user: MessageRecord, index: SessionIndex,
+                 asked: list[str], about_past: bool) -> bool:
+        """Whether the session's own history may give the message anything: recall is on for
+        it, some message lies outside the prompt, and the message may ask of the past (gate.py)."""
+        return self.enabled(session) and session.message_count > len(self._in_prompt(session, context, user)) \
             and gate.may_ask(index, asked, about_past)
-        vector = await self._vector(index, active, user, question if about_them and asked else None, with_turn_before) \
-            if reaches or (memory is not None and await memory.may_bring(elsewhere)) else None
-        own_query = Query(query, vector, writer or asks_of, span=asked_about, own=frozenset(asked), about_past=about_past,
-                          with_turn_before=with_turn_before)
+
+    async def recall(self, session: SessionRecord, context: ActiveContext,
+                     active: Sequence[MessageRecord], asked: Asked, budget: int,
+                     whole: int | None = None, movable: recall_room.Movable = recall_room.NOTHING) -> Recall:
+        """What the turn whose new message is `asked` (`ask`) recalls within `budget` tokens:
+        from its own history, then from the user's other sessions (memory) within what is
+        left of `whole` (default: `budget`). Nothing said after the question is (a regenerated
+        turn's: the answers it replaces). When the message reaches into the past, the room
+        of the `movable` exchanges is its own too (`Recall.displaced` says which it took)."""
+        if budget + movable.tokens < MIN_ROOM:
+            return NONE
+        index, user, memory = asked.index, asked.user, self.memory
+        reaches = self._reaches(session, context, user, index, asked.asked, asked.about_past)
+        # the message's vector only where a ranking may use it (a round trip to the embedding model)
+        vector = await self._vector(index, active, user, asked.question if asked.about_them and asked.asked else None,
+                                    asked.with_turn_before) if reaches or asked.memory_may else None
+        own_query = Query(asked.terms, vector, asked.writer or asked.elsewhere.asks_of, span=asked.elsewhere.span,
+                          own=asked.elsewhere.own, about_past=asked.about_past, with_turn_before=asked.with_turn_before)
+        in_prompt = self._in_prompt(session, context, user)
         own, displaced = self.own.passages(session, context, user, index, own_query, in_prompt, budget, movable) \
             if reaches else ([], ())
         model = session.model
@@ -144,7 +165,7 @@ class Recaller:
                 room = min(room, self.config.memory_budget)
             overhead = self.estimator.estimate(model, memory_block.FRAME)
             remembered, memory_note = await bring(
-                memory, session, dataclasses.replace(elsewhere, vector=vector),
+                memory, session, dataclasses.replace(asked.elsewhere, vector=vector),
                 room, overhead,
                 lambda pid, name: self.estimator.estimate(model, memory_block.line_features(memory, pid, name)))
         if not own and not remembered:

@@ -14,6 +14,7 @@ from ctxkeep.daemon.context.estimator import Estimate, Estimator
 from ctxkeep.daemon.context.features import Vector, add
 from ctxkeep.daemon.context.parts import Parts
 from ctxkeep.daemon.context.usage import measure, reply_room
+from ctxkeep.daemon.recall.asked import Asked
 from ctxkeep.daemon.recall.recalled import NONE as NO_RECALL
 from ctxkeep.daemon.recall.recalled import Recall
 from ctxkeep.daemon.recall.recaller import Recaller
@@ -76,24 +77,31 @@ class TurnRecall:
         allowance is asked again, smaller), up to its cap — and, when the message reaches
         into the past, in the room of the oldest verbatim exchanges too, which then leave
         the active context with this turn (`compacted` undoes that if the turn fails)."""
-        recall, estimate = await self._recalled(view, user, features, estimate, self._movable(view))
+        try:
+            asked = await self.recaller.ask(*view, user)
+        except Exception:  # a turn goes on without recall rather than fail
+            log.exception("session=%s recall failed: the turn goes on without it", view.session.id)
+            return view, features, NO_RECALL, estimate
+        if asked is None:  # nothing it could bring: its room is not worked out
+            return view, features, NO_RECALL, estimate
+        recall, estimate = await self._recalled(view, asked, features, estimate, self._movable(view))
         if not recall.displaced:
             return view, features, recall, estimate
         view = await self.auto.displace(view, recall.displaced, compacted)
         estimator = self.parts.estimator
         features = add(estimator.context_features(*view, user), offered)
-        recall, estimate = await self._recalled(view, user, features, estimator.of_features(view.session, features),
+        recall, estimate = await self._recalled(view, asked, features, estimator.of_features(view.session, features),
                                                 reaching=True)
         return view, features, recall, estimate
 
-    async def _recalled(self, view: View, user: MessageRecord, features: Vector, estimate: Estimate,
+    async def _recalled(self, view: View, asked: Asked, features: Vector, estimate: Estimate,
                         moving: Movable = NOTHING, reaching: bool = False) -> tuple[Recall, Estimate]:
         """Recall within the room the prompt leaves (and the room of `moving`), bounded by
         the reading speed (`recall_read_seconds`) but never below its best few passages
         (`read_floor`); a cut is said in the recall (`found`, `cut`). `reaching`: the message
         reaches into the past and older exchanges made room for it, so recall's cap is the
         reach's (REACH_SHARE), not the everyday one."""
-        session = view.session
+        session, user = view.session, asked.user
         estimator, config = self.parts.estimator, self.parts.config
         slow = self.parts.announcer.recall_read(session.model)  # new text every turn, read whole
         budget = measure(*view, estimator, config, slow)
@@ -106,13 +114,13 @@ class TurnRecall:
         room = self.recaller.room(session.window, reserve, raised, reach if reaching else cap, margin)
         whole = self.recaller.room(session.window, reserve, raised, session.window, margin)
         moving = bounded(moving, reach - room)
-        found, recall = await self._fitted(view, user, features, estimate, room, whole, moving)
+        found, recall = await self._fitted(view, asked, features, estimate, room, whole, moving)
         found_passages = max(1, len(found.passages) + len(found.remembered))
         if slow is None or found.tokens <= slow or not found.block or found_passages <= read_floor(user.content):
             return found, recall  # within the bound, or no more than the best few it keeps
         least = min(room + moving.tokens, max(slow, read_floor(user.content) * found.tokens // found_passages))
         while True:  # the best passages may be longer than the average: widened until one fits
-            kept, with_kept = await self._fitted(view, user, features, estimate, min(least, room), min(least, whole),
+            kept, with_kept = await self._fitted(view, asked, features, estimate, min(least, room), min(least, whole),
                                                  bounded(moving, least - room))
             if kept.block or least >= found.tokens:
                 break
@@ -124,7 +132,7 @@ class TurnRecall:
         log.info("session=%s recall: %s", session.id, cut)
         return replace(kept, found=found.tokens, cut="; ".join(filter(None, [cut, kept.cut]))), with_kept
 
-    async def _fitted(self, view: View, user: MessageRecord, features: Vector, estimate: Estimate,
+    async def _fitted(self, view: View, asked: Asked, features: Vector, estimate: Estimate,
                       room: int, whole: int, moving: Movable) -> tuple[Recall, Estimate]:
         """Recall within `room` (memory within `whole`), asked again smaller while its block
         would not fit with its own allowance."""
@@ -135,7 +143,7 @@ class TurnRecall:
                   estimate.uncertain, estimate.novel)
         for _ in range(3):
             try:
-                recall = await self.recaller.recall(*view, user, room, whole, moving)
+                recall = await self.recaller.recall(*view, asked, room, whole, moving)
             except Exception:  # a turn goes on without recall rather than fail
                 log.exception("session=%s recall failed: the turn goes on without it", session.id)
                 return NO_RECALL, estimate
