@@ -26,7 +26,7 @@ from ctxkeep.daemon.retrieval.semantic import Embedder
 from ctxkeep.daemon.store.errors import StoreError
 from ctxkeep.daemon.store.records import SessionRecord
 from ctxkeep.daemon.store.store import Store
-from ctxkeep.protocol.events import Event, SessionDeleted
+from ctxkeep.protocol.events import Event, SessionCreated, SessionDeleted
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +85,8 @@ class Memory:
                     self._start_build()  # mostly deleted passages: read again (the old one serves meanwhile)
         else:
             self._dirty.add(session_id)
+            if isinstance(event, SessionCreated):  # read before its first turn, not by it
+                self.read_soon()
 
     async def ready(self) -> MemoryIndex | None:
         """The index, up to date with what the bus reported; None while it is first built."""
@@ -123,9 +125,9 @@ class Memory:
         return task
 
     def read_soon(self) -> None:
-        """A turn stored its messages: read them into the index once no turn is starting
-        (jobs/giving_way.py), so that the next turn finds them read instead of reading
-        them before its first token."""
+        """A turn stored its messages, or a session was made: read them into the index once
+        no turn is starting (jobs/giving_way.py), so that the next turn finds them read
+        instead of reading them before its first token."""
         if self.index is not None and (self._soon is None or self._soon.done()):
             self._soon = self._spawn(self._read_soon(), "memory-read-soon")
 

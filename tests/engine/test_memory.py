@@ -160,12 +160,6 @@ def test_a_large_import_is_read_into_memory_off_the_event_loop(tmp_path):
 
     async def scenario(app):
         assert await app.services.memory.built(10)  # read (empty) before the import
-        filler = [ImportedMessage(role="user" if i % 2 == 0 else "assistant", content=f"note {i} about the shed")
-                  for i in range(INLINE_MESSAGES + 200)]
-        await app.call(requests.SessionImport(name="big", model=MODEL, messages=[
-            ImportedMessage(role="user", content=SISTER), ImportedMessage(role="assistant", content="Noted."),
-            *filler]))
-        asker = await new(app, "asker")
         memory = app.services.memory
         threaded, read_in_thread = [], memory.reader._read_in_thread
 
@@ -174,7 +168,13 @@ def test_a_large_import_is_read_into_memory_off_the_event_loop(tmp_path):
             said.append(memory.status())
             await read_in_thread(index, owner, session)
         memory.reader._read_in_thread = spied
-        await say(app, asker, "Hello there, how are things?")  # its recall starts the catch-up
+        filler = [ImportedMessage(role="user" if i % 2 == 0 else "assistant", content=f"note {i} about the shed")
+                  for i in range(INLINE_MESSAGES + 200)]
+        await app.call(requests.SessionImport(name="big", model=MODEL, messages=[
+            ImportedMessage(role="user", content=SISTER), ImportedMessage(role="assistant", content="Noted."),
+            *filler]))
+        asker = await new(app, "asker")
+        await say(app, asker, "Hello there, how are things?")  # read soon after the import, or by this turn
         assert threaded == ["big"]
         for _ in range(200):
             if not memory.mutating and not memory._tasks:

@@ -1,6 +1,8 @@
 """When memory reads a session again (in-process): only when what it reads of the session
 may have changed; what changed still reaches the next turn."""
 
+import asyncio
+
 from test_memory import QUESTION, SISTER, new, run, say
 
 from ctxkeep.daemon.store.shown import session_info
@@ -68,3 +70,23 @@ def test_a_forgetting_taken_back_is_remembered_by_the_very_next_turn(tmp_path):
         return family, await say(app, await new(app, "asked"), QUESTION)
     (family, recalled), _ = run(tmp_path, scenario)
     assert (family, SISTER) in [(p.session_id, p.text) for p in recalled]
+
+
+def test_a_new_session_is_read_before_its_first_turn_not_by_it(tmp_path):
+    """A session made is read into memory in the background (no turn starting), so its first
+    turn does not read it before its first token."""
+    async def scenario(app):
+        memory = app.services.memory
+        assert await memory.built(10)
+        read = spy_on_reading(app)
+        made = await new(app, "made")
+        for _ in range(100):  # read in the background: no turn, no search asks for it
+            if (made, 0) in read:
+                break
+            await asyncio.sleep(0.02)
+        before = list(read)
+        await say(app, made, QUESTION)
+        return made, before, read
+    (made, before, read), _ = run(tmp_path, scenario)
+    assert before == [(made, 0)]
+    assert read.count((made, 0)) == 1  # its turn did not read it again before its prompt
