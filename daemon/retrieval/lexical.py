@@ -8,7 +8,7 @@ and the time stamps front-ends write (bm25.py ranks passages by them).
 
 import re
 
-import snowballstemmer
+import Stemmer
 
 _WORD = re.compile(r"[^\W_]{2,}|\d")
 #: Common English words that say nothing of what a text is about (with what is left of a
@@ -23,7 +23,7 @@ under until up very was we well were what when where which while who whom why wi
 yes yet you your yours yourself
 ve ll re don isn aren wasn weren doesn didn hasn haven hadn won wouldn couldn shouldn""".split())
 _STEMS: dict[str, str] = {}
-_STEMMER = snowballstemmer.stemmer("english")
+_STEMMER = Stemmer.Stemmer("english")
 #: Stems remembered (the distinct words of many sessions), after which the memo starts over.
 _STEMS_KEPT = 200_000
 
