@@ -7,8 +7,9 @@ with non-blocking reads; it sleeps only when the socket says nothing is queued. 
 publisher reads its XPUB sockets and their monitors the same way.
 
 libzmq's descriptor is edge-triggered: it signals once when commands arrive, and any
-operation on the socket (a send too) may consume that signal. So a read that finds
-nothing checks `EVENTS` again before it sleeps, and every send checks it after.
+operation on the socket (a send too) may consume that signal, or raise it with nothing to
+read. So a read asks `EVENTS` first (a read that finds nothing raises, which costs more
+than the read), checks it again before it sleeps, and every send checks it after.
 """
 
 import asyncio
@@ -40,12 +41,18 @@ class Inbox:
         if self._taken % BATCH == 0:
             await asyncio.sleep(0)  # a burst of messages does not starve other tasks
         while True:
-            try:
-                return self.socket.recv_multipart(zmq.NOBLOCK, copy=copy)
-            except zmq.Again:
-                self._wake.clear()
-                if not int(self.socket.getsockopt(zmq.EVENTS)) & zmq.POLLIN:
-                    await self._wake.wait()
+            if self._queued():  # (a read that finds nothing raises zmq.Again: 10-16 µs here)
+                try:
+                    return self.socket.recv_multipart(zmq.NOBLOCK, copy=copy)
+                except zmq.Again:
+                    pass
+            self._wake.clear()
+            if not self._queued():
+                await self._wake.wait()
+
+    def _queued(self) -> bool:
+        """Whether a message is queued (reading EVENTS also takes the descriptor's signal)."""
+        return bool(int(self.socket.getsockopt(zmq.EVENTS)) & zmq.POLLIN)
 
     def take_queued(self) -> list[list[bytes]]:
         """Every message already queued, without waiting (a task asleep in `receive` is
@@ -56,7 +63,7 @@ class Inbox:
                 taken.append(self.socket.recv_multipart(zmq.NOBLOCK))
             except zmq.Again:
                 break
-        if int(self.socket.getsockopt(zmq.EVENTS)) & zmq.POLLIN:
+        if self._queued():
             self._wake.set()
         return taken
 
@@ -65,7 +72,7 @@ class Inbox:
         try:
             self.socket.send_multipart(frames, zmq.NOBLOCK)
         finally:
-            if int(self.socket.getsockopt(zmq.EVENTS)) & zmq.POLLIN:
+            if self._queued():
                 self._wake.set()  # the send may have taken the descriptor's signal
 
     def close(self) -> None:
