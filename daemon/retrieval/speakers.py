@@ -165,6 +165,8 @@ class Speakers:
     @staticmethod
     def _named(people: dict[str, str], text: str) -> list[str]:
         """The roles whose person `text` names, other than to address them."""
+        if not people:  # no chat log: nothing to name (and no names to look for)
+            return []
         greeted = set(addressed(text))
         return [role for role, name in people.items() if name.split()[0] not in greeted
                 and re.search(rf"(?<![\w-]){re.escape(name.split()[0])}(?![\w-])", text)]
