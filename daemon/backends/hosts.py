@@ -102,6 +102,11 @@ class Hosts:
     async def facts(self, model: str) -> ModelFacts:
         """What the servers say of `model`: the smallest window of those that serve it, so
         a prompt fits whichever answers."""
+        ranked = self.ranked(model)
+        asked = ranked[:1] + [h for h in ranked[1:] if h.serves(model) and h.due(time.monotonic())]
+        known = [f for f in (h.backend.known_facts(model) for h in asked) if f is not None]
+        if asked and len(known) == len(asked):  # each said it already (every turn asks): no call to route
+            return _narrowest(known)
         found = [await self._each(model, lambda b: b.facts(model))]
         for host in self.ranked(model)[1:]:
             if host.serves(model) and host.due(time.monotonic()):

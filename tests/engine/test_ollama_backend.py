@@ -115,6 +115,28 @@ def test_check_reports_the_version_and_facts_come_from_show(standin: OllamaStand
     assert facts.context_length == 4096 and facts.parameter_size == "1.2B"
 
 
+def test_facts_said_before_are_given_at_once_and_say_nothing_of_whether_the_server_is_up(standin: OllamaStandin):
+    """Every turn asks its model's facts: once a server said them, they come without a call
+    (the server may be gone by then), and a server marked down stays down: its cached facts
+    are no answer from it."""
+    from ctxkeep.daemon.backends.host import Host
+    from ctxkeep.daemon.backends.hosts import Hosts
+    host = Host(OllamaBackend(standin.url, connect_timeout=2.0, read_timeout=10.0))
+    hosts = Hosts([host])
+
+    async def go():
+        said = await hosts.facts("small:1b")
+        standin.stop()
+        hosts.routing.down(host)
+        host.retry_at = 0.0  # due to be tried again
+        again = await hosts.facts("small:1b")
+        await hosts.close()
+        return said, again
+    said, again = run(go())
+    assert again == said and said.context_length == 4096
+    assert host.failures == 1  # still down
+
+
 def test_unreachable_and_unknown_model_say_what_to_do(standin: OllamaStandin):
     async def down(backend: OllamaBackend):
         status = await backend.check()
