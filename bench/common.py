@@ -103,13 +103,18 @@ def bare_relay(url: str, durable: bool = False) -> Iterator[tuple[str, str]]:
 @contextmanager
 def checkout_at(rev: str) -> Iterator[str]:
     """This repository's commit `rev` checked out in a temporary folder (a git worktree,
-    removed after); yields a folder to put on PYTHONPATH whose `ctxkeep` package is that
-    commit's (pyproject.toml maps ctxkeep.daemon to daemon/, and so on)."""
+    removed after, its modules byte-compiled); yields a folder to put on PYTHONPATH whose
+    `ctxkeep` package is that commit's (pyproject.toml maps ctxkeep.daemon to daemon/, and so
+    on)."""
     repo = Path(__file__).resolve().parent.parent
     folder = Path(tempfile.mkdtemp(prefix="ckrev", dir="/tmp"))
     tree, path = folder / "tree", folder / "path"
     subprocess.run(["git", "-C", str(repo), "worktree", "add", "--detach", str(tree), rev],
                    check=True, capture_output=True)
+    # byte-compiled as ./test.sh compiles this tree, even where PYTHONDONTWRITEBYTECODE is set:
+    # else each of its daemons compiles every module at its start (startup.py's figures doubled)
+    subprocess.run([sys.executable, "-m", "compileall", "-q", "-j", "0",
+                    *(str(tree / part) for part in ("protocol", "daemon", "clients"))], check=True)
     try:
         (path / "ctxkeep").mkdir(parents=True)
         for part in ("protocol", "daemon", "clients", "systemd"):
