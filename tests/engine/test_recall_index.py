@@ -51,3 +51,33 @@ def test_a_turn_sent_while_an_import_is_indexed_reads_the_whole_index(tmp_path, 
     seqs = [p.seq for p in index.lexical.passages if p.part == 0]
     assert len(seqs) == len(set(seqs)) == len(lines) + 2  # each once: the import, the question, its answer
     assert sum(index.speakers.messages.values()) == len(lines) + 2
+
+
+def test_an_index_no_longer_kept_is_freed_after_the_turn_that_drops_it_has_started(tmp_path):
+    """The indexes of the sessions used last are kept; the turn of one more drops the oldest,
+    which is freed once no turn is starting (freeing a large one takes milliseconds), not
+    before that turn's first token."""
+    app = InProcess(tmp_path, MemoryBackend(reply=filler_reply), Config(embed_model="", embed_builtin=False))
+    kept = app.services.recaller.indexes
+
+    async def go():
+        sids = []
+        for n in range(indexes.SESSIONS_KEPT + 1):
+            sids.append((await app.call(requests.SessionCreate(model=MODEL, num_ctx=4096))).session.id)
+            await app.call(requests.Send(session=sids[-1], text=f"Remember that the shed key {n} is blue."))
+            await app.services.jobs.drain(30)
+        oldest = kept._kept[sids[1]]
+        started = app.services.generations.giving_way.starting()  # a turn starting
+        await app.call(requests.Send(session=(await app.call(requests.SessionCreate(model=MODEL))).session.id,
+                                     text="Where did I say the shed key was?"))
+        held = [i for i in kept.released if i is oldest]
+        started()
+        for _ in range(100):
+            if not kept.released:
+                break
+            await asyncio.sleep(0.01)
+        return sids, held, list(kept.released)
+    sids, held, after = asyncio.run(go())
+    app.close()
+    assert sids[1] not in kept._kept and len(held) == 1  # dropped, but held while a turn started
+    assert after == []  # freed once none is
