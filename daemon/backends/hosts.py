@@ -103,18 +103,23 @@ class Hosts:
         """What the servers say of `model`: the smallest window of those that serve it, so
         a prompt fits whichever answers."""
         ranked = self.ranked(model)
-        asked = ranked[:1] + [h for h in ranked[1:] if h.serves(model) and h.due(time.monotonic())]
+        asked = ranked[:1] + self._beside(ranked, model)
         known = [f for f in (h.backend.known_facts(model) for h in asked) if f is not None]
         if asked and len(known) == len(asked):  # each said it already (every turn asks): no call to route
             return _narrowest(known)
         found = [await self._each(model, lambda b: b.facts(model))]
-        for host in self.ranked(model)[1:]:
-            if host.serves(model) and host.due(time.monotonic()):
-                try:
-                    found.append(await host.backend.facts(model))
-                except ModelCallError:
-                    pass
+        for host in self._beside(self.ranked(model), model):
+            try:
+                found.append(await host.backend.facts(model))
+            except ModelCallError:
+                pass
         return _narrowest(found)
+
+    @staticmethod
+    def _beside(ranked: list[Host], model: str) -> list[Host]:
+        """The servers asked for a model's facts besides the first to answer: the others that
+        serve it and are due to be asked."""
+        return [h for h in ranked[1:] if h.serves(model) and h.due(time.monotonic())]
 
     async def installed(self, details: bool = True) -> list[ModelInfo]:
         """Every server's models, one row per model with the servers that have it; a

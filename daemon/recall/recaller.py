@@ -103,7 +103,7 @@ class Recaller:
         bring it nothing: no passage of the session lies outside the prompt (or none the
         message may ask of: gate.py), and memory's rules leave it nothing either."""
         asked = await self.read(session, context, active, user)
-        reaches = self._reaches(session, context, user, asked.index, asked.asked, asked.about_past)
+        reaches = self._reaches(session, self._in_prompt(session, context, user), asked)
         return asked if reaches or asked.memory_may else None
 
     async def read(self, session: SessionRecord, context: ActiveContext, active: Sequence[MessageRecord],
@@ -125,12 +125,12 @@ class Recaller:
                      leans_back and asking.refers_back(user.content), elsewhere, of_the_past or about_them,
                      memory is not None and await memory.may_bring(elsewhere))
 
-    def _reaches(self, session: SessionRecord, context: ActiveContext, user: MessageRecord, index: SessionIndex,
-                 asked: list[str], about_past: bool) -> bool:
+    def _reaches(self, session: SessionRecord, in_prompt: set[int], asked: Asked) -> bool:
         """Whether the session's own history may give the message anything: recall is on for
-        it, some message lies outside the prompt, and the message may ask of the past (gate.py)."""
-        return self.enabled(session) and session.message_count > len(self._in_prompt(session, context, user)) \
-            and gate.may_ask(index, asked, about_past)
+        it, some message lies outside the prompt (`in_prompt`: `_in_prompt`), and the message
+        may ask of the past (gate.py)."""
+        return self.enabled(session) and session.message_count > len(in_prompt) \
+            and gate.may_ask(asked.index, asked.asked, asked.about_past)
 
     async def recall(self, session: SessionRecord, context: ActiveContext,
                      active: Sequence[MessageRecord], asked: Asked, budget: int,
@@ -143,13 +143,13 @@ class Recaller:
         if budget + movable.tokens < MIN_ROOM:
             return NONE
         index, user, memory = asked.index, asked.user, self.memory
-        reaches = self._reaches(session, context, user, index, asked.asked, asked.about_past)
+        in_prompt = self._in_prompt(session, context, user)
+        reaches = self._reaches(session, in_prompt, asked)
         # the message's vector only where a ranking may use it (a round trip to the embedding model)
         vector = await self._vector(index, active, user, asked.question if asked.about_them and asked.asked else None,
                                     asked.with_turn_before) if reaches or asked.memory_may else None
         own_query = Query(asked.terms, vector, asked.writer or asked.elsewhere.asks_of, span=asked.elsewhere.span,
                           own=asked.elsewhere.own, about_past=asked.about_past, with_turn_before=asked.with_turn_before)
-        in_prompt = self._in_prompt(session, context, user)
         own, displaced = self.own.passages(session, context, user, index, own_query, in_prompt, budget, movable) \
             if reaches else ([], ())
         model = session.model
