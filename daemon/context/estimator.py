@@ -132,13 +132,12 @@ class Estimator:
         put in, each estimated whole (two different texts, however alike their features)."""
         w = self.weights(session.model)
         calibration = self._calibration(session.model)
-        anchor = widened(session.anchor.features)
-        anchored = session.anchor.model == session.model and anchor is not None
-        old = (widened(session.anchor.recall) or ZERO) if anchored else ZERO
-        base = tuple(a - r for a, r in zip(anchor or ZERO, old))
-        delta = tuple(f - b for f, b in zip(features, base))
+        # an anchor counted for another model (the session's model was changed since) says nothing
+        anchor = widened(session.anchor.features) if session.anchor.model == session.model else None
+        old = (widened(session.anchor.recall) or ZERO) if anchor is not None else ZERO
+        delta = features if anchor is None else tuple(map(operator.sub, features, map(operator.sub, anchor, old)))
         cost = lambda v: sum(map(operator.mul, w, map(abs, v))) if any(v) else 0.0
-        tokens = ((session.anchor.tokens - cost(old)) if anchored else 0) \
+        tokens = ((session.anchor.tokens - cost(old)) if anchor is not None else 0) \
             + sum(map(operator.mul, w, delta)) + cost(recall)
         uncertain = math.ceil(cost(delta) + cost(old) + cost(recall))
         novel = math.ceil(sum(fitting.uncovered(calibration, w, v) for v in (delta, old, recall) if any(v)))

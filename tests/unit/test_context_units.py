@@ -98,6 +98,29 @@ def test_level2_keeps_the_more_relevant_half():
     assert dropped == {1, 3}  # ceil(5 / 2) = 3 kept: 0, 4, 2
 
 
+def test_an_anchor_counted_for_another_model_is_not_built_on(tmp_path):
+    """A session whose model was changed after a turn keeps the old model's count (its
+    anchor) until a turn of the new model counts again: the new model's estimate is of the
+    whole prompt, as for a session never counted, not of what was added since."""
+    from ctxkeep.daemon.context.features import add
+    from ctxkeep.daemon.store.prompt_count import Anchor
+    from ctxkeep.daemon.store.records import SessionRecord
+    from ctxkeep.daemon.tokens import text_features
+    store = Store.open(tmp_path)
+    try:
+        est = Estimator(store)
+        counted = text_features("a conversation of some length " * 200)
+        now = add(counted, text_features("and one more question"))
+        session = SessionRecord(id="s", name="s", model="new", num_ctx=8192, created=0.0, updated=0.0)
+        never = est.of_features(session, now)
+        session.anchor = Anchor(tokens=1500, features=list(counted), model="old")
+        assert est.of_features(session, now) == never
+        session.anchor = Anchor(tokens=1500, features=list(counted), model="new")
+        assert est.of_features(session, now).tokens == 1500 + est.estimate("new", text_features("and one more question"))
+    finally:
+        store.close()
+
+
 def test_the_estimator_fit_converges_to_a_tokenizer(tmp_path):
     """Fed the exact counts of one tokenizer, the fitted estimate lands within a few percent
     of texts it has not seen, and its measured margin says so."""
