@@ -49,10 +49,6 @@ log = logging.getLogger(__name__)
 #: How often a streaming answer is saved as a draft (seconds).
 DRAFT_EVERY_S = 1.0
 
-#: The longest a question's commit waits for its model request to be out (building a
-#: request of many thousands of messages takes the ollama package longer).
-SENT_WAIT_S = 0.02
-
 
 class Drafts:
     """What an answer has streamed, saved about once a second (in the writer thread, in order
@@ -74,9 +70,9 @@ class Drafts:
         saved.add_done_callback(lambda f: f.cancelled() or f.exception())  # a lost draft is no failure
 
 
-async def _chain(first: "asyncio.Future", rest: AsyncIterator[Any]) -> AsyncGenerator[Any, None]:
-    """The stream whose first chunk was already asked for."""
-    yield await first
+async def _chain(first: Any, rest: AsyncIterator[Any]) -> AsyncGenerator[Any, None]:
+    """The stream whose first chunk was already read."""
+    yield first
     async for chunk in rest:
         yield chunk
 
@@ -207,27 +203,24 @@ class Generations:
     async def _stream(self, job: Job, turn: Turn, question: Question, output: Output,
                       extras: ChatExtras, started: Callable[[], None]) -> None:
         """Send the request and read the answer into `output`. The request goes out from
-        `first`; the question's commit starts the moment it is out (the backend calls
-        back), else when `first` ends, or soon at the latest. `started` is called once
-        the first chunk is in."""
+        this task; the question's commit starts the moment it is out (the backend calls
+        back), or soon at the latest (waiting.first_chunk). `started` is called once the
+        first chunk is in."""
         session = turn.view.session
         backend = self.parts.backend
         self.parts.served.other(session.model)  # whatever it held, it reads this turn now
         messages = await images_in(self.parts.store, turn.messages)
         stream = backend.stream_chat(session.model, messages, turn.options, extras,
                                      on_sent=question.start)
-        first = asyncio.ensure_future(anext(stream))
+        speeds, prompt = self.parts.speeds, turn.estimate.tokens
         try:
-            await asyncio.wait([first, question.commit.future], timeout=SENT_WAIT_S,
-                               return_when=asyncio.FIRST_COMPLETED)
+            first = await waiting.first_chunk(stream, question, lambda: waiting.patience(
+                backend, session.model, job.id,
+                speeds.patience(session.model, prompt, self.parts.config.first_token_timeout),
+                lambda event: self.parts.bus.publish(event, session.id), speeds.said(session.model, prompt)))
             user = await question.settled()
-            speeds, prompt = self.parts.speeds, turn.estimate.tokens
-            await waiting.first_chunk(first, backend, session.model, job.id,
-                                      speeds.patience(session.model, prompt, self.parts.config.first_token_timeout),
-                                      lambda event: self.parts.bus.publish(event, session.id),
-                                      speeds.said(session.model, prompt))
         except BaseException:
-            first.cancel()
+            await stream.aclose()  # ended already, unless the question could not be stored
             raise
         started()
         drafts = Drafts(self.parts.store, session.id, user.seq)
