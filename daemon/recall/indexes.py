@@ -34,7 +34,6 @@ class SessionIndexes:
         self._closing = False
         #: Indexes no longer kept, held until no turn is starting (`_release`).
         self.released: list[SessionIndex] = []
-        self._freeing: asyncio.Task[None] | None = None
 
     async def get(self, session: SessionRecord | str) -> SessionIndex:
         """The session's index, with every message stored so far as its record (`session`;
@@ -62,12 +61,8 @@ class SessionIndexes:
         by the turn that drops it before its first token: freeing a 10,000-message index takes
         ~4 ms."""
         self.released.append(index)
-        if self._freeing is None or self._freeing.done():
-            self._freeing = asyncio.get_running_loop().create_task(self._free(), name="recall-index-free")
-
-    async def _free(self) -> None:
-        await self.embedder.giving_way.clear()
-        self.released.clear()
+        if len(self.released) == 1:  # the first since they were last freed
+            self.embedder.giving_way.then(self.released.clear)
 
     def _catch_up(self, session_id: str, index: SessionIndex) -> None:
         start: int | None = index.lexical.next_seq
@@ -103,7 +98,4 @@ class SessionIndexes:
     async def close(self) -> None:
         """Stop indexing: one under way stops after its page, before the store closes."""
         self._closing = True
-        freeing = [self._freeing] if self._freeing is not None else []
-        for task in freeing:
-            task.cancel()
-        await asyncio.gather(*self._preparing, *freeing, return_exceptions=True)
+        await asyncio.gather(*self._preparing, return_exceptions=True)

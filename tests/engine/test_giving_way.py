@@ -29,6 +29,24 @@ def test_giving_way_is_clear_once_every_starting_turn_has_started():
     assert asyncio.run(go()) == [False, False, True]
 
 
+def test_work_handed_to_then_runs_on_a_later_loop_turn_once_no_turn_is_starting():
+    async def go() -> list[list[str]]:
+        way, ran = GivingWay(), []
+        started = way.starting()
+        way.then(lambda: ran.append("while starting"))
+        await asyncio.sleep(0)
+        seen = [list(ran)]
+        started()
+        seen.append(list(ran))  # not inside the step that gave the turn its first token
+        await asyncio.sleep(0)
+        seen.append(list(ran))
+        way.then(lambda: ran.append("none starting"))
+        await asyncio.sleep(0)
+        seen.append(list(ran))
+        return seen
+    assert asyncio.run(go()) == [[], [], ["while starting"], ["while starting", "none starting"]]
+
+
 def test_background_embedding_waits_for_a_starting_turns_first_token(tmp_path):
     backend = MemoryBackend()
     embedded: list[str] = []
