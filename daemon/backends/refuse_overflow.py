@@ -53,10 +53,11 @@ class RefuseOverflow(httpx.AsyncBaseTransport):
                 raise ValueError("a /api/chat body that is not a JSON object")
             rest = body[1:].lstrip()
             body = b'{"truncate":false' + (b"}" if rest == b"}" else b"," + rest)
-            headers = [(k, v) for k, v in request.headers.multi_items()
-                       if k.lower() != "content-length"]
-            request = httpx.Request("POST", request.url, headers=headers, content=body,
-                                    extensions=current_trace(request.extensions))
+            # changed in place: a new httpx.Request parses every header again (~20 µs a turn)
+            request.headers["Content-Length"] = str(len(body))
+            request.stream = httpx.ByteStream(body)
+            request._content = body  # what `request.content` says (aread() set it to the old body)
+            request.extensions = current_trace(request.extensions)
         notes = current_notes() if request.url.path.endswith("/api/chat") else None
         response = await self.inner.handle_async_request(request)
         if notes is not None:
