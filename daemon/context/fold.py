@@ -44,6 +44,8 @@ class PrefixFold(Generic[S]):
     def fold(self, session_id: str, key: Hashable, messages: Sequence[MessageRecord]) -> S:
         """The state after every message of `messages`, in order (callable from worker
         threads too: a large context is folded off the event loop)."""
+        if not messages:  # (a new session's: nothing to resume or keep)
+            return self._start()
         seqs = [m.seq for m in messages]
         stored = next((i for i, seq in enumerate(seqs) if seq < 0), len(seqs))
         with self._lock:

@@ -53,7 +53,9 @@ def _check_bytes(what: str, value: str) -> None:
 @handles(requests.SessionCreate, waits=True)
 async def create(services: Services, req: requests.SessionCreate) -> SessionReply:
     record = await new_session(services, req)
-    return SessionReply(id=req.id, session=announce_new(services, record))
+    info = announce_new(services, record)
+    services.recaller.prepare(record.id)  # its recall index made now (after this reply), not by its first turn
+    return SessionReply(id=req.id, session=info)
 
 
 def announce_new(services: Services, record: SessionRecord) -> SessionInfo:

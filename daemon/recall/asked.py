@@ -3,16 +3,15 @@ terms and how it asks, whom of a chat log it asks about, the time it names, and 
 memory's rules leave it anything to bring. Each fitting of the block to the room the prompt
 leaves (turn_recall.py asks again, smaller, where a block would not fit) ranks with it."""
 
-from dataclasses import dataclass
+import msgspec
 
 from ctxkeep.daemon.memory.query import Query
 from ctxkeep.daemon.recall.session_index import SessionIndex
 from ctxkeep.daemon.store.records import MessageRecord
 
 
-@dataclass(frozen=True)
-class Asked:
-    """A turn's new message as recall reads it."""
+class Asked(msgspec.Struct, frozen=True):
+    """A turn's new message as recall reads it (a Struct: made once a turn, at C speed)."""
 
     #: The session's recall index (its passages, and who speaks in a chat log).
     index: SessionIndex

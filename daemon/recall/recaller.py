@@ -10,11 +10,12 @@ passages, and those of the speaker a question asks about, raised); selection is 
 within the budget, an answer with its question. Memory follows (memory/bringing.py).
 """
 
-import dataclasses
 import logging
 import math
 import time
 from collections.abc import Sequence
+
+import msgspec
 
 from ctxkeep.daemon.config import Config
 from ctxkeep.daemon.context.estimator import Estimator
@@ -165,7 +166,7 @@ class Recaller:
                 room = min(room, self.config.memory_budget)
             overhead = self.estimator.estimate(model, memory_block.FRAME)
             remembered, memory_note = await bring(
-                memory, session, dataclasses.replace(asked.elsewhere, vector=vector),
+                memory, session, msgspec.structs.replace(asked.elsewhere, vector=vector),
                 room, overhead,
                 lambda pid, name: self.estimator.estimate(model, memory_block.line_features(memory, pid, name)))
         if not own and not remembered:
@@ -228,7 +229,8 @@ class Recaller:
         self.indexes.forget(session_id)
 
     def prepare(self, session_id: str) -> None:
-        """Index a session ahead of its first turn (an import, a branch), in the background."""
+        """Index a session ahead of its first turn (a new one, an import, a branch), in the
+        background."""
         self.indexes.prepare(session_id)
 
     def stored(self, session_id: str) -> None:
