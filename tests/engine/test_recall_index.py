@@ -81,3 +81,22 @@ def test_an_index_no_longer_kept_is_freed_after_the_turn_that_drops_it_has_start
     app.close()
     assert sids[1] not in kept._kept and len(held) == 1  # dropped, but held while a turn started
     assert after == []  # freed once none is
+
+
+def test_a_new_sessions_index_is_made_at_its_creation_not_by_its_first_turn(tmp_path):
+    """Its first turn finds the index there (making it, and dropping the oldest kept, is off
+    that turn's way to the model)."""
+    app = InProcess(tmp_path, MemoryBackend(reply=filler_reply), Config(embed_model="", embed_builtin=False))
+    kept = app.services.recaller.indexes
+
+    async def go() -> tuple[bool, bool]:
+        sid = (await app.call(requests.SessionCreate(model=MODEL))).session.id
+        at_once = sid in kept._kept
+        for _ in range(100):
+            if sid in kept._kept:
+                break
+            await asyncio.sleep(0.01)
+        return at_once, sid in kept._kept
+    at_once, soon = asyncio.run(go())
+    app.close()
+    assert not at_once and soon  # after the reply, in the background
