@@ -222,12 +222,14 @@ class Generations:
         except BaseException:
             await stream.aclose()  # ended already, unless the question could not be stored
             raise
+        output.add(first)  # the first token goes out now, before the rest of the reading is set up
         started()
         drafts = Drafts(self.parts.store, session.id, user.seq)
         watch = RepetitionWatch(self.parts.config.repetition_stop)
         async with aclosing(_chain(first, stream)) as chunks:
             async for chunk in chunks:
-                output.add(chunk)
+                if chunk is not first:
+                    output.add(chunk)
                 drafts.update(output)
                 if watch.add(chunk.content):  # a loop: stopped here, kept, and said so
                     log.info("session=%s generation=%s stopped: the answer repeats itself", session.id, job.id)
