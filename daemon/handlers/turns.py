@@ -42,6 +42,8 @@ def extras(req: Turn, record: SessionRecord) -> ChatExtras:
 def last_calls(services: Services, record: SessionRecord) -> list[ToolCall]:
     """The session's last message's tool calls, when it is a whole answer calling some
     (compaction summaries stored after it aside)."""
+    if not record.next_seq:  # a new session: nothing to read
+        return []
     tail = services.store.history.messages(record.id, range(max(0, record.next_seq - 8), record.next_seq))
     last = next((m for m in reversed(tail) if m.kind == "message"), None)
     if last is None or last.role != "assistant" or last.status != "complete":
