@@ -49,6 +49,8 @@ def _looks_like_path(path: str) -> bool:
 
 def find_refs(text: str) -> list[FileRef]:
     """The references in `text`, in order."""
+    if "@" not in text:  # (most messages: no regular expression run)
+        return []
     masked = _CODE.sub(lambda m: " " * len(m.group()), text)
     refs = []
     for m in _REF.finditer(masked):
