@@ -9,6 +9,7 @@ cached vector (a stored message never changes), in O(active messages) with no te
 re-read, and equals `prompt_features` of the built prompt exactly.
 """
 
+import operator
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from typing import Any, NamedTuple, cast
@@ -27,11 +28,19 @@ __all__ = ["FEATURES", "ONE", "Vector", "ZERO", "text_features"]
 
 
 def add(*vectors: Vector) -> Vector:
-    return tuple(map(sum, zip(*vectors))) if vectors else ZERO
+    """The vectors' sum. Most sums of a message's parts are of one vector and ZEROs (no
+    files, images or tool calls): those cost no arithmetic."""
+    some = [v for v in vectors if v is not ZERO]
+    if len(some) == 2:
+        return tuple(map(operator.add, *some))
+    if len(some) < 2:
+        return some[0] if some else ZERO
+    return tuple(map(sum, zip(*some)))
 
 
 def scale(v: Vector, k: float) -> Vector:
-    return tuple(x * k for x in v)
+    """`v` times `k` (ZERO itself for none: a message's count of files, images, calls)."""
+    return tuple(x * k for x in v) if k else ZERO
 
 
 #: What joins two texts merged into one message ("\n\n").
