@@ -102,29 +102,43 @@ class Recaller:
                   user: MessageRecord) -> Asked | None:
         """What the turn's new message `user` asks (`read`), once a turn; None where recall can
         bring it nothing: no passage of the session lies outside the prompt (or none the
-        message may ask of: gate.py), and memory's rules leave it nothing either."""
-        asked = await self.read(session, context, active, user)
-        reaches = self._reaches(session, self._in_prompt(session, context, user), asked)
-        return asked if reaches or asked.memory_may else None
+        message may ask of: gate.py), and memory's rules leave it nothing either. That is
+        decided on the message's gist (`_gist`); the rest is read only where recall goes on."""
+        gist = await self._gist(session, user)
+        reaches = self._reaches(session, self._in_prompt(session, context, user), gist)
+        return self._whole(gist, active) if reaches or gist.memory_may else None
 
     async def read(self, session: SessionRecord, context: ActiveContext, active: Sequence[MessageRecord],
                    user: MessageRecord) -> Asked:
-        """What the new message `user` asks recall (asked.py)."""
+        """What the new message `user` asks recall, whole (asked.py)."""
+        return self._whole(await self._gist(session, user), active)
+
+    async def _gist(self, session: SessionRecord, user: MessageRecord) -> Asked:
+        """What decides whether recall may bring the message anything: its terms, the chat
+        log's people it asks about, whether it speaks of the past, memory's rules (which read
+        only its own terms and that); what ranking needs besides is left empty (`_whole`)."""
         index = await self.indexes.get(session)
         about_them, writer, question = self._of_a_chat_log(index, user)
         asked = asked_terms(question)
-        leans_back = select.leans_on_last_turn(user.content, len(set(asked)), whole=about_them)
-        query = query_terms(asked, self._last_turn(active) if leans_back else "")
         memory = self.memory
         if memory is not None:
             index.texts.add(hash(user.content.strip()))  # the question is this session's (stored or about to be)
         of_the_past = asking.about_the_past(user.content)
-        elsewhere = Query(query, None, asking.addressed(user.content), index.texts,
-                          when.span(user.content, user.created), frozenset(asked),
-                          of_the_past or (memory is not None and await memory.names_people(user.content)))
-        return Asked(index, user, about_them, writer, question, asked, query,
-                     leans_back and asking.refers_back(user.content), elsewhere, of_the_past or about_them,
-                     memory is not None and await memory.may_bring(elsewhere))
+        gist = Query({}, holds=index.texts, own=frozenset(asked),
+                     about_past=of_the_past or (memory is not None and await memory.names_people(user.content)))
+        return Asked(index, user, about_them, writer, question, asked, {}, False, gist, of_the_past or about_them,
+                     memory is not None and await memory.may_bring(gist))
+
+    def _whole(self, gist: Asked, active: Sequence[MessageRecord]) -> Asked:
+        """`gist` with what ranking needs too: the query's weighted terms (with the turn
+        before's where the message leans on it), whose words it asks about, the time it names."""
+        user = gist.user
+        leans_back = select.leans_on_last_turn(user.content, len(set(gist.asked)), whole=gist.about_them)
+        query = query_terms(gist.asked, self._last_turn(active) if leans_back else "")
+        elsewhere = msgspec.structs.replace(gist.elsewhere, terms=query, asks_of=asking.addressed(user.content),
+                                            span=when.span(user.content, user.created))
+        return msgspec.structs.replace(gist, terms=query, elsewhere=elsewhere,
+                                       with_turn_before=leans_back and asking.refers_back(user.content))
 
     def _reaches(self, session: SessionRecord, in_prompt: set[int], asked: Asked) -> bool:
         """Whether the session's own history may give the message anything: recall is on for
