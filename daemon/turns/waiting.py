@@ -56,7 +56,7 @@ async def first_chunk(stream: AsyncIterator[T], question: Question,
     - the question's commit, started by the request's being out (`on_sent`) or after
       SENT_WAIT_S at the latest, is awaited and announced (`query.received` comes before
       any token, however long the model takes);
-    - then `patience` (the waiting reports: `patience`), whose error ends the wait.
+    - then `patience()` (the waiting reports), whose error ends the wait.
 
     Raises what ended the wait: the stream's own error, Withdrawn where the question could
     not be stored, `patience`'s error (the stream has ended then: the wait's cancel went
