@@ -8,6 +8,7 @@ import pytest
 
 from ctxkeep.daemon.config import load
 from ctxkeep.daemon.errors import RequestError
+from ctxkeep.daemon.store.errors import StoreError
 from ctxkeep.daemon.store.store import NoSuchSnapshot, UnknownSession
 from ctxkeep.protocol import ErrorCode, requests
 from ctxkeep.protocol.events import (
@@ -120,6 +121,28 @@ def test_a_question_is_committed_once_its_model_request_is_out(app, monkeypatch)
     first, second = run(turns())
     assert (first.ahead, second.ahead) == (0, 1)
     assert requests_out == [1, 1]  # the first after its request was out; the queued one at once
+
+
+def test_a_question_that_cannot_be_stored_ends_its_turn_while_the_model_is_still_silent(app, monkeypatch):
+    """The question's commit fails (a full disk) while the model has sent nothing yet: the
+    send is answered with the error, and the turn ends without waiting for the model's first
+    token, and without an event (no client was told of it)."""
+    async def full(session_id, messages, **how):
+        raise StoreError("MDB_MAP_FULL: the disk is full")
+    monkeypatch.setattr(app.store.history, "append_async", full)
+
+    async def turn() -> tuple[str, bool]:
+        sid = (await app.call(requests.SessionCreate(model=MODEL))).session.id
+        app.backend.hold()  # the model sends nothing until released
+        with pytest.raises(StoreError):
+            await asyncio.wait_for(app.call(requests.Send(session=sid, text="hello")), 10)
+        ended = await app.services.jobs.idle(sid, 5)  # while the model is still held
+        app.backend.release()
+        return sid, ended
+    sid, ended = run(turn())
+    assert ended
+    assert not [e for e in app.bus.seen if isinstance(e, (ResponseGeneration, GenerationError))]
+    assert app.store.history.page(sid)[0] == []
 
 
 class Unsendable(MemoryBackend):
