@@ -168,10 +168,14 @@ class MemoryBackend:
         """The answer as far as `num_predict` lets it go (generation stops there, as
         Ollama's does), and whether it was cut."""
         limit = int(options.get("num_predict") or 0)
-        cut = limit > 0 and self.count(text) > limit
-        while cut and text and self.count(text) > limit:
-            text = text.rsplit(" ", 1)[0] if " " in text else ""
-        return text, cut
+        if not (limit > 0 and self.count(text) > limit):
+            return text, False
+        words = text.split(" ")
+        fits, over = 0, len(words)  # the most words that fit: a prefix's count grows with it
+        while over - fits > 1:
+            middle = (fits + over) // 2
+            fits, over = (middle, over) if self.count(" ".join(words[:middle])) <= limit else (fits, middle)
+        return " ".join(words[:fits]), True
 
     async def chat_once(self, model: str, messages: Sequence[Mapping[str, Any]],
                         options: Mapping[str, Any]) -> ChatChunk:

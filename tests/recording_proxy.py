@@ -62,19 +62,25 @@ class RecordingProxy:
                 self.send_header("Transfer-Encoding", "chunked")
                 self.end_headers()
                 seen = b""
-                while True:
-                    piece = answer.read1(65536)
-                    if not piece:
-                        break
-                    seen += piece
-                    self.wfile.write(f"{len(piece):x}\r\n".encode() + piece + b"\r\n")
+                try:
+                    while True:
+                        piece = answer.read1(65536)
+                        if not piece:
+                            break
+                        seen += piece
+                        self.wfile.write(f"{len(piece):x}\r\n".encode() + piece + b"\r\n")
+                        self.wfile.flush()
+                    self.wfile.write(b"0\r\n\r\n")
                     self.wfile.flush()
-                self.wfile.write(b"0\r\n\r\n")
-                self.wfile.flush()
+                except (BrokenPipeError, ConnectionResetError):
+                    # ctxkeepd closed its connection (a turn stopped or cancelled): the server's
+                    # is closed too, as a client's going away does to it, and the rest untold
+                    self.close_connection = True
+                finally:
+                    conn.close()
                 if exchange is not None:
                     exchange.usage, exchange.raw = usage_of(seen), seen
                     exchange.seconds = time.monotonic() - started
-                conn.close()
 
             def do_GET(self) -> None:
                 self._pass("GET")
