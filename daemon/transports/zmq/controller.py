@@ -48,8 +48,7 @@ class Controller:
         """Receive requests. Each client's requests are handled one after another, in the
         order sent (so its replies and its jobs keep that order); different clients are
         served at once, so one client's slow request (a file to read, a model to ask)
-        never holds up another's. Requests that never wait are answered inline; the others
-        in a task whose first step runs at once (a turn's, up to its model request: eager.py)."""
+        never holds up another's. Requests that never wait are answered inline."""
         caller = Caller(remote=remote)  # this socket's requests come over TCP (or not)
         router = Inbox(socket)
         last: dict[bytes, asyncio.Task[None]] = {}
@@ -62,6 +61,7 @@ class Controller:
                 if before is None and not isinstance(request, bytes) and type(request) not in WAITING:
                     self._reply(router, peer, envelope, await self.dispatch(request, caller))
                     continue
+                # its first step (a turn: up to its model request being out) runs now
                 task = eager_task(self._answer(router, peer, envelope, request, caller, before))
                 last[peer] = task
                 task.add_done_callback(partial(_forget, last, peer))
