@@ -30,7 +30,6 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ctxkeep.daemon.jobs.eager import eager_task
 from ctxkeep.protocol import ErrorCode
 from ctxkeep.protocol.events import CompactionResult, Event, GenerationError
 
@@ -132,12 +131,12 @@ class SessionJobs:
             queue = self._queues[job.session_id] = deque()
         ahead = len(queue)
         queue.append(job)
-        if became_busy:
-            if announce:
-                self._on_busy(job.session_id)
-            self._start(job)  # its first step runs now, before the worker's
+        if became_busy:  # its body starts on the loop's next turn, not after the worker's first
+            self._start(job)
             self._workers[job.session_id] = asyncio.create_task(
                 self._work(job.session_id, queue), name=f"jobs-{job.session_id}")
+            if announce:
+                self._on_busy(job.session_id)
         return ahead
 
     def announce_busy(self, session_id: str) -> None:
@@ -238,12 +237,12 @@ class SessionJobs:
 
     @staticmethod
     def _start(job: Job) -> "asyncio.Task[None]":
-        """The job's task: its body, whose first step runs now (a turn's, up to its model
-        request being out: jobs/eager.py); `running` from then."""
+        """The job's task: its body, which runs from the loop's next turn on (`running`
+        from then)."""
         async def run() -> None:
             job.state = "running"
             await job.body(job)
-        job.task = eager_task(run(), name=f"{job.kind}-{job.id}")
+        job.task = asyncio.create_task(run(), name=f"{job.kind}-{job.id}")
         return job.task
 
     def _settle(self, job: Job) -> None:

@@ -61,25 +61,24 @@ async def idle(jobs: SessionJobs, *sessions: str, timeout: float = 5.0) -> None:
         await asyncio.sleep(0.001)
 
 
-def test_a_job_cancelled_as_soon_as_it_is_submitted_ends_once_and_the_session_is_idle():
+def test_a_job_cancelled_before_it_started_ends_at_once_and_the_session_is_idle():
     async def scenario():
         rec = Recorder()
         jobs = make(rec)
         first = job("s", ends_itself)
         jobs.submit(first)
-        assert first.state == "running"  # its first step ran in `submit`
-        assert jobs.cancel("s") is first  # before the task's own first turn of the loop
-        await idle(jobs)
+        assert jobs.cancel("s") is first  # cancelled before its body ever ran
         assert [e.code for e in rec.terminals(first)] == [ErrorCode.CANCELLED.value]
+        await asyncio.sleep(0.01)
+        assert not jobs.busy("s")
         assert rec.busy_changes == [("s", True), ("s", False)]
         assert jobs.cancel("s") is None
     run(scenario())
 
 
-def test_a_job_on_an_idle_session_starts_at_once():
-    """A turn's model request goes out from its body's first step, which runs in `submit`
-    (jobs/eager.py): not a loop turn later (nor two: the worker's first step, then the
-    body's). A job behind it starts once it has ended."""
+def test_a_job_on_an_idle_session_starts_on_the_loops_next_turn():
+    """A turn's first token waits for its body to start: one loop turn after `submit`, not
+    two (the worker's first step, then the body's)."""
     async def scenario():
         rec = Recorder()
         jobs = make(rec)
@@ -90,30 +89,30 @@ def test_a_job_on_an_idle_session_starts_at_once():
             await ends_itself(j)
         first, second = job("s", body), job("s", body)
         jobs.submit(first)
-        assert started == ["running"]
         jobs.submit(second)
-        assert first.state == "running" and second.state == "queued"
+        assert first.state == second.state == "queued"
+        await asyncio.sleep(0)
+        assert started == ["running"]
         await idle(jobs)
         assert started == ["running", "running"]
         assert [len(rec.terminals(j)) for j in (first, second)] == [1, 1]
     run(scenario())
 
 
-def test_a_job_withdrawn_right_after_it_was_submitted_is_stopped_and_ends_with_no_event():
+def test_a_job_withdrawn_before_its_body_ran_never_runs_and_ends_with_no_event():
     async def scenario():
         rec = Recorder()
         jobs = make(rec)
-        steps: list[str] = []
+        ran: list[Job] = []
 
         async def body(j: Job) -> None:
-            steps.append("first step")
+            ran.append(j)
             await ends_itself(j)
-            steps.append("ended")
         first = job("s", body)
         jobs.submit(first, announce=False)
         jobs.withdraw(first)  # its question could not be stored
         await idle(jobs)
-        assert steps == ["first step"] and rec.events == [] and rec.busy_changes == [("s", False)]
+        assert ran == [] and rec.events == []
     run(scenario())
 
 
@@ -177,7 +176,6 @@ def test_a_failing_failure_handler_still_publishes_a_terminal_event():
         j = Job(session_id="s", kind="compaction", body=ends_itself, fail=broken)
         jobs.submit(j)
         jobs.cancel("s", j.id)
-        await idle(jobs)
         (end,) = [e for _, e in rec.events if isinstance(e, CompactionResult)]
         assert end.status == "failed" and "cancelled" in end.reason
     run(scenario())

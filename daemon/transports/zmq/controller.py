@@ -16,7 +16,6 @@ import zmq
 
 from ctxkeep.daemon.handlers.dispatch import dispatch
 from ctxkeep.daemon.handlers.registry import LOCAL, WAITING, Caller
-from ctxkeep.daemon.jobs.eager import eager_task
 from ctxkeep.daemon.services import Services
 from ctxkeep.daemon.transports.zmq.inbox import Inbox
 from ctxkeep.protocol import DecodeFailure, ErrorCode, decode_request, encode
@@ -61,8 +60,7 @@ class Controller:
                 if before is None and not isinstance(request, bytes) and type(request) not in WAITING:
                     self._reply(router, peer, envelope, await self.dispatch(request, caller))
                     continue
-                # its first step (a turn: up to its model request being out) runs now
-                task = eager_task(self._answer(router, peer, envelope, request, caller, before))
+                task = asyncio.create_task(self._answer(router, peer, envelope, request, caller, before))
                 last[peer] = task
                 task.add_done_callback(partial(_forget, last, peer))
         finally:
