@@ -44,6 +44,12 @@ class RecordingProxy:
             def log_message(self, format: str, *args: Any) -> None:
                 pass
 
+            def handle(self) -> None:
+                try:
+                    super().handle()
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # ctxkeepd closed a kept-alive connection: nothing more to serve on it
+
             def _pass(self, method: str) -> None:
                 raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 started = time.monotonic()
